@@ -1,0 +1,3 @@
+from healthd.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""The one exception tree healthd raises; library errors are converted at the boundary."""
+
+from __future__ import annotations
+
+
+class HealthdError(Exception):
+    """Base of every error healthd raises on purpose."""
+
+
+class TimelineError(HealthdError):
+    """A timeline (JSONL or a source's output) is malformed."""
+
+    def __init__(self, message: str, *, line: int | None = None, field: str | None = None,
+                 origin: str | None = None) -> None:
+        self.line = line
+        self.field = field
+        self.origin = origin
+        where = []
+        if origin:
+            where.append(origin)
+        if line is not None:
+            where.append(f"line {line}")
+        if field:
+            where.append(f"field '{field}'")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class ProbeFileError(HealthdError):
+    """A probe file is malformed."""
+
+
+class TargetError(HealthdError):
+    """A target specification is invalid (unknown kind, bad switch, not shadow)."""
+
+
+class ShadowViolation(TargetError):
+    """An adapter was asked to write to a scope that is not declared shadow."""
+
+
+class MemoryAdapterError(HealthdError):
+    """A memory adapter failed while applying or answering."""
+
+
+class SourceError(HealthdError):
+    """A source failed to produce its events."""
+
+
+class ConfigError(HealthdError):
+    """Configuration is invalid."""

@@ -1,0 +1,268 @@
+"""The evaluator: replays a timeline into a memory and scores every stage.
+
+Stage *i* is the state after the *i*-th change point, scored at ``t_i``, the newest event
+time replayed so far. Two modes give identical numbers:
+
+* ``full`` asks every probe in P_i at every stage and sums their scores from scratch;
+* ``incremental`` re-asks only probes whose answers may have changed (keys the memory reports
+  as changed, through :class:`ChangeTracking`), re-scores only probes whose truth or freshness
+  moved, and keeps the aggregate counts up to date by subtracting a probe's old share and
+  adding its new one. Its cost per event does not grow with the number of probes.
+
+A memory without change tracking is re-asked for the keys the event touched (and the keys
+that depend on them); that is exact for memories whose answers change only on writes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable, Literal, Sequence
+
+from healthd.memory import ChangeTracking, Memory
+from healthd.model import ChangeEvent, Fact, FactKey, Probe, RetrievedFact, Status
+from healthd.probes import ProbeSet
+from healthd.scoring import (DEFAULT_FORGETTING_WINDOW, DEFAULT_WINDOWS, SIZE, Metrics,
+                             ProbeScore, Windows, add_cells, forgetting_check,
+                             metrics_from_counts, score_probe)
+from healthd.truth import GroundTruth
+
+Mode = Literal["full", "incremental"]
+MODES: tuple[Mode, ...] = ("full", "incremental")
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    index: int
+    event_id: str
+    timestamp: datetime
+    metrics: dict[str, Metrics]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReport:
+    probe: Probe
+    expected: tuple[str, ...]
+    retrieved: tuple[tuple[RetrievedFact, Status], ...]
+
+
+@dataclass
+class TargetResult:
+    name: str
+    kind: str
+    stages: list[StageResult]
+    metrics: dict[str, Metrics]
+    probes: list[ProbeReport]
+    events: int
+    probe_queries: int
+    at: datetime | None
+
+
+@dataclass
+class ReplayStats:
+    events: int = 0
+    probe_queries: int = 0
+
+
+class Replay:
+    """Replay state for one target: feed events one at a time, read results at any point."""
+
+    def __init__(self, memory: Memory, probes: ProbeSet, *, mode: Mode = "incremental",
+                 windows: Windows = DEFAULT_WINDOWS,
+                 forgetting_window: int = DEFAULT_FORGETTING_WINDOW) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        self.memory = memory
+        self.mode = mode
+        self.windows = windows
+        self.forgetting_window = forgetting_window
+        self.truth = GroundTruth()
+        self.stats = ReplayStats()
+        self.at: datetime | None = None
+        self._probe_set = probes
+        self._tracking = isinstance(memory, ChangeTracking)
+        self._active: dict[str, Probe] = {}
+        self._active_keys: set[FactKey] = set()
+        self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
+        self._scores: dict[str, ProbeScore] = {}
+        self._versions: dict[str, int] = {}
+        self._stale_heap: list[tuple[datetime, int, str]] = []
+        self._heap_seq = 0
+        self._by_fact_key: dict[FactKey, set[str]] = {}
+        self._counts = [0] * SIZE
+        self._forget_counts = [0] * SIZE
+        self._was_current: dict[tuple[FactKey, str], bool] = {}
+        self._due: dict[int, list[Fact]] = {}
+        self._index = 0
+
+    # -- feeding --------------------------------------------------------------------------
+
+    def step(self, event: ChangeEvent) -> StageResult:
+        self._index += 1
+        self.stats.events += 1
+        touched = self.truth.apply(event)
+        at = self.truth.latest
+        assert at is not None
+        self.at = at
+        self.memory.apply(event)
+        changed = self.memory.changed_keys(at) if self._tracking else set(touched)
+
+        entering = [p for key in event.keys if key not in self._active_keys
+                    and self.truth.asserted(key) for p in self._enter(key)]
+        if self.mode == "full":
+            ended = self._ended(self.truth.keys(), at)
+            self._score_all(at)
+        else:
+            ended = self._ended(touched, at)
+            self._score_changes(at, entering, changed, touched)
+        for fact in ended:
+            self._due.setdefault(self._index + self.forgetting_window, []).append(fact)
+        for fact in self._due.pop(self._index, ()):
+            probe = self._generated_probe(fact.key)
+            answer = self._answers.get(probe.id, ()) if probe else ()
+            add_cells(self._forget_counts,
+                      ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)))
+        return StageResult(self._index, event.id, at, self.metrics())
+
+    def metrics(self) -> dict[str, Metrics]:
+        return metrics_from_counts([a + b for a, b in zip(self._counts, self._forget_counts)])
+
+    def update_probes(self, probes: ProbeSet) -> list[Probe]:
+        """Switch to a probe set that extends the current one; probes new to it whose key is
+        already asserted enter P_i now (and are asked at the next stage's scoring)."""
+        self._probe_set = probes
+        fresh = [p for key in self._active_keys for p in probes.for_key(key)
+                 if p.id not in self._active]
+        for probe in fresh:
+            self._active[probe.id] = probe
+        if fresh and self.at is not None:
+            for probe in fresh:
+                self._ask(probe, self.at)
+                self._rescore(probe, self.at)
+        return fresh
+
+    # -- results --------------------------------------------------------------------------
+
+    def report(self) -> list[ProbeReport]:
+        at = self.at
+        out = []
+        if at is None:
+            return out
+        for probe in self._active.values():
+            facts = self._answers.get(probe.id, ())
+            expected = tuple(f.value for f in self.truth.current(probe.key, at))
+            retrieved = tuple((f, self.truth.status_of(f.key, f.value, at)) for f in facts)
+            out.append(ProbeReport(probe, expected, retrieved))
+        return out
+
+    @property
+    def active_probes(self) -> int:
+        return len(self._active)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _enter(self, key: FactKey) -> tuple[Probe, ...]:
+        self._active_keys.add(key)
+        probes = self._probe_set.for_key(key)
+        for probe in probes:
+            self._active[probe.id] = probe
+        return probes
+
+    def _generated_probe(self, key: FactKey) -> Probe | None:
+        probes = self._probe_set.for_key(key)
+        for probe in probes:
+            if probe.origin == "generated":
+                return probe
+        return probes[0] if probes else None
+
+    def _ended(self, keys: Iterable[FactKey], at: datetime) -> list[Fact]:
+        """Facts of ``keys`` that stopped being current at this stage."""
+        out = []
+        for key in keys:
+            for value, domain in self.truth.values(key).items():
+                status = self.truth.status_of(key, value, at)
+                if status == "current":
+                    self._was_current[(key, value)] = True
+                elif status != "unknown" and self._was_current.get((key, value), True):
+                    self._was_current[(key, value)] = False
+                    out.append(Fact(key.subject, key.predicate, value, domain))
+        return out
+
+    def _ask(self, probe: Probe, at: datetime) -> None:
+        self.stats.probe_queries += 1
+        facts = self.memory.answer(probe, at).facts
+        old = self._answers.get(probe.id, ())
+        for fact_key in {f.key for f in old} - {f.key for f in facts}:
+            holders = self._by_fact_key.get(fact_key)
+            if holders is not None:
+                holders.discard(probe.id)
+        for fact_key in {f.key for f in facts}:
+            self._by_fact_key.setdefault(fact_key, set()).add(probe.id)
+        self._answers[probe.id] = facts
+
+    def _rescore(self, probe: Probe, at: datetime) -> None:
+        old = self._scores.get(probe.id)
+        if old is not None:
+            add_cells(self._counts, old.cells, -1)
+        new = score_probe(probe, self._answers.get(probe.id, ()), self.truth, at, self.windows)
+        add_cells(self._counts, new.cells)
+        self._scores[probe.id] = new
+        version = self._versions.get(probe.id, 0) + 1
+        self._versions[probe.id] = version
+        if new.stale_after is not None:
+            heapq.heappush(self._stale_heap, (new.stale_after, version, probe.id))
+
+    def _score_all(self, at: datetime) -> None:
+        self._counts = [0] * SIZE
+        self._scores.clear()
+        self._by_fact_key.clear()
+        for probe in self._active.values():
+            self._ask(probe, at)
+            add_cells(self._counts, score_probe(probe, self._answers[probe.id], self.truth, at,
+                                                self.windows).cells)
+
+    def _score_changes(self, at: datetime, entering: Sequence[Probe], changed: set[FactKey],
+                       touched: set[FactKey]) -> None:
+        ask: dict[str, Probe] = {p.id: p for p in entering}
+        for key in changed:
+            if key in self._active_keys:
+                for probe in self._probe_set.for_key(key):
+                    ask[probe.id] = probe
+        rescore: dict[str, Probe] = dict(ask)
+        for key in touched:
+            if key in self._active_keys:
+                for probe in self._probe_set.for_key(key):
+                    rescore[probe.id] = probe
+            for probe_id in self._by_fact_key.get(key, ()):
+                rescore[probe_id] = self._active[probe_id]
+        heap = self._stale_heap
+        while heap and heap[0][0] < at:
+            _, version, probe_id = heapq.heappop(heap)
+            if self._versions.get(probe_id) == version:
+                rescore[probe_id] = self._active[probe_id]
+        for probe in ask.values():
+            self._ask(probe, at)
+        for probe in rescore.values():
+            self._rescore(probe, at)
+
+
+def evaluate(events: Sequence[ChangeEvent], memory: Memory, probes: ProbeSet, *,
+             name: str, kind: str, mode: Mode = "incremental",
+             windows: Windows = DEFAULT_WINDOWS,
+             forgetting_window: int = DEFAULT_FORGETTING_WINDOW, keep_stages: bool = True,
+             on_stage: Callable[[StageResult], None] | None = None) -> TargetResult:
+    """Replay ``events`` (in arrival order) into a freshly reset ``memory``."""
+    memory.reset()
+    replay = Replay(memory, probes, mode=mode, windows=windows,
+                    forgetting_window=forgetting_window)
+    stages: list[StageResult] = []
+    for event in events:
+        stage = replay.step(event)
+        if keep_stages:
+            stages.append(stage)
+        if on_stage is not None:
+            on_stage(stage)
+    return TargetResult(name=name, kind=kind, stages=stages, metrics=replay.metrics(),
+                        probes=replay.report(), events=replay.stats.events,
+                        probe_queries=replay.stats.probe_queries, at=replay.at)

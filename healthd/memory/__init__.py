@@ -1,0 +1,102 @@
+"""Memory adapters: a shadow instance of a memory system that healthd replays into and probes.
+
+Adapters register by kind name; a target is written ``kind`` or ``kind:switch=value,...``
+(for example ``reference:ttl=off,supersession=off``). An unknown kind or switch fails with a
+:class:`TargetError` before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+
+from healthd.errors import TargetError
+from healthd.model import Answer, ChangeEvent, FactKey, Probe
+
+
+@runtime_checkable
+class Memory(Protocol):
+    def reset(self) -> None:
+        """Wipe this shadow scope, and nothing else."""
+
+    def apply(self, event: ChangeEvent) -> None:
+        """Ingest one change."""
+
+    def answer(self, probe: Probe, at: datetime) -> Answer:
+        """The facts the memory would use to answer ``probe`` at ``at``."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ChangeTracking(Protocol):
+    """A memory that can say which keys' answers may have changed since it was last asked."""
+
+    def changed_keys(self, at: datetime) -> set[FactKey]:
+        """Keys written since the last call, plus keys whose answers change with time (an
+        expiry passing) up to ``at``. Draining: a second call returns only what is new."""
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A parsed ``kind:switch=value,...`` target."""
+
+    kind: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+MemoryFactory = Callable[[Mapping[str, Any]], Memory]
+_REGISTRY: dict[str, MemoryFactory] = {}
+
+
+def register_memory(kind: str) -> Callable[[MemoryFactory], MemoryFactory]:
+    def decorator(factory: MemoryFactory) -> MemoryFactory:
+        _REGISTRY[kind] = factory
+        return factory
+    return decorator
+
+
+def memory_kinds() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def parse_target(text: str) -> TargetSpec:
+    """Parse ``kind`` or ``kind:a=b,c=d``; the kind must be registered."""
+    _load_builtin()
+    kind, _, rest = text.strip().partition(":")
+    if not kind:
+        raise TargetError(f"target {text!r}: missing kind")
+    if kind not in _REGISTRY:
+        raise TargetError(f"target {text!r}: unknown kind {kind!r}; known kinds: "
+                          f"{', '.join(sorted(_REGISTRY))}")
+    options: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise TargetError(f"target {text!r}: switch {part!r} is not name=value")
+        if name.strip() in options:
+            raise TargetError(f"target {text!r}: switch {name.strip()!r} given twice")
+        options[name.strip()] = value.strip()
+    return TargetSpec(kind, options, text.strip())
+
+
+def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
+    _load_builtin()
+    options: dict[str, Any] = dict(spec.options)
+    options.update(overrides)
+    try:
+        return _REGISTRY[spec.kind](options)
+    except TargetError as exc:
+        raise TargetError(f"target {spec.label!r}: {exc}") from None
+
+
+def _load_builtin() -> None:
+    if not _REGISTRY:
+        from healthd.memory import naive, reference  # noqa: F401  (registers the kinds)

@@ -1,0 +1,60 @@
+"""Parsing of target switches (``name=value``) shared by the embedded memories."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any, Mapping
+
+from healthd.errors import TargetError
+
+_TRUE = {"on", "true", "yes", "1"}
+_FALSE = {"off", "false", "no", "0"}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "": 86400}
+
+
+def switch(options: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = options.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise TargetError(f"switch {name}={value!r}: expected on or off")
+
+
+def duration(options: Mapping[str, Any], name: str, default: timedelta) -> timedelta:
+    value = options.get(name)
+    if value is None:
+        return default
+    if isinstance(value, timedelta):
+        return value
+    match = _DURATION.match(str(value))
+    if not match:
+        raise TargetError(f"switch {name}={value!r}: expected a duration such as 30d, 12h or 90")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def integer(options: Mapping[str, Any], name: str, default: int, minimum: int = 1) -> int:
+    value = options.get(name)
+    if value is None:
+        return default
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise TargetError(f"switch {name}={value!r}: expected an integer") from None
+    if number < minimum:
+        raise TargetError(f"switch {name}={value!r}: must be at least {minimum}")
+    return number
+
+
+def reject_unknown(options: Mapping[str, Any], known: set[str], kind: str) -> None:
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TargetError(f"unknown switch {unknown[0]!r} for {kind}; known switches: "
+                          f"{', '.join(sorted(known))}")

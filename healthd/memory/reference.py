@@ -1,0 +1,416 @@
+"""The `reference` memory: the embedded default shadow, on SQLite with FTS5 ranking.
+
+It is the memory the seeds describe as one that passes a lifecycle test: namespaces,
+metadata pre-filtering before ranking, an expiry stamped on each record when written, and
+three forgetting mechanisms, each switchable so a report can show which layer leaks:
+
+* ``ttl``: per-domain TTL with soft expiry. Past its expiry a record is still returned,
+  flagged ``soft_expired`` and ranked lower; past expiry plus a grace period it is no longer
+  returned (``history`` queries still see it). Expiry is stamped when a record is written or
+  re-validated, so changing the TTL touches only records written afterwards.
+* ``supersession``: a revision writes a tombstone pointing the old record to its
+  replacement; tombstoned records are filtered unless history is asked for.
+* ``propagation``: when a key is left with no live record, records that depend on it end too.
+
+An explicit invalidation always ends its record. Event time rules: a late, backdated event
+never overrides a record observed later.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.memory import register_memory
+from healthd.memory._options import duration, integer, reject_unknown, switch
+from healthd.model import (DOMAINS, HISTORICAL, SOFT_EXPIRED, Answer, ChangeEvent, Domain,
+                           Fact, FactKey, Probe, RetrievedFact)
+
+DEFAULT_TTL: Mapping[str, timedelta] = {
+    "ownership": timedelta(days=30), "tech": timedelta(days=90),
+    "decision": timedelta(days=180), "requirement": timedelta(days=365)}
+DEFAULT_NAMESPACE = "healthd/shadow"
+
+FilterOp = Literal["equals", "contains", "before", "after"]
+_COLUMNS = {"subject", "predicate", "value", "domain"}
+_TIME_COLUMNS = {"created_at": "created_at", "updated_at": "updated_at"}
+
+
+@dataclass(frozen=True)
+class MetadataFilter:
+    """A pre-filter applied before ranking: ``field`` is a record column (subject, predicate,
+    value, domain), a time (created_at, updated_at) or any event metadata key."""
+
+    field: str
+    op: FilterOp
+    value: str | datetime
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    value TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    multi INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    expires_at REAL,
+    purge_at REAL,
+    state TEXT NOT NULL DEFAULT 'active',
+    ended_at REAL,
+    superseded_by INTEGER,
+    end_reason TEXT,
+    event_id TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_key ON records(namespace, subject, predicate, state);
+CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
+CREATE INDEX IF NOT EXISTS records_purge ON records(namespace, purge_at);
+CREATE TABLE IF NOT EXISTS record_deps (
+    record_id INTEGER NOT NULL,
+    namespace TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS record_deps_key ON record_deps(namespace, subject, predicate);
+CREATE TABLE IF NOT EXISTS record_meta (
+    record_id INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS record_meta_key ON record_meta(key, value);
+CREATE TABLE IF NOT EXISTS key_removals (
+    namespace TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    removed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS key_removals_key ON key_removals(namespace, subject, predicate);
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'unicode61');
+"""
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _ts(at: datetime) -> float:
+    return at.timestamp()
+
+
+def _dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, tz=timezone.utc)
+
+
+def _content(fact: Fact) -> str:
+    return " ".join((fact.subject, re.sub(r"[_\-:./]+", " ", fact.predicate), fact.value))
+
+
+class ReferenceMemory:
+    """SQLite-backed shadow memory. Writes only to its own namespace, which must be shadow."""
+
+    kind = "reference"
+
+    def __init__(self, *, path: str = ":memory:", namespace: str = DEFAULT_NAMESPACE,
+                 shadow: bool = True, ttl: bool = True, supersession: bool = True,
+                 propagation: bool = True, ttl_windows: Mapping[str, timedelta] = DEFAULT_TTL,
+                 grace: float = 1.0, top_k: int = 5) -> None:
+        if not shadow:
+            raise ShadowViolation(f"namespace {namespace!r} is not declared shadow; healthd "
+                                  "writes only to shadow scopes")
+        self.namespace = namespace
+        self.ttl = ttl
+        self.supersession = supersession
+        self.propagation = propagation
+        self.ttl_windows = dict(ttl_windows)
+        self.grace = grace
+        self.top_k = top_k
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
+        self._clock: float | None = None
+        self._touched: set[FactKey] = set()
+        self._asked_until: float | None = None
+
+    # -- settings -------------------------------------------------------------------------
+
+    def set_ttl(self, domain: Domain, ttl: timedelta) -> None:
+        """Change a domain's TTL. Records already written keep the expiry they were given."""
+        self.ttl_windows[domain] = ttl
+
+    # -- Memory protocol ------------------------------------------------------------------
+
+    def reset(self) -> None:
+        ns = (self.namespace,)
+        with self._tx():
+            ids = "SELECT id FROM records WHERE namespace = ?"
+            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({ids})", ns)
+            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({ids})", ns)
+            self._db.execute("DELETE FROM record_deps WHERE namespace = ?", ns)
+            self._db.execute("DELETE FROM key_removals WHERE namespace = ?", ns)
+            self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
+        self._clock = None
+        self._touched.clear()
+        self._asked_until = None
+
+    def apply(self, event: ChangeEvent) -> None:
+        at = _ts(event.timestamp)
+        self._clock = at if self._clock is None else max(self._clock, at)
+        try:
+            with self._tx():
+                if event.type in ("added", "revalidated"):
+                    self._assert(event.fact, at, event)
+                elif event.type == "revised":
+                    previous = event.previous
+                    assert previous is not None
+                    if self.supersession and (previous.key != event.fact.key or event.multi_valued
+                                              or self._is_multi(previous.key)):
+                        self._end(previous, at, "superseded", f"revised to {event.fact.value!r}")
+                    self._assert(event.fact, at, event)
+                else:
+                    self._end(event.fact, at, "invalidated", event.reason or "invalidated")
+        except sqlite3.Error as exc:
+            raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
+
+    def answer(self, probe: Probe, at: datetime) -> Answer:
+        facts = self.search(probe.question, at=at, k=self.top_k, filters=[
+            MetadataFilter("subject", "equals", probe.subject),
+            MetadataFilter("predicate", "equals", probe.predicate)])
+        return Answer(probe.id, tuple(facts))
+
+    def changed_keys(self, at: datetime) -> set[FactKey]:
+        until = _ts(at)
+        changed = self._touched
+        self._touched = set()
+        if self._asked_until is not None and until > self._asked_until:
+            rows = self._db.execute(
+                "SELECT DISTINCT subject, predicate FROM records WHERE namespace = ? AND "
+                "((expires_at > ? AND expires_at <= ?) OR (purge_at > ? AND purge_at <= ?))",
+                (self.namespace, self._asked_until, until, self._asked_until, until))
+            changed.update(FactKey(s, p) for s, p in rows)
+        if self._asked_until is None or until > self._asked_until:
+            self._asked_until = until
+        return changed
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- retrieval ------------------------------------------------------------------------
+
+    def search(self, query: str, *, at: datetime, k: int = 5,
+               filters: Sequence[MetadataFilter] = (), history: bool = False) -> list[RetrievedFact]:
+        """Rank the records that pass every filter by full-text relevance to ``query``.
+
+        Filters run before ranking. Live records come first, soft-expired ones after them;
+        with ``history`` ended and purged records are returned too, flagged ``historical``.
+        """
+        now = _ts(at)
+        where = ["r.namespace = ?"]
+        params: list[Any] = [self.namespace]
+        for flt in filters:
+            clause, values = self._filter_sql(flt)
+            where.append(clause)
+            params.extend(values)
+        if not history:
+            where.append("r.state = 'active' AND (r.purge_at IS NULL OR r.purge_at > ?)")
+            params.append(now)
+        terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(_TOKEN.findall(query.lower())))
+        rank = ("(SELECT bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
+                "AND records_fts.rowid = r.id)") if terms else "NULL"
+        sql = (f"SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, "
+               f"r.updated_at, r.expires_at, r.purge_at, r.state, {rank} AS score "
+               f"FROM records r WHERE {' AND '.join(where)} "
+               f"ORDER BY (r.expires_at IS NOT NULL AND r.expires_at < ?), "
+               f"coalesce(score, 0.0), r.updated_at DESC, r.id DESC LIMIT ?")
+        rows = self._db.execute(sql, ([terms] if terms else []) + params + [now, k])
+        out = []
+        for rid, subject, predicate, value, domain, created, updated, expires, purge, state, _ in rows:
+            flags = set()
+            if expires is not None and expires < now:
+                flags.add(SOFT_EXPIRED)
+            if state != "active" or (purge is not None and purge <= now):
+                flags.add(HISTORICAL)
+            out.append(RetrievedFact(subject, predicate, value, domain, f"ref-{rid}",
+                                     _dt(created), _dt(updated), frozenset(flags)))
+        return out
+
+    def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
+        if flt.op in ("before", "after"):
+            column = _TIME_COLUMNS.get(flt.field)
+            if column is None or not isinstance(flt.value, datetime):
+                raise MemoryAdapterError(f"filter {flt.field} {flt.op}: before/after take "
+                                         "created_at or updated_at and a datetime")
+            return f"r.{column} {'<' if flt.op == 'before' else '>'} ?", [_ts(flt.value)]
+        value = str(flt.value)
+        if flt.field in _COLUMNS:
+            if flt.op == "equals":
+                return f"r.{flt.field} = ?", [value]
+            return f"instr(r.{flt.field}, ?) > 0", [value]
+        if flt.op == "equals":
+            return ("EXISTS (SELECT 1 FROM record_meta m WHERE m.record_id = r.id AND "
+                    "m.key = ? AND m.value = ?)"), [flt.field, value]
+        return ("EXISTS (SELECT 1 FROM record_meta m WHERE m.record_id = r.id AND "
+                "m.key = ? AND instr(m.value, ?) > 0)"), [flt.field, value]
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _tx(self):
+        return _Transaction(self._db)
+
+    def _is_multi(self, key: FactKey) -> bool:
+        row = self._db.execute(
+            "SELECT multi FROM records WHERE namespace = ? AND subject = ? AND predicate = ? "
+            "ORDER BY multi DESC LIMIT 1", (self.namespace, key.subject, key.predicate)).fetchone()
+        return bool(row and row[0])
+
+    def _live(self, key: FactKey) -> list[tuple[int, str, float]]:
+        return self._db.execute(
+            "SELECT id, value, updated_at FROM records WHERE namespace = ? AND subject = ? "
+            "AND predicate = ? AND state = 'active'",
+            (self.namespace, key.subject, key.predicate)).fetchall()
+
+    def _expiry(self, domain: str, at: float) -> tuple[float | None, float | None]:
+        if not self.ttl:
+            return None, None
+        ttl = self.ttl_windows[domain].total_seconds()
+        return at + ttl, at + ttl * (1.0 + self.grace)
+
+    def _assert(self, fact: Fact, at: float, event: ChangeEvent) -> None:
+        key = fact.key
+        multi = event.multi_valued or self._is_multi(key)
+        live = self._live(key)
+        self._touched.add(key)
+        for rid, value, updated in live:
+            if value == fact.value:
+                if at > updated:
+                    expires, purge = self._expiry(fact.domain, at)
+                    self._db.execute("UPDATE records SET updated_at = ?, expires_at = ?, "
+                                     "purge_at = ? WHERE id = ?", (at, expires, purge, rid))
+                    if self.supersession and not multi:
+                        self._supersede(key, [r for r in live if r[0] != rid and r[2] <= at], rid, at)
+                return
+        newer = [r for r in live if r[2] > at] if self.supersession and not multi else []
+        rid = self._insert(fact, at, event, multi)
+        if newer:
+            latest = max(newer, key=lambda r: r[2])
+            self._db.execute("UPDATE records SET state = 'superseded', superseded_by = ?, "
+                             "ended_at = ?, end_reason = 'a newer value was already known' "
+                             "WHERE id = ?", (latest[0], latest[2], rid))
+            return
+        if self.supersession and not multi:
+            self._supersede(key, live, rid, at)
+        if self.propagation and event.depends_on and self._removed_after(event.depends_on, at):
+            self._db.execute("UPDATE records SET state = 'invalidated', ended_at = ?, "
+                             "end_reason = 'a dependency was removed' WHERE id = ?", (at, rid))
+
+    def _insert(self, fact: Fact, at: float, event: ChangeEvent, multi: bool) -> int:
+        expires, purge = self._expiry(fact.domain, at)
+        written = self._clock if self._clock is not None else at
+        cur = self._db.execute(
+            "INSERT INTO records (namespace, subject, predicate, value, domain, multi, created_at,"
+            " updated_at, expires_at, purge_at, event_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (self.namespace, fact.subject, fact.predicate, fact.value, fact.domain, int(multi),
+             written, at, expires, purge, event.id))
+        rid = cur.lastrowid
+        assert rid is not None
+        self._db.execute("INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                         (rid, _content(fact)))
+        if event.depends_on:
+            self._db.executemany(
+                "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
+                [(rid, self.namespace, d.subject, d.predicate) for d in event.depends_on])
+        if event.metadata:
+            self._db.executemany("INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
+                                 [(rid, k, v) for k, v in event.metadata.items()])
+        return rid
+
+    def _supersede(self, key: FactKey, rows: Iterable[tuple[int, str, float]], by: int,
+                   at: float) -> None:
+        ids = [r[0] for r in rows if r[0] != by]
+        if ids:
+            self._db.executemany(
+                "UPDATE records SET state = 'superseded', superseded_by = ?, ended_at = ?, "
+                "end_reason = 'revised' WHERE id = ?", [(by, at, i) for i in ids])
+            self._touched.add(key)
+
+    def _end(self, fact: Fact, at: float, state: str, reason: str) -> None:
+        key = fact.key
+        self._touched.add(key)
+        ended = [rid for rid, value, updated in self._live(key)
+                 if value == fact.value and updated <= at]
+        if not ended:
+            return
+        self._db.executemany("UPDATE records SET state = ?, ended_at = ?, end_reason = ? "
+                             "WHERE id = ?", [(state, at, reason, rid) for rid in ended])
+        if self.propagation and not self._live(key):
+            self._cascade(key, at)
+
+    def _cascade(self, key: FactKey, at: float) -> None:
+        self._db.execute("INSERT INTO key_removals (namespace, subject, predicate, removed_at) "
+                         "VALUES (?,?,?,?)", (self.namespace, key.subject, key.predicate, at))
+        dependents = self._db.execute(
+            "SELECT r.id, r.subject, r.predicate FROM record_deps d JOIN records r "
+            "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
+            "AND r.state = 'active' AND r.updated_at < ?",
+            (self.namespace, key.subject, key.predicate, at)).fetchall()
+        emptied: set[FactKey] = set()
+        for rid, subject, predicate in dependents:
+            self._db.execute("UPDATE records SET state = 'invalidated', ended_at = ?, "
+                             "end_reason = ? WHERE id = ?", (at, f"{key} was removed", rid))
+            dep_key = FactKey(subject, predicate)
+            self._touched.add(dep_key)
+            emptied.add(dep_key)
+        for dep_key in emptied:
+            if not self._live(dep_key):
+                self._cascade(dep_key, at)
+
+    def _removed_after(self, keys: Sequence[FactKey], at: float) -> bool:
+        for key in keys:
+            row = self._db.execute(
+                "SELECT 1 FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ? "
+                "AND removed_at > ? LIMIT 1", (self.namespace, key.subject, key.predicate, at)
+            ).fetchone()
+            if row and not self._live(key):
+                return True
+        return False
+
+
+class _Transaction:
+    """BEGIN/COMMIT around a write, ROLLBACK on error, so a failed apply leaves no half state."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+_SWITCHES = {"ttl", "supersession", "propagation", "grace", "top_k", "path", "namespace",
+             "shadow"} | {f"ttl_{d}" for d in DOMAINS}
+
+
+@register_memory("reference")
+def reference_memory(options: Mapping[str, Any]) -> ReferenceMemory:
+    reject_unknown(options, _SWITCHES, "reference")
+    windows = {d: duration(options, f"ttl_{d}", DEFAULT_TTL[d]) for d in DOMAINS}
+    try:
+        grace = float(options.get("grace", 1.0))
+    except ValueError:
+        raise TargetError(f"switch grace={options['grace']!r}: expected a number") from None
+    return ReferenceMemory(
+        path=str(options.get("path", ":memory:")),
+        namespace=str(options.get("namespace", DEFAULT_NAMESPACE)),
+        shadow=switch(options, "shadow", True),
+        ttl=switch(options, "ttl", True), supersession=switch(options, "supersession", True),
+        propagation=switch(options, "propagation", True), ttl_windows=windows, grace=grace,
+        top_k=integer(options, "top_k", 5))

@@ -1,0 +1,127 @@
+"""The domain model: facts, change events, probes and answers. Pure data, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Literal, Mapping, NamedTuple
+
+Domain = Literal["tech", "ownership", "decision", "requirement"]
+DOMAINS: tuple[Domain, ...] = ("tech", "ownership", "decision", "requirement")
+
+EventType = Literal["added", "revised", "invalidated", "revalidated"]
+EVENT_TYPES: tuple[EventType, ...] = ("added", "revised", "invalidated", "revalidated")
+
+Status = Literal["current", "superseded", "invalidated", "unknown"]
+
+#: Flags a memory may put on a retrieved fact.
+HISTORICAL = "historical"
+SOFT_EXPIRED = "soft_expired"
+
+#: Event metadata key by which a source declares a key multi-valued.
+CARDINALITY = "cardinality"
+MULTI = "multi"
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class FactKey(NamedTuple):
+    """What a fact is about: one question has one key."""
+
+    subject: str
+    predicate: str
+
+    def __str__(self) -> str:
+        return f"{self.subject} {self.predicate}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    subject: str
+    predicate: str
+    value: str
+    domain: Domain
+
+    @property
+    def key(self) -> FactKey:
+        return FactKey(self.subject, self.predicate)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    """One change in the world: when it became true, not when it was found."""
+
+    id: str
+    type: EventType
+    timestamp: datetime
+    source: str
+    fact: Fact
+    previous: Fact | None = None
+    reason: str | None = None
+    depends_on: tuple[FactKey, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def multi_valued(self) -> bool:
+        return self.metadata.get(CARDINALITY) == MULTI
+
+    @property
+    def keys(self) -> tuple[FactKey, ...]:
+        """Every key this event touches directly (a revision may move a fact to a new key)."""
+        if self.previous is not None and self.previous.key != self.fact.key:
+            return (self.previous.key, self.fact.key)
+        return (self.fact.key,)
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A natural-language question about one key."""
+
+    id: str
+    question: str
+    subject: str
+    predicate: str
+    domain: Domain
+    multi_valued: bool = False
+    origin: Literal["generated", "file"] = "generated"
+
+    @property
+    def key(self) -> FactKey:
+        return FactKey(self.subject, self.predicate)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedFact:
+    """A fact a memory returned, with the record's own bookkeeping."""
+
+    subject: str
+    predicate: str
+    value: str
+    domain: Domain
+    record_id: str
+    written_at: datetime
+    validated_at: datetime | None = None
+    flags: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> FactKey:
+        return FactKey(self.subject, self.predicate)
+
+    @property
+    def fact(self) -> Fact:
+        return Fact(self.subject, self.predicate, self.value, self.domain)
+
+    @property
+    def last_validated(self) -> datetime:
+        return self.validated_at if self.validated_at is not None else self.written_at
+
+    @property
+    def historical(self) -> bool:
+        return HISTORICAL in self.flags
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    probe_id: str
+    facts: tuple[RetrievedFact, ...] = ()

@@ -1,0 +1,146 @@
+"""Probes: natural-language questions about keys, generated from a timeline or given in a file.
+
+Pure: no I/O here except :func:`load_probe_file`, which only reads and validates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from healthd.errors import ProbeFileError
+from healthd.model import DOMAINS, ChangeEvent, Domain, FactKey, Probe
+
+_OWNERSHIP_PREDICATES = {"owner", "owners", "maintainer", "maintainers", "assignee",
+                         "assignees", "codeowners", "team", "owned_by"}
+
+
+def _words(text: str) -> str:
+    return re.sub(r"[_\-:./]+", " ", text).strip()
+
+
+def question_for(subject: str, predicate: str, domain: Domain) -> str:
+    """A question a person would ask about the key, by predicate, else by domain."""
+    pred = predicate.lower()
+    if pred in _OWNERSHIP_PREDICATES:
+        return f"Who owns {subject}?"
+    if pred == "on_call" or pred == "on-call":
+        return f"Who is on call for {subject}?"
+    if pred == "language":
+        return f"What programming language is {subject} written in?"
+    if pred == "exists":
+        return f"Does {subject} still exist?"
+    if pred.startswith("dependency:"):
+        name = predicate.split(":", 1)[1]
+        return f"Which version of {name} does {subject} depend on?"
+    if pred == "decision":
+        if subject.lower().startswith("adr:"):
+            return f"What did ADR {subject.split(':', 1)[1]} decide?"
+        return f"What is the current decision on {subject}?"
+    if pred == "requirement":
+        return f"What does {subject} require?"
+    if pred == "status":
+        return f"What is the status of {subject}?"
+    if pred in ("source_of_truth", "source-of-truth"):
+        return f"What is the source of truth for {subject}?"
+    words = _words(predicate)
+    if domain == "ownership":
+        return f"Who is the {words} for {subject}?"
+    if domain == "decision":
+        return f"What was decided about {words} for {subject}?"
+    if domain == "requirement":
+        return f"What is required for {words} of {subject}?"
+    return f"What is the {words} of {subject}?"
+
+
+def generated_probe_id(key: FactKey) -> str:
+    digest = hashlib.sha256(f"{key.subject}\x1f{key.predicate}".encode()).hexdigest()
+    return f"p-{digest[:12]}"
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    probes: tuple[Probe, ...]
+    by_key: dict[FactKey, tuple[Probe, ...]] = field(init=False, repr=False, compare=False)
+    version: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_key: dict[FactKey, list[Probe]] = {}
+        for probe in self.probes:
+            by_key.setdefault(probe.key, []).append(probe)
+        object.__setattr__(self, "by_key", {k: tuple(v) for k, v in by_key.items()})
+        canonical = json.dumps(sorted([p.id, p.question, p.subject, p.predicate, p.domain,
+                                       p.multi_valued] for p in self.probes))
+        object.__setattr__(self, "version", hashlib.sha256(canonical.encode()).hexdigest()[:16])
+
+    def __len__(self) -> int:
+        return len(self.probes)
+
+    def __iter__(self):
+        return iter(self.probes)
+
+    def for_key(self, key: FactKey) -> tuple[Probe, ...]:
+        return self.by_key.get(key, ())
+
+
+def build_probe_set(events: Iterable[ChangeEvent], extra: Sequence[Probe] = ()) -> ProbeSet:
+    """One generated probe for every key the timeline has held, then the given probes."""
+    keys: dict[FactKey, tuple[Domain, bool]] = {}
+    for event in events:
+        facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
+        for fact in facts:
+            domain, multi = keys.get(fact.key, (fact.domain, False))
+            keys[fact.key] = (domain, multi or (fact is event.fact and event.multi_valued))
+    probes = [Probe(generated_probe_id(key), question_for(key.subject, key.predicate, domain),
+                    key.subject, key.predicate, domain, multi)
+              for key, (domain, multi) in keys.items()]
+    seen = {p.id for p in probes}
+    for probe in extra:
+        if probe.id in seen:
+            raise ProbeFileError(f"probe id {probe.id!r} is used twice")
+        seen.add(probe.id)
+        domain, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
+        probes.append(Probe(probe.id, probe.question, probe.subject, probe.predicate, domain,
+                            multi, "file"))
+    return ProbeSet(tuple(probes))
+
+
+def load_probe_file(path: str) -> list[Probe]:
+    """Probes written by hand: JSONL, one object per line with ``question``, ``subject``,
+    ``predicate``, ``domain`` and optionally ``id``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.readlines()
+    except OSError as exc:
+        raise ProbeFileError(f"{path}: cannot read probe file: {exc.strerror}") from None
+    probes: list[Probe] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ProbeFileError(f"{where}: invalid JSON: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise ProbeFileError(f"{where}: expected a JSON object")
+        unknown = set(obj) - {"id", "question", "subject", "predicate", "domain"}
+        if unknown:
+            raise ProbeFileError(f"{where}: unknown field(s) {sorted(unknown)}")
+        values = {}
+        for name in ("question", "subject", "predicate", "domain"):
+            value = obj.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise ProbeFileError(f"{where}, field '{name}': expected a non-empty string")
+            values[name] = value
+        if values["domain"] not in DOMAINS:
+            raise ProbeFileError(f"{where}, field 'domain': unknown domain {values['domain']!r}")
+        probe_id = obj.get("id") or "f-" + hashlib.sha256(
+            f"{values['question']}\x1f{values['subject']}\x1f{values['predicate']}".encode()
+        ).hexdigest()[:12]
+        probes.append(Probe(str(probe_id), values["question"], values["subject"],
+                            values["predicate"], values["domain"], origin="file"))  # type: ignore[arg-type]
+    return probes

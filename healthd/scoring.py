@@ -1,0 +1,157 @@
+"""Scoring: the metric definitions of DESIGN.md as pure functions of (truth, answers, time).
+
+Every metric is kept as integer counts (numerator and denominator per domain) and turned into
+ratios only at the end, so re-asking a subset of probes and adjusting the counts gives
+exactly the numbers that asking every probe gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterable, Mapping, Protocol, Sequence
+
+from healthd.model import DOMAINS, Domain, Fact, FactKey, Probe, RetrievedFact, Status
+
+BUCKETS: tuple[str, ...] = ("all", *DOMAINS)
+_BUCKET_INDEX = {name: i for i, name in enumerate(BUCKETS)}
+
+# Count fields, per bucket.
+POOL, FRESH, CONSISTENT, EXPECTED, COVERED, PROBES, CONTAMINATED, CONFLICTS, \
+    FORGET_DUE, FORGOTTEN = range(10)
+_FIELDS = 10
+SIZE = len(BUCKETS) * _FIELDS
+
+Windows = Mapping[str, timedelta]
+DEFAULT_WINDOWS: Mapping[str, timedelta] = {
+    "ownership": timedelta(days=30), "tech": timedelta(days=90),
+    "decision": timedelta(days=180), "requirement": timedelta(days=365)}
+DEFAULT_FORGETTING_WINDOW = 3
+
+
+class TruthView(Protocol):
+    def status_of(self, key: FactKey, value: str, at: datetime) -> Status: ...
+    def current(self, key: FactKey, at: datetime) -> list[Fact]: ...
+    def multi_valued(self, key: FactKey) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    freshness: float | None
+    consistency: float | None
+    coverage: float | None
+    forgetting: float | None
+    contamination: float | None
+    conflicts: int
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"freshness": self.freshness, "consistency": self.consistency,
+                "coverage": self.coverage, "forgetting": self.forgetting,
+                "contamination": self.contamination, "conflicts": self.conflicts}
+
+
+def ratio(numerator: int, denominator: int) -> float | None:
+    """A share, or None when there is nothing to take a share of."""
+    return numerator / denominator if denominator else None
+
+
+def cell(bucket: str, field: int) -> int:
+    return _BUCKET_INDEX[bucket] * _FIELDS + field
+
+
+def _cells(domain: str, field: int) -> tuple[int, int]:
+    return field, _BUCKET_INDEX[domain] * _FIELDS + field
+
+
+def metrics_from_counts(counts: Sequence[int]) -> dict[str, Metrics]:
+    out = {}
+    for i, bucket in enumerate(BUCKETS):
+        c = counts[i * _FIELDS:(i + 1) * _FIELDS]
+        out[bucket] = Metrics(
+            freshness=ratio(c[FRESH], c[POOL]),
+            consistency=ratio(c[CONSISTENT], c[POOL]),
+            coverage=ratio(c[COVERED], c[EXPECTED]),
+            forgetting=ratio(c[FORGOTTEN], c[FORGET_DUE]),
+            contamination=ratio(c[CONTAMINATED], c[PROBES]),
+            conflicts=c[CONFLICTS])
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeScore:
+    """One probe's share of the counts at one moment.
+
+    ``cells`` are (count index, amount) pairs to add; ``stale_after`` is the earliest instant
+    at which one of its fresh facts turns stale, so a caller knows when to score it again.
+    """
+
+    cells: tuple[tuple[int, int], ...]
+    stale_after: datetime | None
+
+
+def score_probe(probe: Probe, facts: Sequence[RetrievedFact], truth: TruthView,
+                at: datetime, windows: Windows = DEFAULT_WINDOWS) -> ProbeScore:
+    """Score one probe in P_i against its answer at ``at``.
+
+    Facts flagged ``historical`` are history the memory was asked to mark as such: they are
+    left out of every metric.
+    """
+    counts: dict[int, int] = {}
+
+    def add(domain: str, field: int, amount: int = 1) -> None:
+        for index in _cells(domain, field):
+            counts[index] = counts.get(index, 0) + amount
+
+    pool = [f for f in facts if not f.historical]
+    stale_after: datetime | None = None
+    contaminated = False
+    values_by_key: dict[FactKey, set[str]] = {}
+    for fact in pool:
+        add(fact.domain, POOL)
+        deadline = fact.last_validated + windows[fact.domain]
+        if at <= deadline:
+            add(fact.domain, FRESH)
+            if stale_after is None or deadline < stale_after:
+                stale_after = deadline
+        status = truth.status_of(fact.key, fact.value, at)
+        if status == "current":
+            add(fact.domain, CONSISTENT)
+        elif status in ("superseded", "invalidated"):
+            contaminated = True
+        values_by_key.setdefault(fact.key, set()).add(fact.value)
+
+    returned = values_by_key.get(probe.key, set())
+    for expected in truth.current(probe.key, at):
+        add(probe.domain, EXPECTED)
+        if expected.value in returned:
+            add(probe.domain, COVERED)
+
+    add(probe.domain, PROBES)
+    if contaminated:
+        add(probe.domain, CONTAMINATED)
+    if any(len(values) > 1 and not truth.multi_valued(key)
+           for key, values in values_by_key.items()):
+        add(probe.domain, CONFLICTS)
+    return ProbeScore(tuple(counts.items()), stale_after)
+
+
+def forgetting_check(fact: Fact, facts: Sequence[RetrievedFact], truth: TruthView,
+                     at: datetime) -> tuple[int, ...]:
+    """The counts one ended fact adds when its forgetting window closes at ``at``.
+
+    A fact that has become current again by then (a decision reversed back) is no longer
+    expected to be forgotten and counts nothing.
+    """
+    if truth.status_of(fact.key, fact.value, at) == "current":
+        return ()
+    still_returned = any(not f.historical and f.key == fact.key and f.value == fact.value
+                         for f in facts)
+    cells = list(_cells(fact.domain, FORGET_DUE))
+    if not still_returned:
+        cells.extend(_cells(fact.domain, FORGOTTEN))
+    return tuple(cells)
+
+
+def add_cells(counts: list[int], cells: Iterable[tuple[int, int]], sign: int = 1) -> None:
+    for index, amount in cells:
+        counts[index] += sign * amount

@@ -1,0 +1,77 @@
+"""Sources turn a project's history into ChangeEvents, keeping a cursor between runs.
+
+Sources know nothing of memories. Each kind registers a factory under its name, as
+blackbox_exporter maps prober names to functions; an unknown kind fails at config load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+
+from healthd.errors import ConfigError
+from healthd.model import ChangeEvent
+
+
+@dataclass
+class PullResult:
+    """What one pull produced.
+
+    ``cursor`` covers exactly ``events``: when the pull failed part-way (``error`` set), the
+    cursor stops before what was not fetched, so the next pull resumes without loss or
+    duplicates. ``skipped`` lists inputs that could not be understood, each with its reason.
+    """
+
+    events: list[ChangeEvent]
+    cursor: str | None
+    error: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@runtime_checkable
+class Source(Protocol):
+    name: str
+    kind: str
+
+    def pull(self, cursor: str | None) -> PullResult:
+        """Events newer than ``cursor`` (all of them when ``cursor`` is None)."""
+        ...
+
+
+SourceFactory = Callable[[str, Mapping[str, Any]], Source]
+_REGISTRY: dict[str, SourceFactory] = {}
+
+
+def register_source(kind: str) -> Callable[[SourceFactory], SourceFactory]:
+    def decorator(factory: SourceFactory) -> SourceFactory:
+        _REGISTRY[kind] = factory
+        return factory
+    return decorator
+
+
+def source_kinds() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def build_source(kind: str, name: str, options: Mapping[str, Any]) -> Source:
+    _load_builtin()
+    try:
+        factory = _REGISTRY[kind]
+    except KeyError:
+        raise ConfigError(f"source {name!r}: unknown kind {kind!r}; known kinds: "
+                          f"{', '.join(sorted(_REGISTRY))}") from None
+    return factory(name, options)
+
+
+def _load_builtin() -> None:
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")

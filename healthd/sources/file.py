@@ -1,0 +1,70 @@
+"""The `file` source: a timeline JSONL file, read incrementally as it grows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from healthd.errors import ConfigError, TimelineError
+from healthd.sources import PullResult, register_source
+from healthd.timeline import iter_timeline
+
+
+class FileOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+
+
+class FileSource:
+    """Reads a JSONL timeline. The cursor is the byte offset read so far plus a hash of that
+    prefix, so appended lines are read once and a rewritten file is read again from the top."""
+
+    kind = "file"
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name = name
+        self.path = path
+
+    def pull(self, cursor: str | None) -> PullResult:
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            return PullResult([], cursor, error=f"cannot read {self.path}: {exc.strerror}")
+        offset, restarted = 0, False
+        if cursor:
+            state = json.loads(cursor)
+            offset = int(state["offset"])
+            if len(data) < offset or hashlib.sha256(data[:offset]).hexdigest() != state["sha256"]:
+                offset, restarted = 0, True
+        end = data.rfind(b"\n") + 1  # a line still being written is left for the next pull
+        if end <= offset:
+            return PullResult([], self._cursor(data, offset))
+        chunk = data[offset:end].decode("utf-8", errors="strict")
+        first_line = data[:offset].count(b"\n") + 1
+        try:
+            events = list(iter_timeline(chunk.splitlines(), origin=self.path,
+                                        first_line=first_line))
+        except TimelineError as exc:
+            return PullResult([], cursor if not restarted else None, error=str(exc))
+        result = PullResult(events, self._cursor(data, end))
+        if restarted:
+            result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
+        return result
+
+    @staticmethod
+    def _cursor(data: bytes, offset: int) -> str:
+        return json.dumps({"offset": offset, "sha256": hashlib.sha256(data[:offset]).hexdigest()})
+
+
+@register_source("file")
+def file_source(name: str, options: Mapping[str, Any]) -> FileSource:
+    try:
+        opts = FileOptions.model_validate(dict(options))
+    except ValidationError as exc:
+        raise ConfigError(f"source {name!r}: {exc.errors()[0]['loc']}: "
+                          f"{exc.errors()[0]['msg']}") from None
+    return FileSource(name, opts.path)

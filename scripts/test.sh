@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: installs the Debian tools the tests drive
+# (when run as root and they are missing), a virtualenv with the package and its test
+# extras, then pytest. Exits non-zero when pytest ran no test at all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(git sqlite3 adr-tools)
+missing=()
+for pkg in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "warning: missing Debian packages (${missing[*]}); tests that need them will be skipped" >&2
+  fi
+fi
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" = 5 ]; then
+  echo "pytest collected no tests: failing on purpose" >&2
+  exit 1
+fi
+exit "$status"
