@@ -142,6 +142,50 @@ class Replay:
                 self._rescore(probe, self.at)
         return fresh
 
+    # -- persistence ----------------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        """What a restart needs besides the events applied and the memory itself: the
+        counters that cannot be derived again (forgetting checks read past answers)."""
+        return {
+            "index": self._index,
+            "events": self.stats.events,
+            "probe_queries": self.stats.probe_queries,
+            "forget_counts": list(self._forget_counts),
+            "due": {str(stage): [[f.subject, f.predicate, f.value, f.domain] for f in facts]
+                    for stage, facts in self._due.items()},
+            "was_current": [[k.subject, k.predicate, v, c]
+                            for (k, v), c in self._was_current.items()],
+        }
+
+    @classmethod
+    def restore(cls, memory: Memory, probes: ProbeSet, events: Iterable[ChangeEvent],
+                snapshot: dict, **options) -> "Replay":
+        """Rebuild a replay whose ``events`` were already applied to ``memory`` (a persistent
+        shadow): truth is folded again without touching the memory, then every active probe
+        is asked once so the aggregates match the memory as it is now."""
+        replay = cls(memory, probes, **options)
+        for event in events:
+            replay.truth.apply(event)
+        replay._index = int(snapshot["index"])
+        replay.stats = ReplayStats(int(snapshot["events"]), int(snapshot["probe_queries"]))
+        replay._forget_counts = [int(c) for c in snapshot["forget_counts"]]
+        replay._due = {int(stage): [Fact(*f) for f in facts]
+                       for stage, facts in snapshot["due"].items()}
+        replay._was_current = {(FactKey(s, p), v): bool(c)
+                               for s, p, v, c in snapshot["was_current"]}
+        replay.at = replay.truth.latest
+        for key in list(replay.truth.keys()):
+            if replay.truth.asserted(key):
+                replay._enter(key)
+        if replay.at is not None:
+            if replay._tracking:
+                replay.memory.changed_keys(replay.at)
+            for probe in replay._active.values():
+                replay._ask(probe, replay.at)
+                replay._rescore(probe, replay.at)
+        return replay
+
     # -- results --------------------------------------------------------------------------
 
     def report(self) -> list[ProbeReport]:
