@@ -1,0 +1,166 @@
+"""The embedded reference memory: namespaces, pre-filters, expiry, the three mechanisms."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from healthd.errors import ShadowViolation, TargetError
+from healthd.memory import build_memory, parse_target
+from healthd.memory.reference import MetadataFilter, ReferenceMemory
+from healthd.model import ChangeEvent, Probe
+from healthd.probes import generated_probe_id, question_for
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
+
+node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
+alice = fact("billing", "owners", "@alice", "ownership")
+bob = fact("billing", "owners", "@bob", "ownership")
+exists = fact("payments-v1", "exists", "true")
+pg = fact("payments-v1", "dependency:postgres", "13")
+DEPS = [("payments-v1", "exists")]
+
+
+def probe_for(f) -> Probe:
+    return Probe(generated_probe_id(f.key), question_for(f.subject, f.predicate, f.domain),
+                 f.subject, f.predicate, f.domain)
+
+
+def values(memory, f, at):
+    return [r.value for r in memory.answer(probe_for(f), day(at)).facts]
+
+
+def feed(memory, *events):
+    for e in events:
+        memory.apply(e)
+    return memory
+
+
+def test_supersession_hides_the_old_value_unless_history_is_asked():
+    memory = feed(ReferenceMemory(), added("1", 0, node), revised("2", 5, node, go))
+    assert values(memory, node, 6) == ["go"]
+    history = memory.search("auth language", at=day(6), history=True,
+                            filters=[MetadataFilter("subject", "equals", "auth")])
+    assert {(r.value, "historical" in r.flags) for r in history} == {("go", False), ("node", True)}
+
+
+def test_without_supersession_both_values_come_back():
+    memory = feed(ReferenceMemory(supersession=False), added("1", 0, node),
+                  revised("2", 5, node, go))
+    assert sorted(values(memory, node, 6)) == ["go", "node"]
+
+
+def test_a_late_backdated_revision_does_not_override_a_newer_value():
+    rust = fact("auth", "language", "rust")
+    memory = feed(ReferenceMemory(), added("1", 0, node), revised("2", 20, node, rust),
+                  revised("3", 10, node, go))
+    assert values(memory, node, 21) == ["rust"]
+
+
+def test_propagation_ends_the_facts_of_a_removed_module():
+    events = [added("1", 0, exists), added("2", 0, pg, DEPS), invalidated("3", 5, exists)]
+    assert values(feed(ReferenceMemory(), *events), pg, 6) == []
+    assert values(feed(ReferenceMemory(propagation=False), *events), pg, 6) == ["13"]
+
+
+def test_a_dependent_fact_arriving_after_its_module_was_removed_is_born_ended():
+    memory = feed(ReferenceMemory(), added("1", 0, exists), invalidated("2", 5, exists),
+                  added("3", 2, pg, DEPS))
+    assert values(memory, pg, 6) == []
+
+
+def test_soft_expiry_flags_ranks_lower_and_purges_after_the_grace_period():
+    memory = ReferenceMemory(supersession=False, ttl_windows={
+        "ownership": timedelta(days=30), "tech": timedelta(days=90),
+        "decision": timedelta(days=180), "requirement": timedelta(days=365)}, grace=1.0)
+    feed(memory, added("1", 0, alice), added("2", 20, bob))
+    [first, second] = memory.answer(probe_for(alice), day(40)).facts
+    assert (first.value, first.flags) == ("@bob", frozenset())
+    assert (second.value, second.flags) == ("@alice", frozenset({"soft_expired"}))
+    assert values(memory, alice, 61) == ["@bob"]          # alice purged at 2 x 30 days
+    memory.apply(revalidated("3", 62, bob))
+    assert values(memory, alice, 85) == ["@bob"]          # revalidation re-stamps expiry
+
+
+def test_a_ttl_change_touches_only_records_written_after_it():
+    memory = ReferenceMemory(supersession=False)
+    memory.apply(added("1", 0, alice))
+    memory.set_ttl("ownership", timedelta(days=1))
+    memory.apply(added("2", 0, bob))
+    flags = {r.value: r.flags for r in memory.answer(probe_for(alice), day(1.5)).facts}
+    assert flags == {"@alice": frozenset(), "@bob": frozenset({"soft_expired"})}
+
+
+def test_without_ttl_nothing_expires():
+    memory = feed(ReferenceMemory(ttl=False), added("1", 0, alice))
+    [record] = memory.answer(probe_for(alice), day(400)).facts
+    assert record.flags == frozenset()
+
+
+def test_namespaces_are_isolated_and_reset_wipes_only_its_own(tmp_path):
+    path = str(tmp_path / "shared.db")
+    mine = feed(ReferenceMemory(path=path, namespace="shadow/a"), added("1", 0, node))
+    theirs = feed(ReferenceMemory(path=path, namespace="shadow/b"), added("1", 0, go))
+    assert values(mine, node, 1) == ["node"] and values(theirs, node, 1) == ["go"]
+    mine.reset()
+    assert values(mine, node, 1) == [] and values(theirs, node, 1) == ["go"]
+
+
+def test_a_namespace_not_declared_shadow_is_refused():
+    with pytest.raises(ShadowViolation, match="not declared shadow"):
+        ReferenceMemory(namespace="prod/assistant", shadow=False)
+    with pytest.raises(TargetError, match="not declared shadow"):
+        build_memory(parse_target("reference:namespace=prod,shadow=off"))
+
+
+def test_metadata_filters_run_before_ranking():
+    memory = ReferenceMemory()
+    memory.apply(ChangeEvent("1", "added", day(0), "t", alice, metadata={"team": "payments-core"}))
+    memory.apply(ChangeEvent("2", "added", day(10), "t", fact("ledger", "owners", "@alice",
+                                                              "ownership"),
+                             metadata={"team": "ledger"}))
+    memory.apply(added("3", 20, node))
+
+    def found(*filters):
+        return sorted(r.subject for r in memory.search("who owns", at=day(30), filters=filters))
+
+    assert found(MetadataFilter("team", "equals", "ledger")) == ["ledger"]
+    assert found(MetadataFilter("team", "contains", "payments")) == ["billing"]
+    assert found(MetadataFilter("domain", "equals", "ownership")) == ["billing", "ledger"]
+    assert found(MetadataFilter("value", "contains", "alice")) == ["billing", "ledger"]
+    assert found(MetadataFilter("created_at", "before", day(5))) == ["billing"]
+    assert found(MetadataFilter("created_at", "after", day(5))) == ["auth", "ledger"]
+    assert found(MetadataFilter("updated_at", "after", day(15)),
+                 MetadataFilter("domain", "equals", "tech")) == ["auth"]
+
+
+def test_full_text_ranking_orders_the_results():
+    memory = feed(ReferenceMemory(), added("1", 0, fact("billing", "owners", "@alice", "ownership")),
+                  added("2", 0, fact("billing", "language", "kotlin")),
+                  added("3", 0, fact("billing", "dependency:postgres", "16")))
+    ranked = memory.search("which postgres version", at=day(1), k=3)
+    assert ranked[0].predicate == "dependency:postgres"
+    assert memory.search("kotlin", at=day(1), k=1)[0].value == "kotlin"
+
+
+def test_changed_keys_reports_writes_and_expiries_once():
+    memory = ReferenceMemory()
+    memory.apply(added("1", 0, alice))
+    assert memory.changed_keys(day(0)) == {alice.key}
+    assert memory.changed_keys(day(10)) == set()
+    assert memory.changed_keys(day(31)) == {alice.key}     # soft expiry passed
+    assert memory.changed_keys(day(61)) == {alice.key}     # purge passed
+    assert memory.changed_keys(day(90)) == set()
+
+
+@pytest.mark.parametrize("text, words", [
+    ("reference:ttl=maybe", "expected on or off"),
+    ("reference:colour=red", "unknown switch 'colour'"),
+    ("reference:top_k=0", "at least 1"),
+    ("reference:ttl_ownership=soon", "expected a duration"),
+    ("reference:ttl", "is not name=value"),
+    ("mem0-cloud", "unknown kind 'mem0-cloud'"),
+])
+def test_bad_targets_are_named(text, words):
+    with pytest.raises(TargetError, match=words):
+        build_memory(parse_target(text))

@@ -1,0 +1,105 @@
+"""Timeline JSONL: what `healthd timeline` prints and every source produces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from healthd.errors import TimelineError
+from healthd.sources import build_source
+from healthd.timeline import dumps_event, loads_timeline, read_timeline
+from timeline_builders import added, fact, invalidated, revised
+
+GOOD = {"id": "ev-7", "type": "revised", "timestamp": "2026-02-01T10:00:00Z", "source": "file",
+        "previous": {"subject": "auth-service", "predicate": "language", "value": "node",
+                     "domain": "tech"},
+        "fact": {"subject": "auth-service", "predicate": "language", "value": "go",
+                 "domain": "tech"},
+        "depends_on": [{"subject": "auth-service", "predicate": "exists"}], "metadata": {"pr": "42"}}
+
+
+def test_the_design_example_round_trips():
+    [event] = loads_timeline(json.dumps(GOOD))
+    assert event.previous is not None and event.previous.value == "node"
+    assert event.depends_on[0].predicate == "exists"
+    assert json.loads(dumps_event(event)) == GOOD
+
+
+def test_offsets_are_normalised_to_utc():
+    line = dict(GOOD, timestamp="2026-02-01T12:00:00+02:00")
+    [event] = loads_timeline(json.dumps(line))
+    assert json.loads(dumps_event(event))["timestamp"] == "2026-02-01T10:00:00Z"
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ({"type": "deleted"}, "type", "unknown type 'deleted'"),
+    ({"timestamp": "2026-02-01T10:00:00"}, "timestamp", "no timezone"),
+    ({"timestamp": "yesterday"}, "timestamp", "not an ISO 8601"),
+    ({"fact": {"subject": "a", "predicate": "b", "value": "c", "domain": "weather"}},
+     "fact.domain", "unknown domain"),
+    ({"fact": {"subject": "a", "predicate": "b", "domain": "tech"}}, "fact.value", "missing"),
+    ({"previous": None}, "previous", "required on a revised event"),
+    ({"depends_on": [{"subject": "a"}]}, "depends_on[0].predicate", "missing"),
+    ({"metadata": {"n": 3}}, "metadata.n", "expected a string"),
+    ({"colour": "red"}, None, "unknown field(s) ['colour']"),
+])
+def test_a_bad_line_names_its_line_and_field(change, field, words):
+    bad = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
+    text = json.dumps(GOOD | {"id": "ok"}) + "\n\n" + json.dumps(bad) + "\n"
+    with pytest.raises(TimelineError) as info:
+        loads_timeline(text, origin="t.jsonl")
+    assert info.value.line == 3
+    assert info.value.field == field
+    assert words in str(info.value)
+    assert str(info.value).startswith("t.jsonl, line 3")
+
+
+def test_invalid_json_and_duplicate_ids_are_errors_not_skips():
+    with pytest.raises(TimelineError, match="line 2: invalid JSON"):
+        loads_timeline(json.dumps(GOOD) + "\n{not json\n")
+    with pytest.raises(TimelineError, match=r"duplicate id 'ev-7' \(first on line 1\)"):
+        loads_timeline(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")
+
+
+def test_previous_is_refused_on_other_types():
+    line = dict(GOOD, type="added")
+    with pytest.raises(TimelineError, match="only a revised event has a previous"):
+        loads_timeline(json.dumps(line))
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(TimelineError, match="cannot read timeline"):
+        read_timeline(str(tmp_path / "nope.jsonl"))
+
+
+def test_the_file_source_reads_only_what_was_appended(tmp_path):
+    path = tmp_path / "t.jsonl"
+    node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
+    path.write_text(dumps_event(added("e1", 0, node)) + "\n")
+    source = build_source("file", "timeline", {"path": str(path)})
+    first = source.pull(None)
+    assert [e.id for e in first.events] == ["e1"]
+    assert source.pull(first.cursor).events == []
+    with path.open("a") as handle:
+        handle.write(dumps_event(revised("e2", 1, node, go)) + "\n")
+        handle.write(dumps_event(invalidated("e3", 2, go))[:20])   # still being written
+    second = source.pull(first.cursor)
+    assert [e.id for e in second.events] == ["e2"]
+    with path.open("a") as handle:
+        handle.write(dumps_event(invalidated("e3", 2, go))[20:] + "\n")
+    assert [e.id for e in source.pull(second.cursor).events] == ["e3"]
+
+
+def test_the_file_source_rereads_a_rewritten_file_and_reports_bad_lines(tmp_path):
+    path = tmp_path / "t.jsonl"
+    node = fact("auth", "language", "node")
+    path.write_text(dumps_event(added("e1", 0, node)) + "\n")
+    source = build_source("file", "timeline", {"path": str(path)})
+    cursor = source.pull(None).cursor
+    path.write_text(dumps_event(added("x1", 0, node)) + "\n")
+    again = source.pull(cursor)
+    assert [e.id for e in again.events] == ["x1"] and again.skipped
+    path.write_text(dumps_event(added("x1", 0, node)) + "\n{broken\n")
+    failed = source.pull(again.cursor)
+    assert failed.error and "line 2" in failed.error and failed.cursor == again.cursor

@@ -1,0 +1,99 @@
+"""Ground truth: validity intervals by event time, cascades along depends_on."""
+
+from __future__ import annotations
+
+from healthd.model import FactKey
+from healthd.truth import GroundTruth
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
+
+a, b, c = (fact("auth", "language", v) for v in ("a", "b", "c"))
+exists = fact("payments-v1", "exists", "true")
+pg = fact("payments-v1", "dependency:postgres", "13")
+DEPS = [("payments-v1", "exists")]
+
+
+def test_a_revision_supersedes_the_previous_value():
+    truth = GroundTruth([added("1", 0, a), revised("2", 10, a, b)])
+    assert truth.status(a, day(5)) == "current"
+    assert truth.status(a, day(10)) == "superseded"
+    assert truth.status(b, day(9)) == "unknown"
+    assert truth.status(b, day(10)) == "current"
+    assert [f.value for f in truth.current(a.key, day(11))] == ["b"]
+
+
+def test_a_backdated_revision_arriving_late_never_replaces_the_newer_one():
+    truth = GroundTruth([added("1", 0, a), revised("2", 20, a, c), revised("3", 10, a, b)])
+    assert truth.latest == day(20)
+    assert [f.value for f in truth.current(a.key, day(30))] == ["c"]
+    assert truth.status(b, day(15)) == "current"     # b held from day 10 to day 20
+    assert truth.status(b, day(30)) == "superseded"
+    assert truth.status(a, day(30)) == "superseded"
+
+
+def test_an_invalidation_arriving_before_a_later_revalidation_does_not_win():
+    truth = GroundTruth([added("1", 0, a), revalidated("2", 30, a), invalidated("3", 10, a)])
+    assert truth.status(a, day(20)) == "invalidated"
+    assert truth.status(a, day(40)) == "current"
+
+
+def test_removing_a_module_ends_the_facts_that_depend_on_it():
+    truth = GroundTruth([added("1", 0, exists), added("2", 1, pg, DEPS)])
+    touched = truth.apply(invalidated("3", 5, exists))
+    assert touched == {exists.key, pg.key}
+    assert truth.status(pg, day(4)) == "current"
+    assert truth.status(pg, day(5)) == "invalidated"
+    assert truth.current(pg.key, day(6)) == []
+
+
+def test_a_change_of_the_dependency_value_does_not_cascade():
+    renamed = fact("payments-v1", "exists", "yes")
+    truth = GroundTruth([added("1", 0, exists), added("2", 1, pg, DEPS),
+                         revised("3", 5, exists, renamed)])
+    assert truth.status(pg, day(6)) == "current"
+
+
+def test_cascades_are_transitive_and_a_late_removal_still_cascades():
+    table = fact("payments-v1/ledger", "exists", "true")
+    column = fact("payments-v1/ledger", "primary_key", "id")
+    truth = GroundTruth([added("1", 0, exists), added("2", 0, table, DEPS),
+                         added("3", 0, column, [("payments-v1/ledger", "exists")]),
+                         added("4", 20, node := fact("auth", "language", "go"))])
+    truth.apply(invalidated("5", 10, exists))       # arrives after day 20, happened on day 10
+    assert truth.status(table, day(20)) == "invalidated"
+    assert truth.status(column, day(20)) == "invalidated"
+    assert truth.status(node, day(20)) == "current"
+
+
+def test_a_fact_asserted_after_the_removal_survives_it():
+    truth = GroundTruth([added("1", 0, exists), invalidated("2", 5, exists),
+                         added("3", 6, pg, DEPS)])
+    assert truth.status(pg, day(7)) == "current"
+
+
+def test_multi_valued_keys_hold_several_values():
+    x = fact("svc", "maintainers", "@x", "ownership")
+    y = fact("svc", "maintainers", "@y", "ownership")
+    z = fact("svc", "maintainers", "@z", "ownership")
+    truth = GroundTruth([added("1", 0, x, multi=True), added("2", 1, y, multi=True),
+                         revised("3", 2, x, z, multi=True)])
+    assert [f.value for f in truth.current(x.key, day(3))] == ["@y", "@z"]
+    assert truth.status(x, day(3)) == "superseded"
+    assert truth.multi_valued(x.key)
+
+
+def test_a_dependency_cycle_cascades_nothing_and_terminates():
+    p = fact("p", "exists", "true")
+    q = fact("q", "exists", "true")
+    truth = GroundTruth([added("1", 0, p, [("q", "exists")]), added("2", 0, q, [("p", "exists")])])
+    assert truth.status(p, day(1)) == "current"
+    truth.apply(invalidated("3", 2, q))
+    assert truth.status(p, day(3)) == "invalidated"
+
+
+def test_revision_across_keys_ends_the_old_key():
+    old = fact("adr:2", "decision", "Use Kafka", "decision")
+    new = fact("adr:5", "decision", "Use SQS", "decision")
+    truth = GroundTruth([added("1", 0, old), revised("2", 3, old, new)])
+    assert truth.status(old, day(4)) == "superseded"
+    assert truth.status(new, day(4)) == "current"
+    assert truth.current(FactKey("adr:2", "decision"), day(4)) == []
