@@ -1,0 +1,175 @@
+"""`healthd evaluate` and `healthd timeline` as a user runs them: a real process each time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta
+
+import pytest
+
+from healthd.cli import example_timeline_path
+from healthd.scoring import DEFAULT_WINDOWS
+from healthd.timeline import dumps_event
+from timeline_builders import added, fact, revised
+
+
+def healthd(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "healthd", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd, env=env)
+
+
+def test_evaluate_with_no_arguments_prints_a_table_per_target_and_domain():
+    done = healthd("evaluate")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("reference") < out.index("naive")
+    for word in ("freshness", "consistency", "coverage", "forgetting", "contamination",
+                 "conflicts", "tech", "ownership", "decision", "requirement"):
+        assert word in out
+    assert "Traceback" not in done.stderr
+
+
+def ratio(n, d):
+    return n / d if d else None
+
+
+def recompute(final, at):
+    """The metrics of DESIGN.md, worked out from final.probes alone."""
+    out = {}
+    for bucket in ("all", "tech", "ownership", "decision", "requirement"):
+        def keep(domain):
+            return bucket == "all" or domain == bucket
+        pool = [(p, r) for p in final["probes"] for r in p["retrieved"]
+                if "historical" not in r["flags"] and keep(r["domain"])]
+        probes = [p for p in final["probes"] if keep(p["domain"])]
+        fresh = sum(at - datetime.fromisoformat(r["validated_at"].replace("Z", "+00:00"))
+                    <= DEFAULT_WINDOWS[r["domain"]] for _, r in pool)
+        expected = [(p, v) for p in probes for v in p["expected"]]
+        covered = sum(any(r["value"] == v and "historical" not in r["flags"]
+                          for r in p["retrieved"]) for p, v in expected)
+
+        def live(p):
+            return [r for r in p["retrieved"] if "historical" not in r["flags"]]
+        contaminated = sum(any(r["status"] in ("superseded", "invalidated") for r in live(p))
+                           for p in probes)
+        conflicts = sum(any(len({r["value"] for r in live(p)
+                                 if (r["subject"], r["predicate"]) == key}) > 1
+                            for key in {(r["subject"], r["predicate"]) for r in live(p)})
+                        for p in probes)
+        out[bucket] = {"freshness": ratio(fresh, len(pool)),
+                       "consistency": ratio(sum(r["status"] == "current" for _, r in pool),
+                                            len(pool)),
+                       "coverage": ratio(covered, len(expected)),
+                       "contamination": ratio(contaminated, len(probes)),
+                       "conflicts": conflicts}
+    return out
+
+
+def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(tmp_path):
+    target = tmp_path / "report.json"
+    done = healthd("evaluate", "--format", "json", "--output", str(target))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(target.read_text())
+    assert set(report) == {"probe_set", "targets"}
+    assert isinstance(report["probe_set"]["version"], str) and report["probe_set"]["count"] > 0
+    assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
+    for target_report in report["targets"]:
+        assert set(target_report) == {"name", "kind", "stages", "final"}
+        stage = target_report["stages"][0]
+        assert set(stage) == {"index", "event_id", "timestamp", "metrics"}
+        assert set(stage["metrics"]) == {"all", "tech", "ownership", "decision", "requirement"}
+        assert set(stage["metrics"]["all"]) == {"freshness", "consistency", "coverage",
+                                                "forgetting", "contamination", "conflicts"}
+        final = target_report["final"]
+        assert final["metrics"] == target_report["stages"][-1]["metrics"]
+        probe = final["probes"][0]
+        assert set(probe) == {"id", "question", "subject", "predicate", "domain", "expected",
+                              "retrieved"}
+        for p in final["probes"]:
+            for r in p["retrieved"]:
+                assert set(r) == {"subject", "predicate", "value", "domain", "status",
+                                  "validated_at", "flags"}
+                assert r["status"] in ("current", "superseded", "invalidated", "unknown")
+        at = datetime.fromisoformat(target_report["stages"][-1]["timestamp"].replace("Z", "+00:00"))
+        again = recompute(final, at)
+        for bucket, metrics in again.items():
+            for name, value in metrics.items():
+                assert final["metrics"][bucket][name] == pytest.approx(value), (bucket, name)
+
+
+def test_questions_read_like_questions():
+    done = healthd("evaluate", "--format", "json", "--target", "naive")
+    questions = {p["question"] for p in json.loads(done.stdout)["targets"][0]["final"]["probes"]}
+    assert "Who owns billing?" in questions
+    assert "What programming language is auth-service written in?" in questions
+    assert "Which version of postgres does payments-v1 depend on?" in questions
+
+
+def test_modes_and_forgetting_window_are_honoured(tmp_path):
+    full = json.loads(healthd("evaluate", "--format", "json", "--mode", "full").stdout)
+    inc = json.loads(healthd("evaluate", "--format", "json", "--mode", "incremental").stdout)
+    assert full == inc
+    wide = json.loads(healthd("evaluate", "--format", "json", "--target", "naive",
+                              "--forgetting-window", "500").stdout)
+    assert wide["targets"][0]["final"]["metrics"]["all"]["forgetting"] is None
+
+
+def test_timeline_prints_the_jsonl_it_read(tmp_path):
+    done = healthd("timeline")
+    assert done.returncode == 0
+    with open(example_timeline_path(), encoding="utf-8") as handle:
+        original = [json.loads(line) for line in handle]
+    printed = [json.loads(line) for line in done.stdout.splitlines()]
+    assert printed == original
+
+
+def test_a_custom_timeline_and_probe_file(tmp_path):
+    node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(dumps_event(added("e1", 0, node)) + "\n"
+                        + dumps_event(revised("e2", 3, node, go)) + "\n")
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text(json.dumps({"id": "stack", "question": "What is auth built with?",
+                                  "subject": "auth", "predicate": "language",
+                                  "domain": "tech"}) + "\n")
+    done = healthd("evaluate", "--timeline", str(timeline), "--probes", str(probes),
+                   "--target", "reference", "--format", "json")
+    report = json.loads(done.stdout)
+    assert report["probe_set"]["count"] == 2
+    ids = {p["id"] for p in report["targets"][0]["final"]["probes"]}
+    assert "stack" in ids
+    assert len(report["targets"][0]["stages"]) == 2
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--target", "pinecone"], "unknown kind 'pinecone'"),
+    (["--target", "reference:ttl=sometimes"], "switch ttl='sometimes': expected on or off"),
+    (["--target", "reference:forget=yes"], "unknown switch 'forget'"),
+    (["--timeline", "BAD"], "line 2, field 'fact.domain': unknown domain 'weather'"),
+    (["--timeline", "MISSING"], "cannot read timeline"),
+    (["--probes", "BADPROBES"], "line 1, field 'subject'"),
+])
+def test_errors_are_one_clear_line_and_exit_code_2(tmp_path, args, words):
+    bad = tmp_path / "bad.jsonl"
+    good_line = dumps_event(added("e1", 0, fact("a", "b", "c")))
+    bad.write_text(good_line + "\n" + good_line.replace('"tech"', '"weather"').replace("e1", "e2")
+                   + "\n")
+    bad_probes = tmp_path / "probes.jsonl"
+    bad_probes.write_text('{"question": "?", "predicate": "p", "domain": "tech"}\n')
+    args = [{"BAD": str(bad), "MISSING": str(tmp_path / "none.jsonl"),
+             "BADPROBES": str(bad_probes)}.get(a, a) for a in args]
+    done = healthd("evaluate", *args)
+    assert done.returncode == 2
+    assert words in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
+
+
+def test_bad_flags_exit_2():
+    done = healthd("evaluate", "--forgetting-window", "0")
+    assert done.returncode == 2 and "must be at least 1" in done.stderr
