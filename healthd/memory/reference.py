@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS key_removals (
     removed_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS key_removals_key ON key_removals(namespace, subject, predicate);
-CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'porter unicode61');
 """
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -191,9 +191,11 @@ class ReferenceMemory:
         self._touched = set()
         if self._asked_until is not None and until > self._asked_until:
             rows = self._db.execute(
-                "SELECT DISTINCT subject, predicate FROM records WHERE namespace = ? AND "
-                "((expires_at > ? AND expires_at <= ?) OR (purge_at > ? AND purge_at <= ?))",
-                (self.namespace, self._asked_until, until, self._asked_until, until))
+                "SELECT subject, predicate FROM records WHERE namespace = ? AND "
+                "expires_at > ? AND expires_at <= ? UNION SELECT subject, predicate FROM "
+                "records WHERE namespace = ? AND purge_at > ? AND purge_at <= ?",
+                (self.namespace, self._asked_until, until,
+                 self.namespace, self._asked_until, until))
             changed.update(FactKey(s, p) for s, p in rows)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
@@ -221,17 +223,24 @@ class ReferenceMemory:
         if not history:
             where.append("r.state = 'active' AND (r.purge_at IS NULL OR r.purge_at > ?)")
             params.append(now)
+        # bm25 reads every matching row to weigh the terms, so rank only when there is a
+        # choice to make: filters narrow to candidates first, full-text ranking orders them.
+        rows = self._db.execute(
+            "SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, r.updated_at,"
+            f" r.expires_at, r.purge_at, r.state FROM records r WHERE {' AND '.join(where)}",
+            params).fetchall()
         terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(_TOKEN.findall(query.lower())))
-        rank = ("(SELECT bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
-                "AND records_fts.rowid = r.id)") if terms else "NULL"
-        sql = (f"SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, "
-               f"r.updated_at, r.expires_at, r.purge_at, r.state, {rank} AS score "
-               f"FROM records r WHERE {' AND '.join(where)} "
-               f"ORDER BY (r.expires_at IS NOT NULL AND r.expires_at < ?), "
-               f"coalesce(score, 0.0), r.updated_at DESC, r.id DESC LIMIT ?")
-        rows = self._db.execute(sql, ([terms] if terms else []) + params + [now, k])
+        scores: dict[int, float] = {}
+        if terms and len(rows) > 1:
+            ids = ",".join(str(r[0]) for r in rows)
+            scores = dict(self._db.execute(
+                "SELECT rowid, bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
+                f"AND rowid IN ({ids})", (terms,)))
+        rows.sort(key=lambda r: (r[7] is not None and r[7] < now, scores.get(r[0], 0.0),
+                                 -r[6], -r[0]))
+        del rows[k:]
         out = []
-        for rid, subject, predicate, value, domain, created, updated, expires, purge, state, _ in rows:
+        for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
             flags = set()
             if expires is not None and expires < now:
                 flags.add(SOFT_EXPIRED)
