@@ -1,0 +1,259 @@
+"""Benchmark: extracting the `git` (and `adr`) timeline from a 20,000-commit repository.
+
+Builds (with ``git fast-import``, in seconds) a repository with realistic churn: services
+under ``services/*`` whose source files are edited, added and deleted, dependency manifests
+(pyproject.toml, package.json, go.mod, requirements.txt) with version bumps and dropped
+dependencies, CODEOWNERS reorganisations, ADRs added and superseded, services rewritten in
+another language and removed. Then it times
+
+* the `git` source's full extraction (one ``git log`` stream + one ``git cat-file --batch``),
+* the `adr` source's full extraction,
+* ``git log --raw --no-renames`` over the same history (output read and discarded),
+
+and prints the ratio. Target: the `git` extraction within 3x of that ``git log``.
+
+    .venv/bin/python benchmarks/bench_git.py [--commits 20000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from healthd.sources import build_source
+
+START = 1_600_000_000  # 2020-09-13
+LANGS = {"python": ".py", "go": ".go", "javascript": ".js", "typescript": ".ts", "rust": ".rs"}
+MANIFEST = {"python": "pyproject.toml", "go": "go.mod", "javascript": "package.json",
+            "typescript": "package.json", "rust": "Cargo.toml"}
+PKGS = ["requests", "flask", "sqlalchemy", "pydantic", "redis", "kafka", "grpc", "uuid",
+        "zap", "gin", "express", "react", "lodash", "serde", "tokio", "clap", "axum", "jest"]
+
+
+def manifest(lang: str, deps: dict[str, str]) -> str:
+    if lang == "python":
+        items = ", ".join(f'"{k}>={v}"' for k, v in sorted(deps.items()))
+        return f'[project]\nname = "svc"\ndependencies = [{items}]\n'
+    if lang == "go":
+        body = "".join(f"\tgithub.com/x/{k} v{v}\n" for k, v in sorted(deps.items()))
+        return f"module svc\n\ngo 1.22\n\nrequire (\n{body})\n"
+    if lang == "rust":
+        body = "".join(f'{k} = "{v}"\n' for k, v in sorted(deps.items()))
+        return f'[package]\nname = "svc"\n\n[dependencies]\n{body}'
+    return json.dumps({"name": "svc", "dependencies": {k: f"^{v}" for k, v in sorted(deps.items())}},
+                      indent=2) + "\n"
+
+
+class Builder:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.services: dict[str, dict] = {}
+        self.adrs: dict[int, tuple[str, str]] = {}  # number → (path, status)
+        self.owners: dict[str, str] = {}
+        self.counter = 0
+
+    def new_service(self, ops: list, name: str | None = None) -> None:
+        rng = self.rng
+        name = name or f"svc{len(self.services):03d}"
+        lang = rng.choice(list(LANGS))
+        svc = {"lang": lang, "files": [], "deps": {}}
+        self.services[name] = svc
+        for _ in range(rng.randint(5, 25)):
+            self.add_file(ops, name)
+        for pkg in rng.sample(PKGS, rng.randint(2, 6)):
+            svc["deps"][pkg] = f"1.{rng.randint(0, 9)}.0"
+        ops.append(("M", f"services/{name}/{MANIFEST[lang]}", manifest(lang, svc["deps"])))
+        self.owners[f"/services/{name}/"] = f"@team-{rng.randint(1, 12)}"
+
+    def add_file(self, ops: list, name: str) -> None:
+        svc = self.services[name]
+        self.counter += 1
+        path = f"services/{name}/src/m{self.counter}{LANGS[svc['lang']]}"
+        svc["files"].append(path)
+        ops.append(("M", path, f"// {self.counter}\n" * 3))
+
+    def codeowners(self) -> str:
+        return "* @platform\n" + "".join(f"{p} {o}\n" for p, o in sorted(self.owners.items()))
+
+    def adr_text(self, n: int, title: str, status: str) -> str:
+        return f"# {n}. {title}\n\nDate: 2021-01-01\n\n## Status\n\n{status}\n\n## Context\n\nx\n"
+
+    def commit_ops(self, i: int) -> list:
+        rng = self.rng
+        ops: list = []
+        roll = rng.random()
+        names = list(self.services)
+        name = rng.choice(names)
+        svc = self.services[name]
+        if roll < 0.70 and svc["files"]:
+            for path in rng.sample(svc["files"], min(len(svc["files"]), rng.randint(1, 3))):
+                ops.append(("M", path, f"// edit {i}\n" * rng.randint(1, 5)))
+        elif roll < 0.80:
+            for _ in range(rng.randint(1, 3)):
+                self.add_file(ops, name)
+        elif roll < 0.85 and len(svc["files"]) > 3:
+            path = svc["files"].pop(rng.randrange(len(svc["files"])))
+            ops.append(("D", path, None))
+        elif roll < 0.93:
+            deps = svc["deps"]
+            if deps and rng.random() < 0.15:
+                deps.pop(rng.choice(sorted(deps)))
+            elif rng.random() < 0.2:
+                deps[rng.choice(PKGS)] = "0.1.0"
+            elif deps:
+                pkg = rng.choice(sorted(deps))
+                major, minor, _ = deps[pkg].split(".")
+                deps[pkg] = f"{major}.{int(minor) + 1}.0"
+            ops.append(("M", f"services/{name}/{MANIFEST[svc['lang']]}",
+                        manifest(svc["lang"], deps)))
+        elif roll < 0.95:
+            self.owners[f"/services/{name}/"] = " ".join(
+                sorted({f"@team-{rng.randint(1, 12)}" for _ in range(rng.randint(1, 3))}))
+            ops.append(("M", "CODEOWNERS", self.codeowners()))
+        elif roll < 0.97:
+            n = len(self.adrs) + 1
+            path = f"doc/adr/{n:04d}-decision-{n}.md"
+            status = "Accepted"
+            live = [k for k, (_, s) in self.adrs.items() if s == "Accepted"]
+            if live and rng.random() < 0.3:
+                old = rng.choice(live)
+                opath, _ = self.adrs[old]
+                ops.append(("M", opath, self.adr_text(old, f"Decision {old}",
+                                                      f"Superseded by [{n}. Decision {n}]"
+                                                      f"({Path(path).name})")))
+                self.adrs[old] = (opath, "Superseded")
+                status = f"Accepted\n\nSupersedes [{old}. Decision {old}]({Path(opath).name})"
+            ops.append(("M", path, self.adr_text(n, f"Decision {n}", status)))
+            self.adrs[n] = (path, "Accepted")
+        elif roll < 0.975 and len(self.services) > 10:  # removal
+            for path in svc["files"]:
+                ops.append(("D", path, None))
+            ops.append(("D", f"services/{name}/{MANIFEST[svc['lang']]}", None))
+            del self.services[name]
+            self.owners.pop(f"/services/{name}/", None)
+            ops.append(("M", "CODEOWNERS", self.codeowners()))
+        elif roll < 0.98:  # rewrite in another language
+            for path in svc["files"]:
+                ops.append(("D", path, None))
+            ops.append(("D", f"services/{name}/{MANIFEST[svc['lang']]}", None))
+            count = len(svc["files"])
+            svc["files"] = []
+            svc["lang"] = rng.choice([lang for lang in LANGS if lang != svc["lang"]])
+            for _ in range(count):
+                self.add_file(ops, name)
+            ops.append(("M", f"services/{name}/{MANIFEST[svc['lang']]}",
+                        manifest(svc["lang"], svc["deps"])))
+        elif roll < 0.99:
+            self.new_service(ops)
+            ops.append(("M", "CODEOWNERS", self.codeowners()))
+        else:
+            ops.append(("M", "README.md", f"# shop\n\nrevision {i}\n"))
+        return ops
+
+
+def build(path: Path, commits: int, seed: int = 7) -> None:
+    subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
+    b = Builder(seed)
+    proc = subprocess.Popen(["git", "-C", str(path), "fast-import", "--quiet"],
+                            stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    out = proc.stdin
+
+    def emit_commit(i: int, ops: list) -> None:
+        when = START + i * 1800
+        msg = f"commit {i}".encode()
+        out.write(b"commit refs/heads/main\n")
+        out.write(f"mark :{i + 1}\n".encode())
+        out.write(f"committer Bench <bench@example.com> {when} +0000\n".encode())
+        out.write(b"data %d\n%s\n" % (len(msg), msg))
+        if i > 0:
+            out.write(f"from :{i}\n".encode())
+        for op, p, content in ops:
+            if op == "D":
+                out.write(f"D {p}\n".encode())
+            else:
+                data = content.encode()
+                out.write(f"M 100644 inline {p}\n".encode())
+                out.write(b"data %d\n%s\n" % (len(data), data))
+        out.write(b"\n")
+
+    first: list = []
+    for _ in range(30):
+        b.new_service(first)
+    first.append(("M", "CODEOWNERS", b.codeowners()))
+    first.append(("M", "doc/adr/0001-record-architecture-decisions.md",
+                  b.adr_text(1, "Record architecture decisions", "Accepted")))
+    b.adrs[1] = ("doc/adr/0001-record-architecture-decisions.md", "Accepted")
+    emit_commit(0, first)
+    for i in range(1, commits):
+        emit_commit(i, b.commit_ops(i))
+    out.close()
+    if proc.wait() != 0:
+        raise SystemExit("git fast-import failed")
+    subprocess.run(["git", "-C", str(path), "symbolic-ref", "HEAD", "refs/heads/main"],
+                   check=True)
+
+
+def time_git_log(path: Path) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(["git", "-C", str(path), "log", "--raw", "--no-renames"],
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    while proc.stdout.read(1 << 16):
+        pass
+    proc.wait()
+    return time.perf_counter() - t0
+
+
+def best_of(n: int, fn):
+    times, value = [], None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
+    parser.add_argument("--keep", help="build the repository here and keep it")
+    args = parser.parse_args()
+
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="healthd-bench-"))
+    repo = tmp / "bench.git"
+    try:
+        if not (repo / "HEAD").exists():
+            t0 = time.perf_counter()
+            build(repo, args.commits)
+            print(f"built {args.commits} commits with git fast-import in "
+                  f"{time.perf_counter() - t0:.1f}s ({repo})")
+        opts = {"path": str(repo), "revalidate_clock": "head"}
+        git_src = build_source("git", "bench", opts)
+        adr_src = build_source("adr", "bench-adr", opts)
+        time_git_log(repo)  # warm the page cache
+        t_log = min(time_git_log(repo) for _ in range(args.repeat))
+        t_git, res = best_of(args.repeat, lambda: git_src.pull(None))
+        t_adr, res_adr = best_of(args.repeat, lambda: adr_src.pull(None))
+        assert res.error is None and res_adr.error is None
+        print(f"git log --raw --no-renames : {t_log:7.3f}s")
+        print(f"git source extraction      : {t_git:7.3f}s  ({len(res.events)} events, "
+              f"{len(res.skipped)} skipped)")
+        print(f"adr source extraction      : {t_adr:7.3f}s  ({len(res_adr.events)} events)")
+        print(f"ratio git source / git log : {t_git / t_log:7.2f}x  (target <= 3x)")
+        return 0 if t_git / t_log <= 3 else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Architecture decision records: one file's text → number, title, status and links.
+
+Understands Nygard/adr-tools records (``# 2. Title``, a ``## Status`` section holding
+``Accepted`` / ``Superseded by [3. ...](0003-....md)`` / ``Supersedes [...]``) and MADR
+(front matter ``status:``, ``* Status:`` / ``- Status:`` lines), with the mess real logs
+contain: spelling variants (``superceded``), decoration (``**Status:** ✅ Accepted``,
+``~~Proposed~~ Accepted``), unlinked references (``Superseded by ADR-0003``).
+
+Pure; :func:`parse_adr` never raises, it reports what it could not understand in
+``problem``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["accepted", "proposed", "superseded", "deprecated", "rejected"]
+
+_SUPERSEDED = r"super(?:s|c|sc|ss)e+ded|replaced|obsoleted"
+_SUPERSEDES = r"super(?:s|c|sc|ss)e+des|replaces|obsoletes"
+_WORDS: list[tuple[Status, re.Pattern[str]]] = [
+    ("superseded", re.compile(rf"\b(?:{_SUPERSEDED})\b", re.I)),
+    ("deprecated", re.compile(r"\b(?:deprecated?|obsolete|retired|withdrawn)\b", re.I)),
+    ("rejected", re.compile(r"\b(?:rejected|declined|refused|abandoned)\b", re.I)),
+    ("accepted", re.compile(r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b",
+                            re.I)),
+    ("proposed", re.compile(r"\b(?:proposed?|draft|drafted|in[ -]review|under review|"
+                            r"pending|open|wip|in[ -]progress|discussion|suggested)\b", re.I)),
+]
+_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]*)>?[^)]*\)")
+_REF_NUM = re.compile(r"(?:\b(?:adr|decision|record)[\s#:_-]*0*(\d{1,6})\b|#\s*0*(\d{1,6})\b"
+                      r"|(?<![\w.])0*(\d{1,6})(?:\.(?!\d)|\b)(?![-/]\d))", re.I)
+_FILE_NUM = re.compile(r"^(?:adr|decision)?[-_ ]?0*(\d{1,6})(?=[-_. ]|$)", re.I)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_TITLE_NUM = re.compile(r"^(?:adr|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$",
+                        re.I)
+
+
+@dataclass
+class Record:
+    """What one ADR file says."""
+
+    number: int | None = None
+    title: str | None = None
+    status: Status | None = None
+    status_text: str = ""
+    superseded_by: list[str] = field(default_factory=list)  # raw references
+    supersedes: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+
+def file_number(name: str) -> int | None:
+    """Number from a file name such as ``0003-use-nats.md`` or ``ADR-003.md``."""
+    m = _FILE_NUM.match(name.rsplit("/", 1)[-1])
+    return int(m.group(1)) if m else None
+
+
+def ref_number(ref: str) -> int | None:
+    """A record number from a reference: a link target file name or a text like
+    ``3. Use NATS``, ``ADR-0003`` or ``#3``."""
+    target = ref.strip()
+    if not target:
+        return None
+    base = target.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    if base:
+        n = file_number(base)
+        if n is not None:
+            return n
+    m = _REF_NUM.search(target)
+    if m:
+        return int(next(g for g in m.groups() if g is not None))
+    return None
+
+
+def _strip_decoration(text: str) -> str:
+    text = re.sub(r"~~.*?~~", " ", text, flags=re.S)  # struck-through (old) statuses
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    return text
+
+
+def _front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
+    if not lines or lines[0].strip() != "---":
+        return {}, 0
+    data: dict[str, str] = {}
+    for i in range(1, min(len(lines), 200)):
+        line = lines[i]
+        if line.strip() in ("---", "..."):
+            return data, i + 1
+        m = re.match(r"^([A-Za-z_][\w-]*)\s*:\s*(.*)$", line)
+        if m:
+            data[m.group(1).lower()] = m.group(2).strip().strip("'\"").strip()
+    return {}, 0
+
+
+def _refs(text: str, verb: str) -> list[str]:
+    """References that follow ``verb`` (a regex) in ``text``: link targets and texts, or
+    the bare words after it."""
+    out: list[str] = []
+    for m in re.finditer(rf"(?:{verb})(?:\s+by)?\s*:?\s*(.*)", text, re.I):
+        tail = m.group(1)
+        links = _LINK.findall(tail)
+        if links:
+            for label, target in links:
+                out.append(target if target else label)
+                if target and label:
+                    out.append(label)
+        elif tail.strip():
+            out.append(tail.strip())
+    return out
+
+
+def classify(text: str) -> Status | None:
+    """The status a status text states; the strongest wins (superseded > deprecated >
+    rejected > accepted > proposed), since records keep their history there."""
+    clean = _LINK.sub(" ", _strip_decoration(text))
+    without_supersedes = re.sub(rf"\b(?:{_SUPERSEDES})\b.*", " ", clean, flags=re.I)
+    for status, pattern in _WORDS:
+        if pattern.search(without_supersedes):
+            return status
+    return None
+
+
+def parse_adr(path: str, text: str) -> Record:
+    rec = Record(number=file_number(path))
+    try:
+        _parse(rec, text)
+    except RecursionError:  # pragma: no cover - defensive
+        rec.problem = "record too deeply nested to read"
+    return rec
+
+
+def _parse(rec: Record, text: str) -> None:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    front, start = _front_matter(lines)
+    body = lines[start:]
+
+    # title: the first heading (level 1 preferred), else front matter
+    title_line = None
+    for level in (1, 2):
+        for line in body:
+            m = _HEADING.match(line.strip())
+            if m and len(m.group(1)) == level and m.group(2).strip():
+                title_line = m.group(2).strip()
+                break
+        if title_line:
+            break
+    if title_line is None and front.get("title"):
+        title_line = front["title"]
+    if title_line:
+        title_line = re.sub(r"[*_`]+", "", title_line).strip()
+        m = _TITLE_NUM.match(title_line)
+        if m:
+            if rec.number is None:
+                rec.number = int(m.group(1))
+            title_line = m.group(2).strip()
+        title_line = title_line.strip(" :-–—")
+        rec.title = title_line or None
+
+    # status text: front matter > "## Status" section > "Status:" line
+    status_text = ""
+    if front.get("status"):
+        status_text = front["status"]
+    if not status_text:
+        section: list[str] = []
+        in_status = False
+        for line in body:
+            stripped = line.strip()
+            h = _HEADING.match(stripped)
+            if h:
+                if in_status:
+                    break
+                label = re.sub(r"[*_`]+", "", h.group(2)).strip()
+                sm = re.match(r"^status\b\s*:?\s*(.*)$", label, re.I)
+                if sm:
+                    in_status = True
+                    if sm.group(1):
+                        section.append(sm.group(1))
+                continue
+            if in_status:
+                section.append(stripped)
+        status_text = "\n".join(s for s in section if s).strip()
+    if not status_text:
+        for line in body:
+            plain = re.sub(r"[*_`]+", "", line).strip()
+            m = re.match(r"^(?:[-*+]\s*)?status\s*:\s*(.+)$", plain, re.I)
+            if m:
+                status_text = m.group(1).strip()
+                break
+    rec.status_text = status_text[:500]
+    if not status_text:
+        rec.problem = "no status found"
+        return
+    rec.status = classify(status_text)
+    clean = _strip_decoration(status_text)
+    rec.superseded_by = _refs(clean, _SUPERSEDED)
+    rec.supersedes = _refs(clean, _SUPERSEDES)
+    if rec.status is None:
+        first = status_text.splitlines()[0][:60]
+        rec.problem = f"status {first!r} not understood"

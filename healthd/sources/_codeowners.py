@@ -1,0 +1,59 @@
+"""CODEOWNERS: pattern → sorted owners. Pure; never raises on any text.
+
+GitHub reads the first of ``.github/CODEOWNERS``, ``CODEOWNERS``, ``docs/CODEOWNERS``; a
+later line for the same pattern wins; a pattern with no owners leaves it unowned (no fact).
+GitLab section headers (``[Section]``, ``^[Optional]``) are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Where GitHub looks, in its order of precedence.
+LOCATIONS: tuple[str, ...] = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
+
+_OWNER = re.compile(r"^(@[A-Za-z0-9][\w.-]*(/[\w.-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$")
+_SECTION = re.compile(r"^\^?\[[^\]]*\]")
+
+
+def _split(line: str) -> list[str]:
+    """Whitespace-separated tokens, honouring backslash escapes (``\\ `` and ``\\#``)."""
+    tokens: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and i + 1 < len(line):
+            cur.append(line[i + 1])
+            i += 2
+            continue
+        if ch == "#" and not cur:  # a comment starts a token: rest of the line is comment
+            break
+        if ch.isspace():
+            if cur:
+                tokens.append("".join(cur))
+                cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    if cur:
+        tokens.append("".join(cur))
+    return tokens
+
+
+def parse_codeowners(text: str) -> dict[str, str]:
+    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped)."""
+    rules: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or _SECTION.match(line):
+            continue
+        tokens = _split(line)
+        if not tokens:
+            continue
+        pattern, rest = tokens[0], tokens[1:]
+        owners = sorted({t for t in rest if _OWNER.match(t)})
+        rules.pop(pattern, None)  # keep the file order of the winning line
+        if owners:
+            rules[pattern] = " ".join(owners)
+    return rules

@@ -1,0 +1,643 @@
+"""Shared plumbing of the repository sources (`git`, `adr`): options, repository access,
+history streaming, blob reads, stable ids, cursors and revalidation.
+
+One ``git log`` process streams the whole history (``-z --raw --no-renames``); one
+``git cat-file --batch`` process serves every blob. Nothing here spawns a process per commit.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping
+
+import structlog
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from healthd.errors import ConfigError, SourceError
+from healthd.model import ChangeEvent, Fact, FactKey
+
+if TYPE_CHECKING:
+    from healthd.sources import PullResult
+
+log = structlog.get_logger("healthd.sources.git")
+
+NULL_SHA = "0" * 40
+_SUBMODULE_MODE = "160000"
+
+
+# --------------------------------------------------------------------------- options
+
+
+class RepoOptions(BaseModel):
+    """Options shared by the `git` and `adr` kinds (see their docstrings)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None
+    url: str | None = None
+    cache_dir: str | None = None
+    branch: str | None = None
+    first_parent: bool = True
+    since: datetime | date | None = None
+    token_env: str | None = None
+    token_user: str = "x-access-token"
+    revalidate_interval: timedelta = timedelta(days=1)
+    revalidate_clock: Literal["wall", "head"] = "wall"
+
+    @model_validator(mode="after")
+    def _where(self) -> "RepoOptions":
+        if (self.path is None) == (self.url is None):
+            raise ValueError("set exactly one of 'path' (a local checkout) or 'url'")
+        if self.url is not None and not self.cache_dir:
+            raise ValueError("'cache_dir' is required with 'url' (healthd keeps a bare "
+                             "mirror there)")
+        if self.token_env is not None and self.url is None:
+            raise ValueError("'token_env' only applies with 'url'")
+        if self.revalidate_interval < timedelta(0):
+            raise ValueError("'revalidate_interval' must not be negative")
+        return self
+
+    def since_datetime(self) -> datetime | None:
+        if self.since is None:
+            return None
+        if isinstance(self.since, datetime):
+            return self.since if self.since.tzinfo else self.since.replace(tzinfo=timezone.utc)
+        return datetime.combine(self.since, time(0), tzinfo=timezone.utc)
+
+
+def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
+    """Validate ``options`` with ``model``; a failure is a ConfigError naming the field."""
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(part) for part in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        where = f"field '{loc}': " if loc else ""
+        raise ConfigError(f"source {name!r}: {where}{msg}") from None
+
+
+# --------------------------------------------------------------------------- repository
+
+
+class GitError(SourceError):
+    """A git command failed."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    time: datetime
+
+
+@dataclass(frozen=True)
+class Change:
+    """One raw diff entry: ``status`` is A, M, D or T; shas are the blob before/after."""
+
+    status: str
+    path: str
+    old_sha: str
+    new_sha: str
+    old_mode: str
+    new_mode: str
+
+    @property
+    def is_submodule(self) -> bool:
+        return self.new_mode == _SUBMODULE_MODE or self.old_mode == _SUBMODULE_MODE
+
+
+class Repo:
+    """A local repository (a checkout or a bare mirror) driven through the git CLI.
+
+    The token, when any, travels in the environment (``GIT_CONFIG_*``), never on a command
+    line, and is scrubbed from any error text.
+    """
+
+    def __init__(self, git_dir: str, *, secret: str | None = None,
+                 extra_env: Mapping[str, str] | None = None) -> None:
+        self.git_dir = git_dir
+        self._secret = secret
+        env = dict(os.environ)
+        env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_PAGER": "cat"})
+        env.update(extra_env or {})
+        self.env = env
+        self._cat: subprocess.Popen[bytes] | None = None
+        self._absent: set[str] = set()
+
+    # -- helpers
+    def scrub(self, text: str) -> str:
+        if self._secret:
+            text = text.replace(self._secret, "***")
+            text = text.replace(base64.b64encode(self._secret.encode()).decode(), "***")
+        return text
+
+    def _base(self) -> list[str]:
+        return ["git", "-C", self.git_dir, "-c", "core.quotePath=false",
+                "-c", "log.showSignature=false"]
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        try:
+            proc = subprocess.run(self._base() + list(args), env=self.env,
+                                  capture_output=True, check=False)
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror}") from exc
+        if check and proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(self.scrub(f"git {args[0]} failed: {err[-1] if err else proc.returncode}"))
+        return proc
+
+    def rev_parse(self, rev: str) -> str | None:
+        proc = self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def commit_time(self, sha: str) -> datetime:
+        out = self.run("show", "-s", "--format=%ct", sha).stdout.decode().strip()
+        return datetime.fromtimestamp(int(out), tz=timezone.utc)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+    def is_shallow(self) -> bool:
+        proc = self.run("rev-parse", "--is-shallow-repository", check=False)
+        return proc.stdout.decode().strip() == "true"
+
+    def last_before(self, rev: str, when: datetime, first_parent: bool) -> str | None:
+        args = ["rev-list", "-n", "1", f"--before={int(when.timestamp()) - 1}"]
+        if first_parent:
+            args.append("--first-parent")
+        out = self.run(*args, rev, check=False).stdout.decode().strip()
+        return out or None
+
+    # -- history
+    def log(self, rev_range: str, *, first_parent: bool, since: datetime | None = None,
+            paths: Iterable[str] = ()) -> Iterator[tuple[Commit, list[Change]]]:
+        """Commits oldest to newest with their raw changes, from ONE streaming ``git log``."""
+        args = self._base() + ["log", "--reverse", "--root", "--raw", "--no-renames",
+                               "--no-abbrev", "-z", "--no-ext-diff", "--no-textconv",
+                               "--format=%x01%H %ct", "--diff-merges=first-parent"]
+        if first_parent:
+            args.append("--first-parent")
+        else:
+            args.append("--topo-order")
+        if since is not None:
+            args.append(f"--since={int(since.timestamp())}")
+        args.append(rev_range)
+        args.append("--")
+        args.extend(paths)
+        try:
+            proc = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror}") from exc
+        assert proc.stdout is not None
+        commit: Commit | None = None
+        changes: list[Change] = []
+        pending_meta: bytes | None = None
+        rest = b""
+        try:
+            while True:
+                chunk = proc.stdout.read(1 << 16)
+                if not chunk:
+                    break
+                tokens = (rest + chunk).split(b"\0")
+                rest = tokens.pop()
+                for token in tokens:
+                    if pending_meta is not None:
+                        changes.append(_change(pending_meta, token))
+                        pending_meta = None
+                        continue
+                    token = token.lstrip(b"\n")
+                    if token.startswith(b"\x01"):
+                        if commit is not None:
+                            yield commit, changes
+                        sha, _, ct = token[1:].decode().partition(" ")
+                        commit = Commit(sha, datetime.fromtimestamp(int(ct), tz=timezone.utc))
+                        changes = []
+                    elif token.startswith(b":"):
+                        pending_meta = token
+            if commit is not None:
+                yield commit, changes
+        finally:
+            if proc.poll() is None:
+                proc.stdout.close()
+                proc.kill()
+            proc.wait()
+        stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+        if proc.returncode not in (0, -9):
+            raise GitError(self.scrub(f"git log failed: {stderr.strip()}"))
+
+    def tree(self, rev: str, paths: Iterable[str] = ()) -> list[Change]:
+        """Every blob of ``rev``'s tree as an 'A' change, to rebuild a baseline state."""
+        proc = self.run("ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths)
+        out: list[Change] = []
+        for entry in proc.stdout.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition(b"\t")
+            mode, kind, sha = meta.decode().split(" ")
+            if kind != "blob":
+                continue
+            out.append(Change("A", path.decode("utf-8", "surrogateescape"), NULL_SHA, sha,
+                              "000000", mode))
+        return out
+
+    def note_partial_clone(self, rev: str) -> int | None:
+        """In a partial clone, list (without fetching) the objects absent locally, so blob
+        reads skip them instead of a lazy fetch per blob; their count, or None when this is
+        not a partial clone."""
+        proc = self.run("config", "--get-regexp",
+                        r"^(extensions\.partialclone|remote\..*\.promisor)$", check=False)
+        if not any(line.split(b" ", 1)[-1].strip() not in (b"", b"false")
+                   for line in proc.stdout.splitlines()):
+            return None
+        out = self.run("rev-list", "--objects", "--missing=print", "--no-object-names", rev,
+                       check=False).stdout
+        self._absent = {line[1:].decode() for line in out.splitlines() if line.startswith(b"?")}
+        return len(self._absent)
+
+    # -- blobs
+    def blob(self, sha: str) -> bytes | None:
+        """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
+        if sha in self._absent:
+            return None
+        if self._cat is None:
+            try:
+                self._cat = subprocess.Popen(self._base() + ["cat-file", "--batch"],
+                                             env=self.env, stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            except OSError as exc:
+                raise GitError(f"cannot run git: {exc.strerror}") from exc
+        cat = self._cat
+        assert cat.stdin is not None and cat.stdout is not None
+        try:
+            cat.stdin.write(sha.encode() + b"\n")
+            cat.stdin.flush()
+            header = cat.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            self.close()
+            raise GitError("git cat-file stopped unexpectedly") from exc
+        if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
+            self.close()
+            self._absent.add(sha)
+            return None
+        parts = header.split()
+        if len(parts) < 3 or parts[1] == b"missing":
+            return None
+        size = int(parts[2])
+        data = cat.stdout.read(size + 1)
+        return data[:-1]
+
+    def close(self) -> None:
+        if self._cat is not None:
+            cat, self._cat = self._cat, None
+            try:
+                if cat.stdin:
+                    cat.stdin.close()
+            except OSError:
+                pass
+            try:
+                cat.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                cat.kill()
+                cat.wait()
+            if cat.stdout:
+                cat.stdout.close()
+
+
+def _change(meta: bytes, path: bytes) -> Change:
+    # b":100644 100644 <old> <new> M"
+    old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode().split(" ")
+    return Change(status[:1], path.decode("utf-8", "surrogateescape"), old_sha, new_sha,
+                  old_mode, new_mode)
+
+
+def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
+    """The repository to read, fetching the mirror first in url mode.
+
+    Returns the repo and, in url mode, a note when the fetch failed but an older mirror is
+    still usable (None otherwise). Raises GitError when nothing usable exists.
+    """
+    if opts.path is not None:
+        path = os.path.expanduser(opts.path)
+        if not os.path.isdir(path):
+            raise GitError(f"path {opts.path!r} is not a directory")
+        repo = Repo(path)
+        if repo.run("rev-parse", "--git-dir", check=False).returncode != 0:
+            raise GitError(f"path {opts.path!r} is not a git repository")
+        return repo, None
+    assert opts.url is not None and opts.cache_dir is not None
+    secret = None
+    extra: dict[str, str] = {}
+    if opts.token_env:
+        secret = os.environ.get(opts.token_env)
+        if not secret:
+            raise GitError(f"environment variable {opts.token_env!r} (token_env) is not set")
+        basic = base64.b64encode(f"{opts.token_user}:{secret}".encode()).decode()
+        extra = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+                 "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+    digest = hashlib.sha256(opts.url.encode()).hexdigest()[:12]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", opts.url.rstrip("/").rsplit("/", 1)[-1])[:40]
+    mirror = Path(os.path.expanduser(opts.cache_dir)) / f"{slug}-{digest}.git"
+    repo = Repo(str(mirror), secret=secret, extra_env=extra)
+    if not (mirror / "HEAD").exists():
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["git", "clone", "--mirror", "--quiet", opts.url, str(mirror)],
+                              env=repo.env, capture_output=True, check=False)
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(repo.scrub(f"cannot mirror {opts.url}: "
+                                      f"{err[-1] if err else proc.returncode}"))
+        log.info("git_mirror_created", source=name, mirror=str(mirror))
+        return repo, None
+    proc = repo.run("fetch", "--prune", "--quiet", "origin", check=False)
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        note = repo.scrub(f"fetch from {opts.url} failed ({err[-1] if err else proc.returncode});"
+                          " reading the mirror as last fetched")
+        log.warning("git_fetch_failed", source=name, detail=note)
+        return repo, note
+    return repo, None
+
+
+# --------------------------------------------------------------------------- events
+
+
+def event_id(kind: str, source: str, sha: str, path: str, key: FactKey, etype: str) -> str:
+    digest = hashlib.sha256("\x1f".join((source, sha, path, key.subject, key.predicate,
+                                         etype)).encode()).hexdigest()[:16]
+    return f"{kind}:{sha[:12]}:{digest}"
+
+
+def fact_hash(fact: Fact) -> str:
+    return hashlib.sha256("\x1f".join((fact.subject, fact.predicate, fact.value,
+                                       fact.domain)).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Held:
+    """A fact currently true at the processed head, with what its events carry."""
+
+    fact: Fact
+    depends_on: tuple[FactKey, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class Skips:
+    """Inputs that could not be understood, each reported (and logged) once per pull."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._lines: dict[str, None] = {}
+
+    def add(self, what: str, reason: str) -> None:
+        line = f"{what}: {reason}"
+        if line not in self._lines:
+            log.warning("source_input_skipped", source=self.source, input=what, reason=reason)
+            self._lines[line] = None
+
+    def note(self, message: str) -> None:
+        if message not in self._lines:
+            log.warning("source_note", source=self.source, note=message)
+            self._lines[message] = None
+
+    def lines(self) -> list[str]:
+        return list(self._lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+
+def revalidations(kind: str, source: str, held: Mapping[FactKey, Held],
+                  seen: dict[str, float], now: datetime, interval: timedelta,
+                  head: str) -> list[ChangeEvent]:
+    """`revalidated` events for held facts last observed at least ``interval`` before
+    ``now``; ``seen`` (fact hash → last observation, epoch seconds) is updated in place."""
+    out: list[ChangeEvent] = []
+    cutoff = (now - interval).timestamp()
+    for key in sorted(held):
+        h = held[key]
+        fh = fact_hash(h.fact)
+        last = seen.get(fh)
+        if last is not None and last > cutoff:
+            continue
+        if last is not None and last >= now.timestamp():
+            continue
+        seen[fh] = now.timestamp()
+        eid = event_id(kind, source, head, f"revalidate@{now.isoformat()}", key, "revalidated")
+        out.append(ChangeEvent(id=eid, type="revalidated", timestamp=now,
+                               source=source, fact=h.fact, depends_on=h.depends_on,
+                               metadata={**h.metadata, "commit": head}))
+    return out
+
+
+def prune_seen(seen: dict[str, float], held: Mapping[FactKey, Held]) -> dict[str, float]:
+    live = {fact_hash(h.fact) for h in held.values()}
+    return {k: v for k, v in seen.items() if k in live}
+
+
+def load_cursor(cursor: str | None) -> dict[str, Any] | None:
+    if not cursor:
+        return None
+    try:
+        state = json.loads(cursor)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(state, dict) or state.get("v") != 1 or not isinstance(state.get("commit"), str):
+        return None
+    return state
+
+
+def dump_cursor(state: Mapping[str, Any]) -> str:
+    return json.dumps({"v": 1, **state}, sort_keys=True, separators=(",", ":"))
+
+
+def glob_match(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+Clock = Callable[[], datetime]
+
+
+def wall_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+class Extractor:
+    """Turns commits into events; the repository sources subclass it.
+
+    ``apply`` folds one commit's changes into the state; with ``emit`` False it only
+    rebuilds state (a baseline at the cursor) and returns nothing.
+    """
+
+    held: dict[FactKey, Held]
+
+    def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
+        raise NotImplementedError
+
+    def cursor_extra(self) -> dict[str, Any]:
+        return {}
+
+
+class RepoSource:
+    """The pull loop shared by `git` and `adr`: cursor handling, force-push detection,
+    streaming, revalidation. Subclasses provide ``_extractor`` and ``_log_paths``."""
+
+    kind = "repo"
+
+    def __init__(self, name: str, opts: RepoOptions, *, clock: Clock | None = None) -> None:
+        self.name = name
+        self.opts = opts
+        if clock is None and opts.revalidate_clock == "wall":
+            clock = wall_clock
+        self._clock = clock
+
+    # -- hooks
+    def _extractor(self, repo: Repo, head: str, skips: Skips,
+                   state: Mapping[str, Any] | None) -> Extractor:
+        raise NotImplementedError
+
+    def _log_paths(self, extractor: Extractor) -> list[str]:
+        return []
+
+    def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
+        """Why a cursor cannot be continued with this extractor (None when it can)."""
+        return None
+
+    # -- the pull
+    def pull(self, cursor: str | None, *, now: datetime | None = None) -> PullResult:
+        from healthd.sources import PullResult
+
+        skips = Skips(self.name)
+        started = datetime.now(timezone.utc)
+        try:
+            repo, note = open_repo(self.opts, self.name)
+        except GitError as exc:
+            log.error("source_pull_failed", source=self.name, kind=self.kind, error=str(exc))
+            return PullResult([], cursor, error=str(exc))
+        if note:
+            skips.note(note)
+        try:
+            result = self._pull(repo, cursor, now, skips)
+        except GitError as exc:
+            log.error("source_pull_failed", source=self.name, kind=self.kind, error=str(exc))
+            return PullResult([], cursor, error=str(exc), skipped=skips.lines())
+        finally:
+            repo.close()
+        log.info("source_pulled", source=self.name, kind=self.kind,
+                 events=len(result.events), skipped=len(result.skipped),
+                 error=result.error,
+                 seconds=round((datetime.now(timezone.utc) - started).total_seconds(), 3))
+        return result
+
+    def _pull(self, repo: Repo, cursor: str | None, now: datetime | None,
+              skips: Skips) -> "PullResult":
+        from healthd.sources import PullResult
+
+        rev = self.opts.branch or "HEAD"
+        head = repo.rev_parse(rev)
+        if head is None:
+            if self.opts.branch is not None or repo.run("rev-parse", "--verify", "--quiet",
+                                                       "HEAD", check=False).returncode == 0:
+                raise GitError(f"branch {rev!r} not found")
+            skips.note("repository has no commits yet")
+            return PullResult([], cursor, skipped=skips.lines())
+        if repo.is_shallow():
+            skips.note("shallow clone: history before its boundary is not read")
+        absent = repo.note_partial_clone(head)
+        if absent:
+            skips.note(f"partial clone: {absent} objects are not present locally; "
+                       "what needs them is skipped")
+
+        state = load_cursor(cursor)
+        if cursor and state is None:
+            skips.note("cursor not understood; full re-extraction")
+        base: str | None = None
+        if state is not None:
+            old = state["commit"]
+            if repo.rev_parse(old) is None:
+                skips.note(f"cursor commit {old[:12]} is missing (force-push or pruned "
+                           "history); full re-extraction")
+                log.warning("git_force_push", source=self.name, cursor=old[:12])
+                state = None
+            elif old != head and not repo.is_ancestor(old, head):
+                skips.note(f"cursor commit {old[:12]} is not an ancestor of {rev} "
+                           f"({head[:12]}): force-push; full re-extraction")
+                log.warning("git_force_push", source=self.name, cursor=old[:12], head=head[:12])
+                state = None
+            else:
+                base = old
+        extractor = self._extractor(repo, head, skips, state)
+        if state is not None:
+            why = self._compatible(state, extractor)
+            if why:
+                skips.note(f"{why}; full re-extraction")
+                state, base = None, None
+                extractor = self._extractor(repo, head, skips, None)
+        seen: dict[str, float] = {}
+        if state is not None and isinstance(state.get("seen"), dict):
+            seen = {str(k): float(v) for k, v in state["seen"].items()
+                    if isinstance(v, (int, float))}
+        paths = self._log_paths(extractor)
+        events: list[ChangeEvent] = []
+        if base is not None:
+            extractor.apply(Commit(base, repo.commit_time(base)), repo.tree(base, paths),
+                            emit=False)
+            rev_range = f"{base}..{head}"
+        else:
+            rev_range = head
+            since = self.opts.since_datetime()
+            if since is not None:
+                boundary = repo.last_before(head, since, self.opts.first_parent)
+                if boundary is not None:
+                    # what already held before `since`, as of its last commit
+                    commit = Commit(boundary, repo.commit_time(boundary))
+                    events += self._observe(extractor.apply(commit, repo.tree(boundary, paths),
+                                                            emit=True), seen)
+                    rev_range = f"{boundary}..{head}"
+        last = base
+        if base != head:
+            try:
+                for commit, changes in repo.log(rev_range, first_parent=self.opts.first_parent,
+                                                paths=paths):
+                    events += self._observe(extractor.apply(commit, changes, emit=True), seen)
+                    last = commit.sha
+            except GitError as exc:
+                if last is None:
+                    raise
+                return PullResult(events, self._cursor(last, seen, extractor),
+                                  error=str(exc), skipped=skips.lines())
+        head_time = repo.commit_time(head)
+        if now is None:
+            now = self._clock() if self._clock is not None else head_time
+        if now < head_time:
+            now = head_time
+        events += revalidations(self.kind, self.name, extractor.held, seen, now,
+                                self.opts.revalidate_interval, head)
+        return PullResult(events, self._cursor(head, seen, extractor), skipped=skips.lines())
+
+    @staticmethod
+    def _observe(events: list[ChangeEvent], seen: dict[str, float]) -> list[ChangeEvent]:
+        for ev in events:
+            if ev.type == "invalidated":
+                seen.pop(fact_hash(ev.fact), None)
+            else:
+                seen[fact_hash(ev.fact)] = ev.timestamp.timestamp()
+        return events
+
+    def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
+        return dump_cursor({"commit": commit, "seen": prune_seen(seen, extractor.held),
+                            **extractor.cursor_extra()})

@@ -1,0 +1,353 @@
+"""Dependency manifests: file name → {dependency name: version spec}.
+
+Pure functions over text. Every parser raises :class:`ManifestError` (and nothing else) on
+input it cannot understand; the caller skips that file with the reason.
+
+Names are normalised per ecosystem: Python names per PEP 503 (``Foo_Bar`` → ``foo-bar``),
+Maven ones as ``groupId:artifactId``, the rest as written. A dependency without a version
+constraint has the spec ``*``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import tomllib
+import xml.etree.ElementTree as ET
+from functools import lru_cache
+from typing import Any, Callable
+
+ANY = "*"
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be parsed."""
+
+
+Deps = dict[str, str]
+
+
+def _pep503(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _clean(spec: str) -> str:
+    spec = " ".join(spec.split())
+    return spec or ANY
+
+
+# ----------------------------------------------------------------------------- python
+
+_REQ = re.compile(
+    r"""^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*
+        (?:\[(?P<extras>[^\]]*)\])?\s*
+        (?P<rest>.*)$""", re.X | re.S)
+_SPEC = re.compile(r"^(?:(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9*+!._-]+\s*,?\s*)+$")
+
+
+def parse_requirement(text: str) -> tuple[str, str] | None:
+    """One PEP 508 requirement string → (normalised name, spec); None when not one."""
+    text = text.strip()
+    m = _REQ.match(text)
+    if not m:
+        return None
+    name = _pep503(m.group("name"))
+    rest = m.group("rest").strip()
+    if rest.startswith("@"):  # direct reference: name @ url ; markers
+        url = rest[1:].split(";", 1)[0].strip()
+        return (name, f"@ {url}") if url else None
+    rest = rest.split(";", 1)[0].strip()
+    if rest.startswith("(") and rest.endswith(")"):
+        rest = rest[1:-1].strip()
+    if not rest:
+        return name, ANY
+    if not _SPEC.match(rest):
+        return None
+    return name, _clean(rest.rstrip(",").replace(" ", ""))
+
+
+def parse_requirements_txt(text: str) -> Deps:
+    deps: Deps = {}
+    # join backslash continuations, then drop comments (a '#' at the start or after space)
+    joined = re.sub(r"\\\r?\n", " ", text)
+    for raw in joined.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        if not line or line.startswith("-"):  # options: -r, -c, -e, --index-url, ...
+            continue
+        if re.match(r"^[a-z][a-z0-9+.-]*://", line) or line.startswith((".", "/")):
+            continue  # a bare URL or path: no name to report
+        req = parse_requirement(line.split(" --", 1)[0])  # per-line options (--hash=...)
+        if req is not None:
+            deps.setdefault(*req)
+    return deps
+
+
+def _toml(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ManifestError(f"invalid TOML: {exc}") from None
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _poetry_spec(value: Any) -> str | None:
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, dict):
+        if isinstance(value.get("version"), str):
+            return _clean(value["version"])
+        for key in ("git", "path", "url"):
+            if isinstance(value.get(key), str):
+                ref = value.get("rev") or value.get("tag") or value.get("branch")
+                return f"{key}+{value[key]}" + (f"@{ref}" if isinstance(ref, str) else "")
+        return ANY
+    if isinstance(value, list):  # multiple constraints: take the first understood
+        for item in value:
+            spec = _poetry_spec(item)
+            if spec:
+                return spec
+    return None
+
+
+def parse_pyproject(text: str) -> Deps:
+    data = _toml(text)
+    deps: Deps = {}
+    project = _table(data.get("project"))
+
+    def add_pep508(items: Any) -> None:
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, str):
+                    req = parse_requirement(item)
+                    if req is not None:
+                        deps.setdefault(*req)
+
+    add_pep508(project.get("dependencies"))
+    for group in _table(project.get("optional-dependencies")).values():
+        add_pep508(group)
+    for group in _table(data.get("dependency-groups")).values():
+        add_pep508(group)
+    poetry = _table(_table(data.get("tool")).get("poetry"))
+    tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
+    tables += [_table(g).get("dependencies") for g in _table(poetry.get("group")).values()]
+    for table in tables:
+        for name, value in _table(table).items():
+            if not isinstance(name, str) or name.lower() == "python":
+                continue
+            spec = _poetry_spec(value)
+            if spec is not None:
+                deps.setdefault(_pep503(name), spec)
+    return deps
+
+
+# ----------------------------------------------------------------------------- node
+
+
+def parse_package_json(text: str) -> Deps:
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ManifestError(f"invalid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ManifestError("package.json is not a JSON object")
+    deps: Deps = {}
+    for section in ("dependencies", "optionalDependencies", "peerDependencies",
+                    "devDependencies"):
+        table = data.get(section)
+        if not isinstance(table, dict):
+            continue
+        for name, spec in table.items():
+            if isinstance(name, str) and name.strip() and isinstance(spec, str):
+                deps.setdefault(name.strip(), _clean(spec))
+    return deps
+
+
+# ----------------------------------------------------------------------------- go
+
+_GO_REQ = re.compile(r"^(\S+)\s+(v\S+)\s*(//.*)?$")
+
+
+def parse_go_mod(text: str) -> Deps:
+    deps: Deps = {}
+    in_block = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if in_block:
+            if line.startswith(")"):
+                in_block = False
+                continue
+            entry = line
+        elif line.startswith("require"):
+            entry = line[len("require"):].strip()
+            if entry.startswith("("):
+                in_block = True
+                entry = entry[1:].strip()
+                if not entry:
+                    continue
+        else:
+            continue
+        m = _GO_REQ.match(entry)
+        if not m:
+            continue
+        comment = m.group(3) or ""
+        if re.search(r"\bindirect\b", comment):
+            continue
+        deps.setdefault(m.group(1).strip('"'), m.group(2))
+    return deps
+
+
+# ----------------------------------------------------------------------------- rust
+
+
+def _cargo_spec(value: Any) -> str | None:
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, dict):
+        if isinstance(value.get("version"), str):
+            return _clean(value["version"])
+        if value.get("workspace") is True:
+            return "workspace"
+        for key in ("git", "path"):
+            if isinstance(value.get(key), str):
+                return f"{key}+{value[key]}"
+        return ANY
+    return None
+
+
+def parse_cargo_toml(text: str) -> Deps:
+    data = _toml(text)
+    deps: Deps = {}
+    tables = [data.get("dependencies"), data.get("build-dependencies"),
+              data.get("dev-dependencies"),
+              _table(data.get("workspace")).get("dependencies")]
+    for target in _table(data.get("target")).values():
+        t = _table(target)
+        tables += [t.get("dependencies"), t.get("build-dependencies"), t.get("dev-dependencies")]
+    for table in tables:
+        for name, value in _table(table).items():
+            if not isinstance(name, str):
+                continue
+            spec = _cargo_spec(value)
+            if spec is not None:
+                pkg = value.get("package") if isinstance(value, dict) else None
+                deps.setdefault(pkg if isinstance(pkg, str) and pkg else name, spec)
+    return deps
+
+
+# ----------------------------------------------------------------------------- maven
+
+
+def _local(tag: Any) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _child(elem: ET.Element, name: str) -> ET.Element | None:
+    for c in elem:
+        if _local(c.tag) == name:
+            return c
+    return None
+
+
+def _text(elem: ET.Element | None) -> str:
+    return (elem.text or "").strip() if elem is not None else ""
+
+
+def parse_pom_xml(text: str) -> Deps:
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:
+        raise ManifestError("pom.xml with a DOCTYPE/ENTITY declaration is not read")
+    try:
+        root = ET.fromstring(text)
+    except (ET.ParseError, ValueError) as exc:
+        raise ManifestError(f"invalid XML: {exc}") from None
+    if _local(root.tag) != "project":
+        raise ManifestError("pom.xml root element is not <project>")
+    props: dict[str, str] = {}
+    pe = _child(root, "properties")
+    if pe is not None:
+        for p in pe:
+            props[_local(p.tag)] = _text(p)
+    for name in ("version", "groupId"):
+        value = _text(_child(root, name))
+        if value:
+            props[f"project.{name}"] = value
+    managed: dict[str, str] = {}
+    dm = _child(root, "dependencyManagement")
+    if dm is not None:
+        managed = _pom_deps(_child(dm, "dependencies"), props, {})
+    return _pom_deps(_child(root, "dependencies"), props, managed)
+
+
+def _pom_deps(container: ET.Element | None, props: dict[str, str],
+              managed: dict[str, str]) -> Deps:
+    deps: Deps = {}
+    if container is None:
+        return deps
+    for dep in container:
+        if _local(dep.tag) != "dependency":
+            continue
+        group, artifact = _text(_child(dep, "groupId")), _text(_child(dep, "artifactId"))
+        if not group or not artifact:
+            continue
+        name = f"{group}:{artifact}"
+        version = _text(_child(dep, "version"))
+        version = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), version)
+        deps.setdefault(name, _clean(version) if version else managed.get(name, ANY))
+    return deps
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+_PARSERS: list[tuple[str, Callable[[str], Deps]]] = [
+    ("pyproject.toml", parse_pyproject),
+    ("requirements*.txt", parse_requirements_txt),
+    ("package.json", parse_package_json),
+    ("go.mod", parse_go_mod),
+    ("Cargo.toml", parse_cargo_toml),
+    ("pom.xml", parse_pom_xml),
+]
+_SKIP_DIRS = {"node_modules", "vendor", "third_party", ".git"}
+
+
+@lru_cache(maxsize=4096)
+def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
+    for pattern, parser in _PARSERS:
+        if fnmatch.fnmatchcase(base, pattern):
+            return parser
+    return None
+
+
+def manifest_parser(path: str) -> Callable[[str], Deps] | None:
+    """The parser for a repository path, or None when it is not a manifest we read."""
+    directory, _, base = path.rpartition("/")
+    parser = _parser_for_name(base)
+    if parser is None or not directory:
+        return parser
+    if any(p in _SKIP_DIRS for p in directory.split("/")):
+        return None
+    return parser
+
+
+def parse_manifest(path: str, text: str) -> Deps:
+    """Dependencies declared by the manifest at ``path``; ManifestError when unreadable."""
+    parser = manifest_parser(path)
+    if parser is None:
+        raise ManifestError(f"{path} is not a known manifest")
+    try:
+        deps = parser(text)
+    except ManifestError:
+        raise
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        raise ManifestError(f"cannot parse: {exc.__class__.__name__}") from None
+    return {k: v for k, v in deps.items() if k.strip() and v.strip()}
+
+
+def try_parse_manifest(path: str, text: str) -> tuple[Deps, str | None]:
+    """Like :func:`parse_manifest` but never raises: ({}, reason) when unreadable."""
+    try:
+        return parse_manifest(path, text), None
+    except ManifestError as exc:
+        return {}, str(exc)

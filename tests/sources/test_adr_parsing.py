@@ -1,0 +1,91 @@
+"""Reading one decision record, and fuzzing the ADR parser: any text, never an exception."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from healthd.sources._adrdoc import classify, file_number, parse_adr, ref_number
+
+ADR_TOOLS_SUPERSEDED = """# 2. Use Kafka for messaging
+
+Date: 2024-02-01
+
+## Status
+
+Superseded by [3. Use RabbitMQ for messaging](0003-use-rabbitmq-for-messaging.md)
+
+Amended by [5. Deprecate topics](0005-deprecate-topics.md)
+
+## Context
+"""
+
+
+def test_an_adr_tools_record_gives_number_title_status_and_links():
+    rec = parse_adr("doc/adr/0002-use-kafka-for-messaging.md", ADR_TOOLS_SUPERSEDED)
+    assert (rec.number, rec.title, rec.status) == (2, "Use Kafka for messaging", "superseded")
+    assert ref_number(rec.superseded_by[0]) == 3
+    assert rec.problem is None
+
+
+@pytest.mark.parametrize("text, status", [
+    ("Accepted", "accepted"),
+    ("**Accepted** ✅", "accepted"),
+    ("~~Proposed~~ Accepted", "accepted"),
+    ("Accepted\n\nSupersedes [1. Use A](0001-a.md)", "accepted"),
+    ("Accepted\n\nAmended by [6. Deprecate B](0006-b.md)", "accepted"),
+    ("superceded by ADR-0004", "superseded"),
+    ("Superseeded by #4", "superseded"),
+    ("Deprecated", "deprecated"),
+    ("Rejected", "rejected"),
+    ("Draft", "proposed"),
+    ("Frobnicated", None),
+])
+def test_status_wording_variants(text, status):
+    assert classify(text) == status
+
+
+@pytest.mark.parametrize("ref, number", [
+    ("0003-use-nats.md", 3), ("3. Use NATS", 3), ("ADR-0012", 12), ("adr 7", 7),
+    ("#15", 15), ("../adr/0004-x.md#section", 4), ("nothing here", None),
+])
+def test_references_resolve_to_numbers(ref, number):
+    assert ref_number(ref) == number
+
+
+def test_file_numbers():
+    assert file_number("doc/adr/0010-x.md") == 10
+    assert file_number("ADR-003-use-y.md") == 3
+    assert file_number("README.md") is None
+
+
+def test_status_front_matter_beats_body_and_title_number_is_stripped():
+    rec = parse_adr("x.md", "---\nstatus: rejected\n---\n# ADR-12: Use Z\n\nStatus: accepted\n")
+    assert (rec.number, rec.title, rec.status) == (12, "Use Z", "rejected")
+
+
+FRAGMENTS = st.sampled_from([
+    "# ", "## Status", "Status:", "* Status: ", "- Status: ", "---\n", "status: ",
+    "Accepted", "Proposed", "Superseded by ", "Supersedes ", "Superceded", "Deprecated",
+    "[3. Title](0003-x.md)", "[](", "](", "~~", "<!--", "-->", "ADR-", "#", "\n", "\r\n",
+    "0007", ". ", "**", "`", "title: ", "...", "(", ")", "\x00", "é", "🚀",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_any_text_is_read_without_raising(text):
+    rec = parse_adr("doc/adr/0001-x.md", text)
+    assert rec.status is None or rec.problem is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAGMENTS | st.text(max_size=8), max_size=40).map("".join),
+       st.sampled_from(["doc/adr/0002-a.md", "notes.md", "ADR-9.md", ""]))
+def test_record_like_text_is_read_without_raising(text, path):
+    rec = parse_adr(path, text)
+    if rec.title is not None:
+        assert rec.title.strip()
+    for ref in rec.superseded_by + rec.supersedes:
+        ref_number(ref)
