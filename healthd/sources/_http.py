@@ -1,0 +1,266 @@
+"""A small, polite HTTP client shared by the ticket sources (GitHub, Jira).
+
+Every request carries a timeout and a ``User-Agent: healthd/<version>``. Server errors
+(5xx), timeouts and connection errors are retried a bounded number of times with
+exponential backoff and jitter. Rate limits are honoured: ``Retry-After`` and GitHub-style
+``X-RateLimit-Remaining``/``X-RateLimit-Reset`` make the client wait when the wait is within
+a configured bound, and otherwise raise :class:`RateLimited` so the caller can defer the
+rest of its work to the next run. Conditional requests (``If-None-Match``) return a
+:class:`JsonResponse` with ``not_modified`` set on a 304.
+
+Secrets never leave this module in text: error messages are built from the method, the
+URL without its query string's credentials (ticket APIs take tokens in headers only) and
+the status, and every message is passed through :meth:`HttpClient.redact`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Mapping
+
+import requests
+from pydantic import BaseModel, ConfigDict, Field
+
+from healthd import __version__
+
+USER_AGENT = f"healthd/{__version__}"
+_RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+class HttpOptions(BaseModel):
+    """The options every HTTP-based source accepts (all optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_seconds: float = Field(10.0, gt=0, le=300)
+    max_retries: int = Field(3, ge=0, le=10)
+    backoff_seconds: float = Field(1.0, ge=0, le=60)
+    max_backoff_seconds: float = Field(30.0, ge=0, le=600)
+    max_rate_limit_wait_seconds: float = Field(60.0, ge=0, le=3600)
+
+
+class HttpError(Exception):
+    """A request failed for good (after retries). The message is safe to log."""
+
+
+class RateLimited(HttpError):
+    """The server asked us to wait longer than the configured bound: defer to the next run."""
+
+    def __init__(self, message: str, wait_seconds: float) -> None:
+        super().__init__(message)
+        self.wait_seconds = wait_seconds
+
+
+class BadPayload(HttpError):
+    """The server answered 2xx with a body that is not the JSON we asked for."""
+
+
+@dataclass
+class JsonResponse:
+    url: str
+    status: int
+    data: Any = None
+    etag: str | None = None
+    links: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
+
+
+def parse_link_header(value: str | None) -> dict[str, str]:
+    """RFC 8288 ``Link`` header → {rel: url} (what GitHub uses for pagination)."""
+    links: dict[str, str] = {}
+    if not value:
+        return links
+    for part in value.split(","):
+        segments = part.strip().split(";")
+        target = segments[0].strip()
+        if not (target.startswith("<") and target.endswith(">")):
+            continue
+        for param in segments[1:]:
+            name, _, raw = param.strip().partition("=")
+            if name.strip().lower() == "rel":
+                for rel in raw.strip().strip('"').split():
+                    links[rel] = target[1:-1]
+    return links
+
+
+def _retry_after_seconds(value: str | None, now: float) -> float | None:
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - now)
+
+
+class HttpClient:
+    """GET-only JSON client with retries, rate-limit handling and conditional requests.
+
+    ``sleep``, ``clock`` and ``rng`` are injectable so tests run without real waiting.
+    """
+
+    def __init__(self, session: requests.Session, options: HttpOptions, *,
+                 headers: Mapping[str, str] | None = None, secrets: tuple[str, ...] = (),
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time,
+                 rng: Callable[[], float] = random.random) -> None:
+        self.session = session
+        self.options = options
+        self.headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        self.headers.update(headers or {})
+        self._secrets = tuple(s for s in secrets if s)
+        self.sleep = sleep
+        self.clock = clock
+        self.rng = rng
+        self._blocked_until: float | None = None
+        self.requests_made = 0
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with 'equal jitter': half fixed, half random."""
+        base = min(self.options.max_backoff_seconds,
+                   self.options.backoff_seconds * (2 ** attempt))
+        return base / 2 + self.rng() * base / 2
+
+    def _wait_or_defer(self, wait: float, why: str) -> None:
+        if wait > self.options.max_rate_limit_wait_seconds:
+            raise RateLimited(
+                self.redact(f"{why}; the wait of {wait:.0f} s exceeds "
+                            f"max_rate_limit_wait_seconds={self.options.max_rate_limit_wait_seconds:g}, "
+                            "deferred to the next run"), wait)
+        if wait > 0:
+            self.sleep(wait)
+
+    def _rate_limit_wait(self, response: requests.Response) -> float | None:
+        """Seconds to wait if this response is a rate limit, else None."""
+        now = self.clock()
+        retry_after = _retry_after_seconds(response.headers.get("Retry-After"), now)
+        if response.status_code == 429:
+            return retry_after if retry_after is not None else self._reset_wait(response, now) or 60.0
+        if response.status_code == 403:
+            if retry_after is not None:
+                return retry_after
+            if response.headers.get("X-RateLimit-Remaining") == "0":
+                reset = self._reset_wait(response, now)
+                return reset if reset is not None else 60.0
+        return None
+
+    @staticmethod
+    def _reset_wait(response: requests.Response, now: float) -> float | None:
+        raw = response.headers.get("X-RateLimit-Reset")
+        if raw is None:
+            return None
+        try:
+            return max(0.0, float(raw) - now)
+        except ValueError:
+            return None
+
+    def _note_remaining(self, response: requests.Response) -> None:
+        """A successful response that used the last request of the window blocks the next one."""
+        if response.headers.get("X-RateLimit-Remaining") == "0":
+            try:
+                self._blocked_until = float(response.headers.get("X-RateLimit-Reset", ""))
+            except ValueError:
+                self._blocked_until = None
+
+    # -- the one verb ------------------------------------------------------------------------
+
+    def get_json(self, url: str, *, params: Mapping[str, Any] | None = None,
+                 etag: str | None = None) -> JsonResponse:
+        """GET ``url`` and decode JSON. Raises HttpError (or RateLimited, BadPayload)."""
+        if self._blocked_until is not None:
+            wait = self._blocked_until - self.clock()
+            self._blocked_until = None
+            if wait > 0:
+                self._wait_or_defer(wait, "rate limit exhausted (X-RateLimit-Remaining: 0)")
+        headers = dict(self.headers)
+        if etag:
+            headers["If-None-Match"] = etag
+        where = url
+        attempt = 0
+        rate_waits = 0
+        while True:
+            try:
+                self.requests_made += 1
+                response = self.session.get(url, params=params, headers=headers,
+                                            timeout=self.options.timeout_seconds)
+            except requests.Timeout:
+                problem = f"GET {where} timed out after {self.options.timeout_seconds:g} s"
+            except requests.RequestException as exc:
+                problem = f"GET {where} failed: {type(exc).__name__}"
+            else:
+                where = response.url or url
+                wait = self._rate_limit_wait(response)
+                if wait is not None:
+                    rate_waits += 1
+                    why = f"GET {where} was rate limited (HTTP {response.status_code})"
+                    if rate_waits > self.options.max_retries:
+                        raise RateLimited(self.redact(f"{why} {rate_waits} times; giving up, "
+                                                      "deferred to the next run"), wait)
+                    self._wait_or_defer(wait, why)
+                    continue
+                if response.status_code in _RETRY_STATUSES:
+                    problem = f"GET {where} returned HTTP {response.status_code}"
+                elif response.status_code == 304:
+                    self._note_remaining(response)
+                    return JsonResponse(url=response.url or url, status=304, etag=etag,
+                                        links=parse_link_header(response.headers.get("Link")),
+                                        headers=response.headers)
+                elif 200 <= response.status_code < 300:
+                    self._note_remaining(response)
+                    try:
+                        data = json.loads(response.content.decode("utf-8"))
+                    except (ValueError, UnicodeDecodeError) as exc:
+                        raise BadPayload(self.redact(
+                            f"GET {where} returned a body that is not valid JSON "
+                            f"({type(exc).__name__}: {str(exc)[:120]})")) from None
+                    return JsonResponse(url=response.url or url, status=response.status_code,
+                                        data=data, etag=response.headers.get("ETag"),
+                                        links=parse_link_header(response.headers.get("Link")),
+                                        headers=response.headers)
+                else:
+                    raise HttpError(self.redact(
+                        f"GET {where} returned HTTP {response.status_code}"
+                        f"{_server_message(response)}"))
+            if attempt >= self.options.max_retries:
+                raise HttpError(self.redact(
+                    f"{problem} (gave up after {attempt + 1} attempts)"))
+            self.sleep(self._backoff(attempt))
+            attempt += 1
+
+
+def _server_message(response: requests.Response) -> str:
+    """The API's own short error message, if any (GitHub: message; Jira: errorMessages)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    if isinstance(body, dict):
+        if isinstance(body.get("message"), str):
+            return f": {body['message'][:200]}"
+        messages = body.get("errorMessages")
+        if isinstance(messages, list) and messages:
+            return ": " + "; ".join(str(m) for m in messages)[:200]
+    return ""

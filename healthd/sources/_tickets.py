@@ -1,0 +1,135 @@
+"""What the ticket sources (GitHub, Jira) share: state-to-facts diffing, cursor and
+timestamp helpers, and option validation.
+
+A ticket source replays an issue's history from its creation: after each API event it
+derives the facts the issue asserts at that moment and emits the difference from the facts
+it asserted just before (added / revised / invalidated). Replaying the whole history each
+time an issue is fetched makes the derived state exact; the per-issue watermark in the
+cursor decides which of the resulting events are new.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from healthd.errors import ConfigError
+from healthd.model import ChangeEvent, Fact, FactKey
+
+TICKET_PREDICATES = ("requirement", "decision")
+
+
+class Malformed(ValueError):
+    """A payload item lacks a field or has the wrong type; the message names the field."""
+
+
+def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "options"
+        raise ConfigError(f"source {name!r}: {where}: {first['msg']}") from None
+
+
+def parse_time(value: object, field: str) -> datetime:
+    """API timestamps (GitHub ``...Z``, Jira ``...000+0000``) → aware UTC datetimes."""
+    if not isinstance(value, str) or not value:
+        raise Malformed(f"field '{field}' is missing or not a timestamp string")
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        ts = datetime.fromisoformat(text)
+    except ValueError:
+        raise Malformed(f"field '{field}' is not an ISO 8601 timestamp: {value[:40]!r}") from None
+    if ts.tzinfo is None:
+        raise Malformed(f"field '{field}' has no timezone: {value[:40]!r}")
+    return ts.astimezone(timezone.utc)
+
+
+def format_time(ts: datetime) -> str:
+    return ts.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def require(obj: Any, key: str, kind: type | tuple[type, ...], path: str) -> Any:
+    if not isinstance(obj, dict):
+        raise Malformed(f"field '{path}' is not an object" if path else "item is not an object")
+    if key not in obj or obj[key] is None:
+        raise Malformed(f"field '{path}.{key}' is missing" if path else f"field '{key}' is missing")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        where = f"{path}.{key}" if path else key
+        raise Malformed(f"field '{where}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+@dataclass(frozen=True)
+class Change:
+    type: str
+    fact: Fact
+    previous: Fact | None = None
+    reason: str | None = None
+
+
+def diff(before: Mapping[FactKey, Fact], after: Mapping[FactKey, Fact],
+         reason: str) -> list[Change]:
+    """Changes that turn ``before`` into ``after``, in a stable order: ended keys first, the
+    issue's own fact before ownership facts."""
+    def order(key: FactKey) -> tuple[bool, FactKey]:
+        return key.predicate not in TICKET_PREDICATES, key
+
+    changes: list[Change] = []
+    for key in sorted(set(before) - set(after), key=order):
+        changes.append(Change("invalidated", before[key], reason=reason))
+    for key in sorted(after, key=order):
+        old = before.get(key)
+        new = after[key]
+        if old is None:
+            changes.append(Change("added", new))
+        elif old != new:
+            changes.append(Change("revised", new, previous=old))
+    return changes
+
+
+def to_events(changes: list[Change], *, base_id: str, timestamp: datetime, source: str,
+              metadata: Mapping[str, str]) -> list[ChangeEvent]:
+    """ChangeEvents with ids derived from the API's own id (``base_id``).
+
+    The issue's own fact (requirement/decision) takes ``base_id`` itself when it is the only
+    one changed by this API event, else ``base_id:<predicate>``; ownership facts take
+    ``base_id:owners:<area>``.
+    """
+    ticket = [c for c in changes if c.fact.predicate in TICKET_PREDICATES]
+    out = []
+    for change in changes:
+        if change.fact.predicate in TICKET_PREDICATES:
+            event_id = base_id if len(ticket) == 1 else f"{base_id}:{change.fact.predicate}"
+        else:
+            event_id = f"{base_id}:{change.fact.predicate}:{change.fact.subject}"
+        out.append(ChangeEvent(id=event_id, type=change.type,  # type: ignore[arg-type]
+                               timestamp=timestamp, source=source, fact=change.fact,
+                               previous=change.previous, reason=change.reason,
+                               metadata=dict(metadata)))
+    return out
+
+
+def load_cursor(cursor: str | None, kind: str) -> dict[str, Any]:
+    """Decode our own JSON cursor; raises ValueError on anything we did not write."""
+    if not cursor:
+        return {}
+    state = json.loads(cursor)
+    if not isinstance(state, dict) or state.get("kind") != kind:
+        raise ValueError(f"not a {kind} cursor")
+    return state
+
+
+def dump_cursor(kind: str, state: Mapping[str, Any]) -> str:
+    return json.dumps({"kind": kind, **state}, sort_keys=True, separators=(",", ":"))
+
+
+def sort_events(events: list[ChangeEvent]) -> list[ChangeEvent]:
+    """Event-time order; ties keep arrival order (Python's sort is stable)."""
+    return sorted(events, key=lambda e: e.timestamp)

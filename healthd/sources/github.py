@@ -1,0 +1,340 @@
+"""The `github` source: requirements, decisions and ownership from GitHub Issues.
+
+It lists the repository's issues with ``state=all&sort=updated&direction=desc&since=<cursor>``
+(following ``Link`` pagination), and for each one reads its issue events
+(``/issues/{n}/events``, or ``/timeline``) and replays them from the issue's creation:
+
+* an issue carrying a requirement label (``requirement_labels``) asserts
+  ``(<owner/repo>#<n>, requirement, <title>, requirement)`` while open; a decision label
+  (``decision_labels``, which win over requirement labels) asserts the same with predicate
+  and domain ``decision``;
+* ``renamed`` revises the value from the old title to the new one; ``closed`` with
+  ``state_reason`` ``completed`` (or none) revises it to ``done_value``; closed as
+  ``not_planned`` or ``duplicate``, or the label removed, invalidates it with a reason;
+  ``reopened`` brings the title back (revised from ``done``, or added again);
+* an area/component label (``area_label_prefixes``, e.g. ``area/billing``) with assignees
+  asserts ``(billing, owners, "<sorted logins>", ownership)``; a reassignment revises it,
+  the last assignee or the label leaving invalidates it.
+
+Event ids derive from GitHub's own event ids (``github:<owner/repo>#<n>:<event id>``), and
+timestamps are the events' ``created_at``. The cursor (JSON) holds the ``since`` watermark,
+the last event id seen per issue, and ETags: the first page of the issue list at the
+current watermark (so an unchanged repository costs one 304, which GitHub does not count
+against the rate limit) and single-page event lists of recently seen issues.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from datetime import datetime
+from typing import Any, Callable, Literal, Mapping
+
+import requests
+from pydantic import Field, field_validator
+
+from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.sources import PullResult, register_source
+from healthd.sources._http import BadPayload, HttpClient, HttpError, HttpOptions
+from healthd.sources._tickets import (Malformed, diff, dump_cursor, format_time, load_cursor,
+                                      parse_time, require, to_events,
+                                      validate_options)
+
+KIND = "github"
+_INTERESTING = frozenset({"labeled", "unlabeled", "assigned", "unassigned", "closed",
+                          "reopened", "renamed"})
+_INVALIDATING_REASONS = frozenset({"not_planned", "duplicate"})
+
+
+class GitHubOptions(HttpOptions):
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    base_url: str = "https://api.github.com"
+    token_env: str | None = "GITHUB_TOKEN"
+    requirement_labels: list[str] = ["requirement", "type: requirement", "kind/requirement"]
+    decision_labels: list[str] = ["decision", "adr", "type: decision", "kind/decision"]
+    area_label_prefixes: list[str] = ["area/", "area:", "component/", "component:"]
+    keep_area_prefix: bool = False
+    done_value: str = Field("done", min_length=1)
+    include_pull_requests: bool = False
+    events_endpoint: Literal["events", "timeline"] = "events"
+    per_page: int = Field(100, ge=1, le=100)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL, e.g. https://github.example.com/api/v3")
+        return value.rstrip("/")
+
+
+class _Issue:
+    """What replay needs from one item of the issue list."""
+
+    __slots__ = ("number", "title", "url", "updated_at", "is_pr")
+
+    def __init__(self, raw: Any) -> None:
+        self.number = require(raw, "number", int, "")
+        self.title = require(raw, "title", str, "")
+        self.updated_at = parse_time(raw.get("updated_at"), "updated_at")
+        self.url = raw.get("html_url") if isinstance(raw.get("html_url"), str) else ""
+        self.is_pr = raw.get("pull_request") is not None
+
+
+class GitHubSource:
+    kind = KIND
+
+    def __init__(self, name: str, options: GitHubOptions, *,
+                 session: requests.Session | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time,
+                 rng: Callable[[], float] = random.random,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.name = name
+        self.options = options
+        self.session = session or requests.Session()
+        self._sleep, self._clock, self._rng = sleep, clock, rng
+        self._environ = os.environ if environ is None else environ
+        self._req = {label.lower() for label in options.requirement_labels}
+        self._dec = {label.lower() for label in options.decision_labels}
+
+    # -- mapping -----------------------------------------------------------------------------
+
+    def _area(self, label: str) -> str | None:
+        lowered = label.lower()
+        for prefix in self.options.area_label_prefixes:
+            if lowered.startswith(prefix.lower()) and len(label) > len(prefix):
+                return label if self.options.keep_area_prefix else label[len(prefix):].strip()
+        return None
+
+    def _facts(self, subject: str, title: str, labels: set[str], open_: bool,
+               reason: str | None, assignees: set[str]) -> dict[FactKey, Fact]:
+        facts: dict[FactKey, Fact] = {}
+        lowered = {label.lower() for label in labels}
+        kind = "decision" if lowered & self._dec else "requirement" if lowered & self._req else None
+        if kind is not None:
+            if open_:
+                value: str | None = title
+            elif reason in _INVALIDATING_REASONS:
+                value = None
+            else:
+                value = self.options.done_value
+            if value is not None:
+                fact = Fact(subject, kind, value, kind)  # type: ignore[arg-type]
+                facts[fact.key] = fact
+        if assignees:
+            owners = " ".join(sorted(assignees, key=str.lower))
+            for label in sorted(labels):
+                area = self._area(label)
+                if area:
+                    fact = Fact(area, "owners", owners, "ownership")
+                    facts[fact.key] = fact
+        return facts
+
+    def replay(self, issue: _Issue, raw_events: list[Any], after_id: int,
+               skipped: list[str]) -> tuple[list[ChangeEvent], int]:
+        """Events of one issue newer than ``after_id``, and the new per-issue watermark."""
+        subject = f"{self.options.repo}#{issue.number}"
+        parsed = []
+        for index, raw in enumerate(raw_events):
+            if not isinstance(raw, dict) or raw.get("event") not in _INTERESTING:
+                continue
+            try:
+                event_id = require(raw, "id", int, "")
+                parsed.append((parse_time(raw.get("created_at"), "created_at"), event_id, raw))
+            except Malformed as exc:
+                skipped.append(f"{subject} event #{index} ({raw.get('event')}): {exc}")
+        parsed.sort(key=lambda item: (item[0], item[1]))
+        title = issue.title
+        for _, _, raw in parsed:
+            if raw["event"] == "renamed" and isinstance(raw.get("rename"), dict) \
+                    and isinstance(raw["rename"].get("from"), str):
+                title = raw["rename"]["from"]
+                break
+        labels: set[str] = set()
+        assignees: set[str] = set()
+        open_, state_reason = True, None
+        before: dict[FactKey, Fact] = {}
+        out: list[ChangeEvent] = []
+        watermark = after_id
+        for ts, event_id, raw in parsed:
+            kind = raw["event"]
+            watermark = max(watermark, event_id)
+            try:
+                if kind in ("labeled", "unlabeled"):
+                    name = require(raw.get("label"), "name", str, "label") \
+                        if isinstance(raw.get("label"), dict) else require(raw, "label", dict, "")
+                    (labels.add if kind == "labeled" else labels.discard)(name)
+                    reason = f"label {name!r} removed"
+                elif kind in ("assigned", "unassigned"):
+                    login = require(raw.get("assignee"), "login", str, "assignee") \
+                        if isinstance(raw.get("assignee"), dict) else require(raw, "assignee", dict, "")
+                    (assignees.add if kind == "assigned" else assignees.discard)(login)
+                    reason = f"{login} unassigned, no assignee left"
+                elif kind == "closed":
+                    open_ = False
+                    state_reason = raw.get("state_reason") or "completed"
+                    reason = f"closed as {state_reason.replace('_', ' ')}"
+                elif kind == "reopened":
+                    open_, state_reason = True, None
+                    reason = "reopened"
+                else:  # renamed
+                    rename = require(raw, "rename", dict, "")
+                    title = require(rename, "to", str, "rename")
+                    reason = "renamed"
+            except Malformed as exc:
+                skipped.append(f"{subject} event {event_id} ({kind}): {exc}")
+                continue
+            after = self._facts(subject, title, labels, open_, state_reason, assignees)
+            if kind == "labeled":
+                reason = f"label {name!r} added"  # a decision label replacing a requirement one
+            changes = diff(before, after, reason)
+            before = after
+            if event_id <= after_id or not changes:
+                continue
+            out.extend(to_events(changes, base_id=f"{KIND}:{subject}:{event_id}", timestamp=ts,
+                                 source=self.name,
+                                 metadata={"url": issue.url, "event": kind} if issue.url
+                                 else {"event": kind}))
+        return out, watermark
+
+    # -- fetching ----------------------------------------------------------------------------
+
+    def _client(self) -> HttpClient:
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+        secrets: tuple[str, ...] = ()
+        if self.options.token_env:
+            token = self._environ.get(self.options.token_env, "")
+            if not token:
+                raise HttpError(f"environment variable {self.options.token_env} (token_env) is "
+                                "not set; set it, or token_env = \"\" for anonymous access")
+            headers["Authorization"] = f"Bearer {token}"
+            secrets = (token,)
+        return HttpClient(self.session, self.options, headers=headers, secrets=secrets,
+                          sleep=self._sleep, clock=self._clock, rng=self._rng)
+
+    def _issue_events(self, client: HttpClient, number: int,
+                      etag: str | None) -> tuple[list[Any] | None, str | None]:
+        """All events of one issue (None when the conditional request said 304)."""
+        url: str | None = (f"{self.options.base_url}/repos/{self.options.repo}/issues/{number}/"
+                           f"{self.options.events_endpoint}")
+        params: dict[str, Any] | None = {"per_page": self.options.per_page}
+        items: list[Any] = []
+        first_etag = None
+        pages = 0
+        while url:
+            resp = client.get_json(url, params=params, etag=etag if pages == 0 else None)
+            if resp.not_modified:
+                return None, etag
+            if not isinstance(resp.data, list):
+                raise BadPayload(f"GET {resp.url} returned {type(resp.data).__name__}, "
+                                 "expected a JSON array of issue events")
+            if pages == 0:
+                first_etag = resp.etag if "next" not in resp.links else None
+            items.extend(resp.data)
+            pages += 1
+            url, params = resp.links.get("next"), None
+        return items, first_etag
+
+    def pull(self, cursor: str | None) -> PullResult:
+        try:
+            state = load_cursor(cursor, KIND)
+        except ValueError as exc:
+            return PullResult([], cursor, error=f"github source {self.name!r}: unreadable "
+                              f"cursor ({exc}); reset the source's state to read from scratch")
+        since: str | None = state.get("since")
+        seen: dict[str, int] = dict(state.get("seen", {}))
+        old_etags: dict[str, str] = dict(state.get("event_etags", {}))
+        list_etag = state.get("list_etag") if state.get("list_since") == since else None
+        events: list[ChangeEvent] = []
+        skipped: list[str] = []
+        new_etags: dict[str, str] = {}
+
+        def cursor_now(complete: bool = False, **extra: Any) -> str:
+            # After a complete pull only the event ETags of issues read in it are kept (the
+            # issues at the watermark, read again next time); after a failure, all of them.
+            etags = new_etags if complete else {**old_etags, **new_etags}
+            body = {"since": since, "seen": seen, "event_etags": etags,
+                    "list_since": state.get("list_since"), "list_etag": state.get("list_etag")}
+            body.update(extra)
+            return dump_cursor(KIND, body)
+
+        try:
+            client = self._client()
+            # One pass at the current watermark; when it moved, one more pass at the new one
+            # so the stored list ETag matches what the next run will ask for.
+            for _ in range(2):
+                outcome = self._pass(client, since, list_etag, seen, old_etags, new_etags,
+                                     events, skipped)
+                if outcome is None:  # 304: nothing changed since the watermark
+                    return PullResult(_ordered(events), cursor_now(), skipped=skipped)
+                new_since, first_etag = outcome
+                if new_since == since:
+                    return PullResult(_ordered(events),
+                                      cursor_now(True, list_since=since, list_etag=first_etag),
+                                      skipped=skipped)
+                since, list_etag = new_since, None
+            return PullResult(_ordered(events),
+                              cursor_now(True, list_since=None, list_etag=None),
+                              skipped=skipped)
+        except HttpError as exc:
+            return PullResult(_ordered(events), cursor_now(),
+                              error=f"github source {self.name!r} ({self.options.repo}): {exc}",
+                              skipped=skipped)
+
+    def _pass(self, client: HttpClient, since: str | None, list_etag: str | None,
+              seen: dict[str, int], old_etags: Mapping[str, str], new_etags: dict[str, str],
+              events: list[ChangeEvent], skipped: list[str]) -> tuple[str | None, str | None] | None:
+        """Read every issue updated since ``since``; return (new watermark, first-page ETag)."""
+        url: str | None = f"{self.options.base_url}/repos/{self.options.repo}/issues"
+        params: dict[str, Any] | None = {"state": "all", "sort": "updated", "direction": "desc",
+                                         "per_page": self.options.per_page}
+        if since:
+            params["since"] = since  # type: ignore[index]
+        newest: datetime | None = parse_time(since, "since") if since else None
+        first_etag = None
+        page = 0
+        while url:
+            resp = client.get_json(url, params=params, etag=list_etag if page == 0 else None)
+            page += 1
+            if resp.not_modified:
+                return None
+            if not isinstance(resp.data, list):
+                raise BadPayload(f"GET {resp.url} returned {type(resp.data).__name__}, "
+                                 "expected a JSON array of issues")
+            if page == 1:
+                first_etag = resp.etag
+            for index, raw in enumerate(resp.data):
+                try:
+                    issue = _Issue(raw)
+                except Malformed as exc:
+                    skipped.append(f"issues page {page} item {index}: {exc}")
+                    continue
+                if self.options.include_pull_requests or not issue.is_pr:
+                    key = str(issue.number)
+                    known = new_etags.get(key) or old_etags.get(key)
+                    raw_events, etag = self._issue_events(client, issue.number, known)
+                    if etag:
+                        new_etags[key] = etag
+                    if raw_events is not None:
+                        new, watermark = self.replay(issue, raw_events, seen.get(key, 0), skipped)
+                        events.extend(new)
+                        seen[key] = watermark
+                if newest is None or issue.updated_at > newest:
+                    newest = issue.updated_at
+            url, params = resp.links.get("next"), None
+        return (format_time(newest) if newest else since), first_etag
+
+
+def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:
+    """Event-time order; ties by issue number, then GitHub's event id (ids look like
+    ``github:<owner/repo>#<n>:<event id>[:...]``)."""
+    def key(event: ChangeEvent) -> tuple[datetime, int, int]:
+        _, where, api_id = event.id.split(":")[:3]
+        return event.timestamp, int(where.rpartition("#")[2]), int(api_id)
+    return sorted(events, key=key)
+
+
+@register_source(KIND)
+def github_source(name: str, options: Mapping[str, Any]) -> GitHubSource:
+    return GitHubSource(name, validate_options(GitHubOptions, name, options))

@@ -1,0 +1,414 @@
+"""The `jira` source: requirements, decisions and ownership from Jira issues.
+
+It searches ``(<jql>) AND updated >= "<watermark - overlap>" ORDER BY updated DESC`` with the
+changelog expanded (``/rest/api/2/search`` paginated by ``startAt``/``total``, or
+``/rest/api/3/search/jql`` paginated by ``nextPageToken``), reads the rest of a long
+changelog from ``/issue/{key}/changelog`` when the search truncated it, and replays each
+issue from its creation:
+
+* the issue's domain comes from its labels (``label_domains``) or else its issue type
+  (``type_domains``); a mapped issue asserts ``(<KEY>, requirement|decision, <summary>,
+  requirement|decision)`` while unresolved; a summary edit revises it; a resolution (or a
+  status in ``done_statuses``) revises it to ``done_value``; a resolution in
+  ``invalidating_resolutions`` (Won't Do, Duplicate, ...) or a status in
+  ``invalidating_statuses`` invalidates it; reopening brings the summary back;
+* each component with an assignee asserts ``(<component>, owners, <assignee>, ownership)``;
+  a reassignment revises it; unassigning or removing the component invalidates it.
+
+Event ids: ``jira:<KEY>:created`` for what the issue asserted when created, and
+``jira:<KEY>:<history id>:<item index>`` for changelog entries. Timestamps are the issue's
+``created`` and each history's ``created``. The cursor holds the ``updated`` watermark and
+the last history id seen per issue, so overlapping searches never double an event.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import re
+import time
+from datetime import datetime, timedelta
+from typing import Any, Callable, Literal, Mapping
+
+import requests
+from pydantic import Field, field_validator
+
+from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.sources import PullResult, register_source
+from healthd.sources._http import BadPayload, HttpClient, HttpError, HttpOptions
+from healthd.sources._tickets import (Malformed, diff, dump_cursor, format_time, load_cursor,
+                                      parse_time, require, to_events,
+                                      validate_options)
+
+KIND = "jira"
+_FIELDS = "summary,status,resolution,assignee,components,labels,issuetype,created,updated"
+TicketDomain = Literal["requirement", "decision"]
+
+
+class JiraOptions(HttpOptions):
+    base_url: str
+    jql: str = Field(min_length=1)
+    api_version: Literal["2", "3"] = "2"
+    user_env: str | None = None
+    token_env: str | None = "JIRA_TOKEN"
+    type_domains: dict[str, TicketDomain] = {"Story": "requirement",
+                                             "Requirement": "requirement",
+                                             "Decision": "decision"}
+    label_domains: dict[str, TicketDomain] = {"requirement": "requirement",
+                                              "decision": "decision", "adr": "decision"}
+    done_value: str = Field("done", min_length=1)
+    done_statuses: list[str] = ["Done", "Closed", "Resolved"]
+    invalidating_statuses: list[str] = ["Cancelled", "Canceled", "Rejected", "Won't Do"]
+    invalidating_resolutions: list[str] = ["Won't Do", "Won't Fix", "Duplicate",
+                                           "Cannot Reproduce", "Incomplete", "Declined",
+                                           "Rejected", "Invalid"]
+    user_field: Literal["name", "accountId", "key", "emailAddress"] | None = None
+    page_size: int = Field(50, ge=1, le=100)
+    overlap_minutes: int = Field(1440, ge=0, le=10080)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL, e.g. https://acme.atlassian.net")
+        return value.rstrip("/")
+
+    @field_validator("jql")
+    @classmethod
+    def _no_order(cls, value: str) -> str:
+        if re.search(r"\border\s+by\b", value, re.IGNORECASE):
+            raise ValueError("must not contain ORDER BY (healthd orders by updated itself)")
+        return value
+
+
+class _State:
+    __slots__ = ("summary", "status", "resolution", "assignee", "components", "labels",
+                 "issuetype")
+
+    def __init__(self, fields: dict[str, Any], user_field: str | None) -> None:
+        self.summary = require(fields, "summary", str, "fields")
+        self.status = _name(fields.get("status"))
+        self.resolution = _name(fields.get("resolution"))
+        self.assignee = _user(fields.get("assignee"), user_field)
+        comps = fields.get("components") or []
+        self.components = {c["name"] for c in comps if isinstance(c, dict)
+                           and isinstance(c.get("name"), str)}
+        self.labels = {label for label in fields.get("labels") or [] if isinstance(label, str)}
+        self.issuetype = _name(fields.get("issuetype"))
+
+
+def _name(obj: Any) -> str | None:
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+        return obj["name"]
+    return None
+
+
+def _user(obj: Any, field: str | None) -> str | None:
+    """The login-like id of a user: Server's ``name``, Cloud's ``accountId`` (changelog items
+    carry the same id in ``from``/``to``)."""
+    if not isinstance(obj, dict):
+        return None
+    for key in ([field] if field else ["name", "accountId", "key"]):
+        if isinstance(obj.get(key), str) and obj[key]:
+            return obj[key]
+    return None
+
+
+def _field(item: dict[str, Any]) -> str:
+    name = str(item.get("fieldId") or item.get("field") or "").lower()
+    return {"component": "components"}.get(name, name)
+
+
+class JiraSource:
+    kind = KIND
+
+    def __init__(self, name: str, options: JiraOptions, *,
+                 session: requests.Session | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time,
+                 rng: Callable[[], float] = random.random,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.name = name
+        self.options = options
+        self.session = session or requests.Session()
+        self._sleep, self._clock, self._rng = sleep, clock, rng
+        self._environ = os.environ if environ is None else environ
+        self._label_domains = {k.lower(): v for k, v in options.label_domains.items()}
+        self._type_domains = {k.lower(): v for k, v in options.type_domains.items()}
+        self._done = {s.lower() for s in options.done_statuses}
+        self._bad_status = {s.lower() for s in options.invalidating_statuses}
+        self._bad_resolution = {s.lower() for s in options.invalidating_resolutions}
+
+    # -- mapping -----------------------------------------------------------------------------
+
+    def _facts(self, key: str, st: _State) -> dict[FactKey, Fact]:
+        facts: dict[FactKey, Fact] = {}
+        domain = None
+        for label in sorted(st.labels):
+            if label.lower() in self._label_domains:
+                domain = self._label_domains[label.lower()]
+                if domain == "decision":
+                    break
+        if domain is None and st.issuetype:
+            domain = self._type_domains.get(st.issuetype.lower())
+        if domain is not None:
+            value: str | None = st.summary
+            if st.resolution:
+                value = None if st.resolution.lower() in self._bad_resolution \
+                    else self.options.done_value
+            elif st.status and st.status.lower() in self._bad_status:
+                value = None
+            elif st.status and st.status.lower() in self._done:
+                value = self.options.done_value
+            if value is not None:
+                fact = Fact(key, domain, value, domain)
+                facts[fact.key] = fact
+        if st.assignee:
+            for component in sorted(st.components):
+                fact = Fact(component, "owners", st.assignee, "ownership")
+                facts[fact.key] = fact
+        return facts
+
+    @staticmethod
+    def _apply(st: _State, item: dict[str, Any], forward: bool) -> str:
+        """Apply one changelog item (forward: to its new value; backward: to its old one).
+        Returns the reason text for an invalidation it may cause."""
+        field = _field(item)
+        new_s, old_s = item.get("toString"), item.get("fromString")
+        new_id, old_id = item.get("to"), item.get("from")
+        if not forward:
+            new_s, old_s, new_id, old_id = old_s, new_s, old_id, new_id
+        if field == "summary":
+            if not isinstance(new_s, str):
+                raise Malformed("field 'toString' of a summary change is missing")
+            st.summary = new_s
+            return "summary changed"
+        if field == "status":
+            st.status = new_s if isinstance(new_s, str) else None
+            return f"status {new_s}"
+        if field == "resolution":
+            st.resolution = new_s if isinstance(new_s, str) and new_s else None
+            return f"resolved as {new_s}"
+        if field == "assignee":
+            st.assignee = new_id if isinstance(new_id, str) and new_id else None
+            return "unassigned"
+        if field == "components":
+            if isinstance(old_s, str) and old_s:
+                st.components.discard(old_s)
+            if isinstance(new_s, str) and new_s:
+                st.components.add(new_s)
+            return f"component {old_s!r} removed"
+        if field == "labels":
+            st.labels = set((new_s or "").split())
+            return "labels changed"
+        if field == "issuetype":
+            st.issuetype = new_s if isinstance(new_s, str) else None
+            return f"issue type changed to {new_s}"
+        return ""
+
+    _TRACKED = frozenset({"summary", "status", "resolution", "assignee", "components", "labels",
+                          "issuetype"})
+
+    def replay(self, issue: Any, histories: list[Any], after_id: int | None,
+               skipped: list[str]) -> tuple[list[ChangeEvent], int]:
+        """Events of one issue newer than ``after_id`` (None: nothing emitted yet)."""
+        key = require(issue, "key", str, "")
+        fields = require(issue, "fields", dict, "")
+        created = parse_time(fields.get("created"), "fields.created")
+        current = _State(fields, self.options.user_field)
+        url = f"{self.options.base_url}/browse/{key}"
+        parsed = []
+        for index, raw in enumerate(histories):
+            try:
+                hid = int(require(raw, "id", (str, int), "changelog.histories[]"))
+                items = require(raw, "items", list, f"changelog.histories[{index}]")
+                parsed.append((parse_time(raw.get("created"), "changelog.histories[].created"),
+                               hid, [i for i in items if isinstance(i, dict)]))
+            except (Malformed, ValueError) as exc:
+                skipped.append(f"{key} history #{index}: {exc}")
+        parsed.sort(key=lambda h: (h[0], h[1]))
+        # Walk back from the current fields to the state at creation.
+        st = current
+        for _, hid, items in reversed(parsed):
+            for item in reversed(items):
+                try:
+                    self._apply(st, item, forward=False)
+                except Malformed:
+                    pass
+        out: list[ChangeEvent] = []
+        before = self._facts(key, st)
+        if after_id is None and before:
+            out.extend(to_events(diff({}, before, ""), base_id=f"{KIND}:{key}:created",
+                                 timestamp=created, source=self.name, metadata={"url": url}))
+        watermark = after_id or 0
+        for ts, hid, items in parsed:
+            watermark = max(watermark, hid)
+            reasons, first = [], None
+            for index, item in enumerate(items):
+                if _field(item) not in self._TRACKED:
+                    continue
+                try:
+                    reasons.append(self._apply(st, item, forward=True))
+                except Malformed as exc:
+                    skipped.append(f"{key} history {hid} item {index}: {exc}")
+                    continue
+                first = index if first is None else first
+            if first is None:
+                continue
+            after = self._facts(key, st)
+            changes = diff(before, after, "; ".join(r for r in reasons if r))
+            before = after
+            if (after_id is not None and hid <= after_id) or not changes:
+                continue
+            out.extend(to_events(changes, base_id=f"{KIND}:{key}:{hid}:{first}", timestamp=ts,
+                                 source=self.name, metadata={"url": url}))
+        return out, watermark
+
+    # -- fetching ----------------------------------------------------------------------------
+
+    def _client(self) -> HttpClient:
+        headers: dict[str, str] = {}
+        secrets: list[str] = []
+        token = ""
+        if self.options.token_env:
+            token = self._environ.get(self.options.token_env, "")
+            if not token:
+                raise HttpError(f"environment variable {self.options.token_env} (token_env) is "
+                                "not set")
+            secrets.append(token)
+        if self.options.user_env:
+            user = self._environ.get(self.options.user_env, "")
+            if not user:
+                raise HttpError(f"environment variable {self.options.user_env} (user_env) is "
+                                "not set")
+            basic = base64.b64encode(f"{user}:{token}".encode()).decode()
+            headers["Authorization"] = f"Basic {basic}"
+            secrets.append(basic)
+        elif token:
+            headers["Authorization"] = f"Bearer {token}"
+        return HttpClient(self.session, self.options, headers=headers, secrets=tuple(secrets),
+                          sleep=self._sleep, clock=self._clock, rng=self._rng)
+
+    def _jql(self, since: str | None) -> str:
+        if not since:
+            return f"({self.options.jql}) ORDER BY updated DESC"
+        # JQL compares minutes in the API user's time zone: step back by the overlap (a day
+        # by default covers any zone); per-issue history ids drop what was already emitted.
+        start = parse_time(since, "since") - timedelta(minutes=self.options.overlap_minutes)
+        return (f'({self.options.jql}) AND updated >= "{start.strftime("%Y/%m/%d %H:%M")}" '
+                "ORDER BY updated DESC")
+
+    def _histories(self, client: HttpClient, issue: dict[str, Any]) -> list[Any]:
+        log = issue.get("changelog")
+        if not isinstance(log, dict):
+            raise BadPayload(f"issue {issue.get('key')}: field 'changelog' is missing "
+                             "(was expand=changelog ignored?)")
+        histories = list(log.get("histories") or [])
+        total = log.get("total")
+        if isinstance(total, int) and total > len(histories):
+            # The search embeds at most a page of histories: read them all.
+            histories, start = [], 0
+            url = (f"{self.options.base_url}/rest/api/{self.options.api_version}/issue/"
+                   f"{issue['key']}/changelog")
+            while True:
+                resp = client.get_json(url, params={"startAt": start, "maxResults": 100})
+                values = resp.data.get("values") if isinstance(resp.data, dict) else None
+                if not isinstance(values, list):
+                    raise BadPayload(f"GET {resp.url}: field 'values' is missing")
+                histories.extend(values)
+                start += len(values)
+                if not values or resp.data.get("isLast") is True or start >= resp.data.get(
+                        "total", 0):
+                    break
+        return histories
+
+    def _search_pages(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
+        v = self.options.api_version
+        if v == "3":
+            url = f"{self.options.base_url}/rest/api/3/search/jql"
+            token = None
+            while True:
+                params = {"jql": jql, "maxResults": self.options.page_size,
+                          "fields": _FIELDS, "expand": "changelog"}
+                if token:
+                    params["nextPageToken"] = token
+                resp = client.get_json(url, params=params)
+                issues = _issues_of(resp)
+                yield issues
+                token = resp.data.get("nextPageToken")
+                if not token or resp.data.get("isLast") is True:
+                    return
+        url = f"{self.options.base_url}/rest/api/2/search"
+        start = 0
+        while True:
+            resp = client.get_json(url, params={"jql": jql, "startAt": start,
+                                                "maxResults": self.options.page_size,
+                                                "fields": _FIELDS, "expand": "changelog"})
+            issues = _issues_of(resp)
+            yield issues
+            start += len(issues)
+            total = resp.data.get("total")
+            if not issues or not isinstance(total, int) or start >= total:
+                return
+
+    def pull(self, cursor: str | None) -> PullResult:
+        try:
+            state = load_cursor(cursor, KIND)
+        except ValueError as exc:
+            return PullResult([], cursor, error=f"jira source {self.name!r}: unreadable cursor "
+                              f"({exc}); reset the source's state to read from scratch")
+        since: str | None = state.get("since")
+        seen: dict[str, int] = dict(state.get("seen", {}))
+        events: list[ChangeEvent] = []
+        skipped: list[str] = []
+        newest: datetime | None = parse_time(since, "since") if since else None
+
+        def cursor_now(watermark: str | None) -> str:
+            return dump_cursor(KIND, {"since": watermark, "seen": seen})
+
+        try:
+            client = self._client()
+            for page, issues in enumerate(self._search_pages(client, self._jql(since)), start=1):
+                for index, issue in enumerate(issues):
+                    try:
+                        key = require(issue, "key", str, "")
+                        updated = parse_time(require(issue, "fields", dict, "").get("updated"),
+                                             "fields.updated")
+                    except Malformed as exc:
+                        skipped.append(f"search page {page} issue {index}: {exc}")
+                        continue
+                    histories = self._histories(client, issue)
+                    try:
+                        new, watermark = self.replay(issue, histories, seen.get(key), skipped)
+                    except Malformed as exc:
+                        skipped.append(f"{key}: {exc}")
+                    else:
+                        events.extend(new)
+                        seen[key] = watermark
+                    if newest is None or updated > newest:
+                        newest = updated
+        except HttpError as exc:
+            return PullResult(_ordered(events), cursor_now(since),
+                              error=f"jira source {self.name!r}: {exc}", skipped=skipped)
+        return PullResult(_ordered(events),
+                          cursor_now(format_time(newest) if newest else since), skipped=skipped)
+
+
+def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:
+    """Event-time order; ties by issue key (project, then number), then changelog order."""
+    def key(event: ChangeEvent) -> tuple[datetime, str, int]:
+        project, _, number = event.id.split(":")[1].rpartition("-")
+        return event.timestamp, project, int(number) if number.isdigit() else 0
+    return sorted(events, key=key)
+
+
+def _issues_of(resp: Any) -> list[Any]:
+    if not isinstance(resp.data, dict) or not isinstance(resp.data.get("issues"), list):
+        raise BadPayload(f"GET {resp.url}: field 'issues' is missing or not a list")
+    return resp.data["issues"]
+
+
+@register_source(KIND)
+def jira_source(name: str, options: Mapping[str, Any]) -> JiraSource:
+    return JiraSource(name, validate_options(JiraOptions, name, options))

@@ -1,0 +1,141 @@
+"""The shared HTTP client: timeouts, User-Agent, retries with jitter, rate limits, ETags."""
+
+from __future__ import annotations
+
+from email.utils import formatdate
+
+import pytest
+import requests
+from werkzeug import Response
+
+from _ticket_payloads import Sleeps, _module_server, api_server  # noqa: F401
+from healthd import __version__
+from healthd.sources._http import (BadPayload, HttpClient, HttpError, HttpOptions, RateLimited,
+                                   parse_link_header)
+
+NOW = 1_700_000_000.0
+
+
+def client(sleeps=None, secrets=(), **options) -> HttpClient:
+    opts = HttpOptions(**{"max_retries": 3, "backoff_seconds": 1.0, "max_backoff_seconds": 4.0,
+                          "max_rate_limit_wait_seconds": 30.0, **options})
+    return HttpClient(requests.Session(), opts, sleep=sleeps if sleeps is not None else Sleeps(),
+                      clock=lambda: NOW, rng=lambda: 1.0, secrets=secrets,
+                      headers={"Authorization": "Bearer tok"})
+
+
+def serve(server, *responses):
+    """Answer successive requests with the given (status, body, headers) tuples."""
+    queue = list(responses)
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        status, body, headers = queue.pop(0) if len(queue) > 1 else queue[0]
+        return Response(body, status=status, headers=headers, content_type="application/json")
+    server.expect_request("/x").respond_with_handler(handler)
+    return server.url_for("/x"), seen
+
+
+def test_link_header_parsing():
+    value = ('<https://api.github.com/repositories/1/issues?page=2>; rel="next", '
+             '<https://api.github.com/repositories/1/issues?page=5>; rel="last"')
+    assert parse_link_header(value) == {
+        "next": "https://api.github.com/repositories/1/issues?page=2",
+        "last": "https://api.github.com/repositories/1/issues?page=5"}
+    assert parse_link_header(None) == {} and parse_link_header("garbage") == {}
+
+
+def test_user_agent_timeout_and_json(api_server):  # noqa: F811
+    url, seen = serve(api_server, (200, '{"a": 1}', {"ETag": '"abc"'}))
+    resp = client().get_json(url)
+    assert resp.data == {"a": 1} and resp.etag == '"abc"' and not resp.not_modified
+    assert seen[0].headers["User-Agent"] == f"healthd/{__version__}"
+
+
+def test_conditional_request_304(api_server):  # noqa: F811
+    url, seen = serve(api_server, (304, "", {"ETag": '"abc"'}))
+    resp = client().get_json(url, etag='"abc"')
+    assert resp.not_modified and resp.data is None
+    assert seen[0].headers["If-None-Match"] == '"abc"'
+
+
+def test_5xx_backoff_is_exponential_bounded_and_gives_up(api_server):  # noqa: F811
+    sleeps = Sleeps()
+    url, seen = serve(api_server, (503, "{}", {}))
+    with pytest.raises(HttpError, match=r"HTTP 503 \(gave up after 4 attempts\)"):
+        client(sleeps).get_json(url)
+    assert len(seen) == 4
+    assert sleeps.calls == [1.0, 2.0, 4.0]  # 1, 2, 4 capped at max_backoff 4 (rng=1 → full)
+
+
+def test_jitter_spreads_the_delay():
+    opts = HttpOptions(backoff_seconds=2.0, max_backoff_seconds=100)
+    low = HttpClient(requests.Session(), opts, rng=lambda: 0.0)
+    high = HttpClient(requests.Session(), opts, rng=lambda: 1.0)
+    assert (low._backoff(2), high._backoff(2)) == (4.0, 8.0)
+
+
+def test_4xx_is_not_retried_and_names_the_server_message(api_server):  # noqa: F811
+    sleeps = Sleeps()
+    url, seen = serve(api_server, (404, '{"message": "Not Found"}', {}))
+    with pytest.raises(HttpError, match=r"returned HTTP 404: Not Found"):
+        client(sleeps).get_json(url)
+    assert len(seen) == 1 and sleeps.calls == []
+
+
+def test_retry_after_as_http_date(api_server):  # noqa: F811
+    sleeps = Sleeps()
+    url, _ = serve(api_server, (429, "{}", {"Retry-After": formatdate(NOW + 20, usegmt=True)}),
+                   (200, "[]", {}))
+    assert client(sleeps).get_json(url).data == []
+    assert sleeps.calls == [20.0]
+
+
+def test_rate_limit_repeated_too_often_defers(api_server):  # noqa: F811
+    sleeps = Sleeps()
+    url, _ = serve(api_server, (429, "{}", {"Retry-After": "1"}))
+    with pytest.raises(RateLimited, match="deferred to the next run"):
+        client(sleeps, max_retries=2).get_json(url)
+    assert sleeps.calls == [1.0, 1.0]
+
+
+def test_exhausted_quota_on_success_waits_before_the_next_request(api_server):  # noqa: F811
+    sleeps = Sleeps()
+    url, _ = serve(api_server, (200, "[]", {"X-RateLimit-Remaining": "0",
+                                            "X-RateLimit-Reset": str(int(NOW + 7))}))
+    c = client(sleeps)
+    c.get_json(url)
+    assert sleeps.calls == []
+    c.get_json(url)
+    assert sleeps.calls == [7.0]
+    far = client(Sleeps(), max_rate_limit_wait_seconds=5)
+    far.get_json(url)
+    with pytest.raises(RateLimited):
+        far.get_json(url)
+
+
+def test_bad_json_is_a_bad_payload(api_server):  # noqa: F811
+    url, _ = serve(api_server, (200, '{"issues": [', {}))
+    with pytest.raises(BadPayload, match="not valid JSON"):
+        client().get_json(url)
+
+
+def test_secrets_are_redacted_from_messages(api_server):  # noqa: F811
+    url, _ = serve(api_server, (400, '{"message": "token tok-SECRET is bad"}', {}))
+    with pytest.raises(HttpError) as info:
+        client(secrets=("tok-SECRET",)).get_json(url)
+    assert "tok-SECRET" not in str(info.value) and "***" in str(info.value)
+
+
+def test_real_timeout_then_connection_refused(api_server):  # noqa: F811
+    import time
+
+    def slow(request):
+        time.sleep(0.5)
+        return Response("[]", status=200)
+    api_server.expect_request("/slow").respond_with_handler(slow)
+    with pytest.raises(HttpError, match=r"timed out after 0.2 s \(gave up after 1 attempts\)"):
+        client(max_retries=0, timeout_seconds=0.2).get_json(api_server.url_for("/slow"))
+    with pytest.raises(HttpError, match="ConnectionError"):
+        client(max_retries=1).get_json("http://127.0.0.1:9/nothing")

@@ -1,0 +1,45 @@
+"""merge_timelines: one timeline ordered by event time, ties by source order."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from hypothesis import given, strategies as st
+
+from healthd.model import ChangeEvent, Fact
+from healthd.sources._merge import merge_timelines
+
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def ev(eid: str, minutes: int, source: str = "s") -> ChangeEvent:
+    return ChangeEvent(id=eid, type="added", timestamp=T0 + timedelta(minutes=minutes),
+                       source=source, fact=Fact("x", "y", eid, "tech"))
+
+
+def test_orders_by_event_time_across_sources():
+    files = [ev("f1", 0, "file"), ev("f2", 30, "file")]
+    tickets = [ev("t1", 10, "tickets"), ev("t2", 40, "tickets")]
+    assert [e.id for e in merge_timelines(files, tickets)] == ["f1", "t1", "f2", "t2"]
+
+
+def test_ties_keep_source_order_then_each_source_own_order():
+    a = [ev("a1", 5), ev("a2", 5)]
+    b = [ev("b1", 5)]
+    assert [e.id for e in merge_timelines(b, a)] == ["b1", "a1", "a2"]
+    assert [e.id for e in merge_timelines(a, b)] == ["a1", "a2", "b1"]
+
+
+def test_unsorted_inputs_and_timezones():
+    est = timezone(timedelta(hours=-5))
+    late = ChangeEvent(id="late", type="added", timestamp=datetime(2024, 1, 1, 0, 30, tzinfo=est),
+                       source="s", fact=Fact("x", "y", "v", "tech"))  # 05:30 UTC
+    assert [e.id for e in merge_timelines([late, ev("early", 60)], [])] == ["early", "late"]
+    assert merge_timelines() == [] and merge_timelines([], []) == []
+
+
+@given(st.lists(st.lists(st.integers(0, 20), max_size=8), max_size=4))
+def test_is_a_stable_sort_of_the_concatenation(lists):
+    inputs = [[ev(f"{i}-{j}", m) for j, m in enumerate(lst)] for i, lst in enumerate(lists)]
+    expected = sorted([e for lst in inputs for e in lst], key=lambda e: e.timestamp)
+    assert merge_timelines(*inputs) == expected
