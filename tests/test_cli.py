@@ -173,3 +173,31 @@ def test_errors_are_one_clear_line_and_exit_code_2(tmp_path, args, words):
 def test_bad_flags_exit_2():
     done = healthd("evaluate", "--forgetting-window", "0")
     assert done.returncode == 2 and "must be at least 1" in done.stderr
+
+
+def test_a_long_run_on_a_terminal_shows_a_progress_bar(tmp_path):
+    import pty
+
+    timeline = tmp_path / "long.jsonl"
+    with timeline.open("w") as out:
+        for n in range(600):
+            out.write(dumps_event(added(f"e{n}", n / 10, fact(f"svc-{n % 50}", f"p{n}", "v"))) + "\n")
+    output = bytearray()
+
+    def read(fd):
+        data = os.read(fd, 4096)
+        output.extend(data)
+        return data
+
+    env_backup = dict(os.environ)
+    os.environ.update(COLUMNS="100", TERM="xterm")
+    try:
+        status = pty.spawn([sys.executable, "-m", "healthd", "evaluate", "--timeline",
+                            str(timeline), "--target", "naive"], read)
+    finally:
+        os.environ.clear()
+        os.environ.update(env_backup)
+    text = output.decode("utf-8", "replace")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "━" in text and "/600" in text        # rich's bar and its n/total counter
+    assert "consistency" in text
