@@ -85,6 +85,7 @@ class GroundTruth:
         self._effective: dict[FactKey, list[Interval]] = {}
         self._removals: dict[FactKey, list[datetime]] = {}
         self._seq = 0
+        self._cycle_cut = False
         self.latest: datetime | None = None
         for event in events:
             self.apply(event)
@@ -214,22 +215,28 @@ class GroundTruth:
             return []
         own = history.fold()
         visiting = visiting | {key}
+        outer_cut, self._cycle_cut = self._cycle_cut, False
         for interval in own:
             for dep in interval.depends_on:
                 if dep in visiting:
-                    continue  # a dependency cycle cascades nothing
+                    self._cycle_cut = True  # a dependency cycle cascades nothing
+                    continue
                 removed = self._first_removal(dep, interval.start, visiting)
                 if removed is not None and (interval.end is None or removed < interval.end):
                     interval.end, interval.end_kind = removed, "invalidated"
                     interval.reason = f"{dep} was removed"
-        self._effective[key] = own
+        if not self._cycle_cut:  # a result that depends on where a cycle was entered is not kept
+            self._effective[key] = own
+        self._cycle_cut = self._cycle_cut or outer_cut
         return own
 
     def _first_removal(self, key: FactKey, after: datetime,
                        visiting: frozenset[FactKey]) -> datetime | None:
         removals = self._removals.get(key)
         if removals is None:
-            removals = self._removals[key] = _segment_ends(self._intervals(key, visiting))
+            removals = _segment_ends(self._intervals(key, visiting))
+            if key in self._effective:
+                self._removals[key] = removals
         index = bisect.bisect_right(removals, after)
         return removals[index] if index < len(removals) else None
 

@@ -23,14 +23,15 @@ raw_event = st.tuples(
     st.sampled_from(["added", "added", "revised", "revised", "invalidated", "revalidated"]),
     st.sampled_from(["a", "b", "c"]), st.sampled_from(sorted(PREDICATES)),
     st.sampled_from(["1", "2", "3"]), st.sampled_from(["1", "2", "3"]),
-    st.integers(min_value=0, max_value=120), st.booleans())
+    st.integers(min_value=0, max_value=120), st.sampled_from([None, "a", "b", "c"]))
 
 
 def build(raw):
     events = []
     for n, (kind, subject, predicate, value, prev, at, depends) in enumerate(raw):
         f = fact(subject, predicate, value, PREDICATES[predicate])
-        deps = (FactKey(subject, "exists"),) if depends and predicate != "exists" else ()
+        # Any fact may depend on any module's existence, cycles between modules included.
+        deps = (FactKey(depends, "exists"),) if depends and (depends, predicate) != (subject, "exists") else ()
         meta = {"cardinality": "multi"} if predicate == "tags" else {}
         previous = fact(subject, predicate, prev, PREDICATES[predicate]) if kind == "revised" else None
         events.append(ChangeEvent(f"e{n}", kind, day(at), "prop", f, previous=previous,
