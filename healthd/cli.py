@@ -1,4 +1,4 @@
-"""Command line: `healthd evaluate`, `healthd timeline`.
+"""Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`.
 
 Every error healthd knows about ends in one line on stderr and exit code 2, no traceback.
 """
@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from healthd import __version__
-from healthd.errors import HealthdError
+from healthd.errors import ConfigError, HealthdError, SourceError
 from healthd.evaluator import MODES, TargetResult, evaluate
 from healthd.exporters.report import render_table, report_json
+from healthd.logging import configure_logging
 from healthd.memory import build_memory, parse_target
 from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set, load_probe_file
@@ -59,31 +60,130 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--target", metavar="KIND", action="append",
                     help="memory to evaluate, e.g. reference or 'reference:ttl=off'; "
                          "repeatable (default: reference and naive)")
-    ev.add_argument("--mode", choices=MODES, default="incremental",
+    ev.add_argument("--mode", choices=MODES, default=None,
                     help="full asks every probe at every stage; incremental re-asks only "
-                         "probes whose answer may have changed (same numbers)")
-    ev.add_argument("--forgetting-window", metavar="N", type=_positive, default=3,
+                         "probes whose answer may have changed (same numbers; default "
+                         "incremental)")
+    ev.add_argument("--forgetting-window", metavar="N", type=_positive, default=None,
                     help="change points a memory gets to forget an ended fact (default 3)")
     ev.add_argument("--probes", metavar="FILE", help="extra probes, JSONL")
     ev.add_argument("--format", choices=("table", "json"), default="table")
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
+    ev.add_argument("--config", metavar="FILE",
+                    help="evaluate the configured sources' events against the configured "
+                         "targets, staleness windows, mode, forgetting window and probe file "
+                         "(instead of --timeline/--target/--probes)")
 
     tl = commands.add_parser("timeline", help="print a timeline as JSONL")
     tl.add_argument("--timeline", metavar="FILE",
                     help="timeline JSONL (default: the bundled example)")
+    tl.add_argument("--config", metavar="FILE",
+                    help="print the configured sources' events, merged by event time")
+    tl.add_argument("--source", metavar="NAME",
+                    help="with a configuration (--config, else the built-in default): only "
+                         "this source's events")
+
+    rn = commands.add_parser("run", help="run the sidecar: scheduled runs, /metrics, /readyz")
+    rn.add_argument("--config", metavar="FILE",
+                    help="TOML configuration (default: $HEALTHD_CONFIG, else the built-in "
+                         "default: the bundled example against reference and naive, every "
+                         "minute)")
+
+    cc = commands.add_parser("check-config", help="validate a configuration and exit 0 or 2")
+    cc.add_argument("--config", metavar="FILE",
+                    help="TOML configuration (default: $HEALTHD_CONFIG)")
     return parser
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
+    if args.config or args.source:
+        if args.timeline:
+            raise ConfigError("--timeline and --config/--source cannot be used together")
+        from healthd.settings import load_settings
+        settings = load_settings(args.config)
+        write_timeline(configured_events(settings, only=args.source), sys.stdout)
+        return 0
     write_timeline(_load_events(args.timeline), sys.stdout)
     return 0
 
 
+def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
+    """Every event the configured sources give from the start, merged by event time (each
+    source keeping its own arrival order), as the daemon replays them in one run."""
+    from healthd.sources._merge import merge_timelines
+    from healthd.sources import build_source
+
+    if only is not None and only not in settings.sources:
+        raise ConfigError(f"--source {only!r}: no such source in the configuration; "
+                          f"configured: {', '.join(sorted(settings.sources))}")
+    lists = []
+    for name, cfg in settings.sources.items():
+        if only is not None and name != only:
+            continue
+        result = build_source(cfg.kind, name, cfg.options).pull(None)
+        if result.error:
+            raise SourceError(f"source {name!r}: {result.error}")
+        seen: set[str] = set()
+        lists.append([e for e in result.events if not (e.id in seen or seen.add(e.id))])
+    return merge_timelines(*lists)
+
+
+def _evaluate_configured(args: argparse.Namespace):
+    from healthd.memory import TargetSpec
+    from healthd.settings import load_settings
+
+    if args.timeline or args.target or args.probes:
+        raise ConfigError("--config cannot be combined with --timeline, --target or --probes "
+                          "(they come from the configuration)")
+    settings = load_settings(args.config)
+    if args.mode is None:
+        args.mode = settings.mode
+    if args.forgetting_window is None:
+        args.forgetting_window = settings.forgetting_window
+    specs, memories = [], []
+    for name, target in settings.targets.items():
+        options = dict(target.options)
+        if "path" in options:
+            options["path"] = ":memory:"  # never touch a daemon's persistent shadow
+        spec = TargetSpec(target.kind, options, name)
+        specs.append(spec)
+        memories.append(build_memory(spec))
+    events = configured_events(settings)
+    extra = load_probe_file(settings.probes) if settings.probes else []
+    return specs, memories, events, extra, settings.staleness.windows()
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from healthd.daemon.app import run
+    from healthd.settings import config_path, load_settings
+
+    return run(load_settings(config_path(args.config)))
+
+
+def _cmd_check_config(args: argparse.Namespace) -> int:
+    from healthd.settings import config_path, load_settings
+
+    path = config_path(args.config)
+    settings = load_settings(path)
+    print(f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
+          f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "
+          f"({', '.join(sorted(settings.targets))}), schedule {settings.schedule.cron!r}")
+    return 0
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    specs = [parse_target(t) for t in (args.target or DEFAULT_TARGETS)]
-    memories = [build_memory(spec) for spec in specs]  # bad switches fail before any work
-    events = _load_events(args.timeline)
-    extra = load_probe_file(args.probes) if args.probes else []
+    windows = None
+    if args.config:
+        specs, memories, events, extra, windows = _evaluate_configured(args)
+    else:
+        if args.mode is None:
+            args.mode = "incremental"
+        if args.forgetting_window is None:
+            args.forgetting_window = 3
+        specs = [parse_target(t) for t in (args.target or DEFAULT_TARGETS)]
+        memories = [build_memory(spec) for spec in specs]  # bad switches fail before any work
+        events = _load_events(args.timeline)
+        extra = load_probe_file(args.probes) if args.probes else []
     probes = build_probe_set(events, extra)
     err = Console(stderr=True)
     show_progress = err.is_terminal and len(events) * len(specs) >= _PROGRESS_MIN_EVENTS
@@ -100,7 +200,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             try:
                 results.append(evaluate(
                     events, memory, probes, name=spec.label, kind=spec.kind, mode=args.mode,
-                    forgetting_window=args.forgetting_window, on_stage=on_stage))
+                    forgetting_window=args.forgetting_window, on_stage=on_stage,
+                    **({"windows": windows} if windows is not None else {})))
             finally:
                 memory.close()
     with ExitStack() as stack:
@@ -116,11 +217,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"evaluate": _cmd_evaluate, "timeline": _cmd_timeline}
+_COMMANDS = {"evaluate": _cmd_evaluate, "timeline": _cmd_timeline, "run": _cmd_run,
+             "check-config": _cmd_check_config}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
+        configure_logging("warning", "auto", stream=sys.stderr)
     try:
         return _COMMANDS[args.command](args)
     except HealthdError as exc:

@@ -1,0 +1,468 @@
+"""One run: pull every source, replay what is new into each target's shadow, score, export.
+
+Per target a :class:`~healthd.evaluator.Replay` stays alive across runs, so a run replays
+only the events it has not applied yet. After each run the events, the source cursors, each
+target's replay snapshot and last results are written to the state file in one transaction.
+
+On restart a target whose shadow is persistent (the reference memory, by default in a file
+under the state directory) is rebuilt with :meth:`Replay.restore` from the stored events
+without touching the shadow; a shadow that lives in process memory (``naive``, or
+``path = ":memory:"``) is rebuilt by replaying the stored events from scratch, and the log
+says so. A changed probe file, staleness policy, forgetting window, mode or target option
+changes the target's fingerprint: the shadow is reset and everything is replayed, the log
+says why, and ``healthd_probe_set_info``'s version label changes.
+
+Event order: events from one source keep their arrival order; several sources are merged by
+event time (a stable merge of the sources' arrival orders).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Sequence
+
+from opentelemetry.trace import Status, StatusCode, Tracer
+
+from healthd import __version__
+from healthd.evaluator import Replay
+from healthd.exporters.report import metrics_json
+from healthd.logging import get_logger, redact_text
+from healthd.memory import Memory, TargetSpec, build_memory
+from healthd.model import ChangeEvent
+from healthd.probes import ProbeSet, build_probe_set, load_probe_file
+from healthd.settings import Settings, target_fingerprint
+from healthd.sources import PullResult, Source, build_source
+from healthd.sources._merge import merge_timelines
+from healthd.timeline import format_timestamp
+from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
+
+log = get_logger("healthd.runner")
+
+
+class Aborted(Exception):
+    """The daemon is stopping; the run in progress gives up between two events."""
+
+
+def target_options(settings: Settings, name: str) -> dict[str, Any]:
+    """The switches a target's memory is built with; the reference memory gets a persistent
+    shadow under the state directory unless its ``path`` is given."""
+    target = settings.targets[name]
+    options = dict(target.options)
+    if target.kind == "reference" and "path" not in options:
+        options["path"] = shadow_path(settings.state_path, name)
+    return options
+
+
+def is_persistent(options: dict[str, Any]) -> bool:
+    return "path" in options and str(options["path"]) not in ("", ":memory:")
+
+
+def _build(t: "TargetRuntime") -> Memory:
+    if t.persistent:
+        os.makedirs(os.path.dirname(os.path.abspath(str(t.options["path"]))), exist_ok=True)
+    return build_memory(TargetSpec(t.kind, t.options, t.name))
+
+
+@dataclass
+class SourceRuntime:
+    name: str
+    kind: str
+    source: Source | None
+    row: SourceRow
+
+
+@dataclass
+class TargetRuntime:
+    name: str
+    kind: str
+    options: dict[str, Any]
+    persistent: bool
+    fingerprint: str
+    row: TargetRow
+    replay: Replay | None = None
+    memory: Memory | None = None
+    built_fingerprint: str | None = None
+    note: str | None = None  # why the next run starts from scratch, for the log
+    probes: ProbeSet | None = None  # the probe set the replay was last given
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    started: float
+    duration: float
+    new_events: int
+    targets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    aborted: bool = False
+
+
+class Runner:
+    def __init__(self, settings: Settings, state: StateStore, tracer: Tracer, *,
+                 clock: Callable[[], float] = time.time,
+                 observe_duration: Callable[[str, float], None] | None = None) -> None:
+        self.settings = settings
+        self.state = state
+        self.tracer = tracer
+        self.clock = clock
+        self.observe_duration = observe_duration or (lambda _t, _d: None)
+        self.lock = threading.Lock()          # one run at a time; shutdown waits on it
+        self.stop = threading.Event()
+        self._view_lock = threading.Lock()    # scrapes read a consistent view
+        self.runs_completed = 0               # in this process
+        self.missed_runs = 0
+        self.last_run: RunSummary | None = None
+
+        stored = state.events()
+        self.events: list[ChangeEvent] = [event for _, event in stored]
+        self._seen: set[tuple[str, str]] = {(source, event.id) for source, event in stored}
+
+        rows = state.sources()
+        self.sources: dict[str, SourceRuntime] = {}
+        for name, cfg in settings.sources.items():
+            source = build_source(cfg.kind, name, cfg.options)
+            self.sources[name] = SourceRuntime(name, cfg.kind, source,
+                                               rows.get(name, SourceRow(name)))
+
+        self._probe_extra, self.probe_config = self._read_probe_config()
+        self.probes: ProbeSet = build_probe_set(self.events, self._probe_extra)
+        self._probes_state = (len(self.events), id(self._probe_extra))
+        target_rows = state.targets()
+        self.targets: dict[str, TargetRuntime] = {}
+        for name, cfg in settings.targets.items():
+            options = target_options(settings, name)
+            fingerprint = target_fingerprint(settings, name, options, self.probe_config)
+            row = target_rows.get(name) or TargetRow(name, fingerprint)
+            runtime = TargetRuntime(name, cfg.kind, options, is_persistent(options),
+                                    fingerprint, row)
+            self.targets[name] = runtime
+            self._restore(runtime)
+
+    # -- startup --------------------------------------------------------------------------
+
+    def _restore(self, t: TargetRuntime) -> None:
+        row = t.row
+        if row.applied == 0 and row.results is None:
+            return
+        if row.fingerprint != t.fingerprint:
+            t.note = "configuration changed since the last run (probe file, staleness, " \
+                     "forgetting window, mode or target options): fresh replay"
+            row.results = None
+            return
+        if row.applied > len(self.events):
+            t.note = "state holds fewer events than the target applied: fresh replay"
+            row.applied = len(self.events)
+            return
+        if row.dirty:
+            t.note = "the previous run was interrupted while writing the shadow: fresh replay"
+            return
+        if not t.persistent:
+            t.note = (f"the shadow lives in process memory; replaying {row.applied} stored "
+                      "events from scratch into a fresh one")
+            return
+        if row.snapshot is None:
+            t.note = "no replay snapshot stored: fresh replay"
+            return
+        try:
+            memory = _build(t)
+            t.replay = Replay.restore(memory, self.probes, self.events[:row.applied],
+                                      row.snapshot, **self._replay_options())
+            t.probes = self.probes
+            t.memory = memory
+            t.built_fingerprint = t.fingerprint
+            log.info("shadow restored", target=t.name, events=row.applied,
+                     shadow=str(t.options.get("path")), replayed=0)
+        except Exception as exc:  # noqa: BLE001 - a broken shadow means a fresh replay
+            t.replay = None
+            t.note = f"could not restore the shadow ({type(exc).__name__}: {exc}): fresh replay"
+
+    def _replay_options(self) -> dict[str, Any]:
+        return {"mode": self.settings.mode, "windows": self.settings.staleness.windows(),
+                "forgetting_window": self.settings.forgetting_window}
+
+    def _read_probe_config(self) -> tuple[list, str]:
+        path = self.settings.probes
+        if not path:
+            return [], "none"
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()[:16]
+        return load_probe_file(path), digest
+
+    # -- the run --------------------------------------------------------------------------
+
+    def run_once(self) -> RunSummary | None:
+        if not self.lock.acquire(blocking=False):
+            log.warning("run skipped: the previous run is still going")
+            return None
+        try:
+            if self.stop.is_set():
+                return None
+            return self._run()
+        finally:
+            self.lock.release()
+
+    def _run(self) -> RunSummary:
+        run_id = uuid.uuid4().hex[:12]
+        started = self.clock()
+        t0 = time.perf_counter()
+        record = RunRecord()
+        summary = RunSummary(run_id, started, 0.0, 0)
+        with self.tracer.start_as_current_span("healthd.run", attributes={
+                "healthd.run_id": run_id, "healthd.version": __version__}) as root:
+            with self.tracer.start_as_current_span("pull") as span:
+                new = self._pull(run_id, record)
+                span.set_attribute("healthd.events.new", len(new))
+            summary.new_events = len(new)
+            self._refresh_probes()
+            with self._view_lock:
+                self.events.extend(new)
+            self.state.set_dirty(
+                [t.name for t in self.targets.values() if t.persistent and
+                 (t.replay is None or t.row.applied < len(self.events)
+                  or t.fingerprint != t.built_fingerprint)],
+                {t.name: t.fingerprint for t in self.targets.values()})
+            for t in self.targets.values():
+                if self.stop.is_set():
+                    summary.aborted = True
+                    break
+                outcome = self._run_target(t, run_id, started)
+                summary.targets[t.name] = outcome
+                if outcome.get("aborted"):
+                    summary.aborted = True
+            with self.tracer.start_as_current_span("export") as span:
+                record.targets = [t.row for t in self.targets.values()]
+                self.state.record_run(record)
+                span.set_attribute("healthd.targets", len(self.targets))
+            summary.duration = time.perf_counter() - t0
+            root.set_attribute("healthd.events.new", len(new))
+            root.set_attribute("healthd.targets.failed",
+                               sum(1 for o in summary.targets.values() if o["result"] == "failure"))
+            if any(o["result"] == "failure" for o in summary.targets.values()):
+                root.set_status(Status(StatusCode.ERROR, "a target failed"))
+        with self._view_lock:
+            if not summary.aborted:
+                self.runs_completed += 1
+            self.last_run = summary
+        return summary
+
+    def _pull(self, run_id: str, record: RunRecord) -> list[ChangeEvent]:
+        per_source: list[list[ChangeEvent]] = []
+        for s in self.sources.values():
+            with self.tracer.start_as_current_span("pull " + s.name, attributes={
+                    "healthd.source": s.name, "healthd.source.kind": s.kind}) as span:
+                try:
+                    result = s.source.pull(s.row.cursor)
+                except Exception as exc:  # noqa: BLE001 - a failing source is a metric
+                    result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
+                fresh = []
+                for event in result.events:
+                    key = (s.name, event.id)
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        fresh.append(event)
+                row = SourceRow(s.name, result.cursor, s.row.events_total + len(fresh),
+                                0 if result.error else 1,
+                                redact_text(result.error) if result.error else None)
+                with self._view_lock:
+                    s.row = row
+                record.events.extend((s.name, e) for e in fresh)
+                record.sources.append(row)
+                span.set_attribute("healthd.events.new", len(fresh))
+                span.set_attribute("healthd.source.up", row.up)
+                if result.error:
+                    span.set_status(Status(StatusCode.ERROR, row.last_error))
+                    log.error("source failed", run_id=run_id, source=s.name,
+                              error=row.last_error, events=len(fresh))
+                for reason in result.skipped:
+                    log.warning("source skipped input", run_id=run_id, source=s.name,
+                                reason=reason)
+                per_source.append(fresh)
+        return merge_timelines(*per_source)
+
+    def _refresh_probes(self) -> None:
+        """Read the probe file again; a changed file changes every target's fingerprint."""
+        try:
+            extra, config = self._read_probe_config()
+        except Exception as exc:  # noqa: BLE001 - keep the old probe file, say so
+            log.error("probe file unreadable; keeping the previous probes",
+                      error=redact_text(str(exc)))
+            return
+        if config != self.probe_config:
+            log.info("probe file changed: every target starts a fresh replay",
+                     probe_config=config)
+            self.probe_config = config
+            self._probe_extra = extra
+            for t in self.targets.values():
+                t.fingerprint = target_fingerprint(self.settings, t.name, t.options, config)
+
+    def _current_probes(self) -> ProbeSet:
+        """The probe set over every event so far (+ the probe file); new keys extend it."""
+        state = (len(self.events), id(self._probe_extra))
+        if state != self._probes_state:
+            self.probes = build_probe_set(self.events, self._probe_extra)
+            self._probes_state = state
+        return self.probes
+
+    def _run_target(self, t: TargetRuntime, run_id: str, started: float) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        row = t.row
+        total = len(self.events)
+        new = total - row.applied
+        outcome: dict[str, Any] = {"result": "success", "events": max(new, 0), "replayed": 0}
+        probes = self._current_probes()
+        try:
+            with self.tracer.start_as_current_span("replay", attributes={
+                    "healthd.target": t.name, "healthd.target.kind": t.kind}) as span:
+                fresh = t.replay is None or t.built_fingerprint != t.fingerprint
+                if fresh:
+                    reason = t.note or ("configuration changed: fresh replay"
+                                        if t.built_fingerprint else "first replay")
+                    todo: Sequence[ChangeEvent] = self.events
+                    self._close(t)
+                    memory = _build(t)
+                    t.memory = memory
+                    memory.reset()
+                    t.replay = Replay(memory, probes, **self._replay_options())
+                    t.probes = probes
+                    t.built_fingerprint = t.fingerprint
+                    if todo:
+                        log.info("fresh replay", run_id=run_id, target=t.name, reason=reason,
+                                 events=len(todo))
+                    t.note = None
+                else:
+                    todo = self.events[row.applied:]
+                    if probes is not t.probes:
+                        t.replay.update_probes(probes)
+                        t.probes = probes
+                replay = t.replay
+                for event in todo:
+                    if self.stop.is_set():
+                        raise Aborted()
+                    replay.step(event)
+                outcome["replayed"] = len(todo)
+                span.set_attribute("healthd.events.replayed", len(todo))
+                span.set_attribute("healthd.replay.fresh", fresh)
+            with self.tracer.start_as_current_span("score", attributes={
+                    "healthd.target": t.name}) as span:
+                metrics = replay.metrics()
+                results = {
+                    "metrics": metrics_json(metrics),
+                    "probes": replay.active_probes,
+                    "probe_set_version": probes.version,
+                    "info_version": f"{probes.version}-{t.fingerprint[:8]}",
+                    "at": format_timestamp(replay.at) if replay.at else None,
+                    "newest_event": replay.at.timestamp() if replay.at else None,
+                    "run_id": run_id,
+                    "events": replay.stats.events,
+                }
+                span.set_attribute("healthd.probes", replay.active_probes)
+                span.set_attribute("healthd.probe_set.version", probes.version)
+                for name, value in results["metrics"]["all"].items():
+                    if value is not None:
+                        span.set_attribute(f"healthd.{name}", value)
+            duration = time.perf_counter() - t0
+            now = self.clock()
+            snapshot = replay.snapshot() if t.persistent else None
+            with self._view_lock:
+                row.fingerprint = t.fingerprint
+                row.dirty = False
+                row.events_replayed += max(new, 0)
+                row.applied = total
+                row.snapshot = snapshot
+                results["duration_seconds"] = duration
+                row.results = results
+                row.runs_success += 1
+                row.last_run = now
+                row.last_success = now
+                row.last_result = "success"
+                row.last_error = None
+            outcome["metrics"] = results["metrics"]["all"]
+            outcome["probes"] = results["probes"]
+        except Aborted:
+            self._close(t)
+            with self._view_lock:
+                row.dirty = t.persistent or row.dirty
+            t.note = "the previous run was stopped by a shutdown: fresh replay"
+            outcome = {"result": "aborted", "aborted": True, "events": max(new, 0)}
+            log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
+            duration = time.perf_counter() - t0
+            self.observe_duration(t.name, duration)
+            return outcome
+        except Exception as exc:  # noqa: BLE001 - a failing target is a metric and a line
+            self._close(t)
+            t.note = "the previous run failed: fresh replay"
+            message = redact_text(f"{type(exc).__name__}: {exc}")
+            duration = time.perf_counter() - t0
+            with self._view_lock:
+                row.runs_failure += 1
+                row.last_run = self.clock()
+                row.last_result = "failure"
+                row.last_error = message
+                row.dirty = t.persistent or row.dirty
+            outcome = {"result": "failure", "events": max(new, 0), "error": message}
+        self.observe_duration(t.name, duration)
+        outcome["duration_seconds"] = round(duration, 6)
+        log_fields = {"run_id": run_id, "target": t.name, "result": outcome["result"],
+                      "duration_seconds": round(duration, 4), "events": outcome["events"],
+                      "replayed": outcome.get("replayed", 0)}
+        if outcome["result"] == "success":
+            log_fields["probes"] = outcome["probes"]
+            log_fields["metrics"] = outcome["metrics"]
+            log.info("run", **log_fields)
+        else:
+            log.error("run failed", error=outcome["error"], **log_fields)
+        return outcome
+
+    def _close(self, t: TargetRuntime) -> None:
+        if t.memory is not None:
+            try:
+                t.memory.close()
+            except Exception:  # noqa: BLE001
+                pass
+        t.memory = None
+        t.replay = None
+
+    def close(self) -> None:
+        for t in self.targets.values():
+            self._close(t)
+
+    # -- views (read by the metrics collector and the HTTP pages) -------------------------
+
+    def view(self) -> dict[str, Any]:
+        with self._view_lock:
+            return {
+                "targets": {name: _copy_row(t.row) for name, t in self.targets.items()},
+                "sources": {name: _copy_source(s.row) for name, s in self.sources.items()},
+                "missed_runs": self.missed_runs,
+                "runs_completed": self.runs_completed,
+                "last_run": self.last_run,
+            }
+
+    def ready(self) -> bool:
+        """After the first completed run of this process, unless every target's last run
+        failed."""
+        with self._view_lock:
+            if self.runs_completed == 0:
+                return False
+            return any(t.row.last_result == "success" for t in self.targets.values())
+
+    def count_missed(self, n: int = 1) -> None:
+        with self._view_lock:
+            self.missed_runs += n
+
+
+def _copy_row(row: TargetRow) -> TargetRow:
+    return TargetRow(**{**row.__dict__, "snapshot": None})
+
+
+def _copy_source(row: SourceRow) -> SourceRow:
+    return SourceRow(**row.__dict__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)

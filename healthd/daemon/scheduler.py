@@ -1,0 +1,126 @@
+"""Schedules: crontab (5 fields), Spring-style (6 fields, seconds first) and macros.
+
+Everything is in UTC. APScheduler 3.x numbers weekdays from Monday (0 = mon), unlike cron and
+Spring, where 0 and 7 are Sunday and 1 is Monday. Numeric days of week are therefore
+translated to names before they reach APScheduler, so ``0 9 * * 1-5`` means Monday to Friday
+here as it does in crontab, and ``0 0 9 * * MON-FRI`` as it does in Spring.
+
+Spring's ``?`` (no specific value) is read as ``*``. ``L``, ``W`` and ``#`` are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from apscheduler.triggers.cron import CronTrigger
+
+MACROS = {
+    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+_NAMES = set(_DAY_NAMES)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    expression: str
+    trigger: CronTrigger
+    period: timedelta
+
+    @property
+    def misfire_grace_seconds(self) -> int:
+        """About half the period, at least a second."""
+        return max(1, int(self.period.total_seconds() / 2))
+
+
+def _day_number(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 7:
+        raise ValueError(f"day of week {text!r}: expected 0-7 (0 and 7 are Sunday) or a name")
+    return int(text) % 7
+
+
+def translate_day_of_week(field: str) -> str:
+    """Cron/Spring day-of-week (0/7 = Sunday) to APScheduler's form, using names only."""
+    field = field.strip().lower()
+    if field in ("*", "?"):
+        return "*"
+    days: list[str] = []
+    for part in field.split(","):
+        rng, _, step_text = part.partition("/")
+        step = 1
+        if step_text:
+            if not step_text.isdigit() or int(step_text) < 1:
+                raise ValueError(f"day of week {part!r}: bad step")
+            step = int(step_text)
+        if any(c in rng for c in "l#w"):
+            if not any(rng.startswith(n) for n in _NAMES):
+                raise ValueError(f"day of week {part!r}: L, W and # are not supported")
+        if rng in ("*", "?"):
+            numbers = list(range(0, 7, step))
+        elif "-" in rng:
+            lo, hi = rng.split("-", 1)
+            if lo in _NAMES and hi in _NAMES:
+                if step != 1:
+                    raise ValueError(f"day of week {part!r}: a step needs numbers")
+                days.append(rng)
+                continue
+            a, b = _day_number(lo), int(hi) if hi.isdigit() else -1
+            if b < 0 or b > 7 or (b < a and b != 0):
+                raise ValueError(f"day of week {part!r}: bad range")
+            if b == 0 or (b == 7):
+                b = 7
+            numbers = [n % 7 for n in range(a, b + 1, step)]
+        elif rng in _NAMES:
+            days.append(rng)
+            continue
+        else:
+            numbers = [_day_number(rng)]
+            if step != 1:
+                numbers = [n % 7 for n in range(numbers[0], 7, step)]
+        days.extend(_DAY_NAMES[n] for n in numbers)
+    return ",".join(dict.fromkeys(days))
+
+
+def _dom(field: str) -> str:
+    field = field.strip()
+    if field == "?":
+        return "*"
+    if any(c in field.upper() for c in "LW#"):
+        raise ValueError(f"day of month {field!r}: L, W and # are not supported")
+    return field
+
+
+def parse_schedule(expression: str) -> Schedule:
+    """A 5-field crontab, a 6-field Spring expression (seconds first) or a macro, in UTC."""
+    text = expression.strip()
+    if not text:
+        raise ValueError("empty cron expression")
+    if text.startswith("@"):
+        if text.lower() not in MACROS:
+            raise ValueError(f"unknown macro {text!r}; known: {', '.join(sorted(MACROS))}")
+        text = MACROS[text.lower()]
+    fields = text.split()
+    try:
+        if len(fields) == 5:
+            minute, hour, dom, month, dow = fields
+            second = "0"
+        elif len(fields) == 6:
+            second, minute, hour, dom, month, dow = fields
+        else:
+            raise ValueError(f"expected 5 fields (crontab), 6 fields (Spring, seconds first) or "
+                             f"a macro such as @hourly, got {len(fields)} fields")
+        trigger = CronTrigger(second=second, minute=minute, hour=hour, day=_dom(dom),
+                              month=month.lower(), day_of_week=translate_day_of_week(dow),
+                              timezone=timezone.utc)
+    except ValueError as exc:
+        raise ValueError(f"bad cron expression {expression!r}: {exc}") from None
+    now = datetime.now(timezone.utc)
+    first = trigger.get_next_fire_time(None, now)
+    if first is None:
+        raise ValueError(f"bad cron expression {expression!r}: it never fires")
+    second_fire = trigger.get_next_fire_time(first, first + timedelta(microseconds=1))
+    period = (second_fire - first) if second_fire else timedelta(days=365)
+    return Schedule(expression.strip(), trigger, period)

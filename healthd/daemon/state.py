@@ -1,0 +1,210 @@
+"""The state file: one SQLite database holding what a restart needs.
+
+* ``events``: every event pulled so far, in the order the targets apply them (``seq``), each
+  stored once per (source, id) so a source that reads the same history again cannot make a
+  target replay or count it twice;
+* ``sources``: each source's cursor, event count and last status;
+* ``targets``: per target the fingerprint of its configuration, how many events of the log
+  it has applied, the replay snapshot, the last results and its run counters, and a
+  ``dirty`` flag set *before* a persistent shadow is written and cleared in the same
+  transaction that records the run, so an interrupted run is detected on restart (the shadow
+  is then reset and everything replayed).
+
+Every run is recorded in one transaction, with the rollback journal and ``synchronous=FULL``,
+so the file is always either before or after a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from healthd.errors import HealthdError
+from healthd.model import ChangeEvent
+from healthd.timeline import dumps_event, iter_timeline
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (source, event_id)
+);
+CREATE TABLE IF NOT EXISTS sources (
+    name TEXT PRIMARY KEY,
+    cursor TEXT,
+    events_total INTEGER NOT NULL DEFAULT 0,
+    up INTEGER,
+    last_error TEXT
+);
+CREATE TABLE IF NOT EXISTS targets (
+    name TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    dirty INTEGER NOT NULL DEFAULT 0,
+    applied INTEGER NOT NULL DEFAULT 0,
+    snapshot TEXT,
+    results TEXT,
+    runs_success INTEGER NOT NULL DEFAULT 0,
+    runs_failure INTEGER NOT NULL DEFAULT 0,
+    events_replayed INTEGER NOT NULL DEFAULT 0,
+    last_run REAL,
+    last_success REAL,
+    last_result TEXT,
+    last_error TEXT
+);
+"""
+
+
+class StateError(HealthdError):
+    """The state file cannot be opened or is not a healthd state file."""
+
+
+@dataclass
+class SourceRow:
+    name: str
+    cursor: str | None = None
+    events_total: int = 0
+    up: int | None = None
+    last_error: str | None = None
+
+
+@dataclass
+class TargetRow:
+    name: str
+    fingerprint: str = ""
+    dirty: bool = False
+    applied: int = 0
+    snapshot: dict | None = None
+    results: dict | None = None
+    runs_success: int = 0
+    runs_failure: int = 0
+    events_replayed: int = 0
+    last_run: float | None = None
+    last_success: float | None = None
+    last_result: str | None = None
+    last_error: str | None = None
+
+
+@dataclass
+class RunRecord:
+    """What one run changes, written in one transaction."""
+
+    events: list[tuple[str, ChangeEvent]] = field(default_factory=list)
+    sources: list[SourceRow] = field(default_factory=list)
+    targets: list[TargetRow] = field(default_factory=list)
+
+
+class StateStore:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            if path != ":memory:":
+                Path(path).resolve().parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=DELETE")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise StateError(f"{path}: state schema {row[0]}, expected {SCHEMA_VERSION}")
+        except (sqlite3.Error, OSError) as exc:
+            raise StateError(f"{path}: cannot open state file: {exc}") from exc
+
+    # -- reading --------------------------------------------------------------------------
+
+    def events(self) -> list[tuple[str, ChangeEvent]]:
+        rows = self._db.execute("SELECT source, body FROM events ORDER BY seq").fetchall()
+        if not rows:
+            return []
+        origin = f"{self.path} (events)"
+        # one line at a time: two sources may use the same event id
+        return [(source, next(iter_timeline([body], origin=origin))) for source, body in rows]
+
+    def sources(self) -> dict[str, SourceRow]:
+        rows = self._db.execute(
+            "SELECT name, cursor, events_total, up, last_error FROM sources").fetchall()
+        return {r[0]: SourceRow(*r) for r in rows}
+
+    def targets(self) -> dict[str, TargetRow]:
+        rows = self._db.execute(
+            "SELECT name, fingerprint, dirty, applied, snapshot, results, runs_success, "
+            "runs_failure, events_replayed, last_run, last_success, last_result, last_error "
+            "FROM targets").fetchall()
+        out = {}
+        for r in rows:
+            out[r[0]] = TargetRow(r[0], r[1], bool(r[2]), r[3],
+                                  json.loads(r[4]) if r[4] else None,
+                                  json.loads(r[5]) if r[5] else None, *r[6:])
+        return out
+
+    # -- writing --------------------------------------------------------------------------
+
+    def set_dirty(self, names: Iterable[str], fingerprints: dict[str, str]) -> None:
+        """Mark targets whose persistent shadow is about to be written (committed first)."""
+        names = list(names)
+        if not names:
+            return
+        with self._lock, self._tx():
+            for name in names:
+                self._db.execute(
+                    "INSERT INTO targets (name, fingerprint, dirty) VALUES (?, ?, 1) "
+                    "ON CONFLICT(name) DO UPDATE SET dirty = 1", (name, fingerprints[name]))
+
+    def record_run(self, record: RunRecord) -> None:
+        with self._lock, self._tx():
+            self._db.executemany(
+                "INSERT OR IGNORE INTO events (source, event_id, body) VALUES (?, ?, ?)",
+                [(source, event.id, dumps_event(event)) for source, event in record.events])
+            for s in record.sources:
+                self._db.execute(
+                    "INSERT INTO sources (name, cursor, events_total, up, last_error) "
+                    "VALUES (?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor,"
+                    " events_total=excluded.events_total, up=excluded.up, "
+                    "last_error=excluded.last_error",
+                    (s.name, s.cursor, s.events_total, s.up, s.last_error))
+            for t in record.targets:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO targets (name, fingerprint, dirty, applied, snapshot,"
+                    " results, runs_success, runs_failure, events_replayed, last_run, "
+                    "last_success, last_result, last_error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (t.name, t.fingerprint, int(t.dirty), t.applied,
+                     json.dumps(t.snapshot) if t.snapshot is not None else None,
+                     json.dumps(t.results) if t.results is not None else None,
+                     t.runs_success, t.runs_failure, t.events_replayed, t.last_run,
+                     t.last_success, t.last_result, t.last_error))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _tx(self):
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def shadow_path(state_path: str, target: str) -> str:
+    """Where a target's persistent shadow lives: beside the state file."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
+    return os.path.join(str(Path(state_path).resolve().parent), "shadows", f"{safe}.sqlite")

@@ -1,0 +1,381 @@
+"""Typed configuration: a TOML file plus ``HEALTHD_*`` environment overrides.
+
+The file comes from ``--config FILE`` or ``HEALTHD_CONFIG``; every field can be overridden
+by an environment variable named ``HEALTHD_`` + the field path joined with ``__``
+(``HEALTHD_SERVER__PORT=9000``, ``HEALTHD_TARGETS__REFERENCE__TTL=off``). Unknown keys are
+rejected at every level. :func:`load_settings` turns every problem into one
+:class:`ConfigError` whose lines each name the field and the file.
+
+Two layers of checking:
+
+* the shape (types, unknown keys, durations, cron syntax, ``shadow = true``) by pydantic;
+* the options of each source and target, by the source's or memory's own factory
+  (:func:`healthd.sources.build_source`, :func:`healthd.memory.build_memory`), after the
+  plugins named in ``plugins`` are imported so that they can register extra kinds.
+
+With no file at all the configuration is the embedded default: the bundled example timeline
+as a ``file`` source, replayed into the ``reference`` and ``naive`` memories every minute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
+from pydantic_settings import (BaseSettings, NoDecode, PydanticBaseSettingsSource,
+                               SettingsConfigDict, TomlConfigSettingsSource)
+
+from healthd.errors import ConfigError, HealthdError
+
+CONFIG_ENV = "HEALTHD_CONFIG"
+DEFAULT_SCHEDULE = "* * * * *"
+DEFAULT_PORT = 9479
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "": 86400}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``30d``, ``12h``, ``90`` (days), a number of days, or a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 30d, 12h or 90")
+    if isinstance(value, (int, float)):
+        return timedelta(days=value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"expected a duration such as 30d, 12h or 90 (days), got {value!r}")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+Duration = Annotated[timedelta, Field(json_schema_extra={"format": "duration"})]
+
+
+def _example_timeline() -> str:
+    from importlib import resources
+    return str(resources.files("healthd") / "data" / "example_timeline.jsonl")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceConfig(BaseModel):
+    """``[sources.NAME]``: ``kind`` plus the kind's own options, checked by its factory."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class TargetConfig(BaseModel):
+    """``[targets.NAME]``: ``kind``, ``shadow = true`` and the memory's switches."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: str
+    shadow: bool = False
+
+    @model_validator(mode="after")
+    def _must_be_shadow(self) -> "TargetConfig":
+        if self.shadow is not True:
+            raise ValueError("shadow: healthd writes only to shadow instances; declare the "
+                             "target `shadow = true` (a scope healthd owns and may reset)")
+        return self
+
+    @property
+    def options(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in (self.model_extra or {}).items():
+            out[key] = ("on" if value else "off") if isinstance(value, bool) else value
+        return out
+
+
+class ScheduleConfig(_Strict):
+    cron: str = DEFAULT_SCHEDULE
+    run_on_start: bool = True
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        from healthd.daemon.scheduler import parse_schedule
+        parse_schedule(value)  # raises ValueError naming the problem
+        return value.strip()
+
+
+class StalenessConfig(_Strict):
+    ownership: Duration = timedelta(days=30)
+    tech: Duration = timedelta(days=90)
+    decision: Duration = timedelta(days=180)
+    requirement: Duration = timedelta(days=365)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> timedelta:
+        return parse_duration(value)
+
+    def windows(self) -> dict[str, timedelta]:
+        return {"ownership": self.ownership, "tech": self.tech, "decision": self.decision,
+                "requirement": self.requirement}
+
+
+class ServerConfig(_Strict):
+    host: str = "0.0.0.0"
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+
+
+class LoggingConfig(_Strict):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+    @field_validator("level", "format", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+
+class TracingConfig(_Strict):
+    otlp_endpoint: str | None = None
+    service_name: str = "healthd"
+
+
+def _default_sources() -> dict[str, SourceConfig]:
+    return {"example": SourceConfig(kind="file", path=_example_timeline())}
+
+
+def _default_targets() -> dict[str, TargetConfig]:
+    return {"reference": TargetConfig(kind="reference", shadow=True),
+            "naive": TargetConfig(kind="naive", shadow=True)}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HEALTHD_", env_nested_delimiter="__",
+                                      extra="forbid", toml_file=None, case_sensitive=False)
+
+    sources: dict[str, SourceConfig] = Field(default_factory=_default_sources)
+    targets: dict[str, TargetConfig] = Field(default_factory=_default_targets)
+    schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
+    staleness: StalenessConfig = Field(default_factory=StalenessConfig)
+    forgetting_window: int = Field(3, ge=1)
+    mode: Literal["full", "incremental"] = "incremental"
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
+    state_path: str = "healthd-state/state.sqlite"
+    probes: str | None = None
+    plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _split_plugins(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("sources", "targets")
+    @classmethod
+    def _not_empty(cls, value: dict) -> dict:
+        if not value:
+            raise ValueError("at least one is needed")
+        return value
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        # Environment beats the file; init arguments (tests) beat both.
+        return (init_settings, _Env(settings_cls), TomlConfigSettingsSource(settings_cls))
+
+    # -- derived --------------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.state_path).resolve().parent
+
+
+class _Env(PydanticBaseSettingsSource):
+    """``HEALTHD_*`` variables, nested with ``__``; the few variables that are not settings
+    (``HEALTHD_CONFIG``) are left out, any other unknown one is rejected."""
+
+    _IGNORED = {CONFIG_ENV.lower()}
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self._values = self._collect()
+
+    def _collect(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, raw in os.environ.items():
+            lower = name.lower()
+            if not lower.startswith("healthd_") or lower in self._IGNORED:
+                continue
+            path = lower[len("healthd_"):].split("__")
+            if not all(path):
+                continue
+            node = out
+            for part in path[:-1]:
+                child = node.setdefault(part, {})
+                if not isinstance(child, dict):
+                    break
+                node = child
+            else:
+                node[path[-1]] = _env_value(raw)
+        return out
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - not used
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return self._values
+
+
+def _env_value(raw: str) -> Any:
+    """JSON when it parses as a JSON list or object, else the string (pydantic coerces)."""
+    text = raw.strip()
+    if text[:1] in "[{":
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return raw
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+def config_path(explicit: str | None) -> str | None:
+    return explicit or os.environ.get(CONFIG_ENV) or None
+
+
+def load_settings(path: str | None, *, deep: bool = True) -> Settings:
+    """Load and check the configuration; every problem ends up in one ConfigError whose
+    lines each read ``FILE: field.path: message``."""
+    origin = path or "(built-in defaults)"
+    if path is not None:
+        if not os.path.isfile(path):
+            raise ConfigError(f"{path}: cannot read configuration file: no such file")
+        try:
+            import tomllib
+            with open(path, "rb") as handle:
+                tomllib.load(handle)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    bound = type("Settings", (Settings,), {
+        "model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": path})})
+    try:
+        settings = bound()
+    except ValidationError as exc:
+        raise ConfigError("\n".join(_format_errors(exc, origin))) from None
+    if deep:
+        problems = check_settings(settings)
+        if problems:
+            raise ConfigError("\n".join(f"{origin}: {p}" for p in problems))
+    settings.__dict__["origin"] = origin
+    return settings
+
+
+def _format_errors(exc: ValidationError, origin: str) -> list[str]:
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(part) for part in error["loc"])
+        msg = error["msg"]
+        if error["type"] == "extra_forbidden":
+            msg = "unknown key (not a setting healthd knows)"
+        elif msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if msg.startswith("shadow: "):  # raised by the target model as a whole
+            loc, msg = f"{loc}.shadow", msg[len("shadow: "):]
+        where = _env_name(error["loc"]) or origin
+        lines.append(f"{where}: {loc}: {msg}")
+    return lines
+
+
+def _env_name(loc: tuple) -> str | None:
+    """The environment variable a value came from, when one did."""
+    parts = [str(p) for p in loc]
+    for end in range(len(parts), 0, -1):
+        name = "HEALTHD_" + "__".join(parts[:end])
+        for key in os.environ:
+            if key.upper() == name.upper():
+                return f"environment {key}"
+    return None
+
+
+def import_plugins(names: list[str]) -> list[str]:
+    """Import plugin modules (they register extra source and memory kinds)."""
+    problems = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any import failure is a config problem
+            problems.append(f"plugins: cannot import {name!r}: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def check_settings(settings: Settings) -> list[str]:
+    """What the factories say about each source's and target's options."""
+    from healthd.memory import TargetSpec, build_memory, memory_kinds
+    from healthd.probes import load_probe_file
+    from healthd.sources import build_source
+
+    problems = import_plugins(settings.plugins)
+    for name, source in settings.sources.items():
+        try:
+            build_source(source.kind, name, source.options)
+        except HealthdError as exc:
+            problems.append(f"sources.{name}: {_strip_prefix(str(exc), name, 'source')}")
+        except Exception as exc:  # noqa: BLE001 - a factory's own bug still names the field
+            problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
+    kinds = memory_kinds()
+    for name, target in settings.targets.items():
+        if target.kind not in kinds:
+            problems.append(f"targets.{name}.kind: unknown kind {target.kind!r}; known kinds: "
+                            f"{', '.join(kinds)}")
+            continue
+        options = dict(target.options)
+        if "path" in options:
+            options["path"] = ":memory:"  # checking must not create the shadow file
+        try:
+            build_memory(TargetSpec(target.kind, options, name)).close()
+        except HealthdError as exc:
+            problems.append(f"targets.{name}: {_strip_prefix(str(exc), name, 'target')}")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
+    if settings.probes:
+        try:
+            load_probe_file(settings.probes)
+        except HealthdError as exc:
+            problems.append(f"probes: {exc}")
+    return problems
+
+
+def _strip_prefix(message: str, name: str, what: str) -> str:
+    prefix = f"{what} {name!r}: "
+    return message[len(prefix):] if message.startswith(prefix) else message
+
+
+def target_fingerprint(settings: Settings, name: str, options: dict[str, Any],
+                       probe_config: str) -> str:
+    """What a target's shadow depends on besides the events: when this changes, the shadow
+    is reset and everything is replayed."""
+    target = settings.targets[name]
+    doc = {"kind": target.kind, "options": {k: str(v) for k, v in sorted(options.items())},
+           "windows": {d: w.total_seconds() for d, w in settings.staleness.windows().items()},
+           "forgetting_window": settings.forgetting_window, "mode": settings.mode,
+           "probes": probe_config}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,173 @@
+"""Helpers for the daemon tests: configs in temporary directories, the real daemon as a
+subprocess on a free 127.0.0.1 port, scrapes parsed with prometheus_client.parser."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+EXAMPLE = ROOT / "healthd" / "data" / "example_timeline.jsonl"
+PYTHON = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.upper().startswith(("HEALTHD_", "OTEL_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(extra)
+    return env
+
+
+def toml_config(tmp: Path, *, port: int = 0, cron: str = "*/1 * * * * *",
+                sources: dict[str, dict[str, Any]] | None = None,
+                targets: dict[str, dict[str, Any]] | None = None, extra: str = "") -> Path:
+    """Write a config; values are dumped as JSON, which TOML reads for strings, numbers and
+    booleans."""
+    if sources is None:
+        sources = {"example": {"kind": "file", "path": str(EXAMPLE)}}
+    if targets is None:
+        targets = {"reference": {"kind": "reference", "shadow": True},
+                   "naive": {"kind": "naive", "shadow": True}}
+    lines = [f"state_path = {json.dumps(str(tmp / 'state' / 'state.sqlite'))}",
+             'plugins = ["healthd_test_plugin"]', extra, "",
+             "[schedule]", f"cron = {json.dumps(cron)}", "run_on_start = true", "",
+             "[server]", 'host = "127.0.0.1"', f"port = {port}", "",
+             "[logging]", 'format = "json"', ""]
+    for section, table in (("sources", sources), ("targets", targets)):
+        for name, options in table.items():
+            lines.append(f"[{section}.{name}]")
+            lines.extend(f"{k} = {json.dumps(v)}" for k, v in options.items())
+            lines.append("")
+    path = tmp / "healthd.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+class Daemon:
+    """`python -m healthd run --config FILE` as a real process."""
+
+    def __init__(self, config: Path, port: int, log: Path, **env: str) -> None:
+        self.port = port
+        self.log = log
+        self._log_handle = open(log, "ab")
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "healthd", "run", "--config", str(config)], cwd=str(ROOT),
+            env=clean_env(**env), stdout=self._log_handle, stderr=subprocess.STDOUT)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> requests.Response:
+        return requests.get(self.url + path, timeout=5)
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited {self.proc.returncode}:\n{self.read_log()}")
+            try:
+                if self.get("/readyz").status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"daemon not ready in {timeout}s:\n{self.read_log()}")
+
+    def wait_until(self, predicate, timeout: float = 15.0, what: str = "condition") -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = predicate()
+            except requests.ConnectionError:
+                value = None
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}:\n{self.read_log()}")
+
+    def scrape(self) -> dict[tuple[str, frozenset], float]:
+        return parse_metrics(self.get("/metrics").text)
+
+    def families(self) -> dict[str, Any]:
+        return {f.name: f for f in text_string_to_metric_families(self.get("/metrics").text)}
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> tuple[int, float]:
+        start = time.monotonic()
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self._log_handle.close()
+        return code, time.monotonic() - start
+
+    def read_log(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.read_log().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+
+def parse_metrics(text: str) -> dict[tuple[str, frozenset], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def sample(metrics: dict, name: str, **labels: str) -> float | None:
+    return metrics.get((name, frozenset(labels.items())))
+
+
+@pytest.fixture
+def start_daemon(tmp_path):
+    started: list[Daemon] = []
+
+    def start(config: Path | None = None, *, port: int | None = None, log_name: str = "daemon.log",
+              **kwargs: Any) -> Daemon:
+        port = port or free_port()
+        if config is None:
+            config = toml_config(tmp_path, port=port, **kwargs)
+        daemon = Daemon(config, port, tmp_path / log_name)
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait()
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "healthd", *args], cwd=str(ROOT), env=clean_env(**env),
+                          capture_output=True, text=True, timeout=60)

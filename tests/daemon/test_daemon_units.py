@@ -1,0 +1,314 @@
+"""In-process checks of the daemon's parts: schedules, config, redaction, the runner with
+its state file, and the span tree of one run."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from daemon_helpers import EXAMPLE, clean_env, free_port, run_cli, sample, toml_config
+from healthd.cli import main as cli_main
+from healthd.daemon.runner import Runner
+from healthd.daemon.scheduler import parse_schedule, translate_day_of_week
+from healthd.daemon.state import StateStore
+from healthd.errors import ConfigError
+from healthd.evaluator import evaluate
+from healthd.exporters.prometheus import build_registry
+from healthd.exporters.report import metrics_json
+from healthd.exporters.tracing import build_tracer_provider, get_tracer, traces_endpoint
+from healthd.logging import REDACTED, configure_logging, get_logger, redact, redact_text
+from healthd.memory import build_memory, parse_target
+from healthd.probes import build_probe_set
+from healthd.settings import load_settings
+from healthd.timeline import read_timeline
+from daemon_helpers import parse_metrics
+
+# -- schedules -------------------------------------------------------------------------------
+
+
+def test_five_six_field_and_macro_schedules_fire_when_expected():
+    base = datetime(2026, 3, 2, 10, 15, 30, 500000, tzinfo=timezone.utc)  # a Monday
+    cases = {
+        "*/15 * * * *": datetime(2026, 3, 2, 10, 30, tzinfo=timezone.utc),
+        "0 0 * * * *": datetime(2026, 3, 2, 11, 0, tzinfo=timezone.utc),        # Spring hourly
+        "*/1 * * * * *": datetime(2026, 3, 2, 10, 15, 31, tzinfo=timezone.utc),
+        "@hourly": datetime(2026, 3, 2, 11, 0, tzinfo=timezone.utc),
+        "@daily": datetime(2026, 3, 3, 0, 0, tzinfo=timezone.utc),
+        "0 9 * * 0": datetime(2026, 3, 8, 9, 0, tzinfo=timezone.utc),           # 0 = Sunday
+        "0 9 * * 7": datetime(2026, 3, 8, 9, 0, tzinfo=timezone.utc),           # 7 = Sunday
+        "0 0 9 ? * SUN": datetime(2026, 3, 8, 9, 0, tzinfo=timezone.utc),
+        "0 0 9 * * 6": datetime(2026, 3, 7, 9, 0, tzinfo=timezone.utc),         # 6 = Saturday
+    }
+    for expression, expected in cases.items():
+        trigger = parse_schedule(expression).trigger
+        assert trigger.get_next_fire_time(None, base) == expected, expression
+
+
+def test_misfire_grace_is_about_half_the_period():
+    assert parse_schedule("* * * * *").misfire_grace_seconds == 30
+    assert parse_schedule("@hourly").misfire_grace_seconds == 1800
+    assert parse_schedule("*/1 * * * * *").misfire_grace_seconds == 1
+
+
+def test_cron_day_of_week_numbers_become_names():
+    assert translate_day_of_week("1-5") == "mon,tue,wed,thu,fri"
+    assert translate_day_of_week("*/2") == "sun,tue,thu,sat"
+    assert translate_day_of_week("mon-fri") == "mon-fri"
+
+
+@pytest.mark.parametrize("bad", ["* * *", "61 * * * *", "@often", "* * * * 8", "0 0 L * *"])
+def test_bad_schedules_are_refused(bad):
+    with pytest.raises(ValueError):
+        parse_schedule(bad)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_environment_overrides_the_file(tmp_path, monkeypatch):
+    config = toml_config(tmp_path, port=1234)
+    monkeypatch.setenv("HEALTHD_SERVER__PORT", "4321")
+    monkeypatch.setenv("HEALTHD_TARGETS__REFERENCE__TTL", "off")
+    monkeypatch.setenv("HEALTHD_STALENESS__OWNERSHIP", "7d")
+    settings = load_settings(str(config))
+    assert settings.server.port == 4321
+    assert settings.targets["reference"].options == {"ttl": "off"}
+    assert settings.staleness.ownership == timedelta(days=7)
+
+
+def test_no_config_is_the_bundled_example_every_minute(monkeypatch):
+    for name in list(__import__("os").environ):
+        if name.upper().startswith("HEALTHD_"):
+            monkeypatch.delenv(name)
+    settings = load_settings(None)
+    assert settings.sources["example"].options["path"].endswith("example_timeline.jsonl")
+    assert {n: t.kind for n, t in settings.targets.items()} == {"reference": "reference",
+                                                                "naive": "naive"}
+    assert settings.schedule.cron == "* * * * *"
+
+
+def test_config_errors_name_field_and_file(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[targets.x]\nkind = "reference"\nshadow = true\nttl = "maybe"\n'
+                    '[sources.s]\nkind = "nope"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(str(path))
+    text = str(info.value)
+    assert f"{path}: targets.x" in text and "ttl" in text
+    assert f"{path}: sources.s" in text and "unknown kind" in text
+
+
+def test_check_config_exit_codes(tmp_path, capsys):
+    good = toml_config(tmp_path, port=1)
+    assert cli_main(["check-config", "--config", str(good)]) == 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[schedule]\ncron = '* *'\n")
+    assert cli_main(["check-config", "--config", str(bad)]) == 2
+    assert "schedule.cron" in capsys.readouterr().err
+
+
+def test_timeline_with_config_and_source(tmp_path, capsys):
+    other = tmp_path / "other.jsonl"
+    other.write_text(EXAMPLE.read_text().splitlines(keepends=True)[0].replace('"id": "', '"id": "o-'))
+    config = toml_config(tmp_path, port=1, sources={
+        "example": {"kind": "file", "path": str(EXAMPLE)},
+        "other": {"kind": "file", "path": str(other)}})
+    assert cli_main(["timeline", "--config", str(config), "--source", "other"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    assert cli_main(["timeline", "--config", str(config)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 136
+    assert cli_main(["timeline", "--config", str(config), "--source", "nope"]) == 2
+
+
+# -- redaction -------------------------------------------------------------------------------
+
+SECRETS = ["ghp_0123456789abcdefghijABCDEFGHIJ012345", "hunter2-password", "s3cr3t-t0k3n-value"]
+
+
+def test_redaction_of_tokens_passwords_and_credential_urls():
+    text = (f"GET https://alice:{SECRETS[1]}@git.example/repo token={SECRETS[2]} "
+            f"Authorization: Bearer {SECRETS[2]} and {SECRETS[0]}")
+    out = redact_text(text)
+    for secret in SECRETS:
+        assert secret not in out
+    assert "https://[REDACTED]@git.example/repo" in out
+    assert redact({"password": "x", "nested": {"api_key": "y"}, "n": 3}) == {
+        "password": REDACTED, "nested": {"api_key": REDACTED}, "n": 3}
+
+
+def test_logs_are_json_lines_without_secrets():
+    stream = io.StringIO()
+    configure_logging("info", "auto", stream)  # StringIO is not a terminal: JSON
+    get_logger().info("pulling", url=f"https://bob:{SECRETS[1]}@jira.example", token=SECRETS[2],
+                      note=f"header Bearer {SECRETS[0]}")
+    try:
+        raise RuntimeError(f"failed with password={SECRETS[1]}")
+    except RuntimeError:
+        get_logger().exception("boom")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert lines[0]["event"] == "pulling" and lines[0]["token"] == REDACTED
+    for secret in SECRETS:
+        assert secret not in stream.getvalue()
+    configure_logging("info", "console", io.StringIO())
+
+
+# -- the runner ------------------------------------------------------------------------------
+
+
+def _runner(tmp_path, exporter=None, **kw):
+    config = toml_config(tmp_path, port=1, **kw)
+    settings = load_settings(str(config))
+    provider = build_tracer_provider(exporter=exporter or InMemorySpanExporter())
+    state = StateStore(settings.state_path)
+    return Runner(settings, state, get_tracer(provider)), state
+
+
+def _expected(path, target):
+    events = read_timeline(str(path))
+    spec = parse_target(target)
+    result = evaluate(events, build_memory(spec), build_probe_set(events), name=target,
+                      kind=spec.kind, keep_stages=False)
+    return metrics_json(result.metrics)
+
+
+def test_runner_incremental_runs_restart_and_config_change(tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:60]))
+    kw = dict(sources={"t": {"kind": "file", "path": str(timeline)}})
+    runner, state = _runner(tmp_path, **kw)
+    first = runner.run_once()
+    assert first.new_events == 60
+    assert all(o["replayed"] == 60 for o in first.targets.values())
+    second = runner.run_once()
+    assert second.new_events == 0 and all(o["replayed"] == 0 for o in second.targets.values())
+    timeline.write_text("".join(lines))
+    third = runner.run_once()
+    assert all(o["replayed"] == 75 for o in third.targets.values())
+    for name in ("reference", "naive"):
+        assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
+    runner.close(); state.close()
+
+    # restart: the reference shadow is restored without replay; naive replays from scratch
+    runner, state = _runner(tmp_path, **kw)
+    assert runner.targets["reference"].replay is not None
+    assert runner.targets["naive"].replay is None and "process memory" in runner.targets["naive"].note
+    run = runner.run_once()
+    assert run.new_events == 0
+    assert run.targets["reference"]["replayed"] == 0 and run.targets["naive"]["replayed"] == 135
+    assert all(o["events"] == 0 for o in run.targets.values())  # nothing counted twice
+    assert runner.targets["reference"].row.events_replayed == 135
+    for name in ("reference", "naive"):
+        assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
+    info_before = runner.targets["reference"].row.results["info_version"]
+    runner.close(); state.close()
+
+    # a changed staleness policy: fresh replay, visible in the probe-set info version
+    runner, state = _runner(tmp_path, extra='[staleness]\nownership = "3d"', **kw)
+    assert "configuration changed" in runner.targets["reference"].note
+    run = runner.run_once()
+    assert run.targets["reference"]["replayed"] == 135 and run.targets["reference"]["events"] == 0
+    assert runner.targets["reference"].row.results["info_version"] != info_before
+    assert runner.targets["reference"].row.results["info_version"].split("-")[0] == \
+        info_before.split("-")[0]
+    runner.close(); state.close()
+
+
+def test_metrics_from_the_runner_leave_nulls_out(tmp_path):
+    runner, state = _runner(tmp_path)
+    registry, _ = build_registry(runner.view)
+    from prometheus_client import generate_latest
+    before = parse_metrics(generate_latest(registry).decode())
+    assert not any(n == "healthd_freshness_ratio" for n, _ in before)
+    runner.run_once()
+    after = parse_metrics(generate_latest(registry).decode())
+    expected = _expected(EXAMPLE, "reference")
+    for bucket, values in expected.items():
+        for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
+            assert sample(after, f"healthd_{ratio}_ratio", target="reference",
+                          domain=bucket) == values[ratio]
+    runner.close(); state.close()
+
+
+def test_span_tree_of_one_run_in_memory(tmp_path):
+    exporter = InMemorySpanExporter()
+    runner, state = _runner(tmp_path, exporter=exporter)
+    runner.run_once()
+    spans = exporter.get_finished_spans()
+    root = [s for s in spans if s.name == "healthd.run"]
+    assert len(root) == 1
+    children = [s for s in spans if s.parent is not None and s.parent.span_id ==
+                root[0].context.span_id]
+    names = [s.name for s in children]
+    assert names.count("pull") == 1 and names.count("export") == 1
+    assert names.count("replay") == 2 and names.count("score") == 2
+    assert {s.attributes["healthd.target"] for s in children if s.name == "replay"} == \
+        {"reference", "naive"}
+    pull = next(s for s in children if s.name == "pull")
+    assert any(s.name == "pull example" and s.parent.span_id == pull.context.span_id
+               for s in spans)
+    runner.close(); state.close()
+
+
+def test_otlp_endpoint_resolution(monkeypatch):
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    assert traces_endpoint(None) is None
+    assert traces_endpoint("http://c:4318") == "http://c:4318/v1/traces"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://e:4318/")
+    assert traces_endpoint(None) == "http://e:4318/v1/traces"
+
+
+def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserver):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    httpserver.expect_request("/v1/traces", method="POST").respond_with_data(
+        b"", content_type="application/x-protobuf")
+    port = free_port()
+    config = toml_config(tmp_path, port=port)
+    from daemon_helpers import Daemon
+    daemon = Daemon(config, port, tmp_path / "otlp.log",
+                    OTEL_EXPORTER_OTLP_ENDPOINT=httpserver.url_for("/").rstrip("/"))
+    try:
+        daemon.wait_ready()
+        deadline = time.monotonic() + 10
+        spans = []
+        while time.monotonic() < deadline:
+            spans = []
+            for request, _ in httpserver.log:
+                message = ExportTraceServiceRequest()
+                message.ParseFromString(request.get_data())
+                for rs in message.resource_spans:
+                    for ss in rs.scope_spans:
+                        spans.extend(ss.spans)
+            if any(s.name == "export" for s in spans):
+                break
+            time.sleep(0.2)
+        root = next(s for s in spans if s.name == "healthd.run")
+        kids = {s.name for s in spans if s.parent_span_id == root.span_id
+                and s.trace_id == root.trace_id}
+        assert kids == {"pull", "replay", "score", "export"}
+        assert daemon.stop()[0] == 0
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+
+
+def test_bundled_config_examples_validate(capsys):
+    from daemon_helpers import ROOT
+    import os
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the default example's path is relative to the repository
+    try:
+        assert cli_main(["check-config", "--config", "config/default.toml"]) == 0
+        assert cli_main(["check-config", "--config", "config/git-tickets.toml"]) == 0
+        # needs the separately built `http` memory kind
+        assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 2
+        assert "targets.team-memory.kind" in capsys.readouterr().err
+    finally:
+        os.chdir(cwd)
