@@ -98,5 +98,4 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
 
 
 def _load_builtin() -> None:
-    if not _REGISTRY:
-        from healthd.memory import naive, reference  # noqa: F401  (registers the kinds)
+    from healthd.memory import naive, reference  # noqa: F401  (importing registers the kinds)

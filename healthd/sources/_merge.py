@@ -9,16 +9,16 @@ from healthd.model import ChangeEvent
 
 
 def merge_timelines(*event_lists: Iterable[ChangeEvent]) -> list[ChangeEvent]:
-    """One timeline ordered by event time.
+    """One timeline: the sources merged by event time, each keeping its own arrival order.
 
-    The merge is stable: events with equal timestamps keep the order of the lists they
-    came from (the first list's first), and within one list their own order. Lists need
-    not be sorted; each is sorted by time (stably) first.
+    A source's order is part of its timeline (a backdated event found late must arrive
+    late), so lists are merged at their heads, not sorted. The merge is stable: on equal
+    timestamps the first list goes first. Sources whose events are in time order give a
+    timeline in time order.
     """
 
     def keyed(rank: int, events: Iterable[ChangeEvent]) -> Iterator[tuple]:
-        ordered = sorted(events, key=lambda e: e.timestamp)
-        for position, event in enumerate(ordered):
+        for position, event in enumerate(events):
             yield (event.timestamp, rank, position, event)
 
     merged = heapq.merge(*(keyed(rank, events) for rank, events in enumerate(event_lists)))
