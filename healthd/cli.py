@@ -19,7 +19,7 @@ from healthd import __version__
 from healthd.errors import ConfigError, HealthdError, SourceError
 from healthd.evaluator import MODES, TargetResult, evaluate
 from healthd.exporters.report import render_table, report_json
-from healthd.logging import configure_logging
+from healthd.logging import CurrentStderr, configure_logging
 from healthd.memory import build_memory, parse_target
 from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set, load_probe_file
@@ -224,7 +224,7 @@ _COMMANDS = {"evaluate": _cmd_evaluate, "timeline": _cmd_timeline, "run": _cmd_r
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
-        configure_logging("warning", "auto", stream=sys.stderr)
+        configure_logging("warning", "auto", stream=CurrentStderr())  # type: ignore[arg-type]
     try:
         return _COMMANDS[args.command](args)
     except HealthdError as exc:

@@ -102,5 +102,19 @@ class _RedactingFormatter(_stdlib_logging.Formatter):
         return redact_text(super().format(record))
 
 
+class CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of writing, not when logging was
+    configured (a command run in-process, as tests do, may swap it in between)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def get_logger(name: str = "healthd") -> Any:
     return structlog.get_logger(name)
