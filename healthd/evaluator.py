@@ -106,7 +106,9 @@ class Replay:
         assert at is not None
         self.at = at
         self.memory.apply(event)
-        changed = self.memory.changed_keys(at) if self._tracking else set(touched)
+        changed = self.memory.changed_keys(at) if self._tracking else None
+        if changed is None:
+            changed = set(touched)
 
         entering = [p for key in event.keys if key not in self._active_keys
                     and self.truth.asserted(key) for p in self._enter(key)]

@@ -96,7 +96,8 @@ class TargetConfig(BaseModel):
 
     @property
     def options(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        """The memory's switches, with the shadow declaration passed on to the adapter."""
+        out: dict[str, Any] = {"shadow": "on"}
         for key, value in (self.model_extra or {}).items():
             out[key] = ("on" if value else "off") if isinstance(value, bool) else value
         return out

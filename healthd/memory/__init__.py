@@ -33,9 +33,10 @@ class Memory(Protocol):
 class ChangeTracking(Protocol):
     """A memory that can say which keys' answers may have changed since it was last asked."""
 
-    def changed_keys(self, at: datetime) -> set[FactKey]:
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """Keys written since the last call, plus keys whose answers change with time (an
-        expiry passing) up to ``at``. Draining: a second call returns only what is new."""
+        expiry passing) up to ``at``. Draining: a second call returns only what is new.
+        None means the memory cannot tell this time."""
 
 
 @dataclass(frozen=True)
@@ -98,4 +99,4 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
 
 
 def _load_builtin() -> None:
-    from healthd.memory import naive, reference  # noqa: F401  (importing registers the kinds)
+    from healthd.memory import http, naive, reference  # noqa: F401  (importing registers the kinds)

@@ -36,7 +36,7 @@ from pydantic import Field, field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
-from healthd.sources._http import BadPayload, HttpClient, HttpError, HttpOptions
+from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions
 from healthd.sources._tickets import (Malformed, diff, dump_cursor, format_time, load_cursor,
                                       parse_time, require, to_events,
                                       validate_options)

@@ -77,7 +77,7 @@ def test_environment_overrides_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv("HEALTHD_STALENESS__OWNERSHIP", "7d")
     settings = load_settings(str(config))
     assert settings.server.port == 4321
-    assert settings.targets["reference"].options == {"ttl": "off"}
+    assert settings.targets["reference"].options == {"shadow": "on", "ttl": "off"}
     assert settings.staleness.ownership == timedelta(days=7)
 
 
@@ -299,16 +299,14 @@ def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserv
             daemon.proc.kill()
 
 
-def test_bundled_config_examples_validate(capsys):
+def test_bundled_config_examples_validate(capsys, monkeypatch):
     from daemon_helpers import ROOT
-    import os
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # the default example's path is relative to the repository
-    try:
-        assert cli_main(["check-config", "--config", "config/default.toml"]) == 0
-        assert cli_main(["check-config", "--config", "config/git-tickets.toml"]) == 0
-        # needs the separately built `http` memory kind
-        assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 2
-        assert "targets.team-memory.kind" in capsys.readouterr().err
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(ROOT)  # the default example's path is relative to the repository
+    assert cli_main(["check-config", "--config", "config/default.toml"]) == 0
+    assert cli_main(["check-config", "--config", "config/git-tickets.toml"]) == 0
+    monkeypatch.delenv("MEMORY_SERVICE_TOKEN", raising=False)
+    assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 2
+    assert "targets.team-memory: environment variable 'MEMORY_SERVICE_TOKEN'" in \
+        capsys.readouterr().err
+    monkeypatch.setenv("MEMORY_SERVICE_TOKEN", "t0ken")
+    assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 0

@@ -10,7 +10,7 @@ from werkzeug import Response
 
 from _ticket_payloads import Sleeps, _module_server, api_server  # noqa: F401
 from healthd import __version__
-from healthd.sources._http import (BadPayload, HttpClient, HttpError, HttpOptions, RateLimited,
+from healthd._http import (BadPayload, HttpClient, HttpError, HttpOptions, RateLimited,
                                    parse_link_header)
 
 NOW = 1_700_000_000.0

@@ -1,4 +1,5 @@
-"""A small, polite HTTP client shared by the ticket sources (GitHub, Jira).
+"""A small, polite HTTP client shared by the ticket sources (GitHub, Jira) and the `http`
+memory adapter.
 
 Every request carries a timeout and a ``User-Agent: healthd/<version>``. Server errors
 (5xx), timeouts and connection errors are retried a bounded number of times with
@@ -45,7 +46,12 @@ class HttpOptions(BaseModel):
 
 
 class HttpError(Exception):
-    """A request failed for good (after retries). The message is safe to log."""
+    """A request failed for good (after retries). The message is safe to log; ``status`` is
+    the HTTP status of a final answer that was not a success, if there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class RateLimited(HttpError):
@@ -110,7 +116,10 @@ def _retry_after_seconds(value: str | None, now: float) -> float | None:
 
 
 class HttpClient:
-    """GET-only JSON client with retries, rate-limit handling and conditional requests.
+    """JSON client with retries, rate-limit handling and conditional requests.
+
+    Requests are retried, so a POST must be idempotent (the memory contract applies an
+    event once per id).
 
     ``sleep``, ``clock`` and ``rng`` are injectable so tests run without real waiting.
     """
@@ -190,6 +199,14 @@ class HttpClient:
     def get_json(self, url: str, *, params: Mapping[str, Any] | None = None,
                  etag: str | None = None) -> JsonResponse:
         """GET ``url`` and decode JSON. Raises HttpError (or RateLimited, BadPayload)."""
+        return self.request_json("GET", url, params=params, etag=etag)
+
+    def post_json(self, url: str, body: Any) -> JsonResponse:
+        """POST a JSON body; a 204 gives ``data`` None."""
+        return self.request_json("POST", url, body=body)
+
+    def request_json(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
+                     body: Any = None, etag: str | None = None) -> JsonResponse:
         if self._blocked_until is not None:
             wait = self._blocked_until - self.clock()
             self._blocked_until = None
@@ -204,29 +221,35 @@ class HttpClient:
         while True:
             try:
                 self.requests_made += 1
-                response = self.session.get(url, params=params, headers=headers,
-                                            timeout=self.options.timeout_seconds)
+                response = self.session.request(
+                    method, url, params=params, headers=headers,
+                    json=body if method != "GET" else None,
+                    timeout=self.options.timeout_seconds)
             except requests.Timeout:
-                problem = f"GET {where} timed out after {self.options.timeout_seconds:g} s"
+                problem = f"{method} {where} timed out after {self.options.timeout_seconds:g} s"
             except requests.RequestException as exc:
-                problem = f"GET {where} failed: {type(exc).__name__}"
+                problem = f"{method} {where} failed: {type(exc).__name__}"
             else:
                 where = response.url or url
                 wait = self._rate_limit_wait(response)
                 if wait is not None:
                     rate_waits += 1
-                    why = f"GET {where} was rate limited (HTTP {response.status_code})"
+                    why = f"{method} {where} was rate limited (HTTP {response.status_code})"
                     if rate_waits > self.options.max_retries:
                         raise RateLimited(self.redact(f"{why} {rate_waits} times; giving up, "
                                                       "deferred to the next run"), wait)
                     self._wait_or_defer(wait, why)
                     continue
                 if response.status_code in _RETRY_STATUSES:
-                    problem = f"GET {where} returned HTTP {response.status_code}"
+                    problem = f"{method} {where} returned HTTP {response.status_code}"
                 elif response.status_code == 304:
                     self._note_remaining(response)
                     return JsonResponse(url=response.url or url, status=304, etag=etag,
                                         links=parse_link_header(response.headers.get("Link")),
+                                        headers=response.headers)
+                elif response.status_code == 204 or (200 <= response.status_code < 300
+                                                       and not response.content):
+                    return JsonResponse(url=response.url or url, status=response.status_code,
                                         headers=response.headers)
                 elif 200 <= response.status_code < 300:
                     self._note_remaining(response)
@@ -234,7 +257,7 @@ class HttpClient:
                         data = json.loads(response.content.decode("utf-8"))
                     except (ValueError, UnicodeDecodeError) as exc:
                         raise BadPayload(self.redact(
-                            f"GET {where} returned a body that is not valid JSON "
+                            f"{method} {where} returned a body that is not valid JSON "
                             f"({type(exc).__name__}: {str(exc)[:120]})")) from None
                     return JsonResponse(url=response.url or url, status=response.status_code,
                                         data=data, etag=response.headers.get("ETag"),
@@ -242,8 +265,8 @@ class HttpClient:
                                         headers=response.headers)
                 else:
                     raise HttpError(self.redact(
-                        f"GET {where} returned HTTP {response.status_code}"
-                        f"{_server_message(response)}"))
+                        f"{method} {where} returned HTTP {response.status_code}"
+                        f"{_server_message(response)}"), status=response.status_code)
             if attempt >= self.options.max_retries:
                 raise HttpError(self.redact(
                     f"{problem} (gave up after {attempt + 1} attempts)"))

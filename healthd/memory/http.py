@@ -1,0 +1,169 @@
+"""The `http` memory: a team's own memory service, through the contract in
+``docs/memory-http-api.yaml``.
+
+healthd writes only to a namespace the service itself reports as a shadow: before its first
+write the adapter asks (``GET /v1/namespaces/{ns}``) and refuses when the answer is
+``shadow: false``, without writing anything. Requests carry a timeout, are retried on 5xx and
+timeouts with bounded backoff (the contract makes writes idempotent by event id), and send
+``Authorization: Bearer`` from the variable ``token_env`` names; the token never appears in
+an error. Failures become :class:`MemoryAdapterError`, which the evaluator and the daemon
+report as a failed run.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, Mapping
+from urllib.parse import quote
+
+import requests
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from healthd._http import HttpClient, HttpError, HttpOptions
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, TimelineError
+from healthd.memory import register_memory
+from healthd.model import DOMAINS, Answer, ChangeEvent, FactKey, Probe, RetrievedFact
+from healthd.timeline import event_to_dict, format_timestamp, parse_timestamp
+
+
+class HttpMemoryOptions(HttpOptions):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(min_length=1)
+    namespace: str = Field(min_length=1)
+    shadow: bool = False
+    token_env: str | None = None
+    top_k: int = Field(5, ge=1, le=1000)
+
+
+class HttpMemory:
+    kind = "http"
+
+    def __init__(self, options: HttpMemoryOptions, *, session: requests.Session | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        if not options.shadow:
+            raise ShadowViolation(f"namespace {options.namespace!r} is not declared shadow "
+                                  "(set shadow = true once the service gives healthd one)")
+        environ = os.environ if environ is None else environ
+        token = environ.get(options.token_env, "") if options.token_env else ""
+        if options.token_env and not token:
+            raise TargetError(f"environment variable {options.token_env!r} (token_env) is not set")
+        self.options = options
+        self._base = (f"{options.base_url.rstrip('/')}/v1/namespaces/"
+                      f"{quote(options.namespace, safe='')}")
+        self._client = HttpClient(session or requests.Session(), options,
+                                  headers={"Authorization": f"Bearer {token}"} if token else {},
+                                  secrets=(token,))
+        self._verified = False
+        self._tracks_changes = True
+
+    # -- Memory protocol ------------------------------------------------------------------
+
+    def reset(self) -> None:
+        self._ensure_shadow()
+        self._call("POST", "/reset", None, "reset")
+
+    def apply(self, event: ChangeEvent) -> None:
+        self._ensure_shadow()
+        self._call("POST", "/events", event_to_dict(event), f"apply {event.id}")
+
+    def answer(self, probe: Probe, at: datetime) -> Answer:
+        body = {"probe": {"id": probe.id, "question": probe.question, "subject": probe.subject,
+                          "predicate": probe.predicate, "domain": probe.domain},
+                "at": format_timestamp(at), "k": self.options.top_k}
+        data = self._call("POST", "/query", body, f"query {probe.id}")
+        return Answer(probe.id, tuple(_facts(data, probe.id)))
+
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
+        """The optional ``changes`` operation; None when the service does not offer it, and
+        the evaluator then re-asks the probes of the keys each event touched."""
+        if not self._tracks_changes:
+            return None
+        try:
+            data = self._client.post_json(self._base + "/changes",
+                                          {"until": format_timestamp(at)}).data
+        except HttpError as exc:
+            if exc.status in (404, 405, 501):
+                self._tracks_changes = False
+                return None
+            raise MemoryAdapterError(f"http memory: changes: {exc}") from None
+        keys = data.get("keys") if isinstance(data, dict) else None
+        if not isinstance(keys, list) or not all(
+                isinstance(k, dict) and isinstance(k.get("subject"), str)
+                and isinstance(k.get("predicate"), str) for k in keys):
+            raise MemoryAdapterError("http memory: changes: response, field 'keys': expected a "
+                                     "list of {subject, predicate} objects")
+        return {FactKey(k["subject"], k["predicate"]) for k in keys}
+
+    def close(self) -> None:
+        self._client.session.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _ensure_shadow(self) -> None:
+        if self._verified:
+            return
+        try:
+            response = self._client.get_json(self._base)
+        except HttpError as exc:
+            if exc.status == 404:
+                self._verified = True  # the first reset creates it, as a shadow
+                return
+            raise MemoryAdapterError(f"http memory: checking namespace: {exc}") from None
+        info = response.data
+        if not isinstance(info, dict) or info.get("shadow") is not True:
+            raise ShadowViolation(
+                f"http memory: the service says namespace {self.options.namespace!r} is not a "
+                "shadow; healthd writes only to shadow namespaces and wrote nothing")
+        self._verified = True
+
+    def _call(self, method: str, path: str, body: Any, what: str) -> Any:
+        try:
+            return self._client.request_json(method, self._base + path, body=body).data
+        except HttpError as exc:
+            raise MemoryAdapterError(f"http memory: {what}: {exc}") from None
+
+
+def _facts(data: Any, probe_id: str) -> list[RetrievedFact]:
+    where = f"http memory: query {probe_id}: response"
+    if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
+        raise MemoryAdapterError(f"{where}: expected an object with a 'facts' list")
+    out = []
+    for i, item in enumerate(data["facts"]):
+        path = f"facts[{i}]"
+        if not isinstance(item, dict):
+            raise MemoryAdapterError(f"{where}, field '{path}': expected an object")
+        values = {}
+        for name in ("subject", "predicate", "value", "domain", "record_id"):
+            value = item.get(name)
+            if not isinstance(value, str) or (name != "value" and not value):
+                raise MemoryAdapterError(f"{where}, field '{path}.{name}': expected a string")
+            values[name] = value
+        if values["domain"] not in DOMAINS:
+            raise MemoryAdapterError(f"{where}, field '{path}.domain': unknown domain "
+                                     f"{values['domain']!r}")
+        flags = item.get("flags", [])
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise MemoryAdapterError(f"{where}, field '{path}.flags': expected a list of strings")
+        try:
+            written = parse_timestamp(item.get("written_at"), field=f"{path}.written_at")
+            validated = (None if item.get("validated_at") is None else
+                         parse_timestamp(item["validated_at"], field=f"{path}.validated_at"))
+        except TimelineError as exc:
+            raise MemoryAdapterError(f"{where}, {exc}") from None
+        out.append(RetrievedFact(values["subject"], values["predicate"], values["value"],
+                                 values["domain"], values["record_id"], written, validated,
+                                 frozenset(flags)))  # type: ignore[arg-type]
+    return out
+
+
+@register_memory("http")
+def http_memory(options: Mapping[str, Any]) -> HttpMemory:
+    try:
+        opts = HttpMemoryOptions.model_validate(dict(options))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "options"
+        raise TargetError(f"switch {field}: {error['msg']}") from None
+    return HttpMemory(opts)
