@@ -201,3 +201,24 @@ def test_a_long_run_on_a_terminal_shows_a_progress_bar(tmp_path):
     assert os.waitstatus_to_exitcode(status) == 0
     assert "━" in text and "/600" in text        # rich's bar and its n/total counter
     assert "consistency" in text
+
+
+def test_timeline_from_a_configured_git_source_prints_only_jsonl(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "billing").mkdir(parents=True)
+    (repo / "billing" / "main.go").write_text("package main\n")
+    (repo / "billing" / "go.mod").write_text("module billing\n\nrequire github.com/lib/pq v1.10.9\n")
+    env = dict(os.environ, GIT_AUTHOR_DATE="2026-03-01T10:00:00Z",
+               GIT_COMMITTER_DATE="2026-03-01T10:00:00Z")
+    for cmd in (["init", "-q"], ["add", "-A"],
+                ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "billing"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True, env=env)
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo}"\n'
+                      'revalidate_clock = "head"\n')
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {(e["fact"]["predicate"], e["fact"]["value"]) for e in events} >= {
+        ("exists", "true"), ("language", "go"), ("dependency:github.com/lib/pq", "v1.10.9")}
+    assert all(e["timestamp"] == "2026-03-01T10:00:00Z" for e in events)
