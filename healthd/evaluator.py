@@ -9,8 +9,8 @@ time replayed so far. Two modes give identical numbers:
   moved, and keeps the aggregate counts up to date by subtracting a probe's old share and
   adding its new one. Its cost per event does not grow with the number of probes.
 
-A memory without change tracking is re-asked for the keys the event touched (and the keys
-that depend on them); that is exact for memories whose answers change only on writes.
+A memory that cannot say what changed (no :class:`ChangeTracking`, or ``None`` from it) has
+every probe re-asked at every stage; scoring stays incremental, so the numbers stay exact.
 """
 
 from __future__ import annotations
@@ -107,8 +107,6 @@ class Replay:
         self.at = at
         self.memory.apply(event)
         changed = self.memory.changed_keys(at) if self._tracking else None
-        if changed is None:
-            changed = set(touched)
 
         entering = [p for key in event.keys if key not in self._active_keys
                     and self.truth.asserted(key) for p in self._enter(key)]
@@ -268,13 +266,16 @@ class Replay:
             add_cells(self._counts, score_probe(probe, self._answers[probe.id], self.truth, at,
                                                 self.windows).cells)
 
-    def _score_changes(self, at: datetime, entering: Sequence[Probe], changed: set[FactKey],
-                       touched: set[FactKey]) -> None:
+    def _score_changes(self, at: datetime, entering: Sequence[Probe],
+                       changed: set[FactKey] | None, touched: set[FactKey]) -> None:
         ask: dict[str, Probe] = {p.id: p for p in entering}
-        for key in changed:
-            if key in self._active_keys:
-                for probe in self._probe_set.for_key(key):
-                    ask[probe.id] = probe
+        if changed is None:  # the memory cannot say what changed: ask everything again
+            ask.update(self._active)
+        else:
+            for key in changed:
+                if key in self._active_keys:
+                    for probe in self._probe_set.for_key(key):
+                        ask[probe.id] = probe
         rescore: dict[str, Probe] = dict(ask)
         for key in touched:
             if key in self._active_keys:

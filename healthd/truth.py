@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable, Literal, NamedTuple
+from typing import Callable, Iterable, Literal, NamedTuple
 
 from healthd.model import ChangeEvent, Domain, Fact, FactKey, Status
 
@@ -53,26 +53,44 @@ class _KeyHistory:
         self.domain: Domain = domain
         self.values: dict[str, Domain] = {}
 
-    def fold(self) -> list[Interval]:
-        """The key's own intervals, before cascades, in order of start."""
+    def fold(self, cascade: Callable[[Interval], tuple[datetime, str] | None]) -> list[Interval]:
+        """The key's intervals in order of start. ``cascade`` gives the instant (and reason)
+        at which a dependency's removal ends an interval, if it does; an assertion after that
+        instant starts the fact afresh."""
         out: list[Interval] = []
         open_: dict[str, Interval] = {}
+        cuts: dict[str, tuple[datetime, str]] = {}
+
+        def close_cut(until: datetime | None) -> None:
+            for value, (at, reason) in list(cuts.items()):
+                if until is None or at <= until:
+                    interval = open_.pop(value)
+                    interval.end, interval.end_kind, interval.reason = at, "invalidated", reason
+                    del cuts[value]
+
         for op in self.ops:
+            close_cut(op.at)
             if op.assert_:
                 if op.value in open_:
                     continue
                 if not self.multi:
-                    for other in list(open_.values()):
+                    for other in open_.values():
                         other.end, other.end_kind = op.at, "superseded"
                         other.reason = f"replaced by {op.value!r}"
                     open_.clear()
+                    cuts.clear()
                 interval = Interval(op.value, op.domain, op.at, None, None, None, op.depends_on)
                 open_[op.value] = interval
                 out.append(interval)
+                cut = cascade(interval) if op.depends_on else None
+                if cut is not None:
+                    cuts[op.value] = cut
             else:
                 interval = open_.pop(op.value, None)
+                cuts.pop(op.value, None)
                 if interval is not None:
                     interval.end, interval.end_kind, interval.reason = op.at, op.end_kind, op.reason
+        close_cut(None)
         return out
 
 
@@ -213,18 +231,21 @@ class GroundTruth:
         history = self._keys.get(key)
         if history is None:
             return []
-        own = history.fold()
         visiting = visiting | {key}
         outer_cut, self._cycle_cut = self._cycle_cut, False
-        for interval in own:
+
+        def cascade(interval: Interval) -> tuple[datetime, str] | None:
+            first: tuple[datetime, str] | None = None
             for dep in interval.depends_on:
                 if dep in visiting:
                     self._cycle_cut = True  # a dependency cycle cascades nothing
                     continue
                 removed = self._first_removal(dep, interval.start, visiting)
-                if removed is not None and (interval.end is None or removed < interval.end):
-                    interval.end, interval.end_kind = removed, "invalidated"
-                    interval.reason = f"{dep} was removed"
+                if removed is not None and (first is None or removed < first[0]):
+                    first = (removed, f"{dep} was removed")
+            return first
+
+        own = history.fold(cascade)
         if not self._cycle_cut:  # a result that depends on where a cycle was entered is not kept
             self._effective[key] = own
         self._cycle_cut = self._cycle_cut or outer_cut

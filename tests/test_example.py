@@ -86,3 +86,16 @@ def test_full_and_incremental_agree_on_the_story(target):
                    mode="incremental")
     assert [s.metrics for s in full.stages] == [s.metrics for s in inc.stages]
     assert inc.probe_queries < full.probe_queries
+
+
+def test_a_module_brought_back_is_scored_current_for_a_memory_that_follows_it():
+    from timeline_builders import added, fact, invalidated
+    exists = fact("payments-v1", "exists", "true")
+    pg = fact("payments-v1", "dependency:postgres", "13")
+    deps = [("payments-v1", "exists")]
+    events = [added("1", 0, exists), added("2", 5, pg, deps), invalidated("3", 10, exists),
+              added("4", 30, exists), added("5", 31, pg, deps)]
+    result = evaluate(events, build_memory(parse_target("reference")), build_probe_set(events),
+                      name="reference", kind="reference")
+    assert result.metrics["all"].consistency == 1.0
+    assert result.metrics["all"].contamination == 0.0

@@ -97,3 +97,19 @@ def test_revision_across_keys_ends_the_old_key():
     assert truth.status(old, day(4)) == "superseded"
     assert truth.status(new, day(4)) == "current"
     assert truth.current(FactKey("adr:2", "decision"), day(4)) == []
+
+
+def test_a_fact_reasserted_after_its_module_came_back_is_current_again():
+    truth = GroundTruth([added("1", 0, exists), added("2", 5, pg, DEPS),
+                         invalidated("3", 10, exists), added("4", 30, exists),
+                         added("5", 31, pg, DEPS)])
+    assert truth.status(pg, day(20)) == "invalidated"
+    assert truth.status(pg, day(31)) == "current"
+    assert [f.value for f in truth.current(pg.key, day(32))] == ["13"]
+
+
+def test_a_revalidation_after_a_cascade_brings_the_fact_back():
+    truth = GroundTruth([added("1", 0, exists), added("2", 5, pg, DEPS),
+                         invalidated("3", 10, exists), added("4", 30, exists),
+                         revalidated("5", 31, pg, DEPS)])
+    assert truth.status(pg, day(31)) == "current"

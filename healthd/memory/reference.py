@@ -4,7 +4,7 @@ It is the memory the seeds describe as one that passes a lifecycle test: namespa
 metadata pre-filtering before ranking, an expiry stamped on each record when written, and
 three forgetting mechanisms, each switchable so a report can show which layer leaks:
 
-* ``ttl``: per-domain TTL with soft expiry. Past its expiry a record is still returned,
+* ``ttl``: per-domain TTL with soft expiry. From its expiry on a record is still returned,
   flagged ``soft_expired`` and ranked lower; past expiry plus a grace period it is no longer
   returned (``history`` queries still see it). Expiry is stamped when a record is written or
   re-validated, so changing the TTL touches only records written afterwards.
@@ -180,7 +180,11 @@ class ReferenceMemory:
             raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
-        facts = self.search(probe.question, at=at, k=self.top_k, filters=[
+        # A probe names its key, so the pre-filter leaves only that key's records, ranked
+        # live before soft-expired, newest first. Text relevance is not used here: bm25
+        # weighs terms by statistics over the whole store, so unrelated writes could reorder
+        # a key's records, which no change to the key would explain.
+        facts = self.search("", at=at, k=self.top_k, filters=[
             MetadataFilter("subject", "equals", probe.subject),
             MetadataFilter("predicate", "equals", probe.predicate)])
         return Answer(probe.id, tuple(facts))
@@ -236,13 +240,13 @@ class ReferenceMemory:
             scores = dict(self._db.execute(
                 "SELECT rowid, bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
                 f"AND rowid IN ({ids})", (terms,)))
-        rows.sort(key=lambda r: (r[7] is not None and r[7] < now, scores.get(r[0], 0.0),
+        rows.sort(key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0),
                                  -r[6], -r[0]))
         del rows[k:]
         out = []
         for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
             flags = set()
-            if expires is not None and expires < now:
+            if expires is not None and expires <= now:
                 flags.add(SOFT_EXPIRED)
             if state != "active" or (purge is not None and purge <= now):
                 flags.add(HISTORICAL)
