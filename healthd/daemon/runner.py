@@ -120,6 +120,10 @@ class Runner:
 
         stored = state.events()
         self.events: list[ChangeEvent] = [event for _, event in stored]
+        # Events taken in but not yet in the state file: a run whose state write failed
+        # leaves them here, and the next run's write carries them, in order, with the
+        # cursors that follow them.
+        self._unpersisted: list[tuple[str, ChangeEvent]] = []
         self._seen: set[tuple[str, str]] = {(source, event.id) for source, event in stored}
 
         rows = state.sources()
@@ -215,8 +219,10 @@ class Runner:
         with self.tracer.start_as_current_span("healthd.run", attributes={
                 "healthd.run_id": run_id, "healthd.version": __version__}) as root:
             with self.tracer.start_as_current_span("pull") as span:
-                new = self._pull(run_id, record)
-                span.set_attribute("healthd.events.new", len(new))
+                pulled = self._pull(run_id, record)
+                span.set_attribute("healthd.events.new", len(pulled))
+            self._unpersisted.extend(pulled)
+            new = [event for _, event in pulled]
             summary.new_events = len(new)
             self._refresh_probes()
             with self._view_lock:
@@ -236,7 +242,9 @@ class Runner:
                     summary.aborted = True
             with self.tracer.start_as_current_span("export") as span:
                 record.targets = [t.row for t in self.targets.values()]
+                record.events = list(self._unpersisted)
                 self.state.record_run(record)
+                self._unpersisted.clear()
                 span.set_attribute("healthd.targets", len(self.targets))
             summary.duration = time.perf_counter() - t0
             root.set_attribute("healthd.events.new", len(new))
@@ -250,8 +258,10 @@ class Runner:
             self.last_run = summary
         return summary
 
-    def _pull(self, run_id: str, record: RunRecord) -> list[ChangeEvent]:
+    def _pull(self, run_id: str, record: RunRecord) -> list[tuple[str, ChangeEvent]]:
+        """New events from every source, merged, each with the name of its source."""
         per_source: list[list[ChangeEvent]] = []
+        source_of: dict[int, str] = {}
         for s in self.sources.values():
             with self.tracer.start_as_current_span("pull " + s.name, attributes={
                     "healthd.source": s.name, "healthd.source.kind": s.kind}) as span:
@@ -270,7 +280,7 @@ class Runner:
                                 redact_text(result.error) if result.error else None)
                 with self._view_lock:
                     s.row = row
-                record.events.extend((s.name, e) for e in fresh)
+                source_of.update((id(e), s.name) for e in fresh)
                 record.sources.append(row)
                 span.set_attribute("healthd.events.new", len(fresh))
                 span.set_attribute("healthd.source.up", row.up)
@@ -282,7 +292,7 @@ class Runner:
                     log.warning("source skipped input", run_id=run_id, source=s.name,
                                 reason=reason)
                 per_source.append(fresh)
-        return merge_timelines(*per_source)
+        return [(source_of[id(e)], e) for e in merge_timelines(*per_source)]
 
     def _refresh_probes(self) -> None:
         """Read the probe file again; a changed file changes every target's fingerprint."""

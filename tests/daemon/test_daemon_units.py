@@ -310,3 +310,43 @@ def test_bundled_config_examples_validate(capsys, monkeypatch):
         capsys.readouterr().err
     monkeypatch.setenv("MEMORY_SERVICE_TOKEN", "t0ken")
     assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 0
+
+
+def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
+    lines = EXAMPLE.read_text().splitlines(True)
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("".join(lines[:50]))
+    config = toml_config(tmp_path, port=free_port(),
+                         sources={"ex": {"kind": "file", "path": str(timeline)}},
+                         targets={"naive": {"kind": "naive", "shadow": True}})
+    settings = load_settings(str(config))
+
+    def start():
+        state = StateStore(settings.state_path)
+        tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+        return Runner(settings, state, tracer), state
+
+    runner, state = start()
+    runner.run_once()
+    timeline.write_text("".join(lines[:80]))
+    original = StateStore.record_run
+
+    def disk_full(self, record):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(StateStore, "record_run", disk_full)
+    with pytest.raises(OSError):
+        runner.run_once()
+    monkeypatch.setattr(StateStore, "record_run", original)
+    timeline.write_text("".join(lines[:100]))
+    runner.run_once()
+    assert [e.id for _, e in state.events()] == [e.id for e in runner.events]
+    assert len(state.events()) == 100 and state.targets()["naive"].applied == 100
+    runner.close()
+    state.close()
+    runner, state = start()
+    runner.run_once()
+    assert len(runner.events) == 100
+    assert runner.targets["naive"].row.applied == 100
+    runner.close()
+    state.close()
