@@ -205,7 +205,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             finally:
                 memory.close()
     with ExitStack() as stack:
-        out = stack.enter_context(open(args.output, "w", encoding="utf-8")) if args.output \
+        out = stack.enter_context(_open_output(args.output)) if args.output \
             else sys.stdout
         if args.format == "json":
             json.dump(report_json(results, probes.version, len(probes)), out, indent=1)
@@ -215,6 +215,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 else Console()
             render_table(results, probes.version, len(probes), console)
     return 0
+
+
+def _open_output(path: str):
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise HealthdError(f"{path}: cannot write the report: {exc.strerror}") from None
 
 
 _COMMANDS = {"evaluate": _cmd_evaluate, "timeline": _cmd_timeline, "run": _cmd_run,

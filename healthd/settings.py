@@ -23,7 +23,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -33,28 +32,13 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 from pydantic_settings import (BaseSettings, NoDecode, PydanticBaseSettingsSource,
                                SettingsConfigDict, TomlConfigSettingsSource)
 
+from healthd.durations import parse_duration
 from healthd.errors import ConfigError, HealthdError
 
 CONFIG_ENV = "HEALTHD_CONFIG"
 DEFAULT_SCHEDULE = "* * * * *"
 DEFAULT_PORT = 9479
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "": 86400}
-
-
-def parse_duration(value: Any) -> timedelta:
-    """``30d``, ``12h``, ``90`` (days), a number of days, or a timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool):
-        raise ValueError("expected a duration such as 30d, 12h or 90")
-    if isinstance(value, (int, float)):
-        return timedelta(days=value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"expected a duration such as 30d, 12h or 90 (days), got {value!r}")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 Duration = Annotated[timedelta, Field(json_schema_extra={"format": "duration"})]

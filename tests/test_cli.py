@@ -222,3 +222,22 @@ def test_timeline_from_a_configured_git_source_prints_only_jsonl(tmp_path):
     assert {(e["fact"]["predicate"], e["fact"]["value"]) for e in events} >= {
         ("exists", "true"), ("language", "go"), ("dependency:github.com/lib/pq", "v1.10.9")}
     assert all(e["timestamp"] == "2026-03-01T10:00:00Z" for e in events)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--output", "/nonexistent/dir/report.txt"], "cannot write the report"),
+    (["--target", "reference:ttl_tech=99999999999999d"], "is too long"),
+])
+def test_more_bad_input_is_exit_2_without_a_traceback(args, words):
+    done = healthd("evaluate", *args)
+    assert done.returncode == 2, done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_absurd_staleness_window_in_the_environment_is_a_named_config_error(tmp_path):
+    env = dict(os.environ, HEALTHD_STALENESS__OWNERSHIP="99999999999999d")
+    done = subprocess.run([sys.executable, "-m", "healthd", "check-config"], capture_output=True,
+                          text=True, timeout=60, env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "staleness.ownership" in done.stderr and "too long" in done.stderr
+    assert "Traceback" not in done.stderr

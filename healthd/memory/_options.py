@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Any, Mapping
 
+from healthd.durations import parse_duration
 from healthd.errors import TargetError
 
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "": 86400}
 
 
 def switch(options: Mapping[str, Any], name: str, default: bool) -> bool:
@@ -32,12 +30,10 @@ def duration(options: Mapping[str, Any], name: str, default: timedelta) -> timed
     value = options.get(name)
     if value is None:
         return default
-    if isinstance(value, timedelta):
-        return value
-    match = _DURATION.match(str(value))
-    if not match:
-        raise TargetError(f"switch {name}={value!r}: expected a duration such as 30d, 12h or 90")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise TargetError(f"switch {name}={value!r}: {exc}") from None
 
 
 def integer(options: Mapping[str, Any], name: str, default: int, minimum: int = 1) -> int:
