@@ -11,16 +11,36 @@ cursor decides which of the resulting events are new.
 from __future__ import annotations
 
 import json
+import os
+import random
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+import requests
 from pydantic import BaseModel, ValidationError
 
 from healthd.errors import ConfigError
 from healthd.model import ChangeEvent, Fact, FactKey
 
 TICKET_PREDICATES = ("requirement", "decision")
+
+
+class TicketSource:
+    """The seams every ticket source takes: an HTTP session, and a clock, a sleep and a
+    random source for backoff, so tests run against a local server without real waiting."""
+
+    def __init__(self, name: str, options: Any, *, session: requests.Session | None = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.time,
+                 rng: Callable[[], float] = random.random,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.name = name
+        self.options = options
+        self.session = session or requests.Session()
+        self._sleep, self._clock, self._rng = sleep, clock, rng
+        self._environ = os.environ if environ is None else environ
 
 
 class Malformed(ValueError):

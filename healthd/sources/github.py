@@ -25,19 +25,15 @@ against the rate limit) and single-page event lists of recently seen issues.
 
 from __future__ import annotations
 
-import os
-import random
-import time
 from datetime import datetime
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal, Mapping
 
-import requests
 from pydantic import Field, field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions
-from healthd.sources._tickets import (Malformed, diff, dump_cursor, format_time, load_cursor,
+from healthd.sources._tickets import (Malformed, TicketSource, diff, dump_cursor, format_time, load_cursor,
                                       parse_time, require, to_events,
                                       validate_options)
 
@@ -81,20 +77,12 @@ class _Issue:
         self.is_pr = raw.get("pull_request") is not None
 
 
-class GitHubSource:
+class GitHubSource(TicketSource):
     kind = KIND
+    options: GitHubOptions
 
-    def __init__(self, name: str, options: GitHubOptions, *,
-                 session: requests.Session | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time,
-                 rng: Callable[[], float] = random.random,
-                 environ: Mapping[str, str] | None = None) -> None:
-        self.name = name
-        self.options = options
-        self.session = session or requests.Session()
-        self._sleep, self._clock, self._rng = sleep, clock, rng
-        self._environ = os.environ if environ is None else environ
+    def __init__(self, name: str, options: GitHubOptions, **seams: Any) -> None:
+        super().__init__(name, options, **seams)
         self._req = {label.lower() for label in options.requirement_labels}
         self._dec = {label.lower() for label in options.decision_labels}
 

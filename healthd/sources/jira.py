@@ -24,20 +24,16 @@ the last history id seen per issue, so overlapping searches never double an even
 from __future__ import annotations
 
 import base64
-import os
-import random
 import re
-import time
 from datetime import datetime, timedelta
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal, Mapping
 
-import requests
 from pydantic import Field, field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions
-from healthd.sources._tickets import (Malformed, diff, dump_cursor, format_time, load_cursor,
+from healthd.sources._tickets import (Malformed, TicketSource, diff, dump_cursor, format_time, load_cursor,
                                       parse_time, require, to_events,
                                       validate_options)
 
@@ -120,20 +116,12 @@ def _field(item: dict[str, Any]) -> str:
     return {"component": "components"}.get(name, name)
 
 
-class JiraSource:
+class JiraSource(TicketSource):
     kind = KIND
+    options: JiraOptions
 
-    def __init__(self, name: str, options: JiraOptions, *,
-                 session: requests.Session | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time,
-                 rng: Callable[[], float] = random.random,
-                 environ: Mapping[str, str] | None = None) -> None:
-        self.name = name
-        self.options = options
-        self.session = session or requests.Session()
-        self._sleep, self._clock, self._rng = sleep, clock, rng
-        self._environ = os.environ if environ is None else environ
+    def __init__(self, name: str, options: JiraOptions, **seams: Any) -> None:
+        super().__init__(name, options, **seams)
         self._label_domains = {k.lower(): v for k, v in options.label_domains.items()}
         self._type_domains = {k.lower(): v for k, v in options.type_domains.items()}
         self._done = {s.lower() for s in options.done_statuses}
