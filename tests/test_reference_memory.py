@@ -164,3 +164,17 @@ def test_changed_keys_reports_writes_and_expiries_once():
 def test_bad_targets_are_named(text, words):
     with pytest.raises(TargetError, match=words):
         build_memory(parse_target(text))
+
+
+def test_a_reopened_shadow_writes_late_events_at_the_clock_it_had(tmp_path):
+    path = str(tmp_path / "shadow.db")
+    erin = fact("ledger", "owners", "@erin", "ownership")
+    first = feed(ReferenceMemory(path=path), added("1", 0, node), added("2", 20, alice))
+    first.close()
+    reopened = ReferenceMemory(path=path)
+    reopened.apply(added("3", 5, erin))                 # found late, happened on day 5
+    uninterrupted = feed(ReferenceMemory(), added("1", 0, node), added("2", 20, alice),
+                         added("3", 5, erin))
+    for memory in (reopened, uninterrupted):
+        [record] = memory.answer(probe_for(erin), day(21)).facts
+        assert (record.written_at, record.validated_at) == (day(20), day(5))

@@ -135,7 +135,11 @@ class ReferenceMemory:
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
-        self._clock: float | None = None
+        # A persistent shadow picks up its replay clock where it left off, so events applied
+        # after a restart are written at the time they would have been without one.
+        row = self._db.execute("SELECT max(created_at) FROM records WHERE namespace = ?",
+                               (namespace,)).fetchone()
+        self._clock: float | None = row[0] if row else None
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
 
