@@ -159,6 +159,7 @@ def test_changed_keys_reports_writes_and_expiries_once():
     ("reference:top_k=0", "at least 1"),
     ("reference:ttl_ownership=soon", "expected a duration"),
     ("reference:ttl", "is not name=value"),
+    ("reference:grace=-5", "must be 0 or more"),
     ("mem0-cloud", "unknown kind 'mem0-cloud'"),
 ])
 def test_bad_targets_are_named(text, words):

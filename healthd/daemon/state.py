@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from healthd._sqlite import transaction
 from healthd.errors import HealthdError
 from healthd.model import ChangeEvent
 from healthd.timeline import dumps_event, iter_timeline
@@ -190,18 +191,7 @@ class StateStore:
             self._db.close()
 
     def _tx(self):
-        return _Transaction(self._db)
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+        return transaction(self._db, "BEGIN IMMEDIATE")
 
 
 def shadow_path(state_path: str, target: str) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
+from healthd._sqlite import transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
@@ -279,7 +280,7 @@ class ReferenceMemory:
     # -- writing --------------------------------------------------------------------------
 
     def _tx(self):
-        return _Transaction(self._db)
+        return transaction(self._db)
 
     def _is_multi(self, key: FactKey) -> bool:
         row = self._db.execute(
@@ -399,19 +400,6 @@ class ReferenceMemory:
         return False
 
 
-class _Transaction:
-    """BEGIN/COMMIT around a write, ROLLBACK on error, so a failed apply leaves no half state."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN")
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        self._db.execute("ROLLBACK" if exc_type else "COMMIT")
-
-
 _SWITCHES = {"ttl", "supersession", "propagation", "grace", "top_k", "path", "namespace",
              "shadow"} | {f"ttl_{d}" for d in DOMAINS}
 
@@ -424,6 +412,8 @@ def reference_memory(options: Mapping[str, Any]) -> ReferenceMemory:
         grace = float(options.get("grace", 1.0))
     except ValueError:
         raise TargetError(f"switch grace={options['grace']!r}: expected a number") from None
+    if not 0 <= grace < float("inf"):
+        raise TargetError(f"switch grace={options['grace']!r}: must be 0 or more")
     return ReferenceMemory(
         path=str(options.get("path", ":memory:")),
         namespace=str(options.get("namespace", DEFAULT_NAMESPACE)),
