@@ -45,6 +45,13 @@ class HttpOptions(BaseModel):
     max_rate_limit_wait_seconds: float = Field(60.0, ge=0, le=3600)
 
 
+def check_http_url(value: str, example: str) -> str:
+    """An option that must be an http(s) base URL; returned without a trailing slash."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError(f"must be an http(s) URL, e.g. {example}")
+    return value.rstrip("/")
+
+
 class HttpError(Exception):
     """A request failed for good (after retries). The message is safe to log; ``status`` is
     the HTTP status of a final answer that was not a success, if there was one."""

@@ -18,9 +18,9 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 import requests
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from healthd._http import HttpClient, HttpError, HttpOptions
+from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, TimelineError
 from healthd.memory import register_memory
 from healthd.model import DOMAINS, Answer, ChangeEvent, FactKey, Probe, RetrievedFact
@@ -36,6 +36,11 @@ class HttpMemoryOptions(HttpOptions):
     token_env: str | None = None
     top_k: int = Field(5, ge=1, le=1000)
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return check_http_url(value, "http://memory.internal:8080")
+
 
 class HttpMemory:
     kind = "http"
@@ -50,7 +55,7 @@ class HttpMemory:
         if options.token_env and not token:
             raise TargetError(f"environment variable {options.token_env!r} (token_env) is not set")
         self.options = options
-        self._base = (f"{options.base_url.rstrip('/')}/v1/namespaces/"
+        self._base = (f"{options.base_url}/v1/namespaces/"
                       f"{quote(options.namespace, safe='')}")
         self._client = HttpClient(session or requests.Session(), options,
                                   headers={"Authorization": f"Bearer {token}"} if token else {},

@@ -45,7 +45,7 @@ from pydantic import field_validator
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._adrdoc import Record, file_number, parse_adr, ref_number
-from healthd.sources._gitlog import (Change, Clock, Commit, Extractor, Held, Repo,
+from healthd.sources._gitlog import (Change, Commit, Extractor, Held, Repo,
                                      RepoOptions, RepoSource, Skips, dump_cursor,
                                      event_id, prune_seen, validate_options)
 
@@ -288,9 +288,6 @@ class AdrSource(RepoSource):
 
     kind = "adr"
     opts: AdrOptions
-
-    def __init__(self, name: str, opts: AdrOptions, *, clock: Clock | None = None) -> None:
-        super().__init__(name, opts, clock=clock)
 
     def _extractor(self, repo: Repo, head: str, skips: Skips,
                    state: Mapping[str, Any] | None) -> AdrExtractor:

@@ -63,7 +63,7 @@ from pydantic import field_validator
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._codeowners import LOCATIONS, parse_codeowners
-from healthd.sources._gitlog import (Change, Clock, Commit, Extractor, Held, Repo,
+from healthd.sources._gitlog import (Change, Commit, Extractor, Held, Repo,
                                      RepoOptions, RepoSource, Skips, dump_cursor,
                                      event_id, prune_seen, validate_options)
 from healthd.sources._manifests import manifest_parser, try_parse_manifest
@@ -370,9 +370,6 @@ class GitSource(RepoSource):
 
     kind = "git"
     opts: GitOptions
-
-    def __init__(self, name: str, opts: GitOptions, *, clock: Clock | None = None) -> None:
-        super().__init__(name, opts, clock=clock)
 
     def _extractor(self, repo: Repo, head: str, skips: Skips,
                    state: Mapping[str, Any] | None) -> GitExtractor:

@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions
+from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.sources._tickets import (Malformed, TicketSource, diff, dump_cursor, format_time, load_cursor,
                                       parse_time, require, to_events,
                                       validate_options)
@@ -59,9 +59,7 @@ class GitHubOptions(HttpOptions):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http(s) URL, e.g. https://github.example.com/api/v3")
-        return value.rstrip("/")
+        return check_http_url(value, "https://github.example.com/api/v3")
 
 
 class _Issue:

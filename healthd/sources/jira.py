@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions
+from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.sources._tickets import (Malformed, TicketSource, diff, dump_cursor, format_time, load_cursor,
                                       parse_time, require, to_events,
                                       validate_options)
@@ -66,9 +66,7 @@ class JiraOptions(HttpOptions):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http(s) URL, e.g. https://acme.atlassian.net")
-        return value.rstrip("/")
+        return check_http_url(value, "https://acme.atlassian.net")
 
     @field_validator("jql")
     @classmethod
