@@ -64,12 +64,20 @@ def main() -> int:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHD_", "OTEL_"))}
-        env.update(HEALTHD_SERVER__HOST="127.0.0.1", HEALTHD_SERVER__PORT=str(port),
-                   HEALTHD_STATE_PATH=os.path.join(tmp, "state.sqlite"),
-                   HEALTHD_LOGGING__FORMAT="json")
+        env.update(
+            HEALTHD_SERVER__HOST="127.0.0.1",
+            HEALTHD_SERVER__PORT=str(port),
+            HEALTHD_STATE_PATH=os.path.join(tmp, "state.sqlite"),
+            HEALTHD_LOGGING__FORMAT="json",
+        )
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "healthd", "run"], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "healthd", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             url = f"http://127.0.0.1:{port}"
             while True:
@@ -84,19 +92,31 @@ def main() -> int:
             ready_s = time.perf_counter() - started
             time.sleep(args.idle)
             idle = rss_kib(proc.pid)
-            client = subprocess.run([sys.executable, "-c", CLIENT, url + "/metrics",
-                                     str(args.requests)], capture_output=True, text=True,
-                                    check=True)
+            client = subprocess.run(
+                [sys.executable, "-c", CLIENT, url + "/metrics", str(args.requests)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             latency = json.loads(client.stdout)
             after = rss_kib(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=15)
-    print(json.dumps({"ready_seconds": round(ready_s, 2), "idle_rss_mib": round(idle / 1024, 1),
-                      "rss_after_scrapes_mib": round(after / 1024, 1),
-                      "metrics_latency": {k: round(v, 2) if isinstance(v, float) else v
-                                          for k, v in latency.items()},
-                      "exit_code": code}, indent=1))
+    print(
+        json.dumps(
+            {
+                "ready_seconds": round(ready_s, 2),
+                "idle_rss_mib": round(idle / 1024, 1),
+                "rss_after_scrapes_mib": round(after / 1024, 1),
+                "metrics_latency": {
+                    k: round(v, 2) if isinstance(v, float) else v for k, v in latency.items()
+                },
+                "exit_code": code,
+            },
+            indent=1,
+        )
+    )
     return 0
 
 

@@ -31,10 +31,33 @@ from healthd.sources import build_source
 
 START = 1_600_000_000  # 2020-09-13
 LANGS = {"python": ".py", "go": ".go", "javascript": ".js", "typescript": ".ts", "rust": ".rs"}
-MANIFEST = {"python": "pyproject.toml", "go": "go.mod", "javascript": "package.json",
-            "typescript": "package.json", "rust": "Cargo.toml"}
-PKGS = ["requests", "flask", "sqlalchemy", "pydantic", "redis", "kafka", "grpc", "uuid",
-        "zap", "gin", "express", "react", "lodash", "serde", "tokio", "clap", "axum", "jest"]
+MANIFEST = {
+    "python": "pyproject.toml",
+    "go": "go.mod",
+    "javascript": "package.json",
+    "typescript": "package.json",
+    "rust": "Cargo.toml",
+}
+PKGS = [
+    "requests",
+    "flask",
+    "sqlalchemy",
+    "pydantic",
+    "redis",
+    "kafka",
+    "grpc",
+    "uuid",
+    "zap",
+    "gin",
+    "express",
+    "react",
+    "lodash",
+    "serde",
+    "tokio",
+    "clap",
+    "axum",
+    "jest",
+]
 
 
 def manifest(lang: str, deps: dict[str, str]) -> str:
@@ -47,8 +70,12 @@ def manifest(lang: str, deps: dict[str, str]) -> str:
     if lang == "rust":
         body = "".join(f'{k} = "{v}"\n' for k, v in sorted(deps.items()))
         return f'[package]\nname = "svc"\n\n[dependencies]\n{body}'
-    return json.dumps({"name": "svc", "dependencies": {k: f"^{v}" for k, v in sorted(deps.items())}},
-                      indent=2) + "\n"
+    return (
+        json.dumps(
+            {"name": "svc", "dependencies": {k: f"^{v}" for k, v in sorted(deps.items())}}, indent=2
+        )
+        + "\n"
+    )
 
 
 class Builder:
@@ -111,11 +138,13 @@ class Builder:
                 pkg = rng.choice(sorted(deps))
                 major, minor, _ = deps[pkg].split(".")
                 deps[pkg] = f"{major}.{int(minor) + 1}.0"
-            ops.append(("M", f"services/{name}/{MANIFEST[svc['lang']]}",
-                        manifest(svc["lang"], deps)))
+            ops.append(
+                ("M", f"services/{name}/{MANIFEST[svc['lang']]}", manifest(svc["lang"], deps))
+            )
         elif roll < 0.95:
             self.owners[f"/services/{name}/"] = " ".join(
-                sorted({f"@team-{rng.randint(1, 12)}" for _ in range(rng.randint(1, 3))}))
+                sorted({f"@team-{rng.randint(1, 12)}" for _ in range(rng.randint(1, 3))})
+            )
             ops.append(("M", "CODEOWNERS", self.codeowners()))
         elif roll < 0.97:
             n = len(self.adrs) + 1
@@ -125,9 +154,17 @@ class Builder:
             if live and rng.random() < 0.3:
                 old = rng.choice(live)
                 opath, _ = self.adrs[old]
-                ops.append(("M", opath, self.adr_text(old, f"Decision {old}",
-                                                      f"Superseded by [{n}. Decision {n}]"
-                                                      f"({Path(path).name})")))
+                ops.append(
+                    (
+                        "M",
+                        opath,
+                        self.adr_text(
+                            old,
+                            f"Decision {old}",
+                            f"Superseded by [{n}. Decision {n}]({Path(path).name})",
+                        ),
+                    )
+                )
                 self.adrs[old] = (opath, "Superseded")
                 status = f"Accepted\n\nSupersedes [{old}. Decision {old}]({Path(opath).name})"
             ops.append(("M", path, self.adr_text(n, f"Decision {n}", status)))
@@ -148,8 +185,13 @@ class Builder:
             svc["lang"] = rng.choice([lang for lang in LANGS if lang != svc["lang"]])
             for _ in range(count):
                 self.add_file(ops, name)
-            ops.append(("M", f"services/{name}/{MANIFEST[svc['lang']]}",
-                        manifest(svc["lang"], svc["deps"])))
+            ops.append(
+                (
+                    "M",
+                    f"services/{name}/{MANIFEST[svc['lang']]}",
+                    manifest(svc["lang"], svc["deps"]),
+                )
+            )
         elif roll < 0.99:
             self.new_service(ops)
             ops.append(("M", "CODEOWNERS", self.codeowners()))
@@ -161,8 +203,9 @@ class Builder:
 def build(path: Path, commits: int, seed: int = 7) -> None:
     subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
     b = Builder(seed)
-    proc = subprocess.Popen(["git", "-C", str(path), "fast-import", "--quiet"],
-                            stdin=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["git", "-C", str(path), "fast-import", "--quiet"], stdin=subprocess.PIPE
+    )
     assert proc.stdin is not None
     out = proc.stdin
 
@@ -188,8 +231,13 @@ def build(path: Path, commits: int, seed: int = 7) -> None:
     for _ in range(30):
         b.new_service(first)
     first.append(("M", "CODEOWNERS", b.codeowners()))
-    first.append(("M", "doc/adr/0001-record-architecture-decisions.md",
-                  b.adr_text(1, "Record architecture decisions", "Accepted")))
+    first.append(
+        (
+            "M",
+            "doc/adr/0001-record-architecture-decisions.md",
+            b.adr_text(1, "Record architecture decisions", "Accepted"),
+        )
+    )
     b.adrs[1] = ("doc/adr/0001-record-architecture-decisions.md", "Accepted")
     emit_commit(0, first)
     for i in range(1, commits):
@@ -197,14 +245,14 @@ def build(path: Path, commits: int, seed: int = 7) -> None:
     out.close()
     if proc.wait() != 0:
         raise SystemExit("git fast-import failed")
-    subprocess.run(["git", "-C", str(path), "symbolic-ref", "HEAD", "refs/heads/main"],
-                   check=True)
+    subprocess.run(["git", "-C", str(path), "symbolic-ref", "HEAD", "refs/heads/main"], check=True)
 
 
 def time_git_log(path: Path) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(["git", "-C", str(path), "log", "--raw", "--no-renames"],
-                            stdout=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["git", "-C", str(path), "log", "--raw", "--no-renames"], stdout=subprocess.PIPE
+    )
     assert proc.stdout is not None
     while proc.stdout.read(1 << 16):
         pass
@@ -234,8 +282,10 @@ def main() -> int:
         if not (repo / "HEAD").exists():
             t0 = time.perf_counter()
             build(repo, args.commits)
-            print(f"built {args.commits} commits with git fast-import in "
-                  f"{time.perf_counter() - t0:.1f}s ({repo})")
+            print(
+                f"built {args.commits} commits with git fast-import in "
+                f"{time.perf_counter() - t0:.1f}s ({repo})"
+            )
         opts = {"path": str(repo), "revalidate_clock": "head"}
         git_src = build_source("git", "bench", opts)
         adr_src = build_source("adr", "bench-adr", opts)
@@ -245,8 +295,10 @@ def main() -> int:
         t_adr, res_adr = best_of(args.repeat, lambda: adr_src.pull(None))
         assert res.error is None and res_adr.error is None
         print(f"git log --raw --no-renames : {t_log:7.3f}s")
-        print(f"git source extraction      : {t_git:7.3f}s  ({len(res.events)} events, "
-              f"{len(res.skipped)} skipped)")
+        print(
+            f"git source extraction      : {t_git:7.3f}s  ({len(res.events)} events, "
+            f"{len(res.skipped)} skipped)"
+        )
         print(f"adr source extraction      : {t_adr:7.3f}s  ({len(res_adr.events)} events)")
         print(f"ratio git source / git log : {t_git / t_log:7.2f}x  (target <= 3x)")
         return 0 if t_git / t_log <= 3 else 1

@@ -27,8 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from grafana_foundation_sdk.builders import common as cb
@@ -47,14 +48,13 @@ THRESHOLDS = ROOT / "alerts" / "thresholds.yml"
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
 RATIO_HELP = {
-    "freshness": "Share of retrieved facts last validated within their domain's staleness "
-                 "window.",
+    "freshness": "Share of retrieved facts last validated within their domain's staleness window.",
     "consistency": "Share of retrieved facts that are still current.",
     "coverage": "Share of current facts that their probe returned.",
     "forgetting": "Of the facts that ended N change points ago, the share the memory no "
-                  "longer returns.",
+    "longer returns.",
     "contamination": "Share of probes whose answer holds a superseded or invalidated fact: "
-                     "the leading indicator of consistency.",
+    "the leading indicator of consistency.",
 }
 
 SCOPE = 'job=~"$job", instance=~"$instance"'
@@ -69,10 +69,16 @@ def load_thresholds(path: Path = THRESHOLDS) -> dict[str, Any]:
 
 # --- building blocks ---------------------------------------------------------------------
 
-def query(expr: str, legend: str = "__auto", ref: str = "A", *,
-          instant: bool = False, table_format: bool = False) -> prometheus.Dataquery:
-    q = (prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref)
-         .datasource(DATASOURCE))
+
+def query(
+    expr: str,
+    legend: str = "__auto",
+    ref: str = "A",
+    *,
+    instant: bool = False,
+    table_format: bool = False,
+) -> prometheus.Dataquery:
+    q = prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref).datasource(DATASOURCE)
     if instant:
         q = q.instant()
     else:
@@ -83,8 +89,11 @@ def query(expr: str, legend: str = "__auto", ref: str = "A", *,
 
 
 def steps(*pairs: tuple[float | None, str]) -> db.ThresholdsConfig:
-    return (db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE)
-            .steps([dm.Threshold(value=v, color=c) for v, c in pairs]))
+    return (
+        db.ThresholdsConfig()
+        .mode(dm.ThresholdsMode.ABSOLUTE)
+        .steps([dm.Threshold(value=v, color=c) for v, c in pairs])
+    )
 
 
 def ratio_steps(ratio: str, t: dict[str, Any]) -> db.ThresholdsConfig:
@@ -96,18 +105,35 @@ def ratio_steps(ratio: str, t: dict[str, Any]) -> db.ThresholdsConfig:
     return steps((None, RED), (floor, YELLOW), (round((floor + 1) / 2, 4), GREEN))
 
 
-def stat_panel(title: str, description: str, targets: Iterable[prometheus.Dataquery], *,
-               unit: str, thresholds: db.ThresholdsConfig, w: int, h: int = 5,
-               mappings: list[Any] | None = None, lo: float | None = None,
-               hi: float | None = None) -> stat.Panel:
-    panel = (stat.Panel().title(title).description(description).datasource(DATASOURCE)
-             .unit(unit).thresholds(thresholds).span(w).height(h)
-             .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
-             .color_mode(cm.BigValueColorMode.BACKGROUND)
-             .graph_mode(cm.BigValueGraphMode.AREA)
-             .text_mode(cm.BigValueTextMode.VALUE_AND_NAME)
-             .orientation(cm.VizOrientation.AUTO)
-             .no_value("no data"))
+def stat_panel(
+    title: str,
+    description: str,
+    targets: Iterable[prometheus.Dataquery],
+    *,
+    unit: str,
+    thresholds: db.ThresholdsConfig,
+    w: int,
+    h: int = 5,
+    mappings: list[Any] | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> stat.Panel:
+    panel = (
+        stat.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .thresholds(thresholds)
+        .span(w)
+        .height(h)
+        .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .color_mode(cm.BigValueColorMode.BACKGROUND)
+        .graph_mode(cm.BigValueGraphMode.AREA)
+        .text_mode(cm.BigValueTextMode.VALUE_AND_NAME)
+        .orientation(cm.VizOrientation.AUTO)
+        .no_value("no data")
+    )
     if lo is not None:
         panel = panel.min(lo)
     if hi is not None:
@@ -119,25 +145,48 @@ def stat_panel(title: str, description: str, targets: Iterable[prometheus.Dataqu
     return panel
 
 
-def series_panel(title: str, description: str, targets: Iterable[prometheus.Dataquery], *,
-                 unit: str, w: int = 12, h: int = 8, lo: float | None = None,
-                 hi: float | None = None,
-                 thresholds: db.ThresholdsConfig | None = None) -> timeseries.Panel:
-    panel = (timeseries.Panel().title(title).description(description)
-             .datasource(DATASOURCE).unit(unit).span(w).height(h)
-             .line_width(1).fill_opacity(10).show_points(cm.VisibilityMode.NEVER)
-             .legend(cb.VizLegendOptions().display_mode(cm.LegendDisplayMode.TABLE)
-                     .placement(cm.LegendPlacement.BOTTOM).show_legend(True)
-                     .calcs(["lastNotNull", "min"]))
-             .tooltip(cb.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI)
-                      .sort(cm.SortOrder.ASCENDING)))
+def series_panel(
+    title: str,
+    description: str,
+    targets: Iterable[prometheus.Dataquery],
+    *,
+    unit: str,
+    w: int = 12,
+    h: int = 8,
+    lo: float | None = None,
+    hi: float | None = None,
+    thresholds: db.ThresholdsConfig | None = None,
+) -> timeseries.Panel:
+    panel = (
+        timeseries.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(w)
+        .height(h)
+        .line_width(1)
+        .fill_opacity(10)
+        .show_points(cm.VisibilityMode.NEVER)
+        .legend(
+            cb.VizLegendOptions()
+            .display_mode(cm.LegendDisplayMode.TABLE)
+            .placement(cm.LegendPlacement.BOTTOM)
+            .show_legend(True)
+            .calcs(["lastNotNull", "min"])
+        )
+        .tooltip(
+            cb.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI).sort(cm.SortOrder.ASCENDING)
+        )
+    )
     if lo is not None:
         panel = panel.min(lo)
     if hi is not None:
         panel = panel.max(hi)
     if thresholds is not None:
-        panel = (panel.thresholds(thresholds).thresholds_style(
-            cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.DASHED)))
+        panel = panel.thresholds(thresholds).thresholds_style(
+            cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.DASHED)
+        )
     for target in targets:
         panel = panel.with_target(target)
     return panel
@@ -145,38 +194,74 @@ def series_panel(title: str, description: str, targets: Iterable[prometheus.Data
 
 def variables() -> list[Any]:
     def qvar(name: str, label: str, expr: str, description: str) -> db.QueryVariable:
-        return (db.QueryVariable(name).label(label).description(description)
-                .datasource(DATASOURCE).query(expr)
-                .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
-                .sort(dm.VariableSort.ALPHABETICAL_CASE_INSENSITIVE_ASC)
-                .multi(True).include_all(True).all_value(".*")
-                .current(dm.VariableOption(text=["All"], value=["$__all"])))
+        return (
+            db.QueryVariable(name)
+            .label(label)
+            .description(description)
+            .datasource(DATASOURCE)
+            .query(expr)
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(dm.VariableSort.ALPHABETICAL_CASE_INSENSITIVE_ASC)
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+            .current(dm.VariableOption(text=["All"], value=["$__all"]))
+        )
 
     return [
-        (db.DatasourceVariable("datasource").label("Data source").type("prometheus")
-         .description("The Prometheus (or Thanos/Mimir) that scrapes the healthd sidecars")),
-        qvar("job", "Job", "label_values(healthd_build_info, job)",
-             "Prometheus scrape job(s) of the healthd sidecars"),
-        qvar("instance", "Instance", 'label_values(healthd_build_info{job=~"$job"}, instance)',
-             "healthd sidecar(s): one per memory service"),
-        qvar("target", "Target", f"label_values(healthd_runs_total{{{SCOPE}}}, target)",
-             "Memory target(s) a sidecar evaluates"),
-        qvar("domain", "Domain",
-             f"label_values(healthd_consistency_ratio{{{SEL}}}, domain)",
-             "Fact domain: all (every domain pooled), tech, ownership, decision, requirement")
-        .current(dm.VariableOption(text=["all"], value=["all"])),
+        (
+            db.DatasourceVariable("datasource")
+            .label("Data source")
+            .type("prometheus")
+            .description("The Prometheus (or Thanos/Mimir) that scrapes the healthd sidecars")
+        ),
+        qvar(
+            "job",
+            "Job",
+            "label_values(healthd_build_info, job)",
+            "Prometheus scrape job(s) of the healthd sidecars",
+        ),
+        qvar(
+            "instance",
+            "Instance",
+            'label_values(healthd_build_info{job=~"$job"}, instance)',
+            "healthd sidecar(s): one per memory service",
+        ),
+        qvar(
+            "target",
+            "Target",
+            f"label_values(healthd_runs_total{{{SCOPE}}}, target)",
+            "Memory target(s) a sidecar evaluates",
+        ),
+        qvar(
+            "domain",
+            "Domain",
+            f"label_values(healthd_consistency_ratio{{{SEL}}}, domain)",
+            "Fact domain: all (every domain pooled), tech, ownership, decision, requirement",
+        ).current(dm.VariableOption(text=["all"], value=["all"])),
     ]
 
 
-def base(uid: str, title: str, description: str, other_uid: str,
-         other_title: str) -> db.Dashboard:
-    d = (db.Dashboard(title).uid(uid).description(description)
-         .tags(["healthd", "memory", "generated"])
-         .editable().time("now-7d", "now").refresh("1m").timezone("browser")
-         .tooltip(dm.DashboardCursorSync.CROSSHAIR)
-         .link(db.DashboardLink(other_title).type(dm.DashboardLinkType.LINK)
-               .url(f"/d/{other_uid}").include_vars(True).keep_time(True)
-               .icon("dashboard")))
+def base(uid: str, title: str, description: str, other_uid: str, other_title: str) -> db.Dashboard:
+    d = (
+        db.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags(["healthd", "memory", "generated"])
+        .editable()
+        .time("now-7d", "now")
+        .refresh("1m")
+        .timezone("browser")
+        .tooltip(dm.DashboardCursorSync.CROSSHAIR)
+        .link(
+            db.DashboardLink(other_title)
+            .type(dm.DashboardLinkType.LINK)
+            .url(f"/d/{other_uid}")
+            .include_vars(True)
+            .keep_time(True)
+            .icon("dashboard")
+        )
+    )
     for v in variables():
         d = d.with_variable(v)
     return d
@@ -189,163 +274,359 @@ OPERATIONS_UID = "healthd-operations"
 
 
 def memory_health(t: dict[str, Any]) -> db.Dashboard:
-    d = base(MEMORY_UID, "healthd / memory health",
-             "Does what the memory remembers still match the project? The five lifecycle "
-             "ratios per target (domain=all pools every domain), their history per domain, "
-             "contamination next to consistency as the leading indicator, conflicts and "
-             "timeline lag. Thresholds are those of alerts/thresholds.yml.",
-             OPERATIONS_UID, "healthd / operations")
+    d = base(
+        MEMORY_UID,
+        "healthd / memory health",
+        "Does what the memory remembers still match the project? The five lifecycle "
+        "ratios per target (domain=all pools every domain), their history per domain, "
+        "contamination next to consistency as the leading indicator, conflicts and "
+        "timeline lag. Thresholds are those of alerts/thresholds.yml.",
+        OPERATIONS_UID,
+        "healthd / operations",
+    )
 
     d = d.with_row(db.Row("Now: every domain pooled (domain=all)"))
     for ratio in RATIOS:
-        d = d.with_panel(stat_panel(
-            ratio.capitalize(), RATIO_HELP[ratio] + " Absent (no data) when there is "
-            "nothing to measure yet.",
-            [query(f'healthd_{ratio}_ratio{{{SEL}, domain="all"}}', "{{target}}")],
-            unit="percentunit", thresholds=ratio_steps(ratio, t), w=4, lo=0, hi=1))
-    d = d.with_panel(stat_panel(
-        "Conflicts", "Probes whose answer holds two or more values for a single-valued key "
-        "(contradiction inside the store).",
-        [query(f"healthd_conflicts{{{SEL}}}", "{{target}}")],
-        unit="none", thresholds=steps((None, GREEN), (1, RED)), w=4))
+        d = d.with_panel(
+            stat_panel(
+                ratio.capitalize(),
+                RATIO_HELP[ratio] + " Absent (no data) when there is nothing to measure yet.",
+                [query(f'healthd_{ratio}_ratio{{{SEL}, domain="all"}}', "{{target}}")],
+                unit="percentunit",
+                thresholds=ratio_steps(ratio, t),
+                w=4,
+                lo=0,
+                hi=1,
+            )
+        )
+    d = d.with_panel(
+        stat_panel(
+            "Conflicts",
+            "Probes whose answer holds two or more values for a single-valued key "
+            "(contradiction inside the store).",
+            [query(f"healthd_conflicts{{{SEL}}}", "{{target}}")],
+            unit="none",
+            thresholds=steps((None, GREEN), (1, RED)),
+            w=4,
+        )
+    )
 
     d = d.with_row(db.Row("Leading indicator"))
-    d = d.with_panel(series_panel(
-        "Contamination next to consistency",
-        "Contamination (stale facts leaking into answers) rises at a change the memory "
-        "misses, before consistency falls far: watch the dashed lines climb before the "
-        "solid ones sink.",
-        [query(f'healthd_consistency_ratio{{{SEL}, domain=~"$domain"}}',
-               "consistency {{target}} · {{domain}}", "A"),
-         query(f'healthd_contamination_ratio{{{SEL}, domain=~"$domain"}}',
-               "contamination {{target}} · {{domain}}", "B")],
-        unit="percentunit", w=24, h=9, lo=0, hi=1)
-        .override_by_query("B", [dm.DynamicConfigValue(
-            id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]})]))
+    d = d.with_panel(
+        series_panel(
+            "Contamination next to consistency",
+            "Contamination (stale facts leaking into answers) rises at a change the memory "
+            "misses, before consistency falls far: watch the dashed lines climb before the "
+            "solid ones sink.",
+            [
+                query(
+                    f'healthd_consistency_ratio{{{SEL}, domain=~"$domain"}}',
+                    "consistency {{target}} · {{domain}}",
+                    "A",
+                ),
+                query(
+                    f'healthd_contamination_ratio{{{SEL}, domain=~"$domain"}}',
+                    "contamination {{target}} · {{domain}}",
+                    "B",
+                ),
+            ],
+            unit="percentunit",
+            w=24,
+            h=9,
+            lo=0,
+            hi=1,
+        ).override_by_query(
+            "B",
+            [
+                dm.DynamicConfigValue(
+                    id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}
+                )
+            ],
+        )
+    )
 
     d = d.with_row(db.Row("History per domain"))
     for ratio in RATIOS:
-        d = d.with_panel(series_panel(
-            f"{ratio.capitalize()} by domain", RATIO_HELP[ratio],
-            [query(f'healthd_{ratio}_ratio{{{SEL}, domain=~"$domain"}}',
-                   "{{target}} · {{domain}}")],
-            unit="percentunit", lo=0, hi=1, w=12 if ratio != "contamination" else 24,
-            thresholds=ratio_steps(ratio, t)))
+        d = d.with_panel(
+            series_panel(
+                f"{ratio.capitalize()} by domain",
+                RATIO_HELP[ratio],
+                [
+                    query(
+                        f'healthd_{ratio}_ratio{{{SEL}, domain=~"$domain"}}',
+                        "{{target}} · {{domain}}",
+                    )
+                ],
+                unit="percentunit",
+                lo=0,
+                hi=1,
+                w=12 if ratio != "contamination" else 24,
+                thresholds=ratio_steps(ratio, t),
+            )
+        )
 
     d = d.with_row(db.Row("Store and timeline"))
-    d = d.with_panel(series_panel(
-        "Conflicts", "Probes whose answer holds two values for a single-valued key.",
-        [query(f"healthd_conflicts{{{SEL}}}", "{{target}}")], unit="none", w=8, lo=0))
-    d = d.with_panel(series_panel(
-        "Timeline lag", "Now minus the event time of the newest event replayed into the "
-        "shadow: how far behind the project the evaluated memory is.",
-        [query(f"healthd_timeline_lag_seconds{{{SEL}}}", "{{target}}")], unit="s", w=8,
-        lo=0))
-    d = d.with_panel(series_panel(
-        "Probes", "Probes in P_i: keys the timeline has asserted so far (every probe counts "
-        "at every stage).",
-        [query(f"healthd_probes{{{SEL}}}", "{{target}}")], unit="none", w=8, lo=0))
     d = d.with_panel(
-        table.Panel().title("Probe set and policy versions")
-        .description("The probe set hash and evaluation policy each target is measured "
-                     "against. A new version means numbers are not comparable with the "
-                     "old baseline (HealthdConsistencyDropped holds off for a day).")
-        .datasource(DATASOURCE).span(16).height(6)
-        .with_target(query(f"healthd_probe_set_info{{{SEL}}}", "{{version}}",
-                           instant=True, table_format=True)))
-    d = d.with_panel(stat_panel(
-        "Probe set changes (1d)", "Distinct probe-set versions per target within a day "
-        "(recording rule target:healthd_probe_set_versions:count1d); above 1 means the set "
-        "changed.",
-        [query(f"target:healthd_probe_set_versions:count1d{{{SEL}}}", "{{target}}")],
-        unit="none", thresholds=steps((None, GREEN), (2, YELLOW)), w=8, h=6))
+        series_panel(
+            "Conflicts",
+            "Probes whose answer holds two values for a single-valued key.",
+            [query(f"healthd_conflicts{{{SEL}}}", "{{target}}")],
+            unit="none",
+            w=8,
+            lo=0,
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Timeline lag",
+            "Now minus the event time of the newest event replayed into the "
+            "shadow: how far behind the project the evaluated memory is.",
+            [query(f"healthd_timeline_lag_seconds{{{SEL}}}", "{{target}}")],
+            unit="s",
+            w=8,
+            lo=0,
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Probes",
+            "Probes in P_i: keys the timeline has asserted so far (every probe counts "
+            "at every stage).",
+            [query(f"healthd_probes{{{SEL}}}", "{{target}}")],
+            unit="none",
+            w=8,
+            lo=0,
+        )
+    )
+    d = d.with_panel(
+        table.Panel()
+        .title("Probe set and policy versions")
+        .description(
+            "The probe set hash and evaluation policy each target is measured "
+            "against. A new version means numbers are not comparable with the "
+            "old baseline (HealthdConsistencyDropped holds off for a day)."
+        )
+        .datasource(DATASOURCE)
+        .span(16)
+        .height(6)
+        .with_target(
+            query(
+                f"healthd_probe_set_info{{{SEL}}}", "{{version}}", instant=True, table_format=True
+            )
+        )
+    )
+    d = d.with_panel(
+        stat_panel(
+            "Probe set changes (1d)",
+            "Distinct probe-set versions per target within a day "
+            "(recording rule target:healthd_probe_set_versions:count1d); above 1 means the set "
+            "changed.",
+            [query(f"target:healthd_probe_set_versions:count1d{{{SEL}}}", "{{target}}")],
+            unit="none",
+            thresholds=steps((None, GREEN), (2, YELLOW)),
+            w=8,
+            h=6,
+        )
+    )
     return d
 
 
 # --- operations --------------------------------------------------------------------------
 
+
 def operations(t: dict[str, Any]) -> db.Dashboard:
     schedule = float(t["schedule_seconds"])
-    d = base(OPERATIONS_UID, "healthd / operations",
-             "Is healthd itself working? Run results and duration, age of the last "
-             "successful run, missed scheduled runs, source health and events replayed.",
-             MEMORY_UID, "healthd / memory health")
+    d = base(
+        OPERATIONS_UID,
+        "healthd / operations",
+        "Is healthd itself working? Run results and duration, age of the last "
+        "successful run, missed scheduled runs, source health and events replayed.",
+        MEMORY_UID,
+        "healthd / memory health",
+    )
 
     d = d.with_row(db.Row("Now"))
-    d = d.with_panel(stat_panel(
-        "Last success age", "Time since the last successful run of each target (recording "
-        "rule target:healthd_last_success:age_seconds). HealthdNoRecentSuccess fires past "
-        "twice the schedule.",
-        [query(f"target:healthd_last_success:age_seconds{{{SEL}}}", "{{target}}")],
-        unit="s", thresholds=steps((None, GREEN), (schedule * 1.5, YELLOW),
-                                   (schedule * 2, RED)), w=8))
-    d = d.with_panel(stat_panel(
-        "Run failure ratio (1h)", "Share of the runs in the last hour that failed "
-        "(recording rule target:healthd_runs_failure:ratio_rate1h).",
-        [query(f"target:healthd_runs_failure:ratio_rate1h{{{SEL}}}", "{{target}}")],
-        unit="percentunit", thresholds=steps((None, GREEN), (0.01, YELLOW), (0.5, RED)),
-        w=6, lo=0, hi=1))
-    d = d.with_panel(stat_panel(
-        "Missed runs (1h)", "Scheduled runs missed or skipped because the previous run was "
-        "still going.",
-        [query(f"increase(healthd_scheduler_missed_runs_total{{{SCOPE}}}[1h])",
-               "{{instance}}")],
-        unit="none", thresholds=steps((None, GREEN), (1, YELLOW)), w=4))
-    d = d.with_panel(stat_panel(
-        "Sources", "1 when the source's last pull succeeded.",
-        [query(f"healthd_source_up{{{SCOPE}}}", "{{source}}")],
-        unit="none", thresholds=steps((None, RED), (1, GREEN)), w=6,
-        mappings=[dm.ValueMap(options={
-            "0": dm.ValueMappingResult(text="down", color=RED, index=0),
-            "1": dm.ValueMappingResult(text="up", color=GREEN, index=1)})]))
+    d = d.with_panel(
+        stat_panel(
+            "Last success age",
+            "Time since the last successful run of each target (recording "
+            "rule target:healthd_last_success:age_seconds). HealthdNoRecentSuccess fires past "
+            "twice the schedule.",
+            [query(f"target:healthd_last_success:age_seconds{{{SEL}}}", "{{target}}")],
+            unit="s",
+            thresholds=steps((None, GREEN), (schedule * 1.5, YELLOW), (schedule * 2, RED)),
+            w=8,
+        )
+    )
+    d = d.with_panel(
+        stat_panel(
+            "Run failure ratio (1h)",
+            "Share of the runs in the last hour that failed "
+            "(recording rule target:healthd_runs_failure:ratio_rate1h).",
+            [query(f"target:healthd_runs_failure:ratio_rate1h{{{SEL}}}", "{{target}}")],
+            unit="percentunit",
+            thresholds=steps((None, GREEN), (0.01, YELLOW), (0.5, RED)),
+            w=6,
+            lo=0,
+            hi=1,
+        )
+    )
+    d = d.with_panel(
+        stat_panel(
+            "Missed runs (1h)",
+            "Scheduled runs missed or skipped because the previous run was still going.",
+            [
+                query(
+                    f"increase(healthd_scheduler_missed_runs_total{{{SCOPE}}}[1h])", "{{instance}}"
+                )
+            ],
+            unit="none",
+            thresholds=steps((None, GREEN), (1, YELLOW)),
+            w=4,
+        )
+    )
+    d = d.with_panel(
+        stat_panel(
+            "Sources",
+            "1 when the source's last pull succeeded.",
+            [query(f"healthd_source_up{{{SCOPE}}}", "{{source}}")],
+            unit="none",
+            thresholds=steps((None, RED), (1, GREEN)),
+            w=6,
+            mappings=[
+                dm.ValueMap(
+                    options={
+                        "0": dm.ValueMappingResult(text="down", color=RED, index=0),
+                        "1": dm.ValueMappingResult(text="up", color=GREEN, index=1),
+                    }
+                )
+            ],
+        )
+    )
 
     d = d.with_row(db.Row("Runs"))
-    d = d.with_panel(series_panel(
-        "Runs by result", "Runs that ended in each interval, per target and result.",
-        [query(f"increase(healthd_runs_total{{{SEL}}}[$__rate_interval])",
-               "{{target}} {{result}}")], unit="none", lo=0)
-        .override_by_regexp(".*failure", [dm.DynamicConfigValue(
-            id_val="color", value={"mode": "fixed", "fixedColor": RED})]))
-    d = d.with_panel(series_panel(
-        "Run duration (1h)", "p95 and mean duration of a target's run over the last hour "
-        "(recording rules target:healthd_run_duration_seconds:*).",
-        [query(f"target:healthd_run_duration_seconds:p95_rate1h{{{SEL}}}",
-               "p95 {{target}}", "A"),
-         query(f"target:healthd_run_duration_seconds:mean_rate1h{{{SEL}}}",
-               "mean {{target}}", "B")], unit="s", lo=0))
-    d = d.with_panel(series_panel(
-        "Last success age", "Time since each target's last successful run; the dashed "
-        "line is twice the schedule (HealthdNoRecentSuccess).",
-        [query(f"target:healthd_last_success:age_seconds{{{SEL}}}", "{{target}}")],
-        unit="s", lo=0, thresholds=steps((None, GREEN), (schedule * 2, RED))))
-    d = d.with_panel(series_panel(
-        "Missed runs", "Scheduled runs missed or skipped (coalesced) per interval.",
-        [query(f"increase(healthd_scheduler_missed_runs_total{{{SCOPE}}}[$__rate_interval])",
-               "{{instance}}")], unit="none", lo=0))
+    d = d.with_panel(
+        series_panel(
+            "Runs by result",
+            "Runs that ended in each interval, per target and result.",
+            [
+                query(
+                    f"increase(healthd_runs_total{{{SEL}}}[$__rate_interval])",
+                    "{{target}} {{result}}",
+                )
+            ],
+            unit="none",
+            lo=0,
+        ).override_by_regexp(
+            ".*failure",
+            [dm.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": RED})],
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Run duration (1h)",
+            "p95 and mean duration of a target's run over the last hour "
+            "(recording rules target:healthd_run_duration_seconds:*).",
+            [
+                query(
+                    f"target:healthd_run_duration_seconds:p95_rate1h{{{SEL}}}",
+                    "p95 {{target}}",
+                    "A",
+                ),
+                query(
+                    f"target:healthd_run_duration_seconds:mean_rate1h{{{SEL}}}",
+                    "mean {{target}}",
+                    "B",
+                ),
+            ],
+            unit="s",
+            lo=0,
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Last success age",
+            "Time since each target's last successful run; the dashed "
+            "line is twice the schedule (HealthdNoRecentSuccess).",
+            [query(f"target:healthd_last_success:age_seconds{{{SEL}}}", "{{target}}")],
+            unit="s",
+            lo=0,
+            thresholds=steps((None, GREEN), (schedule * 2, RED)),
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Missed runs",
+            "Scheduled runs missed or skipped (coalesced) per interval.",
+            [
+                query(
+                    f"increase(healthd_scheduler_missed_runs_total{{{SCOPE}}}[$__rate_interval])",
+                    "{{instance}}",
+                )
+            ],
+            unit="none",
+            lo=0,
+        )
+    )
 
     d = d.with_row(db.Row("Sources and replay"))
-    d = d.with_panel(series_panel(
-        "Source up", "1 when the source's last pull succeeded, 0 when it failed.",
-        [query(f"healthd_source_up{{{SCOPE}}}", "{{instance}} {{source}}")],
-        unit="none", w=8, lo=0, hi=1))
-    d = d.with_panel(series_panel(
-        "Source events pulled", "New events pulled from each source per interval.",
-        [query(f"increase(healthd_source_events_total{{{SCOPE}}}[$__rate_interval])",
-               "{{instance}} {{source}}")], unit="none", w=8, lo=0))
-    d = d.with_panel(series_panel(
-        "Events replayed", "Events replayed into each target's shadow per interval.",
-        [query(f"increase(healthd_events_replayed_total{{{SEL}}}[$__rate_interval])",
-               "{{target}}")], unit="none", w=8, lo=0))
     d = d.with_panel(
-        table.Panel().title("healthd versions")
+        series_panel(
+            "Source up",
+            "1 when the source's last pull succeeded, 0 when it failed.",
+            [query(f"healthd_source_up{{{SCOPE}}}", "{{instance}} {{source}}")],
+            unit="none",
+            w=8,
+            lo=0,
+            hi=1,
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Source events pulled",
+            "New events pulled from each source per interval.",
+            [
+                query(
+                    f"increase(healthd_source_events_total{{{SCOPE}}}[$__rate_interval])",
+                    "{{instance}} {{source}}",
+                )
+            ],
+            unit="none",
+            w=8,
+            lo=0,
+        )
+    )
+    d = d.with_panel(
+        series_panel(
+            "Events replayed",
+            "Events replayed into each target's shadow per interval.",
+            [
+                query(
+                    f"increase(healthd_events_replayed_total{{{SEL}}}[$__rate_interval])",
+                    "{{target}}",
+                )
+            ],
+            unit="none",
+            w=8,
+            lo=0,
+        )
+    )
+    d = d.with_panel(
+        table.Panel()
+        .title("healthd versions")
         .description("healthd build running on each sidecar.")
-        .datasource(DATASOURCE).span(24).height(5)
-        .with_target(query(f"healthd_build_info{{{SCOPE}}}", "{{version}}",
-                           instant=True, table_format=True)))
+        .datasource(DATASOURCE)
+        .span(24)
+        .height(5)
+        .with_target(
+            query(f"healthd_build_info{{{SCOPE}}}", "{{version}}", instant=True, table_format=True)
+        )
+    )
     return d
 
 
 # --- output ------------------------------------------------------------------------------
+
 
 def _number(panels: list[dict[str, Any]]) -> None:
     for i, panel in enumerate(panels, start=1):
@@ -355,8 +636,10 @@ def _number(panels: list[dict[str, Any]]) -> None:
 def render(thresholds: dict[str, Any]) -> dict[str, str]:
     encoder = JSONEncoder(sort_keys=True, indent=2)
     out = {}
-    for name, builder in ((f"{MEMORY_UID}.json", memory_health(thresholds)),
-                          (f"{OPERATIONS_UID}.json", operations(thresholds))):
+    for name, builder in (
+        (f"{MEMORY_UID}.json", memory_health(thresholds)),
+        (f"{OPERATIONS_UID}.json", operations(thresholds)),
+    ):
         doc = json.loads(encoder.encode(builder.build()))
         _number(doc["panels"])  # stable ids in layout order, rows included
         out[name] = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -19,10 +19,11 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,7 +119,7 @@ def _retry_after_seconds(value: str | None, now: float) -> float | None:
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return max(0.0, when.timestamp() - now)
 
 
@@ -131,11 +132,17 @@ class HttpClient:
     ``sleep``, ``clock`` and ``rng`` are injectable so tests run without real waiting.
     """
 
-    def __init__(self, session: requests.Session, options: HttpOptions, *,
-                 headers: Mapping[str, str] | None = None, secrets: tuple[str, ...] = (),
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time,
-                 rng: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        session: requests.Session,
+        options: HttpOptions,
+        *,
+        headers: Mapping[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
         self.session = session
         self.options = options
         self.headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
@@ -156,16 +163,19 @@ class HttpClient:
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with 'equal jitter': half fixed, half random."""
-        base = min(self.options.max_backoff_seconds,
-                   self.options.backoff_seconds * (2 ** attempt))
+        base = min(self.options.max_backoff_seconds, self.options.backoff_seconds * (2**attempt))
         return base / 2 + self.rng() * base / 2
 
     def _wait_or_defer(self, wait: float, why: str) -> None:
         if wait > self.options.max_rate_limit_wait_seconds:
             raise RateLimited(
-                self.redact(f"{why}; the wait of {wait:.0f} s exceeds "
-                            f"max_rate_limit_wait_seconds={self.options.max_rate_limit_wait_seconds:g}, "
-                            "deferred to the next run"), wait)
+                self.redact(
+                    f"{why}; the wait of {wait:.0f} s exceeds "
+                    f"max_rate_limit_wait_seconds={self.options.max_rate_limit_wait_seconds:g}, "
+                    "deferred to the next run"
+                ),
+                wait,
+            )
         if wait > 0:
             self.sleep(wait)
 
@@ -174,7 +184,9 @@ class HttpClient:
         now = self.clock()
         retry_after = _retry_after_seconds(response.headers.get("Retry-After"), now)
         if response.status_code == 429:
-            return retry_after if retry_after is not None else self._reset_wait(response, now) or 60.0
+            return (
+                retry_after if retry_after is not None else self._reset_wait(response, now) or 60.0
+            )
         if response.status_code == 403:
             if retry_after is not None:
                 return retry_after
@@ -203,8 +215,9 @@ class HttpClient:
 
     # -- the one verb ------------------------------------------------------------------------
 
-    def get_json(self, url: str, *, params: Mapping[str, Any] | None = None,
-                 etag: str | None = None) -> JsonResponse:
+    def get_json(
+        self, url: str, *, params: Mapping[str, Any] | None = None, etag: str | None = None
+    ) -> JsonResponse:
         """GET ``url`` and decode JSON. Raises HttpError (or RateLimited, BadPayload)."""
         return self.request_json("GET", url, params=params, etag=etag)
 
@@ -212,8 +225,15 @@ class HttpClient:
         """POST a JSON body; a 204 gives ``data`` None."""
         return self.request_json("POST", url, body=body)
 
-    def request_json(self, method: str, url: str, *, params: Mapping[str, Any] | None = None,
-                     body: Any = None, etag: str | None = None) -> JsonResponse:
+    def request_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        etag: str | None = None,
+    ) -> JsonResponse:
         if self._blocked_until is not None:
             wait = self._blocked_until - self.clock()
             self._blocked_until = None
@@ -229,9 +249,13 @@ class HttpClient:
             try:
                 self.requests_made += 1
                 response = self.session.request(
-                    method, url, params=params, headers=headers,
+                    method,
+                    url,
+                    params=params,
+                    headers=headers,
                     json=body if method != "GET" else None,
-                    timeout=self.options.timeout_seconds)
+                    timeout=self.options.timeout_seconds,
+                )
             except requests.Timeout:
                 problem = f"{method} {where} timed out after {self.options.timeout_seconds:g} s"
             except requests.RequestException as exc:
@@ -243,40 +267,62 @@ class HttpClient:
                     rate_waits += 1
                     why = f"{method} {where} was rate limited (HTTP {response.status_code})"
                     if rate_waits > self.options.max_retries:
-                        raise RateLimited(self.redact(f"{why} {rate_waits} times; giving up, "
-                                                      "deferred to the next run"), wait)
+                        raise RateLimited(
+                            self.redact(
+                                f"{why} {rate_waits} times; giving up, deferred to the next run"
+                            ),
+                            wait,
+                        )
                     self._wait_or_defer(wait, why)
                     continue
                 if response.status_code in _RETRY_STATUSES:
                     problem = f"{method} {where} returned HTTP {response.status_code}"
                 elif response.status_code == 304:
                     self._note_remaining(response)
-                    return JsonResponse(url=response.url or url, status=304, etag=etag,
-                                        links=parse_link_header(response.headers.get("Link")),
-                                        headers=response.headers)
-                elif response.status_code == 204 or (200 <= response.status_code < 300
-                                                       and not response.content):
-                    return JsonResponse(url=response.url or url, status=response.status_code,
-                                        headers=response.headers)
+                    return JsonResponse(
+                        url=response.url or url,
+                        status=304,
+                        etag=etag,
+                        links=parse_link_header(response.headers.get("Link")),
+                        headers=response.headers,
+                    )
+                elif response.status_code == 204 or (
+                    200 <= response.status_code < 300 and not response.content
+                ):
+                    return JsonResponse(
+                        url=response.url or url,
+                        status=response.status_code,
+                        headers=response.headers,
+                    )
                 elif 200 <= response.status_code < 300:
                     self._note_remaining(response)
                     try:
                         data = json.loads(response.content.decode("utf-8"))
                     except (ValueError, UnicodeDecodeError) as exc:
-                        raise BadPayload(self.redact(
-                            f"{method} {where} returned a body that is not valid JSON "
-                            f"({type(exc).__name__}: {str(exc)[:120]})")) from None
-                    return JsonResponse(url=response.url or url, status=response.status_code,
-                                        data=data, etag=response.headers.get("ETag"),
-                                        links=parse_link_header(response.headers.get("Link")),
-                                        headers=response.headers)
+                        raise BadPayload(
+                            self.redact(
+                                f"{method} {where} returned a body that is not valid JSON "
+                                f"({type(exc).__name__}: {str(exc)[:120]})"
+                            )
+                        ) from None
+                    return JsonResponse(
+                        url=response.url or url,
+                        status=response.status_code,
+                        data=data,
+                        etag=response.headers.get("ETag"),
+                        links=parse_link_header(response.headers.get("Link")),
+                        headers=response.headers,
+                    )
                 else:
-                    raise HttpError(self.redact(
-                        f"{method} {where} returned HTTP {response.status_code}"
-                        f"{_server_message(response)}"), status=response.status_code)
+                    raise HttpError(
+                        self.redact(
+                            f"{method} {where} returned HTTP {response.status_code}"
+                            f"{_server_message(response)}"
+                        ),
+                        status=response.status_code,
+                    )
             if attempt >= self.options.max_retries:
-                raise HttpError(self.redact(
-                    f"{problem} (gave up after {attempt + 1} attempts)"))
+                raise HttpError(self.redact(f"{problem} (gave up after {attempt + 1} attempts)"))
             self.sleep(self._backoff(attempt))
             attempt += 1
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from contextlib import ExitStack
 from importlib import resources
-from typing import Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -50,48 +50,77 @@ def _positive(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="healthd", description="Does what your assistant remembers still match the project?")
+        prog="healthd", description="Does what your assistant remembers still match the project?"
+    )
     parser.add_argument("--version", action="version", version=f"healthd {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ev = commands.add_parser("evaluate", help="replay a timeline into memories and score them")
-    ev.add_argument("--timeline", metavar="FILE",
-                    help="timeline JSONL (default: the bundled example)")
-    ev.add_argument("--target", metavar="KIND", action="append",
-                    help="memory to evaluate, e.g. reference or 'reference:ttl=off'; "
-                         "repeatable (default: reference and naive)")
-    ev.add_argument("--mode", choices=MODES, default=None,
-                    help="full asks every probe at every stage; incremental re-asks only "
-                         "probes whose answer may have changed (same numbers; default "
-                         "incremental)")
-    ev.add_argument("--forgetting-window", metavar="N", type=_positive, default=None,
-                    help="change points a memory gets to forget an ended fact (default 3)")
+    ev.add_argument(
+        "--timeline", metavar="FILE", help="timeline JSONL (default: the bundled example)"
+    )
+    ev.add_argument(
+        "--target",
+        metavar="KIND",
+        action="append",
+        help="memory to evaluate, e.g. reference or 'reference:ttl=off'; "
+        "repeatable (default: reference and naive)",
+    )
+    ev.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="full asks every probe at every stage; incremental re-asks only "
+        "probes whose answer may have changed (same numbers; default "
+        "incremental)",
+    )
+    ev.add_argument(
+        "--forgetting-window",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="change points a memory gets to forget an ended fact (default 3)",
+    )
     ev.add_argument("--probes", metavar="FILE", help="extra probes, JSONL")
     ev.add_argument("--format", choices=("table", "json"), default="table")
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
-    ev.add_argument("--config", metavar="FILE",
-                    help="evaluate the configured sources' events against the configured "
-                         "targets, staleness windows, mode, forgetting window and probe file "
-                         "(instead of --timeline/--target/--probes)")
+    ev.add_argument(
+        "--config",
+        metavar="FILE",
+        help="evaluate the configured sources' events against the configured "
+        "targets, staleness windows, mode, forgetting window and probe file "
+        "(instead of --timeline/--target/--probes)",
+    )
 
     tl = commands.add_parser("timeline", help="print a timeline as JSONL")
-    tl.add_argument("--timeline", metavar="FILE",
-                    help="timeline JSONL (default: the bundled example)")
-    tl.add_argument("--config", metavar="FILE",
-                    help="print the configured sources' events, merged by event time")
-    tl.add_argument("--source", metavar="NAME",
-                    help="with a configuration (--config, else the built-in default): only "
-                         "this source's events")
+    tl.add_argument(
+        "--timeline", metavar="FILE", help="timeline JSONL (default: the bundled example)"
+    )
+    tl.add_argument(
+        "--config",
+        metavar="FILE",
+        help="print the configured sources' events, merged by event time",
+    )
+    tl.add_argument(
+        "--source",
+        metavar="NAME",
+        help="with a configuration (--config, else the built-in default): only "
+        "this source's events",
+    )
 
     rn = commands.add_parser("run", help="run the sidecar: scheduled runs, /metrics, /readyz")
-    rn.add_argument("--config", metavar="FILE",
-                    help="TOML configuration (default: $HEALTHD_CONFIG, else the built-in "
-                         "default: the bundled example against reference and naive, every "
-                         "minute)")
+    rn.add_argument(
+        "--config",
+        metavar="FILE",
+        help="TOML configuration (default: $HEALTHD_CONFIG, else the built-in "
+        "default: the bundled example against reference and naive, every "
+        "minute)",
+    )
 
     cc = commands.add_parser("check-config", help="validate a configuration and exit 0 or 2")
-    cc.add_argument("--config", metavar="FILE",
-                    help="TOML configuration (default: $HEALTHD_CONFIG)")
+    cc.add_argument(
+        "--config", metavar="FILE", help="TOML configuration (default: $HEALTHD_CONFIG)"
+    )
     return parser
 
 
@@ -100,6 +129,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
         if args.timeline:
             raise ConfigError("--timeline and --config/--source cannot be used together")
         from healthd.settings import load_settings
+
         settings = load_settings(args.config)
         write_timeline(configured_events(settings, only=args.source), sys.stdout)
         return 0
@@ -110,12 +140,14 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     """Every event the configured sources give from the start, merged by event time (each
     source keeping its own arrival order), as the daemon replays them in one run."""
-    from healthd.sources._merge import merge_timelines
     from healthd.sources import build_source
+    from healthd.sources._merge import merge_timelines
 
     if only is not None and only not in settings.sources:
-        raise ConfigError(f"--source {only!r}: no such source in the configuration; "
-                          f"configured: {', '.join(sorted(settings.sources))}")
+        raise ConfigError(
+            f"--source {only!r}: no such source in the configuration; "
+            f"configured: {', '.join(sorted(settings.sources))}"
+        )
     lists = []
     for name, cfg in settings.sources.items():
         if only is not None and name != only:
@@ -133,8 +165,10 @@ def _evaluate_configured(args: argparse.Namespace):
     from healthd.settings import load_settings
 
     if args.timeline or args.target or args.probes:
-        raise ConfigError("--config cannot be combined with --timeline, --target or --probes "
-                          "(they come from the configuration)")
+        raise ConfigError(
+            "--config cannot be combined with --timeline, --target or --probes "
+            "(they come from the configuration)"
+        )
     settings = load_settings(args.config)
     if args.mode is None:
         args.mode = settings.mode
@@ -165,9 +199,11 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
     path = config_path(args.config)
     settings = load_settings(path)
-    print(f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
-          f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "
-          f"({', '.join(sorted(settings.targets))}), schedule {settings.schedule.cron!r}")
+    print(
+        f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
+        f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "
+        f"({', '.join(sorted(settings.targets))}), schedule {settings.schedule.cron!r}"
+    )
     return 0
 
 
@@ -191,28 +227,46 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         progress = None
         if show_progress:
-            progress = stack.enter_context(Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeRemainingColumn(), console=err, transient=True))
-        for spec, memory in zip(specs, memories):
+            progress = stack.enter_context(
+                Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=err,
+                    transient=True,
+                )
+            )
+        for spec, memory in zip(specs, memories, strict=False):
             task = progress.add_task(spec.label, total=len(events)) if progress else None
             on_stage = (lambda _s, t=task: progress.advance(t)) if progress else None
             try:
-                results.append(evaluate(
-                    events, memory, probes, name=spec.label, kind=spec.kind, mode=args.mode,
-                    forgetting_window=args.forgetting_window, on_stage=on_stage,
-                    **({"windows": windows} if windows is not None else {})))
+                results.append(
+                    evaluate(
+                        events,
+                        memory,
+                        probes,
+                        name=spec.label,
+                        kind=spec.kind,
+                        mode=args.mode,
+                        forgetting_window=args.forgetting_window,
+                        on_stage=on_stage,
+                        **({"windows": windows} if windows is not None else {}),
+                    )
+                )
             finally:
                 memory.close()
     with ExitStack() as stack:
-        out = stack.enter_context(_open_output(args.output)) if args.output \
-            else sys.stdout
+        out = stack.enter_context(_open_output(args.output)) if args.output else sys.stdout
         if args.format == "json":
             json.dump(report_json(results, probes.version, len(probes)), out, indent=1)
             out.write("\n")
         else:
-            console = Console(file=out, width=110) if args.output or not sys.stdout.isatty() \
+            console = (
+                Console(file=out, width=110)
+                if args.output or not sys.stdout.isatty()
                 else Console()
+            )
             render_table(results, probes.version, len(probes), console)
     return 0
 
@@ -224,8 +278,12 @@ def _open_output(path: str):
         raise HealthdError(f"{path}: cannot write the report: {exc.strerror}") from None
 
 
-_COMMANDS = {"evaluate": _cmd_evaluate, "timeline": _cmd_timeline, "run": _cmd_run,
-             "check-config": _cmd_check_config}
+_COMMANDS = {
+    "evaluate": _cmd_evaluate,
+    "timeline": _cmd_timeline,
+    "run": _cmd_run,
+    "check-config": _cmd_check_config,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

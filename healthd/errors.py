@@ -10,8 +10,14 @@ class HealthdError(Exception):
 class TimelineError(HealthdError):
     """A timeline (JSONL or a source's output) is malformed."""
 
-    def __init__(self, message: str, *, line: int | None = None, field: str | None = None,
-                 origin: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+        origin: str | None = None,
+    ) -> None:
         self.line = line
         self.field = field
         self.origin = origin

@@ -16,16 +16,26 @@ every probe re-asked at every stage; scoring stays incremental, so the numbers s
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable, Literal, Sequence
+from typing import Literal
 
 from healthd.memory import ChangeTracking, Memory
 from healthd.model import ChangeEvent, Fact, FactKey, Probe, RetrievedFact, Status
 from healthd.probes import ProbeSet
-from healthd.scoring import (DEFAULT_FORGETTING_WINDOW, DEFAULT_WINDOWS, SIZE, Metrics,
-                             ProbeScore, Windows, add_cells, forgetting_check,
-                             metrics_from_counts, score_probe)
+from healthd.scoring import (
+    DEFAULT_FORGETTING_WINDOW,
+    DEFAULT_WINDOWS,
+    SIZE,
+    Metrics,
+    ProbeScore,
+    Windows,
+    add_cells,
+    forgetting_check,
+    metrics_from_counts,
+    score_probe,
+)
 from healthd.truth import GroundTruth
 
 Mode = Literal["full", "incremental"]
@@ -68,9 +78,15 @@ class ReplayStats:
 class Replay:
     """Replay state for one target: feed events one at a time, read results at any point."""
 
-    def __init__(self, memory: Memory, probes: ProbeSet, *, mode: Mode = "incremental",
-                 windows: Windows = DEFAULT_WINDOWS,
-                 forgetting_window: int = DEFAULT_FORGETTING_WINDOW) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        probes: ProbeSet,
+        *,
+        mode: Mode = "incremental",
+        windows: Windows = DEFAULT_WINDOWS,
+        forgetting_window: int = DEFAULT_FORGETTING_WINDOW,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
         self.memory = memory
@@ -108,8 +124,12 @@ class Replay:
         self.memory.apply(event)
         changed = self.memory.changed_keys(at) if self._tracking else None
 
-        entering = [p for key in event.keys if key not in self._active_keys
-                    and self.truth.asserted(key) for p in self._enter(key)]
+        entering = [
+            p
+            for key in event.keys
+            if key not in self._active_keys and self.truth.asserted(key)
+            for p in self._enter(key)
+        ]
         if self.mode == "full":
             ended = self._ended(self.truth.keys(), at)
             self._score_all(at)
@@ -121,19 +141,24 @@ class Replay:
         for fact in self._due.pop(self._index, ()):
             probe = self._generated_probe(fact.key)
             answer = self._answers.get(probe.id, ()) if probe else ()
-            add_cells(self._forget_counts,
-                      ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)))
+            add_cells(
+                self._forget_counts,
+                ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
+            )
         return StageResult(self._index, event.id, at, self.metrics())
 
     def metrics(self) -> dict[str, Metrics]:
-        return metrics_from_counts([a + b for a, b in zip(self._counts, self._forget_counts)])
+        return metrics_from_counts(
+            [a + b for a, b in zip(self._counts, self._forget_counts, strict=False)]
+        )
 
     def update_probes(self, probes: ProbeSet) -> list[Probe]:
         """Switch to a probe set that extends the current one; probes new to it whose key is
         already asserted enter P_i now (and are asked at the next stage's scoring)."""
         self._probe_set = probes
-        fresh = [p for key in self._active_keys for p in probes.for_key(key)
-                 if p.id not in self._active]
+        fresh = [
+            p for key in self._active_keys for p in probes.for_key(key) if p.id not in self._active
+        ]
         for probe in fresh:
             self._active[probe.id] = probe
         if fresh and self.at is not None:
@@ -152,15 +177,24 @@ class Replay:
             "events": self.stats.events,
             "probe_queries": self.stats.probe_queries,
             "forget_counts": list(self._forget_counts),
-            "due": {str(stage): [[f.subject, f.predicate, f.value, f.domain] for f in facts]
-                    for stage, facts in self._due.items()},
-            "was_current": [[k.subject, k.predicate, v, c]
-                            for (k, v), c in self._was_current.items()],
+            "due": {
+                str(stage): [[f.subject, f.predicate, f.value, f.domain] for f in facts]
+                for stage, facts in self._due.items()
+            },
+            "was_current": [
+                [k.subject, k.predicate, v, c] for (k, v), c in self._was_current.items()
+            ],
         }
 
     @classmethod
-    def restore(cls, memory: Memory, probes: ProbeSet, events: Iterable[ChangeEvent],
-                snapshot: dict, **options) -> "Replay":
+    def restore(
+        cls,
+        memory: Memory,
+        probes: ProbeSet,
+        events: Iterable[ChangeEvent],
+        snapshot: dict,
+        **options,
+    ) -> Replay:
         """Rebuild a replay whose ``events`` were already applied to ``memory`` (a persistent
         shadow): truth is folded again without touching the memory, then every active probe
         is asked once so the aggregates match the memory as it is now."""
@@ -170,10 +204,12 @@ class Replay:
         replay._index = int(snapshot["index"])
         replay.stats = ReplayStats(int(snapshot["events"]), int(snapshot["probe_queries"]))
         replay._forget_counts = [int(c) for c in snapshot["forget_counts"]]
-        replay._due = {int(stage): [Fact(*f) for f in facts]
-                       for stage, facts in snapshot["due"].items()}
-        replay._was_current = {(FactKey(s, p), v): bool(c)
-                               for s, p, v, c in snapshot["was_current"]}
+        replay._due = {
+            int(stage): [Fact(*f) for f in facts] for stage, facts in snapshot["due"].items()
+        }
+        replay._was_current = {
+            (FactKey(s, p), v): bool(c) for s, p, v, c in snapshot["was_current"]
+        }
         replay.at = replay.truth.latest
         for key in list(replay.truth.keys()):
             if replay.truth.asserted(key):
@@ -263,11 +299,18 @@ class Replay:
         self._by_fact_key.clear()
         for probe in self._active.values():
             self._ask(probe, at)
-            add_cells(self._counts, score_probe(probe, self._answers[probe.id], self.truth, at,
-                                                self.windows).cells)
+            add_cells(
+                self._counts,
+                score_probe(probe, self._answers[probe.id], self.truth, at, self.windows).cells,
+            )
 
-    def _score_changes(self, at: datetime, entering: Sequence[Probe],
-                       changed: set[FactKey] | None, touched: set[FactKey]) -> None:
+    def _score_changes(
+        self,
+        at: datetime,
+        entering: Sequence[Probe],
+        changed: set[FactKey] | None,
+        touched: set[FactKey],
+    ) -> None:
         ask: dict[str, Probe] = {p.id: p for p in entering}
         if changed is None:  # the memory cannot say what changed: ask everything again
             ask.update(self._active)
@@ -294,15 +337,22 @@ class Replay:
             self._rescore(probe, at)
 
 
-def evaluate(events: Sequence[ChangeEvent], memory: Memory, probes: ProbeSet, *,
-             name: str, kind: str, mode: Mode = "incremental",
-             windows: Windows = DEFAULT_WINDOWS,
-             forgetting_window: int = DEFAULT_FORGETTING_WINDOW, keep_stages: bool = True,
-             on_stage: Callable[[StageResult], None] | None = None) -> TargetResult:
+def evaluate(
+    events: Sequence[ChangeEvent],
+    memory: Memory,
+    probes: ProbeSet,
+    *,
+    name: str,
+    kind: str,
+    mode: Mode = "incremental",
+    windows: Windows = DEFAULT_WINDOWS,
+    forgetting_window: int = DEFAULT_FORGETTING_WINDOW,
+    keep_stages: bool = True,
+    on_stage: Callable[[StageResult], None] | None = None,
+) -> TargetResult:
     """Replay ``events`` (in arrival order) into a freshly reset ``memory``."""
     memory.reset()
-    replay = Replay(memory, probes, mode=mode, windows=windows,
-                    forgetting_window=forgetting_window)
+    replay = Replay(memory, probes, mode=mode, windows=windows, forgetting_window=forgetting_window)
     stages: list[StageResult] = []
     for event in events:
         stage = replay.step(event)
@@ -310,6 +360,13 @@ def evaluate(events: Sequence[ChangeEvent], memory: Memory, probes: ProbeSet, *,
             stages.append(stage)
         if on_stage is not None:
             on_stage(stage)
-    return TargetResult(name=name, kind=kind, stages=stages, metrics=replay.metrics(),
-                        probes=replay.report(), events=replay.stats.events,
-                        probe_queries=replay.stats.probe_queries, at=replay.at)
+    return TargetResult(
+        name=name,
+        kind=kind,
+        stages=stages,
+        metrics=replay.metrics(),
+        probes=replay.report(),
+        events=replay.stats.events,
+        probe_queries=replay.stats.probe_queries,
+        at=replay.at,
+    )

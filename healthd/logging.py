@@ -14,22 +14,36 @@ REDACTED = "[REDACTED]"
 
 _SECRET_KEY = re.compile(
     r"(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|authorization|credential"
-    r"|private[_-]?key|cookie)", re.IGNORECASE)
+    r"|private[_-]?key|cookie)",
+    re.IGNORECASE,
+)
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # scheme://user:password@host  ->  scheme://[REDACTED]@host
-    (re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s:@]*:[^/\s@]*@"),
-     r"\g<scheme>" + REDACTED + "@"),
+    (
+        re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s:@]*:[^/\s@]*@"),
+        r"\g<scheme>" + REDACTED + "@",
+    ),
     # scheme://token@host (a bare credential before @)
     (re.compile(r"(?P<scheme>\bhttps?://)[^/\s:@]{16,}@"), r"\g<scheme>" + REDACTED + "@"),
     # Authorization headers
     (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*"), r"\1 " + REDACTED),
     # name=value / name: value pairs for secret-looking names
-    (re.compile(r"(?i)\b([\w\-]*(?:password|passwd|secret|token|api[_-]?key|apikey)[\w\-]*)"
-                r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s&,;\"']+)"), r"\1\2" + REDACTED),
+    (
+        re.compile(
+            r"(?i)\b([\w\-]*(?:password|passwd|secret|token|api[_-]?key|apikey)[\w\-]*)"
+            r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s&,;\"']+)"
+        ),
+        r"\1\2" + REDACTED,
+    ),
     # well-known token shapes
-    (re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-                r"|glpat-[A-Za-z0-9\-_]{20,}|xox[baprs]-[A-Za-z0-9\-]{10,}"
-                r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9]{20,})\b"), REDACTED),
+    (
+        re.compile(
+            r"\b(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+            r"|glpat-[A-Za-z0-9\-_]{20,}|xox[baprs]-[A-Za-z0-9\-]{10,}"
+            r"|AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9]{20,})\b"
+        ),
+        REDACTED,
+    ),
 ]
 
 
@@ -42,8 +56,12 @@ def redact_text(text: str) -> str:
 def redact(value: Any, key: str | None = None) -> Any:
     """A copy of ``value`` with secrets replaced; a value under a secret-looking key is
     replaced whole."""
-    if key is not None and _SECRET_KEY.search(key) and value not in (None, "", True, False) \
-            and not isinstance(value, (int, float, dict, list, tuple)):
+    if (
+        key is not None
+        and _SECRET_KEY.search(key)
+        and value not in (None, "", True, False)
+        and not isinstance(value, (int, float, dict, list, tuple))
+    ):
         return REDACTED
     if isinstance(value, str):
         return redact_text(value)
@@ -57,18 +75,21 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 
 def redact_processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
-    return {k: (redact(v, k) if k not in ("level", "timestamp") else v)
-            for k, v in event_dict.items()}
+    return {
+        k: (redact(v, k) if k not in ("level", "timestamp") else v) for k, v in event_dict.items()
+    }
 
 
-def configure_logging(level: str = "info", fmt: str = "auto",
-                      stream: TextIO | None = None) -> None:
+def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
     """``fmt``: ``json``, ``console`` or ``auto`` (JSON unless ``stream`` is a terminal)."""
     stream = stream or sys.stdout
     if fmt == "auto":
         fmt = "console" if stream.isatty() else "json"
-    renderer: Any = (structlog.processors.JSONRenderer(sort_keys=False) if fmt == "json"
-                     else structlog.dev.ConsoleRenderer(colors=stream.isatty()))
+    renderer: Any = (
+        structlog.processors.JSONRenderer(sort_keys=False)
+        if fmt == "json"
+        else structlog.dev.ConsoleRenderer(colors=stream.isatty())
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -79,7 +100,8 @@ def configure_logging(level: str = "info", fmt: str = "auto",
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(
-            getattr(_stdlib_logging, level.upper())),
+            getattr(_stdlib_logging, level.upper())
+        ),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Literal, Mapping, NamedTuple
+from typing import Literal, NamedTuple
 
 Domain = Literal["tech", "ownership", "decision", "requirement"]
 DOMAINS: tuple[Domain, ...] = ("tech", "ownership", "decision", "requirement")

@@ -8,14 +8,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from healthd.errors import ProbeFileError
 from healthd.model import DOMAINS, ChangeEvent, Domain, FactKey, Probe
 
-_OWNERSHIP_PREDICATES = {"owner", "owners", "maintainer", "maintainers", "assignee",
-                         "assignees", "codeowners", "team", "owned_by"}
+_OWNERSHIP_PREDICATES = {
+    "owner",
+    "owners",
+    "maintainer",
+    "maintainers",
+    "assignee",
+    "assignees",
+    "codeowners",
+    "team",
+    "owned_by",
+}
 
 
 def _words(text: str) -> str:
@@ -27,7 +36,7 @@ def question_for(subject: str, predicate: str, domain: Domain) -> str:
     pred = predicate.lower()
     if pred in _OWNERSHIP_PREDICATES:
         return f"Who owns {subject}?"
-    if pred == "on_call" or pred == "on-call":
+    if pred in {"on_call", "on-call"}:
         return f"Who is on call for {subject}?"
     if pred == "language":
         return f"What programming language is {subject} written in?"
@@ -72,8 +81,12 @@ class ProbeSet:
         for probe in self.probes:
             by_key.setdefault(probe.key, []).append(probe)
         object.__setattr__(self, "by_key", {k: tuple(v) for k, v in by_key.items()})
-        canonical = json.dumps(sorted([p.id, p.question, p.subject, p.predicate, p.domain,
-                                       p.multi_valued] for p in self.probes))
+        canonical = json.dumps(
+            sorted(
+                [p.id, p.question, p.subject, p.predicate, p.domain, p.multi_valued]
+                for p in self.probes
+            )
+        )
         object.__setattr__(self, "version", hashlib.sha256(canonical.encode()).hexdigest()[:16])
 
     def __len__(self) -> int:
@@ -94,17 +107,26 @@ def build_probe_set(events: Iterable[ChangeEvent], extra: Sequence[Probe] = ()) 
         for fact in facts:
             domain, multi = keys.get(fact.key, (fact.domain, False))
             keys[fact.key] = (domain, multi or (fact is event.fact and event.multi_valued))
-    probes = [Probe(generated_probe_id(key), question_for(key.subject, key.predicate, domain),
-                    key.subject, key.predicate, domain, multi)
-              for key, (domain, multi) in keys.items()]
+    probes = [
+        Probe(
+            generated_probe_id(key),
+            question_for(key.subject, key.predicate, domain),
+            key.subject,
+            key.predicate,
+            domain,
+            multi,
+        )
+        for key, (domain, multi) in keys.items()
+    ]
     seen = {p.id for p in probes}
     for probe in extra:
         if probe.id in seen:
             raise ProbeFileError(f"probe id {probe.id!r} is used twice")
         seen.add(probe.id)
         domain, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
-        probes.append(Probe(probe.id, probe.question, probe.subject, probe.predicate, domain,
-                            multi, "file"))
+        probes.append(
+            Probe(probe.id, probe.question, probe.subject, probe.predicate, domain, multi, "file")
+        )
     return ProbeSet(tuple(probes))
 
 
@@ -138,9 +160,21 @@ def load_probe_file(path: str) -> list[Probe]:
             values[name] = value
         if values["domain"] not in DOMAINS:
             raise ProbeFileError(f"{where}, field 'domain': unknown domain {values['domain']!r}")
-        probe_id = obj.get("id") or "f-" + hashlib.sha256(
-            f"{values['question']}\x1f{values['subject']}\x1f{values['predicate']}".encode()
-        ).hexdigest()[:12]
-        probes.append(Probe(str(probe_id), values["question"], values["subject"],
-                            values["predicate"], values["domain"], origin="file"))  # type: ignore[arg-type]
+        probe_id = (
+            obj.get("id")
+            or "f-"
+            + hashlib.sha256(
+                f"{values['question']}\x1f{values['subject']}\x1f{values['predicate']}".encode()
+            ).hexdigest()[:12]
+        )
+        probes.append(
+            Probe(
+                str(probe_id),
+                values["question"],
+                values["subject"],
+                values["predicate"],
+                values["domain"],
+                origin="file",
+            )
+        )  # type: ignore[arg-type]
     return probes

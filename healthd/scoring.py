@@ -7,25 +7,39 @@ exactly the numbers that asking every probe gives.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
 
-from healthd.model import DOMAINS, Domain, Fact, FactKey, Probe, RetrievedFact, Status
+from healthd.model import DOMAINS, Fact, FactKey, Probe, RetrievedFact, Status
 
 BUCKETS: tuple[str, ...] = ("all", *DOMAINS)
 _BUCKET_INDEX = {name: i for i, name in enumerate(BUCKETS)}
 
 # Count fields, per bucket.
-POOL, FRESH, CONSISTENT, EXPECTED, COVERED, PROBES, CONTAMINATED, CONFLICTS, \
-    FORGET_DUE, FORGOTTEN = range(10)
+(
+    POOL,
+    FRESH,
+    CONSISTENT,
+    EXPECTED,
+    COVERED,
+    PROBES,
+    CONTAMINATED,
+    CONFLICTS,
+    FORGET_DUE,
+    FORGOTTEN,
+) = range(10)
 _FIELDS = 10
 SIZE = len(BUCKETS) * _FIELDS
 
 Windows = Mapping[str, timedelta]
 DEFAULT_WINDOWS: Mapping[str, timedelta] = {
-    "ownership": timedelta(days=30), "tech": timedelta(days=90),
-    "decision": timedelta(days=180), "requirement": timedelta(days=365)}
+    "ownership": timedelta(days=30),
+    "tech": timedelta(days=90),
+    "decision": timedelta(days=180),
+    "requirement": timedelta(days=365),
+}
 DEFAULT_FORGETTING_WINDOW = 3
 
 
@@ -45,9 +59,14 @@ class Metrics:
     conflicts: int
 
     def as_dict(self) -> dict[str, float | int | None]:
-        return {"freshness": self.freshness, "consistency": self.consistency,
-                "coverage": self.coverage, "forgetting": self.forgetting,
-                "contamination": self.contamination, "conflicts": self.conflicts}
+        return {
+            "freshness": self.freshness,
+            "consistency": self.consistency,
+            "coverage": self.coverage,
+            "forgetting": self.forgetting,
+            "contamination": self.contamination,
+            "conflicts": self.conflicts,
+        }
 
 
 def ratio(numerator: int, denominator: int) -> float | None:
@@ -66,14 +85,15 @@ def _cells(domain: str, field: int) -> tuple[int, int]:
 def metrics_from_counts(counts: Sequence[int]) -> dict[str, Metrics]:
     out = {}
     for i, bucket in enumerate(BUCKETS):
-        c = counts[i * _FIELDS:(i + 1) * _FIELDS]
+        c = counts[i * _FIELDS : (i + 1) * _FIELDS]
         out[bucket] = Metrics(
             freshness=ratio(c[FRESH], c[POOL]),
             consistency=ratio(c[CONSISTENT], c[POOL]),
             coverage=ratio(c[COVERED], c[EXPECTED]),
             forgetting=ratio(c[FORGOTTEN], c[FORGET_DUE]),
             contamination=ratio(c[CONTAMINATED], c[PROBES]),
-            conflicts=c[CONFLICTS])
+            conflicts=c[CONFLICTS],
+        )
     return out
 
 
@@ -89,8 +109,13 @@ class ProbeScore:
     stale_after: datetime | None
 
 
-def score_probe(probe: Probe, facts: Sequence[RetrievedFact], truth: TruthView,
-                at: datetime, windows: Windows = DEFAULT_WINDOWS) -> ProbeScore:
+def score_probe(
+    probe: Probe,
+    facts: Sequence[RetrievedFact],
+    truth: TruthView,
+    at: datetime,
+    windows: Windows = DEFAULT_WINDOWS,
+) -> ProbeScore:
     """Score one probe in P_i against its answer at ``at``.
 
     Facts flagged ``historical`` are history the memory was asked to mark as such: they are
@@ -129,14 +154,16 @@ def score_probe(probe: Probe, facts: Sequence[RetrievedFact], truth: TruthView,
     add(probe.domain, PROBES)
     if contaminated:
         add(probe.domain, CONTAMINATED)
-    if any(len(values) > 1 and not truth.multi_valued(key)
-           for key, values in values_by_key.items()):
+    if any(
+        len(values) > 1 and not truth.multi_valued(key) for key, values in values_by_key.items()
+    ):
         add(probe.domain, CONFLICTS)
     return ProbeScore(tuple(counts.items()), stale_after)
 
 
-def forgetting_check(fact: Fact, facts: Sequence[RetrievedFact], truth: TruthView,
-                     at: datetime) -> tuple[int, ...]:
+def forgetting_check(
+    fact: Fact, facts: Sequence[RetrievedFact], truth: TruthView, at: datetime
+) -> tuple[int, ...]:
     """The counts one ended fact adds when its forgetting window closes at ``at``.
 
     A fact that has become current again by then (a decision reversed back) is no longer
@@ -144,8 +171,9 @@ def forgetting_check(fact: Fact, facts: Sequence[RetrievedFact], truth: TruthVie
     """
     if truth.status_of(fact.key, fact.value, at) == "current":
         return ()
-    still_returned = any(not f.historical and f.key == fact.key and f.value == fact.value
-                         for f in facts)
+    still_returned = any(
+        not f.historical and f.key == fact.key and f.value == fact.value for f in facts
+    )
     cells = list(_cells(fact.domain, FORGET_DUE))
     if not still_returned:
         cells.extend(_cells(fact.domain, FORGOTTEN))

@@ -27,10 +27,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
-                      model_validator)
-from pydantic_settings import (BaseSettings, NoDecode, PydanticBaseSettingsSource,
-                               SettingsConfigDict, TomlConfigSettingsSource)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, HealthdError
@@ -40,12 +44,12 @@ DEFAULT_SCHEDULE = "* * * * *"
 DEFAULT_PORT = 9479
 
 
-
 Duration = Annotated[timedelta, Field(json_schema_extra={"format": "duration"})]
 
 
 def _example_timeline() -> str:
     from importlib import resources
+
     return str(resources.files("healthd") / "data" / "example_timeline.jsonl")
 
 
@@ -72,10 +76,12 @@ class TargetConfig(BaseModel):
     shadow: bool = False
 
     @model_validator(mode="after")
-    def _must_be_shadow(self) -> "TargetConfig":
+    def _must_be_shadow(self) -> TargetConfig:
         if self.shadow is not True:
-            raise ValueError("shadow: healthd writes only to shadow instances; declare the "
-                             "target `shadow = true` (a scope healthd owns and may reset)")
+            raise ValueError(
+                "shadow: healthd writes only to shadow instances; declare the "
+                "target `shadow = true` (a scope healthd owns and may reset)"
+            )
         return self
 
     @property
@@ -95,6 +101,7 @@ class ScheduleConfig(_Strict):
     @classmethod
     def _valid_cron(cls, value: str) -> str:
         from healthd.daemon.scheduler import parse_schedule
+
         parse_schedule(value)  # raises ValueError naming the problem
         return value.strip()
 
@@ -111,8 +118,12 @@ class StalenessConfig(_Strict):
         return parse_duration(value)
 
     def windows(self) -> dict[str, timedelta]:
-        return {"ownership": self.ownership, "tech": self.tech, "decision": self.decision,
-                "requirement": self.requirement}
+        return {
+            "ownership": self.ownership,
+            "tech": self.tech,
+            "decision": self.decision,
+            "requirement": self.requirement,
+        }
 
 
 class ServerConfig(_Strict):
@@ -140,13 +151,20 @@ def _default_sources() -> dict[str, SourceConfig]:
 
 
 def _default_targets() -> dict[str, TargetConfig]:
-    return {"reference": TargetConfig(kind="reference", shadow=True),
-            "naive": TargetConfig(kind="naive", shadow=True)}
+    return {
+        "reference": TargetConfig(kind="reference", shadow=True),
+        "naive": TargetConfig(kind="naive", shadow=True),
+    }
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HEALTHD_", env_nested_delimiter="__",
-                                      extra="forbid", toml_file=None, case_sensitive=False)
+    model_config = SettingsConfigDict(
+        env_prefix="HEALTHD_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        toml_file=None,
+        case_sensitive=False,
+    )
 
     sources: dict[str, SourceConfig] = Field(default_factory=_default_sources)
     targets: dict[str, TargetConfig] = Field(default_factory=_default_targets)
@@ -176,11 +194,14 @@ class Settings(BaseSettings):
         return value
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
-                                   init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource,
-                                   dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource):
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ):
         # Environment beats the file; init arguments (tests) beat both.
         return (init_settings, _Env(settings_cls), TomlConfigSettingsSource(settings_cls))
 
@@ -207,7 +228,7 @@ class _Env(PydanticBaseSettingsSource):
             lower = name.lower()
             if not lower.startswith("healthd_") or lower in self._IGNORED:
                 continue
-            path = lower[len("healthd_"):].split("__")
+            path = lower[len("healthd_") :].split("__")
             if not all(path):
                 continue
             node = out
@@ -254,14 +275,18 @@ def load_settings(path: str | None, *, deep: bool = True) -> Settings:
             raise ConfigError(f"{path}: cannot read configuration file: no such file")
         try:
             import tomllib
+
             with open(path, "rb") as handle:
                 tomllib.load(handle)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
         except ValueError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    bound = type("Settings", (Settings,), {
-        "model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": path})})
+    bound = type(
+        "Settings",
+        (Settings,),
+        {"model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": path})},
+    )
     try:
         settings = bound()
     except ValidationError as exc:
@@ -282,9 +307,9 @@ def _format_errors(exc: ValidationError, origin: str) -> list[str]:
         if error["type"] == "extra_forbidden":
             msg = "unknown key (not a setting healthd knows)"
         elif msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         if msg.startswith("shadow: "):  # raised by the target model as a whole
-            loc, msg = f"{loc}.shadow", msg[len("shadow: "):]
+            loc, msg = f"{loc}.shadow", msg[len("shadow: ") :]
         where = _env_name(error["loc"]) or origin
         lines.append(f"{where}: {loc}: {msg}")
     return lines
@@ -307,7 +332,7 @@ def import_plugins(names: list[str]) -> list[str]:
     for name in names:
         try:
             importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - any import failure is a config problem
+        except Exception as exc:
             problems.append(f"plugins: cannot import {name!r}: {type(exc).__name__}: {exc}")
     return problems
 
@@ -324,13 +349,15 @@ def check_settings(settings: Settings) -> list[str]:
             build_source(source.kind, name, source.options)
         except HealthdError as exc:
             problems.append(f"sources.{name}: {_strip_prefix(str(exc), name, 'source')}")
-        except Exception as exc:  # noqa: BLE001 - a factory's own bug still names the field
+        except Exception as exc:
             problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
     kinds = memory_kinds()
     for name, target in settings.targets.items():
         if target.kind not in kinds:
-            problems.append(f"targets.{name}.kind: unknown kind {target.kind!r}; known kinds: "
-                            f"{', '.join(kinds)}")
+            problems.append(
+                f"targets.{name}.kind: unknown kind {target.kind!r}; known kinds: "
+                f"{', '.join(kinds)}"
+            )
             continue
         options = dict(target.options)
         if "path" in options:
@@ -339,7 +366,7 @@ def check_settings(settings: Settings) -> list[str]:
             build_memory(TargetSpec(target.kind, options, name)).close()
         except HealthdError as exc:
             problems.append(f"targets.{name}: {_strip_prefix(str(exc), name, 'target')}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
     if settings.probes:
         try:
@@ -351,16 +378,21 @@ def check_settings(settings: Settings) -> list[str]:
 
 def _strip_prefix(message: str, name: str, what: str) -> str:
     prefix = f"{what} {name!r}: "
-    return message[len(prefix):] if message.startswith(prefix) else message
+    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
-def target_fingerprint(settings: Settings, name: str, options: dict[str, Any],
-                       probe_config: str) -> str:
+def target_fingerprint(
+    settings: Settings, name: str, options: dict[str, Any], probe_config: str
+) -> str:
     """What a target's shadow depends on besides the events: when this changes, the shadow
     is reset and everything is replayed."""
     target = settings.targets[name]
-    doc = {"kind": target.kind, "options": {k: str(v) for k, v in sorted(options.items())},
-           "windows": {d: w.total_seconds() for d, w in settings.staleness.windows().items()},
-           "forgetting_window": settings.forgetting_window, "mode": settings.mode,
-           "probes": probe_config}
+    doc = {
+        "kind": target.kind,
+        "options": {k: str(v) for k, v in sorted(options.items())},
+        "windows": {d: w.total_seconds() for d, w in settings.staleness.windows().items()},
+        "forgetting_window": settings.forgetting_window,
+        "mode": settings.mode,
+        "probes": probe_config,
+    }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]

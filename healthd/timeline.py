@@ -7,57 +7,80 @@ nothing is skipped silently.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, TextIO
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any, TextIO
 
 from healthd.errors import TimelineError
 from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Fact, FactKey
 
-_EVENT_FIELDS = {"id", "type", "timestamp", "source", "fact", "previous", "reason",
-                 "depends_on", "metadata"}
+_EVENT_FIELDS = {
+    "id",
+    "type",
+    "timestamp",
+    "source",
+    "fact",
+    "previous",
+    "reason",
+    "depends_on",
+    "metadata",
+}
 _FACT_FIELDS = ("subject", "predicate", "value", "domain")
 
 
 def format_timestamp(ts: datetime) -> str:
     """UTC ISO 8601 with a trailing Z, microseconds only when present."""
-    utc = ts.astimezone(timezone.utc)
+    utc = ts.astimezone(UTC)
     text = utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds")
     return text.replace("+00:00", "Z")
 
 
-def parse_timestamp(value: object, *, field: str = "timestamp", line: int | None = None,
-                    origin: str | None = None) -> datetime:
+def parse_timestamp(
+    value: object, *, field: str = "timestamp", line: int | None = None, origin: str | None = None
+) -> datetime:
     if not isinstance(value, str) or not value:
-        raise TimelineError("expected an ISO 8601 timestamp string", line=line, field=field,
-                            origin=origin)
+        raise TimelineError(
+            "expected an ISO 8601 timestamp string", line=line, field=field, origin=origin
+        )
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
     try:
         ts = datetime.fromisoformat(text)
     except ValueError:
-        raise TimelineError(f"not an ISO 8601 timestamp: {value!r}", line=line, field=field,
-                            origin=origin) from None
+        raise TimelineError(
+            f"not an ISO 8601 timestamp: {value!r}", line=line, field=field, origin=origin
+        ) from None
     if ts.tzinfo is None:
-        raise TimelineError(f"timestamp {value!r} has no timezone (add Z or an offset)",
-                            line=line, field=field, origin=origin)
-    return ts.astimezone(timezone.utc)
+        raise TimelineError(
+            f"timestamp {value!r} has no timezone (add Z or an offset)",
+            line=line,
+            field=field,
+            origin=origin,
+        )
+    return ts.astimezone(UTC)
 
 
 def fact_to_dict(fact: Fact) -> dict[str, str]:
-    return {"subject": fact.subject, "predicate": fact.predicate, "value": fact.value,
-            "domain": fact.domain}
+    return {
+        "subject": fact.subject,
+        "predicate": fact.predicate,
+        "value": fact.value,
+        "domain": fact.domain,
+    }
 
 
 def event_to_dict(event: ChangeEvent) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": event.id, "type": event.type,
-                           "timestamp": format_timestamp(event.timestamp),
-                           "source": event.source}
+    out: dict[str, Any] = {
+        "id": event.id,
+        "type": event.type,
+        "timestamp": format_timestamp(event.timestamp),
+        "source": event.source,
+    }
     if event.previous is not None:
         out["previous"] = fact_to_dict(event.previous)
     out["fact"] = fact_to_dict(event.fact)
     if event.reason is not None:
         out["reason"] = event.reason
-    out["depends_on"] = [{"subject": k.subject, "predicate": k.predicate}
-                         for k in event.depends_on]
+    out["depends_on"] = [{"subject": k.subject, "predicate": k.predicate} for k in event.depends_on]
     out["metadata"] = dict(event.metadata)
     return out
 
@@ -103,13 +126,15 @@ def _fact(obj: object, ctx: _Ctx, path: str) -> Fact:
         raise ctx.fail(f"unknown field(s) {sorted(extra)}", path)
     subject, predicate, value, domain = (_string(obj, n, ctx, path + ".") for n in _FACT_FIELDS)
     if domain not in DOMAINS:
-        raise ctx.fail(f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}",
-                       f"{path}.domain")
+        raise ctx.fail(
+            f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}", f"{path}.domain"
+        )
     return Fact(subject, predicate, value, domain)  # type: ignore[arg-type]
 
 
-def event_from_dict(obj: object, *, line: int | None = None,
-                    origin: str | None = None) -> ChangeEvent:
+def event_from_dict(
+    obj: object, *, line: int | None = None, origin: str | None = None
+) -> ChangeEvent:
     """Validate one decoded JSON object as a ChangeEvent."""
     ctx = _Ctx(line, origin)
     if not isinstance(obj, dict):
@@ -120,8 +145,7 @@ def event_from_dict(obj: object, *, line: int | None = None,
     event_id = _string(obj, "id", ctx, "")
     kind = _string(obj, "type", ctx, "")
     if kind not in EVENT_TYPES:
-        raise ctx.fail(f"unknown type {kind!r}; expected one of {', '.join(EVENT_TYPES)}",
-                       "type")
+        raise ctx.fail(f"unknown type {kind!r}; expected one of {', '.join(EVENT_TYPES)}", "type")
     if "timestamp" not in obj:
         raise ctx.fail("missing", "timestamp")
     timestamp = parse_timestamp(obj["timestamp"], line=line, origin=origin)
@@ -135,8 +159,9 @@ def event_from_dict(obj: object, *, line: int | None = None,
             raise ctx.fail("missing (required on a revised event)", "previous")
         previous = _fact(obj["previous"], ctx, "previous")
     elif obj.get("previous") is not None:
-        raise ctx.fail(f"only a revised event has a previous fact, this one is {kind!r}",
-                       "previous")
+        raise ctx.fail(
+            f"only a revised event has a previous fact, this one is {kind!r}", "previous"
+        )
     reason = obj.get("reason")
     if reason is not None and not isinstance(reason, str):
         raise ctx.fail(f"expected a string, got {reason!r}", "reason")
@@ -153,8 +178,11 @@ def event_from_dict(obj: object, *, line: int | None = None,
         extra = set(dep) - {"subject", "predicate"}
         if extra:
             raise ctx.fail(f"unknown field(s) {sorted(extra)}", path)
-        deps.append(FactKey(_string(dep, "subject", ctx, path + "."),
-                            _string(dep, "predicate", ctx, path + ".")))
+        deps.append(
+            FactKey(
+                _string(dep, "subject", ctx, path + "."), _string(dep, "predicate", ctx, path + ".")
+            )
+        )
     raw_meta = obj.get("metadata", {})
     if raw_meta is None:
         raw_meta = {}
@@ -163,13 +191,22 @@ def event_from_dict(obj: object, *, line: int | None = None,
     for k, v in raw_meta.items():
         if not isinstance(v, str):
             raise ctx.fail(f"expected a string value, got {v!r}", f"metadata.{k}")
-    return ChangeEvent(id=event_id, type=kind, timestamp=timestamp,  # type: ignore[arg-type]
-                       source=source, fact=fact, previous=previous, reason=reason,
-                       depends_on=tuple(deps), metadata=dict(raw_meta))
+    return ChangeEvent(
+        id=event_id,
+        type=kind,
+        timestamp=timestamp,  # type: ignore[arg-type]
+        source=source,
+        fact=fact,
+        previous=previous,
+        reason=reason,
+        depends_on=tuple(deps),
+        metadata=dict(raw_meta),
+    )
 
 
-def iter_timeline(lines: Iterable[str], *, origin: str | None = None,
-                  first_line: int = 1) -> Iterator[ChangeEvent]:
+def iter_timeline(
+    lines: Iterable[str], *, origin: str | None = None, first_line: int = 1
+) -> Iterator[ChangeEvent]:
     """Parse JSONL lines in arrival order; blank lines are allowed, duplicate ids are not."""
     seen: dict[str, int] = {}
     for number, raw in enumerate(lines, start=first_line):
@@ -179,12 +216,17 @@ def iter_timeline(lines: Iterable[str], *, origin: str | None = None,
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TimelineError(f"invalid JSON: {exc.msg} at column {exc.colno}",
-                                line=number, origin=origin) from None
+            raise TimelineError(
+                f"invalid JSON: {exc.msg} at column {exc.colno}", line=number, origin=origin
+            ) from None
         event = event_from_dict(obj, line=number, origin=origin)
         if event.id in seen:
-            raise TimelineError(f"duplicate id {event.id!r} (first on line {seen[event.id]})",
-                                line=number, field="id", origin=origin)
+            raise TimelineError(
+                f"duplicate id {event.id!r} (first on line {seen[event.id]})",
+                line=number,
+                field="id",
+                origin=origin,
+            )
         seen[event.id] = number
         yield event
 

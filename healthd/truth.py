@@ -10,9 +10,10 @@ change of that key's value does not cascade).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Iterable, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from healthd.model import ChangeEvent, Domain, Fact, FactKey, Status
 
@@ -22,7 +23,7 @@ EndKind = Literal["superseded", "invalidated"]
 class _Op(NamedTuple):
     at: datetime
     seq: int
-    assert_: bool           # True: the value holds from `at`; False: it ends at `at`
+    assert_: bool  # True: the value holds from `at`; False: it ends at `at`
     value: str
     domain: Domain
     end_kind: EndKind | None
@@ -44,7 +45,7 @@ class Interval:
 
 
 class _KeyHistory:
-    __slots__ = ("ops", "multi", "domain", "values", "asserted")
+    __slots__ = ("asserted", "domain", "multi", "ops", "values")
 
     def __init__(self, domain: Domain) -> None:
         self.ops: list[_Op] = []
@@ -116,20 +117,50 @@ class GroundTruth:
         fact, at = event.fact, event.timestamp
         deps = event.depends_on
         if event.type in ("added", "revalidated"):
-            self._push(fact, _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
-                       event.multi_valued)
+            self._push(
+                fact,
+                _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
+                event.multi_valued,
+            )
         elif event.type == "revised":
             prev = event.previous
             assert prev is not None
             history = self._history(fact.key, fact.domain, event.multi_valued)
             if prev.key != fact.key or history.multi:
-                self._push(prev, _Op(at, self._next(), False, prev.value, prev.domain,
-                                     "superseded", f"replaced by {fact.value!r}", ()), False)
-            self._push(fact, _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
-                       event.multi_valued)
+                self._push(
+                    prev,
+                    _Op(
+                        at,
+                        self._next(),
+                        False,
+                        prev.value,
+                        prev.domain,
+                        "superseded",
+                        f"replaced by {fact.value!r}",
+                        (),
+                    ),
+                    False,
+                )
+            self._push(
+                fact,
+                _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
+                event.multi_valued,
+            )
         else:
-            self._push(fact, _Op(at, self._next(), False, fact.value, fact.domain, "invalidated",
-                                 event.reason or "invalidated", ()), event.multi_valued)
+            self._push(
+                fact,
+                _Op(
+                    at,
+                    self._next(),
+                    False,
+                    fact.value,
+                    fact.domain,
+                    "invalidated",
+                    event.reason or "invalidated",
+                    (),
+                ),
+                event.multi_valued,
+            )
         if self.latest is None or at > self.latest:
             self.latest = at
         touched = self.affected(event.keys)
@@ -209,9 +240,12 @@ class GroundTruth:
     def status_of(self, key: FactKey, value: str, at: datetime) -> Status:
         best: Interval | None = None
         for interval in self._intervals(key, frozenset()):
-            if interval.value == value and interval.start <= at:
-                if best is None or interval.start >= best.start:
-                    best = interval
+            if (
+                interval.value == value
+                and interval.start <= at
+                and (best is None or interval.start >= best.start)
+            ):
+                best = interval
         if best is None:
             return "unknown"
         if best.end is None or best.end > at:
@@ -220,8 +254,11 @@ class GroundTruth:
 
     def current(self, key: FactKey, at: datetime) -> list[Fact]:
         """The facts the key holds at ``at``, in order of value."""
-        found = {i.value: i.domain for i in self._intervals(key, frozenset())
-                 if i.start <= at and (i.end is None or i.end > at)}
+        found = {
+            i.value: i.domain
+            for i in self._intervals(key, frozenset())
+            if i.start <= at and (i.end is None or i.end > at)
+        }
         return [Fact(key.subject, key.predicate, v, found[v]) for v in sorted(found)]
 
     def _intervals(self, key: FactKey, visiting: frozenset[FactKey]) -> list[Interval]:
@@ -251,8 +288,9 @@ class GroundTruth:
         self._cycle_cut = self._cycle_cut or outer_cut
         return own
 
-    def _first_removal(self, key: FactKey, after: datetime,
-                       visiting: frozenset[FactKey]) -> datetime | None:
+    def _first_removal(
+        self, key: FactKey, after: datetime, visiting: frozenset[FactKey]
+    ) -> datetime | None:
         removals = self._removals.get(key)
         if removals is None:
             removals = _segment_ends(self._intervals(key, visiting))

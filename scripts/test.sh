@@ -23,6 +23,10 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test]'
 
+# Lint and format are part of the suite: a failure here fails the run before any test.
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

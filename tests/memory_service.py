@@ -18,8 +18,9 @@ from healthd.timeline import event_from_dict, format_timestamp, parse_timestamp
 
 
 class MemoryService:
-    def __init__(self, protected: tuple[str, ...] = (), changes: bool = True,
-                 token: str | None = None) -> None:
+    def __init__(
+        self, protected: tuple[str, ...] = (), changes: bool = True, token: str | None = None
+    ) -> None:
         self.memories: dict[str, ReferenceMemory] = {}
         self.applied: dict[str, set[str]] = {}
         self.protected = set(protected)
@@ -45,7 +46,7 @@ class MemoryService:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "MemoryService":
+    def __enter__(self) -> MemoryService:
         self._thread.start()
         return self
 
@@ -58,8 +59,9 @@ class MemoryService:
         body = json.loads(request.rfile.read(length)) if length else None
         with self._lock:
             self.requests.append((method, request.path, request.headers.get("Authorization")))
-            status, payload = self._route(method, request.path, body,
-                                          request.headers.get("Authorization"))
+            status, payload = self._route(
+                method, request.path, body, request.headers.get("Authorization")
+            )
         data = b"" if payload is None else json.dumps(payload).encode()
         request.send_response(status)
         request.send_header("Content-Type", "application/json")
@@ -108,16 +110,28 @@ class MemoryService:
             p = body["probe"]
             probe = Probe(p["id"], p["question"], p["subject"], p["predicate"], p["domain"])
             answer = memory.answer(probe, parse_timestamp(body["at"]))
-            return 200, {"facts": [
-                {"subject": f.subject, "predicate": f.predicate, "value": f.value,
-                 "domain": f.domain, "record_id": f.record_id,
-                 "written_at": format_timestamp(f.written_at),
-                 "validated_at": format_timestamp(f.validated_at) if f.validated_at else None,
-                 "flags": sorted(f.flags)} for f in answer.facts[:body["k"]]]}
+            return 200, {
+                "facts": [
+                    {
+                        "subject": f.subject,
+                        "predicate": f.predicate,
+                        "value": f.value,
+                        "domain": f.domain,
+                        "record_id": f.record_id,
+                        "written_at": format_timestamp(f.written_at),
+                        "validated_at": format_timestamp(f.validated_at)
+                        if f.validated_at
+                        else None,
+                        "flags": sorted(f.flags),
+                    }
+                    for f in answer.facts[: body["k"]]
+                ]
+            }
         if op == "changes":
             if not self.changes:
                 return 501, {"message": "not offered"}
             keys = memory.changed_keys(parse_timestamp(body["until"]))
-            return 200, {"keys": [{"subject": k.subject, "predicate": k.predicate}
-                                  for k in sorted(keys)]}
+            return 200, {
+                "keys": [{"subject": k.subject, "predicate": k.predicate} for k in sorted(keys)]
+            }
         return 404, {"message": "not found"}

@@ -6,20 +6,26 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pytest
+from timeline_builders import added, fact, revised
 
 from healthd.cli import example_timeline_path
 from healthd.scoring import DEFAULT_WINDOWS
 from healthd.timeline import dumps_event
-from timeline_builders import added, fact, revised
 
 
 def healthd(*args: str, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="120")
-    return subprocess.run([sys.executable, "-m", "healthd", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "healthd", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def test_evaluate_with_no_arguments_prints_a_table_per_target_and_domain():
@@ -27,8 +33,18 @@ def test_evaluate_with_no_arguments_prints_a_table_per_target_and_domain():
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.index("reference") < out.index("naive")
-    for word in ("freshness", "consistency", "coverage", "forgetting", "contamination",
-                 "conflicts", "tech", "ownership", "decision", "requirement"):
+    for word in (
+        "freshness",
+        "consistency",
+        "coverage",
+        "forgetting",
+        "contamination",
+        "conflicts",
+        "tech",
+        "ownership",
+        "decision",
+        "requirement",
+    ):
         assert word in out
     assert "Traceback" not in done.stderr
 
@@ -41,31 +57,48 @@ def recompute(final, at):
     """The metrics of DESIGN.md, worked out from final.probes alone."""
     out = {}
     for bucket in ("all", "tech", "ownership", "decision", "requirement"):
-        def keep(domain):
-            return bucket == "all" or domain == bucket
-        pool = [(p, r) for p in final["probes"] for r in p["retrieved"]
-                if "historical" not in r["flags"] and keep(r["domain"])]
+
+        def keep(domain, bucket=bucket):
+            return bucket in {"all", domain}
+
+        pool = [
+            (p, r)
+            for p in final["probes"]
+            for r in p["retrieved"]
+            if "historical" not in r["flags"] and keep(r["domain"])
+        ]
         probes = [p for p in final["probes"] if keep(p["domain"])]
-        fresh = sum(at - datetime.fromisoformat(r["validated_at"].replace("Z", "+00:00"))
-                    <= DEFAULT_WINDOWS[r["domain"]] for _, r in pool)
+        fresh = sum(
+            at - datetime.fromisoformat(r["validated_at"].replace("Z", "+00:00"))
+            <= DEFAULT_WINDOWS[r["domain"]]
+            for _, r in pool
+        )
         expected = [(p, v) for p in probes for v in p["expected"]]
-        covered = sum(any(r["value"] == v and "historical" not in r["flags"]
-                          for r in p["retrieved"]) for p, v in expected)
+        covered = sum(
+            any(r["value"] == v and "historical" not in r["flags"] for r in p["retrieved"])
+            for p, v in expected
+        )
 
         def live(p):
             return [r for r in p["retrieved"] if "historical" not in r["flags"]]
-        contaminated = sum(any(r["status"] in ("superseded", "invalidated") for r in live(p))
-                           for p in probes)
-        conflicts = sum(any(len({r["value"] for r in live(p)
-                                 if (r["subject"], r["predicate"]) == key}) > 1
-                            for key in {(r["subject"], r["predicate"]) for r in live(p)})
-                        for p in probes)
-        out[bucket] = {"freshness": ratio(fresh, len(pool)),
-                       "consistency": ratio(sum(r["status"] == "current" for _, r in pool),
-                                            len(pool)),
-                       "coverage": ratio(covered, len(expected)),
-                       "contamination": ratio(contaminated, len(probes)),
-                       "conflicts": conflicts}
+
+        contaminated = sum(
+            any(r["status"] in ("superseded", "invalidated") for r in live(p)) for p in probes
+        )
+        conflicts = sum(
+            any(
+                len({r["value"] for r in live(p) if (r["subject"], r["predicate"]) == key}) > 1
+                for key in {(r["subject"], r["predicate"]) for r in live(p)}
+            )
+            for p in probes
+        )
+        out[bucket] = {
+            "freshness": ratio(fresh, len(pool)),
+            "consistency": ratio(sum(r["status"] == "current" for _, r in pool), len(pool)),
+            "coverage": ratio(covered, len(expected)),
+            "contamination": ratio(contaminated, len(probes)),
+            "conflicts": conflicts,
+        }
     return out
 
 
@@ -82,17 +115,37 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
         stage = target_report["stages"][0]
         assert set(stage) == {"index", "event_id", "timestamp", "metrics"}
         assert set(stage["metrics"]) == {"all", "tech", "ownership", "decision", "requirement"}
-        assert set(stage["metrics"]["all"]) == {"freshness", "consistency", "coverage",
-                                                "forgetting", "contamination", "conflicts"}
+        assert set(stage["metrics"]["all"]) == {
+            "freshness",
+            "consistency",
+            "coverage",
+            "forgetting",
+            "contamination",
+            "conflicts",
+        }
         final = target_report["final"]
         assert final["metrics"] == target_report["stages"][-1]["metrics"]
         probe = final["probes"][0]
-        assert set(probe) == {"id", "question", "subject", "predicate", "domain", "expected",
-                              "retrieved"}
+        assert set(probe) == {
+            "id",
+            "question",
+            "subject",
+            "predicate",
+            "domain",
+            "expected",
+            "retrieved",
+        }
         for p in final["probes"]:
             for r in p["retrieved"]:
-                assert set(r) == {"subject", "predicate", "value", "domain", "status",
-                                  "validated_at", "flags"}
+                assert set(r) == {
+                    "subject",
+                    "predicate",
+                    "value",
+                    "domain",
+                    "status",
+                    "validated_at",
+                    "flags",
+                }
                 assert r["status"] in ("current", "superseded", "invalidated", "unknown")
         at = datetime.fromisoformat(target_report["stages"][-1]["timestamp"].replace("Z", "+00:00"))
         again = recompute(final, at)
@@ -113,8 +166,11 @@ def test_modes_and_forgetting_window_are_honoured(tmp_path):
     full = json.loads(healthd("evaluate", "--format", "json", "--mode", "full").stdout)
     inc = json.loads(healthd("evaluate", "--format", "json", "--mode", "incremental").stdout)
     assert full == inc
-    wide = json.loads(healthd("evaluate", "--format", "json", "--target", "naive",
-                              "--forgetting-window", "500").stdout)
+    wide = json.loads(
+        healthd(
+            "evaluate", "--format", "json", "--target", "naive", "--forgetting-window", "500"
+        ).stdout
+    )
     assert wide["targets"][0]["final"]["metrics"]["all"]["forgetting"] is None
 
 
@@ -130,14 +186,33 @@ def test_timeline_prints_the_jsonl_it_read(tmp_path):
 def test_a_custom_timeline_and_probe_file(tmp_path):
     node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
     timeline = tmp_path / "t.jsonl"
-    timeline.write_text(dumps_event(added("e1", 0, node)) + "\n"
-                        + dumps_event(revised("e2", 3, node, go)) + "\n")
+    timeline.write_text(
+        dumps_event(added("e1", 0, node)) + "\n" + dumps_event(revised("e2", 3, node, go)) + "\n"
+    )
     probes = tmp_path / "probes.jsonl"
-    probes.write_text(json.dumps({"id": "stack", "question": "What is auth built with?",
-                                  "subject": "auth", "predicate": "language",
-                                  "domain": "tech"}) + "\n")
-    done = healthd("evaluate", "--timeline", str(timeline), "--probes", str(probes),
-                   "--target", "reference", "--format", "json")
+    probes.write_text(
+        json.dumps(
+            {
+                "id": "stack",
+                "question": "What is auth built with?",
+                "subject": "auth",
+                "predicate": "language",
+                "domain": "tech",
+            }
+        )
+        + "\n"
+    )
+    done = healthd(
+        "evaluate",
+        "--timeline",
+        str(timeline),
+        "--probes",
+        str(probes),
+        "--target",
+        "reference",
+        "--format",
+        "json",
+    )
     report = json.loads(done.stdout)
     assert report["probe_set"]["count"] == 2
     ids = {p["id"] for p in report["targets"][0]["final"]["probes"]}
@@ -145,23 +220,33 @@ def test_a_custom_timeline_and_probe_file(tmp_path):
     assert len(report["targets"][0]["stages"]) == 2
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--target", "pinecone"], "unknown kind 'pinecone'"),
-    (["--target", "reference:ttl=sometimes"], "switch ttl='sometimes': expected on or off"),
-    (["--target", "reference:forget=yes"], "unknown switch 'forget'"),
-    (["--timeline", "BAD"], "line 2, field 'fact.domain': unknown domain 'weather'"),
-    (["--timeline", "MISSING"], "cannot read timeline"),
-    (["--probes", "BADPROBES"], "line 1, field 'subject'"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--target", "pinecone"], "unknown kind 'pinecone'"),
+        (["--target", "reference:ttl=sometimes"], "switch ttl='sometimes': expected on or off"),
+        (["--target", "reference:forget=yes"], "unknown switch 'forget'"),
+        (["--timeline", "BAD"], "line 2, field 'fact.domain': unknown domain 'weather'"),
+        (["--timeline", "MISSING"], "cannot read timeline"),
+        (["--probes", "BADPROBES"], "line 1, field 'subject'"),
+    ],
+)
 def test_errors_are_one_clear_line_and_exit_code_2(tmp_path, args, words):
     bad = tmp_path / "bad.jsonl"
     good_line = dumps_event(added("e1", 0, fact("a", "b", "c")))
-    bad.write_text(good_line + "\n" + good_line.replace('"tech"', '"weather"').replace("e1", "e2")
-                   + "\n")
+    bad.write_text(
+        good_line + "\n" + good_line.replace('"tech"', '"weather"').replace("e1", "e2") + "\n"
+    )
     bad_probes = tmp_path / "probes.jsonl"
     bad_probes.write_text('{"question": "?", "predicate": "p", "domain": "tech"}\n')
-    args = [{"BAD": str(bad), "MISSING": str(tmp_path / "none.jsonl"),
-             "BADPROBES": str(bad_probes)}.get(a, a) for a in args]
+    args = [
+        {
+            "BAD": str(bad),
+            "MISSING": str(tmp_path / "none.jsonl"),
+            "BADPROBES": str(bad_probes),
+        }.get(a, a)
+        for a in args
+    ]
     done = healthd("evaluate", *args)
     assert done.returncode == 2
     assert words in done.stderr
@@ -181,7 +266,9 @@ def test_a_long_run_on_a_terminal_shows_a_progress_bar(tmp_path):
     timeline = tmp_path / "long.jsonl"
     with timeline.open("w") as out:
         for n in range(600):
-            out.write(dumps_event(added(f"e{n}", n / 10, fact(f"svc-{n % 50}", f"p{n}", "v"))) + "\n")
+            out.write(
+                dumps_event(added(f"e{n}", n / 10, fact(f"svc-{n % 50}", f"p{n}", "v"))) + "\n"
+            )
     output = bytearray()
 
     def read(fd):
@@ -192,14 +279,25 @@ def test_a_long_run_on_a_terminal_shows_a_progress_bar(tmp_path):
     env_backup = dict(os.environ)
     os.environ.update(COLUMNS="100", TERM="xterm")
     try:
-        status = pty.spawn([sys.executable, "-m", "healthd", "evaluate", "--timeline",
-                            str(timeline), "--target", "naive"], read)
+        status = pty.spawn(
+            [
+                sys.executable,
+                "-m",
+                "healthd",
+                "evaluate",
+                "--timeline",
+                str(timeline),
+                "--target",
+                "naive",
+            ],
+            read,
+        )
     finally:
         os.environ.clear()
         os.environ.update(env_backup)
     text = output.decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0
-    assert "━" in text and "/600" in text        # rich's bar and its n/total counter
+    assert "━" in text and "/600" in text  # rich's bar and its n/total counter
     assert "consistency" in text
 
 
@@ -207,27 +305,40 @@ def test_timeline_from_a_configured_git_source_prints_only_jsonl(tmp_path):
     repo = tmp_path / "repo"
     (repo / "billing").mkdir(parents=True)
     (repo / "billing" / "main.go").write_text("package main\n")
-    (repo / "billing" / "go.mod").write_text("module billing\n\nrequire github.com/lib/pq v1.10.9\n")
-    env = dict(os.environ, GIT_AUTHOR_DATE="2026-03-01T10:00:00Z",
-               GIT_COMMITTER_DATE="2026-03-01T10:00:00Z")
-    for cmd in (["init", "-q"], ["add", "-A"],
-                ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "billing"]):
+    (repo / "billing" / "go.mod").write_text(
+        "module billing\n\nrequire github.com/lib/pq v1.10.9\n"
+    )
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_DATE="2026-03-01T10:00:00Z",
+        GIT_COMMITTER_DATE="2026-03-01T10:00:00Z",
+    )
+    for cmd in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "billing"],
+    ):
         subprocess.run(["git", *cmd], cwd=repo, check=True, env=env)
     config = tmp_path / "healthd.toml"
-    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo}"\n'
-                      'revalidate_clock = "head"\n')
+    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo}"\nrevalidate_clock = "head"\n')
     done = healthd("timeline", "--config", str(config))
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert {(e["fact"]["predicate"], e["fact"]["value"]) for e in events} >= {
-        ("exists", "true"), ("language", "go"), ("dependency:github.com/lib/pq", "v1.10.9")}
+        ("exists", "true"),
+        ("language", "go"),
+        ("dependency:github.com/lib/pq", "v1.10.9"),
+    }
     assert all(e["timestamp"] == "2026-03-01T10:00:00Z" for e in events)
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--output", "/nonexistent/dir/report.txt"], "cannot write the report"),
-    (["--target", "reference:ttl_tech=99999999999999d"], "is too long"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--output", "/nonexistent/dir/report.txt"], "cannot write the report"),
+        (["--target", "reference:ttl_tech=99999999999999d"], "is too long"),
+    ],
+)
 def test_more_bad_input_is_exit_2_without_a_traceback(args, words):
     done = healthd("evaluate", *args)
     assert done.returncode == 2, done.stderr
@@ -236,8 +347,14 @@ def test_more_bad_input_is_exit_2_without_a_traceback(args, words):
 
 def test_an_absurd_staleness_window_in_the_environment_is_a_named_config_error(tmp_path):
     env = dict(os.environ, HEALTHD_STALENESS__OWNERSHIP="99999999999999d")
-    done = subprocess.run([sys.executable, "-m", "healthd", "check-config"], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert "staleness.ownership" in done.stderr and "too long" in done.stderr
     assert "Traceback" not in done.stderr

@@ -8,6 +8,7 @@ import sys
 import pytest
 import yaml
 from jsonschema import Draft202012Validator
+from memory_service import MemoryService
 from openapi_spec_validator import validate as validate_openapi
 
 from healthd.cli import example_timeline_path
@@ -16,7 +17,6 @@ from healthd.evaluator import evaluate
 from healthd.memory import build_memory, parse_target
 from healthd.probes import build_probe_set
 from healthd.timeline import event_to_dict, read_timeline
-from memory_service import MemoryService
 
 CONTRACT = "docs/memory-http-api.yaml"
 EVENTS = read_timeline(example_timeline_path())
@@ -24,23 +24,28 @@ PROBES = build_probe_set(EVENTS)
 
 
 def target(service: MemoryService, namespace: str = "healthd/shadow", **extra) -> str:
-    switches = {"base_url": service.url, "namespace": namespace, "shadow": "on",
-                "backoff_seconds": "0", **extra}
+    switches = {
+        "base_url": service.url,
+        "namespace": namespace,
+        "shadow": "on",
+        "backoff_seconds": "0",
+        **extra,
+    }
     return "http:" + ",".join(f"{k}={v}" for k, v in switches.items())
 
 
 def run(text: str, mode: str = "incremental"):
     spec = parse_target(text)
-    return evaluate(EVENTS, build_memory(spec), PROBES, name=spec.label, kind=spec.kind,
-                    mode=mode)
+    return evaluate(EVENTS, build_memory(spec), PROBES, name=spec.label, kind=spec.kind, mode=mode)
 
 
 def test_the_contract_is_a_valid_openapi_document_and_events_match_its_schema():
     document = yaml.safe_load(open(CONTRACT))
     validate_openapi(document)
     schemas = document["components"]["schemas"]
-    validator = Draft202012Validator({"$ref": "#/components/schemas/ChangeEvent",
-                                      "components": {"schemas": schemas}})
+    validator = Draft202012Validator(
+        {"$ref": "#/components/schemas/ChangeEvent", "components": {"schemas": schemas}}
+    )
     for event in EVENTS:
         validator.validate(event_to_dict(event))
 
@@ -100,14 +105,32 @@ def test_a_malformed_answer_names_the_field():
         memory = build_memory(parse_target(target(service)))
         memory.reset()
         memory.apply(EVENTS[0])
-        service.bad_query_body = {"facts": [{"subject": "a", "predicate": "b", "value": "c",
-                                             "domain": "weather", "record_id": "1",
-                                             "written_at": "2026-01-01T00:00:00Z"}]}
+        service.bad_query_body = {
+            "facts": [
+                {
+                    "subject": "a",
+                    "predicate": "b",
+                    "value": "c",
+                    "domain": "weather",
+                    "record_id": "1",
+                    "written_at": "2026-01-01T00:00:00Z",
+                }
+            ]
+        }
         with pytest.raises(MemoryAdapterError, match=r"field 'facts\[0\].domain'"):
             memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
-        service.bad_query_body = {"facts": [{"subject": "a", "predicate": "b", "value": "c",
-                                             "domain": "tech", "record_id": "1",
-                                             "written_at": "last tuesday"}]}
+        service.bad_query_body = {
+            "facts": [
+                {
+                    "subject": "a",
+                    "predicate": "b",
+                    "value": "c",
+                    "domain": "tech",
+                    "record_id": "1",
+                    "written_at": "last tuesday",
+                }
+            ]
+        }
         with pytest.raises(MemoryAdapterError, match=r"facts\[0\].written_at"):
             memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
 
@@ -130,17 +153,39 @@ def test_the_token_is_sent_and_never_shown(monkeypatch):
 
 def test_evaluate_runs_an_http_target_from_the_command_line():
     with MemoryService() as service:
-        done = subprocess.run([sys.executable, "-m", "healthd", "evaluate", "--target",
-                               target(service), "--format", "json"],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "healthd",
+                "evaluate",
+                "--target",
+                target(service),
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr
     assert '"kind": "http"' in done.stdout
 
 
 def test_an_unreachable_service_is_one_clear_error_line():
-    done = subprocess.run([sys.executable, "-m", "healthd", "evaluate", "--target",
-                           "http:base_url=http://127.0.0.1:9,namespace=s,shadow=on,"
-                           "max_retries=0"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "healthd",
+            "evaluate",
+            "--target",
+            "http:base_url=http://127.0.0.1:9,namespace=s,shadow=on,max_retries=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "http memory: checking namespace" in done.stderr
     assert "Traceback" not in done.stderr

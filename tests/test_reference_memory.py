@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 from healthd.errors import ShadowViolation, TargetError
 from healthd.memory import build_memory, parse_target
 from healthd.memory.reference import MetadataFilter, ReferenceMemory
 from healthd.model import ChangeEvent, Probe
 from healthd.probes import generated_probe_id, question_for
-from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
 alice = fact("billing", "owners", "@alice", "ownership")
@@ -22,8 +22,13 @@ DEPS = [("payments-v1", "exists")]
 
 
 def probe_for(f) -> Probe:
-    return Probe(generated_probe_id(f.key), question_for(f.subject, f.predicate, f.domain),
-                 f.subject, f.predicate, f.domain)
+    return Probe(
+        generated_probe_id(f.key),
+        question_for(f.subject, f.predicate, f.domain),
+        f.subject,
+        f.predicate,
+        f.domain,
+    )
 
 
 def values(memory, f, at):
@@ -39,21 +44,30 @@ def feed(memory, *events):
 def test_supersession_hides_the_old_value_unless_history_is_asked():
     memory = feed(ReferenceMemory(), added("1", 0, node), revised("2", 5, node, go))
     assert values(memory, node, 6) == ["go"]
-    history = memory.search("auth language", at=day(6), history=True,
-                            filters=[MetadataFilter("subject", "equals", "auth")])
+    history = memory.search(
+        "auth language",
+        at=day(6),
+        history=True,
+        filters=[MetadataFilter("subject", "equals", "auth")],
+    )
     assert {(r.value, "historical" in r.flags) for r in history} == {("go", False), ("node", True)}
 
 
 def test_without_supersession_both_values_come_back():
-    memory = feed(ReferenceMemory(supersession=False), added("1", 0, node),
-                  revised("2", 5, node, go))
+    memory = feed(
+        ReferenceMemory(supersession=False), added("1", 0, node), revised("2", 5, node, go)
+    )
     assert sorted(values(memory, node, 6)) == ["go", "node"]
 
 
 def test_a_late_backdated_revision_does_not_override_a_newer_value():
     rust = fact("auth", "language", "rust")
-    memory = feed(ReferenceMemory(), added("1", 0, node), revised("2", 20, node, rust),
-                  revised("3", 10, node, go))
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, node),
+        revised("2", 20, node, rust),
+        revised("3", 10, node, go),
+    )
     assert values(memory, node, 21) == ["rust"]
 
 
@@ -64,22 +78,33 @@ def test_propagation_ends_the_facts_of_a_removed_module():
 
 
 def test_a_dependent_fact_arriving_after_its_module_was_removed_is_born_ended():
-    memory = feed(ReferenceMemory(), added("1", 0, exists), invalidated("2", 5, exists),
-                  added("3", 2, pg, DEPS))
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, exists),
+        invalidated("2", 5, exists),
+        added("3", 2, pg, DEPS),
+    )
     assert values(memory, pg, 6) == []
 
 
 def test_soft_expiry_flags_ranks_lower_and_purges_after_the_grace_period():
-    memory = ReferenceMemory(supersession=False, ttl_windows={
-        "ownership": timedelta(days=30), "tech": timedelta(days=90),
-        "decision": timedelta(days=180), "requirement": timedelta(days=365)}, grace=1.0)
+    memory = ReferenceMemory(
+        supersession=False,
+        ttl_windows={
+            "ownership": timedelta(days=30),
+            "tech": timedelta(days=90),
+            "decision": timedelta(days=180),
+            "requirement": timedelta(days=365),
+        },
+        grace=1.0,
+    )
     feed(memory, added("1", 0, alice), added("2", 20, bob))
     [first, second] = memory.answer(probe_for(alice), day(40)).facts
     assert (first.value, first.flags) == ("@bob", frozenset())
     assert (second.value, second.flags) == ("@alice", frozenset({"soft_expired"}))
-    assert values(memory, alice, 61) == ["@bob"]          # alice purged at 2 x 30 days
+    assert values(memory, alice, 61) == ["@bob"]  # alice purged at 2 x 30 days
     memory.apply(revalidated("3", 62, bob))
-    assert values(memory, alice, 85) == ["@bob"]          # revalidation re-stamps expiry
+    assert values(memory, alice, 85) == ["@bob"]  # revalidation re-stamps expiry
 
 
 def test_a_ttl_change_touches_only_records_written_after_it():
@@ -116,9 +141,16 @@ def test_a_namespace_not_declared_shadow_is_refused():
 def test_metadata_filters_run_before_ranking():
     memory = ReferenceMemory()
     memory.apply(ChangeEvent("1", "added", day(0), "t", alice, metadata={"team": "payments-core"}))
-    memory.apply(ChangeEvent("2", "added", day(10), "t", fact("ledger", "owners", "@alice",
-                                                              "ownership"),
-                             metadata={"team": "ledger"}))
+    memory.apply(
+        ChangeEvent(
+            "2",
+            "added",
+            day(10),
+            "t",
+            fact("ledger", "owners", "@alice", "ownership"),
+            metadata={"team": "ledger"},
+        )
+    )
     memory.apply(added("3", 20, node))
 
     def found(*filters):
@@ -130,14 +162,18 @@ def test_metadata_filters_run_before_ranking():
     assert found(MetadataFilter("value", "contains", "alice")) == ["billing", "ledger"]
     assert found(MetadataFilter("created_at", "before", day(5))) == ["billing"]
     assert found(MetadataFilter("created_at", "after", day(5))) == ["auth", "ledger"]
-    assert found(MetadataFilter("updated_at", "after", day(15)),
-                 MetadataFilter("domain", "equals", "tech")) == ["auth"]
+    assert found(
+        MetadataFilter("updated_at", "after", day(15)), MetadataFilter("domain", "equals", "tech")
+    ) == ["auth"]
 
 
 def test_full_text_ranking_orders_the_results():
-    memory = feed(ReferenceMemory(), added("1", 0, fact("billing", "owners", "@alice", "ownership")),
-                  added("2", 0, fact("billing", "language", "kotlin")),
-                  added("3", 0, fact("billing", "dependency:postgres", "16")))
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, fact("billing", "owners", "@alice", "ownership")),
+        added("2", 0, fact("billing", "language", "kotlin")),
+        added("3", 0, fact("billing", "dependency:postgres", "16")),
+    )
     ranked = memory.search("which postgres version", at=day(1), k=3)
     assert ranked[0].predicate == "dependency:postgres"
     assert memory.search("kotlin", at=day(1), k=1)[0].value == "kotlin"
@@ -148,20 +184,23 @@ def test_changed_keys_reports_writes_and_expiries_once():
     memory.apply(added("1", 0, alice))
     assert memory.changed_keys(day(0)) == {alice.key}
     assert memory.changed_keys(day(10)) == set()
-    assert memory.changed_keys(day(31)) == {alice.key}     # soft expiry passed
-    assert memory.changed_keys(day(61)) == {alice.key}     # purge passed
+    assert memory.changed_keys(day(31)) == {alice.key}  # soft expiry passed
+    assert memory.changed_keys(day(61)) == {alice.key}  # purge passed
     assert memory.changed_keys(day(90)) == set()
 
 
-@pytest.mark.parametrize("text, words", [
-    ("reference:ttl=maybe", "expected on or off"),
-    ("reference:colour=red", "unknown switch 'colour'"),
-    ("reference:top_k=0", "at least 1"),
-    ("reference:ttl_ownership=soon", "expected a duration"),
-    ("reference:ttl", "is not name=value"),
-    ("reference:grace=-5", "must be 0 or more"),
-    ("mem0-cloud", "unknown kind 'mem0-cloud'"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("reference:ttl=maybe", "expected on or off"),
+        ("reference:colour=red", "unknown switch 'colour'"),
+        ("reference:top_k=0", "at least 1"),
+        ("reference:ttl_ownership=soon", "expected a duration"),
+        ("reference:ttl", "is not name=value"),
+        ("reference:grace=-5", "must be 0 or more"),
+        ("mem0-cloud", "unknown kind 'mem0-cloud'"),
+    ],
+)
 def test_bad_targets_are_named(text, words):
     with pytest.raises(TargetError, match=words):
         build_memory(parse_target(text))
@@ -173,9 +212,10 @@ def test_a_reopened_shadow_writes_late_events_at_the_clock_it_had(tmp_path):
     first = feed(ReferenceMemory(path=path), added("1", 0, node), added("2", 20, alice))
     first.close()
     reopened = ReferenceMemory(path=path)
-    reopened.apply(added("3", 5, erin))                 # found late, happened on day 5
-    uninterrupted = feed(ReferenceMemory(), added("1", 0, node), added("2", 20, alice),
-                         added("3", 5, erin))
+    reopened.apply(added("3", 5, erin))  # found late, happened on day 5
+    uninterrupted = feed(
+        ReferenceMemory(), added("1", 0, node), added("2", 20, alice), added("3", 5, erin)
+    )
     for memory in (reopened, uninterrupted):
         [record] = memory.answer(probe_for(erin), day(21)).facts
         assert (record.written_at, record.validated_at) == (day(20), day(5))

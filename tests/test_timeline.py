@@ -5,18 +5,27 @@ from __future__ import annotations
 import json
 
 import pytest
+from timeline_builders import added, fact, invalidated, revised
 
 from healthd.errors import TimelineError
 from healthd.sources import build_source
 from healthd.timeline import dumps_event, loads_timeline, read_timeline
-from timeline_builders import added, fact, invalidated, revised
 
-GOOD = {"id": "ev-7", "type": "revised", "timestamp": "2026-02-01T10:00:00Z", "source": "file",
-        "previous": {"subject": "auth-service", "predicate": "language", "value": "node",
-                     "domain": "tech"},
-        "fact": {"subject": "auth-service", "predicate": "language", "value": "go",
-                 "domain": "tech"},
-        "depends_on": [{"subject": "auth-service", "predicate": "exists"}], "metadata": {"pr": "42"}}
+GOOD = {
+    "id": "ev-7",
+    "type": "revised",
+    "timestamp": "2026-02-01T10:00:00Z",
+    "source": "file",
+    "previous": {
+        "subject": "auth-service",
+        "predicate": "language",
+        "value": "node",
+        "domain": "tech",
+    },
+    "fact": {"subject": "auth-service", "predicate": "language", "value": "go", "domain": "tech"},
+    "depends_on": [{"subject": "auth-service", "predicate": "exists"}],
+    "metadata": {"pr": "42"},
+}
 
 
 def test_the_design_example_round_trips():
@@ -32,18 +41,24 @@ def test_offsets_are_normalised_to_utc():
     assert json.loads(dumps_event(event))["timestamp"] == "2026-02-01T10:00:00Z"
 
 
-@pytest.mark.parametrize("change, field, words", [
-    ({"type": "deleted"}, "type", "unknown type 'deleted'"),
-    ({"timestamp": "2026-02-01T10:00:00"}, "timestamp", "no timezone"),
-    ({"timestamp": "yesterday"}, "timestamp", "not an ISO 8601"),
-    ({"fact": {"subject": "a", "predicate": "b", "value": "c", "domain": "weather"}},
-     "fact.domain", "unknown domain"),
-    ({"fact": {"subject": "a", "predicate": "b", "domain": "tech"}}, "fact.value", "missing"),
-    ({"previous": None}, "previous", "required on a revised event"),
-    ({"depends_on": [{"subject": "a"}]}, "depends_on[0].predicate", "missing"),
-    ({"metadata": {"n": 3}}, "metadata.n", "expected a string"),
-    ({"colour": "red"}, None, "unknown field(s) ['colour']"),
-])
+@pytest.mark.parametrize(
+    "change, field, words",
+    [
+        ({"type": "deleted"}, "type", "unknown type 'deleted'"),
+        ({"timestamp": "2026-02-01T10:00:00"}, "timestamp", "no timezone"),
+        ({"timestamp": "yesterday"}, "timestamp", "not an ISO 8601"),
+        (
+            {"fact": {"subject": "a", "predicate": "b", "value": "c", "domain": "weather"}},
+            "fact.domain",
+            "unknown domain",
+        ),
+        ({"fact": {"subject": "a", "predicate": "b", "domain": "tech"}}, "fact.value", "missing"),
+        ({"previous": None}, "previous", "required on a revised event"),
+        ({"depends_on": [{"subject": "a"}]}, "depends_on[0].predicate", "missing"),
+        ({"metadata": {"n": 3}}, "metadata.n", "expected a string"),
+        ({"colour": "red"}, None, "unknown field(s) ['colour']"),
+    ],
+)
 def test_a_bad_line_names_its_line_and_field(change, field, words):
     bad = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
     text = json.dumps(GOOD | {"id": "ok"}) + "\n\n" + json.dumps(bad) + "\n"
@@ -83,7 +98,7 @@ def test_the_file_source_reads_only_what_was_appended(tmp_path):
     assert source.pull(first.cursor).events == []
     with path.open("a") as handle:
         handle.write(dumps_event(revised("e2", 1, node, go)) + "\n")
-        handle.write(dumps_event(invalidated("e3", 2, go))[:20])   # still being written
+        handle.write(dumps_event(invalidated("e3", 2, go))[:20])  # still being written
     second = source.pull(first.cursor)
     assert [e.id for e in second.events] == ["e2"]
     with path.open("a") as handle:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
+
 from healthd.model import FactKey
 from healthd.truth import GroundTruth
-from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 a, b, c = (fact("auth", "language", v) for v in ("a", "b", "c"))
 exists = fact("payments-v1", "exists", "true")
@@ -25,7 +26,7 @@ def test_a_backdated_revision_arriving_late_never_replaces_the_newer_one():
     truth = GroundTruth([added("1", 0, a), revised("2", 20, a, c), revised("3", 10, a, b)])
     assert truth.latest == day(20)
     assert [f.value for f in truth.current(a.key, day(30))] == ["c"]
-    assert truth.status(b, day(15)) == "current"     # b held from day 10 to day 20
+    assert truth.status(b, day(15)) == "current"  # b held from day 10 to day 20
     assert truth.status(b, day(30)) == "superseded"
     assert truth.status(a, day(30)) == "superseded"
 
@@ -47,26 +48,33 @@ def test_removing_a_module_ends_the_facts_that_depend_on_it():
 
 def test_a_change_of_the_dependency_value_does_not_cascade():
     renamed = fact("payments-v1", "exists", "yes")
-    truth = GroundTruth([added("1", 0, exists), added("2", 1, pg, DEPS),
-                         revised("3", 5, exists, renamed)])
+    truth = GroundTruth(
+        [added("1", 0, exists), added("2", 1, pg, DEPS), revised("3", 5, exists, renamed)]
+    )
     assert truth.status(pg, day(6)) == "current"
 
 
 def test_cascades_are_transitive_and_a_late_removal_still_cascades():
     table = fact("payments-v1/ledger", "exists", "true")
     column = fact("payments-v1/ledger", "primary_key", "id")
-    truth = GroundTruth([added("1", 0, exists), added("2", 0, table, DEPS),
-                         added("3", 0, column, [("payments-v1/ledger", "exists")]),
-                         added("4", 20, node := fact("auth", "language", "go"))])
-    truth.apply(invalidated("5", 10, exists))       # arrives after day 20, happened on day 10
+    truth = GroundTruth(
+        [
+            added("1", 0, exists),
+            added("2", 0, table, DEPS),
+            added("3", 0, column, [("payments-v1/ledger", "exists")]),
+            added("4", 20, node := fact("auth", "language", "go")),
+        ]
+    )
+    truth.apply(invalidated("5", 10, exists))  # arrives after day 20, happened on day 10
     assert truth.status(table, day(20)) == "invalidated"
     assert truth.status(column, day(20)) == "invalidated"
     assert truth.status(node, day(20)) == "current"
 
 
 def test_a_fact_asserted_after_the_removal_survives_it():
-    truth = GroundTruth([added("1", 0, exists), invalidated("2", 5, exists),
-                         added("3", 6, pg, DEPS)])
+    truth = GroundTruth(
+        [added("1", 0, exists), invalidated("2", 5, exists), added("3", 6, pg, DEPS)]
+    )
     assert truth.status(pg, day(7)) == "current"
 
 
@@ -74,8 +82,13 @@ def test_multi_valued_keys_hold_several_values():
     x = fact("svc", "maintainers", "@x", "ownership")
     y = fact("svc", "maintainers", "@y", "ownership")
     z = fact("svc", "maintainers", "@z", "ownership")
-    truth = GroundTruth([added("1", 0, x, multi=True), added("2", 1, y, multi=True),
-                         revised("3", 2, x, z, multi=True)])
+    truth = GroundTruth(
+        [
+            added("1", 0, x, multi=True),
+            added("2", 1, y, multi=True),
+            revised("3", 2, x, z, multi=True),
+        ]
+    )
     assert [f.value for f in truth.current(x.key, day(3))] == ["@y", "@z"]
     assert truth.status(x, day(3)) == "superseded"
     assert truth.multi_valued(x.key)
@@ -100,16 +113,28 @@ def test_revision_across_keys_ends_the_old_key():
 
 
 def test_a_fact_reasserted_after_its_module_came_back_is_current_again():
-    truth = GroundTruth([added("1", 0, exists), added("2", 5, pg, DEPS),
-                         invalidated("3", 10, exists), added("4", 30, exists),
-                         added("5", 31, pg, DEPS)])
+    truth = GroundTruth(
+        [
+            added("1", 0, exists),
+            added("2", 5, pg, DEPS),
+            invalidated("3", 10, exists),
+            added("4", 30, exists),
+            added("5", 31, pg, DEPS),
+        ]
+    )
     assert truth.status(pg, day(20)) == "invalidated"
     assert truth.status(pg, day(31)) == "current"
     assert [f.value for f in truth.current(pg.key, day(32))] == ["13"]
 
 
 def test_a_revalidation_after_a_cascade_brings_the_fact_back():
-    truth = GroundTruth([added("1", 0, exists), added("2", 5, pg, DEPS),
-                         invalidated("3", 10, exists), added("4", 30, exists),
-                         revalidated("5", 31, pg, DEPS)])
+    truth = GroundTruth(
+        [
+            added("1", 0, exists),
+            added("2", 5, pg, DEPS),
+            invalidated("3", 10, exists),
+            added("4", 30, exists),
+            revalidated("5", 31, pg, DEPS),
+        ]
+    )
     assert truth.status(pg, day(31)) == "current"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 
-from healthd.model import (Answer, ChangeEvent, Fact, FactKey, Probe, RetrievedFact)
+from healthd.model import Answer, ChangeEvent, Fact, FactKey, Probe, RetrievedFact
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def day(n: float) -> datetime:
@@ -23,18 +23,34 @@ def _deps(deps: Iterable[tuple[str, str]]) -> tuple[FactKey, ...]:
 
 
 def added(id: str, at: float, f: Fact, deps=(), multi: bool = False) -> ChangeEvent:
-    return ChangeEvent(id, "added", day(at), "test", f, depends_on=_deps(deps),
-                       metadata={"cardinality": "multi"} if multi else {})
+    return ChangeEvent(
+        id,
+        "added",
+        day(at),
+        "test",
+        f,
+        depends_on=_deps(deps),
+        metadata={"cardinality": "multi"} if multi else {},
+    )
 
 
 def revalidated(id: str, at: float, f: Fact, deps=()) -> ChangeEvent:
     return ChangeEvent(id, "revalidated", day(at), "test", f, depends_on=_deps(deps))
 
 
-def revised(id: str, at: float, previous: Fact, current: Fact, deps=(),
-            multi: bool = False) -> ChangeEvent:
-    return ChangeEvent(id, "revised", day(at), "test", current, previous=previous,
-                       depends_on=_deps(deps), metadata={"cardinality": "multi"} if multi else {})
+def revised(
+    id: str, at: float, previous: Fact, current: Fact, deps=(), multi: bool = False
+) -> ChangeEvent:
+    return ChangeEvent(
+        id,
+        "revised",
+        day(at),
+        "test",
+        current,
+        previous=previous,
+        depends_on=_deps(deps),
+        metadata={"cardinality": "multi"} if multi else {},
+    )
 
 
 def invalidated(id: str, at: float, f: Fact, reason: str = "gone") -> ChangeEvent:
@@ -42,8 +58,16 @@ def invalidated(id: str, at: float, f: Fact, reason: str = "gone") -> ChangeEven
 
 
 def record(f: Fact, validated: float, *flags: str, rid: str = "") -> RetrievedFact:
-    return RetrievedFact(f.subject, f.predicate, f.value, f.domain, rid or f"r-{f.value}",
-                         day(validated), day(validated), frozenset(flags))
+    return RetrievedFact(
+        f.subject,
+        f.predicate,
+        f.value,
+        f.domain,
+        rid or f"r-{f.value}",
+        day(validated),
+        day(validated),
+        frozenset(flags),
+    )
 
 
 class ScriptedMemory:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobExecutionEvent
@@ -38,18 +38,29 @@ class Daemon:
         self.schedule = parse_schedule(settings.schedule.cron)
         self.tracer_provider = build_tracer_provider(
             endpoint=settings.tracing.otlp_endpoint,
-            service_name=settings.tracing.service_name, exporter=exporter)
+            service_name=settings.tracing.service_name,
+            exporter=exporter,
+        )
         self.state = StateStore(settings.state_path)
         self._histogram: Any = None
-        self.runner = Runner(settings, self.state, get_tracer(self.tracer_provider),
-                             observe_duration=self._observe)
+        self.runner = Runner(
+            settings, self.state, get_tracer(self.tracer_provider), observe_duration=self._observe
+        )
         self.registry, self._histogram = build_registry(self.runner.view)
-        self.server = HttpServer(settings.server.host, settings.server.port,
-                                 build_app(self.registry, self.runner.view, self.runner.ready))
+        self.server = HttpServer(
+            settings.server.host,
+            settings.server.port,
+            build_app(self.registry, self.runner.view, self.runner.ready),
+        )
         self.scheduler = BlockingScheduler(
-            timezone=timezone.utc, executors={"default": ThreadPoolExecutor(2)},
-            job_defaults={"coalesce": True, "max_instances": 1,
-                          "misfire_grace_time": self.schedule.misfire_grace_seconds})
+            timezone=UTC,
+            executors={"default": ThreadPoolExecutor(2)},
+            job_defaults={
+                "coalesce": True,
+                "max_instances": 1,
+                "misfire_grace_time": self.schedule.misfire_grace_seconds,
+            },
+        )
         self.scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
         self._stopping = threading.Event()
 
@@ -60,14 +71,18 @@ class Daemon:
     def _on_missed(self, event: JobExecutionEvent) -> None:
         self.runner.count_missed()
         reason = "still running" if event.code == EVENT_JOB_MAX_INSTANCES else "missed"
-        log.warning("scheduled run skipped", reason=reason,
-                    scheduled=event.scheduled_run_time.isoformat()
-                    if getattr(event, "scheduled_run_time", None) else None)
+        log.warning(
+            "scheduled run skipped",
+            reason=reason,
+            scheduled=event.scheduled_run_time.isoformat()
+            if getattr(event, "scheduled_run_time", None)
+            else None,
+        )
 
     def _job(self) -> None:
         try:
             self.runner.run_once()
-        except Exception:  # noqa: BLE001 - the daemon keeps scheduling
+        except Exception:
             log.exception("run crashed")
 
     def request_stop(self, signum: int | None = None) -> None:
@@ -77,32 +92,39 @@ class Daemon:
         self._stopping.set()
         self.runner.stop.set()
         log.info("stopping", signal=signal.Signals(signum).name if signum else None)
-        threading.Thread(target=self._shutdown_scheduler, name="healthd-stop",
-                         daemon=True).start()
+        threading.Thread(target=self._shutdown_scheduler, name="healthd-stop", daemon=True).start()
 
     def _shutdown_scheduler(self) -> None:
         try:
             self.scheduler.shutdown(wait=False)
-        except Exception:  # noqa: BLE001 - not running yet / already stopped
+        except Exception:
             pass
 
     def serve(self) -> int:
         self.server.start()
         s = self.settings
-        log.info("healthd started", version=__version__, host=self.server.host,
-                 port=self.server.port, schedule=self.schedule.expression,
-                 misfire_grace_seconds=self.schedule.misfire_grace_seconds,
-                 state=s.state_path, sources=sorted(s.sources), targets=sorted(s.targets),
-                 tracing=traces_endpoint(s.tracing.otlp_endpoint) or "off",
-                 config=getattr(s, "origin", None))
+        log.info(
+            "healthd started",
+            version=__version__,
+            host=self.server.host,
+            port=self.server.port,
+            schedule=self.schedule.expression,
+            misfire_grace_seconds=self.schedule.misfire_grace_seconds,
+            state=s.state_path,
+            sources=sorted(s.sources),
+            targets=sorted(s.targets),
+            tracing=traces_endpoint(s.tracing.otlp_endpoint) or "off",
+            config=getattr(s, "origin", None),
+        )
         for t in self.runner.targets.values():
             if t.note:
                 log.info("next run starts from scratch", target=t.name, reason=t.note)
         kwargs: dict[str, Any] = {}
         if s.schedule.run_on_start:
-            kwargs["next_run_time"] = datetime.now(timezone.utc)
-        self.scheduler.add_job(self._job, self.schedule.trigger, id="run", name="healthd run",
-                               **kwargs)
+            kwargs["next_run_time"] = datetime.now(UTC)
+        self.scheduler.add_job(
+            self._job, self.schedule.trigger, id="run", name="healthd run", **kwargs
+        )
         try:
             if not self._stopping.is_set():
                 self.scheduler.start()
@@ -129,10 +151,9 @@ def run(settings: Settings) -> int:
     try:
         daemon = Daemon(settings)
     except OSError as exc:
-        raise HealthdError(f"cannot listen on {settings.server.host}:{settings.server.port}: "
-                           f"{exc.strerror or exc}") from exc
+        raise HealthdError(
+            f"cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror or exc}"
+        ) from exc
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda n, _f: daemon.request_stop(n))
     return daemon.serve()
-
-

@@ -23,13 +23,15 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
+from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.evaluator import Replay
 from healthd.exporters.report import metrics_json
 from healthd.logging import get_logger, redact_text
@@ -40,7 +42,6 @@ from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
 from healthd.sources._merge import merge_timelines
 from healthd.timeline import format_timestamp
-from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 
 log = get_logger("healthd.runner")
 
@@ -63,7 +64,7 @@ def is_persistent(options: dict[str, Any]) -> bool:
     return "path" in options and str(options["path"]) not in ("", ":memory:")
 
 
-def _build(t: "TargetRuntime") -> Memory:
+def _build(t: TargetRuntime) -> Memory:
     if t.persistent:
         os.makedirs(os.path.dirname(os.path.abspath(str(t.options["path"]))), exist_ok=True)
     return build_memory(TargetSpec(t.kind, t.options, t.name))
@@ -103,18 +104,24 @@ class RunSummary:
 
 
 class Runner:
-    def __init__(self, settings: Settings, state: StateStore, tracer: Tracer, *,
-                 clock: Callable[[], float] = time.time,
-                 observe_duration: Callable[[str, float], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        state: StateStore,
+        tracer: Tracer,
+        *,
+        clock: Callable[[], float] = time.time,
+        observe_duration: Callable[[str, float], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.state = state
         self.tracer = tracer
         self.clock = clock
         self.observe_duration = observe_duration or (lambda _t, _d: None)
-        self.lock = threading.Lock()          # one run at a time; shutdown waits on it
+        self.lock = threading.Lock()  # one run at a time; shutdown waits on it
         self.stop = threading.Event()
-        self._view_lock = threading.Lock()    # scrapes read a consistent view
-        self.runs_completed = 0               # in this process
+        self._view_lock = threading.Lock()  # scrapes read a consistent view
+        self.runs_completed = 0  # in this process
         self.missed_runs = 0
         self.last_run: RunSummary | None = None
 
@@ -130,8 +137,9 @@ class Runner:
         self.sources: dict[str, SourceRuntime] = {}
         for name, cfg in settings.sources.items():
             source = build_source(cfg.kind, name, cfg.options)
-            self.sources[name] = SourceRuntime(name, cfg.kind, source,
-                                               rows.get(name, SourceRow(name)))
+            self.sources[name] = SourceRuntime(
+                name, cfg.kind, source, rows.get(name, SourceRow(name))
+            )
 
         self._probe_extra, self.probe_config = self._read_probe_config()
         self.probes: ProbeSet = build_probe_set(self.events, self._probe_extra)
@@ -142,8 +150,9 @@ class Runner:
             options = target_options(settings, name)
             fingerprint = target_fingerprint(settings, name, options, self.probe_config)
             row = target_rows.get(name) or TargetRow(name, fingerprint)
-            runtime = TargetRuntime(name, cfg.kind, options, is_persistent(options),
-                                    fingerprint, row)
+            runtime = TargetRuntime(
+                name, cfg.kind, options, is_persistent(options), fingerprint, row
+            )
             self.targets[name] = runtime
             self._restore(runtime)
 
@@ -154,8 +163,10 @@ class Runner:
         if row.applied == 0 and row.results is None:
             return
         if row.fingerprint != t.fingerprint:
-            t.note = "configuration changed since the last run (probe file, staleness, " \
-                     "forgetting window, mode or target options): fresh replay"
+            t.note = (
+                "configuration changed since the last run (probe file, staleness, "
+                "forgetting window, mode or target options): fresh replay"
+            )
             row.results = None
             return
         if row.applied > len(self.events):
@@ -166,28 +177,43 @@ class Runner:
             t.note = "the previous run was interrupted while writing the shadow: fresh replay"
             return
         if not t.persistent:
-            t.note = (f"the shadow lives in process memory; replaying {row.applied} stored "
-                      "events from scratch into a fresh one")
+            t.note = (
+                f"the shadow lives in process memory; replaying {row.applied} stored "
+                "events from scratch into a fresh one"
+            )
             return
         if row.snapshot is None:
             t.note = "no replay snapshot stored: fresh replay"
             return
         try:
             memory = _build(t)
-            t.replay = Replay.restore(memory, self.probes, self.events[:row.applied],
-                                      row.snapshot, **self._replay_options())
+            t.replay = Replay.restore(
+                memory,
+                self.probes,
+                self.events[: row.applied],
+                row.snapshot,
+                **self._replay_options(),
+            )
             t.probes = self.probes
             t.memory = memory
             t.built_fingerprint = t.fingerprint
-            log.info("shadow restored", target=t.name, events=row.applied,
-                     shadow=str(t.options.get("path")), replayed=0)
-        except Exception as exc:  # noqa: BLE001 - a broken shadow means a fresh replay
+            log.info(
+                "shadow restored",
+                target=t.name,
+                events=row.applied,
+                shadow=str(t.options.get("path")),
+                replayed=0,
+            )
+        except Exception as exc:
             t.replay = None
             t.note = f"could not restore the shadow ({type(exc).__name__}: {exc}): fresh replay"
 
     def _replay_options(self) -> dict[str, Any]:
-        return {"mode": self.settings.mode, "windows": self.settings.staleness.windows(),
-                "forgetting_window": self.settings.forgetting_window}
+        return {
+            "mode": self.settings.mode,
+            "windows": self.settings.staleness.windows(),
+            "forgetting_window": self.settings.forgetting_window,
+        }
 
     def _read_probe_config(self) -> tuple[list, str]:
         path = self.settings.probes
@@ -216,8 +242,9 @@ class Runner:
         t0 = time.perf_counter()
         record = RunRecord()
         summary = RunSummary(run_id, started, 0.0, 0)
-        with self.tracer.start_as_current_span("healthd.run", attributes={
-                "healthd.run_id": run_id, "healthd.version": __version__}) as root:
+        with self.tracer.start_as_current_span(
+            "healthd.run", attributes={"healthd.run_id": run_id, "healthd.version": __version__}
+        ) as root:
             with self.tracer.start_as_current_span("pull") as span:
                 pulled = self._pull(run_id, record)
                 span.set_attribute("healthd.events.new", len(pulled))
@@ -228,10 +255,18 @@ class Runner:
             with self._view_lock:
                 self.events.extend(new)
             self.state.set_dirty(
-                [t.name for t in self.targets.values() if t.persistent and
-                 (t.replay is None or t.row.applied < len(self.events)
-                  or t.fingerprint != t.built_fingerprint)],
-                {t.name: t.fingerprint for t in self.targets.values()})
+                [
+                    t.name
+                    for t in self.targets.values()
+                    if t.persistent
+                    and (
+                        t.replay is None
+                        or t.row.applied < len(self.events)
+                        or t.fingerprint != t.built_fingerprint
+                    )
+                ],
+                {t.name: t.fingerprint for t in self.targets.values()},
+            )
             for t in self.targets.values():
                 if self.stop.is_set():
                     summary.aborted = True
@@ -248,8 +283,10 @@ class Runner:
                 span.set_attribute("healthd.targets", len(self.targets))
             summary.duration = time.perf_counter() - t0
             root.set_attribute("healthd.events.new", len(new))
-            root.set_attribute("healthd.targets.failed",
-                               sum(1 for o in summary.targets.values() if o["result"] == "failure"))
+            root.set_attribute(
+                "healthd.targets.failed",
+                sum(1 for o in summary.targets.values() if o["result"] == "failure"),
+            )
             if any(o["result"] == "failure" for o in summary.targets.values()):
                 root.set_status(Status(StatusCode.ERROR, "a target failed"))
         with self._view_lock:
@@ -263,11 +300,13 @@ class Runner:
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
         for s in self.sources.values():
-            with self.tracer.start_as_current_span("pull " + s.name, attributes={
-                    "healthd.source": s.name, "healthd.source.kind": s.kind}) as span:
+            with self.tracer.start_as_current_span(
+                "pull " + s.name,
+                attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
+            ) as span:
                 try:
                     result = s.source.pull(s.row.cursor)
-                except Exception as exc:  # noqa: BLE001 - a failing source is a metric
+                except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
                 fresh = []
                 for event in result.events:
@@ -275,9 +314,13 @@ class Runner:
                     if key not in self._seen:
                         self._seen.add(key)
                         fresh.append(event)
-                row = SourceRow(s.name, result.cursor, s.row.events_total + len(fresh),
-                                0 if result.error else 1,
-                                redact_text(result.error) if result.error else None)
+                row = SourceRow(
+                    s.name,
+                    result.cursor,
+                    s.row.events_total + len(fresh),
+                    0 if result.error else 1,
+                    redact_text(result.error) if result.error else None,
+                )
                 with self._view_lock:
                     s.row = row
                 source_of.update((id(e), s.name) for e in fresh)
@@ -286,11 +329,15 @@ class Runner:
                 span.set_attribute("healthd.source.up", row.up)
                 if result.error:
                     span.set_status(Status(StatusCode.ERROR, row.last_error))
-                    log.error("source failed", run_id=run_id, source=s.name,
-                              error=row.last_error, events=len(fresh))
+                    log.error(
+                        "source failed",
+                        run_id=run_id,
+                        source=s.name,
+                        error=row.last_error,
+                        events=len(fresh),
+                    )
                 for reason in result.skipped:
-                    log.warning("source skipped input", run_id=run_id, source=s.name,
-                                reason=reason)
+                    log.warning("source skipped input", run_id=run_id, source=s.name, reason=reason)
                 per_source.append(fresh)
         return [(source_of[id(e)], e) for e in merge_timelines(*per_source)]
 
@@ -298,13 +345,13 @@ class Runner:
         """Read the probe file again; a changed file changes every target's fingerprint."""
         try:
             extra, config = self._read_probe_config()
-        except Exception as exc:  # noqa: BLE001 - keep the old probe file, say so
-            log.error("probe file unreadable; keeping the previous probes",
-                      error=redact_text(str(exc)))
+        except Exception as exc:
+            log.error(
+                "probe file unreadable; keeping the previous probes", error=redact_text(str(exc))
+            )
             return
         if config != self.probe_config:
-            log.info("probe file changed: every target starts a fresh replay",
-                     probe_config=config)
+            log.info("probe file changed: every target starts a fresh replay", probe_config=config)
             self.probe_config = config
             self._probe_extra = extra
             for t in self.targets.values():
@@ -326,12 +373,16 @@ class Runner:
         outcome: dict[str, Any] = {"result": "success", "events": max(new, 0), "replayed": 0}
         probes = self._current_probes()
         try:
-            with self.tracer.start_as_current_span("replay", attributes={
-                    "healthd.target": t.name, "healthd.target.kind": t.kind}) as span:
+            with self.tracer.start_as_current_span(
+                "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
+            ) as span:
                 fresh = t.replay is None or t.built_fingerprint != t.fingerprint
                 if fresh:
-                    reason = t.note or ("configuration changed: fresh replay"
-                                        if t.built_fingerprint else "first replay")
+                    reason = t.note or (
+                        "configuration changed: fresh replay"
+                        if t.built_fingerprint
+                        else "first replay"
+                    )
                     todo: Sequence[ChangeEvent] = self.events
                     self._close(t)
                     memory = _build(t)
@@ -341,11 +392,16 @@ class Runner:
                     t.probes = probes
                     t.built_fingerprint = t.fingerprint
                     if todo:
-                        log.info("fresh replay", run_id=run_id, target=t.name, reason=reason,
-                                 events=len(todo))
+                        log.info(
+                            "fresh replay",
+                            run_id=run_id,
+                            target=t.name,
+                            reason=reason,
+                            events=len(todo),
+                        )
                     t.note = None
                 else:
-                    todo = self.events[row.applied:]
+                    todo = self.events[row.applied :]
                     if probes is not t.probes:
                         t.replay.update_probes(probes)
                         t.probes = probes
@@ -357,8 +413,9 @@ class Runner:
                 outcome["replayed"] = len(todo)
                 span.set_attribute("healthd.events.replayed", len(todo))
                 span.set_attribute("healthd.replay.fresh", fresh)
-            with self.tracer.start_as_current_span("score", attributes={
-                    "healthd.target": t.name}) as span:
+            with self.tracer.start_as_current_span(
+                "score", attributes={"healthd.target": t.name}
+            ) as span:
                 metrics = replay.metrics()
                 results = {
                     "metrics": metrics_json(metrics),
@@ -403,7 +460,7 @@ class Runner:
             duration = time.perf_counter() - t0
             self.observe_duration(t.name, duration)
             return outcome
-        except Exception as exc:  # noqa: BLE001 - a failing target is a metric and a line
+        except Exception as exc:
             self._close(t)
             t.note = "the previous run failed: fresh replay"
             message = redact_text(f"{type(exc).__name__}: {exc}")
@@ -417,9 +474,14 @@ class Runner:
             outcome = {"result": "failure", "events": max(new, 0), "error": message}
         self.observe_duration(t.name, duration)
         outcome["duration_seconds"] = round(duration, 6)
-        log_fields = {"run_id": run_id, "target": t.name, "result": outcome["result"],
-                      "duration_seconds": round(duration, 4), "events": outcome["events"],
-                      "replayed": outcome.get("replayed", 0)}
+        log_fields = {
+            "run_id": run_id,
+            "target": t.name,
+            "result": outcome["result"],
+            "duration_seconds": round(duration, 4),
+            "events": outcome["events"],
+            "replayed": outcome.get("replayed", 0),
+        }
         if outcome["result"] == "success":
             log_fields["probes"] = outcome["probes"]
             log_fields["metrics"] = outcome["metrics"]
@@ -432,7 +494,7 @@ class Runner:
         if t.memory is not None:
             try:
                 t.memory.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         t.memory = None
         t.replay = None
@@ -475,4 +537,4 @@ def _copy_source(row: SourceRow) -> SourceRow:
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)

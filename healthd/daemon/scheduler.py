@@ -11,13 +11,17 @@ Spring's ``?`` (no specific value) is read as ``*``. ``L``, ``W`` and ``#`` are 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.cron import CronTrigger
 
 MACROS = {
-    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
 _DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -55,9 +59,8 @@ def translate_day_of_week(field: str) -> str:
             if not step_text.isdigit() or int(step_text) < 1:
                 raise ValueError(f"day of week {part!r}: bad step")
             step = int(step_text)
-        if any(c in rng for c in "l#w"):
-            if not any(rng.startswith(n) for n in _NAMES):
-                raise ValueError(f"day of week {part!r}: L, W and # are not supported")
+        if any(c in rng for c in "l#w") and not any(rng.startswith(n) for n in _NAMES):
+            raise ValueError(f"day of week {part!r}: L, W and # are not supported")
         if rng in ("*", "?"):
             numbers = list(range(0, 7, step))
         elif "-" in rng:
@@ -70,7 +73,7 @@ def translate_day_of_week(field: str) -> str:
             a, b = _day_number(lo), int(hi) if hi.isdigit() else -1
             if b < 0 or b > 7 or (b < a and b != 0):
                 raise ValueError(f"day of week {part!r}: bad range")
-            if b == 0 or (b == 7):
+            if b in {0, 7}:
                 b = 7
             numbers = [n % 7 for n in range(a, b + 1, step)]
         elif rng in _NAMES:
@@ -110,14 +113,22 @@ def parse_schedule(expression: str) -> Schedule:
         elif len(fields) == 6:
             second, minute, hour, dom, month, dow = fields
         else:
-            raise ValueError(f"expected 5 fields (crontab), 6 fields (Spring, seconds first) or "
-                             f"a macro such as @hourly, got {len(fields)} fields")
-        trigger = CronTrigger(second=second, minute=minute, hour=hour, day=_dom(dom),
-                              month=month.lower(), day_of_week=translate_day_of_week(dow),
-                              timezone=timezone.utc)
+            raise ValueError(
+                f"expected 5 fields (crontab), 6 fields (Spring, seconds first) or "
+                f"a macro such as @hourly, got {len(fields)} fields"
+            )
+        trigger = CronTrigger(
+            second=second,
+            minute=minute,
+            hour=hour,
+            day=_dom(dom),
+            month=month.lower(),
+            day_of_week=translate_day_of_week(dow),
+            timezone=UTC,
+        )
     except ValueError as exc:
         raise ValueError(f"bad cron expression {expression!r}: {exc}") from None
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     first = trigger.get_next_fire_time(None, now)
     if first is None:
         raise ValueError(f"bad cron expression {expression!r}: it never fires")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import html
 import threading
-
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from socketserver import ThreadingMixIn
-from typing import Any, Callable, Iterable
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
@@ -24,14 +24,14 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
 def _ts(value: float | None) -> str:
     if value is None:
         return "never"
-    return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _cell(value: Any) -> str:
@@ -45,19 +45,44 @@ def summary_html(view: dict[str, Any], ready: bool) -> str:
         metrics = (res.get("metrics") or {}).get("all", {})
         error = html.escape(redact_text(t.last_error)) if t.last_error else ""
         rows.append(
-            "<tr>" + "".join(f"<td>{c}</td>" for c in (
-                html.escape(name), html.escape(t.last_result or "not run"), _ts(t.last_run),
-                _ts(t.last_success), *(_cell(metrics.get(r)) for r in RATIOS),
-                _cell(metrics.get("conflicts")), _cell(res.get("probes")),
-                _cell(t.events_replayed), html.escape(res.get("info_version", "—")), error))
-            + "</tr>")
+            "<tr>"
+            + "".join(
+                f"<td>{c}</td>"
+                for c in (
+                    html.escape(name),
+                    html.escape(t.last_result or "not run"),
+                    _ts(t.last_run),
+                    _ts(t.last_success),
+                    *(_cell(metrics.get(r)) for r in RATIOS),
+                    _cell(metrics.get("conflicts")),
+                    _cell(res.get("probes")),
+                    _cell(t.events_replayed),
+                    html.escape(res.get("info_version", "—")),
+                    error,
+                )
+            )
+            + "</tr>"
+        )
     sources = "".join(
         f"<tr><td>{html.escape(n)}</td><td>{'up' if s.up else ('down' if s.up == 0 else '—')}"
         f"</td><td>{s.events_total}</td><td>{html.escape(redact_text(s.last_error or ''))}</td></tr>"
-        for n, s in view["sources"].items())
-    head = "".join(f"<th>{h}</th>" for h in (
-        "target", "last run", "at", "last success", *RATIOS, "conflicts", "probes", "events",
-        "probe set", "error"))
+        for n, s in view["sources"].items()
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "target",
+            "last run",
+            "at",
+            "last success",
+            *RATIOS,
+            "conflicts",
+            "probes",
+            "events",
+            "probe set",
+            "error",
+        )
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>healthd</title><style>"
         "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
@@ -70,11 +95,13 @@ def summary_html(view: dict[str, Any], ready: bool) -> str:
         "<a href='/metrics'>/metrics</a></p>"
         f"<table><tr>{head}</tr>{''.join(rows)}</table><h2>Sources</h2>"
         f"<table><tr><th>source</th><th>status</th><th>events</th><th>error</th></tr>{sources}"
-        "</table></body></html>")
+        "</table></body></html>"
+    )
 
 
-def build_app(registry: CollectorRegistry, view: Callable[[], dict[str, Any]],
-              ready: Callable[[], bool]) -> Callable:
+def build_app(
+    registry: CollectorRegistry, view: Callable[[], dict[str, Any]], ready: Callable[[], bool]
+) -> Callable:
     metrics_app = make_wsgi_app(registry)
 
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
@@ -88,13 +115,16 @@ def build_app(registry: CollectorRegistry, view: Callable[[], dict[str, Any]],
             if ready():
                 start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
                 return [b"ready\n"]
-            start_response("503 Service Unavailable",
-                           [("Content-Type", "text/plain; charset=utf-8")])
+            start_response(
+                "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")]
+            )
             return [b"not ready: no completed run yet, or every target's last run failed\n"]
         if path == "/":
             body = summary_html(view(), ready()).encode()
-            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                      ("Content-Length", str(len(body)))])
+            start_response(
+                "200 OK",
+                [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))],
+            )
             return [body]
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
         return [b"not found; try /, /metrics, /healthz or /readyz\n"]
@@ -104,12 +134,16 @@ def build_app(registry: CollectorRegistry, view: Callable[[], dict[str, Any]],
 
 class HttpServer:
     def __init__(self, host: str, port: int, app: Callable) -> None:
-        self._server = make_server(host, port, app, server_class=_ThreadingServer,
-                                   handler_class=_QuietHandler)
+        self._server = make_server(
+            host, port, app, server_class=_ThreadingServer, handler_class=_QuietHandler
+        )
         self.host, self.port = self._server.server_address[:2]
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.2}, name="healthd-http",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="healthd-http",
+            daemon=True,
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -118,5 +152,3 @@ class HttpServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout)
-
-

@@ -20,9 +20,9 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
 
 from healthd._sqlite import transaction
 from healthd.errors import HealthdError
@@ -135,19 +135,27 @@ class StateStore:
 
     def sources(self) -> dict[str, SourceRow]:
         rows = self._db.execute(
-            "SELECT name, cursor, events_total, up, last_error FROM sources").fetchall()
+            "SELECT name, cursor, events_total, up, last_error FROM sources"
+        ).fetchall()
         return {r[0]: SourceRow(*r) for r in rows}
 
     def targets(self) -> dict[str, TargetRow]:
         rows = self._db.execute(
             "SELECT name, fingerprint, dirty, applied, snapshot, results, runs_success, "
             "runs_failure, events_replayed, last_run, last_success, last_result, last_error "
-            "FROM targets").fetchall()
+            "FROM targets"
+        ).fetchall()
         out = {}
         for r in rows:
-            out[r[0]] = TargetRow(r[0], r[1], bool(r[2]), r[3],
-                                  json.loads(r[4]) if r[4] else None,
-                                  json.loads(r[5]) if r[5] else None, *r[6:])
+            out[r[0]] = TargetRow(
+                r[0],
+                r[1],
+                bool(r[2]),
+                r[3],
+                json.loads(r[4]) if r[4] else None,
+                json.loads(r[5]) if r[5] else None,
+                *r[6:],
+            )
         return out
 
     # -- writing --------------------------------------------------------------------------
@@ -161,30 +169,45 @@ class StateStore:
             for name in names:
                 self._db.execute(
                     "INSERT INTO targets (name, fingerprint, dirty) VALUES (?, ?, 1) "
-                    "ON CONFLICT(name) DO UPDATE SET dirty = 1", (name, fingerprints[name]))
+                    "ON CONFLICT(name) DO UPDATE SET dirty = 1",
+                    (name, fingerprints[name]),
+                )
 
     def record_run(self, record: RunRecord) -> None:
         with self._lock, self._tx():
             self._db.executemany(
                 "INSERT OR IGNORE INTO events (source, event_id, body) VALUES (?, ?, ?)",
-                [(source, event.id, dumps_event(event)) for source, event in record.events])
+                [(source, event.id, dumps_event(event)) for source, event in record.events],
+            )
             for s in record.sources:
                 self._db.execute(
                     "INSERT INTO sources (name, cursor, events_total, up, last_error) "
                     "VALUES (?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor,"
                     " events_total=excluded.events_total, up=excluded.up, "
                     "last_error=excluded.last_error",
-                    (s.name, s.cursor, s.events_total, s.up, s.last_error))
+                    (s.name, s.cursor, s.events_total, s.up, s.last_error),
+                )
             for t in record.targets:
                 self._db.execute(
                     "INSERT OR REPLACE INTO targets (name, fingerprint, dirty, applied, snapshot,"
                     " results, runs_success, runs_failure, events_replayed, last_run, "
                     "last_success, last_result, last_error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (t.name, t.fingerprint, int(t.dirty), t.applied,
-                     json.dumps(t.snapshot) if t.snapshot is not None else None,
-                     json.dumps(t.results) if t.results is not None else None,
-                     t.runs_success, t.runs_failure, t.events_replayed, t.last_run,
-                     t.last_success, t.last_result, t.last_error))
+                    (
+                        t.name,
+                        t.fingerprint,
+                        int(t.dirty),
+                        t.applied,
+                        json.dumps(t.snapshot) if t.snapshot is not None else None,
+                        json.dumps(t.results) if t.results is not None else None,
+                        t.runs_success,
+                        t.runs_failure,
+                        t.events_replayed,
+                        t.last_run,
+                        t.last_success,
+                        t.last_result,
+                        t.last_error,
+                    ),
+                )
 
     def close(self) -> None:
         with self._lock:

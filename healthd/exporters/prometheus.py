@@ -8,7 +8,8 @@ absent, never 0. The run-duration histogram is observed by the runner as runs fi
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -18,23 +19,51 @@ from healthd import __version__
 from healthd.scoring import BUCKETS
 
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
-DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
-                    300, 600, 1200, 1800, 3600)
+DURATION_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    120,
+    300,
+    600,
+    1200,
+    1800,
+    3600,
+)
 
 #: Every metric healthd exports, for the README and for the tests.
 METRIC_NAMES = (
     *(f"healthd_{r}_ratio" for r in RATIOS),
-    "healthd_conflicts", "healthd_probes", "healthd_timeline_lag_seconds",
-    "healthd_run_duration_seconds", "healthd_runs_total", "healthd_last_run_timestamp_seconds",
-    "healthd_last_success_timestamp_seconds", "healthd_events_replayed_total",
-    "healthd_source_up", "healthd_source_events_total", "healthd_scheduler_missed_runs_total",
-    "healthd_probe_set_info", "healthd_build_info",
+    "healthd_conflicts",
+    "healthd_probes",
+    "healthd_timeline_lag_seconds",
+    "healthd_run_duration_seconds",
+    "healthd_runs_total",
+    "healthd_last_run_timestamp_seconds",
+    "healthd_last_success_timestamp_seconds",
+    "healthd_events_replayed_total",
+    "healthd_source_up",
+    "healthd_source_events_total",
+    "healthd_scheduler_missed_runs_total",
+    "healthd_probe_set_info",
+    "healthd_build_info",
 )
 
 
 class HealthdCollector(Collector):
-    def __init__(self, view: Callable[[], dict[str, Any]],
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, view: Callable[[], dict[str, Any]], clock: Callable[[], float] = time.time
+    ) -> None:
         self._view = view
         self._clock = clock
 
@@ -45,28 +74,53 @@ class HealthdCollector(Collector):
         view = self._view()
         now = self._clock()
         targets = view["targets"]
-        ratios = {r: GaugeMetricFamily(
-            f"healthd_{r}_ratio", f"{r.capitalize()} of the shadow memory at the newest "
-            "stage (0..1), per domain; absent when there is nothing to measure",
-            labels=["target", "domain"]) for r in RATIOS}
-        conflicts = GaugeMetricFamily("healthd_conflicts", "Probes whose answer holds two or "
-                                      "more values for a single-valued key", labels=["target"])
-        probes = GaugeMetricFamily("healthd_probes", "Probes in P_i (keys asserted so far)",
-                                   labels=["target"])
-        lag = GaugeMetricFamily("healthd_timeline_lag_seconds", "Now minus the event time of "
-                                "the newest event replayed", labels=["target"])
-        runs = CounterMetricFamily("healthd_runs", "Runs per target by result",
-                                   labels=["target", "result"])
-        last_run = GaugeMetricFamily("healthd_last_run_timestamp_seconds",
-                                     "When the last run of the target ended", labels=["target"])
-        last_ok = GaugeMetricFamily("healthd_last_success_timestamp_seconds",
-                                    "When the last successful run of the target ended",
-                                    labels=["target"])
-        replayed = CounterMetricFamily("healthd_events_replayed", "Events replayed into the "
-                                       "target's shadow, each counted once", labels=["target"])
-        info = GaugeMetricFamily("healthd_probe_set_info", "The probe set and evaluation "
-                                 "policy a target's numbers are measured against: "
-                                 "<probe set hash>-<policy hash>", labels=["target", "version"])
+        ratios = {
+            r: GaugeMetricFamily(
+                f"healthd_{r}_ratio",
+                f"{r.capitalize()} of the shadow memory at the newest "
+                "stage (0..1), per domain; absent when there is nothing to measure",
+                labels=["target", "domain"],
+            )
+            for r in RATIOS
+        }
+        conflicts = GaugeMetricFamily(
+            "healthd_conflicts",
+            "Probes whose answer holds two or more values for a single-valued key",
+            labels=["target"],
+        )
+        probes = GaugeMetricFamily(
+            "healthd_probes", "Probes in P_i (keys asserted so far)", labels=["target"]
+        )
+        lag = GaugeMetricFamily(
+            "healthd_timeline_lag_seconds",
+            "Now minus the event time of the newest event replayed",
+            labels=["target"],
+        )
+        runs = CounterMetricFamily(
+            "healthd_runs", "Runs per target by result", labels=["target", "result"]
+        )
+        last_run = GaugeMetricFamily(
+            "healthd_last_run_timestamp_seconds",
+            "When the last run of the target ended",
+            labels=["target"],
+        )
+        last_ok = GaugeMetricFamily(
+            "healthd_last_success_timestamp_seconds",
+            "When the last successful run of the target ended",
+            labels=["target"],
+        )
+        replayed = CounterMetricFamily(
+            "healthd_events_replayed",
+            "Events replayed into the target's shadow, each counted once",
+            labels=["target"],
+        )
+        info = GaugeMetricFamily(
+            "healthd_probe_set_info",
+            "The probe set and evaluation "
+            "policy a target's numbers are measured against: "
+            "<probe set hash>-<policy hash>",
+            labels=["target", "version"],
+        )
         for name, row in targets.items():
             res = row.results
             runs.add_metric([name, "success"], row.runs_success)
@@ -91,18 +145,24 @@ class HealthdCollector(Collector):
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
 
-        up = GaugeMetricFamily("healthd_source_up", "1 when the source's last pull succeeded",
-                               labels=["source"])
-        source_events = CounterMetricFamily("healthd_source_events", "Events pulled from the "
-                                            "source, each counted once", labels=["source"])
+        up = GaugeMetricFamily(
+            "healthd_source_up", "1 when the source's last pull succeeded", labels=["source"]
+        )
+        source_events = CounterMetricFamily(
+            "healthd_source_events",
+            "Events pulled from the source, each counted once",
+            labels=["source"],
+        )
         for name, row in view["sources"].items():
             if row.up is not None:
                 up.add_metric([name], row.up)
             source_events.add_metric([name], row.events_total)
         yield up
         yield source_events
-        missed = CounterMetricFamily("healthd_scheduler_missed_runs", "Scheduled runs missed "
-                                     "or skipped because the previous run was still going")
+        missed = CounterMetricFamily(
+            "healthd_scheduler_missed_runs",
+            "Scheduled runs missed or skipped because the previous run was still going",
+        )
         missed.add_metric([], view["missed_runs"])
         yield missed
         yield info
@@ -111,10 +171,16 @@ class HealthdCollector(Collector):
         yield build
 
 
-def build_registry(view: Callable[[], dict[str, Any]],
-                   clock: Callable[[], float] = time.time) -> tuple[CollectorRegistry, Histogram]:
+def build_registry(
+    view: Callable[[], dict[str, Any]], clock: Callable[[], float] = time.time
+) -> tuple[CollectorRegistry, Histogram]:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(HealthdCollector(view, clock))
-    histogram = Histogram("healthd_run_duration_seconds", "Duration of a target's run",
-                          ["target"], buckets=DURATION_BUCKETS, registry=registry)
+    histogram = Histogram(
+        "healthd_run_duration_seconds",
+        "Duration of a target's run",
+        ["target"],
+        buckets=DURATION_BUCKETS,
+        registry=registry,
+    )
     return registry, histogram

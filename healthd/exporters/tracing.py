@@ -11,8 +11,7 @@ import os
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import (BatchSpanProcessor, SimpleSpanProcessor,
-                                            SpanExporter)
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Tracer
 
 from healthd import __version__
@@ -33,18 +32,25 @@ def traces_endpoint(configured: str | None) -> str | None:
     return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
-def build_tracer_provider(*, endpoint: str | None = None, service_name: str = "healthd",
-                          exporter: SpanExporter | None = None) -> TracerProvider:
-    provider = TracerProvider(resource=Resource.create(
-        {"service.name": service_name, "service.version": __version__}))
+def build_tracer_provider(
+    *,
+    endpoint: str | None = None,
+    service_name: str = "healthd",
+    exporter: SpanExporter | None = None,
+) -> TracerProvider:
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service_name, "service.version": __version__})
+    )
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
     else:
         url = traces_endpoint(endpoint)
         if url:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            provider.add_span_processor(BatchSpanProcessor(
-                OTLPSpanExporter(endpoint=url), schedule_delay_millis=1000))
+
+            provider.add_span_processor(
+                BatchSpanProcessor(OTLPSpanExporter(endpoint=url), schedule_delay_millis=1000)
+            )
     return provider
 
 

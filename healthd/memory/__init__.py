@@ -7,9 +7,10 @@ Adapters register by kind name; a target is written ``kind`` or ``kind:switch=va
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import TargetError
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
@@ -60,6 +61,7 @@ def register_memory(kind: str) -> Callable[[MemoryFactory], MemoryFactory]:
     def decorator(factory: MemoryFactory) -> MemoryFactory:
         _REGISTRY[kind] = factory
         return factory
+
     return decorator
 
 
@@ -75,8 +77,9 @@ def parse_target(text: str) -> TargetSpec:
     if not kind:
         raise TargetError(f"target {text!r}: missing kind")
     if kind not in _REGISTRY:
-        raise TargetError(f"target {text!r}: unknown kind {kind!r}; known kinds: "
-                          f"{', '.join(sorted(_REGISTRY))}")
+        raise TargetError(
+            f"target {text!r}: unknown kind {kind!r}; known kinds: {', '.join(sorted(_REGISTRY))}"
+        )
     options: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         name, sep, value = part.partition("=")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Mapping
+from typing import Any
 
 from healthd.durations import parse_duration
 from healthd.errors import TargetError
@@ -52,5 +53,6 @@ def integer(options: Mapping[str, Any], name: str, default: int, minimum: int = 
 def reject_unknown(options: Mapping[str, Any], known: set[str], kind: str) -> None:
     unknown = sorted(set(options) - known)
     if unknown:
-        raise TargetError(f"unknown switch {unknown[0]!r} for {kind}; known switches: "
-                          f"{', '.join(sorted(known))}")
+        raise TargetError(
+            f"unknown switch {unknown[0]!r} for {kind}; known switches: {', '.join(sorted(known))}"
+        )

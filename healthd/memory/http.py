@@ -13,8 +13,9 @@ report as a failed run.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote
 
 import requests
@@ -45,21 +46,30 @@ class HttpMemoryOptions(HttpOptions):
 class HttpMemory:
     kind = "http"
 
-    def __init__(self, options: HttpMemoryOptions, *, session: requests.Session | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        options: HttpMemoryOptions,
+        *,
+        session: requests.Session | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         if not options.shadow:
-            raise ShadowViolation(f"namespace {options.namespace!r} is not declared shadow "
-                                  "(set shadow = true once the service gives healthd one)")
+            raise ShadowViolation(
+                f"namespace {options.namespace!r} is not declared shadow "
+                "(set shadow = true once the service gives healthd one)"
+            )
         environ = os.environ if environ is None else environ
         token = environ.get(options.token_env, "") if options.token_env else ""
         if options.token_env and not token:
             raise TargetError(f"environment variable {options.token_env!r} (token_env) is not set")
         self.options = options
-        self._base = (f"{options.base_url}/v1/namespaces/"
-                      f"{quote(options.namespace, safe='')}")
-        self._client = HttpClient(session or requests.Session(), options,
-                                  headers={"Authorization": f"Bearer {token}"} if token else {},
-                                  secrets=(token,))
+        self._base = f"{options.base_url}/v1/namespaces/{quote(options.namespace, safe='')}"
+        self._client = HttpClient(
+            session or requests.Session(),
+            options,
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+            secrets=(token,),
+        )
         self._verified = False
         self._tracks_changes = True
 
@@ -74,9 +84,17 @@ class HttpMemory:
         self._call("POST", "/events", event_to_dict(event), f"apply {event.id}")
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
-        body = {"probe": {"id": probe.id, "question": probe.question, "subject": probe.subject,
-                          "predicate": probe.predicate, "domain": probe.domain},
-                "at": format_timestamp(at), "k": self.options.top_k}
+        body = {
+            "probe": {
+                "id": probe.id,
+                "question": probe.question,
+                "subject": probe.subject,
+                "predicate": probe.predicate,
+                "domain": probe.domain,
+            },
+            "at": format_timestamp(at),
+            "k": self.options.top_k,
+        }
         data = self._call("POST", "/query", body, f"query {probe.id}")
         return Answer(probe.id, tuple(_facts(data, probe.id)))
 
@@ -86,8 +104,9 @@ class HttpMemory:
         if not self._tracks_changes:
             return None
         try:
-            data = self._client.post_json(self._base + "/changes",
-                                          {"until": format_timestamp(at)}).data
+            data = self._client.post_json(
+                self._base + "/changes", {"until": format_timestamp(at)}
+            ).data
         except HttpError as exc:
             if exc.status in (404, 405, 501):
                 self._tracks_changes = False
@@ -95,10 +114,15 @@ class HttpMemory:
             raise MemoryAdapterError(f"http memory: changes: {exc}") from None
         keys = data.get("keys") if isinstance(data, dict) else None
         if not isinstance(keys, list) or not all(
-                isinstance(k, dict) and isinstance(k.get("subject"), str)
-                and isinstance(k.get("predicate"), str) for k in keys):
-            raise MemoryAdapterError("http memory: changes: response, field 'keys': expected a "
-                                     "list of {subject, predicate} objects")
+            isinstance(k, dict)
+            and isinstance(k.get("subject"), str)
+            and isinstance(k.get("predicate"), str)
+            for k in keys
+        ):
+            raise MemoryAdapterError(
+                "http memory: changes: response, field 'keys': expected a "
+                "list of {subject, predicate} objects"
+            )
         return {FactKey(k["subject"], k["predicate"]) for k in keys}
 
     def close(self) -> None:
@@ -120,7 +144,8 @@ class HttpMemory:
         if not isinstance(info, dict) or info.get("shadow") is not True:
             raise ShadowViolation(
                 f"http memory: the service says namespace {self.options.namespace!r} is not a "
-                "shadow; healthd writes only to shadow namespaces and wrote nothing")
+                "shadow; healthd writes only to shadow namespaces and wrote nothing"
+            )
         self._verified = True
 
     def _call(self, method: str, path: str, body: Any, what: str) -> Any:
@@ -146,20 +171,33 @@ def _facts(data: Any, probe_id: str) -> list[RetrievedFact]:
                 raise MemoryAdapterError(f"{where}, field '{path}.{name}': expected a string")
             values[name] = value
         if values["domain"] not in DOMAINS:
-            raise MemoryAdapterError(f"{where}, field '{path}.domain': unknown domain "
-                                     f"{values['domain']!r}")
+            raise MemoryAdapterError(
+                f"{where}, field '{path}.domain': unknown domain {values['domain']!r}"
+            )
         flags = item.get("flags", [])
         if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
             raise MemoryAdapterError(f"{where}, field '{path}.flags': expected a list of strings")
         try:
             written = parse_timestamp(item.get("written_at"), field=f"{path}.written_at")
-            validated = (None if item.get("validated_at") is None else
-                         parse_timestamp(item["validated_at"], field=f"{path}.validated_at"))
+            validated = (
+                None
+                if item.get("validated_at") is None
+                else parse_timestamp(item["validated_at"], field=f"{path}.validated_at")
+            )
         except TimelineError as exc:
             raise MemoryAdapterError(f"{where}, {exc}") from None
-        out.append(RetrievedFact(values["subject"], values["predicate"], values["value"],
-                                 values["domain"], values["record_id"], written, validated,
-                                 frozenset(flags)))  # type: ignore[arg-type]
+        out.append(
+            RetrievedFact(
+                values["subject"],
+                values["predicate"],
+                values["value"],
+                values["domain"],
+                values["record_id"],
+                written,
+                validated,
+                frozenset(flags),
+            )
+        )  # type: ignore[arg-type]
     return out
 
 

@@ -7,12 +7,13 @@ nothing. Shown beside every target as the baseline.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
+from healthd.errors import ShadowViolation
 from healthd.memory import register_memory
 from healthd.memory._options import reject_unknown, switch
-from healthd.errors import ShadowViolation
 from healthd.model import Answer, ChangeEvent, FactKey, Probe, RetrievedFact
 
 
@@ -40,8 +41,15 @@ class NaiveMemory:
             return
         fact = event.fact
         self._count += 1
-        record = RetrievedFact(fact.subject, fact.predicate, fact.value, fact.domain,
-                               f"naive-{self._count}", self._clock, event.timestamp)
+        record = RetrievedFact(
+            fact.subject,
+            fact.predicate,
+            fact.value,
+            fact.domain,
+            f"naive-{self._count}",
+            self._clock,
+            event.timestamp,
+        )
         self._records.setdefault(fact.key, []).append(record)
         self._touched.add(fact.key)
 

@@ -18,23 +18,36 @@ never overrides a record observed later.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 from healthd._sqlite import transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
-from healthd.model import (DOMAINS, HISTORICAL, SOFT_EXPIRED, Answer, ChangeEvent, Domain,
-                           Fact, FactKey, Probe, RetrievedFact)
+from healthd.model import (
+    DOMAINS,
+    HISTORICAL,
+    SOFT_EXPIRED,
+    Answer,
+    ChangeEvent,
+    Domain,
+    Fact,
+    FactKey,
+    Probe,
+    RetrievedFact,
+)
 
 DEFAULT_TTL: Mapping[str, timedelta] = {
-    "ownership": timedelta(days=30), "tech": timedelta(days=90),
-    "decision": timedelta(days=180), "requirement": timedelta(days=365)}
+    "ownership": timedelta(days=30),
+    "tech": timedelta(days=90),
+    "decision": timedelta(days=180),
+    "requirement": timedelta(days=365),
+}
 DEFAULT_NAMESPACE = "healthd/shadow"
 
 FilterOp = Literal["equals", "contains", "before", "after"]
@@ -105,7 +118,7 @@ def _ts(at: datetime) -> float:
 
 
 def _dt(value: float) -> datetime:
-    return datetime.fromtimestamp(value, tz=timezone.utc)
+    return datetime.fromtimestamp(value, tz=UTC)
 
 
 def _content(fact: Fact) -> str:
@@ -117,13 +130,24 @@ class ReferenceMemory:
 
     kind = "reference"
 
-    def __init__(self, *, path: str = ":memory:", namespace: str = DEFAULT_NAMESPACE,
-                 shadow: bool = True, ttl: bool = True, supersession: bool = True,
-                 propagation: bool = True, ttl_windows: Mapping[str, timedelta] = DEFAULT_TTL,
-                 grace: float = 1.0, top_k: int = 5) -> None:
+    def __init__(
+        self,
+        *,
+        path: str = ":memory:",
+        namespace: str = DEFAULT_NAMESPACE,
+        shadow: bool = True,
+        ttl: bool = True,
+        supersession: bool = True,
+        propagation: bool = True,
+        ttl_windows: Mapping[str, timedelta] = DEFAULT_TTL,
+        grace: float = 1.0,
+        top_k: int = 5,
+    ) -> None:
         if not shadow:
-            raise ShadowViolation(f"namespace {namespace!r} is not declared shadow; healthd "
-                                  "writes only to shadow scopes")
+            raise ShadowViolation(
+                f"namespace {namespace!r} is not declared shadow; healthd "
+                "writes only to shadow scopes"
+            )
         self.namespace = namespace
         self.ttl = ttl
         self.supersession = supersession
@@ -138,8 +162,9 @@ class ReferenceMemory:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
         # A persistent shadow picks up its replay clock where it left off, so events applied
         # after a restart are written at the time they would have been without one.
-        row = self._db.execute("SELECT max(created_at) FROM records WHERE namespace = ?",
-                               (namespace,)).fetchone()
+        row = self._db.execute(
+            "SELECT max(created_at) FROM records WHERE namespace = ?", (namespace,)
+        ).fetchone()
         self._clock: float | None = row[0] if row else None
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
@@ -175,8 +200,11 @@ class ReferenceMemory:
                 elif event.type == "revised":
                     previous = event.previous
                     assert previous is not None
-                    if self.supersession and (previous.key != event.fact.key or event.multi_valued
-                                              or self._is_multi(previous.key)):
+                    if self.supersession and (
+                        previous.key != event.fact.key
+                        or event.multi_valued
+                        or self._is_multi(previous.key)
+                    ):
                         self._end(previous, at, "superseded", f"revised to {event.fact.value!r}")
                     self._assert(event.fact, at, event)
                 else:
@@ -189,9 +217,15 @@ class ReferenceMemory:
         # live before soft-expired, newest first. Text relevance is not used here: bm25
         # weighs terms by statistics over the whole store, so unrelated writes could reorder
         # a key's records, which no change to the key would explain.
-        facts = self.search("", at=at, k=self.top_k, filters=[
-            MetadataFilter("subject", "equals", probe.subject),
-            MetadataFilter("predicate", "equals", probe.predicate)])
+        facts = self.search(
+            "",
+            at=at,
+            k=self.top_k,
+            filters=[
+                MetadataFilter("subject", "equals", probe.subject),
+                MetadataFilter("predicate", "equals", probe.predicate),
+            ],
+        )
         return Answer(probe.id, tuple(facts))
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
@@ -203,8 +237,15 @@ class ReferenceMemory:
                 "SELECT subject, predicate FROM records WHERE namespace = ? AND "
                 "expires_at > ? AND expires_at <= ? UNION SELECT subject, predicate FROM "
                 "records WHERE namespace = ? AND purge_at > ? AND purge_at <= ?",
-                (self.namespace, self._asked_until, until,
-                 self.namespace, self._asked_until, until))
+                (
+                    self.namespace,
+                    self._asked_until,
+                    until,
+                    self.namespace,
+                    self._asked_until,
+                    until,
+                ),
+            )
             changed.update(FactKey(s, p) for s, p in rows)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
@@ -215,8 +256,15 @@ class ReferenceMemory:
 
     # -- retrieval ------------------------------------------------------------------------
 
-    def search(self, query: str, *, at: datetime, k: int = 5,
-               filters: Sequence[MetadataFilter] = (), history: bool = False) -> list[RetrievedFact]:
+    def search(
+        self,
+        query: str,
+        *,
+        at: datetime,
+        k: int = 5,
+        filters: Sequence[MetadataFilter] = (),
+        history: bool = False,
+    ) -> list[RetrievedFact]:
         """Rank the records that pass every filter by full-text relevance to ``query``.
 
         Filters run before ranking. Live records come first, soft-expired ones after them;
@@ -237,16 +285,22 @@ class ReferenceMemory:
         rows = self._db.execute(
             "SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, r.updated_at,"
             f" r.expires_at, r.purge_at, r.state FROM records r WHERE {' AND '.join(where)}",
-            params).fetchall()
+            params,
+        ).fetchall()
         terms = " OR ".join(f'"{t}"' for t in dict.fromkeys(_TOKEN.findall(query.lower())))
         scores: dict[int, float] = {}
         if terms and len(rows) > 1:
             ids = ",".join(str(r[0]) for r in rows)
-            scores = dict(self._db.execute(
-                "SELECT rowid, bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
-                f"AND rowid IN ({ids})", (terms,)))
-        rows.sort(key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0),
-                                 -r[6], -r[0]))
+            scores = dict(
+                self._db.execute(
+                    "SELECT rowid, bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
+                    f"AND rowid IN ({ids})",
+                    (terms,),
+                )
+            )
+        rows.sort(
+            key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0), -r[6], -r[0])
+        )
         del rows[k:]
         out = []
         for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
@@ -255,16 +309,28 @@ class ReferenceMemory:
                 flags.add(SOFT_EXPIRED)
             if state != "active" or (purge is not None and purge <= now):
                 flags.add(HISTORICAL)
-            out.append(RetrievedFact(subject, predicate, value, domain, f"ref-{rid}",
-                                     _dt(created), _dt(updated), frozenset(flags)))
+            out.append(
+                RetrievedFact(
+                    subject,
+                    predicate,
+                    value,
+                    domain,
+                    f"ref-{rid}",
+                    _dt(created),
+                    _dt(updated),
+                    frozenset(flags),
+                )
+            )
         return out
 
     def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
         if flt.op in ("before", "after"):
             column = _TIME_COLUMNS.get(flt.field)
             if column is None or not isinstance(flt.value, datetime):
-                raise MemoryAdapterError(f"filter {flt.field} {flt.op}: before/after take "
-                                         "created_at or updated_at and a datetime")
+                raise MemoryAdapterError(
+                    f"filter {flt.field} {flt.op}: before/after take "
+                    "created_at or updated_at and a datetime"
+                )
             return f"r.{column} {'<' if flt.op == 'before' else '>'} ?", [_ts(flt.value)]
         value = str(flt.value)
         if flt.field in _COLUMNS:
@@ -272,10 +338,14 @@ class ReferenceMemory:
                 return f"r.{flt.field} = ?", [value]
             return f"instr(r.{flt.field}, ?) > 0", [value]
         if flt.op == "equals":
-            return ("EXISTS (SELECT 1 FROM record_meta m WHERE m.record_id = r.id AND "
-                    "m.key = ? AND m.value = ?)"), [flt.field, value]
-        return ("EXISTS (SELECT 1 FROM record_meta m WHERE m.record_id = r.id AND "
-                "m.key = ? AND instr(m.value, ?) > 0)"), [flt.field, value]
+            return (
+                "EXISTS (SELECT 1 FROM record_meta m WHERE m.record_id = r.id AND "
+                "m.key = ? AND m.value = ?)"
+            ), [flt.field, value]
+        return (
+            "EXISTS (SELECT 1 FROM record_meta m WHERE m.record_id = r.id AND "
+            "m.key = ? AND instr(m.value, ?) > 0)"
+        ), [flt.field, value]
 
     # -- writing --------------------------------------------------------------------------
 
@@ -285,14 +355,17 @@ class ReferenceMemory:
     def _is_multi(self, key: FactKey) -> bool:
         row = self._db.execute(
             "SELECT multi FROM records WHERE namespace = ? AND subject = ? AND predicate = ? "
-            "ORDER BY multi DESC LIMIT 1", (self.namespace, key.subject, key.predicate)).fetchone()
+            "ORDER BY multi DESC LIMIT 1",
+            (self.namespace, key.subject, key.predicate),
+        ).fetchone()
         return bool(row and row[0])
 
     def _live(self, key: FactKey) -> list[tuple[int, str, float]]:
         return self._db.execute(
             "SELECT id, value, updated_at FROM records WHERE namespace = ? AND subject = ? "
             "AND predicate = ? AND state = 'active'",
-            (self.namespace, key.subject, key.predicate)).fetchall()
+            (self.namespace, key.subject, key.predicate),
+        ).fetchall()
 
     def _expiry(self, domain: str, at: float) -> tuple[float | None, float | None]:
         if not self.ttl:
@@ -309,24 +382,35 @@ class ReferenceMemory:
             if value == fact.value:
                 if at > updated:
                     expires, purge = self._expiry(fact.domain, at)
-                    self._db.execute("UPDATE records SET updated_at = ?, expires_at = ?, "
-                                     "purge_at = ? WHERE id = ?", (at, expires, purge, rid))
+                    self._db.execute(
+                        "UPDATE records SET updated_at = ?, expires_at = ?, "
+                        "purge_at = ? WHERE id = ?",
+                        (at, expires, purge, rid),
+                    )
                     if self.supersession and not multi:
-                        self._supersede(key, [r for r in live if r[0] != rid and r[2] <= at], rid, at)
+                        self._supersede(
+                            key, [r for r in live if r[0] != rid and r[2] <= at], rid, at
+                        )
                 return
         newer = [r for r in live if r[2] > at] if self.supersession and not multi else []
         rid = self._insert(fact, at, event, multi)
         if newer:
             latest = max(newer, key=lambda r: r[2])
-            self._db.execute("UPDATE records SET state = 'superseded', superseded_by = ?, "
-                             "ended_at = ?, end_reason = 'a newer value was already known' "
-                             "WHERE id = ?", (latest[0], latest[2], rid))
+            self._db.execute(
+                "UPDATE records SET state = 'superseded', superseded_by = ?, "
+                "ended_at = ?, end_reason = 'a newer value was already known' "
+                "WHERE id = ?",
+                (latest[0], latest[2], rid),
+            )
             return
         if self.supersession and not multi:
             self._supersede(key, live, rid, at)
         if self.propagation and event.depends_on and self._removed_after(event.depends_on, at):
-            self._db.execute("UPDATE records SET state = 'invalidated', ended_at = ?, "
-                             "end_reason = 'a dependency was removed' WHERE id = ?", (at, rid))
+            self._db.execute(
+                "UPDATE records SET state = 'invalidated', ended_at = ?, "
+                "end_reason = 'a dependency was removed' WHERE id = ?",
+                (at, rid),
+            )
 
     def _insert(self, fact: Fact, at: float, event: ChangeEvent, multi: bool) -> int:
         expires, purge = self._expiry(fact.domain, at)
@@ -334,54 +418,82 @@ class ReferenceMemory:
         cur = self._db.execute(
             "INSERT INTO records (namespace, subject, predicate, value, domain, multi, created_at,"
             " updated_at, expires_at, purge_at, event_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (self.namespace, fact.subject, fact.predicate, fact.value, fact.domain, int(multi),
-             written, at, expires, purge, event.id))
+            (
+                self.namespace,
+                fact.subject,
+                fact.predicate,
+                fact.value,
+                fact.domain,
+                int(multi),
+                written,
+                at,
+                expires,
+                purge,
+                event.id,
+            ),
+        )
         rid = cur.lastrowid
         assert rid is not None
-        self._db.execute("INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
-                         (rid, _content(fact)))
+        self._db.execute(
+            "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
+        )
         if event.depends_on:
             self._db.executemany(
                 "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
-                [(rid, self.namespace, d.subject, d.predicate) for d in event.depends_on])
+                [(rid, self.namespace, d.subject, d.predicate) for d in event.depends_on],
+            )
         if event.metadata:
-            self._db.executemany("INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
-                                 [(rid, k, v) for k, v in event.metadata.items()])
+            self._db.executemany(
+                "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
+                [(rid, k, v) for k, v in event.metadata.items()],
+            )
         return rid
 
-    def _supersede(self, key: FactKey, rows: Iterable[tuple[int, str, float]], by: int,
-                   at: float) -> None:
+    def _supersede(
+        self, key: FactKey, rows: Iterable[tuple[int, str, float]], by: int, at: float
+    ) -> None:
         ids = [r[0] for r in rows if r[0] != by]
         if ids:
             self._db.executemany(
                 "UPDATE records SET state = 'superseded', superseded_by = ?, ended_at = ?, "
-                "end_reason = 'revised' WHERE id = ?", [(by, at, i) for i in ids])
+                "end_reason = 'revised' WHERE id = ?",
+                [(by, at, i) for i in ids],
+            )
             self._touched.add(key)
 
     def _end(self, fact: Fact, at: float, state: str, reason: str) -> None:
         key = fact.key
         self._touched.add(key)
-        ended = [rid for rid, value, updated in self._live(key)
-                 if value == fact.value and updated <= at]
+        ended = [
+            rid for rid, value, updated in self._live(key) if value == fact.value and updated <= at
+        ]
         if not ended:
             return
-        self._db.executemany("UPDATE records SET state = ?, ended_at = ?, end_reason = ? "
-                             "WHERE id = ?", [(state, at, reason, rid) for rid in ended])
+        self._db.executemany(
+            "UPDATE records SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
+            [(state, at, reason, rid) for rid in ended],
+        )
         if self.propagation and not self._live(key):
             self._cascade(key, at)
 
     def _cascade(self, key: FactKey, at: float) -> None:
-        self._db.execute("INSERT INTO key_removals (namespace, subject, predicate, removed_at) "
-                         "VALUES (?,?,?,?)", (self.namespace, key.subject, key.predicate, at))
+        self._db.execute(
+            "INSERT INTO key_removals (namespace, subject, predicate, removed_at) VALUES (?,?,?,?)",
+            (self.namespace, key.subject, key.predicate, at),
+        )
         dependents = self._db.execute(
             "SELECT r.id, r.subject, r.predicate FROM record_deps d JOIN records r "
             "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
             "AND r.state = 'active' AND r.updated_at < ?",
-            (self.namespace, key.subject, key.predicate, at)).fetchall()
+            (self.namespace, key.subject, key.predicate, at),
+        ).fetchall()
         emptied: set[FactKey] = set()
         for rid, subject, predicate in dependents:
-            self._db.execute("UPDATE records SET state = 'invalidated', ended_at = ?, "
-                             "end_reason = ? WHERE id = ?", (at, f"{key} was removed", rid))
+            self._db.execute(
+                "UPDATE records SET state = 'invalidated', ended_at = ?, "
+                "end_reason = ? WHERE id = ?",
+                (at, f"{key} was removed", rid),
+            )
             dep_key = FactKey(subject, predicate)
             self._touched.add(dep_key)
             emptied.add(dep_key)
@@ -393,15 +505,24 @@ class ReferenceMemory:
         for key in keys:
             row = self._db.execute(
                 "SELECT 1 FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ? "
-                "AND removed_at > ? LIMIT 1", (self.namespace, key.subject, key.predicate, at)
+                "AND removed_at > ? LIMIT 1",
+                (self.namespace, key.subject, key.predicate, at),
             ).fetchone()
             if row and not self._live(key):
                 return True
         return False
 
 
-_SWITCHES = {"ttl", "supersession", "propagation", "grace", "top_k", "path", "namespace",
-             "shadow"} | {f"ttl_{d}" for d in DOMAINS}
+_SWITCHES = {
+    "ttl",
+    "supersession",
+    "propagation",
+    "grace",
+    "top_k",
+    "path",
+    "namespace",
+    "shadow",
+} | {f"ttl_{d}" for d in DOMAINS}
 
 
 @register_memory("reference")
@@ -418,6 +539,10 @@ def reference_memory(options: Mapping[str, Any]) -> ReferenceMemory:
         path=str(options.get("path", ":memory:")),
         namespace=str(options.get("namespace", DEFAULT_NAMESPACE)),
         shadow=switch(options, "shadow", True),
-        ttl=switch(options, "ttl", True), supersession=switch(options, "supersession", True),
-        propagation=switch(options, "propagation", True), ttl_windows=windows, grace=grace,
-        top_k=integer(options, "top_k", 5))
+        ttl=switch(options, "ttl", True),
+        supersession=switch(options, "supersession", True),
+        propagation=switch(options, "propagation", True),
+        ttl_windows=windows,
+        grace=grace,
+        top_k=integer(options, "top_k", 5),
+    )

@@ -6,8 +6,9 @@ blackbox_exporter maps prober names to functions; an unknown kind fails at confi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import ConfigError
 from healthd.model import ChangeEvent
@@ -50,6 +51,7 @@ def register_source(kind: str) -> Callable[[SourceFactory], SourceFactory]:
     def decorator(factory: SourceFactory) -> SourceFactory:
         _REGISTRY[kind] = factory
         return factory
+
     return decorator
 
 
@@ -63,8 +65,9 @@ def build_source(kind: str, name: str, options: Mapping[str, Any]) -> Source:
     try:
         factory = _REGISTRY[kind]
     except KeyError:
-        raise ConfigError(f"source {name!r}: unknown kind {kind!r}; known kinds: "
-                          f"{', '.join(sorted(_REGISTRY))}") from None
+        raise ConfigError(
+            f"source {name!r}: unknown kind {kind!r}; known kinds: {', '.join(sorted(_REGISTRY))}"
+        ) from None
     return factory(name, options)
 
 

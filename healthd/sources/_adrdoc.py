@@ -24,18 +24,25 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
     ("superseded", re.compile(rf"\b(?:{_SUPERSEDED})\b", re.I)),
     ("deprecated", re.compile(r"\b(?:deprecated?|obsolete|retired|withdrawn)\b", re.I)),
     ("rejected", re.compile(r"\b(?:rejected|declined|refused|abandoned)\b", re.I)),
-    ("accepted", re.compile(r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b",
-                            re.I)),
-    ("proposed", re.compile(r"\b(?:proposed?|draft|drafted|in[ -]review|under review|"
-                            r"pending|open|wip|in[ -]progress|discussion|suggested)\b", re.I)),
+    ("accepted", re.compile(r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b", re.I)),
+    (
+        "proposed",
+        re.compile(
+            r"\b(?:proposed?|draft|drafted|in[ -]review|under review|"
+            r"pending|open|wip|in[ -]progress|discussion|suggested)\b",
+            re.I,
+        ),
+    ),
 ]
 _LINK = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]*)>?[^)]*\)")
-_REF_NUM = re.compile(r"(?:\b(?:adr|decision|record)[\s#:_-]*0*(\d{1,6})\b|#\s*0*(\d{1,6})\b"
-                      r"|(?<![\w.])0*(\d{1,6})(?:\.(?!\d)|\b)(?![-/]\d))", re.I)
+_REF_NUM = re.compile(
+    r"(?:\b(?:adr|decision|record)[\s#:_-]*0*(\d{1,6})\b|#\s*0*(\d{1,6})\b"
+    r"|(?<![\w.])0*(\d{1,6})(?:\.(?!\d)|\b)(?![-/]\d))",
+    re.I,
+)
 _FILE_NUM = re.compile(r"^(?:adr|decision)?[-_ ]?0*(\d{1,6})(?=[-_. ]|$)", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_TITLE_NUM = re.compile(r"^(?:adr|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$",
-                        re.I)
+_TITLE_NUM = re.compile(r"^(?:adr|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$", re.I)
 
 
 @dataclass

@@ -14,10 +14,11 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -54,12 +55,13 @@ class RepoOptions(BaseModel):
     revalidate_clock: Literal["wall", "head"] = "wall"
 
     @model_validator(mode="after")
-    def _where(self) -> "RepoOptions":
+    def _where(self) -> RepoOptions:
         if (self.path is None) == (self.url is None):
             raise ValueError("set exactly one of 'path' (a local checkout) or 'url'")
         if self.url is not None and not self.cache_dir:
-            raise ValueError("'cache_dir' is required with 'url' (healthd keeps a bare "
-                             "mirror there)")
+            raise ValueError(
+                "'cache_dir' is required with 'url' (healthd keeps a bare mirror there)"
+            )
         if self.token_env is not None and self.url is None:
             raise ValueError("'token_env' only applies with 'url'")
         if self.revalidate_interval < timedelta(0):
@@ -70,8 +72,8 @@ class RepoOptions(BaseModel):
         if self.since is None:
             return None
         if isinstance(self.since, datetime):
-            return self.since if self.since.tzinfo else self.since.replace(tzinfo=timezone.utc)
-        return datetime.combine(self.since, time(0), tzinfo=timezone.utc)
+            return self.since if self.since.tzinfo else self.since.replace(tzinfo=UTC)
+        return datetime.combine(self.since, time(0), tzinfo=UTC)
 
 
 def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
@@ -112,7 +114,7 @@ class Change:
 
     @property
     def is_submodule(self) -> bool:
-        return self.new_mode == _SUBMODULE_MODE or self.old_mode == _SUBMODULE_MODE
+        return _SUBMODULE_MODE in (self.new_mode, self.old_mode)
 
 
 class Repo:
@@ -122,8 +124,9 @@ class Repo:
     line, and is scrubbed from any error text.
     """
 
-    def __init__(self, git_dir: str, *, secret: str | None = None,
-                 extra_env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, git_dir: str, *, secret: str | None = None, extra_env: Mapping[str, str] | None = None
+    ) -> None:
         self.git_dir = git_dir
         self._secret = secret
         env = dict(os.environ)
@@ -141,18 +144,28 @@ class Repo:
         return text
 
     def _base(self) -> list[str]:
-        return ["git", "-C", self.git_dir, "-c", "core.quotePath=false",
-                "-c", "log.showSignature=false"]
+        return [
+            "git",
+            "-C",
+            self.git_dir,
+            "-c",
+            "core.quotePath=false",
+            "-c",
+            "log.showSignature=false",
+        ]
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         try:
-            proc = subprocess.run(self._base() + list(args), env=self.env,
-                                  capture_output=True, check=False)
+            proc = subprocess.run(
+                self._base() + list(args), env=self.env, capture_output=True, check=False
+            )
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror}") from exc
         if check and proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise GitError(self.scrub(f"git {args[0]} failed: {err[-1] if err else proc.returncode}"))
+            raise GitError(
+                self.scrub(f"git {args[0]} failed: {err[-1] if err else proc.returncode}")
+            )
         return proc
 
     def rev_parse(self, rev: str) -> str | None:
@@ -161,7 +174,7 @@ class Repo:
 
     def commit_time(self, sha: str) -> datetime:
         out = self.run("show", "-s", "--format=%ct", sha).stdout.decode().strip()
-        return datetime.fromtimestamp(int(out), tz=timezone.utc)
+        return datetime.fromtimestamp(int(out), tz=UTC)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
@@ -178,12 +191,28 @@ class Repo:
         return out or None
 
     # -- history
-    def log(self, rev_range: str, *, first_parent: bool, since: datetime | None = None,
-            paths: Iterable[str] = ()) -> Iterator[tuple[Commit, list[Change]]]:
+    def log(
+        self,
+        rev_range: str,
+        *,
+        first_parent: bool,
+        since: datetime | None = None,
+        paths: Iterable[str] = (),
+    ) -> Iterator[tuple[Commit, list[Change]]]:
         """Commits oldest to newest with their raw changes, from ONE streaming ``git log``."""
-        args = self._base() + ["log", "--reverse", "--root", "--raw", "--no-renames",
-                               "--no-abbrev", "-z", "--no-ext-diff", "--no-textconv",
-                               "--format=%x01%H %ct", "--diff-merges=first-parent"]
+        args = self._base() + [
+            "log",
+            "--reverse",
+            "--root",
+            "--raw",
+            "--no-renames",
+            "--no-abbrev",
+            "-z",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--format=%x01%H %ct",
+            "--diff-merges=first-parent",
+        ]
         if first_parent:
             args.append("--first-parent")
         else:
@@ -194,8 +223,9 @@ class Repo:
         args.append("--")
         args.extend(paths)
         try:
-            proc = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)
+            proc = subprocess.Popen(
+                args, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror}") from exc
         assert proc.stdout is not None
@@ -220,7 +250,7 @@ class Repo:
                         if commit is not None:
                             yield commit, changes
                         sha, _, ct = token[1:].decode().partition(" ")
-                        commit = Commit(sha, datetime.fromtimestamp(int(ct), tz=timezone.utc))
+                        commit = Commit(sha, datetime.fromtimestamp(int(ct), tz=UTC))
                         changes = []
                     elif token.startswith(b":"):
                         pending_meta = token
@@ -248,21 +278,29 @@ class Repo:
             mode, kind, sha = meta.decode().split(" ")
             if kind != "blob":
                 continue
-            out.append(Change("A", path.decode("utf-8", "surrogateescape"), NULL_SHA, sha,
-                              "000000", mode))
+            out.append(
+                Change("A", path.decode("utf-8", "surrogateescape"), NULL_SHA, sha, "000000", mode)
+            )
         return out
 
     def note_partial_clone(self, rev: str) -> int | None:
         """In a partial clone, list (without fetching) the objects absent locally, so blob
         reads skip them instead of a lazy fetch per blob; their count, or None when this is
         not a partial clone."""
-        proc = self.run("config", "--get-regexp",
-                        r"^(extensions\.partialclone|remote\..*\.promisor)$", check=False)
-        if not any(line.split(b" ", 1)[-1].strip() not in (b"", b"false")
-                   for line in proc.stdout.splitlines()):
+        proc = self.run(
+            "config",
+            "--get-regexp",
+            r"^(extensions\.partialclone|remote\..*\.promisor)$",
+            check=False,
+        )
+        if not any(
+            line.split(b" ", 1)[-1].strip() not in (b"", b"false")
+            for line in proc.stdout.splitlines()
+        ):
             return None
-        out = self.run("rev-list", "--objects", "--missing=print", "--no-object-names", rev,
-                       check=False).stdout
+        out = self.run(
+            "rev-list", "--objects", "--missing=print", "--no-object-names", rev, check=False
+        ).stdout
         self._absent = {line[1:].decode() for line in out.splitlines() if line.startswith(b"?")}
         return len(self._absent)
 
@@ -273,9 +311,13 @@ class Repo:
             return None
         if self._cat is None:
             try:
-                self._cat = subprocess.Popen(self._base() + ["cat-file", "--batch"],
-                                             env=self.env, stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                self._cat = subprocess.Popen(
+                    self._base() + ["cat-file", "--batch"],
+                    env=self.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
             except OSError as exc:
                 raise GitError(f"cannot run git: {exc.strerror}") from exc
         cat = self._cat
@@ -318,8 +360,9 @@ class Repo:
 def _change(meta: bytes, path: bytes) -> Change:
     # b":100644 100644 <old> <new> M"
     old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode().split(" ")
-    return Change(status[:1], path.decode("utf-8", "surrogateescape"), old_sha, new_sha,
-                  old_mode, new_mode)
+    return Change(
+        status[:1], path.decode("utf-8", "surrogateescape"), old_sha, new_sha, old_mode, new_mode
+    )
 
 
 def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
@@ -344,27 +387,37 @@ def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
         if not secret:
             raise GitError(f"environment variable {opts.token_env!r} (token_env) is not set")
         basic = base64.b64encode(f"{opts.token_user}:{secret}".encode()).decode()
-        extra = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
-                 "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+        extra = {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+        }
     digest = hashlib.sha256(opts.url.encode()).hexdigest()[:12]
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", opts.url.rstrip("/").rsplit("/", 1)[-1])[:40]
     mirror = Path(os.path.expanduser(opts.cache_dir)) / f"{slug}-{digest}.git"
     repo = Repo(str(mirror), secret=secret, extra_env=extra)
     if not (mirror / "HEAD").exists():
         mirror.parent.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["git", "clone", "--mirror", "--quiet", opts.url, str(mirror)],
-                              env=repo.env, capture_output=True, check=False)
+        proc = subprocess.run(
+            ["git", "clone", "--mirror", "--quiet", opts.url, str(mirror)],
+            env=repo.env,
+            capture_output=True,
+            check=False,
+        )
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise GitError(repo.scrub(f"cannot mirror {opts.url}: "
-                                      f"{err[-1] if err else proc.returncode}"))
+            raise GitError(
+                repo.scrub(f"cannot mirror {opts.url}: {err[-1] if err else proc.returncode}")
+            )
         log.info("git_mirror_created", source=name, mirror=str(mirror))
         return repo, None
     proc = repo.run("fetch", "--prune", "--quiet", "origin", check=False)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        note = repo.scrub(f"fetch from {opts.url} failed ({err[-1] if err else proc.returncode});"
-                          " reading the mirror as last fetched")
+        note = repo.scrub(
+            f"fetch from {opts.url} failed ({err[-1] if err else proc.returncode});"
+            " reading the mirror as last fetched"
+        )
         log.warning("git_fetch_failed", source=name, detail=note)
         return repo, note
     return repo, None
@@ -374,14 +427,16 @@ def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
 
 
 def event_id(kind: str, source: str, sha: str, path: str, key: FactKey, etype: str) -> str:
-    digest = hashlib.sha256("\x1f".join((source, sha, path, key.subject, key.predicate,
-                                         etype)).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(
+        "\x1f".join((source, sha, path, key.subject, key.predicate, etype)).encode()
+    ).hexdigest()[:16]
     return f"{kind}:{sha[:12]}:{digest}"
 
 
 def fact_hash(fact: Fact) -> str:
-    return hashlib.sha256("\x1f".join((fact.subject, fact.predicate, fact.value,
-                                       fact.domain)).encode()).hexdigest()[:16]
+    return hashlib.sha256(
+        "\x1f".join((fact.subject, fact.predicate, fact.value, fact.domain)).encode()
+    ).hexdigest()[:16]
 
 
 @dataclass
@@ -418,9 +473,15 @@ class Skips:
         return len(self._lines)
 
 
-def revalidations(kind: str, source: str, held: Mapping[FactKey, Held],
-                  seen: dict[str, float], now: datetime, interval: timedelta,
-                  head: str) -> list[ChangeEvent]:
+def revalidations(
+    kind: str,
+    source: str,
+    held: Mapping[FactKey, Held],
+    seen: dict[str, float],
+    now: datetime,
+    interval: timedelta,
+    head: str,
+) -> list[ChangeEvent]:
     """`revalidated` events for held facts last observed at least ``interval`` before
     ``now``; ``seen`` (fact hash → last observation, epoch seconds) is updated in place."""
     out: list[ChangeEvent] = []
@@ -435,9 +496,17 @@ def revalidations(kind: str, source: str, held: Mapping[FactKey, Held],
             continue
         seen[fh] = now.timestamp()
         eid = event_id(kind, source, head, f"revalidate@{now.isoformat()}", key, "revalidated")
-        out.append(ChangeEvent(id=eid, type="revalidated", timestamp=now,
-                               source=source, fact=h.fact, depends_on=h.depends_on,
-                               metadata={**h.metadata, "commit": head}))
+        out.append(
+            ChangeEvent(
+                id=eid,
+                type="revalidated",
+                timestamp=now,
+                source=source,
+                fact=h.fact,
+                depends_on=h.depends_on,
+                metadata={**h.metadata, "commit": head},
+            )
+        )
     return out
 
 
@@ -453,7 +522,11 @@ def load_cursor(cursor: str | None) -> dict[str, Any] | None:
         state = json.loads(cursor)
     except json.JSONDecodeError:
         return None
-    if not isinstance(state, dict) or state.get("v") != 1 or not isinstance(state.get("commit"), str):
+    if (
+        not isinstance(state, dict)
+        or state.get("v") != 1
+        or not isinstance(state.get("commit"), str)
+    ):
         return None
     return state
 
@@ -470,7 +543,7 @@ Clock = Callable[[], datetime]
 
 
 def wall_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # --------------------------------------------------------------------------- driver
@@ -506,8 +579,9 @@ class RepoSource:
         self._clock = clock
 
     # -- hooks
-    def _extractor(self, repo: Repo, head: str, skips: Skips,
-                   state: Mapping[str, Any] | None) -> Extractor:
+    def _extractor(
+        self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
+    ) -> Extractor:
         raise NotImplementedError
 
     def _log_paths(self, extractor: Extractor) -> list[str]:
@@ -522,7 +596,7 @@ class RepoSource:
         from healthd.sources import PullResult
 
         skips = Skips(self.name)
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         try:
             repo, note = open_repo(self.opts, self.name)
         except GitError as exc:
@@ -537,21 +611,29 @@ class RepoSource:
             return PullResult([], cursor, error=str(exc), skipped=skips.lines())
         finally:
             repo.close()
-        log.info("source_pulled", source=self.name, kind=self.kind,
-                 events=len(result.events), skipped=len(result.skipped),
-                 error=result.error,
-                 seconds=round((datetime.now(timezone.utc) - started).total_seconds(), 3))
+        log.info(
+            "source_pulled",
+            source=self.name,
+            kind=self.kind,
+            events=len(result.events),
+            skipped=len(result.skipped),
+            error=result.error,
+            seconds=round((datetime.now(UTC) - started).total_seconds(), 3),
+        )
         return result
 
-    def _pull(self, repo: Repo, cursor: str | None, now: datetime | None,
-              skips: Skips) -> "PullResult":
+    def _pull(
+        self, repo: Repo, cursor: str | None, now: datetime | None, skips: Skips
+    ) -> PullResult:
         from healthd.sources import PullResult
 
         rev = self.opts.branch or "HEAD"
         head = repo.rev_parse(rev)
         if head is None:
-            if self.opts.branch is not None or repo.run("rev-parse", "--verify", "--quiet",
-                                                       "HEAD", check=False).returncode == 0:
+            if (
+                self.opts.branch is not None
+                or repo.run("rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
+            ):
                 raise GitError(f"branch {rev!r} not found")
             skips.note("repository has no commits yet")
             return PullResult([], cursor, skipped=skips.lines())
@@ -559,8 +641,10 @@ class RepoSource:
             skips.note("shallow clone: history before its boundary is not read")
         absent = repo.note_partial_clone(head)
         if absent:
-            skips.note(f"partial clone: {absent} objects are not present locally; "
-                       "what needs them is skipped")
+            skips.note(
+                f"partial clone: {absent} objects are not present locally; "
+                "what needs them is skipped"
+            )
 
         state = load_cursor(cursor)
         if cursor and state is None:
@@ -569,13 +653,17 @@ class RepoSource:
         if state is not None:
             old = state["commit"]
             if repo.rev_parse(old) is None:
-                skips.note(f"cursor commit {old[:12]} is missing (force-push or pruned "
-                           "history); full re-extraction")
+                skips.note(
+                    f"cursor commit {old[:12]} is missing (force-push or pruned "
+                    "history); full re-extraction"
+                )
                 log.warning("git_force_push", source=self.name, cursor=old[:12])
                 state = None
             elif old != head and not repo.is_ancestor(old, head):
-                skips.note(f"cursor commit {old[:12]} is not an ancestor of {rev} "
-                           f"({head[:12]}): force-push; full re-extraction")
+                skips.note(
+                    f"cursor commit {old[:12]} is not an ancestor of {rev} "
+                    f"({head[:12]}): force-push; full re-extraction"
+                )
                 log.warning("git_force_push", source=self.name, cursor=old[:12], head=head[:12])
                 state = None
             else:
@@ -589,13 +677,15 @@ class RepoSource:
                 extractor = self._extractor(repo, head, skips, None)
         seen: dict[str, float] = {}
         if state is not None and isinstance(state.get("seen"), dict):
-            seen = {str(k): float(v) for k, v in state["seen"].items()
-                    if isinstance(v, (int, float))}
+            seen = {
+                str(k): float(v) for k, v in state["seen"].items() if isinstance(v, (int, float))
+            }
         paths = self._log_paths(extractor)
         events: list[ChangeEvent] = []
         if base is not None:
-            extractor.apply(Commit(base, repo.commit_time(base)), repo.tree(base, paths),
-                            emit=False)
+            extractor.apply(
+                Commit(base, repo.commit_time(base)), repo.tree(base, paths), emit=False
+            )
             rev_range = f"{base}..{head}"
         else:
             rev_range = head
@@ -605,28 +695,34 @@ class RepoSource:
                 if boundary is not None:
                     # what already held before `since`, as of its last commit
                     commit = Commit(boundary, repo.commit_time(boundary))
-                    events += self._observe(extractor.apply(commit, repo.tree(boundary, paths),
-                                                            emit=True), seen)
+                    events += self._observe(
+                        extractor.apply(commit, repo.tree(boundary, paths), emit=True), seen
+                    )
                     rev_range = f"{boundary}..{head}"
         last = base
         if base != head:
             try:
-                for commit, changes in repo.log(rev_range, first_parent=self.opts.first_parent,
-                                                paths=paths):
+                for commit, changes in repo.log(
+                    rev_range, first_parent=self.opts.first_parent, paths=paths
+                ):
                     events += self._observe(extractor.apply(commit, changes, emit=True), seen)
                     last = commit.sha
             except GitError as exc:
                 if last is None:
                     raise
-                return PullResult(events, self._cursor(last, seen, extractor),
-                                  error=str(exc), skipped=skips.lines())
+                return PullResult(
+                    events,
+                    self._cursor(last, seen, extractor),
+                    error=str(exc),
+                    skipped=skips.lines(),
+                )
         head_time = repo.commit_time(head)
         if now is None:
             now = self._clock() if self._clock is not None else head_time
-        if now < head_time:
-            now = head_time
-        events += revalidations(self.kind, self.name, extractor.held, seen, now,
-                                self.opts.revalidate_interval, head)
+        now = max(now, head_time)
+        events += revalidations(
+            self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
+        )
         return PullResult(events, self._cursor(head, seen, extractor), skipped=skips.lines())
 
     @staticmethod
@@ -639,5 +735,6 @@ class RepoSource:
         return events
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
-        return dump_cursor({"commit": commit, "seen": prune_seen(seen, extractor.held),
-                            **extractor.cursor_extra()})
+        return dump_cursor(
+            {"commit": commit, "seen": prune_seen(seen, extractor.held), **extractor.cursor_extra()}
+        )

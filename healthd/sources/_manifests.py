@@ -15,8 +15,9 @@ import json
 import re
 import tomllib
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 ANY = "*"
 
@@ -42,7 +43,9 @@ def _clean(spec: str) -> str:
 _REQ = re.compile(
     r"""^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*
         (?:\[(?P<extras>[^\]]*)\])?\s*
-        (?P<rest>.*)$""", re.X | re.S)
+        (?P<rest>.*)$""",
+    re.X | re.S,
+)
 _SPEC = re.compile(r"^(?:(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9*+!._-]+\s*,?\s*)+$")
 
 
@@ -155,8 +158,7 @@ def parse_package_json(text: str) -> Deps:
     if not isinstance(data, dict):
         raise ManifestError("package.json is not a JSON object")
     deps: Deps = {}
-    for section in ("dependencies", "optionalDependencies", "peerDependencies",
-                    "devDependencies"):
+    for section in ("dependencies", "optionalDependencies", "peerDependencies", "devDependencies"):
         table = data.get(section)
         if not isinstance(table, dict):
             continue
@@ -182,7 +184,7 @@ def parse_go_mod(text: str) -> Deps:
                 continue
             entry = line
         elif line.startswith("require"):
-            entry = line[len("require"):].strip()
+            entry = line[len("require") :].strip()
             if entry.startswith("("):
                 in_block = True
                 entry = entry[1:].strip()
@@ -221,9 +223,12 @@ def _cargo_spec(value: Any) -> str | None:
 def parse_cargo_toml(text: str) -> Deps:
     data = _toml(text)
     deps: Deps = {}
-    tables = [data.get("dependencies"), data.get("build-dependencies"),
-              data.get("dev-dependencies"),
-              _table(data.get("workspace")).get("dependencies")]
+    tables = [
+        data.get("dependencies"),
+        data.get("build-dependencies"),
+        data.get("dev-dependencies"),
+        _table(data.get("workspace")).get("dependencies"),
+    ]
     for target in _table(data.get("target")).values():
         t = _table(target)
         tables += [t.get("dependencies"), t.get("build-dependencies"), t.get("dev-dependencies")]
@@ -281,8 +286,7 @@ def parse_pom_xml(text: str) -> Deps:
     return _pom_deps(_child(root, "dependencies"), props, managed)
 
 
-def _pom_deps(container: ET.Element | None, props: dict[str, str],
-              managed: dict[str, str]) -> Deps:
+def _pom_deps(container: ET.Element | None, props: dict[str, str], managed: dict[str, str]) -> Deps:
     deps: Deps = {}
     if container is None:
         return deps

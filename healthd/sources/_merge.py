@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from healthd.model import ChangeEvent
 

@@ -14,9 +14,10 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 import requests
 from pydantic import BaseModel, ValidationError
@@ -31,11 +32,17 @@ class TicketSource:
     """The seams every ticket source takes: an HTTP session, and a clock, a sleep and a
     random source for backoff, so tests run against a local server without real waiting."""
 
-    def __init__(self, name: str, options: Any, *, session: requests.Session | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time,
-                 rng: Callable[[], float] = random.random,
-                 environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        options: Any,
+        *,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        rng: Callable[[], float] = random.random,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.options = options
         self.session = session or requests.Session()
@@ -67,11 +74,11 @@ def parse_time(value: object, field: str) -> datetime:
         raise Malformed(f"field '{field}' is not an ISO 8601 timestamp: {value[:40]!r}") from None
     if ts.tzinfo is None:
         raise Malformed(f"field '{field}' has no timezone: {value[:40]!r}")
-    return ts.astimezone(timezone.utc)
+    return ts.astimezone(UTC)
 
 
 def format_time(ts: datetime) -> str:
-    return ts.astimezone(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return ts.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def require(obj: Any, key: str, kind: type | tuple[type, ...], path: str) -> Any:
@@ -94,10 +101,12 @@ class Change:
     reason: str | None = None
 
 
-def diff(before: Mapping[FactKey, Fact], after: Mapping[FactKey, Fact],
-         reason: str) -> list[Change]:
+def diff(
+    before: Mapping[FactKey, Fact], after: Mapping[FactKey, Fact], reason: str
+) -> list[Change]:
     """Changes that turn ``before`` into ``after``, in a stable order: ended keys first, the
     issue's own fact before ownership facts."""
+
     def order(key: FactKey) -> tuple[bool, FactKey]:
         return key.predicate not in TICKET_PREDICATES, key
 
@@ -114,8 +123,14 @@ def diff(before: Mapping[FactKey, Fact], after: Mapping[FactKey, Fact],
     return changes
 
 
-def to_events(changes: list[Change], *, base_id: str, timestamp: datetime, source: str,
-              metadata: Mapping[str, str]) -> list[ChangeEvent]:
+def to_events(
+    changes: list[Change],
+    *,
+    base_id: str,
+    timestamp: datetime,
+    source: str,
+    metadata: Mapping[str, str],
+) -> list[ChangeEvent]:
     """ChangeEvents with ids derived from the API's own id (``base_id``).
 
     The issue's own fact (requirement/decision) takes ``base_id`` itself when it is the only
@@ -129,10 +144,18 @@ def to_events(changes: list[Change], *, base_id: str, timestamp: datetime, sourc
             event_id = base_id if len(ticket) == 1 else f"{base_id}:{change.fact.predicate}"
         else:
             event_id = f"{base_id}:{change.fact.predicate}:{change.fact.subject}"
-        out.append(ChangeEvent(id=event_id, type=change.type,  # type: ignore[arg-type]
-                               timestamp=timestamp, source=source, fact=change.fact,
-                               previous=change.previous, reason=change.reason,
-                               metadata=dict(metadata)))
+        out.append(
+            ChangeEvent(
+                id=event_id,
+                type=change.type,  # type: ignore[arg-type]
+                timestamp=timestamp,
+                source=source,
+                fact=change.fact,
+                previous=change.previous,
+                reason=change.reason,
+                metadata=dict(metadata),
+            )
+        )
     return out
 
 

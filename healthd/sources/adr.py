@@ -38,21 +38,38 @@ Metadata: ``adr_file``, ``commit``, ``status``. Event ids ``adr:<sha12>:<hash>``
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._adrdoc import Record, file_number, parse_adr, ref_number
-from healthd.sources._gitlog import (Change, Commit, Extractor, Held, Repo,
-                                     RepoOptions, RepoSource, Skips, dump_cursor,
-                                     event_id, prune_seen, validate_options)
+from healthd.sources._gitlog import (
+    Change,
+    Commit,
+    Extractor,
+    Held,
+    Repo,
+    RepoOptions,
+    RepoSource,
+    Skips,
+    dump_cursor,
+    event_id,
+    prune_seen,
+    validate_options,
+)
 
 #: Where ADRs live when `.adr-dir` does not say, in order.
-CANDIDATE_DIRS: tuple[str, ...] = ("doc/adr", "docs/adr", "docs/decisions",
-                                   "docs/architecture/decisions", "doc/architecture/decisions",
-                                   "docs/architecture/adr")
+CANDIDATE_DIRS: tuple[str, ...] = (
+    "doc/adr",
+    "docs/adr",
+    "docs/decisions",
+    "docs/architecture/decisions",
+    "doc/architecture/decisions",
+    "docs/architecture/adr",
+)
 _EXTENSIONS = (".md", ".markdown", ".mdx", ".txt", ".rst")
 _NOT_RECORDS = {"readme", "index", "template", "toc", "_sidebar", "summary"}
 PREDICATE = "decision"
@@ -77,8 +94,14 @@ def subject(number: int) -> str:
 
 
 class AdrExtractor(Extractor):
-    def __init__(self, source: str, directory: str, repo: Repo, skips: Skips,
-                 owners: Mapping[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        directory: str,
+        repo: Repo,
+        skips: Skips,
+        owners: Mapping[int, str] | None = None,
+    ) -> None:
         self.source = source
         self.dir = directory
         self.repo = repo
@@ -95,15 +118,20 @@ class AdrExtractor(Extractor):
     def _is_record_path(self, path: str) -> bool:
         if not path.startswith(self.dir + "/"):
             return False
-        rel = path[len(self.dir) + 1:]
+        rel = path[len(self.dir) + 1 :]
         parts = rel.split("/")
-        if any(p.startswith((".", "_")) or p in ("templates", "template", "assets", "images")
-               for p in parts[:-1]):
+        if any(
+            p.startswith((".", "_")) or p in ("templates", "template", "assets", "images")
+            for p in parts[:-1]
+        ):
             return False
         stem, ext = posixpath.splitext(parts[-1])
         stem = stem.lower()
-        return ext.lower() in _EXTENSIONS and stem not in _NOT_RECORDS and \
-            not stem.endswith("template")
+        return (
+            ext.lower() in _EXTENSIONS
+            and stem not in _NOT_RECORDS
+            and not stem.endswith("template")
+        )
 
     # -- folding
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
@@ -118,19 +146,28 @@ class AdrExtractor(Extractor):
             touched = True
             if ch.status == "D":
                 rec = self.records.pop(ch.path, None)
-                if rec is not None and rec.number is not None and \
-                        self.owners.get(rec.number) == ch.path:
+                if (
+                    rec is not None
+                    and rec.number is not None
+                    and self.owners.get(rec.number) == ch.path
+                ):
                     del self.owners[rec.number]
                 continue
             data = self.repo.blob(ch.new_sha)
             if data is None:
-                self.skips.add(f"{ch.path}@{commit.sha[:12]}",
-                               f"blob {ch.new_sha[:12]} missing (partial clone?); kept as before")
+                self.skips.add(
+                    f"{ch.path}@{commit.sha[:12]}",
+                    f"blob {ch.new_sha[:12]} missing (partial clone?); kept as before",
+                )
                 continue
             rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
             old = self.records.get(ch.path)
-            if old is not None and old.number is not None and old.number != rec.number and \
-                    self.owners.get(old.number) == ch.path:
+            if (
+                old is not None
+                and old.number is not None
+                and old.number != rec.number
+                and self.owners.get(old.number) == ch.path
+            ):
                 del self.owners[old.number]
             self.records[ch.path] = rec
             if rec.number is None:
@@ -189,8 +226,11 @@ class AdrExtractor(Extractor):
             if rec.status in ("accepted", "superseded") and rec.supersedes:
                 for ref in rec.supersedes:
                     x = self._resolve([ref], m, names)
-                    if x is not None and x not in successor and \
-                            recs[x].status not in ("deprecated", "rejected"):
+                    if (
+                        x is not None
+                        and x not in successor
+                        and recs[x].status not in ("deprecated", "rejected")
+                    ):
                         successor[x] = m
                         unresolved.pop(x, None)
         targets = set(successor.values())
@@ -227,8 +267,15 @@ class AdrExtractor(Extractor):
                 reason = f"ADR {n} {rec.status}"
             else:
                 reason = f"ADR {n} is {rec.status or 'without a known status'} again"
-            events.append((n, 1, self._event(commit, old, "invalidated", reason=reason,
-                                              path=old.metadata.get("adr_file"))))
+            events.append(
+                (
+                    n,
+                    1,
+                    self._event(
+                        commit, old, "invalidated", reason=reason, path=old.metadata.get("adr_file")
+                    ),
+                )
+            )
         for n in sorted(desired):
             h = self._held(n, desired[n], commit)
             before = self.held.get(h.fact.key)
@@ -246,12 +293,22 @@ class AdrExtractor(Extractor):
 
     def _held(self, n: int, rec: Record, commit: Commit) -> Held:
         assert rec.title is not None
-        return Held(Fact(subject(n), PREDICATE, rec.title, "decision"), (),
-                    {"adr_file": self.owners[n], "commit": commit.sha,
-                     "status": rec.status or "unknown"})
+        return Held(
+            Fact(subject(n), PREDICATE, rec.title, "decision"),
+            (),
+            {"adr_file": self.owners[n], "commit": commit.sha, "status": rec.status or "unknown"},
+        )
 
-    def _event(self, commit: Commit, held: Held, etype: str, *, previous: Fact | None = None,
-               reason: str | None = None, path: str | None = None) -> ChangeEvent:
+    def _event(
+        self,
+        commit: Commit,
+        held: Held,
+        etype: str,
+        *,
+        previous: Fact | None = None,
+        reason: str | None = None,
+        path: str | None = None,
+    ) -> ChangeEvent:
         meta = dict(held.metadata)
         meta["commit"] = commit.sha
         if etype == "invalidated":
@@ -259,11 +316,17 @@ class AdrExtractor(Extractor):
             rec = self.records.get(self.owners.get(n, ""))
             meta["status"] = (rec.status or "unknown") if rec else "deleted"
         where = path or meta.get("adr_file", "")
-        return ChangeEvent(id=event_id("adr", self.source, commit.sha, where, held.fact.key,
-                                       etype),
-                           type=etype, timestamp=commit.time,  # type: ignore[arg-type]
-                           source=self.source, fact=held.fact, previous=previous,
-                           reason=reason, depends_on=(), metadata=meta)
+        return ChangeEvent(
+            id=event_id("adr", self.source, commit.sha, where, held.fact.key, etype),
+            type=etype,
+            timestamp=commit.time,  # type: ignore[arg-type]
+            source=self.source,
+            fact=held.fact,
+            previous=previous,
+            reason=reason,
+            depends_on=(),
+            metadata=meta,
+        )
 
 
 def detect_dir(repo: Repo, head: str) -> str | None:
@@ -274,8 +337,7 @@ def detect_dir(repo: Repo, head: str) -> str | None:
             text = text[2:]
         if text:
             return text
-    proc = repo.run("ls-tree", "-d", "--name-only", "-z", head, "--", *CANDIDATE_DIRS,
-                    check=False)
+    proc = repo.run("ls-tree", "-d", "--name-only", "-z", head, "--", *CANDIDATE_DIRS, check=False)
     found = {p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p}
     for candidate in CANDIDATE_DIRS:
         if candidate in found:
@@ -289,16 +351,21 @@ class AdrSource(RepoSource):
     kind = "adr"
     opts: AdrOptions
 
-    def _extractor(self, repo: Repo, head: str, skips: Skips,
-                   state: Mapping[str, Any] | None) -> AdrExtractor:
+    def _extractor(
+        self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
+    ) -> AdrExtractor:
         directory = self.opts.dir or detect_dir(repo, head)
         if directory is None:
-            skips.note("no ADR directory found (.adr-dir, " + ", ".join(CANDIDATE_DIRS) +
-                       "); set 'dir'")
+            skips.note(
+                "no ADR directory found (.adr-dir, " + ", ".join(CANDIDATE_DIRS) + "); set 'dir'"
+            )
             directory = CANDIDATE_DIRS[0]
         owners: dict[int, str] = {}
-        if state is not None and state.get("dir") == directory and \
-                isinstance(state.get("owners"), dict):
+        if (
+            state is not None
+            and state.get("dir") == directory
+            and isinstance(state.get("owners"), dict)
+        ):
             for k, v in state["owners"].items():
                 if str(k).isdigit() and isinstance(v, str):
                     owners[int(k)] = v
@@ -315,8 +382,9 @@ class AdrSource(RepoSource):
         return [extractor.dir]
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
-        return dump_cursor({"commit": commit, "seen": prune_seen(seen, extractor.held),
-                            **extractor.cursor_extra()})
+        return dump_cursor(
+            {"commit": commit, "seen": prune_seen(seen, extractor.held), **extractor.cursor_extra()}
+        )
 
 
 @register_source("adr")
@@ -325,4 +393,4 @@ def adr_source(name: str, options: Mapping[str, Any]) -> AdrSource:
     return AdrSource(name, opts)
 
 
-__all__ = ["AdrOptions", "AdrSource", "adr_source", "file_number", "CANDIDATE_DIRS"]
+__all__ = ["CANDIDATE_DIRS", "AdrOptions", "AdrSource", "adr_source", "file_number"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -46,8 +47,9 @@ class FileSource:
         chunk = data[offset:end].decode("utf-8", errors="strict")
         first_line = data[:offset].count(b"\n") + 1
         try:
-            events = list(iter_timeline(chunk.splitlines(), origin=self.path,
-                                        first_line=first_line))
+            events = list(
+                iter_timeline(chunk.splitlines(), origin=self.path, first_line=first_line)
+            )
         except TimelineError as exc:
             return PullResult([], cursor if not restarted else None, error=str(exc))
         result = PullResult(events, self._cursor(data, end))
@@ -65,6 +67,7 @@ def file_source(name: str, options: Mapping[str, Any]) -> FileSource:
     try:
         opts = FileOptions.model_validate(dict(options))
     except ValidationError as exc:
-        raise ConfigError(f"source {name!r}: {exc.errors()[0]['loc']}: "
-                          f"{exc.errors()[0]['msg']}") from None
+        raise ConfigError(
+            f"source {name!r}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+        ) from None
     return FileSource(name, opts.path)

@@ -55,17 +55,29 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 from pydantic import field_validator
 
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._codeowners import LOCATIONS, parse_codeowners
-from healthd.sources._gitlog import (Change, Commit, Extractor, Held, Repo,
-                                     RepoOptions, RepoSource, Skips, dump_cursor,
-                                     event_id, prune_seen, validate_options)
+from healthd.sources._gitlog import (
+    Change,
+    Commit,
+    Extractor,
+    Held,
+    Repo,
+    RepoOptions,
+    RepoSource,
+    Skips,
+    dump_cursor,
+    event_id,
+    prune_seen,
+    validate_options,
+)
 from healthd.sources._manifests import manifest_parser, try_parse_manifest
 
 EXISTS = "exists"
@@ -75,19 +87,59 @@ OWNERS = "owners"
 
 #: Source-file extensions by language (markup, data and config files do not count).
 LANGUAGES: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".go": "go", ".rs": "rust",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
-    ".java": "java", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala",
-    ".groovy": "groovy", ".clj": "clojure", ".rb": "ruby", ".php": "php",
-    ".cs": "csharp", ".fs": "fsharp", ".vb": "visualbasic", ".swift": "swift",
-    ".m": "objective-c", ".mm": "objective-c", ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
-    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell",
-    ".ml": "ocaml", ".dart": "dart", ".lua": "lua", ".pl": "perl", ".pm": "perl",
-    ".r": "r", ".jl": "julia", ".zig": "zig", ".nim": "nim", ".sh": "shell",
-    ".bash": "shell", ".sql": "sql", ".vue": "vue", ".svelte": "svelte",
-    ".tf": "terraform", ".sol": "solidity",
+    ".py": "python",
+    ".pyi": "python",
+    ".go": "go",
+    ".rs": "rust",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".scala": "scala",
+    ".groovy": "groovy",
+    ".clj": "clojure",
+    ".rb": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".fs": "fsharp",
+    ".vb": "visualbasic",
+    ".swift": "swift",
+    ".m": "objective-c",
+    ".mm": "objective-c",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".dart": "dart",
+    ".lua": "lua",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".r": "r",
+    ".jl": "julia",
+    ".zig": "zig",
+    ".nim": "nim",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".sql": "sql",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    ".tf": "terraform",
+    ".sol": "solidity",
 }
 _VENDORED = {"node_modules", "vendor", "third_party", "__pycache__"}
 
@@ -159,9 +211,10 @@ class GitExtractor(Extractor):
         if self.opts.service_roots:
             for root in self.opts.service_roots:
                 pat = root.split("/")
-                if len(parts) >= len(pat) and all(fnmatch.fnmatchcase(parts[i], pat[i])
-                                                  for i in range(len(pat))):
-                    name = "/".join(parts[:len(pat)])
+                if len(parts) >= len(pat) and all(
+                    fnmatch.fnmatchcase(parts[i], pat[i]) for i in range(len(pat))
+                ):
+                    name = "/".join(parts[: len(pat)])
                     if not self._excluded(name):
                         return name
             return None
@@ -189,7 +242,7 @@ class GitExtractor(Extractor):
             if ch.is_submodule:
                 continue
             path = ch.path
-            directory, _, base = path.rpartition("/")
+            directory, _, _base = path.rpartition("/")
             service = self.service_of(directory)
             if service is not None and ch.status in "AD":
                 step = 1 if ch.status == "A" else -1
@@ -218,8 +271,10 @@ class GitExtractor(Extractor):
     def _blob_text(self, commit: Commit, ch: Change) -> str | None:
         data = self.repo.blob(ch.new_sha)
         if data is None:
-            self.skips.add(f"{ch.path}@{commit.sha[:12]}",
-                           f"blob {ch.new_sha[:12]} missing (partial clone?); kept as before")
+            self.skips.add(
+                f"{ch.path}@{commit.sha[:12]}",
+                f"blob {ch.new_sha[:12]} missing (partial clone?); kept as before",
+            )
             return None
         return data.decode("utf-8", errors="replace")
 
@@ -271,8 +326,7 @@ class GitExtractor(Extractor):
 
     def _dep_facts(self, subject: str, commit: Commit) -> dict[FactKey, Held]:
         out: dict[FactKey, Held] = {}
-        paths = sorted(self.manifest_subjects.get(subject, ()),
-                       key=lambda p: (p.count("/"), p))
+        paths = sorted(self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p))
         is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
         deps_on = (FactKey(subject, EXISTS),) if is_service else ()
         for path in paths:
@@ -295,8 +349,9 @@ class GitExtractor(Extractor):
         return out
 
     # -- events
-    def _diff(self, commit: Commit, desired: dict[str, dict[FactKey, Held]],
-              emit: bool) -> list[ChangeEvent]:
+    def _diff(
+        self, commit: Commit, desired: dict[str, dict[FactKey, Held]], emit: bool
+    ) -> list[ChangeEvent]:
         born: list[ChangeEvent] = []
         changed: list[ChangeEvent] = []
         ended: list[ChangeEvent] = []
@@ -317,7 +372,8 @@ class GitExtractor(Extractor):
                 self.held[key] = h
                 if before is None:
                     (born if key.predicate == EXISTS else changed).append(
-                        self._event(commit, h, "added"))
+                        self._event(commit, h, "added")
+                    )
                 elif before.fact != h.fact:
                     changed.append(self._event(commit, h, "revised", previous=before.fact))
                 else:
@@ -328,13 +384,15 @@ class GitExtractor(Extractor):
                 self.scopes.pop(scope, None)
         for scope, key, held in removals:
             if key.predicate == EXISTS:
-                dead.append(self._event(commit, held, "invalidated",
-                                        reason=f"{key.subject} removed"))
+                dead.append(
+                    self._event(commit, held, "invalidated", reason=f"{key.subject} removed")
+                )
             elif any(dep in gone_services for dep in held.depends_on):
                 continue  # ends by cascade along depends_on
             else:
-                ended.append(self._event(commit, held, "invalidated",
-                                         reason=self._reason(scope, key, held)))
+                ended.append(
+                    self._event(commit, held, "invalidated", reason=self._reason(scope, key, held))
+                )
         if not emit:
             return []
         return born + changed + ended + dead
@@ -349,20 +407,34 @@ class GitExtractor(Extractor):
             manifest = held.metadata.get("manifest", "manifest")
             if manifest not in self.manifests:
                 return f"{manifest} deleted"
-            return f"{key.predicate[len(DEP_PREFIX):]} dropped from {manifest}"
+            return f"{key.predicate[len(DEP_PREFIX) :]} dropped from {manifest}"
         if key.predicate == LANGUAGE:
             return f"{key.subject} has no source files left"
         return "no longer present"
 
-    def _event(self, commit: Commit, held: Held, etype: str, *, previous: Fact | None = None,
-               reason: str | None = None) -> ChangeEvent:
+    def _event(
+        self,
+        commit: Commit,
+        held: Held,
+        etype: str,
+        *,
+        previous: Fact | None = None,
+        reason: str | None = None,
+    ) -> ChangeEvent:
         meta = dict(held.metadata)
         meta["commit"] = commit.sha
         path = meta.get("manifest") or meta.get("file") or held.fact.subject
-        return ChangeEvent(id=event_id("git", self.source, commit.sha, path, held.fact.key, etype),
-                           type=etype, timestamp=commit.time,  # type: ignore[arg-type]
-                           source=self.source, fact=held.fact, previous=previous,
-                           reason=reason, depends_on=held.depends_on, metadata=meta)
+        return ChangeEvent(
+            id=event_id("git", self.source, commit.sha, path, held.fact.key, etype),
+            type=etype,
+            timestamp=commit.time,  # type: ignore[arg-type]
+            source=self.source,
+            fact=held.fact,
+            previous=previous,
+            reason=reason,
+            depends_on=held.depends_on,
+            metadata=meta,
+        )
 
 
 class GitSource(RepoSource):
@@ -371,8 +443,9 @@ class GitSource(RepoSource):
     kind = "git"
     opts: GitOptions
 
-    def _extractor(self, repo: Repo, head: str, skips: Skips,
-                   state: Mapping[str, Any] | None) -> GitExtractor:
+    def _extractor(
+        self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
+    ) -> GitExtractor:
         return GitExtractor(self.name, self.opts, repo, skips)
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
@@ -381,12 +454,18 @@ class GitSource(RepoSource):
         return None
 
     def _config_digest(self) -> str:
-        return "|".join([",".join(self.opts.service_roots), ",".join(self.opts.exclude),
-                         self.opts.root_subject])
+        return "|".join(
+            [",".join(self.opts.service_roots), ",".join(self.opts.exclude), self.opts.root_subject]
+        )
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
-        return dump_cursor({"commit": commit, "seen": prune_seen(seen, extractor.held),
-                            "config": self._config_digest()})
+        return dump_cursor(
+            {
+                "commit": commit,
+                "seen": prune_seen(seen, extractor.held),
+                "config": self._config_digest(),
+            }
+        )
 
 
 @register_source("git")

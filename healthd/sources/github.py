@@ -25,21 +25,32 @@ against the rate limit) and single-page event lists of recently seen issues.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
-from healthd.sources._tickets import (Malformed, TicketSource, diff, dump_cursor, format_time, load_cursor,
-                                      parse_time, require, to_events,
-                                      validate_options)
+from healthd.sources._tickets import (
+    Malformed,
+    TicketSource,
+    diff,
+    dump_cursor,
+    format_time,
+    load_cursor,
+    parse_time,
+    require,
+    to_events,
+    validate_options,
+)
 
 KIND = "github"
-_INTERESTING = frozenset({"labeled", "unlabeled", "assigned", "unassigned", "closed",
-                          "reopened", "renamed"})
+_INTERESTING = frozenset(
+    {"labeled", "unlabeled", "assigned", "unassigned", "closed", "reopened", "renamed"}
+)
 _INVALIDATING_REASONS = frozenset({"not_planned", "duplicate"})
 
 
@@ -65,7 +76,7 @@ class GitHubOptions(HttpOptions):
 class _Issue:
     """What replay needs from one item of the issue list."""
 
-    __slots__ = ("number", "title", "url", "updated_at", "is_pr")
+    __slots__ = ("is_pr", "number", "title", "updated_at", "url")
 
     def __init__(self, raw: Any) -> None:
         self.number = require(raw, "number", int, "")
@@ -90,11 +101,18 @@ class GitHubSource(TicketSource):
         lowered = label.lower()
         for prefix in self.options.area_label_prefixes:
             if lowered.startswith(prefix.lower()) and len(label) > len(prefix):
-                return label if self.options.keep_area_prefix else label[len(prefix):].strip()
+                return label if self.options.keep_area_prefix else label[len(prefix) :].strip()
         return None
 
-    def _facts(self, subject: str, title: str, labels: set[str], open_: bool,
-               reason: str | None, assignees: set[str]) -> dict[FactKey, Fact]:
+    def _facts(
+        self,
+        subject: str,
+        title: str,
+        labels: set[str],
+        open_: bool,
+        reason: str | None,
+        assignees: set[str],
+    ) -> dict[FactKey, Fact]:
         facts: dict[FactKey, Fact] = {}
         lowered = {label.lower() for label in labels}
         kind = "decision" if lowered & self._dec else "requirement" if lowered & self._req else None
@@ -117,8 +135,9 @@ class GitHubSource(TicketSource):
                     facts[fact.key] = fact
         return facts
 
-    def replay(self, issue: _Issue, raw_events: list[Any], after_id: int,
-               skipped: list[str]) -> tuple[list[ChangeEvent], int]:
+    def replay(
+        self, issue: _Issue, raw_events: list[Any], after_id: int, skipped: list[str]
+    ) -> tuple[list[ChangeEvent], int]:
         """Events of one issue newer than ``after_id``, and the new per-issue watermark."""
         subject = f"{self.options.repo}#{issue.number}"
         parsed = []
@@ -133,8 +152,11 @@ class GitHubSource(TicketSource):
         parsed.sort(key=lambda item: (item[0], item[1]))
         title = issue.title
         for _, _, raw in parsed:
-            if raw["event"] == "renamed" and isinstance(raw.get("rename"), dict) \
-                    and isinstance(raw["rename"].get("from"), str):
+            if (
+                raw["event"] == "renamed"
+                and isinstance(raw.get("rename"), dict)
+                and isinstance(raw["rename"].get("from"), str)
+            ):
                 title = raw["rename"]["from"]
                 break
         labels: set[str] = set()
@@ -148,13 +170,19 @@ class GitHubSource(TicketSource):
             watermark = max(watermark, event_id)
             try:
                 if kind in ("labeled", "unlabeled"):
-                    name = require(raw.get("label"), "name", str, "label") \
-                        if isinstance(raw.get("label"), dict) else require(raw, "label", dict, "")
+                    name = (
+                        require(raw.get("label"), "name", str, "label")
+                        if isinstance(raw.get("label"), dict)
+                        else require(raw, "label", dict, "")
+                    )
                     (labels.add if kind == "labeled" else labels.discard)(name)
                     reason = f"label {name!r} removed"
                 elif kind in ("assigned", "unassigned"):
-                    login = require(raw.get("assignee"), "login", str, "assignee") \
-                        if isinstance(raw.get("assignee"), dict) else require(raw, "assignee", dict, "")
+                    login = (
+                        require(raw.get("assignee"), "login", str, "assignee")
+                        if isinstance(raw.get("assignee"), dict)
+                        else require(raw, "assignee", dict, "")
+                    )
                     (assignees.add if kind == "assigned" else assignees.discard)(login)
                     reason = f"{login} unassigned, no assignee left"
                 elif kind == "closed":
@@ -178,10 +206,15 @@ class GitHubSource(TicketSource):
             before = after
             if event_id <= after_id or not changes:
                 continue
-            out.extend(to_events(changes, base_id=f"{KIND}:{subject}:{event_id}", timestamp=ts,
-                                 source=self.name,
-                                 metadata={"url": issue.url, "event": kind} if issue.url
-                                 else {"event": kind}))
+            out.extend(
+                to_events(
+                    changes,
+                    base_id=f"{KIND}:{subject}:{event_id}",
+                    timestamp=ts,
+                    source=self.name,
+                    metadata={"url": issue.url, "event": kind} if issue.url else {"event": kind},
+                )
+            )
         return out, watermark
 
     # -- fetching ----------------------------------------------------------------------------
@@ -192,18 +225,30 @@ class GitHubSource(TicketSource):
         if self.options.token_env:
             token = self._environ.get(self.options.token_env, "")
             if not token:
-                raise HttpError(f"environment variable {self.options.token_env} (token_env) is "
-                                "not set; set it, or token_env = \"\" for anonymous access")
+                raise HttpError(
+                    f"environment variable {self.options.token_env} (token_env) is "
+                    'not set; set it, or token_env = "" for anonymous access'
+                )
             headers["Authorization"] = f"Bearer {token}"
             secrets = (token,)
-        return HttpClient(self.session, self.options, headers=headers, secrets=secrets,
-                          sleep=self._sleep, clock=self._clock, rng=self._rng)
+        return HttpClient(
+            self.session,
+            self.options,
+            headers=headers,
+            secrets=secrets,
+            sleep=self._sleep,
+            clock=self._clock,
+            rng=self._rng,
+        )
 
-    def _issue_events(self, client: HttpClient, number: int,
-                      etag: str | None) -> tuple[list[Any] | None, str | None]:
+    def _issue_events(
+        self, client: HttpClient, number: int, etag: str | None
+    ) -> tuple[list[Any] | None, str | None]:
         """All events of one issue (None when the conditional request said 304)."""
-        url: str | None = (f"{self.options.base_url}/repos/{self.options.repo}/issues/{number}/"
-                           f"{self.options.events_endpoint}")
+        url: str | None = (
+            f"{self.options.base_url}/repos/{self.options.repo}/issues/{number}/"
+            f"{self.options.events_endpoint}"
+        )
         params: dict[str, Any] | None = {"per_page": self.options.per_page}
         items: list[Any] = []
         first_etag = None
@@ -213,8 +258,10 @@ class GitHubSource(TicketSource):
             if resp.not_modified:
                 return None, etag
             if not isinstance(resp.data, list):
-                raise BadPayload(f"GET {resp.url} returned {type(resp.data).__name__}, "
-                                 "expected a JSON array of issue events")
+                raise BadPayload(
+                    f"GET {resp.url} returned {type(resp.data).__name__}, "
+                    "expected a JSON array of issue events"
+                )
             if pages == 0:
                 first_etag = resp.etag if "next" not in resp.links else None
             items.extend(resp.data)
@@ -226,8 +273,12 @@ class GitHubSource(TicketSource):
         try:
             state = load_cursor(cursor, KIND)
         except ValueError as exc:
-            return PullResult([], cursor, error=f"github source {self.name!r}: unreadable "
-                              f"cursor ({exc}); reset the source's state to read from scratch")
+            return PullResult(
+                [],
+                cursor,
+                error=f"github source {self.name!r}: unreadable "
+                f"cursor ({exc}); reset the source's state to read from scratch",
+            )
         since: str | None = state.get("since")
         seen: dict[str, int] = dict(state.get("seen", {}))
         old_etags: dict[str, str] = dict(state.get("event_etags", {}))
@@ -240,8 +291,13 @@ class GitHubSource(TicketSource):
             # After a complete pull only the event ETags of issues read in it are kept (the
             # issues at the watermark, read again next time); after a failure, all of them.
             etags = new_etags if complete else {**old_etags, **new_etags}
-            body = {"since": since, "seen": seen, "event_etags": etags,
-                    "list_since": state.get("list_since"), "list_etag": state.get("list_etag")}
+            body = {
+                "since": since,
+                "seen": seen,
+                "event_etags": etags,
+                "list_since": state.get("list_since"),
+                "list_etag": state.get("list_etag"),
+            }
             body.update(extra)
             return dump_cursor(KIND, body)
 
@@ -250,31 +306,49 @@ class GitHubSource(TicketSource):
             # One pass at the current watermark; when it moved, one more pass at the new one
             # so the stored list ETag matches what the next run will ask for.
             for _ in range(2):
-                outcome = self._pass(client, since, list_etag, seen, old_etags, new_etags,
-                                     events, skipped)
+                outcome = self._pass(
+                    client, since, list_etag, seen, old_etags, new_etags, events, skipped
+                )
                 if outcome is None:  # 304: nothing changed since the watermark
                     return PullResult(_ordered(events), cursor_now(), skipped=skipped)
                 new_since, first_etag = outcome
                 if new_since == since:
-                    return PullResult(_ordered(events),
-                                      cursor_now(True, list_since=since, list_etag=first_etag),
-                                      skipped=skipped)
+                    return PullResult(
+                        _ordered(events),
+                        cursor_now(True, list_since=since, list_etag=first_etag),
+                        skipped=skipped,
+                    )
                 since, list_etag = new_since, None
-            return PullResult(_ordered(events),
-                              cursor_now(True, list_since=None, list_etag=None),
-                              skipped=skipped)
+            return PullResult(
+                _ordered(events), cursor_now(True, list_since=None, list_etag=None), skipped=skipped
+            )
         except HttpError as exc:
-            return PullResult(_ordered(events), cursor_now(),
-                              error=f"github source {self.name!r} ({self.options.repo}): {exc}",
-                              skipped=skipped)
+            return PullResult(
+                _ordered(events),
+                cursor_now(),
+                error=f"github source {self.name!r} ({self.options.repo}): {exc}",
+                skipped=skipped,
+            )
 
-    def _pass(self, client: HttpClient, since: str | None, list_etag: str | None,
-              seen: dict[str, int], old_etags: Mapping[str, str], new_etags: dict[str, str],
-              events: list[ChangeEvent], skipped: list[str]) -> tuple[str | None, str | None] | None:
+    def _pass(
+        self,
+        client: HttpClient,
+        since: str | None,
+        list_etag: str | None,
+        seen: dict[str, int],
+        old_etags: Mapping[str, str],
+        new_etags: dict[str, str],
+        events: list[ChangeEvent],
+        skipped: list[str],
+    ) -> tuple[str | None, str | None] | None:
         """Read every issue updated since ``since``; return (new watermark, first-page ETag)."""
         url: str | None = f"{self.options.base_url}/repos/{self.options.repo}/issues"
-        params: dict[str, Any] | None = {"state": "all", "sort": "updated", "direction": "desc",
-                                         "per_page": self.options.per_page}
+        params: dict[str, Any] | None = {
+            "state": "all",
+            "sort": "updated",
+            "direction": "desc",
+            "per_page": self.options.per_page,
+        }
         if since:
             params["since"] = since  # type: ignore[index]
         newest: datetime | None = parse_time(since, "since") if since else None
@@ -286,8 +360,10 @@ class GitHubSource(TicketSource):
             if resp.not_modified:
                 return None
             if not isinstance(resp.data, list):
-                raise BadPayload(f"GET {resp.url} returned {type(resp.data).__name__}, "
-                                 "expected a JSON array of issues")
+                raise BadPayload(
+                    f"GET {resp.url} returned {type(resp.data).__name__}, "
+                    "expected a JSON array of issues"
+                )
             if page == 1:
                 first_etag = resp.etag
             for index, raw in enumerate(resp.data):
@@ -315,9 +391,11 @@ class GitHubSource(TicketSource):
 def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:
     """Event-time order; ties by issue number, then GitHub's event id (ids look like
     ``github:<owner/repo>#<n>:<event id>[:...]``)."""
+
     def key(event: ChangeEvent) -> tuple[datetime, int, int]:
         _, where, api_id = event.id.split(":")[:3]
         return event.timestamp, int(where.rpartition("#")[2]), int(api_id)
+
     return sorted(events, key=key)
 
 

@@ -25,17 +25,27 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
-from healthd.sources._tickets import (Malformed, TicketSource, diff, dump_cursor, format_time, load_cursor,
-                                      parse_time, require, to_events,
-                                      validate_options)
+from healthd.sources._tickets import (
+    Malformed,
+    TicketSource,
+    diff,
+    dump_cursor,
+    format_time,
+    load_cursor,
+    parse_time,
+    require,
+    to_events,
+    validate_options,
+)
 
 KIND = "jira"
 _FIELDS = "summary,status,resolution,assignee,components,labels,issuetype,created,updated"
@@ -48,17 +58,29 @@ class JiraOptions(HttpOptions):
     api_version: Literal["2", "3"] = "2"
     user_env: str | None = None
     token_env: str | None = "JIRA_TOKEN"
-    type_domains: dict[str, TicketDomain] = {"Story": "requirement",
-                                             "Requirement": "requirement",
-                                             "Decision": "decision"}
-    label_domains: dict[str, TicketDomain] = {"requirement": "requirement",
-                                              "decision": "decision", "adr": "decision"}
+    type_domains: dict[str, TicketDomain] = {
+        "Story": "requirement",
+        "Requirement": "requirement",
+        "Decision": "decision",
+    }
+    label_domains: dict[str, TicketDomain] = {
+        "requirement": "requirement",
+        "decision": "decision",
+        "adr": "decision",
+    }
     done_value: str = Field("done", min_length=1)
     done_statuses: list[str] = ["Done", "Closed", "Resolved"]
     invalidating_statuses: list[str] = ["Cancelled", "Canceled", "Rejected", "Won't Do"]
-    invalidating_resolutions: list[str] = ["Won't Do", "Won't Fix", "Duplicate",
-                                           "Cannot Reproduce", "Incomplete", "Declined",
-                                           "Rejected", "Invalid"]
+    invalidating_resolutions: list[str] = [
+        "Won't Do",
+        "Won't Fix",
+        "Duplicate",
+        "Cannot Reproduce",
+        "Incomplete",
+        "Declined",
+        "Rejected",
+        "Invalid",
+    ]
     user_field: Literal["name", "accountId", "key", "emailAddress"] | None = None
     page_size: int = Field(50, ge=1, le=100)
     overlap_minutes: int = Field(1440, ge=0, le=10080)
@@ -77,8 +99,7 @@ class JiraOptions(HttpOptions):
 
 
 class _State:
-    __slots__ = ("summary", "status", "resolution", "assignee", "components", "labels",
-                 "issuetype")
+    __slots__ = ("assignee", "components", "issuetype", "labels", "resolution", "status", "summary")
 
     def __init__(self, fields: dict[str, Any], user_field: str | None) -> None:
         self.summary = require(fields, "summary", str, "fields")
@@ -86,8 +107,9 @@ class _State:
         self.resolution = _name(fields.get("resolution"))
         self.assignee = _user(fields.get("assignee"), user_field)
         comps = fields.get("components") or []
-        self.components = {c["name"] for c in comps if isinstance(c, dict)
-                           and isinstance(c.get("name"), str)}
+        self.components = {
+            c["name"] for c in comps if isinstance(c, dict) and isinstance(c.get("name"), str)
+        }
         self.labels = {label for label in fields.get("labels") or [] if isinstance(label, str)}
         self.issuetype = _name(fields.get("issuetype"))
 
@@ -103,7 +125,7 @@ def _user(obj: Any, field: str | None) -> str | None:
     carry the same id in ``from``/``to``)."""
     if not isinstance(obj, dict):
         return None
-    for key in ([field] if field else ["name", "accountId", "key"]):
+    for key in [field] if field else ["name", "accountId", "key"]:
         if isinstance(obj.get(key), str) and obj[key]:
             return obj[key]
     return None
@@ -141,8 +163,11 @@ class JiraSource(TicketSource):
         if domain is not None:
             value: str | None = st.summary
             if st.resolution:
-                value = None if st.resolution.lower() in self._bad_resolution \
+                value = (
+                    None
+                    if st.resolution.lower() in self._bad_resolution
                     else self.options.done_value
+                )
             elif st.status and st.status.lower() in self._bad_status:
                 value = None
             elif st.status and st.status.lower() in self._done:
@@ -193,11 +218,13 @@ class JiraSource(TicketSource):
             return f"issue type changed to {new_s}"
         return ""
 
-    _TRACKED = frozenset({"summary", "status", "resolution", "assignee", "components", "labels",
-                          "issuetype"})
+    _TRACKED = frozenset(
+        {"summary", "status", "resolution", "assignee", "components", "labels", "issuetype"}
+    )
 
-    def replay(self, issue: Any, histories: list[Any], after_id: int | None,
-               skipped: list[str]) -> tuple[list[ChangeEvent], int]:
+    def replay(
+        self, issue: Any, histories: list[Any], after_id: int | None, skipped: list[str]
+    ) -> tuple[list[ChangeEvent], int]:
         """Events of one issue newer than ``after_id`` (None: nothing emitted yet)."""
         key = require(issue, "key", str, "")
         fields = require(issue, "fields", dict, "")
@@ -209,14 +236,19 @@ class JiraSource(TicketSource):
             try:
                 hid = int(require(raw, "id", (str, int), "changelog.histories[]"))
                 items = require(raw, "items", list, f"changelog.histories[{index}]")
-                parsed.append((parse_time(raw.get("created"), "changelog.histories[].created"),
-                               hid, [i for i in items if isinstance(i, dict)]))
+                parsed.append(
+                    (
+                        parse_time(raw.get("created"), "changelog.histories[].created"),
+                        hid,
+                        [i for i in items if isinstance(i, dict)],
+                    )
+                )
             except (Malformed, ValueError) as exc:
                 skipped.append(f"{key} history #{index}: {exc}")
         parsed.sort(key=lambda h: (h[0], h[1]))
         # Walk back from the current fields to the state at creation.
         st = current
-        for _, hid, items in reversed(parsed):
+        for _, _hid, items in reversed(parsed):
             for item in reversed(items):
                 try:
                     self._apply(st, item, forward=False)
@@ -225,8 +257,15 @@ class JiraSource(TicketSource):
         out: list[ChangeEvent] = []
         before = self._facts(key, st)
         if after_id is None and before:
-            out.extend(to_events(diff({}, before, ""), base_id=f"{KIND}:{key}:created",
-                                 timestamp=created, source=self.name, metadata={"url": url}))
+            out.extend(
+                to_events(
+                    diff({}, before, ""),
+                    base_id=f"{KIND}:{key}:created",
+                    timestamp=created,
+                    source=self.name,
+                    metadata={"url": url},
+                )
+            )
         watermark = after_id or 0
         for ts, hid, items in parsed:
             watermark = max(watermark, hid)
@@ -247,8 +286,15 @@ class JiraSource(TicketSource):
             before = after
             if (after_id is not None and hid <= after_id) or not changes:
                 continue
-            out.extend(to_events(changes, base_id=f"{KIND}:{key}:{hid}:{first}", timestamp=ts,
-                                 source=self.name, metadata={"url": url}))
+            out.extend(
+                to_events(
+                    changes,
+                    base_id=f"{KIND}:{key}:{hid}:{first}",
+                    timestamp=ts,
+                    source=self.name,
+                    metadata={"url": url},
+                )
+            )
         return out, watermark
 
     # -- fetching ----------------------------------------------------------------------------
@@ -260,21 +306,30 @@ class JiraSource(TicketSource):
         if self.options.token_env:
             token = self._environ.get(self.options.token_env, "")
             if not token:
-                raise HttpError(f"environment variable {self.options.token_env} (token_env) is "
-                                "not set")
+                raise HttpError(
+                    f"environment variable {self.options.token_env} (token_env) is not set"
+                )
             secrets.append(token)
         if self.options.user_env:
             user = self._environ.get(self.options.user_env, "")
             if not user:
-                raise HttpError(f"environment variable {self.options.user_env} (user_env) is "
-                                "not set")
+                raise HttpError(
+                    f"environment variable {self.options.user_env} (user_env) is not set"
+                )
             basic = base64.b64encode(f"{user}:{token}".encode()).decode()
             headers["Authorization"] = f"Basic {basic}"
             secrets.append(basic)
         elif token:
             headers["Authorization"] = f"Bearer {token}"
-        return HttpClient(self.session, self.options, headers=headers, secrets=tuple(secrets),
-                          sleep=self._sleep, clock=self._clock, rng=self._rng)
+        return HttpClient(
+            self.session,
+            self.options,
+            headers=headers,
+            secrets=tuple(secrets),
+            sleep=self._sleep,
+            clock=self._clock,
+            rng=self._rng,
+        )
 
     def _jql(self, since: str | None) -> str:
         if not since:
@@ -282,21 +337,27 @@ class JiraSource(TicketSource):
         # JQL compares minutes in the API user's time zone: step back by the overlap (a day
         # by default covers any zone); per-issue history ids drop what was already emitted.
         start = parse_time(since, "since") - timedelta(minutes=self.options.overlap_minutes)
-        return (f'({self.options.jql}) AND updated >= "{start.strftime("%Y/%m/%d %H:%M")}" '
-                "ORDER BY updated DESC")
+        return (
+            f'({self.options.jql}) AND updated >= "{start.strftime("%Y/%m/%d %H:%M")}" '
+            "ORDER BY updated DESC"
+        )
 
     def _histories(self, client: HttpClient, issue: dict[str, Any]) -> list[Any]:
         log = issue.get("changelog")
         if not isinstance(log, dict):
-            raise BadPayload(f"issue {issue.get('key')}: field 'changelog' is missing "
-                             "(was expand=changelog ignored?)")
+            raise BadPayload(
+                f"issue {issue.get('key')}: field 'changelog' is missing "
+                "(was expand=changelog ignored?)"
+            )
         histories = list(log.get("histories") or [])
         total = log.get("total")
         if isinstance(total, int) and total > len(histories):
             # The search embeds at most a page of histories: read them all.
             histories, start = [], 0
-            url = (f"{self.options.base_url}/rest/api/{self.options.api_version}/issue/"
-                   f"{issue['key']}/changelog")
+            url = (
+                f"{self.options.base_url}/rest/api/{self.options.api_version}/issue/"
+                f"{issue['key']}/changelog"
+            )
             while True:
                 resp = client.get_json(url, params={"startAt": start, "maxResults": 100})
                 values = resp.data.get("values") if isinstance(resp.data, dict) else None
@@ -304,8 +365,11 @@ class JiraSource(TicketSource):
                     raise BadPayload(f"GET {resp.url}: field 'values' is missing")
                 histories.extend(values)
                 start += len(values)
-                if not values or resp.data.get("isLast") is True or start >= resp.data.get(
-                        "total", 0):
+                if (
+                    not values
+                    or resp.data.get("isLast") is True
+                    or start >= resp.data.get("total", 0)
+                ):
                     break
         return histories
 
@@ -315,8 +379,12 @@ class JiraSource(TicketSource):
             url = f"{self.options.base_url}/rest/api/3/search/jql"
             token = None
             while True:
-                params = {"jql": jql, "maxResults": self.options.page_size,
-                          "fields": _FIELDS, "expand": "changelog"}
+                params = {
+                    "jql": jql,
+                    "maxResults": self.options.page_size,
+                    "fields": _FIELDS,
+                    "expand": "changelog",
+                }
                 if token:
                     params["nextPageToken"] = token
                 resp = client.get_json(url, params=params)
@@ -328,9 +396,16 @@ class JiraSource(TicketSource):
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
         while True:
-            resp = client.get_json(url, params={"jql": jql, "startAt": start,
-                                                "maxResults": self.options.page_size,
-                                                "fields": _FIELDS, "expand": "changelog"})
+            resp = client.get_json(
+                url,
+                params={
+                    "jql": jql,
+                    "startAt": start,
+                    "maxResults": self.options.page_size,
+                    "fields": _FIELDS,
+                    "expand": "changelog",
+                },
+            )
             issues = _issues_of(resp)
             yield issues
             start += len(issues)
@@ -342,8 +417,12 @@ class JiraSource(TicketSource):
         try:
             state = load_cursor(cursor, KIND)
         except ValueError as exc:
-            return PullResult([], cursor, error=f"jira source {self.name!r}: unreadable cursor "
-                              f"({exc}); reset the source's state to read from scratch")
+            return PullResult(
+                [],
+                cursor,
+                error=f"jira source {self.name!r}: unreadable cursor "
+                f"({exc}); reset the source's state to read from scratch",
+            )
         since: str | None = state.get("since")
         seen: dict[str, int] = dict(state.get("seen", {}))
         events: list[ChangeEvent] = []
@@ -359,8 +438,9 @@ class JiraSource(TicketSource):
                 for index, issue in enumerate(issues):
                     try:
                         key = require(issue, "key", str, "")
-                        updated = parse_time(require(issue, "fields", dict, "").get("updated"),
-                                             "fields.updated")
+                        updated = parse_time(
+                            require(issue, "fields", dict, "").get("updated"), "fields.updated"
+                        )
                     except Malformed as exc:
                         skipped.append(f"search page {page} issue {index}: {exc}")
                         continue
@@ -375,17 +455,24 @@ class JiraSource(TicketSource):
                     if newest is None or updated > newest:
                         newest = updated
         except HttpError as exc:
-            return PullResult(_ordered(events), cursor_now(since),
-                              error=f"jira source {self.name!r}: {exc}", skipped=skipped)
-        return PullResult(_ordered(events),
-                          cursor_now(format_time(newest) if newest else since), skipped=skipped)
+            return PullResult(
+                _ordered(events),
+                cursor_now(since),
+                error=f"jira source {self.name!r}: {exc}",
+                skipped=skipped,
+            )
+        return PullResult(
+            _ordered(events), cursor_now(format_time(newest) if newest else since), skipped=skipped
+        )
 
 
 def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:
     """Event-time order; ties by issue key (project, then number), then changelog order."""
+
     def key(event: ChangeEvent) -> tuple[datetime, str, int]:
         project, _, number = event.id.split(":")[1].rpartition("-")
         return event.timestamp, project, int(number) if number.isdigit() else 0
+
     return sorted(events, key=key)
 
 

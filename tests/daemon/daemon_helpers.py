@@ -30,28 +30,47 @@ def free_port() -> int:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.upper().startswith(("HEALTHD_", "OTEL_"))}
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("HEALTHD_", "OTEL_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.update(extra)
     return env
 
 
-def toml_config(tmp: Path, *, port: int = 0, cron: str = "*/1 * * * * *",
-                sources: dict[str, dict[str, Any]] | None = None,
-                targets: dict[str, dict[str, Any]] | None = None, extra: str = "") -> Path:
+def toml_config(
+    tmp: Path,
+    *,
+    port: int = 0,
+    cron: str = "*/1 * * * * *",
+    sources: dict[str, dict[str, Any]] | None = None,
+    targets: dict[str, dict[str, Any]] | None = None,
+    extra: str = "",
+) -> Path:
     """Write a config; values are dumped as JSON, which TOML reads for strings, numbers and
     booleans."""
     if sources is None:
         sources = {"example": {"kind": "file", "path": str(EXAMPLE)}}
     if targets is None:
-        targets = {"reference": {"kind": "reference", "shadow": True},
-                   "naive": {"kind": "naive", "shadow": True}}
-    lines = [f"state_path = {json.dumps(str(tmp / 'state' / 'state.sqlite'))}",
-             'plugins = ["healthd_test_plugin"]', extra, "",
-             "[schedule]", f"cron = {json.dumps(cron)}", "run_on_start = true", "",
-             "[server]", 'host = "127.0.0.1"', f"port = {port}", "",
-             "[logging]", 'format = "json"', ""]
+        targets = {
+            "reference": {"kind": "reference", "shadow": True},
+            "naive": {"kind": "naive", "shadow": True},
+        }
+    lines = [
+        f"state_path = {json.dumps(str(tmp / 'state' / 'state.sqlite'))}",
+        'plugins = ["healthd_test_plugin"]',
+        extra,
+        "",
+        "[schedule]",
+        f"cron = {json.dumps(cron)}",
+        "run_on_start = true",
+        "",
+        "[server]",
+        'host = "127.0.0.1"',
+        f"port = {port}",
+        "",
+        "[logging]",
+        'format = "json"',
+        "",
+    ]
     for section, table in (("sources", sources), ("targets", targets)):
         for name, options in table.items():
             lines.append(f"[{section}.{name}]")
@@ -70,8 +89,12 @@ class Daemon:
         self.log = log
         self._log_handle = open(log, "ab")
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "healthd", "run", "--config", str(config)], cwd=str(ROOT),
-            env=clean_env(**env), stdout=self._log_handle, stderr=subprocess.STDOUT)
+            [PYTHON, "-m", "healthd", "run", "--config", str(config)],
+            cwd=str(ROOT),
+            env=clean_env(**env),
+            stdout=self._log_handle,
+            stderr=subprocess.STDOUT,
+        )
 
     @property
     def url(self) -> str:
@@ -152,8 +175,13 @@ def sample(metrics: dict, name: str, **labels: str) -> float | None:
 def start_daemon(tmp_path):
     started: list[Daemon] = []
 
-    def start(config: Path | None = None, *, port: int | None = None, log_name: str = "daemon.log",
-              **kwargs: Any) -> Daemon:
+    def start(
+        config: Path | None = None,
+        *,
+        port: int | None = None,
+        log_name: str = "daemon.log",
+        **kwargs: Any,
+    ) -> Daemon:
         port = port or free_port()
         if config is None:
             config = toml_config(tmp_path, port=port, **kwargs)
@@ -169,5 +197,11 @@ def start_daemon(tmp_path):
 
 
 def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "healthd", *args], cwd=str(ROOT), env=clean_env(**env),
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [PYTHON, "-m", "healthd", *args],
+        cwd=str(ROOT),
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )

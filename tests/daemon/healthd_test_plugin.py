@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from healthd.errors import ConfigError, MemoryAdapterError
 from healthd.memory import memory_kinds, register_memory
@@ -18,7 +19,7 @@ from healthd.memory import memory_kinds, register_memory
 # The memory registry loads its built-in kinds only while it is empty: load them first.
 memory_kinds()
 
-from healthd.memory.naive import NaiveMemory  # noqa: E402
+from healthd.memory.naive import NaiveMemory
 from healthd.sources import PullResult, register_source
 from healthd.sources.file import FileSource
 
@@ -29,8 +30,10 @@ class ExplodingMemory(NaiveMemory):
     kind = "exploding"
 
     def apply(self, event):
-        raise MemoryAdapterError(f"upstream rejected the write: "
-                                 f"https://bot:{FAKE_TOKEN}@memory.example/api token={FAKE_TOKEN}")
+        raise MemoryAdapterError(
+            f"upstream rejected the write: "
+            f"https://bot:{FAKE_TOKEN}@memory.example/api token={FAKE_TOKEN}"
+        )
 
 
 @register_memory("exploding")

@@ -9,6 +9,7 @@ import sqlite3
 import time
 
 from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
+
 from healthd.exporters.prometheus import METRIC_NAMES
 from healthd.scoring import BUCKETS
 
@@ -24,14 +25,14 @@ def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_dae
     daemon.wait_ready()
     metrics = daemon.scrape()
     families = daemon.families()
-    evaluated = run_cli("evaluate", "--config", str(tmp_path / "healthd.toml"),
-                        "--format", "json")
+    evaluated = run_cli("evaluate", "--config", str(tmp_path / "healthd.toml"), "--format", "json")
     assert evaluated.returncode == 0, evaluated.stderr
     report = json.loads(evaluated.stdout)
     # the same numbers as evaluating the bundled example without any configuration
     plain = json.loads(run_cli("evaluate", "--timeline", str(EXAMPLE), "--format", "json").stdout)
-    assert [t["final"]["metrics"] for t in plain["targets"]] == \
-        [t["final"]["metrics"] for t in report["targets"]]
+    assert [t["final"]["metrics"] for t in plain["targets"]] == [
+        t["final"]["metrics"] for t in report["targets"]
+    ]
 
     for target in report["targets"]:
         name = target["name"]
@@ -51,23 +52,41 @@ def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_dae
         assert sample(metrics, "healthd_last_success_timestamp_seconds", target=name) > 0
         assert sample(metrics, "healthd_last_run_timestamp_seconds", target=name) > 0
         assert sample(metrics, "healthd_run_duration_seconds_count", target=name) >= 1
-        info = [labels for (n, labels), v in metrics.items()
-                if n == "healthd_probe_set_info" and ("target", name) in labels]
+        info = [
+            labels
+            for (n, labels), v in metrics.items()
+            if n == "healthd_probe_set_info" and ("target", name) in labels
+        ]
         assert len(info) == 1
         assert dict(info[0])["version"].startswith(report["probe_set"]["version"] + "-")
     # a null metric is absent, not 0: the naive memory never forgets, the reference memory
     # has no conflicts... check one known null instead: reference's forgetting is defined,
     # so look for any null in the report and assert absence
-    nulls = [(t["name"], b, r) for t in report["targets"] for b in BUCKETS for r in RATIOS
-             if t["final"]["metrics"][b][r] is None]
+    nulls = [
+        (t["name"], b, r)
+        for t in report["targets"]
+        for b in BUCKETS
+        for r in RATIOS
+        if t["final"]["metrics"][b][r] is None
+    ]
     for name, bucket, ratio in nulls:
-        assert ("healthd_%s_ratio" % ratio, frozenset({("target", name), ("domain", bucket)})) \
-            not in metrics
+        assert (
+            "healthd_%s_ratio" % ratio,
+            frozenset({("target", name), ("domain", bucket)}),
+        ) not in metrics
     assert sample(metrics, "healthd_source_up", source="example") == 1
     assert sample(metrics, "healthd_source_events_total", source="example") == 135
     assert sample(metrics, "healthd_scheduler_missed_runs_total") is not None
-    assert sample(metrics, "healthd_build_info", version=families["healthd_build"].samples[0]
-                  .labels["version"]) == 1 if "healthd_build" in families else True
+    assert (
+        sample(
+            metrics,
+            "healthd_build_info",
+            version=families["healthd_build"].samples[0].labels["version"],
+        )
+        == 1
+        if "healthd_build" in families
+        else True
+    )
     exposed = {name for name, _ in metrics}
     for name in METRIC_NAMES:
         if name == "healthd_run_duration_seconds":
@@ -87,13 +106,17 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
     lines = EXAMPLE.read_text().splitlines(keepends=True)
     timeline.write_text("".join(lines[:100]))
     port = free_port()
-    config = toml_config(tmp_path, port=port,
-                         sources={"tl": {"kind": "file", "path": str(timeline)}},
-                         targets={"reference": {"kind": "reference", "shadow": True}})
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"tl": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
     first = start_daemon(config, port=port, log_name="first.log")
     first.wait_ready()
-    before = first.wait_until(lambda: (m := first.scrape()) and _runs(m, "reference") >= 2 and m,
-                              what="two runs")
+    before = first.wait_until(
+        lambda: (m := first.scrape()) and _runs(m, "reference") >= 2 and m, what="two runs"
+    )
     assert sample(before, "healthd_events_replayed_total", target="reference") == 100
     runs = [l for l in first.log_lines() if l.get("event") == "run"]
     assert runs[0]["replayed"] == 100 and all(l["replayed"] == 0 for l in runs[1:])
@@ -104,8 +127,11 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
     after = second.scrape()
     for key, value in before.items():
         if key[0].startswith(tuple(f"healthd_{r}_ratio" for r in RATIOS)) or key[0] in (
-                "healthd_conflicts", "healthd_probes", "healthd_events_replayed_total",
-                "healthd_source_events_total"):
+            "healthd_conflicts",
+            "healthd_probes",
+            "healthd_events_replayed_total",
+            "healthd_source_events_total",
+        ):
             assert after.get(key) == value, key
     assert _runs(after, "reference") > _runs(before, "reference")
     log = second.log_lines()
@@ -115,30 +141,46 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
     with timeline.open("a") as handle:
         handle.write("".join(lines[100:]))
     grown = second.wait_until(
-        lambda: (m := second.scrape()) and
-        sample(m, "healthd_events_replayed_total", target="reference") == 135 and m,
-        what="appended events")
+        lambda: (
+            (m := second.scrape())
+            and sample(m, "healthd_events_replayed_total", target="reference") == 135
+            and m
+        ),
+        what="appended events",
+    )
     replayed = [l["replayed"] for l in second.log_lines() if l.get("event") == "run"]
     assert 35 in replayed and sum(replayed) == 35
     assert sample(grown, "healthd_source_events_total", source="tl") == 135
     assert second.stop()[0] == 0
     # and the numbers are those of evaluating the whole timeline in one go
-    report = json.loads(run_cli("evaluate", "--timeline", str(timeline), "--target",
-                                "reference", "--format", "json").stdout)
+    report = json.loads(
+        run_cli(
+            "evaluate", "--timeline", str(timeline), "--target", "reference", "--format", "json"
+        ).stdout
+    )
     for bucket in BUCKETS:
         for ratio in RATIOS:
-            assert sample(grown, f"healthd_{ratio}_ratio", target="reference", domain=bucket) == \
-                report["targets"][0]["final"]["metrics"][bucket][ratio]
+            assert (
+                sample(grown, f"healthd_{ratio}_ratio", target="reference", domain=bucket)
+                == report["targets"][0]["final"]["metrics"][bucket][ratio]
+            )
 
 
 def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_path):
-    daemon = start_daemon(sources={"slow": {"kind": "sleepy", "delay": 2.5}},
-                          targets={"naive": {"kind": "naive", "shadow": True}})
+    daemon = start_daemon(
+        sources={"slow": {"kind": "sleepy", "delay": 2.5}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
     daemon.wait_ready(timeout=20)
     metrics = daemon.wait_until(
-        lambda: (m := daemon.scrape()) and
-        (sample(m, "healthd_scheduler_missed_runs_total") or 0) >= 2 and m,
-        timeout=15, what="missed runs")
+        lambda: (
+            (m := daemon.scrape())
+            and (sample(m, "healthd_scheduler_missed_runs_total") or 0) >= 2
+            and m
+        ),
+        timeout=15,
+        what="missed runs",
+    )
     # runs never overlap: each run's pull takes 2.5 s; the runs are spaced accordingly
     stamps = [l["timestamp"] for l in daemon.log_lines() if l.get("event") == "run"]
     assert len(stamps) >= 1
@@ -149,14 +191,20 @@ def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_pa
 
 def test_failing_target_and_source_do_not_stop_the_daemon(start_daemon, tmp_path):
     daemon = start_daemon(
-        sources={"example": {"kind": "file", "path": str(EXAMPLE)},
-                 "gone": {"kind": "file", "path": str(tmp_path / "missing.jsonl")}},
-        targets={"naive": {"kind": "naive", "shadow": True},
-                 "broken": {"kind": "exploding", "shadow": True}})
+        sources={
+            "example": {"kind": "file", "path": str(EXAMPLE)},
+            "gone": {"kind": "file", "path": str(tmp_path / "missing.jsonl")},
+        },
+        targets={
+            "naive": {"kind": "naive", "shadow": True},
+            "broken": {"kind": "exploding", "shadow": True},
+        },
+    )
     daemon.wait_ready()
     metrics = daemon.wait_until(
         lambda: (m := daemon.scrape()) and _runs(m, "broken", "failure") >= 3 and m,
-        what="three failed runs")
+        what="three failed runs",
+    )
     assert _runs(metrics, "broken") == 0
     assert _runs(metrics, "naive") >= 3
     assert sample(metrics, "healthd_source_up", source="gone") == 0
@@ -164,10 +212,12 @@ def test_failing_target_and_source_do_not_stop_the_daemon(start_daemon, tmp_path
     assert sample(metrics, "healthd_freshness_ratio", target="broken", domain="all") is None
     failed = [l for l in daemon.log_lines() if l.get("event") == "run failed"]
     assert failed and failed[0]["target"] == "broken" and "upstream rejected" in failed[0]["error"]
-    assert any(l.get("event") == "source failed" and l["source"] == "gone"
-               for l in daemon.log_lines())
+    assert any(
+        l.get("event") == "source failed" and l["source"] == "gone" for l in daemon.log_lines()
+    )
     # no secret anywhere: logs, metrics, the summary page
     from healthd_test_plugin import FAKE_TOKEN
+
     assert FAKE_TOKEN not in daemon.read_log()
     assert FAKE_TOKEN not in daemon.get("/metrics").text
     page = daemon.get("/").text
@@ -178,8 +228,7 @@ def test_failing_target_and_source_do_not_stop_the_daemon(start_daemon, tmp_path
 
 def test_not_ready_while_every_target_fails(start_daemon, tmp_path):
     daemon = start_daemon(targets={"broken": {"kind": "exploding", "shadow": True}})
-    daemon.wait_until(lambda: _runs(daemon.scrape(), "broken", "failure") >= 1,
-                      what="a failed run")
+    daemon.wait_until(lambda: _runs(daemon.scrape(), "broken", "failure") >= 1, what="a failed run")
     assert daemon.get("/readyz").status_code == 503
     assert daemon.get("/healthz").status_code == 200
     assert daemon.stop(signal.SIGINT)[0] == 0
@@ -202,10 +251,10 @@ def test_sigterm_during_runs_exits_0_and_leaves_the_state_file_intact(start_daem
 def test_bad_config_exits_2_naming_the_field(tmp_path):
     cases = {
         "unknown key": ("[server]\nprot = 1\n", "server.prot"),
-        "wrong type": ("[server]\nport = \"eighty\"\n", "server.port"),
-        "bad cron": ("[schedule]\ncron = \"61 * * * *\"\n", "schedule.cron"),
-        "not shadow": ("[targets.prod]\nkind = \"reference\"\n", "targets.prod.shadow"),
-        "source option": ("[sources.x]\nkind = \"file\"\npaht = \"a\"\n", "sources.x"),
+        "wrong type": ('[server]\nport = "eighty"\n', "server.port"),
+        "bad cron": ('[schedule]\ncron = "61 * * * *"\n', "schedule.cron"),
+        "not shadow": ('[targets.prod]\nkind = "reference"\n', "targets.prod.shadow"),
+        "source option": ('[sources.x]\nkind = "file"\npaht = "a"\n', "sources.x"),
     }
     for label, (text, field) in cases.items():
         path = tmp_path / f"{label.replace(' ', '_')}.toml"
@@ -221,9 +270,12 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
 
 def test_sigterm_while_a_run_is_in_progress_keeps_state_consistent(start_daemon, tmp_path):
     port = free_port()
-    config = toml_config(tmp_path, port=port,
-                         sources={"slow": {"kind": "sleepy", "delay": 2, "path": str(EXAMPLE)}},
-                         targets={"reference": {"kind": "reference", "shadow": True}})
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"slow": {"kind": "sleepy", "delay": 2, "path": str(EXAMPLE)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
     daemon = start_daemon(config, port=port)
     daemon.wait_until(lambda: daemon.get("/healthz").status_code == 200, what="server up")
     time.sleep(0.5)  # the first pull is sleeping now

@@ -6,12 +6,18 @@ from __future__ import annotations
 import io
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from daemon_helpers import (
+    EXAMPLE,
+    free_port,
+    parse_metrics,
+    sample,
+    toml_config,
+)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from daemon_helpers import EXAMPLE, clean_env, free_port, run_cli, sample, toml_config
 from healthd.cli import main as cli_main
 from healthd.daemon.runner import Runner
 from healthd.daemon.scheduler import parse_schedule, translate_day_of_week
@@ -26,23 +32,22 @@ from healthd.memory import build_memory, parse_target
 from healthd.probes import build_probe_set
 from healthd.settings import load_settings
 from healthd.timeline import read_timeline
-from daemon_helpers import parse_metrics
 
 # -- schedules -------------------------------------------------------------------------------
 
 
 def test_five_six_field_and_macro_schedules_fire_when_expected():
-    base = datetime(2026, 3, 2, 10, 15, 30, 500000, tzinfo=timezone.utc)  # a Monday
+    base = datetime(2026, 3, 2, 10, 15, 30, 500000, tzinfo=UTC)  # a Monday
     cases = {
-        "*/15 * * * *": datetime(2026, 3, 2, 10, 30, tzinfo=timezone.utc),
-        "0 0 * * * *": datetime(2026, 3, 2, 11, 0, tzinfo=timezone.utc),        # Spring hourly
-        "*/1 * * * * *": datetime(2026, 3, 2, 10, 15, 31, tzinfo=timezone.utc),
-        "@hourly": datetime(2026, 3, 2, 11, 0, tzinfo=timezone.utc),
-        "@daily": datetime(2026, 3, 3, 0, 0, tzinfo=timezone.utc),
-        "0 9 * * 0": datetime(2026, 3, 8, 9, 0, tzinfo=timezone.utc),           # 0 = Sunday
-        "0 9 * * 7": datetime(2026, 3, 8, 9, 0, tzinfo=timezone.utc),           # 7 = Sunday
-        "0 0 9 ? * SUN": datetime(2026, 3, 8, 9, 0, tzinfo=timezone.utc),
-        "0 0 9 * * 6": datetime(2026, 3, 7, 9, 0, tzinfo=timezone.utc),         # 6 = Saturday
+        "*/15 * * * *": datetime(2026, 3, 2, 10, 30, tzinfo=UTC),
+        "0 0 * * * *": datetime(2026, 3, 2, 11, 0, tzinfo=UTC),  # Spring hourly
+        "*/1 * * * * *": datetime(2026, 3, 2, 10, 15, 31, tzinfo=UTC),
+        "@hourly": datetime(2026, 3, 2, 11, 0, tzinfo=UTC),
+        "@daily": datetime(2026, 3, 3, 0, 0, tzinfo=UTC),
+        "0 9 * * 0": datetime(2026, 3, 8, 9, 0, tzinfo=UTC),  # 0 = Sunday
+        "0 9 * * 7": datetime(2026, 3, 8, 9, 0, tzinfo=UTC),  # 7 = Sunday
+        "0 0 9 ? * SUN": datetime(2026, 3, 8, 9, 0, tzinfo=UTC),
+        "0 0 9 * * 6": datetime(2026, 3, 7, 9, 0, tzinfo=UTC),  # 6 = Saturday
     }
     for expression, expected in cases.items():
         trigger = parse_schedule(expression).trigger
@@ -87,15 +92,19 @@ def test_no_config_is_the_bundled_example_every_minute(monkeypatch):
             monkeypatch.delenv(name)
     settings = load_settings(None)
     assert settings.sources["example"].options["path"].endswith("example_timeline.jsonl")
-    assert {n: t.kind for n, t in settings.targets.items()} == {"reference": "reference",
-                                                                "naive": "naive"}
+    assert {n: t.kind for n, t in settings.targets.items()} == {
+        "reference": "reference",
+        "naive": "naive",
+    }
     assert settings.schedule.cron == "* * * * *"
 
 
 def test_config_errors_name_field_and_file(tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text('[targets.x]\nkind = "reference"\nshadow = true\nttl = "maybe"\n'
-                    '[sources.s]\nkind = "nope"\n')
+    path.write_text(
+        '[targets.x]\nkind = "reference"\nshadow = true\nttl = "maybe"\n'
+        '[sources.s]\nkind = "nope"\n'
+    )
     with pytest.raises(ConfigError) as info:
         load_settings(str(path))
     text = str(info.value)
@@ -114,10 +123,17 @@ def test_check_config_exit_codes(tmp_path, capsys):
 
 def test_timeline_with_config_and_source(tmp_path, capsys):
     other = tmp_path / "other.jsonl"
-    other.write_text(EXAMPLE.read_text().splitlines(keepends=True)[0].replace('"id": "', '"id": "o-'))
-    config = toml_config(tmp_path, port=1, sources={
-        "example": {"kind": "file", "path": str(EXAMPLE)},
-        "other": {"kind": "file", "path": str(other)}})
+    other.write_text(
+        EXAMPLE.read_text().splitlines(keepends=True)[0].replace('"id": "', '"id": "o-')
+    )
+    config = toml_config(
+        tmp_path,
+        port=1,
+        sources={
+            "example": {"kind": "file", "path": str(EXAMPLE)},
+            "other": {"kind": "file", "path": str(other)},
+        },
+    )
     assert cli_main(["timeline", "--config", str(config), "--source", "other"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1
     assert cli_main(["timeline", "--config", str(config)]) == 0
@@ -132,21 +148,30 @@ SECRETS = ["ghp_0123456789abcdefghijABCDEFGHIJ012345", "hunter2-password", "s3cr
 
 
 def test_redaction_of_tokens_passwords_and_credential_urls():
-    text = (f"GET https://alice:{SECRETS[1]}@git.example/repo token={SECRETS[2]} "
-            f"Authorization: Bearer {SECRETS[2]} and {SECRETS[0]}")
+    text = (
+        f"GET https://alice:{SECRETS[1]}@git.example/repo token={SECRETS[2]} "
+        f"Authorization: Bearer {SECRETS[2]} and {SECRETS[0]}"
+    )
     out = redact_text(text)
     for secret in SECRETS:
         assert secret not in out
     assert "https://[REDACTED]@git.example/repo" in out
     assert redact({"password": "x", "nested": {"api_key": "y"}, "n": 3}) == {
-        "password": REDACTED, "nested": {"api_key": REDACTED}, "n": 3}
+        "password": REDACTED,
+        "nested": {"api_key": REDACTED},
+        "n": 3,
+    }
 
 
 def test_logs_are_json_lines_without_secrets():
     stream = io.StringIO()
     configure_logging("info", "auto", stream)  # StringIO is not a terminal: JSON
-    get_logger().info("pulling", url=f"https://bob:{SECRETS[1]}@jira.example", token=SECRETS[2],
-                      note=f"header Bearer {SECRETS[0]}")
+    get_logger().info(
+        "pulling",
+        url=f"https://bob:{SECRETS[1]}@jira.example",
+        token=SECRETS[2],
+        note=f"header Bearer {SECRETS[0]}",
+    )
     try:
         raise RuntimeError(f"failed with password={SECRETS[1]}")
     except RuntimeError:
@@ -172,8 +197,14 @@ def _runner(tmp_path, exporter=None, **kw):
 def _expected(path, target):
     events = read_timeline(str(path))
     spec = parse_target(target)
-    result = evaluate(events, build_memory(spec), build_probe_set(events), name=target,
-                      kind=spec.kind, keep_stages=False)
+    result = evaluate(
+        events,
+        build_memory(spec),
+        build_probe_set(events),
+        name=target,
+        kind=spec.kind,
+        keep_stages=False,
+    )
     return metrics_json(result.metrics)
 
 
@@ -193,12 +224,15 @@ def test_runner_incremental_runs_restart_and_config_change(tmp_path):
     assert all(o["replayed"] == 75 for o in third.targets.values())
     for name in ("reference", "naive"):
         assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
-    runner.close(); state.close()
+    runner.close()
+    state.close()
 
     # restart: the reference shadow is restored without replay; naive replays from scratch
     runner, state = _runner(tmp_path, **kw)
     assert runner.targets["reference"].replay is not None
-    assert runner.targets["naive"].replay is None and "process memory" in runner.targets["naive"].note
+    assert (
+        runner.targets["naive"].replay is None and "process memory" in runner.targets["naive"].note
+    )
     run = runner.run_once()
     assert run.new_events == 0
     assert run.targets["reference"]["replayed"] == 0 and run.targets["naive"]["replayed"] == 135
@@ -207,7 +241,8 @@ def test_runner_incremental_runs_restart_and_config_change(tmp_path):
     for name in ("reference", "naive"):
         assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
     info_before = runner.targets["reference"].row.results["info_version"]
-    runner.close(); state.close()
+    runner.close()
+    state.close()
 
     # a changed staleness policy: fresh replay, visible in the probe-set info version
     runner, state = _runner(tmp_path, extra='[staleness]\nownership = "3d"', **kw)
@@ -215,15 +250,19 @@ def test_runner_incremental_runs_restart_and_config_change(tmp_path):
     run = runner.run_once()
     assert run.targets["reference"]["replayed"] == 135 and run.targets["reference"]["events"] == 0
     assert runner.targets["reference"].row.results["info_version"] != info_before
-    assert runner.targets["reference"].row.results["info_version"].split("-")[0] == \
-        info_before.split("-")[0]
-    runner.close(); state.close()
+    assert (
+        runner.targets["reference"].row.results["info_version"].split("-")[0]
+        == info_before.split("-")[0]
+    )
+    runner.close()
+    state.close()
 
 
 def test_metrics_from_the_runner_leave_nulls_out(tmp_path):
     runner, state = _runner(tmp_path)
     registry, _ = build_registry(runner.view)
     from prometheus_client import generate_latest
+
     before = parse_metrics(generate_latest(registry).decode())
     assert not any(n == "healthd_freshness_ratio" for n, _ in before)
     runner.run_once()
@@ -231,9 +270,12 @@ def test_metrics_from_the_runner_leave_nulls_out(tmp_path):
     expected = _expected(EXAMPLE, "reference")
     for bucket, values in expected.items():
         for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
-            assert sample(after, f"healthd_{ratio}_ratio", target="reference",
-                          domain=bucket) == values[ratio]
-    runner.close(); state.close()
+            assert (
+                sample(after, f"healthd_{ratio}_ratio", target="reference", domain=bucket)
+                == values[ratio]
+            )
+    runner.close()
+    state.close()
 
 
 def test_span_tree_of_one_run_in_memory(tmp_path):
@@ -243,17 +285,20 @@ def test_span_tree_of_one_run_in_memory(tmp_path):
     spans = exporter.get_finished_spans()
     root = [s for s in spans if s.name == "healthd.run"]
     assert len(root) == 1
-    children = [s for s in spans if s.parent is not None and s.parent.span_id ==
-                root[0].context.span_id]
+    children = [
+        s for s in spans if s.parent is not None and s.parent.span_id == root[0].context.span_id
+    ]
     names = [s.name for s in children]
     assert names.count("pull") == 1 and names.count("export") == 1
     assert names.count("replay") == 2 and names.count("score") == 2
-    assert {s.attributes["healthd.target"] for s in children if s.name == "replay"} == \
-        {"reference", "naive"}
+    assert {s.attributes["healthd.target"] for s in children if s.name == "replay"} == {
+        "reference",
+        "naive",
+    }
     pull = next(s for s in children if s.name == "pull")
-    assert any(s.name == "pull example" and s.parent.span_id == pull.context.span_id
-               for s in spans)
-    runner.close(); state.close()
+    assert any(s.name == "pull example" and s.parent.span_id == pull.context.span_id for s in spans)
+    runner.close()
+    state.close()
 
 
 def test_otlp_endpoint_resolution(monkeypatch):
@@ -267,13 +312,20 @@ def test_otlp_endpoint_resolution(monkeypatch):
 
 def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserver):
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
     httpserver.expect_request("/v1/traces", method="POST").respond_with_data(
-        b"", content_type="application/x-protobuf")
+        b"", content_type="application/x-protobuf"
+    )
     port = free_port()
     config = toml_config(tmp_path, port=port)
     from daemon_helpers import Daemon
-    daemon = Daemon(config, port, tmp_path / "otlp.log",
-                    OTEL_EXPORTER_OTLP_ENDPOINT=httpserver.url_for("/").rstrip("/"))
+
+    daemon = Daemon(
+        config,
+        port,
+        tmp_path / "otlp.log",
+        OTEL_EXPORTER_OTLP_ENDPOINT=httpserver.url_for("/").rstrip("/"),
+    )
     try:
         daemon.wait_ready()
         deadline = time.monotonic() + 10
@@ -290,8 +342,11 @@ def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserv
                 break
             time.sleep(0.2)
         root = next(s for s in spans if s.name == "healthd.run")
-        kids = {s.name for s in spans if s.parent_span_id == root.span_id
-                and s.trace_id == root.trace_id}
+        kids = {
+            s.name
+            for s in spans
+            if s.parent_span_id == root.span_id and s.trace_id == root.trace_id
+        }
         assert kids == {"pull", "replay", "score", "export"}
         assert daemon.stop()[0] == 0
     finally:
@@ -301,13 +356,16 @@ def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserv
 
 def test_bundled_config_examples_validate(capsys, monkeypatch):
     from daemon_helpers import ROOT
+
     monkeypatch.chdir(ROOT)  # the default example's path is relative to the repository
     assert cli_main(["check-config", "--config", "config/default.toml"]) == 0
     assert cli_main(["check-config", "--config", "config/git-tickets.toml"]) == 0
     monkeypatch.delenv("MEMORY_SERVICE_TOKEN", raising=False)
     assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 2
-    assert "targets.team-memory: environment variable 'MEMORY_SERVICE_TOKEN'" in \
-        capsys.readouterr().err
+    assert (
+        "targets.team-memory: environment variable 'MEMORY_SERVICE_TOKEN'"
+        in capsys.readouterr().err
+    )
     monkeypatch.setenv("MEMORY_SERVICE_TOKEN", "t0ken")
     assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 0
 
@@ -316,9 +374,12 @@ def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
     lines = EXAMPLE.read_text().splitlines(True)
     timeline = tmp_path / "timeline.jsonl"
     timeline.write_text("".join(lines[:50]))
-    config = toml_config(tmp_path, port=free_port(),
-                         sources={"ex": {"kind": "file", "path": str(timeline)}},
-                         targets={"naive": {"kind": "naive", "shadow": True}})
+    config = toml_config(
+        tmp_path,
+        port=free_port(),
+        sources={"ex": {"kind": "file", "path": str(timeline)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
     settings = load_settings(str(config))
 
     def start():

@@ -5,7 +5,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from monitoring_helpers import start_healthd  # noqa: E402
+from monitoring_helpers import start_healthd
 
 
 @pytest.fixture(scope="session")

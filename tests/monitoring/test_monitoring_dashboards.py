@@ -10,9 +10,16 @@ import sys
 
 import pytest
 import yaml
-
-from monitoring_helpers import (DASHBOARD_JSON, DASHBOARDS, DEPLOY, ROOT, dashboards,
-                                metric_names, panel_queries, panels)
+from monitoring_helpers import (
+    DASHBOARD_JSON,
+    DASHBOARDS,
+    DEPLOY,
+    ROOT,
+    dashboards,
+    metric_names,
+    panel_queries,
+    panels,
+)
 
 pytest.importorskip("grafana_foundation_sdk", reason="grafana-foundation-sdk is not installed")
 
@@ -22,18 +29,23 @@ RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
 
 
 def test_committed_json_is_what_the_generator_produces(tmp_path):
-    subprocess.run([sys.executable, str(DASHBOARDS / "generate.py"), "--out", str(tmp_path)],
-                   check=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, str(DASHBOARDS / "generate.py"), "--out", str(tmp_path)],
+        check=True,
+        cwd=ROOT,
+    )
     fresh = {p.name: p.read_text() for p in tmp_path.glob("*.json")}
     committed = {p.name: p.read_text() for p in DASHBOARD_JSON.glob("*.json")}
     assert sorted(fresh) == sorted(committed) == sorted([MEMORY, OPERATIONS])
     for name in fresh:
         assert fresh[name] == committed[name], (
-            f"dashboards/json/{name} is stale: run `python dashboards/generate.py`")
+            f"dashboards/json/{name} is stale: run `python dashboards/generate.py`"
+        )
 
 
 def test_the_sdk_is_the_release_for_grafana_11_or_newer():
     from importlib.metadata import version
+
     release = version("grafana-foundation-sdk")
     epoch, _, target = release.partition("!")
     assert epoch and int(target.split(".")[0]) >= 11, release
@@ -58,8 +70,9 @@ def test_every_query_goes_through_the_datasource_variable(name):
     variables = {v["name"]: v for v in doc["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
     assert variables["datasource"]["query"] == "prometheus"
-    refs = list(_datasource_refs(doc["panels"])) + list(_datasource_refs(
-        [v for v in doc["templating"]["list"] if v["type"] != "datasource"]))
+    refs = list(_datasource_refs(doc["panels"])) + list(
+        _datasource_refs([v for v in doc["templating"]["list"] if v["type"] != "datasource"])
+    )
     assert refs
     for path, ref in refs:
         assert ref == {"type": "prometheus", "uid": "${datasource}"}, path
@@ -80,8 +93,12 @@ def test_target_and_domain_variables_narrow_every_query(name):
     assert variables["domain"]["current"]["value"] == ["all"]
     for title, expr in panel_queries(doc):
         assert 'job=~"$job"' in expr and 'instance=~"$instance"' in expr, (title, expr)
-        per_instance = {"healthd_source_up", "healthd_source_events_total",
-                        "healthd_scheduler_missed_runs_total", "healthd_build_info"}
+        per_instance = {
+            "healthd_source_up",
+            "healthd_source_events_total",
+            "healthd_scheduler_missed_runs_total",
+            "healthd_build_info",
+        }
         if metric_names(expr) - per_instance:  # every other series has a target label
             assert 'target=~"$target"' in expr, (title, expr)
         if any(f"healthd_{r}_ratio" in expr for r in RATIOS):
@@ -117,27 +134,48 @@ def test_memory_health_overview_has_the_panels_the_issue_asks_for():
 
     series = [p for p in panels(doc) if p["type"] == "timeseries"]
     for ratio in RATIOS:
-        assert any(f"healthd_{ratio}_ratio" in t["expr"] and 'domain=~"$domain"' in t["expr"]
-                   and "{{domain}}" in t["legendFormat"]
-                   for p in series for t in p["targets"]), f"{ratio} history per domain"
-    leading = [p for p in series if {"healthd_consistency_ratio", "healthd_contamination_ratio"}
-               <= {m for t in p["targets"] for m in
-                   ("healthd_consistency_ratio", "healthd_contamination_ratio") if m in t["expr"]}]
+        assert any(
+            f"healthd_{ratio}_ratio" in t["expr"]
+            and 'domain=~"$domain"' in t["expr"]
+            and "{{domain}}" in t["legendFormat"]
+            for p in series
+            for t in p["targets"]
+        ), f"{ratio} history per domain"
+    leading = [
+        p
+        for p in series
+        if {"healthd_consistency_ratio", "healthd_contamination_ratio"}
+        <= {
+            m
+            for t in p["targets"]
+            for m in ("healthd_consistency_ratio", "healthd_contamination_ratio")
+            if m in t["expr"]
+        }
+    ]
     assert leading, "contamination next to consistency on one panel"
     exprs = " ".join(e for _, e in panel_queries(doc))
-    for metric in ("healthd_conflicts", "healthd_timeline_lag_seconds", "healthd_probes",
-                   "healthd_probe_set_info"):
+    for metric in (
+        "healthd_conflicts",
+        "healthd_timeline_lag_seconds",
+        "healthd_probes",
+        "healthd_probe_set_info",
+    ):
         assert metric in exprs, metric
 
 
 def test_operations_view_has_the_panels_the_issue_asks_for():
     exprs = " ".join(e for _, e in panel_queries(dashboards()[OPERATIONS]))
-    for needle in ("healthd_runs_total", "target:healthd_runs_failure:ratio_rate1h",
-                   "target:healthd_run_duration_seconds:p95_rate1h",
-                   "target:healthd_last_success:age_seconds",
-                   "healthd_scheduler_missed_runs_total", "healthd_source_up",
-                   "healthd_source_events_total", "healthd_events_replayed_total",
-                   "healthd_build_info"):
+    for needle in (
+        "healthd_runs_total",
+        "target:healthd_runs_failure:ratio_rate1h",
+        "target:healthd_run_duration_seconds:p95_rate1h",
+        "target:healthd_last_success:age_seconds",
+        "healthd_scheduler_missed_runs_total",
+        "healthd_source_up",
+        "healthd_source_events_total",
+        "healthd_events_replayed_total",
+        "healthd_build_info",
+    ):
         assert needle in exprs, needle
 
 
@@ -149,7 +187,7 @@ def test_panels_have_unique_ids_fixed_uids_and_links_to_each_other():
         assert len(ids) == len(set(ids))
         for panel in panels(doc):
             grid = panel["gridPos"]
-            assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, panel["title"]
+            assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24, panel["title"]
         others = {d["uid"] for d in docs.values()} - {doc["uid"]}
         assert {link["url"] for link in doc["links"]} == {f"/d/{u}" for u in others}
 

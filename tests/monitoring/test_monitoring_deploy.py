@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tomllib
 
 import pytest
 import yaml
-
 from monitoring_helpers import ALERTS, DEPLOY, ROOT, healthd_env, tool
 
 DOCKERFILE = ROOT / "Dockerfile"
@@ -60,8 +58,11 @@ def test_dockerfile_is_multi_stage_slim_non_root_with_healthcheck_port_and_volum
 
 
 def test_everything_the_dockerfile_copies_exists_and_is_not_dockerignored():
-    ignored = {line.strip().rstrip("/") for line in (ROOT / ".dockerignore").read_text()
-               .splitlines() if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip().rstrip("/")
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     for word, rest in instructions():
         if word != "COPY" or rest.startswith("--from"):
             continue
@@ -74,11 +75,21 @@ def test_everything_the_dockerfile_copies_exists_and_is_not_dockerignored():
 
 
 def test_the_image_environment_is_a_valid_healthd_configuration(tmp_path):
-    env = {**healthd_env(), "HEALTHD_STATE_PATH": str(tmp_path / "state.sqlite"),
-           "HEALTHD_SERVER__HOST": "0.0.0.0", "HEALTHD_SERVER__PORT": "9479",
-           "HEALTHD_LOGGING__FORMAT": "json"}
-    proc = subprocess.run([sys.executable, "-m", "healthd", "check-config"], env=env,
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    env = {
+        **healthd_env(),
+        "HEALTHD_STATE_PATH": str(tmp_path / "state.sqlite"),
+        "HEALTHD_SERVER__HOST": "0.0.0.0",
+        "HEALTHD_SERVER__PORT": "9479",
+        "HEALTHD_LOGGING__FORMAT": "json",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -97,7 +108,8 @@ def test_compose_wires_healthd_prometheus_alertmanager_and_grafana():
     prom = yaml.safe_load((COMPOSE / "prometheus.yml").read_text())
     assert prom["rule_files"] == ["rules/*.rules.yml"]
     assert prom["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == [
-        "alertmanager:9093"]
+        "alertmanager:9093"
+    ]
     jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
     thresholds = yaml.safe_load((ALERTS / "thresholds.yml").read_text())
     assert jobs[thresholds["job"]]["static_configs"][0]["targets"] == ["healthd:9479"]
@@ -114,23 +126,30 @@ def _promtool_check_config(config, tmp_path):
     doc = yaml.safe_load(config.read_text())
     target = work / config.name
     target.write_text(yaml.safe_dump(doc))
-    proc = subprocess.run(["promtool", "check", "config", str(target)], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        ["promtool", "check", "config", str(target)], capture_output=True, text=True
+    )
     if proc.returncode and "kubernetes_sd_configs not found" in proc.stdout + proc.stderr:
         for job in doc["scrape_configs"]:
             if job.pop("kubernetes_sd_configs", None) is not None:
                 job["static_configs"] = [{"targets": ["127.0.0.1:9479"]}]
         target.write_text(yaml.safe_dump(doc))
-        proc = subprocess.run(["promtool", "check", "config", str(target)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["promtool", "check", "config", str(target)], capture_output=True, text=True
+        )
     return proc
 
 
 @pytest.mark.skipif(tool("promtool") is None, reason="promtool not installed")
-@pytest.mark.parametrize("config", [COMPOSE / "prometheus.yml",
-                                    SCALE / "prometheus-cluster.yml",
-                                    SCALE / "prometheus-federation.yml"],
-                         ids=lambda p: p.parent.name + "/" + p.name)
+@pytest.mark.parametrize(
+    "config",
+    [
+        COMPOSE / "prometheus.yml",
+        SCALE / "prometheus-cluster.yml",
+        SCALE / "prometheus-federation.yml",
+    ],
+    ids=lambda p: p.parent.name + "/" + p.name,
+)
 def test_promtool_check_config(config, tmp_path):
     proc = _promtool_check_config(config, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -138,11 +157,15 @@ def test_promtool_check_config(config, tmp_path):
         assert "SUCCESS: 2 rule files found" in proc.stdout
 
 
-@pytest.mark.skipif(tool("amtool") is None,
-                    reason="amtool not installed (Debian package prometheus-alertmanager)")
+@pytest.mark.skipif(
+    tool("amtool") is None, reason="amtool not installed (Debian package prometheus-alertmanager)"
+)
 def test_amtool_check_config():
-    proc = subprocess.run(["amtool", "check-config", str(COMPOSE / "alertmanager.yml")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["amtool", "check-config", str(COMPOSE / "alertmanager.yml")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
 
@@ -150,14 +173,19 @@ def test_amtool_check_config():
 def test_alertmanager_routes_every_severity_the_rules_use():
     am = yaml.safe_load((COMPOSE / "alertmanager.yml").read_text())
     routed = {m for r in am["route"]["routes"] for m in r["matchers"]}
-    assert 'severity="critical"' in routed   # pages; warnings go to the default receiver
+    assert 'severity="critical"' in routed  # pages; warnings go to the default receiver
     assert am["route"]["receiver"] in {r["name"] for r in am["receivers"]}
 
 
 def _check_config(path, tmp_path):
-    return subprocess.run([sys.executable, "-m", "healthd", "check-config", "--config",
-                           str(path)], env=healthd_env(), capture_output=True, text=True,
-                          cwd=tmp_path, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config", "--config", str(path)],
+        env=healthd_env(),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
 
 
 def test_compose_healthd_config_is_valid(tmp_path):
@@ -176,8 +204,10 @@ def _without_http_targets(text: str) -> tuple[str, list[dict]]:
     sections = re.split(r"(?m)^(?=\[)", text)
     kept, http = [], []
     for section in sections:
-        if section.startswith("[targets.") and tomllib.loads(section.split("\n", 1)[1]).get(
-                "kind") == "http":
+        if (
+            section.startswith("[targets.")
+            and tomllib.loads(section.split("\n", 1)[1]).get("kind") == "http"
+        ):
             http.append(tomllib.loads(section.split("\n", 1)[1]))
         else:
             kept.append(section)
@@ -186,7 +216,7 @@ def _without_http_targets(text: str) -> tuple[str, list[dict]]:
 
 def _check_example_config(text: str, tmp_path, name: str = "healthd.toml") -> list[dict]:
     rest, http = _without_http_targets(text)
-    for target in http:   # the documented contract of an http target
+    for target in http:  # the documented contract of an http target
         assert target["shadow"] is True and target["base_url"] and target["namespace"]
     config = tmp_path / name
     config.write_text(rest)
@@ -203,7 +233,7 @@ def test_kubernetes_sidecar_example(tmp_path):
     assert notes["prometheus.io/scrape"] == "true"
     assert notes["prometheus.io/path"] == "/metrics"
     containers = {c["name"]: c for c in pod["spec"]["containers"]}
-    assert set(containers) == {"memory-service", "healthd"}      # the sidecar pattern
+    assert set(containers) == {"memory-service", "healthd"}  # the sidecar pattern
     healthd = containers["healthd"]
     ports = {p["name"]: p["containerPort"] for p in healthd["ports"]}
     assert str(ports["metrics"]) == notes["prometheus.io/port"]
@@ -214,7 +244,7 @@ def test_kubernetes_sidecar_example(tmp_path):
     assert {"/etc/healthd", "/var/lib/healthd"} <= mounts
     # the ConfigMap's healthd.toml is a valid configuration
     (http,) = _check_example_config(docs["ConfigMap"]["data"]["healthd.toml"], tmp_path)
-    assert http["base_url"] == "http://127.0.0.1:8080"   # the memory service in the same pod
+    assert http["base_url"] == "http://127.0.0.1:8080"  # the memory service in the same pod
     assert http["token_env"] in {e["name"] for e in healthd["env"]}
 
 

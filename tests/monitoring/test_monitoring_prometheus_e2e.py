@@ -11,14 +11,24 @@ import shutil
 import pytest
 import requests
 import yaml
-
-from monitoring_helpers import (RULE_FILES, Process, dashboards, free_port, panel_queries,
-                                prometheus_binary, substitute, variable_queries, wait_for)
+from monitoring_helpers import (
+    RULE_FILES,
+    Process,
+    dashboards,
+    free_port,
+    panel_queries,
+    prometheus_binary,
+    substitute,
+    variable_queries,
+    wait_for,
+)
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(prometheus_binary() is None,
-                       reason="prometheus binary not installed (Debian package prometheus)"),
+    pytest.mark.skipif(
+        prometheus_binary() is None,
+        reason="prometheus binary not installed (Debian package prometheus)",
+    ),
 ]
 
 DEGRADING_ALERTS = ("HealthdConsistencyLow", "HealthdContaminationRising")
@@ -41,24 +51,47 @@ def prometheus(healthd, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("prometheus")
     shortened_rules(tmp / "rules")
     healthd_addr = healthd.removeprefix("http://")
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
-                   "scrape_timeout": "1s"},
-        "rule_files": ["rules/*.rules.yml"],
-        "scrape_configs": [{"job_name": "healthd",
-                            "static_configs": [{"targets": [healthd_addr]}]}],
-    }))
+    (tmp / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {
+                    "scrape_interval": "1s",
+                    "evaluation_interval": "1s",
+                    "scrape_timeout": "1s",
+                },
+                "rule_files": ["rules/*.rules.yml"],
+                "scrape_configs": [
+                    {"job_name": "healthd", "static_configs": [{"targets": [healthd_addr]}]}
+                ],
+            }
+        )
+    )
     port = free_port()
-    proc = Process([shutil.which("prometheus"), f"--config.file={tmp / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={tmp / 'data'}",
-                    f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                   tmp / "prometheus.log", cwd=tmp)
+    proc = Process(
+        [
+            shutil.which("prometheus"),
+            f"--config.file={tmp / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        tmp / "prometheus.log",
+        cwd=tmp,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: requests.get(url + "/-/ready", timeout=2).status_code == 200,
-                 timeout=60, what="prometheus /-/ready", proc=proc)
-        wait_for(lambda: _query(url, 'up{job="healthd"} == 1'), timeout=30,
-                 what="a successful scrape of healthd", proc=proc)
+        wait_for(
+            lambda: requests.get(url + "/-/ready", timeout=2).status_code == 200,
+            timeout=60,
+            what="prometheus /-/ready",
+            proc=proc,
+        )
+        wait_for(
+            lambda: _query(url, 'up{job="healthd"} == 1'),
+            timeout=30,
+            what="a successful scrape of healthd",
+            proc=proc,
+        )
         yield url, proc
     finally:
         proc.stop()
@@ -79,12 +112,10 @@ def _all_queries():
     return out
 
 
-@pytest.mark.parametrize("target,domain", [(".*", ".*"), ("reference", "all"),
-                                           ("naive", "all")])
+@pytest.mark.parametrize("target,domain", [(".*", ".*"), ("reference", "all"), ("naive", "all")])
 def test_every_dashboard_query_returns_data(prometheus, target, domain):
     url, proc = prometheus
-    pending = {(n, t, substitute(e, target=target, domain=domain))
-               for n, t, e in _all_queries()}
+    pending = {(n, t, substitute(e, target=target, domain=domain)) for n, t, e in _all_queries()}
 
     def all_answered():
         for item in sorted(pending):
@@ -93,8 +124,7 @@ def test_every_dashboard_query_returns_data(prometheus, target, domain):
         return not pending
 
     try:
-        wait_for(all_answered, timeout=45, what="data for every panel query", proc=proc,
-                 interval=1)
+        wait_for(all_answered, timeout=45, what="data for every panel query", proc=proc, interval=1)
     except AssertionError as exc:
         raise AssertionError(f"queries with no data: {sorted(pending)}") from exc
 
@@ -104,26 +134,43 @@ def test_degrading_target_raises_consistency_and_contamination_alerts(prometheus
 
     def naive_alerts():
         alerts = requests.get(url + "/api/v1/alerts", timeout=5).json()["data"]["alerts"]
-        got = {a["labels"]["alertname"] for a in alerts
-               if a["labels"].get("target") == "naive" and a["state"] in ("pending", "firing")}
+        got = {
+            a["labels"]["alertname"]
+            for a in alerts
+            if a["labels"].get("target") == "naive" and a["state"] in ("pending", "firing")
+        }
         return alerts if set(DEGRADING_ALERTS) <= got else None
 
-    alerts = wait_for(naive_alerts, timeout=45, what="consistency and contamination alerts "
-                      "for target naive", proc=proc, interval=0.5)
+    alerts = wait_for(
+        naive_alerts,
+        timeout=45,
+        what="consistency and contamination alerts for target naive",
+        proc=proc,
+        interval=0.5,
+    )
     for alert in alerts:
-        if alert["labels"]["alertname"] in DEGRADING_ALERTS and \
-                alert["labels"].get("target") == "naive":
+        if (
+            alert["labels"]["alertname"] in DEGRADING_ALERTS
+            and alert["labels"].get("target") == "naive"
+        ):
             assert alert["labels"]["domain"] == "all"
             assert alert["labels"]["job"] == "healthd"
             assert alert["labels"]["severity"] in ("critical", "warning")
             assert "naive" in alert["annotations"]["summary"]
             assert alert["annotations"]["runbook_url"].endswith(
-                "#" + alert["labels"]["alertname"].lower())
+                "#" + alert["labels"]["alertname"].lower()
+            )
     # the healthy reference target stays quiet on every memory-health alert
-    reference = [a["labels"]["alertname"] for a in alerts
-                 if a["labels"].get("target") == "reference"]
+    reference = [
+        a["labels"]["alertname"] for a in alerts if a["labels"].get("target") == "reference"
+    ]
     assert reference == [], reference
     # and healthd is up: the scrape alerts stay quiet
     names = {a["labels"]["alertname"] for a in alerts}
-    assert not names & {"HealthdDown", "HealthdAbsent", "HealthdSourceDown",
-                        "HealthdRunsFailing", "HealthdNoRecentSuccess"}, names
+    assert not names & {
+        "HealthdDown",
+        "HealthdAbsent",
+        "HealthdSourceDown",
+        "HealthdRunsFailing",
+        "HealthdNoRecentSuccess",
+    }, names

@@ -11,33 +11,44 @@ import sys
 
 import pytest
 import yaml
-
-from monitoring_helpers import (ALERTS, ROOT, RULE_FILES, RUNBOOK, alert_rules,
-                                recording_rules, tool)
+from monitoring_helpers import ALERTS, ROOT, RULE_FILES, RUNBOOK, alert_rules, recording_rules, tool
 
 EXPECTED_ALERTS = {
-    "HealthdFreshnessLow", "HealthdConsistencyLow", "HealthdConsistencyDropped",
-    "HealthdContaminationRising", "HealthdCoverageCollapsing", "HealthdNoRecentSuccess",
-    "HealthdRunsFailing", "HealthdSourceDown", "HealthdDown", "HealthdAbsent",
+    "HealthdFreshnessLow",
+    "HealthdConsistencyLow",
+    "HealthdConsistencyDropped",
+    "HealthdContaminationRising",
+    "HealthdCoverageCollapsing",
+    "HealthdNoRecentSuccess",
+    "HealthdRunsFailing",
+    "HealthdSourceDown",
+    "HealthdDown",
+    "HealthdAbsent",
 }
 TEST_FILES = sorted((ALERTS / "tests").glob("*.yml"))
-promtool = pytest.mark.skipif(tool("promtool") is None,
-                              reason="promtool not installed (Debian package prometheus)")
+promtool = pytest.mark.skipif(
+    tool("promtool") is None, reason="promtool not installed (Debian package prometheus)"
+)
 
 
 def test_committed_rules_are_what_the_generator_produces_from_the_thresholds(tmp_path):
-    subprocess.run([sys.executable, str(ALERTS / "generate.py"), "--out", str(tmp_path)],
-                   check=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, str(ALERTS / "generate.py"), "--out", str(tmp_path)], check=True, cwd=ROOT
+    )
     for path in RULE_FILES:
         assert (tmp_path / path.name).read_text() == path.read_text(), (
-            f"{path.relative_to(ROOT)} is stale: run `python alerts/generate.py`")
+            f"{path.relative_to(ROOT)} is stale: run `python alerts/generate.py`"
+        )
 
 
 def test_every_alert_the_issue_lists_exists_and_is_complete():
     alerts = {r["alert"]: r for r in alert_rules()}
     assert set(alerts) == EXPECTED_ALERTS
-    headings = {re.sub(r"[^a-z0-9 -]", "", line[3:].strip().lower()).replace(" ", "-")
-                for line in RUNBOOK.read_text().splitlines() if line.startswith("## ")}
+    headings = {
+        re.sub(r"[^a-z0-9 -]", "", line[3:].strip().lower()).replace(" ", "-")
+        for line in RUNBOOK.read_text().splitlines()
+        if line.startswith("## ")
+    }
     base = yaml.safe_load((ALERTS / "thresholds.yml").read_text())["runbook_url"]
     for name, rule in alerts.items():
         assert re.fullmatch(r"\d+[smh]", rule["for"]), name
@@ -68,21 +79,27 @@ def test_ratio_alerts_keep_every_label_so_they_work_for_a_fleet():
     for rule in alert_rules() + recording_rules():
         assert not re.search(r"\bby\s*\(", rule["expr"]), (
             f"{rule.get('alert') or rule.get('record')}: aggregate `without (...)` so "
-            "namespace/project/instance labels survive")
+            "namespace/project/instance labels survive"
+        )
 
 
 @promtool
 def test_promtool_check_rules_is_clean():
-    proc = subprocess.run(["promtool", "check", "rules", *map(str, RULE_FILES)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["promtool", "check", "rules", *map(str, RULE_FILES)], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "WARNING" not in (proc.stdout + proc.stderr).upper()
 
 
 @promtool
 def test_promtool_unit_tests_pass():
-    proc = subprocess.run(["promtool", "test", "rules", *map(str, TEST_FILES)],
-                          capture_output=True, text=True, cwd=ALERTS / "tests")
+    proc = subprocess.run(
+        ["promtool", "test", "rules", *map(str, TEST_FILES)],
+        capture_output=True,
+        text=True,
+        cwd=ALERTS / "tests",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("SUCCESS") == len(TEST_FILES)
 
@@ -98,7 +115,10 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test():
                     for alert in case["exp_alerts"]:
                         assert alert["exp_labels"]["severity"], case
                         assert set(alert["exp_annotations"]) == {
-                            "summary", "description", "runbook_url"}, case
+                            "summary",
+                            "description",
+                            "runbook_url",
+                        }, case
                 else:
                     quiet.add(case["alertname"])
             exprs.update(str(c["expr"]) for c in test.get("promql_expr_test", []))

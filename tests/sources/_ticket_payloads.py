@@ -14,9 +14,10 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
@@ -29,65 +30,114 @@ SECRET = "ghp_s3cretTOKENvalue0123456789"
 
 
 def gh_user(login: str, uid: int = 1) -> dict[str, Any]:
-    return {"login": login, "id": uid, "node_id": f"MDQ6VXNlcj{uid}",
-            "avatar_url": f"https://github.com/images/{login}.gif", "gravatar_id": "",
-            "url": f"https://api.github.com/users/{login}",
-            "html_url": f"https://github.com/{login}", "type": "User", "site_admin": False}
+    return {
+        "login": login,
+        "id": uid,
+        "node_id": f"MDQ6VXNlcj{uid}",
+        "avatar_url": f"https://github.com/images/{login}.gif",
+        "gravatar_id": "",
+        "url": f"https://api.github.com/users/{login}",
+        "html_url": f"https://github.com/{login}",
+        "type": "User",
+        "site_admin": False,
+    }
 
 
 def gh_label(name: str) -> dict[str, Any]:
-    return {"id": abs(hash(name)) % 10_000_000, "node_id": "MDU6TGFiZWwyMDgwNDU5NDY=",
-            "url": f"https://api.github.com/repos/acme/payments/labels/{name}", "name": name,
-            "description": "", "color": "f29513", "default": False}
+    return {
+        "id": abs(hash(name)) % 10_000_000,
+        "node_id": "MDU6TGFiZWwyMDgwNDU5NDY=",
+        "url": f"https://api.github.com/repos/acme/payments/labels/{name}",
+        "name": name,
+        "description": "",
+        "color": "f29513",
+        "default": False,
+    }
 
 
-def gh_issue(number: int, title: str, *, state: str = "open", state_reason: str | None = None,
-             labels: tuple[str, ...] = (), assignees: tuple[str, ...] = (),
-             created_at: str = "2024-01-01T10:00:00Z", updated_at: str = "2024-01-01T10:00:00Z",
-             closed_at: str | None = None, repo: str = "acme/payments",
-             pull_request: bool = False) -> dict[str, Any]:
+def gh_issue(
+    number: int,
+    title: str,
+    *,
+    state: str = "open",
+    state_reason: str | None = None,
+    labels: tuple[str, ...] = (),
+    assignees: tuple[str, ...] = (),
+    created_at: str = "2024-01-01T10:00:00Z",
+    updated_at: str = "2024-01-01T10:00:00Z",
+    closed_at: str | None = None,
+    repo: str = "acme/payments",
+    pull_request: bool = False,
+) -> dict[str, Any]:
     api = f"https://api.github.com/repos/{repo}"
     issue = {
-        "id": 1000 + number, "node_id": f"MDU6SXNzdWUx{number}",
+        "id": 1000 + number,
+        "node_id": f"MDU6SXNzdWUx{number}",
         "url": f"{api}/issues/{number}",
         "repository_url": api,
         "labels_url": f"{api}/issues/{number}/labels{{/name}}",
         "comments_url": f"{api}/issues/{number}/comments",
         "events_url": f"{api}/issues/{number}/events",
         "html_url": f"https://github.com/{repo}/issues/{number}",
-        "number": number, "state": state, "state_reason": state_reason, "title": title,
-        "body": "…", "user": gh_user("octocat"),
+        "number": number,
+        "state": state,
+        "state_reason": state_reason,
+        "title": title,
+        "body": "…",
+        "user": gh_user("octocat"),
         "labels": [gh_label(n) for n in labels],
         "assignee": gh_user(assignees[0]) if assignees else None,
         "assignees": [gh_user(a, i + 2) for i, a in enumerate(assignees)],
-        "milestone": None, "locked": False, "active_lock_reason": None, "comments": 0,
-        "closed_at": closed_at, "created_at": created_at, "updated_at": updated_at,
-        "closed_by": None, "author_association": "MEMBER",
+        "milestone": None,
+        "locked": False,
+        "active_lock_reason": None,
+        "comments": 0,
+        "closed_at": closed_at,
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "closed_by": None,
+        "author_association": "MEMBER",
     }
     if pull_request:
-        issue["pull_request"] = {"url": f"{api}/pulls/{number}",
-                                 "html_url": f"https://github.com/{repo}/pull/{number}",
-                                 "diff_url": "", "patch_url": ""}
+        issue["pull_request"] = {
+            "url": f"{api}/pulls/{number}",
+            "html_url": f"https://github.com/{repo}/pull/{number}",
+            "diff_url": "",
+            "patch_url": "",
+        }
     return issue
 
 
 def gh_event(eid: int, event: str, created_at: str, **extra: Any) -> dict[str, Any]:
-    out = {"id": eid, "node_id": f"MDEwOklzc3VlRXZlbnQx{eid}",
-           "url": f"https://api.github.com/repos/acme/payments/issues/events/{eid}",
-           "actor": gh_user("octocat"), "event": event, "commit_id": None, "commit_url": None,
-           "created_at": created_at, "performed_via_github_app": None}
+    out = {
+        "id": eid,
+        "node_id": f"MDEwOklzc3VlRXZlbnQx{eid}",
+        "url": f"https://api.github.com/repos/acme/payments/issues/events/{eid}",
+        "actor": gh_user("octocat"),
+        "event": event,
+        "commit_id": None,
+        "commit_url": None,
+        "created_at": created_at,
+        "performed_via_github_app": None,
+    }
     out.update(extra)
     return out
 
 
 def labeled(eid: int, at: str, name: str, unlabel: bool = False) -> dict[str, Any]:
-    return gh_event(eid, "unlabeled" if unlabel else "labeled", at,
-                    label={"name": name, "color": "f29513"})
+    return gh_event(
+        eid, "unlabeled" if unlabel else "labeled", at, label={"name": name, "color": "f29513"}
+    )
 
 
 def assigned(eid: int, at: str, login: str, unassign: bool = False) -> dict[str, Any]:
-    return gh_event(eid, "unassigned" if unassign else "assigned", at,
-                    assignee=gh_user(login, 7), assigner=gh_user("octocat"))
+    return gh_event(
+        eid,
+        "unassigned" if unassign else "assigned",
+        at,
+        assignee=gh_user(login, 7),
+        assigner=gh_user("octocat"),
+    )
 
 
 def closed(eid: int, at: str, reason: str | None = "completed") -> dict[str, Any]:
@@ -136,16 +186,24 @@ class FakeApi:
                 fault.times -= 1
                 if fault.delay:
                     time.sleep(fault.delay)
-                return Response(fault.body, status=fault.status, headers=fault.headers,
-                                content_type="application/json")
+                return Response(
+                    fault.body,
+                    status=fault.status,
+                    headers=fault.headers,
+                    content_type="application/json",
+                )
         return self.route(request)
 
     def route(self, request: Request) -> Response:  # pragma: no cover - overridden
         raise NotImplementedError
 
     @staticmethod
-    def json_response(request: Request, data: Any, headers: dict[str, str] | None = None,
-                      conditional: bool = False) -> Response:
+    def json_response(
+        request: Request,
+        data: Any,
+        headers: dict[str, str] | None = None,
+        conditional: bool = False,
+    ) -> Response:
         body = json.dumps(data)
         headers = dict(headers or {})
         if conditional:
@@ -170,20 +228,27 @@ class FakeGitHub(FakeApi):
     def _page(self, request: Request, items: list[Any], extra: dict[str, str]) -> Response:
         per_page = int(request.args.get("per_page", 30))
         page = int(request.args.get("page", 1))
-        chunk = items[(page - 1) * per_page: page * per_page]
+        chunk = items[(page - 1) * per_page : page * per_page]
         last = max(1, -(-len(items) // per_page))
         links = []
         base = self.base_url + request.path
 
         def link(p: int, rel: str) -> str:
             return f'<{base}?{urlencode({**extra, "per_page": per_page, "page": p})}>; rel="{rel}"'
+
         if page < last:
             links += [link(page + 1, "next"), link(last, "last")]
         if page > 1:
             links += [link(1, "first"), link(page - 1, "prev")]
         headers = {"Link": ", ".join(links)} if links else {}
-        headers.update({"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999",
-                        "X-RateLimit-Reset": "1700000000", "X-RateLimit-Resource": "core"})
+        headers.update(
+            {
+                "X-RateLimit-Limit": "5000",
+                "X-RateLimit-Remaining": "4999",
+                "X-RateLimit-Reset": "1700000000",
+                "X-RateLimit-Resource": "core",
+            }
+        )
         return self.json_response(request, chunk, headers, conditional=True)
 
     def route(self, request: Request) -> Response:
@@ -191,12 +256,18 @@ class FakeGitHub(FakeApi):
         if request.path == prefix:
             assert request.args.get("state") == "all"
             since = request.args.get("since")
-            items = sorted(self.issues.values(), key=lambda i: (i["updated_at"], i["number"]),
-                           reverse=request.args.get("direction") == "desc")
+            items = sorted(
+                self.issues.values(),
+                key=lambda i: (i["updated_at"], i["number"]),
+                reverse=request.args.get("direction") == "desc",
+            )
             if since:
                 items = [i for i in items if i["updated_at"] >= since]
-            extra = {k: request.args[k] for k in ("state", "sort", "direction", "since")
-                     if k in request.args}
+            extra = {
+                k: request.args[k]
+                for k in ("state", "sort", "direction", "since")
+                if k in request.args
+            }
             return self._page(request, items, extra)
         match = re.fullmatch(prefix + r"/(\d+)/(events|timeline)", request.path)
         if match and int(match.group(1)) in self.events:
@@ -208,55 +279,113 @@ class FakeGitHub(FakeApi):
 
 
 def jira_history(hid: int, created: str, *items: dict[str, Any]) -> dict[str, Any]:
-    return {"id": str(hid),
-            "author": {"self": "https://jira.example.com/rest/api/2/user?username=alice",
-                       "name": "alice", "key": "alice", "displayName": "Alice Doe",
-                       "active": True, "timeZone": "Europe/Berlin"},
-            "created": created, "items": list(items)}
+    return {
+        "id": str(hid),
+        "author": {
+            "self": "https://jira.example.com/rest/api/2/user?username=alice",
+            "name": "alice",
+            "key": "alice",
+            "displayName": "Alice Doe",
+            "active": True,
+            "timeZone": "Europe/Berlin",
+        },
+        "created": created,
+        "items": list(items),
+    }
 
 
-def jira_item(field: str, from_: str | None, from_s: str | None, to: str | None,
-              to_s: str | None) -> dict[str, Any]:
-    return {"field": field, "fieldtype": "jira", "from": from_, "fromString": from_s,
-            "to": to, "toString": to_s}
+def jira_item(
+    field: str, from_: str | None, from_s: str | None, to: str | None, to_s: str | None
+) -> dict[str, Any]:
+    return {
+        "field": field,
+        "fieldtype": "jira",
+        "from": from_,
+        "fromString": from_s,
+        "to": to,
+        "toString": to_s,
+    }
 
 
 def jira_user(name: str) -> dict[str, Any]:
-    return {"self": f"https://jira.example.com/rest/api/2/user?username={name}", "name": name,
-            "key": name, "emailAddress": f"{name}@example.com",
-            "displayName": name.title(), "active": True, "timeZone": "UTC"}
+    return {
+        "self": f"https://jira.example.com/rest/api/2/user?username={name}",
+        "name": name,
+        "key": name,
+        "emailAddress": f"{name}@example.com",
+        "displayName": name.title(),
+        "active": True,
+        "timeZone": "UTC",
+    }
 
 
-def jira_issue(key: str, summary: str, *, issuetype: str = "Story", status: str = "To Do",
-               resolution: str | None = None, assignee: str | None = None,
-               components: tuple[str, ...] = (), labels: tuple[str, ...] = (),
-               created: str = "2024-01-01T10:00:00.000+0000",
-               updated: str = "2024-01-01T10:00:00.000+0000",
-               histories: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def jira_issue(
+    key: str,
+    summary: str,
+    *,
+    issuetype: str = "Story",
+    status: str = "To Do",
+    resolution: str | None = None,
+    assignee: str | None = None,
+    components: tuple[str, ...] = (),
+    labels: tuple[str, ...] = (),
+    created: str = "2024-01-01T10:00:00.000+0000",
+    updated: str = "2024-01-01T10:00:00.000+0000",
+    histories: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     histories = histories or []
     num = int(key.split("-")[1])
     return {
         "expand": "operations,versionedRepresentations,editmeta,changelog,renderedFields",
-        "id": str(10000 + num), "self": f"https://jira.example.com/rest/api/2/issue/{10000 + num}",
+        "id": str(10000 + num),
+        "self": f"https://jira.example.com/rest/api/2/issue/{10000 + num}",
         "key": key,
         "fields": {
             "summary": summary,
-            "issuetype": {"self": "https://jira.example.com/rest/api/2/issuetype/10001",
-                          "id": "10001", "name": issuetype, "subtask": False},
-            "status": {"self": "https://jira.example.com/rest/api/2/status/3", "id": "3",
-                       "name": status,
-                       "statusCategory": {"id": 3, "key": "done" if resolution else "new",
-                                          "name": "Done" if resolution else "To Do"}},
-            "resolution": ({"self": "https://jira.example.com/rest/api/2/resolution/1",
-                            "id": "1", "name": resolution} if resolution else None),
+            "issuetype": {
+                "self": "https://jira.example.com/rest/api/2/issuetype/10001",
+                "id": "10001",
+                "name": issuetype,
+                "subtask": False,
+            },
+            "status": {
+                "self": "https://jira.example.com/rest/api/2/status/3",
+                "id": "3",
+                "name": status,
+                "statusCategory": {
+                    "id": 3,
+                    "key": "done" if resolution else "new",
+                    "name": "Done" if resolution else "To Do",
+                },
+            },
+            "resolution": (
+                {
+                    "self": "https://jira.example.com/rest/api/2/resolution/1",
+                    "id": "1",
+                    "name": resolution,
+                }
+                if resolution
+                else None
+            ),
             "assignee": jira_user(assignee) if assignee else None,
-            "components": [{"self": "https://jira.example.com/rest/api/2/component/1",
-                            "id": str(i + 1), "name": c} for i, c in enumerate(components)],
+            "components": [
+                {
+                    "self": "https://jira.example.com/rest/api/2/component/1",
+                    "id": str(i + 1),
+                    "name": c,
+                }
+                for i, c in enumerate(components)
+            ],
             "labels": list(labels),
-            "created": created, "updated": updated,
+            "created": created,
+            "updated": updated,
         },
-        "changelog": {"startAt": 0, "maxResults": len(histories), "total": len(histories),
-                      "histories": histories},
+        "changelog": {
+            "startAt": 0,
+            "maxResults": len(histories),
+            "total": len(histories),
+            "histories": histories,
+        },
     }
 
 
@@ -273,9 +402,8 @@ class FakeJira(FakeApi):
         items = list(self.issues.values())
         match = re.search(r'updated >= "(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d)"', jql)
         if match:
-            start = datetime(*map(int, match.groups()), tzinfo=timezone.utc)
-            items = [i for i in items
-                     if datetime.fromisoformat(i["fields"]["updated"]) >= start]
+            start = datetime(*map(int, match.groups()), tzinfo=UTC)
+            items = [i for i in items if datetime.fromisoformat(i["fields"]["updated"]) >= start]
         items.sort(key=lambda i: (i["fields"]["updated"], i["key"]), reverse=True)
         out = []
         for issue in items:
@@ -293,15 +421,22 @@ class FakeJira(FakeApi):
             items = self._matching(request.args["jql"])
             start = int(request.args.get("startAt", 0))
             size = int(request.args.get("maxResults", 50))
-            return self.json_response(request, {
-                "expand": "schema,names", "startAt": start, "maxResults": size,
-                "total": len(items), "issues": items[start:start + size]})
+            return self.json_response(
+                request,
+                {
+                    "expand": "schema,names",
+                    "startAt": start,
+                    "maxResults": size,
+                    "total": len(items),
+                    "issues": items[start : start + size],
+                },
+            )
         if request.path == "/rest/api/3/search/jql":
             assert request.args.get("expand") == "changelog"
             items = self._matching(request.args["jql"])
             start = int(request.args.get("nextPageToken", 0) or 0)
             size = int(request.args.get("maxResults", 50))
-            body: dict[str, Any] = {"issues": items[start:start + size]}
+            body: dict[str, Any] = {"issues": items[start : start + size]}
             if start + size < len(items):
                 body["nextPageToken"] = str(start + size)
                 body["isLast"] = False
@@ -313,13 +448,21 @@ class FakeJira(FakeApi):
             histories = self.issues[match.group(1)]["changelog"]["histories"]
             start = int(request.args.get("startAt", 0))
             size = int(request.args.get("maxResults", 100))
-            values = histories[start:start + size]
-            return self.json_response(request, {
-                "self": self.base_url + request.path, "maxResults": size, "startAt": start,
-                "total": len(histories), "isLast": start + size >= len(histories),
-                "values": values})
-        return Response('{"errorMessages": ["not found"]}', status=404,
-                        content_type="application/json")
+            values = histories[start : start + size]
+            return self.json_response(
+                request,
+                {
+                    "self": self.base_url + request.path,
+                    "maxResults": size,
+                    "startAt": start,
+                    "total": len(histories),
+                    "isLast": start + size >= len(histories),
+                    "values": values,
+                },
+            )
+        return Response(
+            '{"errorMessages": ["not found"]}', status=404, content_type="application/json"
+        )
 
 
 class Sleeps:
@@ -332,8 +475,9 @@ class Sleeps:
         self.calls.append(seconds)
 
 
-def run_all(pull: Callable[[str | None], Any], cursor: str | None = None,
-            limit: int = 10) -> tuple[list[Any], str | None, list[Any]]:
+def run_all(
+    pull: Callable[[str | None], Any], cursor: str | None = None, limit: int = 10
+) -> tuple[list[Any], str | None, list[Any]]:
     """Pull repeatedly until a pull succeeds; returns (all events, cursor, results)."""
     events, results = [], []
     for _ in range(limit):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from healthd.model import ChangeEvent
 def utc(text: str) -> datetime:
     """'2024-03-01' or '2024-03-01T10:00' → an aware UTC datetime."""
     ts = datetime.fromisoformat(text)
-    return ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts
 
 
 class GitRepo:
@@ -32,22 +32,45 @@ class GitRepo:
 
     def env(self, when: str | None = None) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({"EDITOR": "true", "VISUAL": "true", "GIT_CONFIG_NOSYSTEM": "1",
-                    "HOME": str(self.path.parent)})
+        env.update(
+            {
+                "EDITOR": "true",
+                "VISUAL": "true",
+                "GIT_CONFIG_NOSYSTEM": "1",
+                "HOME": str(self.path.parent),
+            }
+        )
         if when is not None:
             stamp = utc(when).strftime("%Y-%m-%dT%H:%M:%S+0000")
-            env.update({"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp,
-                        "ADR_DATE": utc(when).strftime("%Y-%m-%d")})
+            env.update(
+                {
+                    "GIT_AUTHOR_DATE": stamp,
+                    "GIT_COMMITTER_DATE": stamp,
+                    "ADR_DATE": utc(when).strftime("%Y-%m-%d"),
+                }
+            )
         return env
 
     def git(self, *args: str, when: str | None = None) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.path, env=self.env(when),
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=self.path,
+            env=self.env(when),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return proc.stdout.strip()
 
     def adr(self, *args: str, when: str) -> str:
-        proc = subprocess.run(["adr", *args], cwd=self.path, env=self.env(when),
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            ["adr", *args],
+            cwd=self.path,
+            env=self.env(when),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return proc.stdout.strip()
 
     def write(self, files: dict[str, str | None]) -> None:
@@ -65,8 +88,9 @@ class GitRepo:
     def read(self, rel: str) -> str:
         return (self.path / rel).read_text()
 
-    def commit(self, when: str, files: dict[str, str | None] | None = None,
-               message: str = "change") -> str:
+    def commit(
+        self, when: str, files: dict[str, str | None] | None = None, message: str = "change"
+    ) -> str:
         """Write ``files`` (None deletes a file or a whole directory), commit everything
         at ``when`` (author and committer date), return the sha."""
         if files:
@@ -99,8 +123,10 @@ def _brief(events: list[ChangeEvent]) -> list[tuple]:
         if ev.type == "revised":
             assert ev.previous is not None
             prev = ev.previous
-            what = (f"{prev.subject} {prev.predicate}={prev.value} -> "
-                    f"{ev.fact.subject} {ev.fact.predicate}={ev.fact.value}")
+            what = (
+                f"{prev.subject} {prev.predicate}={prev.value} -> "
+                f"{ev.fact.subject} {ev.fact.predicate}={ev.fact.value}"
+            )
         else:
             what = f"{ev.fact.subject} {ev.fact.predicate}={ev.fact.value}"
         out.append((day, ev.type, what))

@@ -29,27 +29,38 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
     assert rec.problem is None
 
 
-@pytest.mark.parametrize("text, status", [
-    ("Accepted", "accepted"),
-    ("**Accepted** ✅", "accepted"),
-    ("~~Proposed~~ Accepted", "accepted"),
-    ("Accepted\n\nSupersedes [1. Use A](0001-a.md)", "accepted"),
-    ("Accepted\n\nAmended by [6. Deprecate B](0006-b.md)", "accepted"),
-    ("superceded by ADR-0004", "superseded"),
-    ("Superseeded by #4", "superseded"),
-    ("Deprecated", "deprecated"),
-    ("Rejected", "rejected"),
-    ("Draft", "proposed"),
-    ("Frobnicated", None),
-])
+@pytest.mark.parametrize(
+    "text, status",
+    [
+        ("Accepted", "accepted"),
+        ("**Accepted** ✅", "accepted"),
+        ("~~Proposed~~ Accepted", "accepted"),
+        ("Accepted\n\nSupersedes [1. Use A](0001-a.md)", "accepted"),
+        ("Accepted\n\nAmended by [6. Deprecate B](0006-b.md)", "accepted"),
+        ("superceded by ADR-0004", "superseded"),
+        ("Superseeded by #4", "superseded"),
+        ("Deprecated", "deprecated"),
+        ("Rejected", "rejected"),
+        ("Draft", "proposed"),
+        ("Frobnicated", None),
+    ],
+)
 def test_status_wording_variants(text, status):
     assert classify(text) == status
 
 
-@pytest.mark.parametrize("ref, number", [
-    ("0003-use-nats.md", 3), ("3. Use NATS", 3), ("ADR-0012", 12), ("adr 7", 7),
-    ("#15", 15), ("../adr/0004-x.md#section", 4), ("nothing here", None),
-])
+@pytest.mark.parametrize(
+    "ref, number",
+    [
+        ("0003-use-nats.md", 3),
+        ("3. Use NATS", 3),
+        ("ADR-0012", 12),
+        ("adr 7", 7),
+        ("#15", 15),
+        ("../adr/0004-x.md#section", 4),
+        ("nothing here", None),
+    ],
+)
 def test_references_resolve_to_numbers(ref, number):
     assert ref_number(ref) == number
 
@@ -65,12 +76,44 @@ def test_status_front_matter_beats_body_and_title_number_is_stripped():
     assert (rec.number, rec.title, rec.status) == (12, "Use Z", "rejected")
 
 
-FRAGMENTS = st.sampled_from([
-    "# ", "## Status", "Status:", "* Status: ", "- Status: ", "---\n", "status: ",
-    "Accepted", "Proposed", "Superseded by ", "Supersedes ", "Superceded", "Deprecated",
-    "[3. Title](0003-x.md)", "[](", "](", "~~", "<!--", "-->", "ADR-", "#", "\n", "\r\n",
-    "0007", ". ", "**", "`", "title: ", "...", "(", ")", "\x00", "é", "🚀",
-])
+FRAGMENTS = st.sampled_from(
+    [
+        "# ",
+        "## Status",
+        "Status:",
+        "* Status: ",
+        "- Status: ",
+        "---\n",
+        "status: ",
+        "Accepted",
+        "Proposed",
+        "Superseded by ",
+        "Supersedes ",
+        "Superceded",
+        "Deprecated",
+        "[3. Title](0003-x.md)",
+        "[](",
+        "](",
+        "~~",
+        "<!--",
+        "-->",
+        "ADR-",
+        "#",
+        "\n",
+        "\r\n",
+        "0007",
+        ". ",
+        "**",
+        "`",
+        "title: ",
+        "...",
+        "(",
+        ")",
+        "\x00",
+        "é",
+        "🚀",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -81,8 +124,10 @@ def test_any_text_is_read_without_raising(text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(FRAGMENTS | st.text(max_size=8), max_size=40).map("".join),
-       st.sampled_from(["doc/adr/0002-a.md", "notes.md", "ADR-9.md", ""]))
+@given(
+    st.lists(FRAGMENTS | st.text(max_size=8), max_size=40).map("".join),
+    st.sampled_from(["doc/adr/0002-a.md", "notes.md", "ADR-9.md", ""]),
+)
 def test_record_like_text_is_read_without_raising(text, path):
     rec = parse_adr(path, text)
     if rec.title is not None:

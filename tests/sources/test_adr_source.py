@@ -4,7 +4,7 @@ Debian's `adr` tool and by hand (MADR, messy real-world records)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -14,12 +14,16 @@ from healthd.timeline import dumps_event, loads_timeline
 
 
 def utc(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def adr_source(repo, **options):
-    options = {"path": str(repo.path), "revalidate_clock": "head",
-               "revalidate_interval": "P3650D", **options}
+    options = {
+        "path": str(repo.path),
+        "revalidate_clock": "head",
+        "revalidate_interval": "P3650D",
+        **options,
+    }
     return build_source("adr", "decisions", options)
 
 
@@ -36,8 +40,10 @@ def set_status(repo, path: str, old: str, new: str) -> None:
 
 
 def nygard(number: int, title: str, status: str) -> str:
-    return (f"# {number}. {title}\n\nDate: 2024-01-01\n\n## Status\n\n{status}\n\n"
-            "## Context\n\nWhy.\n\n## Decision\n\nWhat.\n\n## Consequences\n\nSo.\n")
+    return (
+        f"# {number}. {title}\n\nDate: 2024-01-01\n\n## Status\n\n{status}\n\n"
+        "## Context\n\nWhy.\n\n## Decision\n\nWhat.\n\n## Consequences\n\nSo.\n"
+    )
 
 
 # --------------------------------------------------------------------------- adr-tools
@@ -62,10 +68,16 @@ def test_a_supersession_chain_of_three_records_is_two_revisions(kafka_chain, bri
     assert brief(events) == [
         ("2024-01-01", "added", "adr:1 decision=Record architecture decisions"),
         ("2024-02-01", "added", "adr:2 decision=Use Kafka for messaging"),
-        ("2024-03-01", "revised", "adr:2 decision=Use Kafka for messaging -> "
-                                  "adr:3 decision=Use RabbitMQ for messaging"),
-        ("2024-04-01", "revised", "adr:3 decision=Use RabbitMQ for messaging -> "
-                                  "adr:4 decision=Use NATS for messaging"),
+        (
+            "2024-03-01",
+            "revised",
+            "adr:2 decision=Use Kafka for messaging -> adr:3 decision=Use RabbitMQ for messaging",
+        ),
+        (
+            "2024-04-01",
+            "revised",
+            "adr:3 decision=Use RabbitMQ for messaging -> adr:4 decision=Use NATS for messaging",
+        ),
     ]
     assert {ev.fact.domain for ev in events} == {"decision"}
     assert events[3].metadata["adr_file"] == "doc/adr/0004-use-nats-for-messaging.md"
@@ -73,18 +85,26 @@ def test_a_supersession_chain_of_three_records_is_two_revisions(kafka_chain, bri
 
 
 def test_a_deprecated_decision_is_invalidated_with_a_reason(kafka_chain, brief):
-    set_status(kafka_chain, "doc/adr/0001-record-architecture-decisions.md",
-               "\nAccepted\n", "\nDeprecated\n")
+    set_status(
+        kafka_chain,
+        "doc/adr/0001-record-architecture-decisions.md",
+        "\nAccepted\n",
+        "\nDeprecated\n",
+    )
     kafka_chain.commit("2024-05-01")
     events = pull(adr_source(kafka_chain)).events
-    assert brief(events)[-1] == ("2024-05-01", "invalidated",
-                                 "adr:1 decision=Record architecture decisions")
+    assert brief(events)[-1] == (
+        "2024-05-01",
+        "invalidated",
+        "adr:1 decision=Record architecture decisions",
+    )
     assert events[-1].reason == "ADR 1 deprecated"
     assert events[-1].metadata["status"] == "deprecated"
 
 
-def test_a_proposal_emits_nothing_until_accepted_and_a_rejection_of_it_nothing(repo, needs_adr,
-                                                                                brief):
+def test_a_proposal_emits_nothing_until_accepted_and_a_rejection_of_it_nothing(
+    repo, needs_adr, brief
+):
     repo.adr("init", when="2024-01-01")
     repo.adr("new", "Use GraphQL", when="2024-01-01")
     set_status(repo, "doc/adr/0002-use-graphql.md", "\nAccepted\n", "\nProposed\n")
@@ -100,8 +120,9 @@ def test_a_proposal_emits_nothing_until_accepted_and_a_rejection_of_it_nothing(r
     ]
 
 
-def test_re_extraction_gives_identical_ids_and_an_incremental_run_only_new_events(kafka_chain,
-                                                                                  brief):
+def test_re_extraction_gives_identical_ids_and_an_incremental_run_only_new_events(
+    kafka_chain, brief
+):
     source = adr_source(kafka_chain)
     first = pull(source)
     again = pull(adr_source(kafka_chain))
@@ -126,8 +147,9 @@ def test_the_adr_directory_comes_from_dot_adr_dir(repo, needs_adr, brief):
     repo.write({"docs/adr/0001-decoy.md": nygard(1, "Decoy", "Accepted")})
     repo.commit("2024-01-01")
     events = pull(adr_source(repo)).events
-    assert brief(events) == [("2024-01-01", "added",
-                              "adr:1 decision=Record architecture decisions")]
+    assert brief(events) == [
+        ("2024-01-01", "added", "adr:1 decision=Record architecture decisions")
+    ]
     assert json.loads(pull(adr_source(repo)).cursor)["dir"] == "architecture/decisions"
 
 
@@ -136,7 +158,8 @@ def test_revalidation_re_observes_decisions_still_in_force(kafka_chain, brief):
     result = pull(source, now=utc("2024-06-01"))
     # adr:1 was last seen on 2024-01-01 (over 90 days); adr:4 on 2024-04-01 (fresh)
     assert brief(result.events)[4:] == [
-        ("2024-06-01", "revalidated", "adr:1 decision=Record architecture decisions")]
+        ("2024-06-01", "revalidated", "adr:1 decision=Record architecture decisions")
+    ]
     assert pull(source, result.cursor, now=utc("2024-06-02")).events == []
 
 
@@ -155,28 +178,40 @@ deciders: alice, bob
 
 
 def test_madr_front_matter_and_status_lines(repo, brief):
-    repo.commit("2024-01-10", {
-        "docs/decisions/0001-use-postgresql.md": MADR_OLD,
-        "docs/decisions/0002-use-redis-cache.md":
-            "# Use Redis as cache\n\n* Status: proposed\n* Deciders: team\n",
-        "docs/decisions/README.md": "# Decisions\n",
-        "docs/decisions/adr-template.md": "# {short title}\n\n* Status: {proposed}\n",
-    })
-    repo.commit("2024-02-10", {
-        "docs/decisions/0002-use-redis-cache.md":
-            "# Use Redis as cache\n\n- Status: accepted\n- Deciders: team\n"})
-    repo.commit("2024-03-10", {
-        "docs/decisions/0003-use-cockroachdb.md":
-            "---\nstatus: \"accepted\"\n---\n# Use CockroachDB for persistence\n",
-        "docs/decisions/0001-use-postgresql.md": MADR_OLD.replace(
-            "status: accepted",
-            "status: superseded by [ADR-0003](0003-use-cockroachdb.md)")})
+    repo.commit(
+        "2024-01-10",
+        {
+            "docs/decisions/0001-use-postgresql.md": MADR_OLD,
+            "docs/decisions/0002-use-redis-cache.md": "# Use Redis as cache\n\n* Status: proposed\n* Deciders: team\n",
+            "docs/decisions/README.md": "# Decisions\n",
+            "docs/decisions/adr-template.md": "# {short title}\n\n* Status: {proposed}\n",
+        },
+    )
+    repo.commit(
+        "2024-02-10",
+        {
+            "docs/decisions/0002-use-redis-cache.md": "# Use Redis as cache\n\n- Status: accepted\n- Deciders: team\n"
+        },
+    )
+    repo.commit(
+        "2024-03-10",
+        {
+            "docs/decisions/0003-use-cockroachdb.md": '---\nstatus: "accepted"\n---\n# Use CockroachDB for persistence\n',
+            "docs/decisions/0001-use-postgresql.md": MADR_OLD.replace(
+                "status: accepted", "status: superseded by [ADR-0003](0003-use-cockroachdb.md)"
+            ),
+        },
+    )
     result = pull(adr_source(repo))
     assert brief(result.events) == [
         ("2024-01-10", "added", "adr:1 decision=Use PostgreSQL for persistence"),
         ("2024-02-10", "added", "adr:2 decision=Use Redis as cache"),
-        ("2024-03-10", "revised", "adr:1 decision=Use PostgreSQL for persistence -> "
-                                  "adr:3 decision=Use CockroachDB for persistence"),
+        (
+            "2024-03-10",
+            "revised",
+            "adr:1 decision=Use PostgreSQL for persistence -> "
+            "adr:3 decision=Use CockroachDB for persistence",
+        ),
     ]
     assert result.skipped == []  # README and the MADR template are not records
 
@@ -184,10 +219,15 @@ def test_madr_front_matter_and_status_lines(repo, brief):
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
-    repo.commit("2024-02-01", {
-        "doc/adr/0007-use-rest.md": nygard(7, "Use REST",
-                                           f"{spelling} by ADR-0008 (see below)"),
-        "doc/adr/0008-use-grpc.md": nygard(8, "Use gRPC", "**Accepted** ✅")})
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0007-use-rest.md": nygard(
+                7, "Use REST", f"{spelling} by ADR-0008 (see below)"
+            ),
+            "doc/adr/0008-use-grpc.md": nygard(8, "Use gRPC", "**Accepted** ✅"),
+        },
+    )
     assert brief(pull(adr_source(repo)).events) == [
         ("2024-01-01", "added", "adr:7 decision=Use REST"),
         ("2024-02-01", "revised", "adr:7 decision=Use REST -> adr:8 decision=Use gRPC"),
@@ -196,8 +236,10 @@ def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
 
 def test_supersedes_written_only_on_the_new_record_is_enough(repo, brief):
     repo.commit("2024-01-01", {"doc/adr/0001-a.md": nygard(1, "Use A", "Accepted")})
-    repo.commit("2024-02-01", {"doc/adr/0002-b.md": nygard(
-        2, "Use B", "Accepted\n\nSupercedes [1. Use A](0001-a.md)")})
+    repo.commit(
+        "2024-02-01",
+        {"doc/adr/0002-b.md": nygard(2, "Use B", "Accepted\n\nSupercedes [1. Use A](0001-a.md)")},
+    )
     assert brief(pull(adr_source(repo)).events) == [
         ("2024-01-01", "added", "adr:1 decision=Use A"),
         ("2024-02-01", "revised", "adr:1 decision=Use A -> adr:2 decision=Use B"),
@@ -205,18 +247,26 @@ def test_supersedes_written_only_on_the_new_record_is_enough(repo, brief):
 
 
 def test_messy_records_are_skipped_with_counted_reasons_never_a_crash(repo, brief):
-    repo.commit("2024-01-01", {
-        "doc/adr/0001-ok.md": "# ADR 1: Use Linux\n\nStatus: ~~Proposed~~ Accepted\n",
-        "doc/adr/0002-first.md": nygard(2, "First of two", "Accepted"),
-        "doc/adr/0002-second.md": nygard(2, "Second of two", "Accepted"),
-        "doc/adr/0003-odd.md": nygard(3, "Odd", "Frobnicated"),
-        "doc/adr/notes.md": "just some notes\n",
-        "doc/adr/0004-gone.md": nygard(4, "Use Mongo", "Accepted"),
-        "doc/adr/0005-bin.md": "\x00\xff\xfe garbage",
-    })
-    repo.commit("2024-02-01", {
-        "doc/adr/0004-gone.md": nygard(4, "Use Mongo",
-                                       "Superseded by [9. Missing](0009-missing.md)")})
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0001-ok.md": "# ADR 1: Use Linux\n\nStatus: ~~Proposed~~ Accepted\n",
+            "doc/adr/0002-first.md": nygard(2, "First of two", "Accepted"),
+            "doc/adr/0002-second.md": nygard(2, "Second of two", "Accepted"),
+            "doc/adr/0003-odd.md": nygard(3, "Odd", "Frobnicated"),
+            "doc/adr/notes.md": "just some notes\n",
+            "doc/adr/0004-gone.md": nygard(4, "Use Mongo", "Accepted"),
+            "doc/adr/0005-bin.md": "\x00\xff\xfe garbage",
+        },
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0004-gone.md": nygard(
+                4, "Use Mongo", "Superseded by [9. Missing](0009-missing.md)"
+            )
+        },
+    )
     repo.commit("2024-03-01", {"doc/adr/0002-first.md": None})
     result = pull(adr_source(repo))
     assert brief(result.events) == [
@@ -237,8 +287,10 @@ def test_messy_records_are_skipped_with_counted_reasons_never_a_crash(repo, brie
 
 def test_deleting_an_accepted_record_invalidates_its_decision(repo, brief):
     repo.commit("2024-01-01", {"docs/adr/0001-a.md": nygard(1, "Use A", "Accepted")})
-    repo.commit("2024-02-01", {"docs/adr/0001-a.md": None, "docs/adr/0002-b.md":
-                               nygard(2, "Use B", "Proposed")})
+    repo.commit(
+        "2024-02-01",
+        {"docs/adr/0001-a.md": None, "docs/adr/0002-b.md": nygard(2, "Use B", "Proposed")},
+    )
     events = pull(adr_source(repo)).events
     assert brief(events)[-1] == ("2024-02-01", "invalidated", "adr:1 decision=Use A")
     assert events[-1].reason == "ADR 1 deleted"

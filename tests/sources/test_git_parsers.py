@@ -8,51 +8,68 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from healthd.sources._codeowners import parse_codeowners
-from healthd.sources._manifests import (parse_go_mod, parse_pom_xml, parse_requirement,
-                                        parse_requirements_txt, try_parse_manifest)
+from healthd.sources._manifests import (
+    parse_go_mod,
+    parse_pom_xml,
+    parse_requirement,
+    parse_requirements_txt,
+    try_parse_manifest,
+)
 from healthd.sources.git import language_of, main_language
 
 
 def test_codeowners_last_line_wins_owners_sorted_comments_and_sections_ignored():
-    text = ("# comment\n*.js @b @a\n[Backend] @lead\n/api/ @x # inline\n"
-            "*.js @c\n/docs/\\#x @w\n/unowned/\n")
+    text = (
+        "# comment\n*.js @b @a\n[Backend] @lead\n/api/ @x # inline\n"
+        "*.js @c\n/docs/\\#x @w\n/unowned/\n"
+    )
     assert parse_codeowners(text) == {"/api/": "@x", "*.js": "@c", "/docs/#x": "@w"}
 
 
 def test_codeowners_emails_and_teams_are_owners():
     assert parse_codeowners("* dev@example.com @org/team-a\n") == {
-        "*": "@org/team-a dev@example.com"}
+        "*": "@org/team-a dev@example.com"
+    }
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("requests>=2.31,<3", ("requests", ">=2.31,<3")),
-    ("Foo_Bar[extra] == 1.0 ; python_version < '3.12'", ("foo-bar", "==1.0")),
-    ("pkg @ https://example.com/pkg.whl", ("pkg", "@ https://example.com/pkg.whl")),
-    ("plain", ("plain", "*")),
-    ("not a requirement!", None),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("requests>=2.31,<3", ("requests", ">=2.31,<3")),
+        ("Foo_Bar[extra] == 1.0 ; python_version < '3.12'", ("foo-bar", "==1.0")),
+        ("pkg @ https://example.com/pkg.whl", ("pkg", "@ https://example.com/pkg.whl")),
+        ("plain", ("plain", "*")),
+        ("not a requirement!", None),
+    ],
+)
 def test_pep508_requirements(line, expected):
     assert parse_requirement(line) == expected
 
 
 def test_requirements_txt_skips_options_urls_and_comments():
-    text = ("-i https://pypi.org/simple\n--requirement base.txt\n-e git+https://x#egg=y\n"
-            "https://example.com/a.whl\n./local\nflask==3.0.0 # web\n#gone==1\n"
-            "numpy>=1.26 \\\n    --hash=sha256:abc\n")
+    text = (
+        "-i https://pypi.org/simple\n--requirement base.txt\n-e git+https://x#egg=y\n"
+        "https://example.com/a.whl\n./local\nflask==3.0.0 # web\n#gone==1\n"
+        "numpy>=1.26 \\\n    --hash=sha256:abc\n"
+    )
     assert parse_requirements_txt(text) == {"flask": "==3.0.0", "numpy": ">=1.26"}
 
 
 def test_go_mod_skips_indirect_and_replace():
-    text = ("module m\nrequire (\n a.io/x v1.0.0\n b.io/y v0.1.0 // indirect\n)\n"
-            "replace a.io/x => ../x\n")
+    text = (
+        "module m\nrequire (\n a.io/x v1.0.0\n b.io/y v0.1.0 // indirect\n)\n"
+        "replace a.io/x => ../x\n"
+    )
     assert parse_go_mod(text) == {"a.io/x": "v1.0.0"}
 
 
 def test_pom_without_namespace_and_with_managed_versions():
-    text = ("<project><dependencyManagement><dependencies><dependency><groupId>g</groupId>"
-            "<artifactId>a</artifactId><version>2.0</version></dependency></dependencies>"
-            "</dependencyManagement><dependencies><dependency><groupId>g</groupId>"
-            "<artifactId>a</artifactId></dependency></dependencies></project>")
+    text = (
+        "<project><dependencyManagement><dependencies><dependency><groupId>g</groupId>"
+        "<artifactId>a</artifactId><version>2.0</version></dependency></dependencies>"
+        "</dependencyManagement><dependencies><dependency><groupId>g</groupId>"
+        "<artifactId>a</artifactId></dependency></dependencies></project>"
+    )
     assert parse_pom_xml(text) == {"g:a": "2.0"}
 
 
@@ -69,16 +86,52 @@ def test_languages_and_the_main_one():
     assert main_language({}) is None
 
 
-MANIFEST_PATHS = ["pyproject.toml", "requirements.txt", "requirements-dev.txt",
-                  "package.json", "go.mod", "Cargo.toml", "pom.xml"]
-FRAGMENTS = st.sampled_from([
-    "[project]\n", "dependencies = [", "\"requests>=2\"", "]\n", "[tool.poetry.dependencies]\n",
-    "x = { version = \"1\" }\n", "[dependencies]\n", "serde = \"1.0\"\n", "{", "}", "\"",
-    ":", ",", "[", "]", "require (\n", ")\n", "a.io/x v1.0.0 // indirect\n",
-    "<project>", "</project>", "<dependencies>", "<dependency>", "<groupId>g</groupId>",
-    "<artifactId>a</artifactId>", "<version>${v}</version>", "\\\n", "# c\n", "-r x\n",
-    "pkg==1; python_version<'3'\n", "\"dependencies\": {\"a\": \"1\"}", "\x00", "é", "\n",
-])
+MANIFEST_PATHS = [
+    "pyproject.toml",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "package.json",
+    "go.mod",
+    "Cargo.toml",
+    "pom.xml",
+]
+FRAGMENTS = st.sampled_from(
+    [
+        "[project]\n",
+        "dependencies = [",
+        '"requests>=2"',
+        "]\n",
+        "[tool.poetry.dependencies]\n",
+        'x = { version = "1" }\n',
+        "[dependencies]\n",
+        'serde = "1.0"\n',
+        "{",
+        "}",
+        '"',
+        ":",
+        ",",
+        "[",
+        "]",
+        "require (\n",
+        ")\n",
+        "a.io/x v1.0.0 // indirect\n",
+        "<project>",
+        "</project>",
+        "<dependencies>",
+        "<dependency>",
+        "<groupId>g</groupId>",
+        "<artifactId>a</artifactId>",
+        "<version>${v}</version>",
+        "\\\n",
+        "# c\n",
+        "-r x\n",
+        "pkg==1; python_version<'3'\n",
+        '"dependencies": {"a": "1"}',
+        "\x00",
+        "é",
+        "\n",
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -86,13 +139,17 @@ FRAGMENTS = st.sampled_from([
 def test_any_text_in_any_manifest_never_raises(path, text):
     deps, problem = try_parse_manifest(path, text)
     assert problem is None or deps == {}
-    assert all(isinstance(k, str) and k.strip() and isinstance(v, str) and v.strip()
-               for k, v in deps.items())
+    assert all(
+        isinstance(k, str) and k.strip() and isinstance(v, str) and v.strip()
+        for k, v in deps.items()
+    )
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.sampled_from(MANIFEST_PATHS), st.lists(FRAGMENTS | st.text(max_size=6),
-                                                  max_size=40).map("".join))
+@given(
+    st.sampled_from(MANIFEST_PATHS),
+    st.lists(FRAGMENTS | st.text(max_size=6), max_size=40).map("".join),
+)
 def test_manifest_like_text_never_raises(path, text):
     deps, _ = try_parse_manifest(path, text)
     assert all(isinstance(v, str) for v in deps.values())
@@ -108,8 +165,14 @@ def test_any_text_as_codeowners_never_raises(text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["*", "/a/", "@x", "@o/t", "e@x.io", " ", "\t", "#", "\\",
-                                 "[S]", "^[O]", "\n"]) | st.text(max_size=5),
-                max_size=40).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            ["*", "/a/", "@x", "@o/t", "e@x.io", " ", "\t", "#", "\\", "[S]", "^[O]", "\n"]
+        )
+        | st.text(max_size=5),
+        max_size=40,
+    ).map("".join)
+)
 def test_codeowners_like_text_never_raises(text):
     parse_codeowners(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,12 +16,16 @@ from healthd.timeline import dumps_event, loads_timeline
 
 
 def utc(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def git_source(repo, **options):
-    options = {"path": str(repo.path), "revalidate_clock": "head",
-               "revalidate_interval": "P3650D", **options}
+    options = {
+        "path": str(repo.path),
+        "revalidate_clock": "head",
+        "revalidate_interval": "P3650D",
+        **options,
+    }
     return build_source("git", "repo", options)
 
 
@@ -49,13 +53,20 @@ dependencies = ["requests>=2.31,<3", "SQLAlchemy==2.0.1"]
 
 
 def test_codeowners_reorganisation_deletion_and_readdition(repo, brief):
-    repo.commit("2024-01-01", {"CODEOWNERS": "# owners\n*  @acme/core\n"
-                                             "/services/billing/ @alice @bob\n"})
-    repo.commit("2024-02-01", {"CODEOWNERS": "*  @acme/core\n"
-                                             "/services/billing/ @carol @alice  # reorg\n"
-                                             "/docs/ @acme/writers\n"})
-    repo.commit("2024-03-01", {"CODEOWNERS": "/services/billing/ @alice @carol\n"
-                                             "/docs/ @acme/writers\n"})
+    repo.commit(
+        "2024-01-01", {"CODEOWNERS": "# owners\n*  @acme/core\n/services/billing/ @alice @bob\n"}
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            "CODEOWNERS": "*  @acme/core\n"
+            "/services/billing/ @carol @alice  # reorg\n"
+            "/docs/ @acme/writers\n"
+        },
+    )
+    repo.commit(
+        "2024-03-01", {"CODEOWNERS": "/services/billing/ @alice @carol\n/docs/ @acme/writers\n"}
+    )
     repo.commit("2024-04-01", {"CODEOWNERS": None})
     repo.commit("2024-05-01", {".github/CODEOWNERS": "/docs/ @acme/writers\n"})
 
@@ -65,8 +76,11 @@ def test_codeowners_reorganisation_deletion_and_readdition(repo, brief):
         ("2024-01-01", "added", "* owners=@acme/core"),
         ("2024-01-01", "added", "/services/billing/ owners=@alice @bob"),
         ("2024-02-01", "added", "/docs/ owners=@acme/writers"),
-        ("2024-02-01", "revised",
-         "/services/billing/ owners=@alice @bob -> /services/billing/ owners=@alice @carol"),
+        (
+            "2024-02-01",
+            "revised",
+            "/services/billing/ owners=@alice @bob -> /services/billing/ owners=@alice @carol",
+        ),
         ("2024-03-01", "invalidated", "* owners=@acme/core"),
         ("2024-04-01", "invalidated", "/docs/ owners=@acme/writers"),
         ("2024-04-01", "invalidated", "/services/billing/ owners=@alice @carol"),
@@ -74,8 +88,11 @@ def test_codeowners_reorganisation_deletion_and_readdition(repo, brief):
     ]
     assert {ev.fact.domain for ev in events} == {"ownership"}
     reasons = [ev.reason for ev in events if ev.type == "invalidated"]
-    assert reasons == ["pattern * removed from CODEOWNERS", "CODEOWNERS deleted",
-                       "CODEOWNERS deleted"]
+    assert reasons == [
+        "pattern * removed from CODEOWNERS",
+        "CODEOWNERS deleted",
+        "CODEOWNERS deleted",
+    ]
     assert events[-1].metadata["file"] == ".github/CODEOWNERS"
 
 
@@ -93,12 +110,22 @@ def test_github_directory_codeowners_takes_precedence_over_the_root_one(repo, br
 
 
 def test_dependency_bump_is_a_revision_and_a_dropped_one_an_invalidation(repo, brief):
-    repo.commit("2024-01-01", {"services/billing/pyproject.toml": PYPROJECT,
-                               "services/billing/app.py": "print()\n"})
-    repo.commit("2024-02-01", {"services/billing/pyproject.toml": PYPROJECT.replace(
-        '"requests>=2.31,<3", ', '"requests>=2.32,<3", ')})
-    repo.commit("2024-03-01", {"services/billing/pyproject.toml": PYPROJECT.replace(
-        '"requests>=2.31,<3", ', '')})
+    repo.commit(
+        "2024-01-01",
+        {"services/billing/pyproject.toml": PYPROJECT, "services/billing/app.py": "print()\n"},
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            "services/billing/pyproject.toml": PYPROJECT.replace(
+                '"requests>=2.31,<3", ', '"requests>=2.32,<3", '
+            )
+        },
+    )
+    repo.commit(
+        "2024-03-01",
+        {"services/billing/pyproject.toml": PYPROJECT.replace('"requests>=2.31,<3", ', "")},
+    )
 
     events = pull(git_source(repo, service_roots=["services/*"])).events
 
@@ -107,8 +134,12 @@ def test_dependency_bump_is_a_revision_and_a_dropped_one_an_invalidation(repo, b
         ("2024-01-01", "added", "services/billing dependency:requests=>=2.31,<3"),
         ("2024-01-01", "added", "services/billing dependency:sqlalchemy===2.0.1"),
         ("2024-01-01", "added", "services/billing language=python"),
-        ("2024-02-01", "revised", "services/billing dependency:requests=>=2.31,<3 -> "
-                                  "services/billing dependency:requests=>=2.32,<3"),
+        (
+            "2024-02-01",
+            "revised",
+            "services/billing dependency:requests=>=2.31,<3 -> "
+            "services/billing dependency:requests=>=2.32,<3",
+        ),
         ("2024-03-01", "invalidated", "services/billing dependency:requests=>=2.32,<3"),
     ]
     dropped = events[-1]
@@ -127,15 +158,16 @@ celery = { version = "5.3.6", extras = ["redis"] }
 pytest = "^8"
 """,
     "py/requirements-dev.txt": "black==24.1.0  # formatter\n-r requirements.txt\n"
-                               "mypy>=1.8 ; python_version >= '3.11' \\\n  --hash=sha256:abc\n",
-    "web/package.json": json.dumps({"name": "web", "dependencies": {"react": "^18.2.0"},
-                                    "devDependencies": {"vite": "5.0.12"}}),
+    "mypy>=1.8 ; python_version >= '3.11' \\\n  --hash=sha256:abc\n",
+    "web/package.json": json.dumps(
+        {"name": "web", "dependencies": {"react": "^18.2.0"}, "devDependencies": {"vite": "5.0.12"}}
+    ),
     "gosvc/go.mod": "module example.com/gosvc\n\ngo 1.22\n\nrequire (\n"
-                    "\tgithub.com/gin-gonic/gin v1.9.1\n"
-                    "\tgolang.org/x/sys v0.16.0 // indirect\n)\n"
-                    "require github.com/google/uuid v1.6.0\n",
+    "\tgithub.com/gin-gonic/gin v1.9.1\n"
+    "\tgolang.org/x/sys v0.16.0 // indirect\n)\n"
+    "require github.com/google/uuid v1.6.0\n",
     "rs/Cargo.toml": '[package]\nname = "rs"\n[dependencies]\nserde = { version = "1.0", '
-                     'features = ["derive"] }\ntokio = "1.35"\n',
+    'features = ["derive"] }\ntokio = "1.35"\n',
     "jvm/pom.xml": """<?xml version="1.0"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <properties><spring.version>6.1.3</spring.version></properties>
@@ -153,16 +185,25 @@ pytest = "^8"
 def test_every_manifest_kind_gives_its_dependencies_per_service(repo):
     repo.commit("2024-01-01", MANIFESTS)
     events = pull(git_source(repo)).events
-    deps = {(ev.fact.subject, ev.fact.predicate[len("dependency:"):]): ev.fact.value
-            for ev in events if ev.fact.predicate.startswith("dependency:")}
+    deps = {
+        (ev.fact.subject, ev.fact.predicate[len("dependency:") :]): ev.fact.value
+        for ev in events
+        if ev.fact.predicate.startswith("dependency:")
+    }
     assert deps == {
-        ("py", "django"): "^5.0", ("py", "celery"): "5.3.6", ("py", "pytest"): "^8",
-        ("py", "black"): "==24.1.0", ("py", "mypy"): ">=1.8",
-        ("web", "react"): "^18.2.0", ("web", "vite"): "5.0.12",
+        ("py", "django"): "^5.0",
+        ("py", "celery"): "5.3.6",
+        ("py", "pytest"): "^8",
+        ("py", "black"): "==24.1.0",
+        ("py", "mypy"): ">=1.8",
+        ("web", "react"): "^18.2.0",
+        ("web", "vite"): "5.0.12",
         ("gosvc", "github.com/gin-gonic/gin"): "v1.9.1",
         ("gosvc", "github.com/google/uuid"): "v1.6.0",
-        ("rs", "serde"): "1.0", ("rs", "tokio"): "1.35",
-        ("jvm", "org.springframework:spring-core"): "6.1.3", ("jvm", "junit:junit"): "*",
+        ("rs", "serde"): "1.0",
+        ("rs", "tokio"): "1.35",
+        ("jvm", "org.springframework:spring-core"): "6.1.3",
+        ("jvm", "junit:junit"): "*",
         (".", "prettier"): "3.2.4",
     }
     root = [ev for ev in events if ev.fact.subject == "."]
@@ -185,13 +226,26 @@ def test_an_unreadable_manifest_is_skipped_with_its_reason_and_facts_kept(repo, 
 
 
 def test_service_rewritten_from_node_to_go_is_a_language_revision(repo, brief):
-    repo.commit("2024-01-01", {"auth/index.js": "x", "auth/lib/token.js": "x",
-                               "auth/README.md": "# auth", "auth/package.json":
-                                   '{"dependencies": {"jsonwebtoken": "9.0.2"}}'})
+    repo.commit(
+        "2024-01-01",
+        {
+            "auth/index.js": "x",
+            "auth/lib/token.js": "x",
+            "auth/README.md": "# auth",
+            "auth/package.json": '{"dependencies": {"jsonwebtoken": "9.0.2"}}',
+        },
+    )
     repo.commit("2024-06-01", {"auth/main.go": "package main"})  # one Go file: still node
-    repo.commit("2024-07-01", {"auth/index.js": None, "auth/lib": None,
-                               "auth/package.json": None, "auth/token.go": "package main",
-                               "auth/go.mod": "module auth\nrequire github.com/golang-jwt/jwt/v5 v5.2.0\n"})
+    repo.commit(
+        "2024-07-01",
+        {
+            "auth/index.js": None,
+            "auth/lib": None,
+            "auth/package.json": None,
+            "auth/token.go": "package main",
+            "auth/go.mod": "module auth\nrequire github.com/golang-jwt/jwt/v5 v5.2.0\n",
+        },
+    )
     events = pull(git_source(repo)).events
     assert brief(events) == [
         ("2024-01-01", "added", "auth exists=true"),
@@ -205,9 +259,14 @@ def test_service_rewritten_from_node_to_go_is_a_language_revision(repo, brief):
 
 
 def test_removing_a_module_invalidates_its_existence_and_its_facts_cascade(repo, brief):
-    repo.commit("2024-01-01", {"services/payments-v1/requirements.txt": "psycopg2==2.9.9\n",
-                               "services/payments-v1/app.py": "",
-                               "services/payments-v2/app.py": ""})
+    repo.commit(
+        "2024-01-01",
+        {
+            "services/payments-v1/requirements.txt": "psycopg2==2.9.9\n",
+            "services/payments-v1/app.py": "",
+            "services/payments-v2/app.py": "",
+        },
+    )
     repo.commit("2024-09-01", {"services/payments-v1": None})
     events = pull(git_source(repo, service_roots=["services/*"])).events
     assert brief(events) == [
@@ -224,11 +283,15 @@ def test_removing_a_module_invalidates_its_existence_and_its_facts_cascade(repo,
 
 
 def test_top_level_directories_are_services_unless_hidden_or_excluded(repo):
-    repo.commit("2024-01-01", {"api/a.py": "", ".github/workflows/ci.yml": "",
-                               "docs/index.md": "", "README.md": ""})
+    repo.commit(
+        "2024-01-01",
+        {"api/a.py": "", ".github/workflows/ci.yml": "", "docs/index.md": "", "README.md": ""},
+    )
     events = pull(git_source(repo, exclude=["docs"])).events
     assert [(ev.fact.subject, ev.fact.predicate) for ev in events] == [
-        ("api", "exists"), ("api", "language")]
+        ("api", "exists"),
+        ("api", "language"),
+    ]
 
 
 # --------------------------------------------------------------------------- ids, cursor
@@ -275,8 +338,10 @@ def test_force_push_triggers_a_full_re_extraction_and_says_so(repo, brief):
     repo.git("reflog", "expire", "--expire=now", "--all")
     repo.git("gc", "-q", "--prune=now")
     result = pull(source, cursor)
-    assert brief(result.events) == [("2024-01-01", "added", "api exists=true"),
-                                    ("2024-01-01", "added", "api language=go")]
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "api exists=true"),
+        ("2024-01-01", "added", "api language=go"),
+    ]
     assert any("full re-extraction" in line for line in result.skipped)
 
 
@@ -354,40 +419,54 @@ def test_revalidation_defaults_to_the_head_commit_time_with_the_head_clock(repo,
 def test_url_mode_keeps_a_bare_mirror_and_fetches_it_each_run(repo, tmp_path, brief):
     repo.commit("2024-01-01", {"CODEOWNERS": "* @a\n"})
     cache = tmp_path / "cache"
-    source = build_source("git", "remote", {"url": str(repo.path), "cache_dir": str(cache),
-                                            "revalidate_clock": "head"})
+    source = build_source(
+        "git",
+        "remote",
+        {"url": str(repo.path), "cache_dir": str(cache), "revalidate_clock": "head"},
+    )
     first = pull(source)
     assert brief(first.events) == [("2024-01-01", "added", "* owners=@a")]
     mirrors = list(cache.iterdir())
     assert len(mirrors) == 1 and (mirrors[0] / "HEAD").exists()
     repo.commit("2024-02-01", {"CODEOWNERS": "* @b\n"})
     assert brief(pull(source, first.cursor).events) == [
-        ("2024-02-01", "revised", "* owners=@a -> * owners=@b")]
+        ("2024-02-01", "revised", "* owners=@a -> * owners=@b")
+    ]
 
 
 def test_a_token_is_never_shown_in_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("HEALTHD_TEST_TOKEN", "s3cr3t-t0ken")
-    source = build_source("git", "private", {
-        "url": "http://127.0.0.1:9/s3cr3t-t0ken/repo.git", "cache_dir": str(tmp_path),
-        "token_env": "HEALTHD_TEST_TOKEN"})
+    source = build_source(
+        "git",
+        "private",
+        {
+            "url": "http://127.0.0.1:9/s3cr3t-t0ken/repo.git",
+            "cache_dir": str(tmp_path),
+            "token_env": "HEALTHD_TEST_TOKEN",
+        },
+    )
     result = source.pull(None)
     assert result.error is not None and "s3cr3t-t0ken" not in result.error
     assert result.events == [] and result.cursor is None
 
 
 def test_missing_blobs_of_a_partial_clone_are_skipped_with_a_warning(repo, tmp_path, brief):
-    repo.commit("2024-01-01", {"api/package.json": '{"dependencies": {"a": "1"}}',
-                               "api/x.js": ""})
+    repo.commit("2024-01-01", {"api/package.json": '{"dependencies": {"a": "1"}}', "api/x.js": ""})
     repo.commit("2024-02-01", {"api/package.json": '{"dependencies": {"a": "2"}}'})
     repo.git("config", "uploadpack.allowFilter", "true")
     clone = tmp_path / "partial"
-    subprocess.run(["git", "clone", "-q", "--bare", "--filter=blob:none",
-                    f"file://{repo.path}", str(clone)], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", "--filter=blob:none", f"file://{repo.path}", str(clone)],
+        check=True,
+        capture_output=True,
+    )
     shutil.rmtree(repo.path)  # the promisor remote is gone: blobs cannot be fetched lazily
     result = git_source(_At(clone)).pull(None)
     assert result.error is None
-    assert brief(result.events) == [("2024-01-01", "added", "api exists=true"),
-                                    ("2024-01-01", "added", "api language=javascript")]
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "api exists=true"),
+        ("2024-01-01", "added", "api language=javascript"),
+    ]
     assert sum("blob" in line and "missing" in line for line in result.skipped) == 2
     assert any(line.startswith("partial clone:") for line in result.skipped)
 
@@ -396,13 +475,18 @@ def test_a_shallow_clone_is_read_from_its_boundary_and_says_so(repo, tmp_path, b
     repo.commit("2024-01-01", {"api/a.go": ""})
     repo.commit("2024-02-01", {"web/a.ts": ""})
     clone = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth=1", f"file://{repo.path}", str(clone)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--depth=1", f"file://{repo.path}", str(clone)],
+        check=True,
+        capture_output=True,
+    )
     result = git_source(_At(clone)).pull(None)
     assert brief(result.events) == [
-        ("2024-02-01", "added", "api exists=true"), ("2024-02-01", "added", "web exists=true"),
+        ("2024-02-01", "added", "api exists=true"),
+        ("2024-02-01", "added", "web exists=true"),
         ("2024-02-01", "added", "api language=go"),
-        ("2024-02-01", "added", "web language=typescript")]
+        ("2024-02-01", "added", "web language=typescript"),
+    ]
     assert any("shallow" in line for line in result.skipped)
 
 
@@ -418,15 +502,18 @@ def test_git_is_a_registered_kind():
     assert {"git", "adr"} <= set(source_kinds())
 
 
-@pytest.mark.parametrize("options, field", [
-    ({}, "set exactly one of 'path'"),
-    ({"path": "/x", "url": "https://e/x.git", "cache_dir": "/c"}, "set exactly one"),
-    ({"url": "https://e/x.git"}, "cache_dir"),
-    ({"path": "/x", "colour": "red"}, "colour"),
-    ({"path": "/x", "service_roots": ["services//*"]}, "service_roots"),
-    ({"path": "/x", "revalidate_interval": "soon"}, "revalidate_interval"),
-    ({"path": "/x", "first_parent": "maybe"}, "first_parent"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({}, "set exactly one of 'path'"),
+        ({"path": "/x", "url": "https://e/x.git", "cache_dir": "/c"}, "set exactly one"),
+        ({"url": "https://e/x.git"}, "cache_dir"),
+        ({"path": "/x", "colour": "red"}, "colour"),
+        ({"path": "/x", "service_roots": ["services//*"]}, "service_roots"),
+        ({"path": "/x", "revalidate_interval": "soon"}, "revalidate_interval"),
+        ({"path": "/x", "first_parent": "maybe"}, "first_parent"),
+    ],
+)
 def test_bad_options_fail_at_config_load_naming_the_field(options, field):
     with pytest.raises(ConfigError, match=field):
         build_source("git", "repo", options)

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import requests
+from _ticket_payloads import (
+    SECRET,
+    FakeGitHub,
+    Sleeps,
+    api_server,  # noqa: F401
+    assigned,
+    closed,
+    gh_event,
+    gh_issue,
+    labeled,
+    renamed,
+    run_all,
+)
 from werkzeug import Response
 
-from _ticket_payloads import (SECRET, FakeGitHub, Sleeps, _module_server, api_server,  # noqa: F401
-                              assigned, closed,
-                              gh_event, gh_issue, labeled, renamed, run_all)
 from healthd.errors import ConfigError
 from healthd.model import Fact
 from healthd.sources import build_source
@@ -26,29 +36,72 @@ def T(day: int, hour: int = 10) -> str:
 
 
 def populate(gh: FakeGitHub) -> None:
-    gh.add(gh_issue(1, "Refunds within 3 days", state="closed", state_reason="completed",
-                    labels=("requirement", "area/billing"), assignees=("bob",),
-                    updated_at=T(6), closed_at=T(6)),
-           [labeled(101, T(1), "requirement"), labeled(102, T(1), "area/billing"),
+    gh.add(
+        gh_issue(
+            1,
+            "Refunds within 3 days",
+            state="closed",
+            state_reason="completed",
+            labels=("requirement", "area/billing"),
+            assignees=("bob",),
+            updated_at=T(6),
+            closed_at=T(6),
+        ),
+        [
+            labeled(101, T(1), "requirement"),
+            labeled(102, T(1), "area/billing"),
             assigned(103, T(2), "alice"),
             renamed(104, T(3), "Refunds within 5 days", "Refunds within 3 days"),
-            assigned(105, T(4), "bob"), assigned(106, T(5), "alice", unassign=True),
-            closed(107, T(6), "completed")])
-    gh.add(gh_issue(2, "Use Postgres for the ledger", state="closed", state_reason="not_planned",
-                    labels=("decision",), created_at=T(2), updated_at=T(7)),
-           [labeled(201, T(2), "decision"), gh_event(205, "subscribed", T(3)),
-            closed(202, T(7), "not_planned")])
-    gh.add(gh_issue(3, "Support SEPA", labels=(), created_at=T(3), updated_at=T(8)),
-           [labeled(301, T(3), "requirement"), closed(302, T(4), "not_planned"),
-            gh_event(303, "reopened", T(5)), labeled(304, T(8), "requirement", unlabel=True)])
+            assigned(105, T(4), "bob"),
+            assigned(106, T(5), "alice", unassign=True),
+            closed(107, T(6), "completed"),
+        ],
+    )
+    gh.add(
+        gh_issue(
+            2,
+            "Use Postgres for the ledger",
+            state="closed",
+            state_reason="not_planned",
+            labels=("decision",),
+            created_at=T(2),
+            updated_at=T(7),
+        ),
+        [
+            labeled(201, T(2), "decision"),
+            gh_event(205, "subscribed", T(3)),
+            closed(202, T(7), "not_planned"),
+        ],
+    )
+    gh.add(
+        gh_issue(3, "Support SEPA", labels=(), created_at=T(3), updated_at=T(8)),
+        [
+            labeled(301, T(3), "requirement"),
+            closed(302, T(4), "not_planned"),
+            gh_event(303, "reopened", T(5)),
+            labeled(304, T(8), "requirement", unlabel=True),
+        ],
+    )
     gh.add(gh_issue(4, "Flaky test", created_at=T(4), updated_at=T(4, 11)), [])
-    gh.add(gh_issue(5, "Implement refunds", labels=("requirement",), created_at=T(4),
-                    updated_at=T(5, 12), pull_request=True),
-           [labeled(501, T(4), "requirement")])
-    gh.add(gh_issue(6, "Search ownership", labels=("area/search",), created_at=T(2),
-                    updated_at=T(9)),
-           [labeled(601, T(2), "area/search"), assigned(602, T(3), "carol"),
-            assigned(603, T(9), "carol", unassign=True)])
+    gh.add(
+        gh_issue(
+            5,
+            "Implement refunds",
+            labels=("requirement",),
+            created_at=T(4),
+            updated_at=T(5, 12),
+            pull_request=True,
+        ),
+        [labeled(501, T(4), "requirement")],
+    )
+    gh.add(
+        gh_issue(6, "Search ownership", labels=("area/search",), created_at=T(2), updated_at=T(9)),
+        [
+            labeled(601, T(2), "area/search"),
+            assigned(602, T(3), "carol"),
+            assigned(603, T(9), "carol", unassign=True),
+        ],
+    )
 
 
 def req(value: str, n: int = 1) -> Fact:
@@ -62,37 +115,104 @@ def owners(area: str, value: str) -> Fact:
 EXPECTED = [
     # (id, type, time, fact, previous, reason)
     ("github:acme/payments#1:101", "added", T(1), req("Refunds within 5 days"), None, None),
-    ("github:acme/payments#1:103:owners:billing", "added", T(2), owners("billing", "alice"),
-     None, None),
-    ("github:acme/payments#2:201", "added", T(2),
-     Fact(f"{REPO}#2", "decision", "Use Postgres for the ledger", "decision"), None, None),
-    ("github:acme/payments#1:104", "revised", T(3), req("Refunds within 3 days"),
-     req("Refunds within 5 days"), None),
+    (
+        "github:acme/payments#1:103:owners:billing",
+        "added",
+        T(2),
+        owners("billing", "alice"),
+        None,
+        None,
+    ),
+    (
+        "github:acme/payments#2:201",
+        "added",
+        T(2),
+        Fact(f"{REPO}#2", "decision", "Use Postgres for the ledger", "decision"),
+        None,
+        None,
+    ),
+    (
+        "github:acme/payments#1:104",
+        "revised",
+        T(3),
+        req("Refunds within 3 days"),
+        req("Refunds within 5 days"),
+        None,
+    ),
     ("github:acme/payments#3:301", "added", T(3), req("Support SEPA", 3), None, None),
-    ("github:acme/payments#6:602:owners:search", "added", T(3), owners("search", "carol"),
-     None, None),
-    ("github:acme/payments#1:105:owners:billing", "revised", T(4), owners("billing", "alice bob"),
-     owners("billing", "alice"), None),
-    ("github:acme/payments#3:302", "invalidated", T(4), req("Support SEPA", 3), None,
-     "closed as not planned"),
-    ("github:acme/payments#1:106:owners:billing", "revised", T(5), owners("billing", "bob"),
-     owners("billing", "alice bob"), None),
+    (
+        "github:acme/payments#6:602:owners:search",
+        "added",
+        T(3),
+        owners("search", "carol"),
+        None,
+        None,
+    ),
+    (
+        "github:acme/payments#1:105:owners:billing",
+        "revised",
+        T(4),
+        owners("billing", "alice bob"),
+        owners("billing", "alice"),
+        None,
+    ),
+    (
+        "github:acme/payments#3:302",
+        "invalidated",
+        T(4),
+        req("Support SEPA", 3),
+        None,
+        "closed as not planned",
+    ),
+    (
+        "github:acme/payments#1:106:owners:billing",
+        "revised",
+        T(5),
+        owners("billing", "bob"),
+        owners("billing", "alice bob"),
+        None,
+    ),
     ("github:acme/payments#3:303", "added", T(5), req("Support SEPA", 3), None, None),
-    ("github:acme/payments#1:107", "revised", T(6), req("done"), req("Refunds within 3 days"),
-     None),
-    ("github:acme/payments#2:202", "invalidated", T(7),
-     Fact(f"{REPO}#2", "decision", "Use Postgres for the ledger", "decision"), None,
-     "closed as not planned"),
-    ("github:acme/payments#3:304", "invalidated", T(8), req("Support SEPA", 3), None,
-     "label 'requirement' removed"),
-    ("github:acme/payments#6:603:owners:search", "invalidated", T(9), owners("search", "carol"),
-     None, "carol unassigned, no assignee left"),
+    (
+        "github:acme/payments#1:107",
+        "revised",
+        T(6),
+        req("done"),
+        req("Refunds within 3 days"),
+        None,
+    ),
+    (
+        "github:acme/payments#2:202",
+        "invalidated",
+        T(7),
+        Fact(f"{REPO}#2", "decision", "Use Postgres for the ledger", "decision"),
+        None,
+        "closed as not planned",
+    ),
+    (
+        "github:acme/payments#3:304",
+        "invalidated",
+        T(8),
+        req("Support SEPA", 3),
+        None,
+        "label 'requirement' removed",
+    ),
+    (
+        "github:acme/payments#6:603:owners:search",
+        "invalidated",
+        T(9),
+        owners("search", "carol"),
+        None,
+        "carol unassigned, no assignee left",
+    ),
 ]
 
 
 def shape(events):
-    return [(e.id, e.type, e.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"), e.fact, e.previous,
-             e.reason) for e in events]
+    return [
+        (e.id, e.type, e.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"), e.fact, e.previous, e.reason)
+        for e in events
+    ]
 
 
 @pytest.fixture
@@ -103,12 +223,25 @@ def gh(api_server):  # noqa: F811
 
 
 def make(gh: FakeGitHub, sleeps: Sleeps | None = None, **options) -> GitHubSource:
-    settings = dict(repo=REPO, base_url=gh.base_url, token_env="GH_TEST_TOKEN", per_page=2,
-                    max_retries=2, backoff_seconds=0.5, max_rate_limit_wait_seconds=10)
+    settings = dict(
+        repo=REPO,
+        base_url=gh.base_url,
+        token_env="GH_TEST_TOKEN",
+        per_page=2,
+        max_retries=2,
+        backoff_seconds=0.5,
+        max_rate_limit_wait_seconds=10,
+    )
     opts = GitHubOptions(**{**settings, **options})
-    return GitHubSource("tickets", opts, session=requests.Session(), sleep=sleeps or Sleeps(),
-                        clock=lambda: 1_700_000_000.0, rng=lambda: 0.5,
-                        environ={"GH_TEST_TOKEN": SECRET})
+    return GitHubSource(
+        "tickets",
+        opts,
+        session=requests.Session(),
+        sleep=sleeps or Sleeps(),
+        clock=lambda: 1_700_000_000.0,
+        rng=lambda: 0.5,
+        environ={"GH_TEST_TOKEN": SECRET},
+    )
 
 
 def test_maps_issue_events_to_the_exact_change_events_with_api_times(gh):
@@ -118,20 +251,25 @@ def test_maps_issue_events_to_the_exact_change_events_with_api_times(gh):
     assert shape(result.events) == EXPECTED
     first = result.events[0]
     assert first.source == "tickets"
-    assert first.timestamp == datetime(2024, 1, 1, 10, tzinfo=timezone.utc)
+    assert first.timestamp == datetime(2024, 1, 1, 10, tzinfo=UTC)
     assert first.depends_on == ()
-    assert dict(first.metadata) == {"url": "https://github.com/acme/payments/issues/1",
-                                    "event": "labeled"}
+    assert dict(first.metadata) == {
+        "url": "https://github.com/acme/payments/issues/1",
+        "event": "labeled",
+    }
 
 
 def test_paginates_issue_list_and_events_via_link_headers(gh):
     make(gh).pull(None)
     # 6 issues at 2 per page; issue 1 has 7 events → 4 pages.
-    first_pass = [r for r in gh.log if r.path == f"/repos/{REPO}/issues"
-                  and "since" not in r.args]
+    first_pass = [r for r in gh.log if r.path == f"/repos/{REPO}/issues" and "since" not in r.args]
     assert [r.args.get("page") for r in first_pass] == [None, "2", "3"]
-    assert [r.args.get("page") for r in gh.log
-            if r.path == f"/repos/{REPO}/issues/1/events"] == [None, "2", "3", "4"]
+    assert [r.args.get("page") for r in gh.log if r.path == f"/repos/{REPO}/issues/1/events"] == [
+        None,
+        "2",
+        "3",
+        "4",
+    ]
     assert not any(r.path.endswith("/5/events") for r in gh.log)  # pull requests are skipped
 
 
@@ -167,8 +305,15 @@ def test_next_run_reads_only_what_is_new(gh):
     second = source.pull(first.cursor)
     assert second.ok
     assert shape(second.events) == [
-        ("github:acme/payments#1:108", "revised", T(10), req("Refunds within 3 days"),
-         req("done"), None)]
+        (
+            "github:acme/payments#1:108",
+            "revised",
+            T(10),
+            req("Refunds within 3 days"),
+            req("done"),
+            None,
+        )
+    ]
     third = source.pull(second.cursor)
     assert third.events == []
 
@@ -208,8 +353,12 @@ def test_persistent_5xx_fails_part_way_and_next_run_resumes_without_loss_or_dupl
 @pytest.mark.parametrize("status", [403, 429])
 def test_rate_limit_with_short_retry_after_waits_then_succeeds(gh, status):
     sleeps = Sleeps()
-    gh.fail(r"/issues$", status=status, headers={"Retry-After": "3"},
-            body='{"message": "You have exceeded a secondary rate limit."}')
+    gh.fail(
+        r"/issues$",
+        status=status,
+        headers={"Retry-After": "3"},
+        body='{"message": "You have exceeded a secondary rate limit."}',
+    )
     result = make(gh, sleeps).pull(None)
     assert result.ok, result.error
     assert sleeps.calls == [3.0]
@@ -232,13 +381,21 @@ def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
 def test_exhausted_primary_rate_limit_uses_the_reset_header(gh):
     sleeps = Sleeps()
     # clock is 1_700_000_000: a reset 5 s later is waited for, 2 h later is deferred
-    gh.fail(r"/issues$", status=403, body='{"message": "API rate limit exceeded"}',
-            headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000005"})
+    gh.fail(
+        r"/issues$",
+        status=403,
+        body='{"message": "API rate limit exceeded"}',
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000005"},
+    )
     assert make(gh, sleeps).pull(None).ok
     assert sleeps.calls == [5.0]
     gh.log.clear()
-    gh.fail(r"/issues$", status=403, body='{"message": "API rate limit exceeded"}',
-            headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700007200"})
+    gh.fail(
+        r"/issues$",
+        status=403,
+        body='{"message": "API rate limit exceeded"}',
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700007200"},
+    )
     result = make(gh, Sleeps()).pull(None)
     assert not result.ok and "deferred" in result.error
 
@@ -276,6 +433,7 @@ def test_truncated_json_on_a_later_page_keeps_what_was_read_and_resumes(gh):
             if len(calls) == 1:
                 return Response('[{"number": 3, "tit', status=200, content_type="application/json")
         return original(request)
+
     gh.route = route
     source = make(gh)
     partial = source.pull(None)
@@ -318,15 +476,19 @@ def test_token_never_appears_in_errors_events_cursor_or_logs(gh, caplog):
 
 
 def test_missing_token_variable_is_a_clear_pull_error(gh):
-    source = GitHubSource("tickets", GitHubOptions(repo=REPO, base_url=gh.base_url,
-                                                   token_env="NOPE_TOKEN"), environ={})
+    source = GitHubSource(
+        "tickets",
+        GitHubOptions(repo=REPO, base_url=gh.base_url, token_env="NOPE_TOKEN"),
+        environ={},
+    )
     result = source.pull(None)
     assert not result.ok and "NOPE_TOKEN" in result.error and gh.log == []
 
 
 def test_anonymous_access_and_timeline_endpoint(gh):
-    opts = GitHubOptions(repo=REPO, base_url=gh.base_url, token_env="", per_page=100,
-                         events_endpoint="timeline")
+    opts = GitHubOptions(
+        repo=REPO, base_url=gh.base_url, token_env="", per_page=100, events_endpoint="timeline"
+    )
     result = GitHubSource("tickets", opts, environ={}).pull(None)
     assert result.ok and shape(result.events) == EXPECTED
     assert "Authorization" not in gh.log[0].headers
@@ -334,16 +496,33 @@ def test_anonymous_access_and_timeline_endpoint(gh):
 
 
 def test_decision_label_replacing_requirement_moves_the_fact(gh):
-    gh.add(gh_issue(7, "Event sourcing", labels=("decision",), updated_at=T(10)),
-           [labeled(701, T(1), "requirement"), labeled(702, T(2), "decision"),
-            labeled(703, T(3), "requirement", unlabel=True)])
+    gh.add(
+        gh_issue(7, "Event sourcing", labels=("decision",), updated_at=T(10)),
+        [
+            labeled(701, T(1), "requirement"),
+            labeled(702, T(2), "decision"),
+            labeled(703, T(3), "requirement", unlabel=True),
+        ],
+    )
     events = [e for e in make(gh).pull(None).events if "#7:" in e.id]
     assert shape(events) == [
         ("github:acme/payments#7:701", "added", T(1), req("Event sourcing", 7), None, None),
-        ("github:acme/payments#7:702:requirement", "invalidated", T(2), req("Event sourcing", 7),
-         None, "label 'decision' added"),
-        ("github:acme/payments#7:702:decision", "added", T(2),
-         Fact(f"{REPO}#7", "decision", "Event sourcing", "decision"), None, None),
+        (
+            "github:acme/payments#7:702:requirement",
+            "invalidated",
+            T(2),
+            req("Event sourcing", 7),
+            None,
+            "label 'decision' added",
+        ),
+        (
+            "github:acme/payments#7:702:decision",
+            "added",
+            T(2),
+            Fact(f"{REPO}#7", "decision", "Event sourcing", "decision"),
+            None,
+            None,
+        ),
     ]
 
 
@@ -354,18 +533,41 @@ def test_ids_are_stable_across_fresh_extractions(gh):
 
 
 def test_configurable_labels_done_value_and_area_prefix(gh):
-    gh.add(gh_issue(8, "Audit log", updated_at=T(10)),
-           [labeled(801, T(1), "Needs-Spec"), labeled(802, T(1), "team:ledger"),
-            assigned(803, T(1), "zed"), closed(804, T(2), None)])
-    source = make(gh, requirement_labels=["needs-spec"], area_label_prefixes=["team:"],
-                  keep_area_prefix=True, done_value="shipped")
+    gh.add(
+        gh_issue(8, "Audit log", updated_at=T(10)),
+        [
+            labeled(801, T(1), "Needs-Spec"),
+            labeled(802, T(1), "team:ledger"),
+            assigned(803, T(1), "zed"),
+            closed(804, T(2), None),
+        ],
+    )
+    source = make(
+        gh,
+        requirement_labels=["needs-spec"],
+        area_label_prefixes=["team:"],
+        keep_area_prefix=True,
+        done_value="shipped",
+    )
     events = [e for e in source.pull(None).events if "#8:" in e.id]
     assert shape(events) == [
         ("github:acme/payments#8:801", "added", T(1), req("Audit log", 8), None, None),
-        ("github:acme/payments#8:803:owners:team:ledger", "added", T(1),
-         owners("team:ledger", "zed"), None, None),
-        ("github:acme/payments#8:804", "revised", T(2), req("shipped", 8), req("Audit log", 8),
-         None),
+        (
+            "github:acme/payments#8:803:owners:team:ledger",
+            "added",
+            T(1),
+            owners("team:ledger", "zed"),
+            None,
+            None,
+        ),
+        (
+            "github:acme/payments#8:804",
+            "revised",
+            T(2),
+            req("shipped", 8),
+            req("Audit log", 8),
+            None,
+        ),
     ]
 
 
@@ -379,6 +581,5 @@ def test_registered_by_kind_and_options_are_validated():
         build_source("github", "tickets", {"repo": REPO, "labels_typo": []})
     with pytest.raises(ConfigError, match=r"base_url: Value error, must be an http"):
         build_source("github", "tickets", {"repo": REPO, "base_url": "ghe.example.com"})
-    ghe = build_source("github", "t", {"repo": REPO,
-                                       "base_url": "https://ghe.example.com/api/v3/"})
+    ghe = build_source("github", "t", {"repo": REPO, "base_url": "https://ghe.example.com/api/v3/"})
     assert ghe.options.base_url == "https://ghe.example.com/api/v3"

@@ -6,22 +6,41 @@ from email.utils import formatdate
 
 import pytest
 import requests
+from _ticket_payloads import Sleeps, _module_server, api_server  # noqa: F401
 from werkzeug import Response
 
-from _ticket_payloads import Sleeps, _module_server, api_server  # noqa: F401
 from healthd import __version__
-from healthd._http import (BadPayload, HttpClient, HttpError, HttpOptions, RateLimited,
-                                   parse_link_header)
+from healthd._http import (
+    BadPayload,
+    HttpClient,
+    HttpError,
+    HttpOptions,
+    RateLimited,
+    parse_link_header,
+)
 
 NOW = 1_700_000_000.0
 
 
 def client(sleeps=None, secrets=(), **options) -> HttpClient:
-    opts = HttpOptions(**{"max_retries": 3, "backoff_seconds": 1.0, "max_backoff_seconds": 4.0,
-                          "max_rate_limit_wait_seconds": 30.0, **options})
-    return HttpClient(requests.Session(), opts, sleep=sleeps if sleeps is not None else Sleeps(),
-                      clock=lambda: NOW, rng=lambda: 1.0, secrets=secrets,
-                      headers={"Authorization": "Bearer tok"})
+    opts = HttpOptions(
+        **{
+            "max_retries": 3,
+            "backoff_seconds": 1.0,
+            "max_backoff_seconds": 4.0,
+            "max_rate_limit_wait_seconds": 30.0,
+            **options,
+        }
+    )
+    return HttpClient(
+        requests.Session(),
+        opts,
+        sleep=sleeps if sleeps is not None else Sleeps(),
+        clock=lambda: NOW,
+        rng=lambda: 1.0,
+        secrets=secrets,
+        headers={"Authorization": "Bearer tok"},
+    )
 
 
 def serve(server, *responses):
@@ -33,16 +52,20 @@ def serve(server, *responses):
         seen.append(request)
         status, body, headers = queue.pop(0) if len(queue) > 1 else queue[0]
         return Response(body, status=status, headers=headers, content_type="application/json")
+
     server.expect_request("/x").respond_with_handler(handler)
     return server.url_for("/x"), seen
 
 
 def test_link_header_parsing():
-    value = ('<https://api.github.com/repositories/1/issues?page=2>; rel="next", '
-             '<https://api.github.com/repositories/1/issues?page=5>; rel="last"')
+    value = (
+        '<https://api.github.com/repositories/1/issues?page=2>; rel="next", '
+        '<https://api.github.com/repositories/1/issues?page=5>; rel="last"'
+    )
     assert parse_link_header(value) == {
         "next": "https://api.github.com/repositories/1/issues?page=2",
-        "last": "https://api.github.com/repositories/1/issues?page=5"}
+        "last": "https://api.github.com/repositories/1/issues?page=5",
+    }
     assert parse_link_header(None) == {} and parse_link_header("garbage") == {}
 
 
@@ -86,8 +109,9 @@ def test_4xx_is_not_retried_and_names_the_server_message(api_server):  # noqa: F
 
 def test_retry_after_as_http_date(api_server):  # noqa: F811
     sleeps = Sleeps()
-    url, _ = serve(api_server, (429, "{}", {"Retry-After": formatdate(NOW + 20, usegmt=True)}),
-                   (200, "[]", {}))
+    url, _ = serve(
+        api_server, (429, "{}", {"Retry-After": formatdate(NOW + 20, usegmt=True)}), (200, "[]", {})
+    )
     assert client(sleeps).get_json(url).data == []
     assert sleeps.calls == [20.0]
 
@@ -102,8 +126,10 @@ def test_rate_limit_repeated_too_often_defers(api_server):  # noqa: F811
 
 def test_exhausted_quota_on_success_waits_before_the_next_request(api_server):  # noqa: F811
     sleeps = Sleeps()
-    url, _ = serve(api_server, (200, "[]", {"X-RateLimit-Remaining": "0",
-                                            "X-RateLimit-Reset": str(int(NOW + 7))}))
+    url, _ = serve(
+        api_server,
+        (200, "[]", {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW + 7))}),
+    )
     c = client(sleeps)
     c.get_json(url)
     assert sleeps.calls == []
@@ -134,6 +160,7 @@ def test_real_timeout_then_connection_refused(api_server):  # noqa: F811
     def slow(request):
         time.sleep(0.5)
         return Response("[]", status=200)
+
     api_server.expect_request("/slow").respond_with_handler(slow)
     with pytest.raises(HttpError, match=r"timed out after 0.2 s \(gave up after 1 attempts\)"):
         client(max_retries=0, timeout_seconds=0.2).get_json(api_server.url_for("/slow"))

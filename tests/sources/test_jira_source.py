@@ -7,9 +7,17 @@ import json
 
 import pytest
 import requests
+from _ticket_payloads import (
+    SECRET,
+    FakeJira,
+    Sleeps,
+    api_server,  # noqa: F401
+    jira_history,
+    jira_issue,
+    jira_item,
+    run_all,
+)
 
-from _ticket_payloads import (SECRET, FakeJira, Sleeps, _module_server, api_server,  # noqa: F401
-                              jira_history, jira_issue, jira_item, run_all)
 from healthd.errors import ConfigError
 from healthd.model import Fact
 from healthd.sources import build_source
@@ -25,30 +33,64 @@ def Z(day: int, hour: int = 10) -> str:
 
 
 def populate(jira: FakeJira) -> None:
-    jira.add(jira_issue(
-        "PAY-1", "Refund API v2", status="Done", resolution="Done", assignee="bob",
-        components=("Billing",), created=T(1), updated=T(4),
-        histories=[
-            jira_history(10010, T(2), jira_item("summary", None, "Refund API", None,
-                                                "Refund API v2")),
-            jira_history(10011, T(3), jira_item("assignee", "alice", "Alice", "bob", "Bob")),
-            jira_history(10012, T(4), jira_item("status", "1", "To Do", "10001", "Done"),
-                         jira_item("resolution", None, None, "10000", "Done")),
-        ]))
-    jira.add(jira_issue(
-        "PAY-2", "Adopt Kafka", issuetype="Task", labels=("decision",), status="Closed",
-        resolution="Won't Do", created=T(2), updated=T(5),
-        histories=[
-            jira_history(10020, T(5), jira_item("status", "1", "To Do", "6", "Closed"),
-                         jira_item("resolution", None, None, "10001", "Won't Do")),
-        ]))
-    jira.add(jira_issue(
-        "PAY-3", "Crash on login", issuetype="Bug", components=("Auth",), created=T(1, 9),
-        updated=T(6),
-        histories=[
-            jira_history(10030, T(3), jira_item("Component", None, None, "10001", "Auth")),
-            jira_history(10031, T(6), jira_item("assignee", "carol", "Carol", None, None)),
-        ]))
+    jira.add(
+        jira_issue(
+            "PAY-1",
+            "Refund API v2",
+            status="Done",
+            resolution="Done",
+            assignee="bob",
+            components=("Billing",),
+            created=T(1),
+            updated=T(4),
+            histories=[
+                jira_history(
+                    10010, T(2), jira_item("summary", None, "Refund API", None, "Refund API v2")
+                ),
+                jira_history(10011, T(3), jira_item("assignee", "alice", "Alice", "bob", "Bob")),
+                jira_history(
+                    10012,
+                    T(4),
+                    jira_item("status", "1", "To Do", "10001", "Done"),
+                    jira_item("resolution", None, None, "10000", "Done"),
+                ),
+            ],
+        )
+    )
+    jira.add(
+        jira_issue(
+            "PAY-2",
+            "Adopt Kafka",
+            issuetype="Task",
+            labels=("decision",),
+            status="Closed",
+            resolution="Won't Do",
+            created=T(2),
+            updated=T(5),
+            histories=[
+                jira_history(
+                    10020,
+                    T(5),
+                    jira_item("status", "1", "To Do", "6", "Closed"),
+                    jira_item("resolution", None, None, "10001", "Won't Do"),
+                ),
+            ],
+        )
+    )
+    jira.add(
+        jira_issue(
+            "PAY-3",
+            "Crash on login",
+            issuetype="Bug",
+            components=("Auth",),
+            created=T(1, 9),
+            updated=T(6),
+            histories=[
+                jira_history(10030, T(3), jira_item("Component", None, None, "10001", "Auth")),
+                jira_history(10031, T(6), jira_item("assignee", "carol", "Carol", None, None)),
+            ],
+        )
+    )
     # PAY-3 was created assigned to carol; the changelog above unassigns her.
 
 
@@ -60,25 +102,50 @@ KAFKA = Fact("PAY-2", "decision", "Adopt Kafka", "decision")
 
 EXPECTED = [
     ("jira:PAY-1:created", "added", Z(1), req("Refund API"), None, None),
-    ("jira:PAY-1:created:owners:Billing", "added", Z(1),
-     Fact("Billing", "owners", "alice", "ownership"), None, None),
+    (
+        "jira:PAY-1:created:owners:Billing",
+        "added",
+        Z(1),
+        Fact("Billing", "owners", "alice", "ownership"),
+        None,
+        None,
+    ),
     ("jira:PAY-1:10010:0", "revised", Z(2), req("Refund API v2"), req("Refund API"), None),
     ("jira:PAY-2:created", "added", Z(2), KAFKA, None, None),
-    ("jira:PAY-1:10011:0:owners:Billing", "revised", Z(3),
-     Fact("Billing", "owners", "bob", "ownership"),
-     Fact("Billing", "owners", "alice", "ownership"), None),
-    ("jira:PAY-3:10030:0:owners:Auth", "added", Z(3), Fact("Auth", "owners", "carol", "ownership"),
-     None, None),
+    (
+        "jira:PAY-1:10011:0:owners:Billing",
+        "revised",
+        Z(3),
+        Fact("Billing", "owners", "bob", "ownership"),
+        Fact("Billing", "owners", "alice", "ownership"),
+        None,
+    ),
+    (
+        "jira:PAY-3:10030:0:owners:Auth",
+        "added",
+        Z(3),
+        Fact("Auth", "owners", "carol", "ownership"),
+        None,
+        None,
+    ),
     ("jira:PAY-1:10012:0", "revised", Z(4), req("done"), req("Refund API v2"), None),
     ("jira:PAY-2:10020:0", "invalidated", Z(5), KAFKA, None, "status Closed; resolved as Won't Do"),
-    ("jira:PAY-3:10031:0:owners:Auth", "invalidated", Z(6),
-     Fact("Auth", "owners", "carol", "ownership"), None, "unassigned"),
+    (
+        "jira:PAY-3:10031:0:owners:Auth",
+        "invalidated",
+        Z(6),
+        Fact("Auth", "owners", "carol", "ownership"),
+        None,
+        "unassigned",
+    ),
 ]
 
 
 def shape(events):
-    return [(e.id, e.type, e.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"), e.fact, e.previous,
-             e.reason) for e in events]
+    return [
+        (e.id, e.type, e.timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"), e.fact, e.previous, e.reason)
+        for e in events
+    ]
 
 
 def by_time(rows):
@@ -93,13 +160,26 @@ def jira(api_server):  # noqa: F811
 
 
 def make(jira: FakeJira, sleeps: Sleeps | None = None, **options) -> JiraSource:
-    settings = dict(base_url=jira.base_url, jql="project = PAY", user_env="JIRA_TEST_USER",
-                    token_env="JIRA_TEST_TOKEN", page_size=2, max_retries=2,
-                    backoff_seconds=0.5, max_rate_limit_wait_seconds=10)
+    settings = dict(
+        base_url=jira.base_url,
+        jql="project = PAY",
+        user_env="JIRA_TEST_USER",
+        token_env="JIRA_TEST_TOKEN",
+        page_size=2,
+        max_retries=2,
+        backoff_seconds=0.5,
+        max_rate_limit_wait_seconds=10,
+    )
     opts = JiraOptions(**{**settings, **options})
-    return JiraSource("jira", opts, session=requests.Session(), sleep=sleeps or Sleeps(),
-                      clock=lambda: 1_700_000_000.0, rng=lambda: 0.5,
-                      environ={"JIRA_TEST_USER": "healthd-bot", "JIRA_TEST_TOKEN": SECRET})
+    return JiraSource(
+        "jira",
+        opts,
+        session=requests.Session(),
+        sleep=sleeps or Sleeps(),
+        clock=lambda: 1_700_000_000.0,
+        rng=lambda: 0.5,
+        environ={"JIRA_TEST_USER": "healthd-bot", "JIRA_TEST_TOKEN": SECRET},
+    )
 
 
 def test_maps_changelog_to_the_exact_change_events_with_history_times(jira):
@@ -144,18 +224,26 @@ def test_repeat_runs_neither_lose_nor_double_events(jira):
     first = source.pull(None)
     second = source.pull(first.cursor)
     assert second.ok and second.events == []
-    assert 'updated >= "2024/01/05 10:00"' in [r for r in jira.log
-                                              if r.path.endswith("/search")][-1].args["jql"]
+    assert (
+        'updated >= "2024/01/05 10:00"'
+        in [r for r in jira.log if r.path.endswith("/search")][-1].args["jql"]
+    )
     issue = jira.issues["PAY-1"]
     issue["fields"].update(resolution=None, updated=T(7))
     issue["fields"]["status"]["name"] = "Reopened"
-    issue["changelog"]["histories"].append(jira_history(
-        10040, T(7), jira_item("resolution", "10000", "Done", None, None),
-        jira_item("status", "10001", "Done", "4", "Reopened")))
+    issue["changelog"]["histories"].append(
+        jira_history(
+            10040,
+            T(7),
+            jira_item("resolution", "10000", "Done", None, None),
+            jira_item("status", "10001", "Done", "4", "Reopened"),
+        )
+    )
     issue["changelog"]["total"] += 1
     third = source.pull(second.cursor)
     assert shape(third.events) == [
-        ("jira:PAY-1:10040:0", "revised", Z(7), req("Refund API v2"), req("done"), None)]
+        ("jira:PAY-1:10040:0", "revised", Z(7), req("Refund API v2"), req("done"), None)
+    ]
     assert source.pull(third.cursor).events == []
 
 
@@ -183,9 +271,12 @@ def test_failure_on_a_later_page_keeps_what_was_read_and_resumes(jira):
             calls["n"] += 1
             if calls["n"] <= 3:
                 from werkzeug import Response
-                return Response('{"errorMessages": ["oops"]}', status=503,
-                                content_type="application/json")
+
+                return Response(
+                    '{"errorMessages": ["oops"]}', status=503, content_type="application/json"
+                )
         return original(request)
+
     jira.route = route
     failed = source.pull(None)
     assert not failed.ok and "HTTP 503" in failed.error and "startAt=2" in failed.error
@@ -218,7 +309,9 @@ def test_short_retry_after_is_waited(jira):
 def test_truncated_json_is_a_clear_error(jira):
     jira.fail(r"/search$", status=200, body='{"startAt": 0, "issues": [{"key": "PA')
     result = make(jira).pull(None)
-    assert not result.ok and "not valid JSON" in result.error and "/rest/api/2/search" in result.error
+    assert (
+        not result.ok and "not valid JSON" in result.error and "/rest/api/2/search" in result.error
+    )
     assert result.cursor is not None and json.loads(result.cursor)["since"] is None
 
 
@@ -231,25 +324,31 @@ def test_missing_fields_are_skipped_and_named(jira):
         "PAY-2: field 'fields.summary' is missing",
         "PAY-3 history #1: field 'changelog.histories[].created' is missing or not a "
         "timestamp string",
-    ] or sorted(result.skipped) == sorted([
-        "PAY-2: field 'fields.summary' is missing",
-        "PAY-3 history #1: field 'changelog.histories[].created' is missing or not a "
-        "timestamp string",
-    ])
+    ] or sorted(result.skipped) == sorted(
+        [
+            "PAY-2: field 'fields.summary' is missing",
+            "PAY-3 history #1: field 'changelog.histories[].created' is missing or not a "
+            "timestamp string",
+        ]
+    )
     ids = {e.id for e in result.events}
     assert not any(i.startswith("jira:PAY-2") for i in ids)
     assert "jira:PAY-1:10012:0" in ids
 
 
 def test_token_never_leaks(jira, caplog):
-    jira.fail(r"/search$", status=401,
-              body=json.dumps({"errorMessages": [f"bad token {SECRET}"]}))
+    jira.fail(r"/search$", status=401, body=json.dumps({"errorMessages": [f"bad token {SECRET}"]}))
     failed = make(jira).pull(None)
     assert not failed.ok and "HTTP 401" in failed.error
     ok = make(jira).pull(None)
     basic = base64.b64encode(f"healthd-bot:{SECRET}".encode()).decode()
-    for text in [failed.error, failed.cursor, ok.cursor, caplog.text,
-                 *[json.dumps(dict(e.metadata)) for e in ok.events]]:
+    for text in [
+        failed.error,
+        failed.cursor,
+        ok.cursor,
+        caplog.text,
+        *[json.dumps(dict(e.metadata)) for e in ok.events],
+    ]:
         assert SECRET not in text and basic not in text
 
 
@@ -261,13 +360,17 @@ def test_domain_mapping_is_configurable(jira):
 
 
 def test_options_are_validated():
-    source = build_source("jira", "jira", {"base_url": "https://acme.atlassian.net/",
-                                           "jql": "project = PAY"})
+    source = build_source(
+        "jira", "jira", {"base_url": "https://acme.atlassian.net/", "jql": "project = PAY"}
+    )
     assert source.kind == "jira" and source.options.base_url == "https://acme.atlassian.net"
     with pytest.raises(ConfigError, match=r"'jira': jql: Value error, must not contain ORDER BY"):
         build_source("jira", "jira", {"base_url": "https://x", "jql": "a = b order by key"})
     with pytest.raises(ConfigError, match=r"jql: Field required"):
         build_source("jira", "jira", {"base_url": "https://x"})
     with pytest.raises(ConfigError, match=r"type_domains.Bug: Input should be"):
-        build_source("jira", "jira", {"base_url": "https://x", "jql": "a = b",
-                                      "type_domains": {"Bug": "tech"}})
+        build_source(
+            "jira",
+            "jira",
+            {"base_url": "https://x", "jql": "a = b", "type_domains": {"Bug": "tech"}},
+        )

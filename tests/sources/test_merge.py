@@ -3,19 +3,25 @@ order kept."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from healthd.model import ChangeEvent, Fact
 from healthd.sources._merge import merge_timelines
 
-T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def ev(eid: str, minutes: int, source: str = "s") -> ChangeEvent:
-    return ChangeEvent(id=eid, type="added", timestamp=T0 + timedelta(minutes=minutes),
-                       source=source, fact=Fact("x", "y", eid, "tech"))
+    return ChangeEvent(
+        id=eid,
+        type="added",
+        timestamp=T0 + timedelta(minutes=minutes),
+        source=source,
+        fact=Fact("x", "y", eid, "tech"),
+    )
 
 
 def test_orders_by_event_time_across_sources():
@@ -33,8 +39,13 @@ def test_ties_keep_source_order_then_each_source_own_order():
 
 def test_a_late_event_stays_where_its_source_delivered_it():
     est = timezone(timedelta(hours=-5))
-    late = ChangeEvent(id="late", type="added", timestamp=datetime(2024, 1, 1, 0, 30, tzinfo=est),
-                       source="s", fact=Fact("x", "y", "v", "tech"))  # 05:30 UTC
+    late = ChangeEvent(
+        id="late",
+        type="added",
+        timestamp=datetime(2024, 1, 1, 0, 30, tzinfo=est),
+        source="s",
+        fact=Fact("x", "y", "v", "tech"),
+    )  # 05:30 UTC
     ordered = merge_timelines([ev("a", 400), late, ev("b", 500)], [ev("t", 450, "tickets")])
     assert [e.id for e in ordered] == ["a", "late", "t", "b"]
     assert merge_timelines() == [] and merge_timelines([], []) == []

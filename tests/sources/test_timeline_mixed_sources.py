@@ -6,35 +6,56 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 
-from _ticket_payloads import _module_server, api_server  # noqa: F401
-from _ticket_payloads import FakeGitHub, assigned, gh_issue, labeled, renamed
-from healthd.model import Fact
+from _ticket_payloads import (  # noqa: F401
+    FakeGitHub,
+    _module_server,
+    api_server,
+    assigned,
+    gh_issue,
+    labeled,
+    renamed,
+)
+
+from healthd.model import ChangeEvent, Fact
 from healthd.timeline import dumps_event
-from healthd.model import ChangeEvent
-from datetime import datetime, timezone
 
 
 def at(day: int, hour: int) -> datetime:
-    return datetime(2024, 1, day, hour, tzinfo=timezone.utc)
+    return datetime(2024, 1, day, hour, tzinfo=UTC)
 
 
-def test_a_file_and_a_github_source_print_one_timeline_ordered_by_event_time(api_server,  # noqa: F811
-                                                                            tmp_path):
+def test_a_file_and_a_github_source_print_one_timeline_ordered_by_event_time(
+    api_server,  # noqa: F811
+    tmp_path,
+):
     gh = FakeGitHub(api_server)
-    gh.add(gh_issue(7, "Refunds within 3 days", labels=("requirement", "area/billing"),
-                    assignees=("bob",), created_at="2024-01-01T10:00:00Z",
-                    updated_at="2024-01-04T10:00:00Z"),
-           [labeled(701, "2024-01-01T10:00:00Z", "requirement"),
+    gh.add(
+        gh_issue(
+            7,
+            "Refunds within 3 days",
+            labels=("requirement", "area/billing"),
+            assignees=("bob",),
+            created_at="2024-01-01T10:00:00Z",
+            updated_at="2024-01-04T10:00:00Z",
+        ),
+        [
+            labeled(701, "2024-01-01T10:00:00Z", "requirement"),
             labeled(702, "2024-01-01T10:00:00Z", "area/billing"),
             assigned(703, "2024-01-02T10:00:00Z", "bob"),
-            renamed(704, "2024-01-04T10:00:00Z", "Refunds within 5 days", "Refunds within 3 days")])
+            renamed(704, "2024-01-04T10:00:00Z", "Refunds within 5 days", "Refunds within 3 days"),
+        ],
+    )
     timeline = tmp_path / "timeline.jsonl"
     node = Fact("auth", "language", "node", "tech")
     go = Fact("auth", "language", "go", "tech")
     timeline.write_text(
-        dumps_event(ChangeEvent("f1", "added", at(1, 12), "file", node)) + "\n"
-        + dumps_event(ChangeEvent("f2", "revised", at(3, 9), "file", go, previous=node)) + "\n")
+        dumps_event(ChangeEvent("f1", "added", at(1, 12), "file", node))
+        + "\n"
+        + dumps_event(ChangeEvent("f2", "revised", at(3, 9), "file", go, previous=node))
+        + "\n"
+    )
     config = tmp_path / "healthd.toml"
     config.write_text(f'''
 [sources.timeline]
@@ -47,15 +68,26 @@ repo = "acme/payments"
 base_url = "{gh.base_url}"
 token_env = ""
 ''')
-    done = subprocess.run([sys.executable, "-m", "healthd", "timeline", "--config", str(config)],
-                          capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "timeline", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [e["timestamp"] for e in events] == sorted(e["timestamp"] for e in events)
-    assert {e["source"] for e in events} == {"file", "tickets"}  # the file keeps its own source field
+    assert {e["source"] for e in events} == {
+        "file",
+        "tickets",
+    }  # the file keeps its own source field
     assert [e["id"] for e in events if e["source"] == "file"] == ["f1", "f2"]
-    ticket_facts = {(e["type"], e["fact"]["subject"], e["fact"]["predicate"], e["fact"]["value"])
-                    for e in events if e["source"] == "tickets"}
+    ticket_facts = {
+        (e["type"], e["fact"]["subject"], e["fact"]["predicate"], e["fact"]["value"])
+        for e in events
+        if e["source"] == "tickets"
+    }
     assert ("added", "acme/payments#7", "requirement", "Refunds within 5 days") in ticket_facts
     assert ("revised", "acme/payments#7", "requirement", "Refunds within 3 days") in ticket_facts
     assert ("added", "billing", "owners", "bob") in ticket_facts
