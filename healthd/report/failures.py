@@ -92,34 +92,40 @@ def probe_failures(
     return out
 
 
-def switched_off(name: str, kind: str) -> frozenset[str] | None:
-    """The forgetting mechanisms a ``reference:...`` target label switches off, or None when
-    the label is not a reference target written with switches."""
+def off_switches(kind: str, options: Mapping[str, Any]) -> frozenset[str] | None:
+    """The forgetting mechanisms a ``reference`` target's options switch off (empty when all
+    are on), or None for any other kind."""
     if kind != "reference":
         return None
-    head, _, rest = name.partition(":")
-    if head != "reference":
-        return None
-    off = set()
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        switch, _, value = part.partition("=")
-        if switch.strip() in LAYERS and value.strip().lower() in _OFF:
-            off.add(switch.strip())
-    return frozenset(off)
-
-
-def attribute_layers(failures: Sequence[Failure], kinds: Mapping[str, str]) -> list[Failure]:
-    """Name the layer of each failure of a switched-off ``reference`` variant that plain
-    ``reference`` in the same run does not have. ``kinds`` maps target name to kind."""
-    baseline = next(
-        (name for name, kind in kinds.items() if switched_off(name, kind) == frozenset()), None
+    return frozenset(
+        name for name in LAYERS if str(options.get(name, "on")).strip().lower() in _OFF
     )
+
+
+def label_options(label: str) -> dict[str, str]:
+    """The switches of a ``kind:name=value,...`` target label, as the command line names
+    targets in a report."""
+    _, _, rest = label.partition(":")
+    options = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        name, _, value = part.partition("=")
+        options[name.strip()] = value.strip()
+    return options
+
+
+def attribute_layers(
+    failures: Sequence[Failure], switched: Mapping[str, frozenset[str] | None]
+) -> list[Failure]:
+    """Name the layer of each failure of a ``reference`` target with mechanisms switched off
+    that a ``reference`` target with all of them on, in the same run, does not have.
+    ``switched`` maps each target name to :func:`off_switches` of it."""
+    baseline = next((name for name, off in switched.items() if off == frozenset()), None)
     if baseline is None:
         return list(failures)
     caught = {(f.probe["id"], f.kind) for f in failures if f.target == baseline}
     out = []
     for failure in failures:
-        off = switched_off(failure.target, kinds.get(failure.target, ""))
+        off = switched.get(failure.target)
         if off and (failure.probe["id"], failure.kind) not in caught:
             layer = " + ".join(LAYERS[name] for name in LAYERS if name in off)
             failure = Failure(failure.target, failure.kind, failure.probe, failure.offending, layer)

@@ -99,17 +99,17 @@ def _data_script(model: Mapping[str, Any]) -> str:
     return f"<script id='healthd-data' type='application/json'>{payload}</script>"
 
 
-def render_body(model: Mapping[str, Any], extra: str = "") -> str:
-    """The page's sections; ``extra`` (already escaped HTML) goes after the drill-down."""
+def render_body(model: Mapping[str, Any], before: str = "", after: str = "") -> str:
+    """The page's sections; ``before`` and ``after`` (escaped HTML) go around the results."""
     probe_set = model["probe_set"]
     return (
-        f"<h1>{escape(model['title'])}</h1>"
+        f"<h1>{escape(model['title'])}</h1>{before}"
         f"<p class='meta'>probe set {escape(probe_set['version'])} ({probe_set['count']} "
         f"probes); {len(model['targets'])} target(s); — means nothing to measure.</p>"
         f"<h2>Over the stages</h2>{_charts(model)}"
         f"<h2>Final stage, side by side</h2>{_final_table(model)}"
         f"<h2>Failing probes at the final stage</h2>{_drill_down(model)}"
-        f"{extra}{_data_script(model)}"
+        f"{after}{_data_script(model)}"
     )
 
 
@@ -117,7 +117,7 @@ def render_document(model: Mapping[str, Any]) -> str:
     """One HTML file with the charting library, styles and data inline: opens offline."""
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{escape(model['title'])}</title>"
+        f"<link rel='icon' href='data:,'><title>{escape(model['title'])}</title>"
         f"<style>{static_text('uPlot.min.css')}\n{static_text('page.css')}</style></head>"
         f"<body>{render_body(model)}"
         f"<script>{static_text('uPlot.iife.min.js')}</script>"

@@ -199,4 +199,12 @@
   drawCharts();
   drawFailures();
   document.body.dataset.ready = "yes";
+  if (data.live) {  // the daemon's page: reload once a run has finished
+    window.setInterval(function () {
+      fetch("/last-run", { cache: "no-store" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (m) { if (m && m !== data.live.marker) window.location.reload(); })
+        .catch(function () {});
+    }, 3000);
+  }
 })();

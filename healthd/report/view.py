@@ -12,7 +12,14 @@ from typing import Any
 
 from healthd.model import ChangeEvent
 from healthd.report.downsample import keep_positions
-from healthd.report.failures import KINDS, Failure, attribute_layers, probe_failures
+from healthd.report.failures import (
+    KINDS,
+    Failure,
+    attribute_layers,
+    label_options,
+    off_switches,
+    probe_failures,
+)
 from healthd.report.shape import METRICS, RATIOS
 from healthd.scoring import BUCKETS, DEFAULT_WINDOWS
 from healthd.timeline import format_timestamp, parse_timestamp
@@ -139,7 +146,10 @@ def failures(
     report: Mapping[str, Any],
     windows: Mapping[str, timedelta],
     multi_valued: Collection[tuple[str, str]] = (),
+    target_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Failure]:
+    """Every failing probe of every target. A target's switches come from
+    ``target_options`` when given, else from its name written as ``kind:switch=value``."""
     out: list[Failure] = []
     for target in report["targets"]:
         if not target["stages"]:
@@ -147,20 +157,33 @@ def failures(
         at = parse_timestamp(target["stages"][-1]["timestamp"])
         for probe in target["final"]["probes"]:
             out.extend(probe_failures(target["name"], probe, at, windows, multi_valued))
-    return attribute_layers(out, {t["name"]: t["kind"] for t in report["targets"]})
+    switched = {
+        t["name"]: off_switches(
+            t["kind"],
+            target_options[t["name"]]
+            if target_options is not None and t["name"] in target_options
+            else label_options(t["name"]),
+        )
+        for t in report["targets"]
+    }
+    return attribute_layers(out, switched)
 
 
 def page_model(
     report: Mapping[str, Any],
     *,
     events: Sequence[ChangeEvent] = (),
+    multi_valued: Collection[tuple[str, str]] | None = None,
+    target_options: Mapping[str, Mapping[str, Any]] | None = None,
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
     title: str = "healthd report",
 ) -> dict[str, Any]:
     """Everything the page draws. ``events`` (the replayed timeline) names each stage's event
-    on hover and says which keys hold several values; without it, stages show their id."""
+    on hover and, unless ``multi_valued`` is given, says which keys hold several values;
+    without it, stages show their id."""
     by_id = {event.id: event for event in events}
-    multi_valued = {event.fact.key for event in events if event.multi_valued}
+    if multi_valued is None:
+        multi_valued = {event.fact.key for event in events if event.multi_valued}
     budget = chart_budget(len(report["targets"]))
     event_slot: dict[str, int] = {}
     event_rows: list[list[str]] = []
@@ -179,7 +202,7 @@ def page_model(
                 },
             }
         )
-    found = failures(report, windows, multi_valued)
+    found = failures(report, windows, multi_valued, target_options)
     return {
         "title": title,
         "probe_set": dict(report["probe_set"]),
