@@ -55,8 +55,27 @@ def example(tmp_path_factory) -> tuple[Path, Path]:
     return out / "r.html", out / "r.json"
 
 
-def failures_by(data: dict, target: str, kind: str) -> list[list]:
-    return [r for r in data["failures"] if r[0] == target and r[1] == kind]
+KINDS = ["stale", "contaminated", "missed", "conflicting"]
+
+
+def drill_rows(data: dict) -> list[dict]:
+    """The drill-down's rows as the page shows them."""
+    out = []
+    for slot, kind, layer in data["failures"]:
+        target, domain, pid, question, key, expected, facts, hidden = data["probes"][slot]
+        out.append(
+            {
+                "target": data["targets"][target]["name"], "kind": KINDS[kind], "domain": domain,
+                "id": pid, "question": question, "key": key, "expected": expected,
+                "facts": facts, "hidden": hidden, "layer": layer,
+                "offending": [f for f in facts if f[7] & (1 << kind)],
+            }
+        )  # fmt: skip
+    return out
+
+
+def failures_by(data: dict, target: str, kind: str) -> list[dict]:
+    return [r for r in drill_rows(data) if r["target"] == target and r["kind"] == kind]
 
 
 def test_drill_down_rows_are_what_the_final_metrics_count(example):
@@ -70,47 +89,53 @@ def test_drill_down_rows_are_what_the_final_metrics_count(example):
         for domain in ("tech", "ownership", "decision", "requirement"):
             in_domain = [p for p in probes if p["domain"] == domain]
             m = final["metrics"][domain]
-            contaminated = [r for r in failures_by(data, name, "contaminated") if r[2] == domain]
+            contaminated = [
+                r for r in failures_by(data, name, "contaminated") if r["domain"] == domain
+            ]
             if in_domain:
                 assert len(contaminated) / len(in_domain) == pytest.approx(m["contamination"])
-            conflicting = [r for r in failures_by(data, name, "conflicting") if r[2] == domain]
+            conflicting = [
+                r for r in failures_by(data, name, "conflicting") if r["domain"] == domain
+            ]
             assert len(conflicting) == m["conflicts"]
         pool = [f for p in probes for f in p["retrieved"] if "historical" not in f["flags"]]
-        stale_facts = sum(sum(1 for f in r[7] if f[4]) for r in failures_by(data, name, "stale"))
-        assert 1 - stale_facts / len(pool) == pytest.approx(final["metrics"]["all"]["freshness"])
+        stale_records = sum(f[4] for r in failures_by(data, name, "stale") for f in r["offending"])
+        assert 1 - stale_records / len(pool) == pytest.approx(final["metrics"]["all"]["freshness"])
+        by_id = {p["id"]: p for p in probes}
+        missing = 0
+        for row in failures_by(data, name, "missed"):
+            probe = by_id[row["id"]]
+            returned = {f["value"] for f in probe["retrieved"] if "historical" not in f["flags"]}
+            missing += sum(1 for v in probe["expected"] if v not in returned)
         expected = sum(len(p["expected"]) for p in probes)
-        missing = sum(
-            sum(1 for v in r[6] if v not in {f[0] for f in r[7] if "historical" not in f[3]})
-            for r in failures_by(data, name, "missed")
-        )
         assert 1 - missing / expected == pytest.approx(final["metrics"]["all"]["coverage"])
 
 
 def test_naive_is_contaminated_by_the_reversed_broker_decision(example):
     data = page_data(example[0].read_text())
-    rows = [r for r in failures_by(data, "naive", "contaminated") if r[2] == "decision"]
-    broker = next(r for r in rows if r[5] == "messaging · broker")
-    returned = {f[0]: f[1] for f in broker[7]}
-    assert returned["sqs"] == "superseded" and returned["kafka"] == "current"
-    assert broker[6] == ["kafka"]
+    rows = [r for r in failures_by(data, "naive", "contaminated") if r["domain"] == "decision"]
+    broker = next(r for r in rows if r["key"] == "messaging · broker")
+    assert [(f[0], f[1], f[4]) for f in broker["offending"]] == [("sqs", "superseded", 2)]
+    assert {f[0] for f in broker["facts"]} == {"kafka", "sqs"} and broker["hidden"] == 0
+    assert broker["expected"] == ["kafka"]
 
 
 def test_each_switched_off_layer_is_named_on_the_failures_only_it_lets_through(example):
-    data = page_data(example[0].read_text())
-    layers = {(r[0], r[8]) for r in data["failures"] if r[8]}
+    rows = drill_rows(page_data(example[0].read_text()))
+    layers = {(r["target"], r["layer"]) for r in rows if r["layer"]}
     assert layers == {
         ("reference:ttl=off", "TTL"),
         ("reference:supersession=off", "supersession"),
         ("reference:propagation=off", "cascade"),
     }
-    ttl = [r for r in data["failures"] if r[8] == "TTL"]
-    assert [(r[1], r[5]) for r in ttl] == [("stale", "legacy-reports · owners")]
-    cascade = {r[5] for r in data["failures"] if r[8] == "cascade"}
+    ttl = [(r["kind"], r["key"]) for r in rows if r["layer"] == "TTL"]
+    assert ttl == [("stale", "legacy-reports · owners")]
+    cascade = {r["key"] for r in rows if r["layer"] == "cascade"}
     assert any(key.startswith("payments-v1 · dependency:") for key in cascade)
     # what plain reference misses too belongs to no switched-off layer
-    assert not any(r[8] for r in data["failures"] if r[0] == "reference")
-    shared = [r for r in data["failures"] if r[5] == "legacy-reports · owners" and r[1] == "missed"]
-    assert shared and not any(r[8] for r in shared)
+    assert not any(r["layer"] for r in rows if r["target"] == "reference")
+    shared = [r for r in rows if r["key"] == "legacy-reports · owners" and r["kind"] == "missed"]
+    assert shared and not any(r["layer"] for r in shared)
 
 
 def test_saved_report_with_its_timeline_renders_the_same_bytes(example, tmp_path):

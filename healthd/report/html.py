@@ -89,7 +89,7 @@ def _drill_down(model: Mapping[str, Any]) -> str:
         f"<div class='filters'>{selects}<label>text <input id='f-text' type='search'></label>"
         "</div><p id='failures-count' class='meta'></p>"
         f"<table id='failures'><thead><tr>{head}</tr></thead><tbody id='failures-body'>"
-        "</tbody></table>"
+        "</tbody></table><p><button id='failures-more' type='button' hidden>show more</button></p>"
     )
 
 

@@ -99,35 +99,47 @@
   }
 
   // -- drill-down -------------------------------------------------------------------------
-  var COLUMNS = ["target", "kind", "domain", "question", "returned", "true", "layer"];
+  // data.probes: [target index, domain, id, question, key, expected, facts, facts left out]
+  // facts: [value, status, newest validation, oldest, records, flags, key if another, kinds]
+  // data.failures: [probe slot, kind index, layer]
+  var rows = data.failures.map(function (f) {
+    var p = data.probes[f[0]];
+    return { target: data.targets[p[0]].name, kind: data.kinds[f[1]], bit: 1 << f[1],
+             domain: p[1], id: p[2], question: p[3], key: p[4], expected: p[5],
+             facts: p[6], hidden: p[7], layer: f[2] };
+  });
   var SORT_KEYS = {
-    target: function (r) { return r[0]; }, kind: function (r) { return data.kinds.indexOf(r[1]); },
-    domain: function (r) { return r[2]; }, question: function (r) { return r[4]; },
-    returned: function (r) { return r[7].length; }, "true": function (r) { return r[6].join(", "); },
-    layer: function (r) { return r[8]; }
+    target: function (r) { return r.target; }, kind: function (r) { return data.kinds.indexOf(r.kind); },
+    domain: function (r) { return r.domain; }, question: function (r) { return r.question; },
+    returned: function (r) { return r.facts.length + r.hidden; },
+    "true": function (r) { return r.expected.join(", "); }, layer: function (r) { return r.layer; }
   };
-  var SHOWN_AT_MOST = 2000;
+  var PAGE = 300;
+  var shown = PAGE;
   var sort = { column: "target", direction: 1 };
 
   function fillSelect(id, values) {
     var select = document.getElementById(id);
     values.forEach(function (v) { var o = el("option", v); o.value = v; select.appendChild(o); });
-    select.addEventListener("change", drawFailures);
+    select.addEventListener("change", function () { shown = PAGE; drawFailures(); });
   }
 
   function returnedCell(row) {
     var cell = el("td");
-    if (!row[7].length) { cell.appendChild(el("span", "nothing", "none")); return cell; }
+    if (!row.facts.length) { cell.appendChild(el("span", "nothing", "none")); return cell; }
     var list = el("ul");
-    row[7].forEach(function (f) {
-      var item = el("li", null, f[4] ? "offending" : "");
+    row.facts.forEach(function (f) {
+      var item = el("li", null, f[7] & row.bit ? "offending" : "");
       item.appendChild(el("span", f[0], "value"));
       item.appendChild(el("span", f[1], "status status-" + f[1]));
-      item.appendChild(el("span", "validated " + f[2], "validated"));
-      if (f[3].length) item.appendChild(el("span", f[3].join(", "), "flags"));
-      if (f[5] !== row[5]) item.appendChild(el("span", f[5], "key"));
+      var when = f[4] > 1 && f[2] !== f[3] ? f[3] + " … " + f[2] : f[2];
+      item.appendChild(el("span", "validated " + when, "validated"));
+      if (f[4] > 1) item.appendChild(el("span", "× " + f[4] + " records", "count"));
+      if (f[5].length) item.appendChild(el("span", f[5].join(", "), "flags"));
+      if (f[6]) item.appendChild(el("span", f[6], "key"));
       list.appendChild(item);
     });
+    if (row.hidden) list.appendChild(el("li", "… and " + row.hidden + " more", "none"));
     cell.appendChild(list);
     return cell;
   }
@@ -138,15 +150,15 @@
       domain: document.getElementById("f-domain").value, layer: document.getElementById("f-layer").value,
       text: document.getElementById("f-text").value.trim().toLowerCase()
     };
-    var rows = data.failures.filter(function (r) {
-      return (!want.target || r[0] === want.target) && (!want.kind || r[1] === want.kind) &&
-        (!want.domain || r[2] === want.domain) &&
-        (!want.layer || (want.layer === "(none)" ? !r[8] : r[8] === want.layer)) &&
-        (!want.text || (r[4] + " " + r[5] + " " + r[6].join(" ") +
-          " " + r[7].map(function (f) { return f[0]; }).join(" ")).toLowerCase().indexOf(want.text) >= 0);
+    var matching = rows.filter(function (r) {
+      return (!want.target || r.target === want.target) && (!want.kind || r.kind === want.kind) &&
+        (!want.domain || r.domain === want.domain) &&
+        (!want.layer || (want.layer === "(none)" ? !r.layer : r.layer === want.layer)) &&
+        (!want.text || (r.question + " " + r.key + " " + r.expected.join(" ") + " " +
+          r.facts.map(function (f) { return f[0]; }).join(" ")).toLowerCase().indexOf(want.text) >= 0);
     });
     var key = SORT_KEYS[sort.column];
-    var order = rows.map(function (r, i) { return [key(r), i, r]; });
+    var order = matching.map(function (r, i) { return [key(r), i, r]; });
     order.sort(function (a, b) {
       if (a[0] < b[0]) return -sort.direction;
       if (a[0] > b[0]) return sort.direction;
@@ -154,23 +166,24 @@
     });
     var body = document.getElementById("failures-body");
     body.textContent = "";
-    order.slice(0, SHOWN_AT_MOST).forEach(function (item) {
+    order.slice(0, shown).forEach(function (item) {
       var r = item[2];
-      var tr = el("tr", null, "failure kind-" + r[1]);
-      tr.dataset.target = r[0]; tr.dataset.kind = r[1]; tr.dataset.domain = r[2]; tr.dataset.probe = r[3];
-      tr.appendChild(el("td", r[0]));
-      tr.appendChild(el("td", r[1], "kind"));
-      tr.appendChild(el("td", r[2]));
-      var q = el("td"); q.appendChild(el("div", r[4])); q.appendChild(el("div", r[5], "key"));
+      var tr = el("tr", null, "failure kind-" + r.kind);
+      tr.dataset.target = r.target; tr.dataset.kind = r.kind; tr.dataset.domain = r.domain; tr.dataset.probe = r.id;
+      tr.appendChild(el("td", r.target));
+      tr.appendChild(el("td", r.kind, "kind"));
+      tr.appendChild(el("td", r.domain));
+      var q = el("td"); q.appendChild(el("div", r.question)); q.appendChild(el("div", r.key, "key"));
       tr.appendChild(q);
       tr.appendChild(returnedCell(r));
-      tr.appendChild(el("td", r[6].length ? r[6].join(", ") : "nothing (ended)"));
-      tr.appendChild(el("td", r[8]));
+      tr.appendChild(el("td", r.expected.length ? r.expected.join(", ") : "nothing (ended)"));
+      tr.appendChild(el("td", r.layer));
       body.appendChild(tr);
     });
-    var count = document.getElementById("failures-count");
-    count.textContent = rows.length + " of " + data.failures.length + " failures match" +
-      (rows.length > SHOWN_AT_MOST ? "; showing the first " + SHOWN_AT_MOST + ", narrow the filters to see the rest" : "");
+    document.getElementById("failures-count").textContent =
+      matching.length + " of " + rows.length + " failures match" +
+      (matching.length > shown ? "; showing " + shown : "");
+    document.getElementById("failures-more").hidden = matching.length <= shown;
     document.querySelectorAll("#failures th[data-sort]").forEach(function (th) {
       th.classList.toggle("sorted", th.dataset.sort === sort.column);
       th.dataset.direction = th.dataset.sort === sort.column ? (sort.direction > 0 ? "asc" : "desc") : "";
@@ -185,9 +198,10 @@
   fillSelect("f-target", data.targets.map(function (t) { return t.name; }));
   fillSelect("f-kind", data.kinds);
   fillSelect("f-domain", data.buckets.slice(1));
-  var layers = unique(data.failures.map(function (r) { return r[8]; }));
+  var layers = unique(rows.map(function (r) { return r.layer; }));
   fillSelect("f-layer", layers.length ? ["(none)"].concat(layers) : []);
-  document.getElementById("f-text").addEventListener("input", drawFailures);
+  document.getElementById("f-text").addEventListener("input", function () { shown = PAGE; drawFailures(); });
+  document.getElementById("failures-more").addEventListener("click", function () { shown += PAGE; drawFailures(); });
   document.querySelectorAll("#failures th[data-sort]").forEach(function (th) {
     th.addEventListener("click", function () {
       sort.direction = sort.column === th.dataset.sort ? -sort.direction : 1;

@@ -28,6 +28,7 @@ from healthd.timeline import format_timestamp, parse_timestamp
 POINT_BUDGET = 24_000
 CHART_FLOOR = 300
 CHART_CEILING = 2_000
+FACTS_SHOWN = 12  # per failing probe; the rest are counted
 _HIGHER_IS_BETTER = {
     "freshness": True,
     "consistency": True,
@@ -116,30 +117,72 @@ def final_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _failure_row(failure: Failure) -> list[Any]:
-    probe = failure.probe
-    returned = [
-        [
-            f["value"],
-            f["status"],
-            f["validated_at"],
-            f["flags"],
-            i in failure.offending,
-            f"{f['subject']} · {f['predicate']}",
-        ]
-        for i, f in enumerate(probe["retrieved"])
-    ]
-    return [
-        failure.target,
-        failure.kind,
-        probe["domain"],
-        probe["id"],
-        probe["question"],
-        f"{probe['subject']} · {probe['predicate']}",
-        list(probe["expected"]),
-        returned,
-        failure.layer or "",
-    ]
+def _grouped_facts(
+    probe: Mapping[str, Any], masks: Mapping[int, int]
+) -> tuple[list[list[Any]], int]:
+    """What a probe returned, one entry per distinct (key, value, status, flags, failure
+    kinds) with how many records it stands for and their newest and oldest validation;
+    entries that make it fail first, at most :data:`FACTS_SHOWN`; and how many were left out."""
+    own_key = f"{probe['subject']} · {probe['predicate']}"
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for i, f in enumerate(probe["retrieved"]):
+        key = f"{f['subject']} · {f['predicate']}"
+        group_key = (key, f["value"], f["status"], tuple(f["flags"]), masks.get(i, 0))
+        group = groups.get(group_key)
+        if group is None:
+            groups[group_key] = [
+                f["value"],
+                f["status"],
+                f["validated_at"],
+                f["validated_at"],
+                1,
+                list(f["flags"]),
+                "" if key == own_key else key,
+                masks.get(i, 0),
+            ]
+        else:
+            at = parse_timestamp(f["validated_at"])
+            if at > parse_timestamp(group[2]):
+                group[2] = f["validated_at"]
+            if at < parse_timestamp(group[3]):
+                group[3] = f["validated_at"]
+            group[4] += 1
+    ordered = sorted(groups.values(), key=lambda g: (g[7] == 0, g[6], g[0], g[1]))
+    return ordered[:FACTS_SHOWN], max(0, len(ordered) - FACTS_SHOWN)
+
+
+def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, list[Any]]:
+    """Each failing probe once (with what it returned), and a row per way it fails."""
+    slots: dict[tuple[str, str], int] = {}
+    masks: dict[tuple[str, str], dict[int, int]] = {}
+    for failure in found:
+        where = (failure.target, failure.probe["id"])
+        mask = masks.setdefault(where, {})
+        bit = 1 << KINDS.index(failure.kind)
+        for i in failure.offending:
+            mask[i] = mask.get(i, 0) | bit
+    probes: list[list[Any]] = []
+    rows: list[list[Any]] = []
+    for failure in found:
+        probe = failure.probe
+        where = (failure.target, probe["id"])
+        if where not in slots:
+            slots[where] = len(probes)
+            facts, hidden = _grouped_facts(probe, masks[where])
+            probes.append(
+                [
+                    targets.index(failure.target),
+                    probe["domain"],
+                    probe["id"],
+                    probe["question"],
+                    f"{probe['subject']} · {probe['predicate']}",
+                    list(probe["expected"]),
+                    facts,
+                    hidden,
+                ]
+            )
+        rows.append([slots[where], KINDS.index(failure.kind), failure.layer or ""])
+    return {"probes": probes, "failures": rows}
 
 
 def failures(
@@ -214,5 +257,5 @@ def page_model(
         "windows": {d: int(w.total_seconds()) for d, w in windows.items()},
         "targets": targets,
         "final": final_table(report),
-        "failures": [_failure_row(f) for f in found],
+        **drill_down(found, [t["name"] for t in report["targets"]]),
     }
