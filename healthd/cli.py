@@ -304,7 +304,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         from healthd.scoring import DEFAULT_WINDOWS
 
         report = report_json(results, probes.version, len(probes))
-        html = render_report(report, events=events, windows=windows or DEFAULT_WINDOWS)
+        html = render_report(
+            report,
+            events=events,
+            windows=windows or DEFAULT_WINDOWS,
+            target_options={spec.label: spec.options for spec in specs},
+        )
         write_html(args.html, html)
     return 0
 

@@ -285,3 +285,30 @@ def test_same_input_gives_byte_identical_html(tmp_path):
         assert healthd("evaluate", "--html", str(out)).returncode == 0
     assert first.read_bytes() == second.read_bytes()
     assert os.path.getsize(first) < 400_000
+
+
+def test_configured_targets_take_their_layer_from_their_switches(tmp_path):
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f"""
+[sources.example]
+kind = "file"
+path = "{example_timeline_path()}"
+
+[targets.reference]
+kind = "reference"
+shadow = true
+
+[targets.no-ttl]
+kind = "reference"
+shadow = true
+ttl = false
+"""
+    )
+    out = tmp_path / "r.html"
+    done = healthd("evaluate", "--config", str(config), "--html", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = drill_rows(page_data(out.read_text()))
+    assert [(r["target"], r["kind"], r["key"]) for r in rows if r["layer"] == "TTL"] == [
+        ("no-ttl", "stale", "legacy-reports · owners")
+    ]

@@ -25,9 +25,16 @@ def render_report(
     *,
     events: Sequence[ChangeEvent] = (),
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
+    target_options: Mapping[str, Mapping[str, Any]] | None = None,
     title: str = "healthd report",
 ) -> str:
-    return render_document(page_model(report, events=events, windows=windows, title=title))
+    """The self-contained HTML of a JSON report. ``target_options`` (by target name) say
+    which forgetting mechanisms each target switched off; without them, target names
+    written ``kind:switch=value`` do."""
+    model = page_model(
+        report, events=events, windows=windows, target_options=target_options, title=title
+    )
+    return render_document(model)
 
 
 def load_report(path: str) -> dict[str, Any]:
