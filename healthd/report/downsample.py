@@ -31,17 +31,8 @@ def keep_positions(
         keep.add(start)
         keep.add(end - 1)
         for column in columns:
-            low_at = high_at = -1
-            low = high = 0.0
-            for position in range(start, end):
-                value = column[position]
-                if value is None:
-                    continue
-                if low_at < 0 or value < low:
-                    low_at, low = position, value
-                if high_at < 0 or value > high:
-                    high_at, high = position, value
-            if low_at >= 0:
-                keep.add(low_at)
-                keep.add(high_at)
+            present = [(v, p) for p in range(start, end) if (v := column[p]) is not None]
+            if present:
+                keep.add(min(present)[1])
+                keep.add(max(present)[1])
     return sorted(keep)

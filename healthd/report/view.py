@@ -70,7 +70,8 @@ def _series(
     event_rows: list[list[str]],
     events: Mapping[str, ChangeEvent],
 ) -> dict[str, list[Any]]:
-    columns = {name: [s["metrics"][bucket][name] for s in stages] for name in METRICS}
+    metrics = [s["metrics"][bucket] for s in stages]
+    columns = {name: [m[name] for m in metrics] for name in METRICS}
     keep = keep_positions(list(columns.values()), len(stages), budget)
     slots = []
     for position in keep:
