@@ -1,4 +1,5 @@
-"""Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`.
+"""Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`,
+`healthd report`.
 
 Every error healthd knows about ends in one line on stderr and exit code 2, no traceback.
 """
@@ -85,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--format", choices=("table", "json"), default="table")
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
     ev.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report (charts, final tables, failing probes)",
+    )
+    ev.add_argument(
         "--config",
         metavar="FILE",
         help="evaluate the configured sources' events against the configured "
@@ -115,6 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="TOML configuration (default: $HEALTHD_CONFIG, else the built-in "
         "default: the bundled example against reference and naive, every "
         "minute)",
+    )
+
+    rp = commands.add_parser("report", help="render a saved --format json report as HTML")
+    rp.add_argument(
+        "--from", dest="source", metavar="FILE", required=True, help="a --format json report"
+    )
+    rp.add_argument("--html", metavar="FILE", required=True, help="the HTML file to write")
+    rp.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="the timeline the report replayed, to name each stage's event on hover",
     )
 
     cc = commands.add_parser("check-config", help="validate a configuration and exit 0 or 2")
@@ -207,8 +224,22 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from healthd.report import check_writable, load_report, render_report, write_html
+
+    check_writable(args.html)
+    report = load_report(args.source)
+    events = read_timeline(args.timeline) if args.timeline else []
+    write_html(args.html, render_report(report, events=events))
+    return 0
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     windows = None
+    if args.html:
+        from healthd.report import check_writable
+
+        check_writable(args.html)
     if args.config:
         specs, memories, events, extra, windows = _evaluate_configured(args)
     else:
@@ -268,6 +299,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 else Console()
             )
             render_table(results, probes.version, len(probes), console)
+    if args.html:
+        from healthd.report import render_report, write_html
+        from healthd.scoring import DEFAULT_WINDOWS
+
+        report = report_json(results, probes.version, len(probes))
+        html = render_report(
+            report,
+            events=events,
+            windows=windows or DEFAULT_WINDOWS,
+            target_options={spec.label: spec.options for spec in specs},
+        )
+        write_html(args.html, html)
     return 0
 
 
@@ -283,6 +326,7 @@ _COMMANDS = {
     "timeline": _cmd_timeline,
     "run": _cmd_run,
     "check-config": _cmd_check_config,
+    "report": _cmd_report,
 }
 
 

@@ -54,3 +54,7 @@ class SourceError(HealthdError):
 
 class ConfigError(HealthdError):
     """Configuration is invalid."""
+
+
+class ReportShapeError(HealthdError):
+    """A saved JSON report does not have the shape `healthd evaluate --format json` writes."""

@@ -23,6 +23,7 @@ import os
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,17 +34,21 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 from healthd import __version__
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.evaluator import Replay
-from healthd.exporters.report import metrics_json
+from healthd.exporters.report import metrics_json, probe_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import Memory, TargetSpec, build_memory
 from healthd.model import ChangeEvent
 from healthd.probes import ProbeSet, build_probe_set, load_probe_file
+from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
 from healthd.sources._merge import merge_timelines
 from healthd.timeline import format_timestamp
 
 log = get_logger("healthd.runner")
+
+
+RUN_HISTORY = 20  # runs listed on the page at /
 
 
 class Aborted(Exception):
@@ -91,6 +96,8 @@ class TargetRuntime:
     built_fingerprint: str | None = None
     note: str | None = None  # why the next run starts from scratch, for the log
     probes: ProbeSet | None = None  # the probe set the replay was last given
+    stages: StageLog = field(default_factory=StageLog)  # for the page at /
+    page: dict[str, Any] | None = None  # the last successful run, for the page at /
 
 
 @dataclass
@@ -124,6 +131,7 @@ class Runner:
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
         self.last_run: RunSummary | None = None
+        self.history: deque[RunSummary] = deque(maxlen=RUN_HISTORY)
 
         stored = state.events()
         self.events: list[ChangeEvent] = [event for _, event in stored]
@@ -293,6 +301,7 @@ class Runner:
             if not summary.aborted:
                 self.runs_completed += 1
             self.last_run = summary
+            self.history.append(summary)
         return summary
 
     def _pull(self, run_id: str, record: RunRecord) -> list[tuple[str, ChangeEvent]]:
@@ -388,6 +397,7 @@ class Runner:
                     memory = _build(t)
                     t.memory = memory
                     memory.reset()
+                    t.stages.clear()
                     t.replay = Replay(memory, probes, **self._replay_options())
                     t.probes = probes
                     t.built_fingerprint = t.fingerprint
@@ -409,7 +419,7 @@ class Runner:
                 for event in todo:
                     if self.stop.is_set():
                         raise Aborted()
-                    replay.step(event)
+                    t.stages.add(replay.step(event), event)
                 outcome["replayed"] = len(todo)
                 span.set_attribute("healthd.events.replayed", len(todo))
                 span.set_attribute("healthd.replay.fresh", fresh)
@@ -432,6 +442,21 @@ class Runner:
                 for name, value in results["metrics"]["all"].items():
                     if value is not None:
                         span.set_attribute(f"healthd.{name}", value)
+                stages, stage_events = t.stages.stages()
+                page = {
+                    "target": {
+                        "name": t.name,
+                        "kind": t.kind,
+                        "stages": stages,
+                        "final": {
+                            "metrics": results["metrics"],
+                            "probes": [probe_json(p) for p in replay.report()],
+                        },
+                    },
+                    "events": stage_events,
+                    "multi_valued": frozenset(t.stages.multi_valued),
+                    "options": dict(t.options),
+                }
             duration = time.perf_counter() - t0
             now = self.clock()
             snapshot = replay.snapshot() if t.persistent else None
@@ -448,6 +473,7 @@ class Runner:
                 row.last_success = now
                 row.last_result = "success"
                 row.last_error = None
+                t.page = page
             outcome["metrics"] = results["metrics"]["all"]
             outcome["probes"] = results["probes"]
         except Aborted:
@@ -513,6 +539,9 @@ class Runner:
                 "missed_runs": self.missed_runs,
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,
+                "history": list(self.history),
+                "pages": {name: t.page for name, t in self.targets.items()},
+                "windows": self.settings.staleness.windows(),
             }
 
     def ready(self) -> bool:

@@ -1,0 +1,83 @@
+"""The HTML report: a self-contained file from a JSON report, and the daemon's live page.
+
+``view`` builds the page model (pure), ``html`` renders it, ``live`` serves it from the
+daemon; this module is the file edge: reading a saved report and writing the HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from healthd.errors import HealthdError, ReportShapeError
+from healthd.model import ChangeEvent
+from healthd.report.html import render_document
+from healthd.report.shape import check_report
+from healthd.report.view import page_model
+from healthd.scoring import DEFAULT_WINDOWS
+
+
+def render_report(
+    report: Mapping[str, Any],
+    *,
+    events: Sequence[ChangeEvent] = (),
+    windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
+    target_options: Mapping[str, Mapping[str, Any]] | None = None,
+    title: str = "healthd report",
+) -> str:
+    """The self-contained HTML of a JSON report. ``target_options`` (by target name) say
+    which forgetting mechanisms each target switched off; without them, target names
+    written ``kind:switch=value`` do."""
+    model = page_model(
+        report, events=events, windows=windows, target_options=target_options, title=title
+    )
+    return render_document(model)
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A saved `healthd evaluate --format json` report, checked against the documented shape."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except OSError as exc:
+        raise HealthdError(f"{path}: cannot read the report: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ReportShapeError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ReportShapeError(
+            f"{path}: line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"
+        ) from None
+    try:
+        return check_report(value)
+    except ReportShapeError as exc:
+        raise ReportShapeError(f"{path}: {exc}") from None
+
+
+def check_writable(path: str) -> None:
+    """Fail before any work when the HTML report could not be written to ``path``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise HealthdError(f"{path}: cannot write the HTML report: is a directory")
+    if not os.path.isdir(directory):
+        raise HealthdError(f"{path}: cannot write the HTML report: no directory {directory}")
+    if not os.access(directory, os.W_OK):
+        raise HealthdError(f"{path}: cannot write the HTML report: permission denied")
+
+
+def write_html(path: str, text: str) -> None:
+    """Write through a temporary file beside ``path``, so a failed write leaves no half page."""
+    check_writable(path)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise HealthdError(f"{path}: cannot write the HTML report: {exc.strerror}") from None

@@ -1,0 +1,125 @@
+"""HTML for the page model: one self-contained file, or the daemon's page with linked assets.
+
+Everything a reader sees is escaped; the page model travels as JSON inside a
+``<script type="application/json">`` element with every ``<`` escaped, so no value in a report
+can end the script or inject markup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from healthd.report.assets import static_text
+
+_EVENT_TYPES = (
+    ("added", "#2a9d3a"),
+    ("revised", "#1f6fd1"),
+    ("invalidated", "#d62728"),
+    ("revalidated", "#9a9a9a"),
+)
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _final_table(model: Mapping[str, Any]) -> str:
+    head = "".join(f"<th>{escape(t['name'])}</th>" for t in model["targets"])
+    rows = []
+    for row in model["final"]:
+        cells = "".join(
+            f"<td class='num {c['mark']}'>{_number(c['value'])}</td>" for c in row["cells"]
+        )
+        rows.append(
+            f"<tr class='{'differs' if row['differs'] else 'same'}'>"
+            f"<td>{escape(row['domain'])}</td><td>{escape(row['metric'])}</td>{cells}</tr>"
+        )
+    return (
+        "<table class='final' id='final-table'><thead><tr><th>domain</th><th>metric</th>"
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _charts(model: Mapping[str, Any]) -> str:
+    options = "".join(f"<option value='{escape(b)}'>{escape(b)}</option>" for b in model["buckets"])
+    legend = "".join(
+        f"<span><i style='background:{color}'></i>{name}</span>" for name, color in _EVENT_TYPES
+    )
+    parts = [
+        f"<p class='filters'><label>domain <select id='domain'>{options}</select></label>"
+        f"<span class='legend-events'>change events: {legend}</span></p>"
+    ]
+    for i, target in enumerate(model["targets"]):
+        parts.append(
+            f"<h3>{escape(target['name'])} <span class='meta'>({escape(target['kind'])}, "
+            f"{target['stages']} stages"
+            + (f", final stage {escape(target['at'])}" if target["at"] else "")
+            + f")</span></h3><div class='chart' data-target='{i}'></div>"
+            f"<div class='hover' data-target='{i}'></div>"
+        )
+    return "".join(parts)
+
+
+def _drill_down(model: Mapping[str, Any]) -> str:
+    windows = ", ".join(f"{escape(d)} {s // 86400:g} d" for d, s in model["windows"].items())
+    selects = "".join(
+        f"<label>{label} <select id='f-{name}'><option value=''>all</option></select></label>"
+        for name, label in (
+            ("target", "target"),
+            ("kind", "failure"),
+            ("domain", "domain"),
+            ("layer", "layer"),
+        )
+    )
+    head = "".join(
+        f"<th data-sort='{c}'>{c}</th>"
+        for c in ("target", "kind", "domain", "question", "returned", "true", "layer")
+    )
+    return (
+        "<p class='meta'>stale: returned a fact last validated longer ago than its domain's "
+        f"window ({windows}); contaminated: returned a superseded or invalidated fact; missed: "
+        "a true fact was not returned; conflicting: two values for a one-value key. Layer: for "
+        "a <code>reference</code> target with a forgetting mechanism switched off, a failure "
+        "plain <code>reference</code> does not have in the same run.</p>"
+        f"<div class='filters'>{selects}<label>text <input id='f-text' type='search'></label>"
+        "</div><p id='failures-count' class='meta'></p>"
+        f"<table id='failures'><thead><tr>{head}</tr></thead><tbody id='failures-body'>"
+        "</tbody></table><p><button id='failures-more' type='button' hidden>show more</button></p>"
+    )
+
+
+def _data_script(model: Mapping[str, Any]) -> str:
+    payload = json.dumps(model, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f"<script id='healthd-data' type='application/json'>{payload}</script>"
+
+
+def render_body(model: Mapping[str, Any], before: str = "", after: str = "") -> str:
+    """The page's sections; ``before`` and ``after`` (escaped HTML) go around the results."""
+    probe_set = model["probe_set"]
+    return (
+        f"<h1>{escape(model['title'])}</h1>{before}"
+        f"<p class='meta'>probe set {escape(probe_set['version'])} ({probe_set['count']} "
+        f"probes); {len(model['targets'])} target(s); — means nothing to measure.</p>"
+        f"<h2>Over the stages</h2>{_charts(model)}"
+        f"<h2>Final stage, side by side</h2>{_final_table(model)}"
+        f"<h2>Failing probes at the final stage</h2>{_drill_down(model)}"
+        f"{after}{_data_script(model)}"
+    )
+
+
+def render_document(model: Mapping[str, Any]) -> str:
+    """One HTML file with the charting library, styles and data inline: opens offline."""
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<link rel='icon' href='data:,'><title>{escape(model['title'])}</title>"
+        f"<style>{static_text('uPlot.min.css')}\n{static_text('page.css')}</style></head>"
+        f"<body>{render_body(model)}"
+        f"<script>{static_text('uPlot.iife.min.js')}</script>"
+        f"<script>{static_text('page.js')}</script></body></html>\n"
+    )

@@ -1,0 +1,205 @@
+"""The daemon's `/`: the report view of each target's last run, the run history and the
+sources' state, with the page's scripts served from `/static/` by the daemon itself.
+
+The page asks `/last-run` every few seconds and reloads when a run has finished. Every
+error shown passes through the log redaction, and no source option, cursor or target option
+is shown, so no token, header or URL with credentials reaches the page.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from healthd import __version__
+from healthd.logging import redact_text
+from healthd.report.assets import STATIC, static_text
+from healthd.report.html import render_body
+from healthd.report.view import page_model
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+_TEXT = "text/plain; charset=utf-8"
+
+
+def _when(value: float | None) -> str:
+    if value is None:
+        return "never"
+    return datetime.fromtimestamp(value, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _table(head: Iterable[str], rows: Iterable[Iterable[str]], table_id: str) -> str:
+    header = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table id='{table_id}'><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _error(text: str | None) -> str:
+    return f"<span class='error'>{escape(redact_text(text))}</span>" if text else ""
+
+
+def marker(view: Mapping[str, Any]) -> str:
+    """Changes whenever a run has finished."""
+    last = view.get("last_run")
+    return f"{view['runs_completed']}:{last.run_id if last is not None else '-'}"
+
+
+def _status(view: Mapping[str, Any], ready: bool) -> str:
+    targets = [
+        (
+            escape(name),
+            escape(row.last_result or "not run"),
+            _when(row.last_run),
+            _when(row.last_success),
+            str(row.events_replayed),
+            escape((row.results or {}).get("info_version", "—")),
+            _error(row.last_error),
+        )
+        for name, row in view["targets"].items()
+    ]
+    return (
+        f"<p>{'ready' if ready else 'not ready'}; runs completed in this process: "
+        f"{view['runs_completed']}; missed runs: {view['missed_runs']}. "
+        "<a href='/metrics'>/metrics</a></p><h2>Targets</h2>"
+        + _table(
+            (
+                "target",
+                "last run",
+                "at",
+                "last success",
+                "events replayed",
+                "probe set",
+                "error",
+            ),
+            targets,
+            "targets",
+        )
+    )
+
+
+def _history(view: Mapping[str, Any]) -> str:
+    rows = []
+    for run in reversed(view.get("history", ())):
+        outcomes = run.targets.values()
+        failed = [n for n, o in run.targets.items() if o.get("result") == "failure"]
+        result = (
+            "aborted" if run.aborted else f"failure ({', '.join(failed)})" if failed else "success"
+        )
+        errors = "; ".join(
+            f"{name}: {o['error']}" for name, o in run.targets.items() if o.get("error")
+        )
+        rows.append(
+            (
+                _when(run.started),
+                escape(run.run_id),
+                escape(result),
+                f"{run.duration:.3f} s",
+                str(run.new_events),
+                str(sum(o.get("replayed", 0) for o in outcomes)),
+                _error(errors),
+            )
+        )
+    sources = [
+        (
+            escape(name),
+            "up" if s.up else ("down" if s.up == 0 else "—"),
+            str(s.events_total),
+            _error(s.last_error),
+        )
+        for name, s in view["sources"].items()
+    ]
+    return (
+        "<h2>Run history</h2>"
+        + _table(
+            ("started", "run", "result", "duration", "new events", "events replayed", "error"),
+            rows,
+            "runs",
+        )
+        + "<h2>Sources</h2>"
+        + _table(("source", "status", "events", "error"), sources, "sources")
+    )
+
+
+def live_html(view: Mapping[str, Any], ready: bool) -> str:
+    pages = [p for p in view.get("pages", {}).values() if p is not None]
+    version, count = "—", 0
+    for row in view["targets"].values():
+        if row.results:
+            version = row.results.get("probe_set_version", version)
+            count = max(count, row.results.get("probes", 0))
+    report = {
+        "probe_set": {"version": version, "count": count},
+        "targets": [p["target"] for p in pages],
+    }
+    multi = set().union(*(p["multi_valued"] for p in pages)) if pages else set()
+    events = [e for p in pages for e in p["events"]]
+    model = page_model(
+        report,
+        events=events,
+        multi_valued=multi,
+        target_options={p["target"]["name"]: p["options"] for p in pages},
+        windows=view["windows"],
+        title=f"healthd {__version__}: the last run of each target",
+    )
+    model["live"] = {"marker": marker(view)}
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)}</title>"
+        "<link rel='stylesheet' href='/static/uPlot.min.css'>"
+        "<link rel='stylesheet' href='/static/page.css'></head><body>"
+        + render_body(model, before=_status(view, ready), after=_history(view))
+        + "<script src='/static/uPlot.iife.min.js'></script>"
+        "<script src='/static/page.js'></script></body></html>\n"
+    )
+
+
+class LiveSite:
+    """`/`, `/last-run` and `/static/*` as a WSGI fragment; the page is rebuilt only after a
+    run has finished."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cached: tuple[tuple[str, bool], bytes] | None = None
+
+    @staticmethod
+    def serves(path: str) -> bool:
+        return path in ("/", "/last-run") or path.startswith("/static/")
+
+    def respond(
+        self,
+        path: str,
+        view: Callable[[], Mapping[str, Any]],
+        ready: Callable[[], bool],
+        start_response: StartResponse,
+    ) -> list[bytes]:
+        if path.startswith("/static/"):
+            name = path.removeprefix("/static/")
+            if name not in STATIC:
+                return _send(start_response, "404 Not Found", _TEXT, b"no such static file\n")
+            content_type = STATIC[name][1]
+            return _send(start_response, "200 OK", content_type, static_text(name).encode())
+        current = view()
+        if path == "/last-run":
+            return _send(start_response, "200 OK", _TEXT, marker(current).encode())
+        key = (f"{marker(current)}:{current['missed_runs']}", ready())
+        with self._lock:
+            if self._cached is None or self._cached[0] != key:
+                self._cached = (key, live_html(current, key[1]).encode())
+            body = self._cached[1]
+        return _send(start_response, "200 OK", "text/html; charset=utf-8", body)
+
+
+def _send(
+    start_response: StartResponse, status: str, content_type: str, body: bytes
+) -> list[bytes]:
+    start_response(
+        status,
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-cache"),
+        ],
+    )
+    return [body]

@@ -1,0 +1,59 @@
+"""The daemon's record of a target's stages for its page, bounded however long it runs.
+
+Every stage is offered; the log keeps those whose index is a multiple of a stride that
+doubles whenever the log is full (so it keeps at most ``capacity`` evenly spread stages),
+plus always the newest, and remembers which keys were declared multi-valued.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from healthd.evaluator import StageResult
+from healthd.exporters.report import metrics_json
+from healthd.model import ChangeEvent, FactKey
+from healthd.timeline import format_timestamp
+
+DEFAULT_CAPACITY = 4096
+
+
+def _entry(stage: StageResult) -> dict[str, Any]:
+    return {
+        "index": stage.index,
+        "event_id": stage.event_id,
+        "timestamp": format_timestamp(stage.timestamp),
+        "metrics": metrics_json(stage.metrics),
+    }
+
+
+class StageLog:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = max(2, capacity)
+        self.stride = 1
+        self.multi_valued: set[FactKey] = set()
+        self._kept: list[tuple[dict[str, Any], ChangeEvent]] = []
+        self._newest: tuple[StageResult, ChangeEvent] | None = None
+
+    def clear(self) -> None:
+        self.stride = 1
+        self.multi_valued = set()
+        self._kept = []
+        self._newest = None
+
+    def add(self, stage: StageResult, event: ChangeEvent) -> None:
+        if event.multi_valued:
+            self.multi_valued.add(event.fact.key)
+        self._newest = (stage, event)
+        if stage.index % self.stride:
+            return
+        self._kept.append((_entry(stage), event))
+        if len(self._kept) > self.capacity:
+            self.stride *= 2
+            self._kept = [k for k in self._kept if k[0]["index"] % self.stride == 0]
+
+    def stages(self) -> tuple[list[dict[str, Any]], list[ChangeEvent]]:
+        """The kept stages in the JSON report's shape, and their events."""
+        kept = list(self._kept)
+        if self._newest is not None and (not kept or kept[-1][0]["index"] < self._newest[0].index):
+            kept.append((_entry(self._newest[0]), self._newest[1]))
+        return [k[0] for k in kept], [k[1] for k in kept]

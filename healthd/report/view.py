@@ -1,0 +1,262 @@
+"""The page model: what the HTML report and the daemon's `/` show, built from a JSON report.
+
+Pure: a report dict (the `--format json` shape) in, plain data out; no I/O, no clock. The
+same report gives the same model, so the same HTML, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from healthd.model import ChangeEvent
+from healthd.report.downsample import keep_positions
+from healthd.report.failures import (
+    KINDS,
+    Failure,
+    attribute_layers,
+    label_options,
+    off_switches,
+    probe_failures,
+)
+from healthd.report.shape import METRICS, RATIOS
+from healthd.scoring import BUCKETS, DEFAULT_WINDOWS
+from healthd.timeline import format_timestamp, parse_timestamp
+
+# Points over all charts of a page (targets x domains); each chart keeps at least the floor.
+POINT_BUDGET = 24_000
+CHART_FLOOR = 300
+CHART_CEILING = 2_000
+FACTS_SHOWN = 12  # per failing probe; the rest are counted
+_HIGHER_IS_BETTER = {
+    "freshness": True,
+    "consistency": True,
+    "coverage": True,
+    "forgetting": True,
+    "contamination": False,
+    "conflicts": False,
+}
+
+
+def event_summary(event: ChangeEvent) -> list[str]:
+    """[id, type, key, values, timestamp] as the chart's hover shows them."""
+    key = f"{event.fact.subject} · {event.fact.predicate}"
+    if event.previous is not None:
+        if event.previous.key != event.fact.key:
+            key = f"{event.previous.subject} · {event.previous.predicate} → {key}"
+        values = f"{event.previous.value} → {event.fact.value}"
+    else:
+        values = event.fact.value
+    if event.type == "invalidated" and event.reason:
+        values = f"{values} ({event.reason})"
+    return [event.id, event.type, key, values, format_timestamp(event.timestamp)]
+
+
+def chart_budget(targets: int) -> int:
+    share = POINT_BUDGET // max(1, targets * len(BUCKETS))
+    return max(CHART_FLOOR, min(CHART_CEILING, share))
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def _series(
+    stages: Sequence[Mapping[str, Any]],
+    bucket: str,
+    budget: int,
+    event_slot: dict[str, int],
+    event_rows: list[list[str]],
+    events: Mapping[str, ChangeEvent],
+) -> dict[str, list[Any]]:
+    metrics = [s["metrics"][bucket] for s in stages]
+    columns = {name: [m[name] for m in metrics] for name in METRICS}
+    keep = keep_positions(list(columns.values()), len(stages), budget)
+    slots = []
+    for position in keep:
+        stage = stages[position]
+        event_id = stage["event_id"]
+        if event_id not in event_slot:
+            event_slot[event_id] = len(event_rows)
+            known = events.get(event_id)
+            event_rows.append(
+                event_summary(known) if known else [event_id, "", "", "", stage["timestamp"]]
+            )
+        slots.append(event_slot[event_id])
+    out: dict[str, list[Any]] = {
+        "x": [stages[p]["index"] for p in keep],
+        "t": [int(parse_timestamp(stages[p]["timestamp"]).timestamp()) for p in keep],
+        "e": slots,
+    }
+    for name, column in columns.items():
+        out[name] = [_rounded(column[p]) for p in keep]
+    return out
+
+
+def final_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows of (domain, metric) with every target's final value side by side; where targets
+    disagree, the best and worst values are marked."""
+    targets = report["targets"]
+    rows = []
+    for bucket in BUCKETS:
+        for name in METRICS:
+            values = [t["final"]["metrics"][bucket][name] for t in targets]
+            present = [v for v in values if v is not None]
+            differs = len(set(values)) > 1
+            best = worst = None
+            if differs and present:
+                best = max(present) if _HIGHER_IS_BETTER[name] else min(present)
+                worst = min(present) if _HIGHER_IS_BETTER[name] else max(present)
+            cells = []
+            for value in values:
+                mark = ""
+                if differs:
+                    mark = "best" if value == best else "worst" if value == worst else "differs"
+                cells.append({"value": value, "mark": mark})
+            rows.append({"domain": bucket, "metric": name, "differs": differs, "cells": cells})
+    return rows
+
+
+def _grouped_facts(
+    probe: Mapping[str, Any], masks: Mapping[int, int]
+) -> tuple[list[list[Any]], int]:
+    """What a probe returned, one entry per distinct (key, value, status, flags, failure
+    kinds) with how many records it stands for and their newest and oldest validation;
+    entries that make it fail first, at most :data:`FACTS_SHOWN`; and how many were left out."""
+    own_key = f"{probe['subject']} · {probe['predicate']}"
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for i, f in enumerate(probe["retrieved"]):
+        key = f"{f['subject']} · {f['predicate']}"
+        group_key = (key, f["value"], f["status"], tuple(f["flags"]), masks.get(i, 0))
+        group = groups.get(group_key)
+        if group is None:
+            groups[group_key] = [
+                f["value"],
+                f["status"],
+                f["validated_at"],
+                f["validated_at"],
+                1,
+                list(f["flags"]),
+                "" if key == own_key else key,
+                masks.get(i, 0),
+            ]
+        else:
+            at = parse_timestamp(f["validated_at"])
+            if at > parse_timestamp(group[2]):
+                group[2] = f["validated_at"]
+            if at < parse_timestamp(group[3]):
+                group[3] = f["validated_at"]
+            group[4] += 1
+    ordered = sorted(groups.values(), key=lambda g: (g[7] == 0, g[6], g[0], g[1]))
+    return ordered[:FACTS_SHOWN], max(0, len(ordered) - FACTS_SHOWN)
+
+
+def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, list[Any]]:
+    """Each failing probe once (with what it returned), and a row per way it fails."""
+    slots: dict[tuple[str, str], int] = {}
+    masks: dict[tuple[str, str], dict[int, int]] = {}
+    for failure in found:
+        where = (failure.target, failure.probe["id"])
+        mask = masks.setdefault(where, {})
+        bit = 1 << KINDS.index(failure.kind)
+        for i in failure.offending:
+            mask[i] = mask.get(i, 0) | bit
+    probes: list[list[Any]] = []
+    rows: list[list[Any]] = []
+    for failure in found:
+        probe = failure.probe
+        where = (failure.target, probe["id"])
+        if where not in slots:
+            slots[where] = len(probes)
+            facts, hidden = _grouped_facts(probe, masks[where])
+            probes.append(
+                [
+                    targets.index(failure.target),
+                    probe["domain"],
+                    probe["id"],
+                    probe["question"],
+                    f"{probe['subject']} · {probe['predicate']}",
+                    list(probe["expected"]),
+                    facts,
+                    hidden,
+                ]
+            )
+        rows.append([slots[where], KINDS.index(failure.kind), failure.layer or ""])
+    return {"probes": probes, "failures": rows}
+
+
+def failures(
+    report: Mapping[str, Any],
+    windows: Mapping[str, timedelta],
+    multi_valued: Collection[tuple[str, str]] = (),
+    target_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Failure]:
+    """Every failing probe of every target. A target's switches come from
+    ``target_options`` when given, else from its name written as ``kind:switch=value``."""
+    out: list[Failure] = []
+    for target in report["targets"]:
+        if not target["stages"]:
+            continue
+        at = parse_timestamp(target["stages"][-1]["timestamp"])
+        for probe in target["final"]["probes"]:
+            out.extend(probe_failures(target["name"], probe, at, windows, multi_valued))
+    switched = {
+        t["name"]: off_switches(
+            t["kind"],
+            target_options[t["name"]]
+            if target_options is not None and t["name"] in target_options
+            else label_options(t["name"]),
+        )
+        for t in report["targets"]
+    }
+    return attribute_layers(out, switched)
+
+
+def page_model(
+    report: Mapping[str, Any],
+    *,
+    events: Sequence[ChangeEvent] = (),
+    multi_valued: Collection[tuple[str, str]] | None = None,
+    target_options: Mapping[str, Mapping[str, Any]] | None = None,
+    windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
+    title: str = "healthd report",
+) -> dict[str, Any]:
+    """Everything the page draws. ``events`` (the replayed timeline) names each stage's event
+    on hover and, unless ``multi_valued`` is given, says which keys hold several values;
+    without it, stages show their id."""
+    by_id = {event.id: event for event in events}
+    if multi_valued is None:
+        multi_valued = {event.fact.key for event in events if event.multi_valued}
+    budget = chart_budget(len(report["targets"]))
+    event_slot: dict[str, int] = {}
+    event_rows: list[list[str]] = []
+    targets = []
+    for target in report["targets"]:
+        stages = target["stages"]
+        targets.append(
+            {
+                "name": target["name"],
+                "kind": target["kind"],
+                "stages": len(stages),
+                "at": stages[-1]["timestamp"] if stages else None,
+                "series": {
+                    bucket: _series(stages, bucket, budget, event_slot, event_rows, by_id)
+                    for bucket in BUCKETS
+                },
+            }
+        )
+    found = failures(report, windows, multi_valued, target_options)
+    return {
+        "title": title,
+        "probe_set": dict(report["probe_set"]),
+        "buckets": list(BUCKETS),
+        "ratios": list(RATIOS),
+        "kinds": list(KINDS),
+        "events": event_rows,
+        "named_events": bool(by_id),
+        "windows": {d: int(w.total_seconds()) for d, w in windows.items()},
+        "targets": targets,
+        "final": final_table(report),
+        **drill_down(found, [t["name"] for t in report["targets"]]),
+    }

@@ -1,0 +1,85 @@
+"""The daemon's `/` in headless chromium: the report view of each target's last run, the run
+history and the sources, all served by the daemon itself, refreshed after each run."""
+
+from __future__ import annotations
+
+from browser_helpers import open_page
+from daemon_helpers import EXAMPLE
+from healthd_test_plugin import FAKE_TOKEN
+
+TARGETS = {
+    "reference": {"kind": "reference", "shadow": True},
+    "naive": {"kind": "naive", "shadow": True},
+    "no-supersession": {"kind": "reference", "shadow": True, "supersession": False},
+}
+
+
+def test_live_page_shows_the_last_runs_served_by_the_daemon_alone(start_daemon, browser, tmp_path):
+    daemon = start_daemon(cron="*/2 * * * * *", targets=TARGETS)
+    daemon.wait_ready()
+    visit = open_page(browser, daemon.url + "/")
+    page = visit.page
+    assert page.locator(".chart canvas").count() == 3
+    lengths = page.evaluate("window.healthdCharts.map(c => c.data[0].length)")
+    assert lengths == [135, 135, 135]
+    page.select_option("#f-target", "naive")
+    page.select_option("#f-kind", "contaminated")
+    page.select_option("#f-domain", "decision")
+    questions = page.locator("#failures-body tr td:nth-child(4) div:first-child").all_inner_texts()
+    assert sorted(questions) == [
+        "What is the source of truth for payments?",
+        "What was decided about broker for messaging?",
+    ]
+    page.select_option("#f-target", "no-supersession")
+    page.select_option("#f-kind", "")
+    page.select_option("#f-domain", "")
+    page.select_option("#f-layer", "supersession")
+    assert page.locator("#failures-body tr").count() > 0  # the layer, from the config's switch
+    runs = page.locator("#runs tbody tr")
+    assert runs.count() >= 1 and "success" in runs.first.inner_text()
+    assert page.locator("#sources tbody tr").first.inner_text().split("\t")[:3] == [
+        "example",
+        "up",
+        "135",
+    ]
+    page.screenshot(path=str(tmp_path / "live.png"), full_page=True)
+
+    # the next run reloads the page by itself
+    before = page.locator("#runs tbody tr").count()
+    page.wait_for_function(
+        f"document.querySelectorAll('#runs tbody tr').length > {before}", timeout=15_000
+    )
+    page.wait_for_selector("body[data-ready=yes]")
+    assert visit.console_errors == []
+    assert visit.requests and all(u.startswith(daemon.url + "/") for u in visit.requests)
+    assert {u.removeprefix(daemon.url) for u in visit.requests} >= {
+        "/",
+        "/static/uPlot.iife.min.js",
+        "/static/page.js",
+        "/last-run",
+    }
+    assert daemon.stop()[0] == 0
+
+
+def test_live_page_names_failures_but_never_a_secret(start_daemon, browser, tmp_path):
+    daemon = start_daemon(
+        sources={
+            "example": {"kind": "file", "path": str(EXAMPLE)},
+            "gone": {"kind": "file", "path": str(tmp_path / "missing.jsonl")},
+        },
+        targets={
+            "naive": {"kind": "naive", "shadow": True},
+            "broken": {"kind": "exploding", "shadow": True},
+        },
+    )
+    daemon.wait_ready()
+    html = daemon.get("/").text
+    assert FAKE_TOKEN not in html and "upstream rejected" in html
+    page = open_page(browser, daemon.url + "/").page
+    assert FAKE_TOKEN not in page.content()
+    failed = page.locator("#runs tbody tr").first.inner_text()
+    assert "failure (broken)" in failed and "upstream rejected" in failed
+    assert "down" in page.locator("#sources tbody tr", has_text="gone").inner_text()
+    assert page.locator(".chart canvas").count() == 1  # broken never had a successful run
+    assert daemon.get("/static/nope.js").status_code == 404
+    assert daemon.stop()[0] == 0
