@@ -140,7 +140,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     """Every event the configured sources give from the start, merged by event time (each
     source keeping its own arrival order), as the daemon replays them in one run."""
-    from healthd.sources import build_source
+    from healthd.sources import build_source, unique_events
     from healthd.sources._merge import merge_timelines
 
     if only is not None and only not in settings.sources:
@@ -155,8 +155,15 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
         result = build_source(cfg.kind, name, cfg.options).pull(None)
         if result.error:
             raise SourceError(f"source {name!r}: {result.error}")
-        seen: set[str] = set()
-        lists.append([e for e in result.events if not (e.id in seen or seen.add(e.id))])
+        for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
+            print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
+        if result.skipped:
+            print(
+                f"healthd: warning: source {name!r}: {len(result.skipped)} input(s) skipped",
+                file=sys.stderr,
+            )
+        events, _repeats = unique_events(result.events, f"source {name!r}")
+        lists.append(events)
     return merge_timelines(*lists)
 
 

@@ -55,6 +55,9 @@ class Record:
     status_text: str = ""
     superseded_by: list[str] = field(default_factory=list)  # raw references
     supersedes: list[str] = field(default_factory=list)
+    # one entry per reference, its alternatives in order (a link's target, then its text)
+    successor_refs: list[tuple[str, ...]] = field(default_factory=list)
+    predecessor_refs: list[tuple[str, ...]] = field(default_factory=list)
     problem: str | None = None
 
 
@@ -101,20 +104,18 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
     return {}, 0
 
 
-def _refs(text: str, verb: str) -> list[str]:
-    """References that follow ``verb`` (a regex) in ``text``: link targets and texts, or
-    the bare words after it."""
-    out: list[str] = []
+def _ref_groups(text: str, verb: str) -> list[tuple[str, ...]]:
+    """References that follow ``verb`` (a regex) in ``text``, one per link (its target,
+    then its text) or the bare words after it."""
+    out: list[tuple[str, ...]] = []
     for m in re.finditer(rf"(?:{verb})(?:\s+by)?\s*:?\s*(.*)", text, re.I):
         tail = m.group(1)
         links = _LINK.findall(tail)
         if links:
             for label, target in links:
-                out.append(target if target else label)
-                if target and label:
-                    out.append(label)
+                out.append(tuple(ref for ref in (target, label) if ref))
         elif tail.strip():
-            out.append(tail.strip())
+            out.append((tail.strip(),))
     return out
 
 
@@ -201,8 +202,10 @@ def _parse(rec: Record, text: str) -> None:
         return
     rec.status = classify(status_text)
     clean = _strip_decoration(status_text)
-    rec.superseded_by = _refs(clean, _SUPERSEDED)
-    rec.supersedes = _refs(clean, _SUPERSEDES)
+    rec.successor_refs = _ref_groups(clean, _SUPERSEDED)
+    rec.predecessor_refs = _ref_groups(clean, _SUPERSEDES)
+    rec.superseded_by = [ref for group in rec.successor_refs for ref in group]
+    rec.supersedes = [ref for group in rec.predecessor_refs for ref in group]
     if rec.status is None:
         first = status_text.splitlines()[0][:60]
         rec.problem = f"status {first!r} not understood"

@@ -483,7 +483,10 @@ def revalidations(
     head: str,
 ) -> list[ChangeEvent]:
     """`revalidated` events for held facts last observed at least ``interval`` before
-    ``now``; ``seen`` (fact hash → last observation, epoch seconds) is updated in place."""
+    ``now``; ``seen`` (fact hash → last observation, epoch seconds) is updated in place.
+
+    ``now`` is a revalidation bucket's time (see :func:`revalidation_time`), so the events'
+    times and ids do not depend on when within the bucket the pull ran."""
     out: list[ChangeEvent] = []
     cutoff = (now - interval).timestamp()
     for key in sorted(held):
@@ -496,6 +499,7 @@ def revalidations(
             continue
         seen[fh] = now.timestamp()
         eid = event_id(kind, source, head, f"revalidate@{now.isoformat()}", key, "revalidated")
+        # metadata "revalidation" marks a sweep, so a report can tell it from real changes
         out.append(
             ChangeEvent(
                 id=eid,
@@ -504,10 +508,22 @@ def revalidations(
                 source=source,
                 fact=h.fact,
                 depends_on=h.depends_on,
-                metadata={**h.metadata, "commit": head},
+                metadata={**h.metadata, "commit": head, "revalidation": "sweep"},
             )
         )
     return out
+
+
+def revalidation_time(now: datetime, interval: timedelta, head_time: datetime) -> datetime:
+    """When a sweep run at ``now`` is stamped: the start of ``now``'s bucket (``interval``
+    long, at most a day; counted from the Unix epoch, UTC), never before the head commit.
+    Two runs within one bucket give the same times and ids; a zero interval means every
+    run, stamped to the second."""
+    step = int(min(interval, timedelta(days=1)).total_seconds())
+    seconds = int(now.timestamp())
+    if step > 0:
+        seconds -= seconds % step
+    return max(datetime.fromtimestamp(seconds, tz=UTC), head_time)
 
 
 def prune_seen(seen: dict[str, float], held: Mapping[FactKey, Held]) -> dict[str, float]:
@@ -625,7 +641,7 @@ class RepoSource:
     def _pull(
         self, repo: Repo, cursor: str | None, now: datetime | None, skips: Skips
     ) -> PullResult:
-        from healthd.sources import PullResult
+        from healthd.sources import PullResult, unique_events
 
         rev = self.opts.branch or "HEAD"
         head = repo.rev_parse(rev)
@@ -719,10 +735,16 @@ class RepoSource:
         head_time = repo.commit_time(head)
         if now is None:
             now = self._clock() if self._clock is not None else head_time
-        now = max(now, head_time)
+        now = revalidation_time(now, self.opts.revalidate_interval, head_time)
         events += revalidations(
             self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
         )
+        try:
+            events, repeats = unique_events(events, f"{self.kind} source {self.name!r}")
+        except SourceError as exc:
+            return PullResult([], cursor, error=str(exc), skipped=skips.lines())
+        if repeats:
+            skips.note(f"{repeats} identical repeated events dropped")
         return PullResult(events, self._cursor(head, seen, extractor), skipped=skips.lines())
 
     @staticmethod
