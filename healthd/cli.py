@@ -10,20 +10,15 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from importlib import resources
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-from healthd import __version__
 from healthd.errors import ConfigError, HealthdError, SourceError
-from healthd.evaluator import MODES, TargetResult, evaluate
-from healthd.exporters.report import render_table, report_json
-from healthd.logging import CurrentStderr, configure_logging
-from healthd.memory import build_memory, parse_target
-from healthd.model import ChangeEvent
-from healthd.probes import build_probe_set, load_probe_file
-from healthd.timeline import read_timeline, write_timeline
+
+if TYPE_CHECKING:
+    from healthd.evaluator import TargetResult
+    from healthd.model import ChangeEvent
+
+# Everything heavier is imported where it is used, so `healthd --version` starts fast.
 
 DEFAULT_TARGETS = ("reference", "naive")
 EXIT_USAGE = 2
@@ -31,10 +26,14 @@ _PROGRESS_MIN_EVENTS = 500
 
 
 def example_timeline_path() -> str:
+    from importlib import resources
+
     return str(resources.files("healthd") / "data" / "example_timeline.jsonl")
 
 
 def _load_events(path: str | None) -> list[ChangeEvent]:
+    from healthd.timeline import read_timeline
+
     return read_timeline(path or example_timeline_path())
 
 
@@ -52,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="healthd", description="Does what your assistant remembers still match the project?"
     )
+    from healthd import __version__
+    from healthd.evaluator import MODES
+
     parser.add_argument("--version", action="version", version=f"healthd {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -125,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
+    from healthd.timeline import write_timeline
+
     if args.config or args.source:
         if args.timeline:
             raise ConfigError("--timeline and --config/--source cannot be used together")
@@ -168,7 +172,8 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
 
 
 def _evaluate_configured(args: argparse.Namespace):
-    from healthd.memory import TargetSpec
+    from healthd.memory import TargetSpec, build_memory
+    from healthd.probes import load_probe_file
     from healthd.settings import load_settings
 
     if args.timeline or args.target or args.probes:
@@ -215,6 +220,20 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from healthd.evaluator import evaluate
+    from healthd.exporters.report import render_table, report_json
+    from healthd.memory import build_memory, parse_target
+    from healthd.probes import build_probe_set, load_probe_file
+
     windows = None
     if args.config:
         specs, memories, events, extra, windows = _evaluate_configured(args)
@@ -294,7 +313,14 @@ _COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from healthd import __version__
+
+        print(f"healthd {__version__}")
+        return 0
     args = build_parser().parse_args(argv)
+    from healthd.logging import CurrentStderr, configure_logging
+
     if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
         configure_logging("warning", "auto", stream=CurrentStderr())  # type: ignore[arg-type]
     try:
