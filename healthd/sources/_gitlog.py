@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -135,6 +136,7 @@ class Repo:
         self.env = env
         self._cat: subprocess.Popen[bytes] | None = None
         self._absent: set[str] = set()
+        self._prefetched: dict[str, bytes | None] = {}
 
     # -- helpers
     def scrub(self, text: str) -> str:
@@ -305,22 +307,52 @@ class Repo:
         return len(self._absent)
 
     # -- blobs
+    def prefetch(self, shas: Iterable[str]) -> None:
+        """Read many blobs in one pipelined exchange with ``git cat-file --batch`` (a thread
+        writes the requests while this one reads the answers, so neither pipe can fill up
+        and stall the other); :meth:`blob` then serves them without a round trip each.
+        Replaces what an earlier call prefetched."""
+        wanted = list(dict.fromkeys(s for s in shas if s not in self._absent))
+        self._prefetched = {}
+        if not wanted:
+            return
+        cat = self._cat_file()
+        assert cat.stdin is not None and cat.stdout is not None
+        stdin, stdout = cat.stdin, cat.stdout
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                stdin.write(b"".join(sha.encode() + b"\n" for sha in wanted))
+                stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                failed.append(exc)
+
+        writer = threading.Thread(target=write, name="healthd-cat-file-writer", daemon=True)
+        writer.start()
+        try:
+            for sha in wanted:
+                header = stdout.readline()
+                if not header:  # cat-file stopped (e.g. a failed lazy fetch)
+                    break
+                parts = header.split()
+                if len(parts) < 3 or parts[1] == b"missing":
+                    self._prefetched[sha] = None
+                    continue
+                size = int(parts[2])
+                self._prefetched[sha] = stdout.read(size + 1)[:-1]
+        finally:
+            writer.join(timeout=60)
+        if len(self._prefetched) < len(wanted) or failed:
+            self.close()  # what was not answered is read one at a time again
+
     def blob(self, sha: str) -> bytes | None:
         """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
+        if sha in self._prefetched:
+            return self._prefetched[sha]
         if sha in self._absent:
             return None
-        if self._cat is None:
-            try:
-                self._cat = subprocess.Popen(
-                    self._base() + ["cat-file", "--batch"],
-                    env=self.env,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                )
-            except OSError as exc:
-                raise GitError(f"cannot run git: {exc.strerror}") from exc
-        cat = self._cat
+        cat = self._cat_file()
         assert cat.stdin is not None and cat.stdout is not None
         try:
             cat.stdin.write(sha.encode() + b"\n")
@@ -339,6 +371,20 @@ class Repo:
         size = int(parts[2])
         data = cat.stdout.read(size + 1)
         return data[:-1]
+
+    def _cat_file(self) -> subprocess.Popen[bytes]:
+        if self._cat is None:
+            try:
+                self._cat = subprocess.Popen(
+                    self._base() + ["cat-file", "--batch"],
+                    env=self.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            except OSError as exc:
+                raise GitError(f"cannot run git: {exc.strerror}") from exc
+        return self._cat
 
     def close(self) -> None:
         if self._cat is not None:
@@ -580,6 +626,27 @@ class Extractor:
     def cursor_extra(self) -> dict[str, Any]:
         return {}
 
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        """The blobs ``apply`` will read for these changes (prefetched in one exchange)."""
+        return iter(())
+
+
+#: Commits read ahead of folding, so their blobs are fetched in one exchange.
+_BATCH_COMMITS = 256
+
+
+def _batches(
+    history: Iterator[tuple[Commit, list[Change]]],
+) -> Iterator[list[tuple[Commit, list[Change]]]]:
+    batch: list[tuple[Commit, list[Change]]] = []
+    for item in history:
+        batch.append(item)
+        if len(batch) >= _BATCH_COMMITS:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
 
 class RepoSource:
     """The pull loop shared by `git` and `adr`: cursor handling, force-push detection,
@@ -699,9 +766,9 @@ class RepoSource:
         paths = self._log_paths(extractor)
         events: list[ChangeEvent] = []
         if base is not None:
-            extractor.apply(
-                Commit(base, repo.commit_time(base)), repo.tree(base, paths), emit=False
-            )
+            baseline = repo.tree(base, paths)
+            repo.prefetch(extractor.wanted(baseline))
+            extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
             rev_range = f"{base}..{head}"
         else:
             rev_range = head
@@ -711,18 +778,20 @@ class RepoSource:
                 if boundary is not None:
                     # what already held before `since`, as of its last commit
                     commit = Commit(boundary, repo.commit_time(boundary))
-                    events += self._observe(
-                        extractor.apply(commit, repo.tree(boundary, paths), emit=True), seen
-                    )
+                    baseline = repo.tree(boundary, paths)
+                    repo.prefetch(extractor.wanted(baseline))
+                    events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
                     rev_range = f"{boundary}..{head}"
         last = base
         if base != head:
             try:
-                for commit, changes in repo.log(
-                    rev_range, first_parent=self.opts.first_parent, paths=paths
-                ):
-                    events += self._observe(extractor.apply(commit, changes, emit=True), seen)
-                    last = commit.sha
+                history = repo.log(rev_range, first_parent=self.opts.first_parent, paths=paths)
+                for batch in _batches(history):
+                    repo.prefetch(sha for _, changes in batch for sha in extractor.wanted(changes))
+                    for commit, changes in batch:
+                        events += self._observe(extractor.apply(commit, changes, emit=True), seen)
+                        last = commit.sha
+                repo.prefetch(())
             except GitError as exc:
                 if last is None:
                     raise

@@ -46,7 +46,7 @@ in one commit gives distinct ids).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import field_validator
@@ -148,6 +148,11 @@ class AdrExtractor(Extractor):
         )
 
     # -- folding
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        for ch in changes:
+            if ch.status != "D" and not ch.is_submodule and self._is_record_path(ch.path):
+                yield ch.new_sha
+
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         records = [ch for ch in changes if not ch.is_submodule and self._is_record_path(ch.path)]
         if not records:

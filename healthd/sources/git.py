@@ -62,7 +62,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -345,6 +345,15 @@ class GitExtractor(Extractor):
         return touched
 
     # -- folding
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        for ch in changes:
+            if ch.status == "D" or ch.is_submodule:
+                continue
+            if ch.path in LOCATIONS or (
+                manifest_parser(ch.path) is not None and self.manifest_subject(ch.path) is not None
+            ):
+                yield ch.new_sha
+
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         services: set[str] = set()
         dep_subjects: set[str] = set()
@@ -412,6 +421,8 @@ class GitExtractor(Extractor):
             self.skips.add(f"{path}@{commit.sha[:12]}", f"{problem}; kept as before")
             if path in self.manifests:
                 return False
+        elif self.manifests.get(path) == deps:
+            return False  # e.g. only indirect requirements or the toolchain changed
         self.manifests[path] = deps
         self.manifest_subjects.setdefault(subject, set()).add(path)
         return True
