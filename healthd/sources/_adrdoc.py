@@ -42,7 +42,24 @@ _REF_NUM = re.compile(
 )
 _FILE_NUM = re.compile(r"^(?:adr|decision)?[-_ ]?0*(\d{1,6})(?=[-_. ]|$)", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_TITLE_NUM = re.compile(r"^(?:adr|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$", re.I)
+_TITLE_NUM = re.compile(
+    r"^(?:adr|add|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$", re.I
+)
+_STATUS_WORDS = re.compile(r"\b(?:accepted|proposed|rejected|deprecated|superseded|draft)\b", re.I)
+# Template guidance left in a record: "Accepted or Rejected", "[Proposed | Accepted]",
+# "{proposed | rejected | ...}", "Superseded by ADRzzz" / "ADR-XXXX" / "ADR-NNNN".
+_CHOICE = re.compile(
+    rf"{_STATUS_WORDS.pattern}\s*(?:\bor\b|\||/)\s*(?:\w+\s*(?:,|\bor\b|\||/)\s*)*"
+    rf"{_STATUS_WORDS.pattern}"
+    # or a list of three and more, as templates give: "proposed, accepted, rejected"
+    rf"|{_STATUS_WORDS.pattern}(?:\s*,\s*{_STATUS_WORDS.pattern}){{2,}}",
+    re.I,
+)
+_PLACEHOLDER = re.compile(
+    r"\b(?:adr|add)[-_ ]?(?:z{2,}|x{2,}|y{2,}|n{3,}|\?{2,})\b|\{[^}]*\|", re.I
+)
+# emphasis markers; an underscore only when it is not inside a word (snake_case stays)
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 
 
 @dataclass
@@ -130,6 +147,16 @@ def classify(text: str) -> Status | None:
     return None
 
 
+def ambiguity(text: str) -> str | None:
+    """The part of a status text offering a choice of statuses or holding a template
+    placeholder, or None when it states one status."""
+    for pattern in (_CHOICE, _PLACEHOLDER):
+        m = pattern.search(text)
+        if m:
+            return m.group(0)[:60]
+    return None
+
+
 def parse_adr(path: str, text: str) -> Record:
     rec = Record(number=file_number(path))
     try:
@@ -157,7 +184,7 @@ def _parse(rec: Record, text: str) -> None:
     if title_line is None and front.get("title"):
         title_line = front["title"]
     if title_line:
-        title_line = re.sub(r"[*_`]+", "", title_line).strip()
+        title_line = _EMPHASIS.sub("", title_line).strip()
         m = _TITLE_NUM.match(title_line)
         if m:
             if rec.number is None:
@@ -202,6 +229,11 @@ def _parse(rec: Record, text: str) -> None:
         return
     rec.status = classify(status_text)
     clean = _strip_decoration(status_text)
+    guidance = ambiguity(clean)
+    if guidance is not None:
+        rec.status = None
+        rec.problem = f"ambiguous status {guidance!r} (template guidance left in?); skipped"
+        return
     rec.successor_refs = _ref_groups(clean, _SUPERSEDED)
     rec.predecessor_refs = _ref_groups(clean, _SUPERSEDES)
     rec.superseded_by = [ref for group in rec.successor_refs for ref in group]

@@ -182,7 +182,7 @@ def parse_go_mod(text: str) -> Deps:
     text = text.replace("\r\n", "\n")
     for block, single in _GO_REQUIRE.findall(text):
         for name, version, comment in _GO_ENTRY.findall(block if block else single):
-            if comment and _GO_INDIRECT.search(comment):
+            if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
                 continue
             deps.setdefault(name, version)
     return deps

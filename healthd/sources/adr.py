@@ -123,6 +123,9 @@ class AdrExtractor(Extractor):
         self.skips = skips
         self.records: dict[str, Record] = {}  # path → what it says now
         self.subjects: dict[str, str] = {}  # path → its subject
+        self.path_of: dict[str, str] = {}  # subject → its path
+        self._by_name: dict[str, str] = {}  # file name or stem → path (for links)
+        self._by_number: dict[int, list[str]] = {}  # number → paths holding it
         self.reserved: dict[str, str] = dict(subjects or {})  # from the cursor (baseline)
         self.held: dict[FactKey, Held] = {}
 
@@ -164,6 +167,8 @@ class AdrExtractor(Extractor):
                 continue
             rec = self.records.pop(ch.path, None)
             held_subject = self.subjects.pop(ch.path, None)
+            if held_subject is not None:
+                self.path_of.pop(held_subject, None)
             if rec is not None and rec.number is not None and held_subject is not None:
                 freed.setdefault(rec.number, held_subject)
         for ch in sorted(records, key=lambda c: (c.path not in self.reserved, c.path)):
@@ -180,7 +185,9 @@ class AdrExtractor(Extractor):
             self.records[ch.path] = rec
             if rec.number is None:
                 self.skips.add(ch.path, "no record number in its file name or title")
-                self.subjects.pop(ch.path, None)
+                gone = self.subjects.pop(ch.path, None)
+                if gone is not None:
+                    self.path_of.pop(gone, None)
                 continue
             self._assign(ch.path, rec.number, freed)
         self.reserved = {}
@@ -195,28 +202,22 @@ class AdrExtractor(Extractor):
         ):
             return
         wanted = self.reserved.get(path) or freed.pop(number, None) or subject(number)
-        taken = set(self.subjects.values())
-        if wanted in taken:
-            holder = next(p for p, s in self.subjects.items() if s == wanted)
+        holder = self.path_of.get(wanted)
+        if holder is not None and holder != path:
             self.skips.note(
                 f"{path}: duplicate number {number} (also {holder}); "
                 f"kept apart as {subject(number, _stem(path))}"
             )
             wanted = subject(number, _stem(path))
+        if current is not None:
+            self.path_of.pop(current, None)
         self.subjects[path] = wanted
+        self.path_of[wanted] = path
 
     def _resolve(self, groups: list[tuple[str, ...]], this: str) -> list[str]:
         """The record paths that references name: by file name across all records first,
         by number only when a single record holds it."""
-        by_name: dict[str, str] = {}
-        by_number: dict[int, list[str]] = {}
-        for path in sorted(self.subjects):
-            base = posixpath.basename(path).lower()
-            by_name.setdefault(base, path)
-            by_name.setdefault(posixpath.splitext(base)[0], path)
-            number = self.records[path].number
-            if number is not None:
-                by_number.setdefault(number, []).append(path)
+        by_name, by_number = self._by_name, self._by_number
         out: list[str] = []
         for group in groups:
             found = None
@@ -233,8 +234,20 @@ class AdrExtractor(Extractor):
                 out.append(found)
         return out
 
+    def _index(self) -> None:
+        """File names and numbers → records, for resolving links (once per commit)."""
+        self._by_name, self._by_number = {}, {}
+        for path in sorted(self.subjects):
+            base = posixpath.basename(path).lower()
+            self._by_name.setdefault(base, path)
+            self._by_name.setdefault(posixpath.splitext(base)[0], path)
+            number = self.records[path].number
+            if number is not None:
+                self._by_number.setdefault(number, []).append(path)
+
     def _diff(self, commit: Commit, emit: bool) -> list[ChangeEvent]:
         recs = {p: self.records[p] for p in self.subjects}
+        self._index()
         successors: dict[str, list[str]] = {}
         unresolved: dict[str, str] = {}
         for path, rec in sorted(recs.items()):
@@ -269,7 +282,7 @@ class AdrExtractor(Extractor):
                     desired[self.subjects[path]] = rec
                 else:
                     self.skips.add(path, "no title")
-        path_of = {s: p for p, s in self.subjects.items()}
+        path_of = self.path_of
 
         events: list[tuple[tuple[int, str], int, ChangeEvent]] = []
         linked: dict[str, str] = {}  # successor subject → the subject it supersedes
@@ -333,7 +346,7 @@ class AdrExtractor(Extractor):
 
     def _held(self, name: str, rec: Record, commit: Commit) -> Held:
         assert rec.title is not None
-        path = next(p for p, s in self.subjects.items() if s == name)
+        path = self.path_of[name]
         return Held(
             Fact(name, PREDICATE, rec.title, "decision"),
             (),
@@ -353,7 +366,7 @@ class AdrExtractor(Extractor):
         meta = dict(held.metadata)
         meta["commit"] = commit.sha
         if etype == "invalidated":
-            where_now = next((p for p, s in self.subjects.items() if s == held.fact.subject), None)
+            where_now = self.path_of.get(held.fact.subject)
             rec = self.records.get(where_now) if where_now else None
             meta["status"] = (rec.status or "unknown") if rec else "deleted"
         where = path or meta.get("adr_file", "")

@@ -418,3 +418,20 @@ def test_a_moved_record_keeps_its_subject_and_is_no_duplicate(repo, brief):
     ]
     assert result.events[1].metadata["adr_file"] == "doc/adr/0001-use-a-everywhere.md"
     assert not any("duplicate" in line for line in result.skipped)
+
+
+def test_template_guidance_left_in_a_record_is_reported_and_skipped(repo, brief):
+    guidance = "Accepted or Rejected. If superseded, write 'Superseded by ADRzzz'"
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", guidance),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [("2024-01-01", "added", "adr:1 decision=Use A")]
+    assert any(
+        "0002-use-b.md" in line and "ambiguous status 'Accepted or Rejected'" in line
+        for line in result.skipped
+    ), result.skipped
