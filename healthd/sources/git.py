@@ -433,7 +433,13 @@ class GitExtractor(Extractor):
         text = self._blob_text(commit, ch)
         if text is None:
             return False
-        self.codeowners[ch.path] = parse_codeowners(text)
+        rejected: list[tuple[int, str]] = []
+        self.codeowners[ch.path] = parse_codeowners(text, rejected)
+        for line, token in rejected:
+            self.skips.add(
+                f"{ch.path}@{commit.sha[:12]} line {line}",
+                f"owner {token!r} is not @user, @org/team or an email; dropped",
+            )
         return True
 
     # -- desired facts per scope
