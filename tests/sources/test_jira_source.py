@@ -502,3 +502,17 @@ def test_cloud_v3_search_with_next_page_token_and_a_410_on_v2_names_the_fix(jira
 )
 def test_the_search_api_defaults_to_v3_on_cloud_and_v2_on_data_center(base_url, api):
     assert JiraOptions(base_url=base_url, jql="project = PAY").search_api == api
+
+
+def test_an_iso_8601_rate_limit_reset_is_honoured(jira):
+    sleeps = Sleeps()  # the source's clock reads 2023-11-14T22:13:20Z
+    jira.fail(r"/search$", status=429, headers={"X-RateLimit-Reset": "2023-11-14T22:13:27Z"})
+    assert make(jira, sleeps).pull(None).ok
+    assert sleeps.calls == [7.0]
+
+
+def test_retry_after_on_503_is_honoured(jira):
+    sleeps = Sleeps()
+    jira.fail(r"/search$", status=503, headers={"Retry-After": "4"})
+    assert make(jira, sleeps).pull(None).ok
+    assert sleeps.calls == [4.0]
