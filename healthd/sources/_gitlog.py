@@ -12,10 +12,11 @@ import fnmatch
 import hashlib
 import json
 import os
+import queue
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -137,6 +138,7 @@ class Repo:
         self._cat: subprocess.Popen[bytes] | None = None
         self._absent: set[str] = set()
         self._prefetched: dict[str, bytes | None] = {}
+        self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
 
     # -- helpers
     def scrub(self, text: str) -> str:
@@ -308,14 +310,25 @@ class Repo:
 
     # -- blobs
     def prefetch(self, shas: Iterable[str]) -> None:
-        """Read many blobs in one pipelined exchange with ``git cat-file --batch`` (a thread
+        """Fetch blobs ahead (see :meth:`fetch_blobs`); :meth:`blob` then serves them without
+        a round trip each. Replaces what an earlier call prefetched."""
+        self._prefetched = self.fetch_blobs(shas)
+
+    def use_prefetched(self, blobs: dict[str, bytes | None]) -> None:
+        self._prefetched = blobs
+
+    def fetch_blobs(self, shas: Iterable[str]) -> dict[str, bytes | None]:
+        """Many blobs in one pipelined exchange with ``git cat-file --batch`` (a thread
         writes the requests while this one reads the answers, so neither pipe can fill up
-        and stall the other); :meth:`blob` then serves them without a round trip each.
-        Replaces what an earlier call prefetched."""
+        and stall the other); None for a missing one. Safe to call from another thread."""
         wanted = list(dict.fromkeys(s for s in shas if s not in self._absent))
-        self._prefetched = {}
         if not wanted:
-            return
+            return {}
+        with self._lock:
+            return self._exchange(wanted)
+
+    def _exchange(self, wanted: list[str]) -> dict[str, bytes | None]:
+        found: dict[str, bytes | None] = {}
         cat = self._cat_file()
         assert cat.stdin is not None and cat.stdout is not None
         stdin, stdout = cat.stdin, cat.stdout
@@ -337,14 +350,15 @@ class Repo:
                     break
                 parts = header.split()
                 if len(parts) < 3 or parts[1] == b"missing":
-                    self._prefetched[sha] = None
+                    found[sha] = None
                     continue
                 size = int(parts[2])
-                self._prefetched[sha] = stdout.read(size + 1)[:-1]
+                found[sha] = stdout.read(size + 1)[:-1]
         finally:
             writer.join(timeout=60)
-        if len(self._prefetched) < len(wanted) or failed:
-            self.close()  # what was not answered is read one at a time again
+        if len(found) < len(wanted) or failed:
+            self._close()  # what was not answered is read one at a time again
+        return found
 
     def blob(self, sha: str) -> bytes | None:
         """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
@@ -352,6 +366,10 @@ class Repo:
             return self._prefetched[sha]
         if sha in self._absent:
             return None
+        with self._lock:
+            return self._one_blob(sha)
+
+    def _one_blob(self, sha: str) -> bytes | None:
         cat = self._cat_file()
         assert cat.stdin is not None and cat.stdout is not None
         try:
@@ -359,10 +377,10 @@ class Repo:
             cat.stdin.flush()
             header = cat.stdout.readline()
         except (BrokenPipeError, OSError) as exc:
-            self.close()
+            self._close()
             raise GitError("git cat-file stopped unexpectedly") from exc
         if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
-            self.close()
+            self._close()
             self._absent.add(sha)
             return None
         parts = header.split()
@@ -387,6 +405,10 @@ class Repo:
         return self._cat
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._cat is not None:
             cat, self._cat = self._cat, None
             try:
@@ -635,10 +657,11 @@ class Extractor:
 _BATCH_COMMITS = 256
 
 
-def _batches(
-    history: Iterator[tuple[Commit, list[Change]]],
-) -> Iterator[list[tuple[Commit, list[Change]]]]:
-    batch: list[tuple[Commit, list[Change]]] = []
+Batch = list[tuple[Commit, list[Change]]]
+
+
+def _batches(history: Iterator[tuple[Commit, list[Change]]]) -> Generator[Batch, None, None]:
+    batch: Batch = []
     for item in history:
         batch.append(item)
         if len(batch) >= _BATCH_COMMITS:
@@ -646,6 +669,59 @@ def _batches(
             batch = []
     if batch:
         yield batch
+
+
+def read_ahead(
+    repo: Repo, history: Iterator[tuple[Commit, list[Change]]], extractor: Extractor
+) -> Iterator[tuple[Batch, dict[str, bytes | None]]]:
+    """Batches of commits with the blobs they need, read by a second thread while this one
+    folds the previous batch, so git's work (the log, the blobs) overlaps Python's. A
+    failure of the reader is raised here, after the batches read before it."""
+    ready: queue.Queue[tuple[Batch, dict[str, bytes | None]] | BaseException | None] = queue.Queue(
+        maxsize=2
+    )
+    stop = threading.Event()
+
+    def put(item: tuple[Batch, dict[str, bytes | None]] | BaseException | None) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def reader() -> None:
+        batches = _batches(history)
+        try:
+            for batch in batches:
+                blobs = repo.fetch_blobs(
+                    sha for _, changes in batch for sha in extractor.wanted(changes)
+                )
+                if not put((batch, blobs)):
+                    return
+            put(None)
+        except BaseException as exc:  # handed to the consuming thread
+            put(exc)
+        finally:
+            batches.close()
+            close = getattr(history, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=reader, name="healthd-git-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=60)
 
 
 class RepoSource:
@@ -786,12 +862,12 @@ class RepoSource:
         if base != head:
             try:
                 history = repo.log(rev_range, first_parent=self.opts.first_parent, paths=paths)
-                for batch in _batches(history):
-                    repo.prefetch(sha for _, changes in batch for sha in extractor.wanted(changes))
+                for batch, blobs in read_ahead(repo, history, extractor):
+                    repo.use_prefetched(blobs)
                     for commit, changes in batch:
                         events += self._observe(extractor.apply(commit, changes, emit=True), seen)
                         last = commit.sha
-                repo.prefetch(())
+                repo.use_prefetched({})
             except GitError as exc:
                 if last is None:
                     raise
