@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 
 def healthd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,3 +73,10 @@ def test_timeline_prints_skipped_inputs_on_stderr_naming_file_and_reason(repo, t
     ), done.stderr
     assert any("source 'repo': 1 input(s) skipped" in line for line in warnings)
     assert all(json.loads(line) for line in done.stdout.splitlines())
+
+
+def test_the_example_with_every_source_option_is_a_valid_configuration():
+    example = Path(__file__).resolve().parents[2] / "config" / "sources.toml"
+    done = healthd("check-config", "--config", str(example))
+    assert done.returncode == 0, done.stderr
+    assert "5 source(s)" in done.stdout
