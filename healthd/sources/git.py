@@ -29,7 +29,9 @@ across re-extraction):
 * ``(<module>, "exists", "true", tech)`` when a module gets its first file, invalidated
   when its last file (or its manifest) goes. A module is a directory holding a dependency
   manifest; a nested manifest makes a nested module, which takes the files below it. A
-  top-level directory holding no module is a module too. Hidden directories, ``exclude``
+  top-level directory holding no module is a module too, unless the repository root holds
+  a manifest: then the root module (``root_subject``, which has no ``exists`` or
+  ``language`` fact) takes those files. Hidden directories, ``exclude``
   and ``exclude_dirs`` (vendored code, documentation, the ADR directory) hold none. With
   ``service_roots`` the modules are the directories matching those globs instead
   (component by component: ``services/*`` makes ``services/billing``). Every other fact
@@ -227,6 +229,7 @@ class GitExtractor(Extractor):
         self.dir_files: Counter[str] = Counter()  # directory → files directly in it
         self.dir_langs: dict[str, Counter[str]] = {}  # directory → language → source files
         self.module_manifests: dict[str, set[str]] = {}  # module directory → its manifests
+        self.root_manifests: set[str] = set()  # manifests at the repository root
         self.tops_with_modules: Counter[str] = Counter()  # top-level dir → modules under it
         self.files: Counter[str] = Counter()  # unit → file count
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
@@ -271,8 +274,8 @@ class GitExtractor(Extractor):
             if candidate in self.module_manifests:
                 return candidate
         top = parts[0]
-        if self.tops_with_modules[top] or self._excluded(top):
-            return None
+        if self.root_manifests or self.tops_with_modules[top] or self._excluded(top):
+            return None  # the root module's (which has no exists/language facts) or none
         return top
 
     def _excluded(self, name: str) -> bool:
@@ -302,7 +305,14 @@ class GitExtractor(Extractor):
             if ch.is_submodule or ch.status not in "AD" or manifest_parser(ch.path) is None:
                 continue
             directory = posixpath.dirname(ch.path)
-            if not directory or self.excluded_dir(directory) or self._excluded(directory):
+            if not directory:  # the root module takes every file outside the others
+                before = bool(self.root_manifests)
+                (self.root_manifests.add if ch.status == "A" else self.root_manifests.discard)(
+                    ch.path
+                )
+                changed |= before != bool(self.root_manifests)
+                continue
+            if self.excluded_dir(directory) or self._excluded(directory):
                 continue
             held = self.module_manifests.get(directory)
             if ch.status == "A":

@@ -149,3 +149,21 @@ def test_a_module_whose_manifest_goes_is_no_longer_a_module(repo, brief):
     events = pull(repo).events
     assert brief(events)[-1:] == [("2024-02-01", "invalidated", "libs/a exists=true")]
     assert ("2024-02-01", "added", "libs exists=true") not in brief(events)
+
+
+def test_with_a_root_manifest_plain_directories_belong_to_the_root_module(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "go.mod": go_mod("otel", **{"github.com/x/zap": "v1.0.0"}),
+            "attribute/set.go": "package attribute",
+            "sdk/go.mod": go_mod("sdk"),
+            "sdk/trace.go": "package sdk",
+        },
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "sdk exists=true"),
+        ("2024-01-01", "added", ". dependency:github.com/x/zap=v1.0.0"),
+        ("2024-01-01", "added", "sdk language=go"),
+    ]
