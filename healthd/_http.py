@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -123,6 +123,26 @@ def _retry_after_seconds(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+def _reset_time(value: str | None) -> float | None:
+    """``X-RateLimit-Reset`` as epoch seconds: GitHub sends epoch seconds, Jira an ISO 8601
+    time (``2024-01-01T10:00Z``)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
 class HttpClient:
     """JSON client with retries, rate-limit handling and conditional requests.
 
@@ -187,6 +207,8 @@ class HttpClient:
             return (
                 retry_after if retry_after is not None else self._reset_wait(response, now) or 60.0
             )
+        if response.status_code == 503 and retry_after is not None:
+            return retry_after  # overloaded, and it says when to come back (Jira does)
         if response.status_code == 403:
             if retry_after is not None:
                 return retry_after
@@ -197,21 +219,13 @@ class HttpClient:
 
     @staticmethod
     def _reset_wait(response: requests.Response, now: float) -> float | None:
-        raw = response.headers.get("X-RateLimit-Reset")
-        if raw is None:
-            return None
-        try:
-            return max(0.0, float(raw) - now)
-        except ValueError:
-            return None
+        reset = _reset_time(response.headers.get("X-RateLimit-Reset"))
+        return None if reset is None else max(0.0, reset - now)
 
     def _note_remaining(self, response: requests.Response) -> None:
         """A successful response that used the last request of the window blocks the next one."""
         if response.headers.get("X-RateLimit-Remaining") == "0":
-            try:
-                self._blocked_until = float(response.headers.get("X-RateLimit-Reset", ""))
-            except ValueError:
-                self._blocked_until = None
+            self._blocked_until = _reset_time(response.headers.get("X-RateLimit-Reset"))
 
     # -- the one verb ------------------------------------------------------------------------
 

@@ -11,20 +11,15 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from importlib import resources
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-from healthd import __version__
 from healthd.errors import ConfigError, HealthdError, SourceError
-from healthd.evaluator import MODES, TargetResult, evaluate
-from healthd.exporters.report import render_table, report_json
-from healthd.logging import CurrentStderr, configure_logging
-from healthd.memory import build_memory, parse_target
-from healthd.model import ChangeEvent
-from healthd.probes import build_probe_set, load_probe_file
-from healthd.timeline import read_timeline, write_timeline
+
+if TYPE_CHECKING:
+    from healthd.evaluator import TargetResult
+    from healthd.model import ChangeEvent
+
+# Everything heavier is imported where it is used, so `healthd --version` starts fast.
 
 DEFAULT_TARGETS = ("reference", "naive")
 EXIT_USAGE = 2
@@ -32,10 +27,14 @@ _PROGRESS_MIN_EVENTS = 500
 
 
 def example_timeline_path() -> str:
+    from importlib import resources
+
     return str(resources.files("healthd") / "data" / "example_timeline.jsonl")
 
 
 def _load_events(path: str | None) -> list[ChangeEvent]:
+    from healthd.timeline import read_timeline
+
     return read_timeline(path or example_timeline_path())
 
 
@@ -53,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="healthd", description="Does what your assistant remembers still match the project?"
     )
+    from healthd import __version__
+    from healthd.evaluator import MODES
+
     parser.add_argument("--version", action="version", version=f"healthd {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -142,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
+    from healthd.timeline import write_timeline
+
     if args.config or args.source:
         if args.timeline:
             raise ConfigError("--timeline and --config/--source cannot be used together")
@@ -157,7 +161,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     """Every event the configured sources give from the start, merged by event time (each
     source keeping its own arrival order), as the daemon replays them in one run."""
-    from healthd.sources import build_source
+    from healthd.sources import build_source, unique_events
     from healthd.sources._merge import merge_timelines
 
     if only is not None and only not in settings.sources:
@@ -172,13 +176,21 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
         result = build_source(cfg.kind, name, cfg.options).pull(None)
         if result.error:
             raise SourceError(f"source {name!r}: {result.error}")
-        seen: set[str] = set()
-        lists.append([e for e in result.events if not (e.id in seen or seen.add(e.id))])
+        for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
+            print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
+        if result.skipped:
+            print(
+                f"healthd: warning: source {name!r}: {len(result.skipped)} input(s) skipped",
+                file=sys.stderr,
+            )
+        events, _repeats = unique_events(result.events, f"source {name!r}")
+        lists.append(events)
     return merge_timelines(*lists)
 
 
 def _evaluate_configured(args: argparse.Namespace):
-    from healthd.memory import TargetSpec
+    from healthd.memory import TargetSpec, build_memory
+    from healthd.probes import load_probe_file
     from healthd.settings import load_settings
 
     if args.timeline or args.target or args.probes:
@@ -235,6 +247,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from healthd.evaluator import evaluate
+    from healthd.exporters.report import render_table, report_json
+    from healthd.memory import build_memory, parse_target
+    from healthd.probes import build_probe_set, load_probe_file
+
     windows = None
     if args.html:
         from healthd.report import check_writable
@@ -331,7 +357,14 @@ _COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from healthd import __version__
+
+        print(f"healthd {__version__}")
+        return 0
     args = build_parser().parse_args(argv)
+    from healthd.logging import CurrentStderr, configure_logging
+
     if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
         configure_logging("warning", "auto", stream=CurrentStderr())  # type: ignore[arg-type]
     try:

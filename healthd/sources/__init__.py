@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from healthd.errors import ConfigError
+from healthd.errors import ConfigError, SourceError
 from healthd.model import ChangeEvent
 
 
@@ -31,6 +31,34 @@ class PullResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+def unique_events(events: list[ChangeEvent], origin: str) -> tuple[list[ChangeEvent], int]:
+    """``events`` without repeats of an identical event, and how many were repeats.
+
+    Raises SourceError naming both events when one id carries two different contents:
+    keeping either would silently lose a change.
+    """
+    first: dict[str, ChangeEvent] = {}
+    out: list[ChangeEvent] = []
+    for position, event in enumerate(events):
+        before = first.get(event.id)
+        if before is None:
+            first[event.id] = event
+            out.append(event)
+        elif before != event:
+            raise SourceError(
+                f"{origin}: duplicate event id {event.id!r} with different content: "
+                f"{_describe(before)} and, as event {position + 1}, {_describe(event)}"
+            )
+    return out, len(events) - len(out)
+
+
+def _describe(event: ChangeEvent) -> str:
+    what = f"{event.type} {event.fact.subject} {event.fact.predicate}={event.fact.value!r}"
+    if event.previous is not None:
+        what += f" (was {event.previous.subject} {event.previous.predicate})"
+    return f"{what} at {event.timestamp.isoformat()}"
 
 
 @runtime_checkable

@@ -42,7 +42,24 @@ _REF_NUM = re.compile(
 )
 _FILE_NUM = re.compile(r"^(?:adr|decision)?[-_ ]?0*(\d{1,6})(?=[-_. ]|$)", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_TITLE_NUM = re.compile(r"^(?:adr|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$", re.I)
+_TITLE_NUM = re.compile(
+    r"^(?:adr|add|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$", re.I
+)
+_STATUS_WORDS = re.compile(r"\b(?:accepted|proposed|rejected|deprecated|superseded|draft)\b", re.I)
+# Template guidance left in a record: "Accepted or Rejected", "[Proposed | Accepted]",
+# "{proposed | rejected | ...}", "Superseded by ADRzzz" / "ADR-XXXX" / "ADR-NNNN".
+_CHOICE = re.compile(
+    rf"{_STATUS_WORDS.pattern}\s*(?:\bor\b|\||/)\s*(?:\w+\s*(?:,|\bor\b|\||/)\s*)*"
+    rf"{_STATUS_WORDS.pattern}"
+    # or a list of three and more, as templates give: "proposed, accepted, rejected"
+    rf"|{_STATUS_WORDS.pattern}(?:\s*,\s*{_STATUS_WORDS.pattern}){{2,}}",
+    re.I,
+)
+_PLACEHOLDER = re.compile(
+    r"\b(?:adr|add)[-_ ]?(?:z{2,}|x{2,}|y{2,}|n{3,}|\?{2,})\b|\{[^}]*\|", re.I
+)
+# emphasis markers; an underscore only when it is not inside a word (snake_case stays)
+_EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
 
 
 @dataclass
@@ -55,6 +72,9 @@ class Record:
     status_text: str = ""
     superseded_by: list[str] = field(default_factory=list)  # raw references
     supersedes: list[str] = field(default_factory=list)
+    # one entry per reference, its alternatives in order (a link's target, then its text)
+    successor_refs: list[tuple[str, ...]] = field(default_factory=list)
+    predecessor_refs: list[tuple[str, ...]] = field(default_factory=list)
     problem: str | None = None
 
 
@@ -101,20 +121,18 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
     return {}, 0
 
 
-def _refs(text: str, verb: str) -> list[str]:
-    """References that follow ``verb`` (a regex) in ``text``: link targets and texts, or
-    the bare words after it."""
-    out: list[str] = []
+def _ref_groups(text: str, verb: str) -> list[tuple[str, ...]]:
+    """References that follow ``verb`` (a regex) in ``text``, one per link (its target,
+    then its text) or the bare words after it."""
+    out: list[tuple[str, ...]] = []
     for m in re.finditer(rf"(?:{verb})(?:\s+by)?\s*:?\s*(.*)", text, re.I):
         tail = m.group(1)
         links = _LINK.findall(tail)
         if links:
             for label, target in links:
-                out.append(target if target else label)
-                if target and label:
-                    out.append(label)
+                out.append(tuple(ref for ref in (target, label) if ref))
         elif tail.strip():
-            out.append(tail.strip())
+            out.append((tail.strip(),))
     return out
 
 
@@ -126,6 +144,16 @@ def classify(text: str) -> Status | None:
     for status, pattern in _WORDS:
         if pattern.search(without_supersedes):
             return status
+    return None
+
+
+def ambiguity(text: str) -> str | None:
+    """The part of a status text offering a choice of statuses or holding a template
+    placeholder, or None when it states one status."""
+    for pattern in (_CHOICE, _PLACEHOLDER):
+        m = pattern.search(text)
+        if m:
+            return m.group(0)[:60]
     return None
 
 
@@ -156,7 +184,7 @@ def _parse(rec: Record, text: str) -> None:
     if title_line is None and front.get("title"):
         title_line = front["title"]
     if title_line:
-        title_line = re.sub(r"[*_`]+", "", title_line).strip()
+        title_line = _EMPHASIS.sub("", title_line).strip()
         m = _TITLE_NUM.match(title_line)
         if m:
             if rec.number is None:
@@ -201,8 +229,15 @@ def _parse(rec: Record, text: str) -> None:
         return
     rec.status = classify(status_text)
     clean = _strip_decoration(status_text)
-    rec.superseded_by = _refs(clean, _SUPERSEDED)
-    rec.supersedes = _refs(clean, _SUPERSEDES)
+    guidance = ambiguity(clean)
+    if guidance is not None:
+        rec.status = None
+        rec.problem = f"ambiguous status {guidance!r} (template guidance left in?); skipped"
+        return
+    rec.successor_refs = _ref_groups(clean, _SUPERSEDED)
+    rec.predecessor_refs = _ref_groups(clean, _SUPERSEDES)
+    rec.superseded_by = [ref for group in rec.successor_refs for ref in group]
+    rec.supersedes = [ref for group in rec.predecessor_refs for ref in group]
     if rec.status is None:
         first = status_text.splitlines()[0][:60]
         rec.problem = f"status {first!r} not understood"

@@ -41,10 +41,12 @@ def _split(line: str) -> list[str]:
     return tokens
 
 
-def parse_codeowners(text: str) -> dict[str, str]:
-    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped)."""
+def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -> dict[str, str]:
+    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped). Tokens
+    that are not owners (``@org/team,``, ``team``, ``!@user``) are dropped; each is added
+    to ``rejected`` as (line number, token) when given."""
     rules: dict[str, str] = {}
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#") or _SECTION.match(line):
             continue
@@ -53,6 +55,8 @@ def parse_codeowners(text: str) -> dict[str, str]:
             continue
         pattern, rest = tokens[0], tokens[1:]
         owners = sorted({t for t in rest if _OWNER.match(t)})
+        if rejected is not None:
+            rejected.extend((number, t) for t in rest if not _OWNER.match(t))
         rules.pop(pattern, None)  # keep the file order of the winning line
         if owners:
             rules[pattern] = " ".join(owners)

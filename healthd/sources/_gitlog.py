@@ -12,9 +12,11 @@ import fnmatch
 import hashlib
 import json
 import os
+import queue
 import re
 import subprocess
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -135,6 +137,8 @@ class Repo:
         self.env = env
         self._cat: subprocess.Popen[bytes] | None = None
         self._absent: set[str] = set()
+        self._prefetched: dict[str, bytes | None] = {}
+        self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
 
     # -- helpers
     def scrub(self, text: str) -> str:
@@ -305,10 +309,88 @@ class Repo:
         return len(self._absent)
 
     # -- blobs
+    def prefetch(self, shas: Iterable[str]) -> None:
+        """Fetch blobs ahead (see :meth:`fetch_blobs`); :meth:`blob` then serves them without
+        a round trip each. Replaces what an earlier call prefetched."""
+        self._prefetched = self.fetch_blobs(shas)
+
+    def use_prefetched(self, blobs: dict[str, bytes | None]) -> None:
+        self._prefetched = blobs
+
+    def fetch_blobs(self, shas: Iterable[str]) -> dict[str, bytes | None]:
+        """Many blobs in one pipelined exchange with ``git cat-file --batch`` (a thread
+        writes the requests while this one reads the answers, so neither pipe can fill up
+        and stall the other); None for a missing one. Safe to call from another thread."""
+        wanted = list(dict.fromkeys(s for s in shas if s not in self._absent))
+        if not wanted:
+            return {}
+        with self._lock:
+            return self._exchange(wanted)
+
+    def _exchange(self, wanted: list[str]) -> dict[str, bytes | None]:
+        found: dict[str, bytes | None] = {}
+        cat = self._cat_file()
+        assert cat.stdin is not None and cat.stdout is not None
+        stdin, stdout = cat.stdin, cat.stdout
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                stdin.write(b"".join(sha.encode() + b"\n" for sha in wanted))
+                stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                failed.append(exc)
+
+        writer = threading.Thread(target=write, name="healthd-cat-file-writer", daemon=True)
+        writer.start()
+        try:
+            for sha in wanted:
+                header = stdout.readline()
+                if not header:  # cat-file stopped (e.g. a failed lazy fetch)
+                    break
+                parts = header.split()
+                if len(parts) < 3 or parts[1] == b"missing":
+                    found[sha] = None
+                    continue
+                size = int(parts[2])
+                found[sha] = stdout.read(size + 1)[:-1]
+        finally:
+            writer.join(timeout=60)
+        if len(found) < len(wanted) or failed:
+            self._close()  # what was not answered is read one at a time again
+        return found
+
     def blob(self, sha: str) -> bytes | None:
         """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
+        if sha in self._prefetched:
+            return self._prefetched[sha]
         if sha in self._absent:
             return None
+        with self._lock:
+            return self._one_blob(sha)
+
+    def _one_blob(self, sha: str) -> bytes | None:
+        cat = self._cat_file()
+        assert cat.stdin is not None and cat.stdout is not None
+        try:
+            cat.stdin.write(sha.encode() + b"\n")
+            cat.stdin.flush()
+            header = cat.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            self._close()
+            raise GitError("git cat-file stopped unexpectedly") from exc
+        if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
+            self._close()
+            self._absent.add(sha)
+            return None
+        parts = header.split()
+        if len(parts) < 3 or parts[1] == b"missing":
+            return None
+        size = int(parts[2])
+        data = cat.stdout.read(size + 1)
+        return data[:-1]
+
+    def _cat_file(self) -> subprocess.Popen[bytes]:
         if self._cat is None:
             try:
                 self._cat = subprocess.Popen(
@@ -320,27 +402,13 @@ class Repo:
                 )
             except OSError as exc:
                 raise GitError(f"cannot run git: {exc.strerror}") from exc
-        cat = self._cat
-        assert cat.stdin is not None and cat.stdout is not None
-        try:
-            cat.stdin.write(sha.encode() + b"\n")
-            cat.stdin.flush()
-            header = cat.stdout.readline()
-        except (BrokenPipeError, OSError) as exc:
-            self.close()
-            raise GitError("git cat-file stopped unexpectedly") from exc
-        if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
-            self.close()
-            self._absent.add(sha)
-            return None
-        parts = header.split()
-        if len(parts) < 3 or parts[1] == b"missing":
-            return None
-        size = int(parts[2])
-        data = cat.stdout.read(size + 1)
-        return data[:-1]
+        return self._cat
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._cat is not None:
             cat, self._cat = self._cat, None
             try:
@@ -483,7 +551,10 @@ def revalidations(
     head: str,
 ) -> list[ChangeEvent]:
     """`revalidated` events for held facts last observed at least ``interval`` before
-    ``now``; ``seen`` (fact hash → last observation, epoch seconds) is updated in place."""
+    ``now``; ``seen`` (fact hash → last observation, epoch seconds) is updated in place.
+
+    ``now`` is a revalidation bucket's time (see :func:`revalidation_time`), so the events'
+    times and ids do not depend on when within the bucket the pull ran."""
     out: list[ChangeEvent] = []
     cutoff = (now - interval).timestamp()
     for key in sorted(held):
@@ -496,6 +567,7 @@ def revalidations(
             continue
         seen[fh] = now.timestamp()
         eid = event_id(kind, source, head, f"revalidate@{now.isoformat()}", key, "revalidated")
+        # metadata "revalidation" marks a sweep, so a report can tell it from real changes
         out.append(
             ChangeEvent(
                 id=eid,
@@ -504,10 +576,22 @@ def revalidations(
                 source=source,
                 fact=h.fact,
                 depends_on=h.depends_on,
-                metadata={**h.metadata, "commit": head},
+                metadata={**h.metadata, "commit": head, "revalidation": "sweep"},
             )
         )
     return out
+
+
+def revalidation_time(now: datetime, interval: timedelta, head_time: datetime) -> datetime:
+    """When a sweep run at ``now`` is stamped: the start of ``now``'s bucket (``interval``
+    long, at most a day; counted from the Unix epoch, UTC), never before the head commit.
+    Two runs within one bucket give the same times and ids; a zero interval means every
+    run, stamped to the second."""
+    step = int(min(interval, timedelta(days=1)).total_seconds())
+    seconds = int(now.timestamp())
+    if step > 0:
+        seconds -= seconds % step
+    return max(datetime.fromtimestamp(seconds, tz=UTC), head_time)
 
 
 def prune_seen(seen: dict[str, float], held: Mapping[FactKey, Held]) -> dict[str, float]:
@@ -563,6 +647,81 @@ class Extractor:
 
     def cursor_extra(self) -> dict[str, Any]:
         return {}
+
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        """The blobs ``apply`` will read for these changes (prefetched in one exchange)."""
+        return iter(())
+
+
+#: Commits read ahead of folding, so their blobs are fetched in one exchange.
+_BATCH_COMMITS = 256
+
+
+Batch = list[tuple[Commit, list[Change]]]
+
+
+def _batches(history: Iterator[tuple[Commit, list[Change]]]) -> Generator[Batch, None, None]:
+    batch: Batch = []
+    for item in history:
+        batch.append(item)
+        if len(batch) >= _BATCH_COMMITS:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def read_ahead(
+    repo: Repo, history: Iterator[tuple[Commit, list[Change]]], extractor: Extractor
+) -> Iterator[tuple[Batch, dict[str, bytes | None]]]:
+    """Batches of commits with the blobs they need, read by a second thread while this one
+    folds the previous batch, so git's work (the log, the blobs) overlaps Python's. A
+    failure of the reader is raised here, after the batches read before it."""
+    ready: queue.Queue[tuple[Batch, dict[str, bytes | None]] | BaseException | None] = queue.Queue(
+        maxsize=2
+    )
+    stop = threading.Event()
+
+    def put(item: tuple[Batch, dict[str, bytes | None]] | BaseException | None) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def reader() -> None:
+        batches = _batches(history)
+        try:
+            for batch in batches:
+                blobs = repo.fetch_blobs(
+                    sha for _, changes in batch for sha in extractor.wanted(changes)
+                )
+                if not put((batch, blobs)):
+                    return
+            put(None)
+        except BaseException as exc:  # handed to the consuming thread
+            put(exc)
+        finally:
+            batches.close()
+            close = getattr(history, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=reader, name="healthd-git-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=60)
 
 
 class RepoSource:
@@ -625,7 +784,7 @@ class RepoSource:
     def _pull(
         self, repo: Repo, cursor: str | None, now: datetime | None, skips: Skips
     ) -> PullResult:
-        from healthd.sources import PullResult
+        from healthd.sources import PullResult, unique_events
 
         rev = self.opts.branch or "HEAD"
         head = repo.rev_parse(rev)
@@ -683,9 +842,9 @@ class RepoSource:
         paths = self._log_paths(extractor)
         events: list[ChangeEvent] = []
         if base is not None:
-            extractor.apply(
-                Commit(base, repo.commit_time(base)), repo.tree(base, paths), emit=False
-            )
+            baseline = repo.tree(base, paths)
+            repo.prefetch(extractor.wanted(baseline))
+            extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
             rev_range = f"{base}..{head}"
         else:
             rev_range = head
@@ -695,18 +854,20 @@ class RepoSource:
                 if boundary is not None:
                     # what already held before `since`, as of its last commit
                     commit = Commit(boundary, repo.commit_time(boundary))
-                    events += self._observe(
-                        extractor.apply(commit, repo.tree(boundary, paths), emit=True), seen
-                    )
+                    baseline = repo.tree(boundary, paths)
+                    repo.prefetch(extractor.wanted(baseline))
+                    events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
                     rev_range = f"{boundary}..{head}"
         last = base
         if base != head:
             try:
-                for commit, changes in repo.log(
-                    rev_range, first_parent=self.opts.first_parent, paths=paths
-                ):
-                    events += self._observe(extractor.apply(commit, changes, emit=True), seen)
-                    last = commit.sha
+                history = repo.log(rev_range, first_parent=self.opts.first_parent, paths=paths)
+                for batch, blobs in read_ahead(repo, history, extractor):
+                    repo.use_prefetched(blobs)
+                    for commit, changes in batch:
+                        events += self._observe(extractor.apply(commit, changes, emit=True), seen)
+                        last = commit.sha
+                repo.use_prefetched({})
             except GitError as exc:
                 if last is None:
                     raise
@@ -719,10 +880,16 @@ class RepoSource:
         head_time = repo.commit_time(head)
         if now is None:
             now = self._clock() if self._clock is not None else head_time
-        now = max(now, head_time)
+        now = revalidation_time(now, self.opts.revalidate_interval, head_time)
         events += revalidations(
             self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
         )
+        try:
+            events, repeats = unique_events(events, f"{self.kind} source {self.name!r}")
+        except SourceError as exc:
+            return PullResult([], cursor, error=str(exc), skipped=skips.lines())
+        if repeats:
+            skips.note(f"{repeats} identical repeated events dropped")
         return PullResult(events, self._cursor(head, seen, extractor), skipped=skips.lines())
 
     @staticmethod

@@ -170,35 +170,21 @@ def parse_package_json(text: str) -> Deps:
 
 # ----------------------------------------------------------------------------- go
 
-_GO_REQ = re.compile(r"^(\S+)\s+(v\S+)\s*(//.*)?$")
+_GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*(?:\((.*?)^[ \t]*\)|([^\n]*))", re.M | re.S)
+_GO_ENTRY = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
+_GO_INDIRECT = re.compile(r"\bindirect\b")
 
 
 def parse_go_mod(text: str) -> Deps:
+    """``require`` lines and blocks (``// indirect`` ones aside), by whole-text regexes:
+    go.mod files are read at every change, so this is on the hot path."""
     deps: Deps = {}
-    in_block = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if in_block:
-            if line.startswith(")"):
-                in_block = False
+    text = text.replace("\r\n", "\n")
+    for block, single in _GO_REQUIRE.findall(text):
+        for name, version, comment in _GO_ENTRY.findall(block if block else single):
+            if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
                 continue
-            entry = line
-        elif line.startswith("require"):
-            entry = line[len("require") :].strip()
-            if entry.startswith("("):
-                in_block = True
-                entry = entry[1:].strip()
-                if not entry:
-                    continue
-        else:
-            continue
-        m = _GO_REQ.match(entry)
-        if not m:
-            continue
-        comment = m.group(3) or ""
-        if re.search(r"\bindirect\b", comment):
-            continue
-        deps.setdefault(m.group(1).strip('"'), m.group(2))
+            deps.setdefault(name, version)
     return deps
 
 
@@ -313,7 +299,6 @@ _PARSERS: list[tuple[str, Callable[[str], Deps]]] = [
     ("Cargo.toml", parse_cargo_toml),
     ("pom.xml", parse_pom_xml),
 ]
-_SKIP_DIRS = {"node_modules", "vendor", "third_party", ".git"}
 
 
 @lru_cache(maxsize=4096)
@@ -325,14 +310,9 @@ def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
 
 
 def manifest_parser(path: str) -> Callable[[str], Deps] | None:
-    """The parser for a repository path, or None when it is not a manifest we read."""
-    directory, _, base = path.rpartition("/")
-    parser = _parser_for_name(base)
-    if parser is None or not directory:
-        return parser
-    if any(p in _SKIP_DIRS for p in directory.split("/")):
-        return None
-    return parser
+    """The parser for a repository path, or None when it is not a manifest we read.
+    Which directories hold no modules (vendored code, ...) is the git source's choice."""
+    return _parser_for_name(path.rpartition("/")[2])
 
 
 def parse_manifest(path: str, text: str) -> Deps:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
 from healthd.model import ChangeEvent
 
@@ -17,7 +18,9 @@ def merge_timelines(*event_lists: Iterable[ChangeEvent]) -> list[ChangeEvent]:
     timeline in time order.
     """
 
-    def keyed(rank: int, events: Iterable[ChangeEvent]) -> Iterator[tuple]:
+    def keyed(
+        rank: int, events: Iterable[ChangeEvent]
+    ) -> Iterator[tuple[datetime, int, int, ChangeEvent]]:
         for position, event in enumerate(events):
             yield (event.timestamp, rank, position, event)
 

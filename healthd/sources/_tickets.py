@@ -14,7 +14,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +23,7 @@ import requests
 from pydantic import BaseModel, ValidationError
 
 from healthd.errors import ConfigError
-from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.model import ChangeEvent, EventType, Fact, FactKey
 
 TICKET_PREDICATES = ("requirement", "decision")
 
@@ -157,6 +157,83 @@ def to_events(
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class AreaClaim:
+    """One ticket's say about an area's owners after one API event: ``owners`` empty when
+    the ticket no longer claims the area (unassigned, unlabelled, closed)."""
+
+    timestamp: datetime
+    order: tuple[Any, ...]  # ties: ticket, then API event order
+    area: str
+    ticket: str
+    owners: frozenset[str]
+    reason: str
+    base_id: str
+    metadata: Mapping[str, str]
+
+
+def owners_value(owners: Iterable[str]) -> str:
+    return " ".join(sorted(set(owners), key=lambda o: (o.lower(), o)))
+
+
+def fold_area_owners(
+    claims: list[AreaClaim], areas: dict[str, dict[str, str]], source: str
+) -> list[ChangeEvent]:
+    """Events of ``(<area>, owners, <union>, ownership)``: an area's owners are the union
+    over the tickets that claim it, so one ticket's change never erases what another still
+    says. ``areas`` (area → ticket → owners) is the state, updated in place; ids are the
+    claiming API event's id plus ``:owners:<area>``."""
+    out: list[ChangeEvent] = []
+    for claim in sorted(claims, key=lambda c: (c.timestamp, c.order)):
+        holders = areas.setdefault(claim.area, {})
+        before = owners_value(o for value in holders.values() for o in value.split())
+        if claim.owners:
+            holders[claim.ticket] = owners_value(claim.owners)
+        else:
+            holders.pop(claim.ticket, None)
+        after = owners_value(o for value in holders.values() for o in value.split())
+        if not holders:
+            del areas[claim.area]
+        if before == after:
+            continue
+        if after:
+            etype: EventType = "revised" if before else "added"
+            fact = Fact(claim.area, "owners", after, "ownership")
+            previous = Fact(claim.area, "owners", before, "ownership") if before else None
+            reason = None
+        else:
+            etype, fact, previous = (
+                "invalidated",
+                Fact(claim.area, "owners", before, "ownership"),
+                None,
+            )
+            reason = claim.reason
+        out.append(
+            ChangeEvent(
+                id=f"{claim.base_id}:owners:{claim.area}",
+                type=etype,
+                timestamp=claim.timestamp,
+                source=source,
+                fact=fact,
+                previous=previous,
+                reason=reason,
+                metadata=dict(claim.metadata),
+            )
+        )
+    return out
+
+
+def load_areas(state: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    raw = state.get("areas")
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(area): {str(t): v for t, v in holders.items() if isinstance(v, str) and v}
+        for area, holders in raw.items()
+        if isinstance(holders, dict)
+    }
 
 
 def load_cursor(cursor: str | None, kind: str) -> dict[str, Any]:

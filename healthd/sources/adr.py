@@ -17,11 +17,17 @@ Options (``[sources.<name>]`` with ``kind = "adr"``)::
 Each record is read at every commit that changed it; its status history gives:
 
 * ``Accepted`` → ``added`` ``("adr:<number>", "decision", "<title>", decision)`` (the
-  number without leading zeros, the title without it: ``adr:2`` / ``Use Kafka``);
+  number without leading zeros, the title without it: ``adr:2`` / ``Use Kafka``); a record
+  reusing a number another record already holds (renumbering) gets its own subject
+  ``adr:<number>:<file stem>``, and a record moved (deleted here, same number there, in one
+  commit) keeps its subject, its new path in ``adr_file``;
 * superseded (``Superseded by [3. ...](0003-....md)`` on the old record, or
   ``Supersedes [2. ...](...)`` on an accepted new one) → ``revised`` from the old record's
-  fact to the new record's fact (the keys differ); links resolve by file name, then by
-  number; a superseded record whose successor cannot be found is ``invalidated``;
+  fact to the new record's fact (the keys differ); links resolve by file name across all
+  records, by number only when a single record holds it (a shared number never promotes a
+  record); a superseded record whose successor cannot be found is ``invalidated``. A record
+  superseded by several ends once: ``revised`` to the first (metadata ``superseded_by``
+  lists them all), the others ``added`` with metadata ``supersedes``;
 * ``Deprecated`` / ``Rejected`` of a held decision → ``invalidated`` with a reason (a record
   rejected before it was ever accepted emits nothing);
 * ``Proposed`` → nothing yet; a deleted record's decision is ``invalidated``;
@@ -31,19 +37,21 @@ Formats: Nygard/adr-tools (``# 2. Title``, a ``## Status`` section) and MADR (fr
 ``status:``, ``* Status:`` / ``- Status:`` lines), with spelling variants (``superceded``),
 decoration (``**Accepted**``, ``~~Proposed~~ Accepted``) and unlinked references
 (``Superseded by ADR-0003``). A record without a number or an understood status, or
-reusing a number another file holds, is skipped with a counted, logged reason.
-Metadata: ``adr_file``, ``commit``, ``status``. Event ids ``adr:<sha12>:<hash>``.
+is skipped with a counted, logged reason; a reused number is reported too.
+Metadata: ``adr_file``, ``commit``, ``status``. Event ids ``adr:<sha12>:<hash>`` (a
+``revised`` event's hash includes the previous record, so one record superseding several
+in one commit gives distinct ids).
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import field_validator
 
-from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._adrdoc import Record, file_number, parse_adr, ref_number
 from healthd.sources._gitlog import (
@@ -89,31 +97,40 @@ class AdrOptions(RepoOptions):
         return value
 
 
-def subject(number: int) -> str:
-    return f"adr:{number}"
+def subject(number: int, stem: str | None = None) -> str:
+    """``adr:<n>``; a record reusing a number another record holds is ``adr:<n>:<stem>``."""
+    return f"adr:{number}" if stem is None else f"adr:{number}:{stem}"
+
+
+def _stem(path: str) -> str:
+    return posixpath.splitext(posixpath.basename(path))[0]
 
 
 class AdrExtractor(Extractor):
+    """Records keyed by path; each numbered record has its own subject (see ``subject``)."""
+
     def __init__(
         self,
         source: str,
         directory: str,
         repo: Repo,
         skips: Skips,
-        owners: Mapping[int, str] | None = None,
+        subjects: Mapping[str, str] | None = None,
     ) -> None:
         self.source = source
         self.dir = directory
         self.repo = repo
         self.skips = skips
         self.records: dict[str, Record] = {}  # path → what it says now
-        self.owners: dict[int, str] = {}  # number → the path holding it
-        self.reserved: dict[int, str] = dict(owners or {})  # from the cursor (baseline)
+        self.subjects: dict[str, str] = {}  # path → its subject
+        self.path_of: dict[str, str] = {}  # subject → its path
+        self._by_name: dict[str, str] = {}  # file name or stem → path (for links)
+        self._by_number: dict[int, list[str]] = {}  # number → paths holding it
+        self.reserved: dict[str, str] = dict(subjects or {})  # from the cursor (baseline)
         self.held: dict[FactKey, Held] = {}
-        self.status: dict[int, str] = {}
 
     def cursor_extra(self) -> dict[str, Any]:
-        return {"dir": self.dir, "owners": {str(n): p for n, p in sorted(self.owners.items())}}
+        return {"dir": self.dir, "subjects": dict(sorted(self.subjects.items()))}
 
     def _is_record_path(self, path: str) -> bool:
         if not path.startswith(self.dir + "/"):
@@ -134,24 +151,28 @@ class AdrExtractor(Extractor):
         )
 
     # -- folding
-    def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
-        touched = False
-        if self.reserved:  # a baseline: let each number go back to the file that held it
-            order = {p: n for n, p in self.reserved.items()}
-            changes = sorted(changes, key=lambda c: (c.path not in order, c.path))
-            self.reserved = {}
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
         for ch in changes:
-            if ch.is_submodule or not self._is_record_path(ch.path):
+            if ch.status != "D" and not ch.is_submodule and self._is_record_path(ch.path):
+                yield ch.new_sha
+
+    def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
+        records = [ch for ch in changes if not ch.is_submodule and self._is_record_path(ch.path)]
+        if not records:
+            return []
+        # a record moved in this commit (deleted here, same number there) keeps its subject
+        freed: dict[int, str] = {}
+        for ch in records:
+            if ch.status != "D":
                 continue
-            touched = True
+            rec = self.records.pop(ch.path, None)
+            held_subject = self.subjects.pop(ch.path, None)
+            if held_subject is not None:
+                self.path_of.pop(held_subject, None)
+            if rec is not None and rec.number is not None and held_subject is not None:
+                freed.setdefault(rec.number, held_subject)
+        for ch in sorted(records, key=lambda c: (c.path not in self.reserved, c.path)):
             if ch.status == "D":
-                rec = self.records.pop(ch.path, None)
-                if (
-                    rec is not None
-                    and rec.number is not None
-                    and self.owners.get(rec.number) == ch.path
-                ):
-                    del self.owners[rec.number]
                 continue
             data = self.repo.blob(ch.new_sha)
             if data is None:
@@ -161,149 +182,182 @@ class AdrExtractor(Extractor):
                 )
                 continue
             rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
-            old = self.records.get(ch.path)
-            if (
-                old is not None
-                and old.number is not None
-                and old.number != rec.number
-                and self.owners.get(old.number) == ch.path
-            ):
-                del self.owners[old.number]
             self.records[ch.path] = rec
             if rec.number is None:
                 self.skips.add(ch.path, "no record number in its file name or title")
+                gone = self.subjects.pop(ch.path, None)
+                if gone is not None:
+                    self.path_of.pop(gone, None)
                 continue
-            holder = self.owners.get(rec.number)
-            if holder is None:
-                self.owners[rec.number] = ch.path
-            elif holder != ch.path:
-                self.skips.add(ch.path, f"duplicate number {rec.number} (already {holder})")
-        if not touched:
-            return []
-        # a freed number goes to another file that claims it
-        for path in sorted(self.records):
-            rec = self.records[path]
-            if rec.number is not None and rec.number not in self.owners:
-                self.owners[rec.number] = path
+            self._assign(ch.path, rec.number, freed)
+        self.reserved = {}
         return self._diff(commit, emit)
 
-    def _names(self) -> dict[str, int]:
-        """Record file names (and stems) → number, for links by file name."""
-        names: dict[str, int] = {}
-        for n, p in self.owners.items():
-            base = posixpath.basename(p).lower()
-            names.setdefault(posixpath.splitext(base)[0], n)
-            names[base] = n
-        return names
+    def _assign(self, path: str, number: int, freed: dict[int, str]) -> None:
+        """Give a record its subject: kept while its number stays, a moved record's,
+        ``adr:<n>`` when free, else one naming its file."""
+        current = self.subjects.get(path)
+        if current is not None and (
+            current == subject(number) or current.startswith(subject(number) + ":")
+        ):
+            return
+        wanted = self.reserved.get(path) or freed.pop(number, None) or subject(number)
+        holder = self.path_of.get(wanted)
+        if holder is not None and holder != path:
+            self.skips.note(
+                f"{path}: duplicate number {number} (also {holder}); "
+                f"kept apart as {subject(number, _stem(path))}"
+            )
+            wanted = subject(number, _stem(path))
+        if current is not None:
+            self.path_of.pop(current, None)
+        self.subjects[path] = wanted
+        self.path_of[wanted] = path
 
-    def _resolve(self, refs: list[str], this: int, names: dict[str, int]) -> int | None:
-        for ref in refs:
-            base = posixpath.basename(ref.split("#", 1)[0].strip()).lower()
-            n = names.get(base)
-            if n is None:
-                n = ref_number(ref)
-            if n is not None and n != this and n in self.owners:
-                return n
-        return None
+    def _resolve(self, groups: list[tuple[str, ...]], this: str) -> list[str]:
+        """The record paths that references name: by file name across all records first,
+        by number only when a single record holds it."""
+        by_name, by_number = self._by_name, self._by_number
+        out: list[str] = []
+        for group in groups:
+            found = None
+            for ref in group:
+                base = posixpath.basename(ref.split("#", 1)[0].strip()).lower()
+                found = by_name.get(base) or by_name.get(posixpath.splitext(base)[0])
+                if found is None:
+                    n = ref_number(ref)
+                    holders = by_number.get(n, []) if n is not None else []
+                    found = holders[0] if len(holders) == 1 else None
+                if found is not None:
+                    break
+            if found is not None and found != this and found not in out:
+                out.append(found)
+        return out
+
+    def _index(self) -> None:
+        """File names and numbers → records, for resolving links (once per commit)."""
+        self._by_name, self._by_number = {}, {}
+        for path in sorted(self.subjects):
+            base = posixpath.basename(path).lower()
+            self._by_name.setdefault(base, path)
+            self._by_name.setdefault(posixpath.splitext(base)[0], path)
+            number = self.records[path].number
+            if number is not None:
+                self._by_number.setdefault(number, []).append(path)
 
     def _diff(self, commit: Commit, emit: bool) -> list[ChangeEvent]:
-        recs = {n: self.records[p] for n, p in self.owners.items()}
-        names = self._names()
-        successor: dict[int, int] = {}
-        unresolved: dict[int, str] = {}
-        for n, rec in sorted(recs.items()):
+        recs = {p: self.records[p] for p in self.subjects}
+        self._index()
+        successors: dict[str, list[str]] = {}
+        unresolved: dict[str, str] = {}
+        for path, rec in sorted(recs.items()):
             if rec.status == "superseded":
-                m = self._resolve(rec.superseded_by, n, names)
-                if m is not None:
-                    successor[n] = m
+                found = self._resolve(rec.successor_refs, path)
+                if found:
+                    successors[path] = found
                 else:
                     what = ", ".join(rec.superseded_by) or "no link"
-                    unresolved[n] = what
-                    self.skips.add(self.owners[n], f"superseded by a record not found ({what})")
+                    unresolved[path] = what
+                    self.skips.add(path, f"superseded by a record not found ({what})")
             elif rec.problem and rec.status is None:
-                self.skips.add(self.owners[n], rec.problem)
-        for m, rec in sorted(recs.items()):  # "Supersedes X" on an accepted record
-            if rec.status in ("accepted", "superseded") and rec.supersedes:
-                for ref in rec.supersedes:
-                    x = self._resolve([ref], m, names)
-                    if (
-                        x is not None
-                        and x not in successor
-                        and recs[x].status not in ("deprecated", "rejected")
-                    ):
-                        successor[x] = m
-                        unresolved.pop(x, None)
-        targets = set(successor.values())
-        desired: dict[int, Record] = {}
-        for n, rec in recs.items():
-            if n in successor or n in unresolved or rec.status in ("deprecated", "rejected"):
+                self.skips.add(path, rec.problem)
+        for path, rec in sorted(recs.items()):  # "Supersedes X" on an accepted record
+            if rec.status in ("accepted", "superseded") and rec.predecessor_refs:
+                for earlier in self._resolve(rec.predecessor_refs, path):
+                    if recs[earlier].status in ("deprecated", "rejected"):
+                        continue
+                    later = successors.setdefault(earlier, [])
+                    if path not in later:
+                        later.append(path)
+                    unresolved.pop(earlier, None)
+        targets = {p for later in successors.values() for p in later}
+        desired: dict[str, Record] = {}
+        for path, rec in recs.items():
+            if path in successors or path in unresolved:
                 continue
-            if rec.status == "accepted" or (n in targets and rec.status in ("proposed", None)):
+            if rec.status in ("deprecated", "rejected"):
+                continue
+            if rec.status == "accepted" or (path in targets and rec.status in ("proposed", None)):
                 if rec.title:
-                    desired[n] = rec
+                    desired[self.subjects[path]] = rec
                 else:
-                    self.skips.add(self.owners[n], "no title")
+                    self.skips.add(path, "no title")
+        path_of = self.path_of
 
-        events: list[tuple[int, int, ChangeEvent]] = []
-        covered: set[int] = set()
-        for key in sorted(self.held, key=lambda k: int(k.subject[4:])):
-            n = int(key.subject[4:])
-            if n in desired:
+        events: list[tuple[tuple[int, str], int, ChangeEvent]] = []
+        linked: dict[str, str] = {}  # successor subject → the subject it supersedes
+        for key in sorted(self.held, key=lambda k: _order(k.subject)):
+            name = key.subject
+            if name in desired:
                 continue
-            old = self.held.pop(key)
-            rec = recs.get(n)
-            m = successor.get(n)
-            if m is not None and m in desired:
-                new = self._held(m, desired[m], commit)
-                events.append((n, 0, self._event(commit, new, "revised", previous=old.fact)))
-                if new.fact.key not in self.held:
-                    covered.add(m)
+            was = self.held.pop(key)
+            where = path_of.get(name)
+            record = recs.get(where) if where else None
+            later = [self.subjects[p] for p in successors.get(where or "", [])]
+            live = [s for s in later if s in desired]
+            number = _order(name)[0]
+            if live:
+                first = self._held(live[0], desired[live[0]], commit)
+                first.metadata["superseded_by"] = " ".join(live)
+                events.append(
+                    (_order(name), 0, self._event(commit, first, "revised", previous=was.fact))
+                )
+                for other in live:
+                    linked.setdefault(other, name)
                 continue
-            if rec is None:
-                reason = f"ADR {n} deleted"
-            elif n in unresolved or m is not None:
-                reason = f"ADR {n} superseded ({unresolved.get(n) or f'by ADR {m}, not accepted'})"
-            elif rec.status in ("deprecated", "rejected"):
-                reason = f"ADR {n} {rec.status}"
+            if record is None:
+                reason = f"ADR {number} deleted"
+            elif where in unresolved or later:
+                why = unresolved.get(where or "") or f"by {', '.join(later)}, not accepted"
+                reason = f"ADR {number} superseded ({why})"
+            elif record.status in ("deprecated", "rejected"):
+                reason = f"ADR {number} {record.status}"
             else:
-                reason = f"ADR {n} is {rec.status or 'without a known status'} again"
+                reason = f"ADR {number} is {record.status or 'without a known status'} again"
             events.append(
                 (
-                    n,
+                    _order(name),
                     1,
                     self._event(
-                        commit, old, "invalidated", reason=reason, path=old.metadata.get("adr_file")
+                        commit, was, "invalidated", reason=reason, path=was.metadata.get("adr_file")
                     ),
                 )
             )
-        for n in sorted(desired):
-            h = self._held(n, desired[n], commit)
+        revised_to = {ev.fact.subject for _, _, ev in events if ev.type == "revised"}
+        for name in sorted(desired, key=_order):
+            h = self._held(name, desired[name], commit)
             before = self.held.get(h.fact.key)
             self.held[h.fact.key] = h
             if before is None:
-                if n not in covered:
-                    events.append((n, 0, self._event(commit, h, "added")))
+                if name in revised_to:
+                    continue
+                if name in linked:
+                    h.metadata["supersedes"] = linked[name]
+                events.append((_order(name), 0, self._event(commit, h, "added")))
             elif before.fact != h.fact:
-                events.append((n, 0, self._event(commit, h, "revised", previous=before.fact)))
-            else:
+                events.append(
+                    (_order(name), 0, self._event(commit, h, "revised", previous=before.fact))
+                )
+            elif before.metadata.get("adr_file") == h.metadata.get("adr_file"):
                 h.metadata = before.metadata
         if not emit:
             return []
         return [ev for _, _, ev in sorted(events, key=lambda t: (t[0], t[1]))]
 
-    def _held(self, n: int, rec: Record, commit: Commit) -> Held:
+    def _held(self, name: str, rec: Record, commit: Commit) -> Held:
         assert rec.title is not None
+        path = self.path_of[name]
         return Held(
-            Fact(subject(n), PREDICATE, rec.title, "decision"),
+            Fact(name, PREDICATE, rec.title, "decision"),
             (),
-            {"adr_file": self.owners[n], "commit": commit.sha, "status": rec.status or "unknown"},
+            {"adr_file": path, "commit": commit.sha, "status": rec.status or "unknown"},
         )
 
     def _event(
         self,
         commit: Commit,
         held: Held,
-        etype: str,
+        etype: EventType,
         *,
         previous: Fact | None = None,
         reason: str | None = None,
@@ -312,14 +366,16 @@ class AdrExtractor(Extractor):
         meta = dict(held.metadata)
         meta["commit"] = commit.sha
         if etype == "invalidated":
-            n = int(held.fact.subject[4:])
-            rec = self.records.get(self.owners.get(n, ""))
+            where_now = self.path_of.get(held.fact.subject)
+            rec = self.records.get(where_now) if where_now else None
             meta["status"] = (rec.status or "unknown") if rec else "deleted"
         where = path or meta.get("adr_file", "")
+        if previous is not None:  # one record may supersede several in one commit
+            where = f"{where}\x1f{previous.subject}"
         return ChangeEvent(
             id=event_id("adr", self.source, commit.sha, where, held.fact.key, etype),
             type=etype,
-            timestamp=commit.time,  # type: ignore[arg-type]
+            timestamp=commit.time,
             source=self.source,
             fact=held.fact,
             previous=previous,
@@ -327,6 +383,12 @@ class AdrExtractor(Extractor):
             depends_on=(),
             metadata=meta,
         )
+
+
+def _order(name: str) -> tuple[int, str]:
+    """Sort key of a subject: its number, then the subject."""
+    number = name.split(":")[1]
+    return (int(number) if number.isdigit() else 0), name
 
 
 def detect_dir(repo: Repo, head: str) -> str | None:
@@ -360,21 +422,21 @@ class AdrSource(RepoSource):
                 "no ADR directory found (.adr-dir, " + ", ".join(CANDIDATE_DIRS) + "); set 'dir'"
             )
             directory = CANDIDATE_DIRS[0]
-        owners: dict[int, str] = {}
+        subjects: dict[str, str] = {}
         if (
             state is not None
             and state.get("dir") == directory
-            and isinstance(state.get("owners"), dict)
+            and isinstance(state.get("subjects"), dict)
         ):
-            for k, v in state["owners"].items():
-                if str(k).isdigit() and isinstance(v, str):
-                    owners[int(k)] = v
-        return AdrExtractor(self.name, directory, repo, skips, owners)
+            subjects = {str(k): v for k, v in state["subjects"].items() if isinstance(v, str)}
+        return AdrExtractor(self.name, directory, repo, skips, subjects)
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         assert isinstance(extractor, AdrExtractor)
         if state.get("dir") != extractor.dir:
             return f"ADR directory is now {extractor.dir!r} (was {state.get('dir')!r})"
+        if not isinstance(state.get("subjects"), dict):
+            return "cursor from an older healthd (records were keyed by number)"
         return None
 
     def _log_paths(self, extractor: Extractor) -> list[str]:

@@ -13,8 +13,12 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
     first_parent = true                 # default true: the mainline, merges at merge time
     since = "2024-01-01"                # optional: facts already true then are emitted
                                         # once, at the last commit before that date
-    service_roots = ["services/*"]      # default []: every top-level directory is a service
-    exclude = ["docs", "scripts"]       # service names (globs) that are not services
+    service_roots = ["services/*"]      # default []: modules are found by their manifests
+    exclude = ["scripts"]               # module/service names (globs) that are not ones
+    exclude_dirs = ["vendor", "docs"]   # directory names (globs, any depth) holding no
+                                        # modules; default: vendor, Godeps, node_modules,
+                                        # third_party, third-party, bower_components,
+                                        # __pycache__, docs, doc (and the .adr-dir directory)
     root_subject = "."                  # subject of manifests at the repository root
     revalidate_interval = "P1D"         # ISO 8601 duration or seconds; "PT0S" = every run
     revalidate_clock = "wall"           # "wall" (real time) or "head" (head commit time)
@@ -22,20 +26,25 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
 What it emits (timestamps are committer dates, UTC; ids ``git:<sha12>:<hash>`` are stable
 across re-extraction):
 
-* ``(<service>, "exists", "true", tech)`` when a service gets its first file, invalidated
-  when its last file goes. A service is a top-level directory (hidden ones and ``exclude``
-  aside) or, with ``service_roots``, a directory matching one of those globs (component by
-  component: ``services/*`` makes ``services/billing``). Every other fact about a service
-  ``depends_on`` its ``exists`` key; a removed service emits only the ``exists``
-  invalidation and its facts end by cascade.
-* ``(<service>, "language", "go", tech)``: the language with the most source files in the
-  service (ties: alphabetical); a rewrite is a ``revised`` event.
+* ``(<module>, "exists", "true", tech)`` when a module gets its first file, invalidated
+  when its last file (or its manifest) goes. A module is a directory holding a dependency
+  manifest; a nested manifest makes a nested module, which takes the files below it. A
+  top-level directory holding no module is a module too, unless the repository root holds
+  a manifest: then the root module (``root_subject``, which has no ``exists`` or
+  ``language`` fact) takes those files. Hidden directories, ``exclude``
+  and ``exclude_dirs`` (vendored code, documentation, the ADR directory) hold none. With
+  ``service_roots`` the modules are the directories matching those globs instead
+  (component by component: ``services/*`` makes ``services/billing``). Every other fact
+  about a module ``depends_on`` its ``exists`` key; a removed module emits only the
+  ``exists`` invalidation and its facts end by cascade.
+* ``(<module>, "language", "go", tech)``: the language with the most source files in the
+  module (ties: alphabetical); a rewrite is a ``revised`` event.
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups and Poetry), ``requirements*.txt``, ``package.json``,
   ``go.mod`` (indirect requirements aside), ``Cargo.toml`` and ``pom.xml``
   (``groupId:artifactId``, ``${property}`` resolved). The subject is the manifest's
-  service; a manifest outside any service uses its directory, or ``root_subject`` at the
-  root. Python names are PEP 503-normalised; no constraint is ``*``. When two manifests of
+  module (its directory), or ``root_subject`` at the root; with ``service_roots``, the
+  service holding it, else its directory. Python names are PEP 503-normalised; no constraint is ``*``. When two manifests of
   one subject name the same package, the shallower (then alphabetically first) one wins.
   A bump is ``revised``, a dropped dependency ``invalidated``.
 * ``(<pattern>, "owners", "@a @b", ownership)`` from the CODEOWNERS GitHub reads (first of
@@ -55,13 +64,13 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
 from pydantic import field_validator
 
-from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._codeowners import LOCATIONS, parse_codeowners
 from healthd.sources._gitlog import (
@@ -143,10 +152,25 @@ LANGUAGES: dict[str, str] = {
 }
 _VENDORED = {"node_modules", "vendor", "third_party", "__pycache__"}
 
+#: Directory names (globs, matched at any depth) that hold no modules by default: vendored
+#: code and documentation. The ADR directory (``.adr-dir``) is excluded as well.
+DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
+    "vendor",
+    "Godeps",
+    "node_modules",
+    "third_party",
+    "third-party",
+    "bower_components",
+    "__pycache__",
+    "docs",
+    "doc",
+)
+
 
 class GitOptions(RepoOptions):
     service_roots: list[str] = []
     exclude: list[str] = []
+    exclude_dirs: list[str] = list(DEFAULT_EXCLUDED_DIRS)
     root_subject: str = "."
 
     @field_validator("service_roots")
@@ -187,25 +211,52 @@ def main_language(counts: Mapping[str, int]) -> str | None:
 
 
 class GitExtractor(Extractor):
-    """Services, languages, dependencies and CODEOWNERS, folded commit by commit."""
+    """Modules, languages, dependencies and CODEOWNERS, folded commit by commit.
 
-    def __init__(self, source: str, opts: GitOptions, repo: Repo, skips: Skips) -> None:
+    A *unit* is what ``exists`` and ``language`` facts are about: by default the deepest
+    directory holding a manifest (a module), else a top-level directory that holds no
+    module; with ``service_roots``, the directory matching one of those globs.
+    """
+
+    def __init__(
+        self, source: str, opts: GitOptions, repo: Repo, skips: Skips, adr_dir: str | None = None
+    ) -> None:
         self.source = source
         self.opts = opts
         self.repo = repo
         self.skips = skips
-        self.files: Counter[str] = Counter()  # service → file count
-        self.langs: dict[str, Counter[str]] = {}  # service → language → source files
+        self.adr_dir = adr_dir
+        self.dir_files: Counter[str] = Counter()  # directory → files directly in it
+        self.dir_langs: dict[str, Counter[str]] = {}  # directory → language → source files
+        self.module_manifests: dict[str, set[str]] = {}  # module directory → its manifests
+        self.root_manifests: set[str] = set()  # manifests at the repository root
+        self.tops_with_modules: Counter[str] = Counter()  # top-level dir → modules under it
+        self.files: Counter[str] = Counter()  # unit → file count
+        self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
         self.scopes: dict[str, set[FactKey]] = {}
-        self.service_of = lru_cache(maxsize=65536)(self._service_of_dir)
+        self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
+        self.service_of = lru_cache(maxsize=65536)(self._unit_of_dir)
 
     # -- mapping paths
-    def _service_of_dir(self, directory: str) -> str | None:
+    def _excluded_dir(self, directory: str) -> bool:
+        """Hidden, vendored, documentation and ADR trees hold no module and no unit files."""
         if not directory:
+            return False
+        adr = self.adr_dir
+        if adr and (directory == adr or directory.startswith(adr + "/")):
+            return True
+        patterns = self.opts.exclude_dirs
+        return any(
+            part.startswith(".") or any(fnmatch.fnmatchcase(part, p) for p in patterns)
+            for part in directory.split("/")
+        )
+
+    def _unit_of_dir(self, directory: str) -> str | None:
+        if not directory or self.excluded_dir(directory):
             return None
         parts = directory.split("/")
         if self.opts.service_roots:
@@ -218,45 +269,132 @@ class GitExtractor(Extractor):
                     if not self._excluded(name):
                         return name
             return None
-        name = parts[0]
-        return None if self._excluded(name) else name
+        for depth in range(len(parts), 0, -1):
+            candidate = "/".join(parts[:depth])
+            if candidate in self.module_manifests:
+                return candidate
+        top = parts[0]
+        if self.root_manifests or self.tops_with_modules[top] or self._excluded(top):
+            return None  # the root module's (which has no exists/language facts) or none
+        return top
 
     def _excluded(self, name: str) -> bool:
-        if any(part.startswith(".") for part in name.split("/")):
-            return True
         return any(fnmatch.fnmatchcase(name, p) for p in self.opts.exclude)
 
-    def manifest_subject(self, path: str) -> str:
+    def manifest_subject(self, path: str) -> str | None:
+        """Whose dependencies a manifest lists; None for a manifest in an excluded tree."""
         directory = posixpath.dirname(path)
+        if not directory:
+            return self.opts.root_subject
+        if self.excluded_dir(directory):
+            return None
+        if not self.opts.service_roots:
+            return None if self._excluded(directory) else directory
         service = self.service_of(directory)
         if service is not None:
             return service
-        return directory or self.opts.root_subject
+        return directory
+
+    def _relayout(self, changes: list[Change]) -> bool:
+        """Record manifests added and deleted (default layout); True when the set of module
+        directories changed, so files must be counted again for their new units."""
+        if self.opts.service_roots:
+            return False
+        changed = False
+        for ch in changes:
+            if ch.is_submodule or ch.status not in "AD" or manifest_parser(ch.path) is None:
+                continue
+            directory = posixpath.dirname(ch.path)
+            if not directory:  # the root module takes every file outside the others
+                before = bool(self.root_manifests)
+                (self.root_manifests.add if ch.status == "A" else self.root_manifests.discard)(
+                    ch.path
+                )
+                changed |= before != bool(self.root_manifests)
+                continue
+            if self.excluded_dir(directory) or self._excluded(directory):
+                continue
+            held = self.module_manifests.get(directory)
+            if ch.status == "A":
+                if held is None:
+                    self.module_manifests[directory] = {ch.path}
+                    self.tops_with_modules[directory.split("/")[0]] += 1
+                    changed = True
+                else:
+                    held.add(ch.path)
+            elif held is not None:
+                held.discard(ch.path)
+                if not held:
+                    del self.module_manifests[directory]
+                    self.tops_with_modules[directory.split("/")[0]] -= 1
+                    changed = True
+        if changed:
+            self.service_of.cache_clear()
+        return changed
+
+    def _recount(self) -> set[str]:
+        """Unit file and language counts from the per-directory ones; the units whose counts
+        changed."""
+        files: Counter[str] = Counter()
+        langs: dict[str, Counter[str]] = {}
+        for directory, n in self.dir_files.items():
+            unit = self.service_of(directory)
+            if unit is None or n <= 0:
+                continue
+            files[unit] += n
+            dir_langs = self.dir_langs.get(directory)
+            if dir_langs:
+                langs.setdefault(unit, Counter()).update(dir_langs)
+        touched = {
+            unit
+            for unit in set(files) | set(self.files)
+            if files[unit] != self.files[unit]
+            or +langs.get(unit, Counter()) != +self.langs.get(unit, Counter())
+        }
+        self.files, self.langs = files, langs
+        return touched
 
     # -- folding
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        for ch in changes:
+            if ch.status == "D" or ch.is_submodule:
+                continue
+            if ch.path in LOCATIONS or (
+                manifest_parser(ch.path) is not None and self.manifest_subject(ch.path) is not None
+            ):
+                yield ch.new_sha
+
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         services: set[str] = set()
         dep_subjects: set[str] = set()
         owners_changed = False
+        relayout = self._relayout(changes)
         for ch in changes:
             if ch.is_submodule:
                 continue
             path = ch.path
             directory, _, _base = path.rpartition("/")
-            service = self.service_of(directory)
-            if service is not None and ch.status in "AD":
+            if ch.status in "AD" and directory and not self.excluded_dir(directory):
                 step = 1 if ch.status == "A" else -1
-                self.files[service] += step
+                self.dir_files[directory] += step
                 lang = language_of(path)
                 if lang is not None:
-                    self.langs.setdefault(service, Counter())[lang] += step
-                services.add(service)
+                    self.dir_langs.setdefault(directory, Counter())[lang] += step
+                if not relayout:
+                    service = self.service_of(directory)
+                    if service is not None:
+                        self.files[service] += step
+                        if lang is not None:
+                            self.langs.setdefault(service, Counter())[lang] += step
+                        services.add(service)
             if manifest_parser(path) is not None:
                 subject = self.manifest_subject(path)
-                if self._read_manifest(commit, ch, subject):
+                if subject is not None and self._read_manifest(commit, ch, subject):
                     dep_subjects.add(subject)
             if path in LOCATIONS:
                 owners_changed |= self._read_codeowners(commit, ch)
+        if relayout:
+            services |= self._recount()
         if not (services or dep_subjects or owners_changed):
             return []
         desired: dict[str, dict[FactKey, Held]] = {}
@@ -293,6 +431,8 @@ class GitExtractor(Extractor):
             self.skips.add(f"{path}@{commit.sha[:12]}", f"{problem}; kept as before")
             if path in self.manifests:
                 return False
+        elif self.manifests.get(path) == deps:
+            return False  # e.g. only indirect requirements or the toolchain changed
         self.manifests[path] = deps
         self.manifest_subjects.setdefault(subject, set()).add(path)
         return True
@@ -303,7 +443,13 @@ class GitExtractor(Extractor):
         text = self._blob_text(commit, ch)
         if text is None:
             return False
-        self.codeowners[ch.path] = parse_codeowners(text)
+        rejected: list[tuple[int, str]] = []
+        self.codeowners[ch.path] = parse_codeowners(text, rejected)
+        for line, token in rejected:
+            self.skips.add(
+                f"{ch.path}@{commit.sha[:12]} line {line}",
+                f"owner {token!r} is not @user, @org/team or an email; dropped",
+            )
         return True
 
     # -- desired facts per scope
@@ -416,7 +562,7 @@ class GitExtractor(Extractor):
         self,
         commit: Commit,
         held: Held,
-        etype: str,
+        etype: EventType,
         *,
         previous: Fact | None = None,
         reason: str | None = None,
@@ -427,7 +573,7 @@ class GitExtractor(Extractor):
         return ChangeEvent(
             id=event_id("git", self.source, commit.sha, path, held.fact.key, etype),
             type=etype,
-            timestamp=commit.time,  # type: ignore[arg-type]
+            timestamp=commit.time,
             source=self.source,
             fact=held.fact,
             previous=previous,
@@ -435,6 +581,15 @@ class GitExtractor(Extractor):
             depends_on=held.depends_on,
             metadata=meta,
         )
+
+
+def adr_dir_of(repo: Repo, head: str) -> str | None:
+    """The ADR directory ``.adr-dir`` names at ``head`` (adr-tools' convention), if any."""
+    data = repo.blob(f"{head}:.adr-dir")
+    if data is None:
+        return None
+    text = data.decode("utf-8", "replace").strip().strip("/")
+    return text.removeprefix("./").strip("/") or None
 
 
 class GitSource(RepoSource):
@@ -446,16 +601,24 @@ class GitSource(RepoSource):
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
     ) -> GitExtractor:
-        return GitExtractor(self.name, self.opts, repo, skips)
+        return GitExtractor(self.name, self.opts, repo, skips, adr_dir_of(repo, head))
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
-        if state.get("config") != self._config_digest():
+        if state.get("config") != self._config_digest(extractor):
             return "service layout options changed since the cursor"
         return None
 
-    def _config_digest(self) -> str:
+    def _config_digest(self, extractor: Extractor | None = None) -> str:
+        adr_dir = extractor.adr_dir if isinstance(extractor, GitExtractor) else None
         return "|".join(
-            [",".join(self.opts.service_roots), ",".join(self.opts.exclude), self.opts.root_subject]
+            [
+                "modules-v2",
+                ",".join(self.opts.service_roots),
+                ",".join(self.opts.exclude),
+                ",".join(self.opts.exclude_dirs),
+                self.opts.root_subject,
+                adr_dir or "",
+            ]
         )
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
@@ -463,7 +626,7 @@ class GitSource(RepoSource):
             {
                 "commit": commit,
                 "seen": prune_seen(seen, extractor.held),
-                "config": self._config_digest(),
+                "config": self._config_digest(extractor),
             }
         )
 

@@ -12,9 +12,16 @@ It lists the repository's issues with ``state=all&sort=updated&direction=desc&si
   ``state_reason`` ``completed`` (or none) revises it to ``done_value``; closed as
   ``not_planned`` or ``duplicate``, or the label removed, invalidates it with a reason;
   ``reopened`` brings the title back (revised from ``done``, or added again);
-* an area/component label (``area_label_prefixes``, e.g. ``area/billing``) with assignees
-  asserts ``(billing, owners, "<sorted logins>", ownership)``; a reassignment revises it,
-  the last assignee or the label leaving invalidates it.
+* an open issue with an area/component label (``area_label_prefixes``, e.g.
+  ``area/billing``; ``keep_area_prefix`` keeps the prefix in the area's name) and assignees
+  claims the area: ``(billing, owners, "<sorted logins>", ownership)`` holds the union of
+  the assignees of every open issue claiming it, so one issue's change never erases what
+  another still says; a change of that union revises it, the last claim leaving (the
+  last assignee, the label, or the issue closed) invalidates it. The claims live in the
+  cursor, so a run that reads one issue still knows the others'.
+
+Pull requests are left out unless ``include_pull_requests``; ``events_endpoint`` picks
+``events`` or ``timeline``; ``per_page`` sets the page size (at most 100).
 
 Event ids derive from GitHub's own event ids (``github:<owner/repo>#<n>:<event id>``), and
 timestamps are the events' ``created_at``. The cursor (JSON) holds the ``since`` watermark,
@@ -35,11 +42,14 @@ from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._tickets import (
+    AreaClaim,
     Malformed,
     TicketSource,
     diff,
     dump_cursor,
+    fold_area_owners,
     format_time,
+    load_areas,
     load_cursor,
     parse_time,
     require,
@@ -126,19 +136,27 @@ class GitHubSource(TicketSource):
             if value is not None:
                 fact = Fact(subject, kind, value, kind)  # type: ignore[arg-type]
                 facts[fact.key] = fact
-        if assignees:
-            owners = " ".join(sorted(assignees, key=str.lower))
-            for label in sorted(labels):
-                area = self._area(label)
-                if area:
-                    fact = Fact(area, "owners", owners, "ownership")
-                    facts[fact.key] = fact
         return facts
 
+    def _claims(
+        self, labels: set[str], open_: bool, assignees: set[str]
+    ) -> dict[str, frozenset[str]]:
+        """The areas an issue claims (area label, open, assigned) → its assignees."""
+        if not (open_ and assignees):
+            return {}
+        areas = {self._area(label) for label in labels}
+        return {area: frozenset(assignees) for area in areas if area}
+
     def replay(
-        self, issue: _Issue, raw_events: list[Any], after_id: int, skipped: list[str]
+        self,
+        issue: _Issue,
+        raw_events: list[Any],
+        after_id: int,
+        skipped: list[str],
+        claims: list[AreaClaim] | None = None,
     ) -> tuple[list[ChangeEvent], int]:
-        """Events of one issue newer than ``after_id``, and the new per-issue watermark."""
+        """Events of one issue newer than ``after_id``, and the new per-issue watermark;
+        its new claims on areas' ownership are appended to ``claims``."""
         subject = f"{self.options.repo}#{issue.number}"
         parsed = []
         for index, raw in enumerate(raw_events):
@@ -163,6 +181,7 @@ class GitHubSource(TicketSource):
         assignees: set[str] = set()
         open_, state_reason = True, None
         before: dict[FactKey, Fact] = {}
+        claimed: dict[str, frozenset[str]] = {}
         out: list[ChangeEvent] = []
         watermark = after_id
         for ts, event_id, raw in parsed:
@@ -200,21 +219,42 @@ class GitHubSource(TicketSource):
                 skipped.append(f"{subject} event {event_id} ({kind}): {exc}")
                 continue
             after = self._facts(subject, title, labels, open_, state_reason, assignees)
+            now_claimed = self._claims(labels, open_, assignees)
+            area_reason = reason
             if kind == "labeled":
                 reason = f"label {name!r} added"  # a decision label replacing a requirement one
             changes = diff(before, after, reason)
             before = after
-            if event_id <= after_id or not changes:
-                continue
-            out.extend(
-                to_events(
-                    changes,
-                    base_id=f"{KIND}:{subject}:{event_id}",
-                    timestamp=ts,
-                    source=self.name,
-                    metadata={"url": issue.url, "event": kind} if issue.url else {"event": kind},
-                )
+            moved = sorted(
+                area
+                for area in set(claimed) | set(now_claimed)
+                if claimed.get(area) != now_claimed.get(area)
             )
+            claimed = now_claimed
+            if event_id <= after_id:
+                continue
+            base_id = f"{KIND}:{subject}:{event_id}"
+            metadata = {"url": issue.url, "event": kind} if issue.url else {"event": kind}
+            if claims is not None:
+                claims.extend(
+                    AreaClaim(
+                        ts,
+                        (issue.number, event_id),
+                        area,
+                        subject,
+                        now_claimed.get(area, frozenset()),
+                        area_reason,
+                        base_id,
+                        metadata,
+                    )
+                    for area in moved
+                )
+            if changes:
+                out.extend(
+                    to_events(
+                        changes, base_id=base_id, timestamp=ts, source=self.name, metadata=metadata
+                    )
+                )
         return out, watermark
 
     # -- fetching ----------------------------------------------------------------------------
@@ -286,8 +326,13 @@ class GitHubSource(TicketSource):
         events: list[ChangeEvent] = []
         skipped: list[str] = []
         new_etags: dict[str, str] = {}
+        areas = load_areas(state)
+        claims: list[AreaClaim] = []
 
         def cursor_now(complete: bool = False, **extra: Any) -> str:
+            # the area claims read so far become ownership events, and the state they leave
+            events.extend(fold_area_owners(claims, areas, self.name))
+            claims.clear()
             # After a complete pull only the event ETags of issues read in it are kept (the
             # issues at the watermark, read again next time); after a failure, all of them.
             etags = new_etags if complete else {**old_etags, **new_etags}
@@ -297,6 +342,7 @@ class GitHubSource(TicketSource):
                 "event_etags": etags,
                 "list_since": state.get("list_since"),
                 "list_etag": state.get("list_etag"),
+                "areas": areas,
             }
             body.update(extra)
             return dump_cursor(KIND, body)
@@ -307,25 +353,23 @@ class GitHubSource(TicketSource):
             # so the stored list ETag matches what the next run will ask for.
             for _ in range(2):
                 outcome = self._pass(
-                    client, since, list_etag, seen, old_etags, new_etags, events, skipped
+                    client, since, list_etag, seen, old_etags, new_etags, events, skipped, claims
                 )
                 if outcome is None:  # 304: nothing changed since the watermark
-                    return PullResult(_ordered(events), cursor_now(), skipped=skipped)
+                    done = cursor_now()
+                    return PullResult(_ordered(events), done, skipped=skipped)
                 new_since, first_etag = outcome
                 if new_since == since:
-                    return PullResult(
-                        _ordered(events),
-                        cursor_now(True, list_since=since, list_etag=first_etag),
-                        skipped=skipped,
-                    )
+                    done = cursor_now(True, list_since=since, list_etag=first_etag)
+                    return PullResult(_ordered(events), done, skipped=skipped)
                 since, list_etag = new_since, None
-            return PullResult(
-                _ordered(events), cursor_now(True, list_since=None, list_etag=None), skipped=skipped
-            )
+            done = cursor_now(True, list_since=None, list_etag=None)
+            return PullResult(_ordered(events), done, skipped=skipped)
         except HttpError as exc:
+            done = cursor_now()
             return PullResult(
                 _ordered(events),
-                cursor_now(),
+                done,
                 error=f"github source {self.name!r} ({self.options.repo}): {exc}",
                 skipped=skipped,
             )
@@ -340,6 +384,7 @@ class GitHubSource(TicketSource):
         new_etags: dict[str, str],
         events: list[ChangeEvent],
         skipped: list[str],
+        claims: list[AreaClaim] | None = None,
     ) -> tuple[str | None, str | None] | None:
         """Read every issue updated since ``since``; return (new watermark, first-page ETag)."""
         url: str | None = f"{self.options.base_url}/repos/{self.options.repo}/issues"
@@ -379,7 +424,9 @@ class GitHubSource(TicketSource):
                     if etag:
                         new_etags[key] = etag
                     if raw_events is not None:
-                        new, watermark = self.replay(issue, raw_events, seen.get(key, 0), skipped)
+                        new, watermark = self.replay(
+                            issue, raw_events, seen.get(key, 0), skipped, claims
+                        )
                         events.extend(new)
                         seen[key] = watermark
                 if newest is None or issue.updated_at > newest:

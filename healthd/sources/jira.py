@@ -1,8 +1,8 @@
 """The `jira` source: requirements, decisions and ownership from Jira issues.
 
 It searches ``(<jql>) AND updated >= "<watermark - overlap>" ORDER BY updated DESC`` with the
-changelog expanded (``/rest/api/2/search`` paginated by ``startAt``/``total``, or
-``/rest/api/3/search/jql`` paginated by ``nextPageToken``), reads the rest of a long
+changelog expanded (``/rest/api/3/search/jql`` paginated by ``nextPageToken``, or
+``/rest/api/2/search`` paginated by ``startAt``/``total``), reads the rest of a long
 changelog from ``/issue/{key}/changelog`` when the search truncated it, and replays each
 issue from its creation:
 
@@ -12,8 +12,18 @@ issue from its creation:
   status in ``done_statuses``) revises it to ``done_value``; a resolution in
   ``invalidating_resolutions`` (Won't Do, Duplicate, ...) or a status in
   ``invalidating_statuses`` invalidates it; reopening brings the summary back;
-* each component with an assignee asserts ``(<component>, owners, <assignee>, ownership)``;
-  a reassignment revises it; unassigning or removing the component invalidates it.
+* an open (unresolved, not done or cancelled), assigned issue claims each of its
+  components: ``(<component>, owners, "<sorted assignees>", ownership)`` holds the union
+  of the assignees of every open issue claiming it; a change of that union revises it, the
+  last claim leaving (unassigned, component removed, resolved) invalidates it. Users are
+  named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
+  carry), else ``name``; ``user_field`` picks one.
+
+``api_version = "auto"`` (the default) searches ``/rest/api/3/search/jql`` with
+``nextPageToken`` on Jira Cloud (``*.atlassian.net``, which answers 410 on the old API)
+and ``/rest/api/2/search`` with ``startAt`` elsewhere (Data Center, Server); "2" or "3"
+forces one. ``page_size`` is the search page size; ``overlap_minutes`` how far before the
+watermark each search reaches back.
 
 Event ids: ``jira:<KEY>:created`` for what the issue asserted when created, and
 ``jira:<KEY>:<history id>:<item index>`` for changelog entries. Timestamps are the issue's
@@ -28,6 +38,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
@@ -35,11 +46,14 @@ from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._tickets import (
+    AreaClaim,
     Malformed,
     TicketSource,
     diff,
     dump_cursor,
+    fold_area_owners,
     format_time,
+    load_areas,
     load_cursor,
     parse_time,
     require,
@@ -55,7 +69,7 @@ TicketDomain = Literal["requirement", "decision"]
 class JiraOptions(HttpOptions):
     base_url: str
     jql: str = Field(min_length=1)
-    api_version: Literal["2", "3"] = "2"
+    api_version: Literal["auto", "2", "3"] = "auto"
     user_env: str | None = None
     token_env: str | None = "JIRA_TOKEN"
     type_domains: dict[str, TicketDomain] = {
@@ -90,6 +104,16 @@ class JiraOptions(HttpOptions):
     def _http_url(cls, value: str) -> str:
         return check_http_url(value, "https://acme.atlassian.net")
 
+    @property
+    def search_api(self) -> Literal["2", "3"]:
+        """Which search API: "3" (``/rest/api/3/search/jql``, ``nextPageToken``) on Jira
+        Cloud, which removed ``/rest/api/2/search``; "2" (``startAt``) on Data Center and
+        Server. ``auto`` tells Cloud by its host (``*.atlassian.net``, ``*.jira.com``)."""
+        if self.api_version != "auto":
+            return self.api_version
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        return "3" if host.endswith((".atlassian.net", ".jira.com")) else "2"
+
     @field_validator("jql")
     @classmethod
     def _no_order(cls, value: str) -> str:
@@ -115,19 +139,23 @@ class _State:
 
 
 def _name(obj: Any) -> str | None:
-    if isinstance(obj, dict) and isinstance(obj.get("name"), str):
-        return obj["name"]
+    if isinstance(obj, dict):
+        name = obj.get("name")
+        if isinstance(name, str):
+            return name
     return None
 
 
 def _user(obj: Any, field: str | None) -> str | None:
-    """The login-like id of a user: Server's ``name``, Cloud's ``accountId`` (changelog items
-    carry the same id in ``from``/``to``)."""
+    """The id of a user that changelog items carry in ``from``/``to``: Cloud's
+    ``accountId``, else Data Center's user ``key`` (which may differ from the user
+    ``name``), else ``name``."""
     if not isinstance(obj, dict):
         return None
-    for key in [field] if field else ["name", "accountId", "key"]:
-        if isinstance(obj.get(key), str) and obj[key]:
-            return obj[key]
+    for key in [field] if field else ["accountId", "key", "name"]:
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
     return None
 
 
@@ -175,11 +203,40 @@ class JiraSource(TicketSource):
             if value is not None:
                 fact = Fact(key, domain, value, domain)
                 facts[fact.key] = fact
-        if st.assignee:
-            for component in sorted(st.components):
-                fact = Fact(component, "owners", st.assignee, "ownership")
-                facts[fact.key] = fact
         return facts
+
+    def _claims(self, st: _State) -> dict[str, frozenset[str]]:
+        """The components an open, assigned issue claims → its assignee."""
+        status = (st.status or "").lower()
+        if not st.assignee or st.resolution or status in self._done or status in self._bad_status:
+            return {}
+        return {component: frozenset({st.assignee}) for component in st.components}
+
+    def _claim_changes(
+        self,
+        before: dict[str, frozenset[str]],
+        after: dict[str, frozenset[str]],
+        key: str,
+        when: datetime,
+        order: tuple[Any, ...],
+        reason: str,
+        base_id: str,
+        metadata: Mapping[str, str],
+    ) -> list[AreaClaim]:
+        return [
+            AreaClaim(
+                when,
+                order,
+                component,
+                key,
+                after.get(component, frozenset()),
+                reason,
+                base_id,
+                metadata,
+            )
+            for component in sorted(set(before) | set(after))
+            if before.get(component) != after.get(component)
+        ]
 
     @staticmethod
     def _apply(st: _State, item: dict[str, Any], forward: bool) -> str:
@@ -223,9 +280,16 @@ class JiraSource(TicketSource):
     )
 
     def replay(
-        self, issue: Any, histories: list[Any], after_id: int | None, skipped: list[str]
+        self,
+        issue: Any,
+        histories: list[Any],
+        after_id: int | None,
+        skipped: list[str],
+        claims: list[AreaClaim] | None = None,
     ) -> tuple[list[ChangeEvent], int]:
-        """Events of one issue newer than ``after_id`` (None: nothing emitted yet)."""
+        """Events of one issue newer than ``after_id`` (None: nothing emitted yet); its new
+        claims on components' ownership are appended to ``claims``."""
+        claims = [] if claims is None else claims
         key = require(issue, "key", str, "")
         fields = require(issue, "fields", dict, "")
         created = parse_time(fields.get("created"), "fields.created")
@@ -256,14 +320,29 @@ class JiraSource(TicketSource):
                     pass
         out: list[ChangeEvent] = []
         before = self._facts(key, st)
-        if after_id is None and before:
-            out.extend(
-                to_events(
-                    diff({}, before, ""),
-                    base_id=f"{KIND}:{key}:created",
-                    timestamp=created,
-                    source=self.name,
-                    metadata={"url": url},
+        claimed = self._claims(st)
+        project, _, number = key.rpartition("-")
+        if after_id is None:
+            if before:
+                out.extend(
+                    to_events(
+                        diff({}, before, ""),
+                        base_id=f"{KIND}:{key}:created",
+                        timestamp=created,
+                        source=self.name,
+                        metadata={"url": url},
+                    )
+                )
+            claims.extend(
+                self._claim_changes(
+                    {},
+                    claimed,
+                    key,
+                    created,
+                    (project, int(number) if number.isdigit() else 0, -1),
+                    "",
+                    f"{KIND}:{key}:created",
+                    {"url": url},
                 )
             )
         watermark = after_id or 0
@@ -282,19 +361,36 @@ class JiraSource(TicketSource):
             if first is None:
                 continue
             after = self._facts(key, st)
-            changes = diff(before, after, "; ".join(r for r in reasons if r))
+            reason = "; ".join(r for r in reasons if r)
+            changes = diff(before, after, reason)
             before = after
-            if (after_id is not None and hid <= after_id) or not changes:
+            now_claimed = self._claims(st)
+            claimed, was_claimed = now_claimed, claimed
+            if after_id is not None and hid <= after_id:
                 continue
-            out.extend(
-                to_events(
-                    changes,
-                    base_id=f"{KIND}:{key}:{hid}:{first}",
-                    timestamp=ts,
-                    source=self.name,
-                    metadata={"url": url},
+            base_id = f"{KIND}:{key}:{hid}:{first}"
+            claims.extend(
+                self._claim_changes(
+                    was_claimed,
+                    now_claimed,
+                    key,
+                    ts,
+                    (project, int(number) if number.isdigit() else 0, hid),
+                    reason,
+                    base_id,
+                    {"url": url},
                 )
             )
+            if changes:
+                out.extend(
+                    to_events(
+                        changes,
+                        base_id=base_id,
+                        timestamp=ts,
+                        source=self.name,
+                        metadata={"url": url},
+                    )
+                )
         return out, watermark
 
     # -- fetching ----------------------------------------------------------------------------
@@ -355,7 +451,7 @@ class JiraSource(TicketSource):
             # The search embeds at most a page of histories: read them all.
             histories, start = [], 0
             url = (
-                f"{self.options.base_url}/rest/api/{self.options.api_version}/issue/"
+                f"{self.options.base_url}/rest/api/{self.options.search_api}/issue/"
                 f"{issue['key']}/changelog"
             )
             while True:
@@ -374,7 +470,7 @@ class JiraSource(TicketSource):
         return histories
 
     def _search_pages(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
-        v = self.options.api_version
+        v = self.options.search_api
         if v == "3":
             url = f"{self.options.base_url}/rest/api/3/search/jql"
             token = None
@@ -428,9 +524,15 @@ class JiraSource(TicketSource):
         events: list[ChangeEvent] = []
         skipped: list[str] = []
         newest: datetime | None = parse_time(since, "since") if since else None
+        areas = load_areas(state)
+        claims: list[AreaClaim] = []
 
         def cursor_now(watermark: str | None) -> str:
-            return dump_cursor(KIND, {"since": watermark, "seen": seen})
+            # the component claims read so far become ownership events, and the state they
+            # leave
+            events.extend(fold_area_owners(claims, areas, self.name))
+            claims.clear()
+            return dump_cursor(KIND, {"since": watermark, "seen": seen, "areas": areas})
 
         try:
             client = self._client()
@@ -446,24 +548,34 @@ class JiraSource(TicketSource):
                         continue
                     histories = self._histories(client, issue)
                     try:
-                        new, watermark = self.replay(issue, histories, seen.get(key), skipped)
+                        issue_claims: list[AreaClaim] = []
+                        new, watermark = self.replay(
+                            issue, histories, seen.get(key), skipped, issue_claims
+                        )
                     except Malformed as exc:
                         skipped.append(f"{key}: {exc}")
                     else:
                         events.extend(new)
+                        claims.extend(issue_claims)
                         seen[key] = watermark
                     if newest is None or updated > newest:
                         newest = updated
         except HttpError as exc:
+            hint = ""
+            if exc.status == 410 and self.options.search_api == "2":
+                hint = (
+                    '; Jira Cloud removed /rest/api/2/search: set api_version = "3" '
+                    '(or leave it "auto" with the site\'s atlassian.net address)'
+                )
+            done = cursor_now(since)
             return PullResult(
                 _ordered(events),
-                cursor_now(since),
-                error=f"jira source {self.name!r}: {exc}",
+                done,
+                error=f"jira source {self.name!r}: {exc}{hint}",
                 skipped=skipped,
             )
-        return PullResult(
-            _ordered(events), cursor_now(format_time(newest) if newest else since), skipped=skipped
-        )
+        done = cursor_now(format_time(newest) if newest else since)
+        return PullResult(_ordered(events), done, skipped=skipped)
 
 
 def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:
@@ -479,7 +591,8 @@ def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:
 def _issues_of(resp: Any) -> list[Any]:
     if not isinstance(resp.data, dict) or not isinstance(resp.data.get("issues"), list):
         raise BadPayload(f"GET {resp.url}: field 'issues' is missing or not a list")
-    return resp.data["issues"]
+    issues: list[Any] = resp.data["issues"]
+    return issues
 
 
 @register_source(KIND)

@@ -394,6 +394,7 @@ class FakeJira(FakeApi):
         super().__init__(server)
         self.issues: dict[str, dict[str, Any]] = {}
         self.embed_limit = embed_limit
+        self.removed_v2_search = False  # Jira Cloud: /rest/api/2/search answers 410 Gone
 
     def add(self, issue: dict[str, Any]) -> None:
         self.issues[issue["key"]] = issue
@@ -416,6 +417,13 @@ class FakeJira(FakeApi):
         return out
 
     def route(self, request: Request) -> Response:
+        if request.path == "/rest/api/2/search" and self.removed_v2_search:
+            return Response(
+                '{"errorMessages": ["The requested API has been removed. Please migrate to '
+                'the /rest/api/3/search/jql API."]}',
+                status=410,
+                content_type="application/json",
+            )
         if request.path == "/rest/api/2/search":
             assert request.args.get("expand") == "changelog"
             items = self._matching(request.args["jql"])

@@ -134,3 +134,32 @@ def test_record_like_text_is_read_without_raising(text, path):
         assert rec.title.strip()
     for ref in rec.superseded_by + rec.supersedes:
         ref_number(ref)
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        "Accepted or Rejected. If superseded, write 'Superseded by ADRzzz'",
+        "[Proposed | Accepted | Deprecated | Superseded]",
+        "{proposed | rejected | accepted | deprecated | superseded by [ADR-0005](0005-x.md)}",
+        "What is the status, such as proposed, accepted, rejected, deprecated, superseded?",
+        "Superseded by ADR-XXXX",
+    ],
+)
+def test_template_guidance_in_a_status_is_ambiguous_not_a_status(status):
+    rec = parse_adr("doc/adr/0004-x.md", f"# 4. X\n\n## Status\n\n{status}\n")
+    assert rec.status is None
+    assert rec.problem is not None and rec.problem.startswith("ambiguous status")
+
+
+@pytest.mark.parametrize(
+    "heading, number, title",
+    [
+        ("# ADR037: Use snake_case names", 37, "Use snake_case names"),
+        ("# ADD037: Keep user_id in tokens", 37, "Keep user_id in tokens"),
+        ("# 12. Use **bold** and `code`", 12, "Use bold and code"),
+    ],
+)
+def test_titles_keep_underscores_inside_words_and_lose_number_prefixes(heading, number, title):
+    rec = parse_adr("doc/adr/record.md", f"{heading}\n\n## Status\n\nAccepted\n")
+    assert (rec.number, rec.title, rec.status) == (number, title, "accepted")

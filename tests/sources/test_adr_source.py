@@ -272,11 +272,12 @@ def test_messy_records_are_skipped_with_counted_reasons_never_a_crash(repo, brie
     assert brief(result.events) == [
         ("2024-01-01", "added", "adr:1 decision=Use Linux"),
         ("2024-01-01", "added", "adr:2 decision=First of two"),
+        ("2024-01-01", "added", "adr:2:0002-second decision=Second of two"),
         ("2024-01-01", "added", "adr:4 decision=Use Mongo"),
         ("2024-02-01", "invalidated", "adr:4 decision=Use Mongo"),
-        ("2024-03-01", "revised", "adr:2 decision=First of two -> adr:2 decision=Second of two"),
+        ("2024-03-01", "invalidated", "adr:2 decision=First of two"),
     ]
-    assert result.events[3].reason.startswith("ADR 4 superseded")
+    assert result.events[4].reason.startswith("ADR 4 superseded")
     skipped = "\n".join(result.skipped)
     assert "duplicate number 2" in skipped
     assert "0003-odd.md: status 'Frobnicated' not understood" in skipped
@@ -307,3 +308,130 @@ def test_bad_options_name_the_field():
         build_source("adr", "d", {"path": "/x", "dir": "../outside"})
     with pytest.raises(ConfigError, match="unknown|extra|colour"):
         build_source("adr", "d", {"path": "/x", "colour": 1})
+
+
+# --------------------------------------------------------------------------- real logs' shapes
+
+
+def test_one_record_superseding_two_in_one_commit_revises_both(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", "Accepted"),
+        },
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0001-use-a.md": nygard(1, "Use A", "Superseded by [3. Use C](0003-use-c.md)"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", "Superseded by [3. Use C](0003-use-c.md)"),
+            "doc/adr/0003-use-c.md": nygard(
+                3,
+                "Use C",
+                "Accepted\n\nSupersedes [1. Use A](0001-use-a.md)\n\n"
+                "Supersedes [2. Use B](0002-use-b.md)",
+            ),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events)[2:] == [
+        ("2024-02-01", "revised", "adr:1 decision=Use A -> adr:3 decision=Use C"),
+        ("2024-02-01", "revised", "adr:2 decision=Use B -> adr:3 decision=Use C"),
+    ]
+    assert len({ev.id for ev in result.events}) == len(result.events) == 4
+
+
+def test_a_record_superseded_by_two_ends_once_and_links_each_successor(repo, brief):
+    repo.commit("2024-01-01", {"doc/adr/0001-one-db.md": nygard(1, "One database", "Accepted")})
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0001-one-db.md": nygard(
+                1,
+                "One database",
+                "Superseded by [3. Orders DB](0003-orders-db.md)\n\n"
+                "Superseded by [4. Users DB](0004-users-db.md)",
+            ),
+            "doc/adr/0003-orders-db.md": nygard(3, "Orders DB", "Accepted"),
+            "doc/adr/0004-users-db.md": nygard(4, "Users DB", "Accepted"),
+        },
+    )
+    events = pull(adr_source(repo)).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "adr:1 decision=One database"),
+        ("2024-02-01", "revised", "adr:1 decision=One database -> adr:3 decision=Orders DB"),
+        ("2024-02-01", "added", "adr:4 decision=Users DB"),
+    ]
+    assert events[1].metadata["superseded_by"] == "adr:3 adr:4"
+    assert events[2].metadata["supersedes"] == "adr:1"
+
+
+def test_a_reused_number_gets_its_own_subject_and_links_resolve_by_file_name(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0005-use-rest.md": nygard(5, "Use REST", "Accepted"),
+            "doc/adr/0005-use-grpc.md": nygard(5, "Use gRPC", "Proposed"),
+        },
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0006-use-events.md": nygard(
+                6, "Use events", "Accepted\n\nSupersedes [5. Use REST](0005-use-rest.md)"
+            )
+        },
+    )
+    repo.commit(
+        "2024-03-01", {"doc/adr/0007-x.md": nygard(7, "Use X", "Accepted\n\nSupersedes ADR-5")}
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:5:0005-use-rest decision=Use REST"),
+        (
+            "2024-02-01",
+            "revised",
+            "adr:5:0005-use-rest decision=Use REST -> adr:6 decision=Use events",
+        ),
+        ("2024-03-01", "added", "adr:7 decision=Use X"),
+    ]
+    assert any("duplicate number 5" in line for line in result.skipped)
+
+
+def test_a_moved_record_keeps_its_subject_and_is_no_duplicate(repo, brief):
+    repo.commit("2024-01-01", {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted")})
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0001-use-a.md": None,
+            "doc/adr/0001-use-a-everywhere.md": nygard(1, "Use A", "Accepted"),
+        },
+    )
+    repo.commit(
+        "2024-03-01", {"doc/adr/0001-use-a-everywhere.md": nygard(1, "Use A", "Deprecated")}
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-03-01", "invalidated", "adr:1 decision=Use A"),
+    ]
+    assert result.events[1].metadata["adr_file"] == "doc/adr/0001-use-a-everywhere.md"
+    assert not any("duplicate" in line for line in result.skipped)
+
+
+def test_template_guidance_left_in_a_record_is_reported_and_skipped(repo, brief):
+    guidance = "Accepted or Rejected. If superseded, write 'Superseded by ADRzzz'"
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", guidance),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [("2024-01-01", "added", "adr:1 decision=Use A")]
+    assert any(
+        "0002-use-b.md" in line and "ambiguous status 'Accepted or Rejected'" in line
+        for line in result.skipped
+    ), result.skipped

@@ -522,3 +522,25 @@ def test_bad_options_fail_at_config_load_naming_the_field(options, field):
 def test_a_path_that_is_not_a_repository_is_a_failed_pull_not_a_crash(tmp_path):
     result = build_source("git", "repo", {"path": str(tmp_path)}).pull(None)
     assert result.error is not None and "not a git repository" in result.error
+
+
+def test_malformed_codeowners_owners_are_dropped_counted_and_named(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {"CODEOWNERS": "# owners\n/api/ @acme/web, team @bob\n/db/ !@carol dba@example.com\n"},
+    )
+    result = pull(git_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "/api/ owners=@bob"),
+        ("2024-01-01", "added", "/db/ owners=dba@example.com"),
+    ]
+    assert [line.split(": ", 1)[1] for line in result.skipped] == [
+        "owner '@acme/web,' is not @user, @org/team or an email; dropped",
+        "owner 'team' is not @user, @org/team or an email; dropped",
+        "owner '!@carol' is not @user, @org/team or an email; dropped",
+    ]
+    assert [line.split(": ", 1)[0].split(" ", 1)[1] for line in result.skipped] == [
+        "line 2",
+        "line 2",
+        "line 3",
+    ]

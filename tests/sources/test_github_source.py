@@ -182,6 +182,14 @@ EXPECTED = [
         req("Refunds within 3 days"),
         None,
     ),
+    (  # a closed issue no longer claims its area: nobody else does
+        "github:acme/payments#1:107:owners:billing",
+        "invalidated",
+        T(6),
+        owners("billing", "bob"),
+        None,
+        "closed as completed",
+    ),
     (
         "github:acme/payments#2:202",
         "invalidated",
@@ -313,7 +321,15 @@ def test_next_run_reads_only_what_is_new(gh):
             req("Refunds within 3 days"),
             req("done"),
             None,
-        )
+        ),
+        (  # reopened, it claims its area again
+            "github:acme/payments#1:108:owners:billing",
+            "added",
+            T(10),
+            owners("billing", "bob"),
+            None,
+            None,
+        ),
     ]
     third = source.pull(second.cursor)
     assert third.events == []
@@ -567,6 +583,72 @@ def test_configurable_labels_done_value_and_area_prefix(gh):
             T(2),
             req("shipped", 8),
             req("Audit log", 8),
+            None,
+        ),
+        (
+            "github:acme/payments#8:804:owners:team:ledger",
+            "invalidated",
+            T(2),
+            owners("team:ledger", "zed"),
+            None,
+            "closed as completed",
+        ),
+    ]
+
+
+def test_two_open_issues_sharing_an_area_own_it_together(gh):
+    gh.add(
+        gh_issue(10, "Invoices", labels=("area/ledger",), created_at=T(1), updated_at=T(4)),
+        [labeled(1001, T(1), "area/ledger"), assigned(1002, T(1, 11), "bob")],
+    )
+    gh.add(
+        gh_issue(11, "Payouts", labels=("area/ledger",), created_at=T(2), updated_at=T(5)),
+        [
+            labeled(1101, T(2), "area/ledger"),
+            assigned(1102, T(2, 11), "frank"),
+            assigned(1103, T(3), "frank", unassign=True),
+        ],
+    )
+    source = make(gh)
+    first = source.pull(None)
+    ledger = [e for e in first.events if e.fact.subject == "ledger"]
+    assert shape(ledger) == [
+        (
+            "github:acme/payments#10:1002:owners:ledger",
+            "added",
+            T(1, 11),
+            owners("ledger", "bob"),
+            None,
+            None,
+        ),
+        (
+            "github:acme/payments#11:1102:owners:ledger",
+            "revised",
+            T(2, 11),
+            owners("ledger", "bob frank"),
+            owners("ledger", "bob"),
+            None,
+        ),
+        (
+            "github:acme/payments#11:1103:owners:ledger",
+            "revised",
+            T(3),
+            owners("ledger", "bob"),
+            owners("ledger", "bob frank"),
+            None,
+        ),
+    ]
+    # a later run that reads only issue 11 still knows bob holds the area through issue 10
+    gh.issues[11]["updated_at"] = T(12)
+    gh.events[11].append(assigned(1104, T(12), "frank"))
+    second = source.pull(first.cursor)
+    assert shape([e for e in second.events if e.fact.subject == "ledger"]) == [
+        (
+            "github:acme/payments#11:1104:owners:ledger",
+            "revised",
+            T(12),
+            owners("ledger", "bob frank"),
+            owners("ledger", "bob"),
             None,
         ),
     ]

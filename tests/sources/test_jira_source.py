@@ -130,6 +130,14 @@ EXPECTED = [
         None,
     ),
     ("jira:PAY-1:10012:0", "revised", Z(4), req("done"), req("Refund API v2"), None),
+    (  # a resolved issue no longer claims its component: nobody else does
+        "jira:PAY-1:10012:0:owners:Billing",
+        "invalidated",
+        Z(4),
+        Fact("Billing", "owners", "bob", "ownership"),
+        None,
+        "status Done; resolved as Done",
+    ),
     ("jira:PAY-2:10020:0", "invalidated", Z(5), KAFKA, None, "status Closed; resolved as Won't Do"),
     (
         "jira:PAY-3:10031:0:owners:Auth",
@@ -243,7 +251,15 @@ def test_repeat_runs_neither_lose_nor_double_events(jira):
     issue["changelog"]["total"] += 1
     third = source.pull(second.cursor)
     assert shape(third.events) == [
-        ("jira:PAY-1:10040:0", "revised", Z(7), req("Refund API v2"), req("done"), None)
+        ("jira:PAY-1:10040:0", "revised", Z(7), req("Refund API v2"), req("done"), None),
+        (  # reopened, it claims its component again
+            "jira:PAY-1:10040:0:owners:Billing",
+            "added",
+            Z(7),
+            Fact("Billing", "owners", "bob", "ownership"),
+            None,
+            None,
+        ),
     ]
     assert source.pull(third.cursor).events == []
 
@@ -375,3 +391,128 @@ def test_options_are_validated():
             "jira",
             {"base_url": "https://x", "jql": "a = b", "type_domains": {"Bug": "tech"}},
         )
+
+
+# --------------------------------------------------------------------------- issue 10
+
+
+def test_two_open_issues_sharing_a_component_own_it_together(jira):
+    jira.add(
+        jira_issue(
+            "PAY-7",
+            "Invoices",
+            assignee="bob",
+            components=("Ledger",),
+            created=T(1),
+            updated=T(1),
+        )
+    )
+    jira.add(
+        jira_issue(
+            "PAY-8",
+            "Payouts",
+            components=("Ledger",),
+            created=T(2),
+            updated=T(3),
+            histories=[
+                jira_history(10080, T(3), jira_item("assignee", "frank", "Frank", None, None))
+            ],
+        )
+    )
+    ledger = [e for e in make(jira).pull(None).events if e.fact.subject == "Ledger"]
+    assert shape(ledger) == [
+        (
+            "jira:PAY-7:created:owners:Ledger",
+            "added",
+            Z(1),
+            Fact("Ledger", "owners", "bob", "ownership"),
+            None,
+            None,
+        ),
+        (
+            "jira:PAY-8:created:owners:Ledger",
+            "revised",
+            Z(2),
+            Fact("Ledger", "owners", "bob frank", "ownership"),
+            Fact("Ledger", "owners", "bob", "ownership"),
+            None,
+        ),
+        (
+            "jira:PAY-8:10080:0:owners:Ledger",
+            "revised",
+            Z(3),
+            Fact("Ledger", "owners", "bob", "ownership"),
+            Fact("Ledger", "owners", "bob frank", "ownership"),
+            None,
+        ),
+    ]
+
+
+def test_data_center_user_keys_make_one_owner_not_two(jira):
+    """Data Center: fields carry the user's name and key, changelog items only the key."""
+    jira.issues.clear()
+    dana = {"name": "dana", "key": "JIRAUSER10100", "displayName": "Dana"}
+    created_assigned = jira_issue(
+        "PAY-9", "Ledger export", components=("Ledger",), created=T(1), updated=T(1)
+    )
+    created_assigned["fields"]["assignee"] = dana
+    assigned_later = jira_issue(
+        "PAY-10",
+        "Ledger import",
+        components=("Ledger",),
+        created=T(2),
+        updated=T(3),
+        histories=[
+            jira_history(10100, T(3), jira_item("assignee", None, None, "JIRAUSER10100", "Dana"))
+        ],
+    )
+    assigned_later["fields"]["assignee"] = dana
+    jira.add(created_assigned)
+    jira.add(assigned_later)
+    owners = [e for e in make(jira).pull(None).events if e.fact.predicate == "owners"]
+    assert shape(owners) == [
+        (
+            "jira:PAY-9:created:owners:Ledger",
+            "added",
+            Z(1),
+            Fact("Ledger", "owners", "JIRAUSER10100", "ownership"),
+            None,
+            None,
+        )
+    ]
+
+
+def test_cloud_v3_search_with_next_page_token_and_a_410_on_v2_names_the_fix(jira):
+    jira.removed_v2_search = True
+    failed = make(jira, api_version="2").pull(None)
+    assert not failed.ok and "HTTP 410" in failed.error and 'api_version = "3"' in failed.error
+    result = make(jira, api_version="3", page_size=2).pull(None)
+    assert result.ok and by_time(shape(result.events)) == by_time(EXPECTED)
+    searches = [r for r in jira.log if r.path == "/rest/api/3/search/jql"]
+    assert [r.args.get("nextPageToken") for r in searches] == [None, "2"]
+
+
+@pytest.mark.parametrize(
+    "base_url, api",
+    [
+        ("https://acme.atlassian.net", "3"),
+        ("https://jira.acme.internal", "2"),
+        ("https://jira.acme.internal/jira", "2"),
+    ],
+)
+def test_the_search_api_defaults_to_v3_on_cloud_and_v2_on_data_center(base_url, api):
+    assert JiraOptions(base_url=base_url, jql="project = PAY").search_api == api
+
+
+def test_an_iso_8601_rate_limit_reset_is_honoured(jira):
+    sleeps = Sleeps()  # the source's clock reads 2023-11-14T22:13:20Z
+    jira.fail(r"/search$", status=429, headers={"X-RateLimit-Reset": "2023-11-14T22:13:27Z"})
+    assert make(jira, sleeps).pull(None).ok
+    assert sleeps.calls == [7.0]
+
+
+def test_retry_after_on_503_is_honoured(jira):
+    sleeps = Sleeps()
+    jira.fail(r"/search$", status=503, headers={"Retry-After": "4"})
+    assert make(jira, sleeps).pull(None).ok
+    assert sleeps.calls == [4.0]

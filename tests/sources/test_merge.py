@@ -66,3 +66,18 @@ def test_every_source_keeps_its_own_order(lists):
     for lst in inputs:
         ids = {e.id for e in lst}
         assert [e for e in merged if e.id in ids] == lst
+
+
+def test_a_duplicate_id_with_different_content_is_an_error_naming_both_events():
+    import pytest
+
+    from healthd.errors import SourceError
+    from healthd.sources import unique_events
+
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    one = ChangeEvent("x", "added", at, "s", Fact("adr:1", "decision", "Use A", "decision"))
+    other = ChangeEvent("x", "added", at, "s", Fact("adr:2", "decision", "Use B", "decision"))
+    assert unique_events([one, one], "adr source 'd'") == ([one], 1)
+    with pytest.raises(SourceError) as err:
+        unique_events([one, other], "adr source 'd'")
+    assert "'x'" in str(err.value) and "adr:1" in str(err.value) and "adr:2" in str(err.value)

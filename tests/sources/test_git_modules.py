@@ -1,0 +1,169 @@
+"""The `git` source's modules: a directory holding a manifest is a module, wherever it is,
+and vendored or documentation trees are none (issue 10, points 1 and 2)."""
+
+from __future__ import annotations
+
+from healthd.model import FactKey
+from healthd.sources import build_source
+from healthd.truth import GroundTruth
+
+
+def pull(repo, **options):
+    source = build_source(
+        "git",
+        "repo",
+        {"path": str(repo.path), "revalidate_clock": "head", "revalidate_interval": "P3650D"}
+        | options,
+    )
+    result = source.pull(None)
+    assert result.error is None, result.error
+    return result
+
+
+def go_mod(module: str, **requires: str) -> str:
+    body = "".join(f"\t{name} {version}\n" for name, version in requires.items())
+    return f"module example.com/{module}\n\ngo 1.22\n\nrequire (\n{body})\n"
+
+
+def test_modules_in_one_folder_are_separate_subjects_with_independent_bumps(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "components/a/go.mod": go_mod("a", **{"github.com/x/zap": "v1.0.0"}),
+            "components/a/main.go": "package main",
+            "components/b/go.mod": go_mod("b", **{"github.com/x/zap": "v1.5.0"}),
+            "components/b/main.go": "package main",
+            "components/README.md": "# components",
+        },
+    )
+    repo.commit(
+        "2024-02-01", {"components/a/go.mod": go_mod("a", **{"github.com/x/zap": "v1.1.0"})}
+    )
+    repo.commit(
+        "2024-03-01", {"components/b/go.mod": go_mod("b", **{"github.com/x/zap": "v1.6.0"})}
+    )
+
+    events = pull(repo).events
+
+    assert brief(events) == [
+        ("2024-01-01", "added", "components/a exists=true"),
+        ("2024-01-01", "added", "components/b exists=true"),
+        ("2024-01-01", "added", "components/a dependency:github.com/x/zap=v1.0.0"),
+        ("2024-01-01", "added", "components/b dependency:github.com/x/zap=v1.5.0"),
+        ("2024-01-01", "added", "components/a language=go"),
+        ("2024-01-01", "added", "components/b language=go"),
+        (
+            "2024-02-01",
+            "revised",
+            "components/a dependency:github.com/x/zap=v1.0.0 -> "
+            "components/a dependency:github.com/x/zap=v1.1.0",
+        ),
+        (
+            "2024-03-01",
+            "revised",
+            "components/b dependency:github.com/x/zap=v1.5.0 -> "
+            "components/b dependency:github.com/x/zap=v1.6.0",
+        ),
+    ]
+    dep = [ev for ev in events if ev.fact.subject == "components/b" and "zap" in ev.fact.predicate]
+    assert dep[0].depends_on == (FactKey("components/b", "exists"),)
+    truth = GroundTruth(events)
+    at_head = events[-1].timestamp
+    key_a = FactKey("components/a", "dependency:github.com/x/zap")
+    key_b = FactKey("components/b", "dependency:github.com/x/zap")
+    assert [f.value for f in truth.current(key_a, at_head)] == ["v1.1.0"]
+    assert [f.value for f in truth.current(key_b, at_head)] == ["v1.6.0"]
+
+
+def test_a_nested_manifest_makes_a_nested_module_and_takes_its_files(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "web/package.json": '{"dependencies": {"react": "18.2.0"}}',
+            "web/index.ts": "",
+            "web/ui/button/index.js": "",
+            "web/ui/button/style.js": "",
+        },
+    )
+    repo.commit(
+        "2024-02-01", {"web/ui/button/package.json": '{"dependencies": {"react": "17.0.0"}}'}
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "web exists=true"),
+        ("2024-01-01", "added", "web dependency:react=18.2.0"),
+        ("2024-01-01", "added", "web language=javascript"),
+        ("2024-02-01", "added", "web/ui/button exists=true"),
+        ("2024-02-01", "added", "web/ui/button dependency:react=17.0.0"),
+        ("2024-02-01", "revised", "web language=javascript -> web language=typescript"),
+        ("2024-02-01", "added", "web/ui/button language=javascript"),
+    ]
+
+
+def test_vendored_documentation_and_adr_trees_are_not_modules(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            ".adr-dir": "architecture/decisions\n",
+            "architecture/decisions/0001-record.md": "# 1. Record\n",
+            "architecture/decisions/toc.js": "",
+            "api/go.mod": go_mod("api", **{"github.com/x/zap": "v1.0.0"}),
+            "api/main.go": "package main",
+            "api/vendor/github.com/x/zap/go.mod": go_mod("zap"),
+            "api/vendor/github.com/x/zap/zap.go": "package zap",
+            "vendor/lib/a.c": "",
+            "Godeps/Godeps.json": "{}",
+            "third_party/proto/package.json": '{"dependencies": {"protobufjs": "7.0.0"}}',
+            "node_modules/left-pad/package.json": '{"dependencies": {}}',
+            "docs/site/package.json": '{"dependencies": {"docusaurus": "3.0.0"}}',
+            "docs/site/index.js": "",
+        },
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "api exists=true"),
+        ("2024-01-01", "added", "api dependency:github.com/x/zap=v1.0.0"),
+        ("2024-01-01", "added", "api language=go"),
+    ]
+
+
+def test_excluded_directories_are_overridable(repo):
+    repo.commit("2024-01-01", {"docs/site/package.json": '{"dependencies": {"vite": "5.0.0"}}'})
+    events = pull(repo, exclude_dirs=["vendor"]).events
+    assert {(ev.fact.subject, ev.fact.predicate) for ev in events} == {
+        ("docs/site", "exists"),
+        ("docs/site", "dependency:vite"),
+    }
+
+
+def test_a_module_whose_manifest_goes_is_no_longer_a_module(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "libs/a/Cargo.toml": '[package]\nname = "a"\n[dependencies]\nserde = "1"\n',
+            "libs/a/src/lib.rs": "",
+            "libs/b/Cargo.toml": '[package]\nname = "b"\n',
+        },
+    )
+    repo.commit("2024-02-01", {"libs/a/Cargo.toml": None})
+    events = pull(repo).events
+    assert brief(events)[-1:] == [("2024-02-01", "invalidated", "libs/a exists=true")]
+    assert ("2024-02-01", "added", "libs exists=true") not in brief(events)
+
+
+def test_with_a_root_manifest_plain_directories_belong_to_the_root_module(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "go.mod": go_mod("otel", **{"github.com/x/zap": "v1.0.0"}),
+            "attribute/set.go": "package attribute",
+            "sdk/go.mod": go_mod("sdk"),
+            "sdk/trace.go": "package sdk",
+        },
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "sdk exists=true"),
+        ("2024-01-01", "added", ". dependency:github.com/x/zap=v1.0.0"),
+        ("2024-01-01", "added", "sdk language=go"),
+    ]

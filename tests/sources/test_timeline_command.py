@@ -1,0 +1,89 @@
+"""`healthd timeline --config` over real repositories, as a process: reproducible output
+and the skipped-input warnings the daemon would log (issue 10, points 3, 4 and 12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def healthd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "healthd", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+
+
+def test_timeline_twice_with_wall_clock_revalidation_is_byte_identical(repo, tmp_path):
+    repo.commit(
+        "2019-05-01",
+        {
+            "CODEOWNERS": "* @core\n",
+            "api/go.mod": "module api\n\nrequire github.com/lib/pq v1.10.9\n",
+            "api/main.go": "package main\n",
+        },
+    )
+    repo.commit("2019-06-01", {"doc/adr/0001-use-go.md": "# 1. Use Go\n\n## Status\n\nAccepted\n"})
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n'
+        'revalidate_clock = "wall"\nrevalidate_interval = "P1D"\n\n'
+        f'[sources.decisions]\nkind = "adr"\npath = "{repo.path}"\n'
+        'revalidate_clock = "wall"\nrevalidate_interval = "P1D"\n'
+    )
+    first = healthd("timeline", "--config", str(config))
+    second = healthd("timeline", "--config", str(config))
+    if first.stdout != second.stdout and _day(first.stdout) != _day(second.stdout):
+        first, second = second, healthd("timeline", "--config", str(config))  # midnight UTC
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    sweep = [json.loads(line) for line in first.stdout.splitlines()]
+    sweep = [e for e in sweep if e["type"] == "revalidated"]
+    assert len(sweep) == 5  # owners, exists, language, dependency, decision
+    assert all(e["metadata"]["revalidation"] == "sweep" for e in sweep)
+    assert all(e["timestamp"].endswith("T00:00:00Z") for e in sweep)  # the day's bucket
+
+
+def _day(jsonl: str) -> str:
+    """The day of the sweep in a timeline (the runs' wall-clock bucket)."""
+    return max(json.loads(line)["timestamp"][:10] for line in jsonl.splitlines())
+
+
+def test_timeline_prints_skipped_inputs_on_stderr_naming_file_and_reason(repo, tmp_path):
+    repo.commit(
+        "2024-01-01",
+        {"api/package.json": '{"dependencies": {"express": "4.18.2"}}', "api/a.js": ""},
+    )
+    repo.commit("2024-01-02", {"api/package.json": '{"dependencies": {"express": '})
+    repo.commit("2024-01-03", {"doc/adr/0001-odd.md": "# 1. Odd\n\n## Status\n\nFrobnicated\n"})
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\nrevalidate_clock = "head"\n\n'
+        f'[sources.decisions]\nkind = "adr"\npath = "{repo.path}"\nrevalidate_clock = "head"\n'
+    )
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert any(
+        "source 'repo'" in line and "api/package.json@" in line and "invalid JSON" in line
+        for line in warnings
+    ), done.stderr
+    assert any(
+        "source 'decisions'" in line and "0001-odd.md" in line and "not understood" in line
+        for line in warnings
+    ), done.stderr
+    assert any("source 'repo': 1 input(s) skipped" in line for line in warnings)
+    assert all(json.loads(line) for line in done.stdout.splitlines())
+
+
+def test_the_example_with_every_source_option_is_a_valid_configuration():
+    example = Path(__file__).resolve().parents[2] / "config" / "sources.toml"
+    done = healthd("check-config", "--config", str(example))
+    assert done.returncode == 0, done.stderr
+    assert "5 source(s)" in done.stdout
