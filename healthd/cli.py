@@ -238,6 +238,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from healthd.report import check_writable, load_report, render_report, write_html
+    from healthd.timeline import read_timeline
 
     check_writable(args.html)
     report = load_report(args.source)
