@@ -536,7 +536,7 @@ class AgentCoreMemory:
         except (NoCredentialsError, PartialCredentialsError):
             raise MemoryAdapterError(f"agentcore memory: {what}: {_CREDENTIALS_HELP}") from None
         except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError) as exc:
-            endpoint = self.options.endpoint_url or f"the {SERVICE} endpoint in {self._region}"
+            endpoint = client.meta.endpoint_url
             raise MemoryAdapterError(
                 f"agentcore memory: {what}: cannot reach {endpoint} after "
                 f"{self.options.max_attempts} attempt(s) ({type(exc).__name__})"
@@ -665,7 +665,9 @@ def _make_client(options: AgentCoreOptions, session: Any) -> Any:
     session = session or boto3.Session()
     region = options.region or session.region_name
     if not region:
-        raise TargetError("agentcore memory: no region: set region=... or AWS_REGION")
+        raise TargetError(
+            "agentcore memory: no region: set region=... or AWS_DEFAULT_REGION (or a profile's region)"
+        )
     _check_model()
     config = Config(
         retries={"mode": "standard", "total_max_attempts": options.max_attempts},
