@@ -658,6 +658,7 @@ def _make_client(options: AgentCoreOptions, session: Any) -> Any:
     try:
         import boto3
         from botocore.config import Config
+        from botocore.exceptions import UnknownServiceError
     except ImportError:
         raise TargetError(
             "the agentcore target needs boto3: pip install 'healthd[agentcore]'"
@@ -668,28 +669,31 @@ def _make_client(options: AgentCoreOptions, session: Any) -> Any:
         raise TargetError(
             "agentcore memory: no region: set region=... or AWS_DEFAULT_REGION (or a profile's region)"
         )
-    _check_model()
     config = Config(
         retries={"mode": "standard", "total_max_attempts": options.max_attempts},
         connect_timeout=options.timeout_seconds,
         read_timeout=options.timeout_seconds,
         user_agent_extra=f"healthd/{__version__}",
     )
-    return session.client(
-        SERVICE, region_name=region, endpoint_url=options.endpoint_url, config=config
-    )
+    try:
+        client = session.client(
+            SERVICE, region_name=region, endpoint_url=options.endpoint_url, config=config
+        )
+    except UnknownServiceError:
+        client = None
+    _check_model(client)
+    return client
 
 
-def _check_model() -> None:
+def _check_model(client: Any) -> None:
     import botocore
-    from botocore.exceptions import DataNotFoundError
-    from botocore.loaders import create_loader
 
     try:
-        shapes = create_loader().load_service_model(SERVICE, "service-2")["shapes"]
-    except DataNotFoundError:
-        shapes = {}
-    members = shapes.get("BatchCreateMemoryRecordsInput", {}).get("members", {})
+        members = client.meta.service_model.operation_model(
+            "BatchCreateMemoryRecords"
+        ).input_shape.members
+    except Exception:
+        members = {}
     if "recordExpirySpecification" not in members:
         raise TargetError(
             f"botocore {botocore.__version__} does not ship the {SERVICE} memory-record "

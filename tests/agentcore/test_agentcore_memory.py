@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import boto3
 import pytest
@@ -371,3 +372,25 @@ def test_live_agentcore_memory_round_trip():  # pragma: no cover - needs AWS
     finally:
         memory.reset()
         memory.close()
+
+
+def test_a_botocore_without_per_record_expiry_is_named_with_the_version_needed(emulator, tmp_path):
+    import gzip
+    import json
+
+    import botocore
+
+    source = Path(botocore.__file__).parent / "data" / "bedrock-agentcore" / "2024-02-28"
+    model = json.loads(gzip.decompress((source / "service-2.json.gz").read_bytes()))
+    del model["shapes"]["BatchCreateMemoryRecordsInput"]["members"]["recordExpirySpecification"]
+    older = tmp_path / "bedrock-agentcore" / "2024-02-28"
+    older.mkdir(parents=True)
+    (older / "service-2.json").write_text(json.dumps(model))
+    env = {**no_aws_env(), **DUMMY_AWS, "AWS_DATA_PATH": str(tmp_path)}
+    result = _cli(target_text(emulator), env)
+    assert result.returncode == 2
+    assert (
+        "does not ship the bedrock-agentcore memory-record model healthd needs; install "
+        in result.stderr
+    )
+    assert "botocore>=1.43.112" in result.stderr and emulator.requests == []
