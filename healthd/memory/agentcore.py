@@ -169,6 +169,7 @@ class AgentCoreMemory:
         self._clock: float | None = None
         self._sequence = 0
         self._expiry_checked = False
+        self._knows_contents = False  # until a reset, records may predate this instance
         self.expiry_populations: Counter[int | None] = Counter()
         self.foreign_records = 0
         self.unsettled_reads = 0
@@ -185,6 +186,7 @@ class AgentCoreMemory:
         self._expiring.clear()
         self._clock = None
         self._expiry_checked = True  # a wiped shadow holds no earlier expiry
+        self._knows_contents = True
         self.expiry_populations = Counter()
         if mine and self.options.consistency_wait_seconds > 0:
             gone = {s["memoryRecordId"] for s in mine}
@@ -225,7 +227,7 @@ class AgentCoreMemory:
         expected = set(self._index.get(key, {}))
         want = min(len(expected), self.options.top_k)
         summaries = self._retrieve(probe, at)
-        if self.options.consistency_wait_seconds > 0:
+        if self.options.consistency_wait_seconds > 0 and self._knows_contents:
 
             def settled() -> bool:
                 ids = {s["memoryRecordId"] for s in summaries}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import boto3
@@ -270,12 +271,15 @@ def test_a_changed_record_expiry_applies_only_to_records_written_afterwards(emul
     first_run.close()
     # the next run (the daemon's incremental run: no reset) with a longer expiry
     with capture_logs() as logs:
-        second_run = agentcore(emulator, record_expiry_days=90)
+        second_run = agentcore(emulator, record_expiry_days=90, consistency_wait_seconds=30)
         second_run.apply(added("c", 2, fact("checkout", "latency_budget", "300ms")))
     warning = [l for l in logs if l["event"] == "agentcore record expiry changed"]
     assert warning and warning[0]["earlier_records"] == {"31d": 2}
     assert warning[0]["record_expiry_days"] == 90
     assert second_run.expiry_report() == {31: 2, 90: 1}
+    started = time.monotonic()  # records it did not write are no reason to wait
+    assert values(second_run, "billing", "owners") == ["@alice"]
+    assert time.monotonic() - started < 5 and second_run.unsettled_reads == 0
     emulator.advance(40 * DAY)  # past the first records' 31 days, within the new 90
     assert values(second_run, "billing", "owners") == []
     assert values(second_run, "auth", "language") == []
