@@ -398,3 +398,28 @@ def test_a_botocore_without_per_record_expiry_is_named_with_the_version_needed(e
         in result.stderr
     )
     assert "botocore>=1.43.112" in result.stderr and emulator.requests == []
+
+
+def test_check_config_accepts_an_agentcore_target_without_calling_the_service(emulator, tmp_path):
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        "[targets.agentcore]\n"
+        'kind = "agentcore"\nshadow = true\n'
+        f'memory_id = "{MEMORY_ID}"\nnamespace_prefix = "healthd/shadow"\nmode = "managed"\n'
+        f'region = "us-east-1"\nendpoint_url = "{emulator.url}"\nrecord_expiry_days = 90\n'
+        "consistency_wait_seconds = 2.5\ntop_k = 30\n"
+    )
+    env = {**no_aws_env(), **DUMMY_AWS}
+    run = [sys.executable, "-m", "healthd", "check-config", "--config", str(config)]
+    ok = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert emulator.requests == []
+    config.write_text(
+        config.read_text().replace("record_expiry_days = 90", "record_expiry_days = 7")
+    )
+    bad = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2
+    assert (
+        "targets.agentcore: switch record_expiry_days: Input should be greater than or equal to 31"
+        in bad.stderr
+    )
