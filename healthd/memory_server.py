@@ -91,13 +91,7 @@ class MemoryServer:
             status, payload = exc.status, {"message": str(exc)}
         except HealthdError as exc:
             status, payload = 400, {"message": str(exc)}
-        data = b"" if payload is None else json.dumps(payload).encode()
-        request.send_response(status)
-        if payload is not None:
-            request.send_header("Content-Type", "application/json")
-        request.send_header("Content-Length", str(len(data)))
-        request.end_headers()
-        request.wfile.write(data)
+        send(request, status, payload)
 
     def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         if not path.startswith(_PREFIX):
@@ -187,6 +181,17 @@ class MemoryServer:
         return 200, {
             "keys": [{"subject": k.subject, "predicate": k.predicate} for k in sorted(keys)]
         }
+
+
+def send(request: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+    """Answer with ``payload`` as JSON (no body when None)."""
+    data = b"" if payload is None else json.dumps(payload).encode()
+    request.send_response(status)
+    if payload is not None:
+        request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(data)))
+    request.end_headers()
+    request.wfile.write(data)
 
 
 def serve(*, host: str, port: int, path: str | None, protected: Iterable[str]) -> int:
