@@ -423,3 +423,12 @@ def test_check_config_accepts_an_agentcore_target_without_calling_the_service(em
         "targets.agentcore: switch record_expiry_days: Input should be greater than or equal to 31"
         in bad.stderr
     )
+
+
+def test_the_live_tests_variable_is_not_taken_for_a_setting():
+    env = {**no_aws_env(), "HEALTHD_AGENTCORE_MEMORY_ID": "live_memory-0123456789"}
+    result = subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
