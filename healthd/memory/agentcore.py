@@ -134,6 +134,7 @@ class _Record:
     domain: str
     validated_at: float
     written_at: float
+    expires_wall: float | None = None  # the service's wall-clock expiry of the record
 
 
 class AgentCoreMemory:
@@ -165,7 +166,7 @@ class AgentCoreMemory:
         self._multi: set[FactKey] = set()
         self._dependents: dict[FactKey, set[FactKey]] = {}
         self._touched: set[FactKey] = set()
-        self._expiring: list[tuple[float, FactKey]] = []
+        self._expiring: list[tuple[float, FactKey, str]] = []
         self._clock: float | None = None
         self._sequence = 0
         self._expiry_checked = False
@@ -224,7 +225,12 @@ class AgentCoreMemory:
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         key = probe.key
-        expected = set(self._index.get(key, {}))
+        now = self._wall()
+        expected = {
+            rid
+            for rid, r in self._index.get(key, {}).items()
+            if r.expires_wall is None or r.expires_wall > now
+        }
         want = min(len(expected), self.options.top_k)
         summaries = self._retrieve(probe, at)
         if self.options.consistency_wait_seconds > 0 and self._knows_contents:
@@ -261,7 +267,15 @@ class AgentCoreMemory:
         changed, self._touched = self._touched, set()
         now = self._wall()
         while self._expiring and self._expiring[0][0] <= now:
-            changed.add(heapq.heappop(self._expiring)[1])
+            _, key, record_id = heapq.heappop(self._expiring)
+            record = self._index.get(key, {}).get(record_id)
+            if (
+                record is not None
+                and record.expires_wall is not None
+                and record.expires_wall <= now
+            ):
+                del self._index[key][record_id]  # gone on the service: expect it no more
+                changed.add(key)
         return changed
 
     def close(self) -> None:
@@ -399,6 +413,9 @@ class AgentCoreMemory:
         self._batch("batch_update_memory_records", [item], what, missing_ok=False)
         record.validated_at = at
         self._touched.add(fact.key)
+        if record.expires_wall is not None and self.options.record_expiry_days is not None:
+            # an update without an expiry specification re-applies the record's last one
+            self._stamp_expiry(fact.key, record, self.options.record_expiry_days)
 
     def _delete_records(self, key: FactKey, records: Sequence[_Record], what: str) -> None:
         if not records:
@@ -595,8 +612,11 @@ class AgentCoreMemory:
         self._index.setdefault(fact.key, {})[record.id] = record
         self._touched.add(fact.key)
         if self.options.record_expiry_days is not None:
-            expires = self._wall() + self.options.record_expiry_days * 86400.0
-            heapq.heappush(self._expiring, (expires, fact.key))
+            self._stamp_expiry(fact.key, record, self.options.record_expiry_days)
+
+    def _stamp_expiry(self, key: FactKey, record: _Record, days: float) -> None:
+        record.expires_wall = self._wall() + days * 86400.0
+        heapq.heappush(self._expiring, (record.expires_wall, key, record.id))
 
     def _decode(self, summary: dict[str, Any], key: FactKey) -> RetrievedFact | None:
         subject: str | None = None

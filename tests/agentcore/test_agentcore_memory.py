@@ -288,27 +288,36 @@ def test_a_changed_record_expiry_applies_only_to_records_written_afterwards(emul
     assert values(second_run, "checkout", "latency_budget") == []
 
 
-def test_an_expiry_passing_on_the_service_is_reported_as_a_changed_key(emulator):
-    now = [1_000_000.0]
+def test_an_expiry_passing_on_the_service_is_a_changed_key_and_no_reason_to_wait(emulator):
     memory = AgentCoreMemory(
         AgentCoreOptions.model_validate(
             {
                 "memory_id": MEMORY_ID,
                 "namespace_prefix": PREFIX,
                 "shadow": True,
+                "mode": "managed",
                 "region": "us-east-1",
                 "endpoint_url": emulator.url,
                 "record_expiry_days": 31,
+                "consistency_wait_seconds": 5,
             }
         ),
-        wall_clock=lambda: now[0],
+        wall_clock=emulator.now,  # the service's clock
     )
     memory.reset()
     memory.apply(added("a", 1, fact("auth", "language", "go")))
-    assert memory.changed_keys(day(1)) == {("auth", "language")}
+    memory.apply(added("b", 1, fact("auth", "owners", "@ann", "ownership")))
+    assert memory.changed_keys(day(1)) == {("auth", "language"), ("auth", "owners")}
     assert memory.changed_keys(day(1)) == set()
-    now[0] += 32 * DAY
-    assert memory.changed_keys(day(1)) == {("auth", "language")}
+    emulator.advance(20 * DAY)
+    memory.apply(revalidated("c", 2, fact("auth", "owners", "@ann", "ownership")))  # re-stamped
+    memory.changed_keys(day(2))
+    emulator.advance(12 * DAY)  # 32 days after the first writes, 12 after the update
+    assert memory.changed_keys(day(2)) == {("auth", "language")}
+    started = time.monotonic()
+    assert values(memory, "auth", "language") == []
+    assert values(memory, "auth", "owners") == ["@ann"]
+    assert time.monotonic() - started < 3 and memory.unsettled_reads == 0
 
 
 # -- bad input: one line, exit 2 -------------------------------------------------------------
