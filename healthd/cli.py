@@ -1,4 +1,5 @@
-"""Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`.
+"""Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`,
+`healthd serve-memory`.
 
 Every error healthd knows about ends in one line on stderr and exit code 2, no traceback.
 """
