@@ -360,7 +360,11 @@ def test_bad_input_is_one_line_naming_the_problem_and_exit_2(emulator):
 def _live_reason() -> str | None:
     if not os.environ.get("HEALTHD_AGENTCORE_MEMORY_ID"):
         return "HEALTHD_AGENTCORE_MEMORY_ID is not set"
-    if boto3.Session().get_credentials() is None:
+    try:
+        credentials = boto3.Session().get_credentials()
+    except Exception as exc:  # a broken profile is a reason to skip, not to fail collection
+        return f"AWS credentials unusable: {type(exc).__name__}"
+    if credentials is None:
         return "no AWS credentials in the standard chain"
     return None
 

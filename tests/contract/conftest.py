@@ -3,6 +3,7 @@ here. A new kind joins the suite by adding one factory to ``FACTORIES``."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -160,6 +161,9 @@ FACTORIES: dict[str, Callable[[Path], Any]] = {
 
 @pytest.fixture(params=sorted(FACTORIES))
 def target(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):  # a developer's profile or keys must play no part
+            monkeypatch.delenv(name)
     for name, value in DUMMY_AWS.items():
         monkeypatch.setenv(name, value)
     with FACTORIES[request.param](tmp_path) as under_test:

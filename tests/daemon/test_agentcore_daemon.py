@@ -4,6 +4,7 @@ serving and never shows the secret."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -32,7 +33,10 @@ def _failures(daemon: Daemon, target: str) -> float:
     return sample(daemon.scrape(), "healthd_runs_total", target=target, result="failure") or 0
 
 
-def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path):
+def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):  # the daemon inherits this process's environment
+            monkeypatch.delenv(name)
     with AgentCoreEmulator() as closed:
         unreachable = closed.url
     with AgentCoreEmulator() as emulator:
