@@ -33,8 +33,6 @@ finds records in its shadow written with another expiry.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import heapq
 import re
 import time
@@ -51,7 +49,22 @@ from healthd import __version__
 from healthd._http import check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
-from healthd.model import DOMAINS, Answer, ChangeEvent, Fact, FactKey, Probe, RetrievedFact
+from healthd.memory._agentcore_records import (
+    EXPIRY_KEY,
+    PREDICATE_KEY,
+    SUBJECT_KEY,
+    VALIDATED_KEY,
+    component,
+    content,
+    encode,
+    equals,
+    namespace_of,
+    number_value,
+    record_metadata,
+    to_fact,
+    under,
+)
+from healthd.model import Answer, ChangeEvent, Fact, FactKey, Probe, RetrievedFact
 
 log = structlog.get_logger("healthd.memory.agentcore")
 
@@ -62,23 +75,12 @@ MAX_BATCH = 100
 MAX_FILTERS = 5
 MAX_TOP_K = 100
 
-SUBJECT_KEY = "healthd_subject"
-PREDICATE_KEY = "healthd_predicate"
-DOMAIN_KEY = "healthd_domain"
-FACT_ID_KEY = "healthd_fact_id"
-EVENT_ID_KEY = "healthd_event_id"
-VALIDATED_KEY = "healthd_validated_at"
-WRITTEN_KEY = "healthd_written_at"
-EXPIRY_KEY = "healthd_expiry_days"
 
 _NAMESPACE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_/]*")
-_COMPONENT = re.compile(r"[a-zA-Z0-9_-]+")
-_META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
 _MEMORY_ID = re.compile(
     r"(arn:(aws|aws-cn|aws-us-gov):bedrock-agentcore:[a-z0-9-]+:[0-9]{12}:memory/)?"
     r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}"
 )
-_ENCODED = "b32:"
 _CREDENTIALS_HELP = (
     "no AWS credentials found in the standard chain (environment, shared credentials and "
     "config files, SSO, container or instance role)"
@@ -178,8 +180,8 @@ class AgentCoreMemory:
     # -- Memory protocol ------------------------------------------------------------------
 
     def reset(self) -> None:
-        mine = [s for s in self._list_prefix() if _under(s, self.prefix)]
-        self._delete([(s["memoryRecordId"], _namespace_of(s)) for s in mine], "reset")
+        mine = [s for s in self._list_prefix() if under(s, self.prefix)]
+        self._delete([(s["memoryRecordId"], namespace_of(s)) for s in mine], "reset")
         self._index.clear()
         self._multi.clear()
         self._dependents.clear()
@@ -290,8 +292,8 @@ class AgentCoreMemory:
         records written without one."""
         populations: Counter[int | None] = Counter()
         for summary in self._list_prefix():
-            if _under(summary, self.prefix):
-                days = _number(summary, EXPIRY_KEY)
+            if under(summary, self.prefix):
+                days = number_value(summary, EXPIRY_KEY)
                 populations[None if days is None else int(days)] += 1
         return populations
 
@@ -355,11 +357,11 @@ class AgentCoreMemory:
     def _create(self, fact: Fact, at: float, event_id: str, what: str) -> None:
         written = self._clock if self._clock is not None else at
         self._sequence += 1
-        request_id = f"{_component(event_id)[:60]}-{self._sequence}"
+        request_id = f"{component(event_id)[:60]}-{self._sequence}"
         record: dict[str, Any] = {
             "requestIdentifier": request_id,
             "namespaces": [self._namespace(fact.key)],
-            "content": {"text": _content(fact)},
+            "content": {"text": content(fact)},
             "timestamp": datetime.fromtimestamp(at, tz=UTC),
             "metadata": self._metadata(fact, event_id, at, written, what),
         }
@@ -404,7 +406,7 @@ class AgentCoreMemory:
         item: dict[str, Any] = {
             "memoryRecordId": record.id,
             "timestamp": datetime.fromtimestamp(at, tz=UTC),
-            "content": {"text": _content(fact)},
+            "content": {"text": content(fact)},
             "namespaces": [self._namespace(fact.key)],
             "metadata": self._metadata(fact, event_id, at, record.written_at, what),
         }
@@ -483,8 +485,8 @@ class AgentCoreMemory:
 
     def _key_filters(self, key: FactKey, at: datetime) -> list[dict[str, Any]]:
         filters = [
-            _equals(SUBJECT_KEY, _encode(key.subject, "subject")),
-            _equals(PREDICATE_KEY, _encode(key.predicate, "predicate")),
+            equals(SUBJECT_KEY, encode(key.subject, "subject")),
+            equals(PREDICATE_KEY, encode(key.predicate, "predicate")),
             {
                 "left": {"metadataKey": VALIDATED_KEY},
                 "operator": "LESS_THAN_OR_EQUALS",
@@ -587,26 +589,17 @@ class AgentCoreMemory:
     # -- encoding ---------------------------------------------------------------------------
 
     def _namespace(self, key: FactKey) -> str:
-        return f"{self.prefix}/{_component(key.subject)}/{_component(key.predicate)}"
+        return f"{self.prefix}/{component(key.subject)}/{component(key.predicate)}"
 
     def _metadata(
         self, fact: Fact, event_id: str, validated: float, written: float, what: str
     ) -> dict[str, Any]:
         try:
-            metadata: dict[str, Any] = {
-                SUBJECT_KEY: {"stringValue": _encode(fact.subject, "subject")},
-                PREDICATE_KEY: {"stringValue": _encode(fact.predicate, "predicate")},
-                DOMAIN_KEY: {"stringValue": fact.domain},
-                FACT_ID_KEY: {"stringValue": _fact_id(fact)},
-                EVENT_ID_KEY: {"stringValue": _encode(event_id, "event id")},
-                VALIDATED_KEY: {"numberValue": validated},
-                WRITTEN_KEY: {"numberValue": written},
-            }
+            return record_metadata(
+                fact, event_id, validated, written, self.options.record_expiry_days
+            )
         except ValueError as exc:
             raise MemoryAdapterError(f"agentcore memory: {what}: {exc}") from None
-        if self.options.record_expiry_days is not None:
-            metadata[EXPIRY_KEY] = {"numberValue": self.options.record_expiry_days}
-        return metadata
 
     def _remember(self, fact: Fact, record: _Record) -> None:
         self._index.setdefault(fact.key, {})[record.id] = record
@@ -619,46 +612,15 @@ class AgentCoreMemory:
         heapq.heappush(self._expiring, (record.expires_wall, key, record.id))
 
     def _decode(self, summary: dict[str, Any], key: FactKey) -> RetrievedFact | None:
-        subject: str | None = None
-        predicate = domain = text = None
-        validated = written = None
-        try:
-            subject = _decode(_string(summary, SUBJECT_KEY))
-            predicate = _decode(_string(summary, PREDICATE_KEY))
-            domain = _string(summary, DOMAIN_KEY)
-            validated = _number(summary, VALIDATED_KEY)
-            written = _number(summary, WRITTEN_KEY)
-            text = summary["content"]["text"]
-        except (KeyError, TypeError, ValueError):
-            subject = None
-        prefix = f"{subject} {predicate}: "
-        if (
-            subject is None
-            or predicate is None
-            or subject != key.subject
-            or predicate != key.predicate
-            or domain not in DOMAINS
-            or validated is None
-            or written is None
-            or not isinstance(text, str)
-            or not text.startswith(prefix)
-        ):
+        fact = to_fact(summary, key)
+        if fact is None:
             self.foreign_records += 1
             log.warning(
                 "agentcore record not written by healthd skipped",
                 record=summary.get("memoryRecordId"),
-                namespace=_namespace_of(summary),
+                namespace=namespace_of(summary),
             )
-            return None
-        return RetrievedFact(
-            subject,
-            predicate,
-            text[len(prefix) :],
-            domain,
-            summary["memoryRecordId"],
-            datetime.fromtimestamp(written, tz=UTC),
-            datetime.fromtimestamp(validated, tz=UTC),
-        )
+        return fact
 
     def _settle(self, done: Callable[[], bool], what: str) -> None:
         deadline = self._monotonic() + self.options.consistency_wait_seconds
@@ -721,70 +683,6 @@ def _check_model(client: Any) -> None:
             f"botocore {botocore.__version__} does not ship the {SERVICE} memory-record "
             f"model healthd needs; install botocore>={MIN_BOTOCORE} (pip install 'healthd[agentcore]')"
         )
-
-
-def _under(summary: Mapping[str, Any], prefix: str) -> bool:
-    namespaces = summary.get("namespaces") or []
-    return bool(namespaces) and all(n == prefix or n.startswith(prefix + "/") for n in namespaces)
-
-
-def _namespace_of(summary: Mapping[str, Any]) -> str:
-    namespaces = summary.get("namespaces") or [""]
-    return str(namespaces[0])
-
-
-def _component(text: str) -> str:
-    if _COMPONENT.fullmatch(text) and len(text) <= 100:
-        return text
-    safe = re.sub(r"[^a-zA-Z0-9_-]+", "_", text).strip("_")[:80] or "x"
-    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-
-
-def _encode(text: str, what: str) -> str:
-    """A metadata string value: the text when the service's pattern allows it, else base32."""
-    if text and _META_STRING.fullmatch(text) and not text.startswith(_ENCODED) and len(text) <= 256:
-        return text
-    encoded = _ENCODED + base64.b32encode(text.encode()).decode()
-    if len(encoded) > 256:
-        raise ValueError(f"{what} {text[:40]!r}... is too long for an AgentCore metadata value")
-    return encoded
-
-
-def _decode(text: str) -> str:
-    if text.startswith(_ENCODED):
-        return base64.b32decode(text[len(_ENCODED) :]).decode()
-    return text
-
-
-def _content(fact: Fact) -> str:
-    return f"{fact.subject} {fact.predicate}: {fact.value}"
-
-
-def _fact_id(fact: Fact) -> str:
-    doc = "\x00".join((fact.subject, fact.predicate, fact.value, fact.domain))
-    return hashlib.sha256(doc.encode()).hexdigest()[:24]
-
-
-def _equals(key: str, value: str) -> dict[str, Any]:
-    return {
-        "left": {"metadataKey": key},
-        "operator": "EQUALS_TO",
-        "right": {"metadataValue": {"stringValue": value}},
-    }
-
-
-def _string(summary: Mapping[str, Any], key: str) -> str:
-    value = summary["metadata"][key]["stringValue"]
-    if not isinstance(value, str):
-        raise ValueError(key)
-    return value
-
-
-def _number(summary: Mapping[str, Any], key: str) -> float | None:
-    item = (summary.get("metadata") or {}).get(key)
-    if not isinstance(item, dict) or "numberValue" not in item:
-        return None
-    return float(item["numberValue"])
 
 
 @register_memory("agentcore")
