@@ -84,10 +84,13 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
                         what="the working target succeeds",
                     )
                 assert daemon.proc.poll() is None
-                text = daemon.read_log() + daemon.get("/metrics").text
+                text = daemon.read_log() + daemon.get("/metrics").text + daemon.get("/").text
                 assert DUMMY_AWS["AWS_SECRET_ACCESS_KEY"] not in text
             finally:
                 assert daemon.stop()[0] == 0
+            state = b"".join(p.read_bytes() for p in (directory / "state").iterdir())
+            assert state and DUMMY_AWS["AWS_SECRET_ACCESS_KEY"].encode() not in state
+            assert DUMMY_AWS["AWS_ACCESS_KEY_ID"].encode() not in state
     assert (
         "memory 'unknown_memory-0000000000' not found" in messages[("with_credentials", "unknown")]
     )
