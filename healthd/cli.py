@@ -1,5 +1,5 @@
 """Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`,
-`healthd report`.
+`healthd report`, `healthd serve-memory`.
 
 Every error healthd knows about ends in one line on stderr and exit code 2, no traceback.
 """
@@ -45,6 +45,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0 to 65535, got {value}")
     return value
 
 
@@ -134,6 +144,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeline",
         metavar="FILE",
         help="the timeline the report replayed, to name each stage's event on hover",
+    )
+
+    sm = commands.add_parser(
+        "serve-memory",
+        help="serve the reference memory over the HTTP memory contract (docs/memory-http-api.yaml)",
+    )
+    sm.add_argument("--port", type=_port, default=8080, help="0 picks a free port (default 8080)")
+    sm.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sm.add_argument("--path", metavar="FILE", help="SQLite file (default: in memory)")
+    sm.add_argument(
+        "--protect",
+        metavar="NAMESPACE",
+        action="append",
+        default=[],
+        help="a namespace that exists and is not a shadow: writes to it are refused; repeatable",
     )
 
     cc = commands.add_parser("check-config", help="validate a configuration and exit 0 or 2")
@@ -348,12 +373,19 @@ def _open_output(path: str):
         raise HealthdError(f"{path}: cannot write the report: {exc.strerror}") from None
 
 
+def _cmd_serve_memory(args: argparse.Namespace) -> int:
+    from healthd.memory_server import serve
+
+    return serve(host=args.host, port=args.port, path=args.path, protected=args.protect)
+
+
 _COMMANDS = {
     "evaluate": _cmd_evaluate,
     "timeline": _cmd_timeline,
     "run": _cmd_run,
     "check-config": _cmd_check_config,
     "report": _cmd_report,
+    "serve-memory": _cmd_serve_memory,
 }
 
 

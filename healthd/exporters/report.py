@@ -98,6 +98,21 @@ def render_table(
                 style="bold" if bucket == "all" else None,
             )
         console.print(table)
+    if len(results) > 1:
+        console.print(_comparison(results))
     console.print(
         f"probe set {probe_set_version} ({probe_count} probes); — means nothing to measure yet"
     )
+
+
+def _comparison(results: Sequence[TargetResult]) -> Table:
+    """Every target's ``all`` row side by side."""
+    table = Table(title="comparison (all domains)", title_justify="left")
+    table.add_column("target", no_wrap=True, overflow="ellipsis", max_width=26)
+    for name in _RATIOS:
+        table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+    table.add_column("conflicts", justify="right", no_wrap=True, min_width=9)
+    for result in results:
+        m = result.metrics["all"]
+        table.add_row(result.name, *(_cell(getattr(m, n)) for n in _RATIOS), str(m.conflicts))
+    return table

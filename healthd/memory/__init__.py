@@ -102,4 +102,4 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
 
 
 def _load_builtin() -> None:
-    from healthd.memory import http, naive, reference  # noqa: F401  (importing registers the kinds)
+    from healthd.memory import agentcore, http, naive, reference  # noqa: F401  (importing registers the kinds)

@@ -1,0 +1,165 @@
+"""Harness overhead: of a whole `evaluate` run, how much is healthd's own work (replay,
+ground truth, probes, scoring) and how much is spent inside the memory adapter's calls?
+
+    .venv/bin/python benchmarks/bench_harness_overhead.py [--events 2000] [--keys 300] [--repeat 3]
+
+The servers run in their own processes, as they would in production: `healthd serve-memory`
+for the `http` target and the AgentCore emulator (`python -m healthd.testing.agentcore`) for
+`agentcore` (native and managed), both on free 127.0.0.1 ports. Each target replays the
+bundled example and a generated timeline (benchmarks/bench_evaluator.py's generator) in
+this process, its memory wrapped in a timer around reset, apply, answer and changed_keys.
+"time in adapter" is the sum of those calls (the adapter's own code, boto3's or requests'
+serialization, the network round trip and the server's work); healthd's share is the rest
+of the run. Prints one line per run and the median share per target; the target is under
+10 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_evaluator import generate  # noqa: E402
+
+from healthd.cli import example_timeline_path  # noqa: E402
+from healthd.evaluator import evaluate  # noqa: E402
+from healthd.memory import Memory, build_memory, parse_target  # noqa: E402
+from healthd.model import Answer, ChangeEvent, FactKey, Probe  # noqa: E402
+from healthd.probes import build_probe_set  # noqa: E402
+from healthd.timeline import read_timeline  # noqa: E402
+
+MEMORY_ID = "healthd_bench-a1b2c3d4e5"
+_URL = re.compile(rb"on (http://127\.0\.0\.1:\d+)")
+
+
+class TimedMemory:
+    """Forwards to a memory and adds up the time spent inside its calls."""
+
+    def __init__(self, inner: Memory) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self.calls = 0
+
+    def _timed(self, call: Any, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+    def reset(self) -> None:
+        self._timed(self.inner.reset)
+
+    def apply(self, event: ChangeEvent) -> None:
+        self._timed(self.inner.apply, event)
+
+    def answer(self, probe: Probe, at: datetime) -> Answer:
+        answer: Answer = self._timed(self.inner.answer, probe, at)
+        return answer
+
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
+        keys: set[FactKey] | None = self._timed(self.inner.changed_keys, at)  # type: ignore[attr-defined]
+        return keys
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@contextmanager
+def server(*command: str) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [sys.executable, *command], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert proc.stderr is not None
+        match = _URL.search(proc.stderr.readline())
+        if match is None:
+            raise SystemExit(f"{command} did not start")
+        yield match.group(1).decode()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def measure(target: str, events: list[ChangeEvent]) -> tuple[float, float, int, int]:
+    probes = build_probe_set(events)
+    memory = TimedMemory(build_memory(parse_target(target)))
+    start = time.perf_counter()
+    result = evaluate(events, memory, probes, name=target, kind="bench")  # type: ignore[arg-type]
+    total = time.perf_counter() - start
+    memory.close()
+    return total, memory.seconds, memory.calls, result.probe_queries
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--keys", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    timelines = {
+        "example": read_timeline(example_timeline_path()),
+        f"generated {args.events} events": generate(args.events, args.keys),
+    }
+    with (
+        server("-m", "healthd", "serve-memory", "--port", "0") as memory_url,
+        server(
+            "-m", "healthd.testing.agentcore", "--port", "0", "--memory-id", MEMORY_ID
+        ) as ac_url,
+    ):
+        agentcore = (
+            f"memory_id={MEMORY_ID},shadow=on,region=us-east-1,endpoint_url={ac_url},"
+            "namespace_prefix=healthd/bench"
+        )
+        targets = {
+            "http (serve-memory)": f"http:base_url={memory_url},namespace=healthd/bench,shadow=on",
+            "agentcore native (emulator)": f"agentcore:mode=native,{agentcore}",
+            "agentcore managed (emulator)": f"agentcore:mode=managed,{agentcore}",
+        }
+        print(f"{'target':30} {'timeline':22} {'total s':>8} {'adapter s':>9} {'calls':>7} "
+              f"{'probe q':>7} {'healthd share':>13}")  # fmt: skip
+        shares: dict[str, list[float]] = {}
+        for label, target in targets.items():
+            for timeline, events in timelines.items():
+                for _ in range(args.repeat):
+                    total, adapter, calls, queries = measure(target, events)
+                    share = (total - adapter) / total
+                    shares.setdefault(f"{label}, {timeline}", []).append(share)
+                    print(f"{label:30} {timeline:22} {total:8.2f} {adapter:9.2f} {calls:7d} "
+                          f"{queries:7d} {share:12.1%}", flush=True)  # fmt: skip
+    print("median healthd share (target < 10%):")
+    worst = 0.0
+    for name, values in shares.items():
+        median = statistics.median(values)
+        worst = max(worst, median)
+        print(f"  {name:55} {median:6.1%}")
+    print(f"worst median: {worst:.1%}  ({'under' if worst < 0.10 else 'OVER'} 10%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

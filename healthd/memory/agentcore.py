@@ -1,0 +1,697 @@
+"""The `agentcore` memory: Amazon Bedrock AgentCore Memory, through boto3's data-plane client.
+
+Each fact is one memory record in its key's namespace, ``<namespace_prefix>/<subject>/
+<predicate>`` (characters the service's namespace pattern refuses are replaced and the
+component is suffixed with a short hash). Its metadata carries the fact's subject,
+predicate, domain and id, the event id, and the replayed write and validation times as
+NUMBERs, so replayed time (not the service's ingestion ``createdAt``) is what filters see.
+A probe is answered by ``RetrieveMemoryRecords`` on the key's namespace with the probe's
+question as ``searchQuery`` and EQUALS_TO filters on subject and predicate, following
+``nextToken``.
+
+Two modes, because the difference is a finding:
+
+* ``native`` adds a record for every assertion and removes nothing, as an agent that never
+  deletes would behave;
+* ``managed`` keeps one record per fact: a revision or an invalidation deletes the records it
+  ends (``BatchDeleteMemoryRecords``), re-validation updates the record's validation time
+  (``BatchUpdateMemoryRecords``), an ended key's dependents are deleted too, and a backdated
+  event never overrides a newer one.
+
+healthd writes only under ``namespace_prefix``, which must be declared ``shadow``; ``reset``
+lists the prefix and deletes only records whose namespace is the prefix or lies under it
+(``namespacePath`` is a string-prefix match, so ``shadow`` would also find ``shadow2``).
+Credentials come only from the standard AWS chain and are resolved on the first call, so a
+missing one fails a run, not the configuration. Throttling and 5xx are retried by botocore's
+standard retry mode, bounded by ``max_attempts``; records a batch reports in
+``failedRecords`` are retried the same number of times and then reported, never dropped.
+
+A record's expiry (``record_expiry_days``) is fixed by the service when it is written:
+changing the setting touches only records written afterwards. The adapter says so when it
+finds records in its shadow written with another expiry.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from healthd import __version__
+from healthd._http import check_http_url
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.memory import register_memory
+from healthd.memory._agentcore_records import (
+    EXPIRY_KEY,
+    PREDICATE_KEY,
+    SUBJECT_KEY,
+    VALIDATED_KEY,
+    component,
+    content,
+    encode,
+    equals,
+    namespace_of,
+    number_value,
+    record_metadata,
+    to_fact,
+    under,
+)
+from healthd.model import Answer, ChangeEvent, Fact, FactKey, Probe, RetrievedFact
+
+log = structlog.get_logger("healthd.memory.agentcore")
+
+#: The first botocore whose ``bedrock-agentcore`` model has ``recordExpirySpecification``.
+MIN_BOTOCORE = "1.43.112"
+SERVICE = "bedrock-agentcore"
+MAX_BATCH = 100
+MAX_FILTERS = 5
+MAX_TOP_K = 100
+
+
+_NAMESPACE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_/]*")
+_MEMORY_ID = re.compile(
+    r"(arn:(aws|aws-cn|aws-us-gov):bedrock-agentcore:[a-z0-9-]+:[0-9]{12}:memory/)?"
+    r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}"
+)
+_CREDENTIALS_HELP = (
+    "no AWS credentials found in the standard chain (environment, shared credentials and "
+    "config files, SSO, container or instance role)"
+)
+
+
+class AgentCoreOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    memory_id: str = Field(min_length=12)
+    namespace_prefix: str = Field(min_length=1, max_length=512)
+    shadow: bool = False
+    mode: Literal["native", "managed"] = "native"
+    region: str | None = None
+    endpoint_url: str | None = None
+    strategy_id: str | None = Field(None, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9\-_]*$", max_length=100)
+    record_expiry_days: int | None = Field(None, ge=31, le=36500)
+    top_k: int = Field(20, ge=1, le=MAX_TOP_K)
+    consistency_wait_seconds: float = Field(0.0, ge=0, le=300)
+    max_attempts: int = Field(4, ge=1, le=10)
+    timeout_seconds: float = Field(10.0, gt=0, le=300)
+
+    @field_validator("memory_id")
+    @classmethod
+    def _memory_id(cls, value: str) -> str:
+        if not _MEMORY_ID.fullmatch(value):
+            raise ValueError(
+                "not an AgentCore memory id (name-XXXXXXXXXX, or its ARN), e.g. healthd_shadow-a1b2c3d4e5"
+            )
+        return value
+
+    @field_validator("namespace_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        value = value.rstrip("/")
+        if not _NAMESPACE.fullmatch(value):
+            raise ValueError(
+                "must be letters, digits, '-', '_' and '/' (the service's namespace pattern), "
+                "e.g. healthd/shadow"
+            )
+        return value
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_http_url(value, "http://127.0.0.1:8765")
+
+
+@dataclass
+class _Record:
+    id: str
+    value: str
+    domain: str
+    validated_at: float
+    written_at: float
+    expires_wall: float | None = None  # the service's wall-clock expiry of the record
+
+
+class AgentCoreMemory:
+    kind = "agentcore"
+
+    def __init__(
+        self,
+        options: AgentCoreOptions,
+        *,
+        session: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not options.shadow:
+            raise ShadowViolation(
+                f"namespace prefix {options.namespace_prefix!r} is not declared shadow; healthd "
+                "writes only under a prefix it owns (set shadow = true)"
+            )
+        self.options = options
+        self.prefix = options.namespace_prefix
+        self._session = session
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._wall = wall_clock
+        self._client_obj: Any = None
+        self._region: str | None = None
+        self._index: dict[FactKey, dict[str, _Record]] = {}
+        self._multi: set[FactKey] = set()
+        self._dependents: dict[FactKey, set[FactKey]] = {}
+        self._touched: set[FactKey] = set()
+        self._expiring: list[tuple[float, FactKey, str]] = []
+        self._clock: float | None = None
+        self._sequence = 0
+        self._expiry_checked = False
+        self._knows_contents = False  # until a reset, records may predate this instance
+        self.expiry_populations: Counter[int | None] = Counter()
+        self.foreign_records = 0
+        self.unsettled_reads = 0
+
+    # -- Memory protocol ------------------------------------------------------------------
+
+    def reset(self) -> None:
+        mine = [s for s in self._list_prefix() if under(s, self.prefix)]
+        self._delete([(s["memoryRecordId"], namespace_of(s)) for s in mine], "reset")
+        self._index.clear()
+        self._multi.clear()
+        self._dependents.clear()
+        self._touched.clear()
+        self._expiring.clear()
+        self._clock = None
+        self._expiry_checked = True  # a wiped shadow holds no earlier expiry
+        self._knows_contents = True
+        self.expiry_populations = Counter()
+        if mine and self.options.consistency_wait_seconds > 0:
+            gone = {s["memoryRecordId"] for s in mine}
+            self._settle(
+                lambda: not any(s["memoryRecordId"] in gone for s in self._list_prefix()),
+                "reset",
+            )
+
+    def apply(self, event: ChangeEvent) -> None:
+        at = event.timestamp.timestamp()
+        self._clock = at if self._clock is None else max(self._clock, at)
+        if not self._expiry_checked:
+            self._check_expiry_populations()
+        what = f"apply {event.id}"
+        if self.options.mode == "native":
+            if event.type != "invalidated":
+                self._create(event.fact, at, event.id, what)
+            return
+        key = event.fact.key
+        multi = event.multi_valued or key in self._multi
+        if multi:
+            self._multi.add(key)
+        for dependency in event.depends_on:
+            self._dependents.setdefault(dependency, set()).add(key)
+        if event.type in ("added", "revalidated"):
+            self._assert(event.fact, at, multi, event.id, what)
+        elif event.type == "revised":
+            previous = event.previous
+            assert previous is not None
+            if previous.key != key or multi:
+                self._end(previous, at, what)
+            self._assert(event.fact, at, multi, event.id, what)
+        else:
+            self._end(event.fact, at, what)
+
+    def answer(self, probe: Probe, at: datetime) -> Answer:
+        key = probe.key
+        now = self._wall()
+        expected = {
+            rid
+            for rid, r in self._index.get(key, {}).items()
+            if r.expires_wall is None or r.expires_wall > now
+        }
+        want = min(len(expected), self.options.top_k)
+        summaries = self._retrieve(probe, at)
+        if self.options.consistency_wait_seconds > 0 and self._knows_contents:
+
+            def settled() -> bool:
+                ids = {s["memoryRecordId"] for s in summaries}
+                return len(ids) == want and ids <= expected
+
+            if not settled():
+                deadline = self._monotonic() + self.options.consistency_wait_seconds
+                delay = 0.02
+                while not settled() and self._monotonic() < deadline:
+                    self._sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    summaries = self._retrieve(probe, at)
+                if not settled():
+                    self.unsettled_reads += 1
+                    log.warning(
+                        "agentcore read not settled",
+                        probe=probe.id,
+                        waited_seconds=self.options.consistency_wait_seconds,
+                    )
+        facts = []
+        for summary in summaries:
+            fact = self._decode(summary, key)
+            if fact is not None:
+                facts.append(fact)
+        facts.sort(key=lambda f: (-f.last_validated.timestamp(), f.record_id))
+        return Answer(probe.id, tuple(facts))
+
+    def changed_keys(self, at: datetime) -> set[FactKey]:
+        """Keys written since the last call, plus keys whose records' service-side expiry
+        (wall-clock time) has passed since."""
+        changed, self._touched = self._touched, set()
+        now = self._wall()
+        while self._expiring and self._expiring[0][0] <= now:
+            _, key, record_id = heapq.heappop(self._expiring)
+            record = self._index.get(key, {}).get(record_id)
+            if (
+                record is not None
+                and record.expires_wall is not None
+                and record.expires_wall <= now
+            ):
+                del self._index[key][record_id]  # gone on the service: expect it no more
+                changed.add(key)
+        return changed
+
+    def close(self) -> None:
+        if self._client_obj is not None:
+            self._client_obj.close()
+            self._client_obj = None
+
+    # -- expiry -----------------------------------------------------------------------------
+
+    def expiry_report(self) -> Counter[int | None]:
+        """Records under the prefix by the expiry (days) they were written with; None for
+        records written without one."""
+        populations: Counter[int | None] = Counter()
+        for summary in self._list_prefix():
+            if under(summary, self.prefix):
+                days = number_value(summary, EXPIRY_KEY)
+                populations[None if days is None else int(days)] += 1
+        return populations
+
+    def _check_expiry_populations(self) -> None:
+        self._expiry_checked = True
+        self.expiry_populations = self.expiry_report()
+        configured = self.options.record_expiry_days
+        other = {d: n for d, n in self.expiry_populations.items() if d != configured}
+        if other:
+            log.warning(
+                "agentcore record expiry changed",
+                namespace_prefix=self.prefix,
+                record_expiry_days=configured,
+                earlier_records={("none" if d is None else f"{d}d"): n for d, n in other.items()},
+                note="records keep the expiry they were written with; the new setting applies "
+                "only to records written from now on",
+            )
+
+    # -- managed mode -----------------------------------------------------------------------
+
+    def _assert(self, fact: Fact, at: float, multi: bool, event_id: str, what: str) -> None:
+        records = self._index.get(fact.key, {})
+        if not multi and any(
+            r.value != fact.value and r.validated_at > at for r in records.values()
+        ):
+            return  # a backdated event: a newer value is already known
+        same = [r for r in records.values() if r.value == fact.value]
+        if same:
+            record = same[0]
+            if at > record.validated_at:
+                self._update(fact, record, at, event_id, what)
+        else:
+            self._create(fact, at, event_id, what)
+        if not multi:
+            ended = [r for r in records.values() if r.value != fact.value and r.validated_at <= at]
+            self._delete_records(fact.key, ended, what)
+
+    def _end(self, fact: Fact, at: float, what: str) -> None:
+        records = self._index.get(fact.key, {})
+        ended = [r for r in records.values() if r.value == fact.value and r.validated_at <= at]
+        if not ended:
+            return
+        self._delete_records(fact.key, ended, what)
+        if not self._index.get(fact.key):
+            self._cascade(fact.key, at, what, {fact.key})
+
+    def _cascade(self, key: FactKey, at: float, what: str, seen: set[FactKey]) -> None:
+        for dependent in sorted(self._dependents.get(key, ())):
+            if dependent in seen:
+                continue
+            seen.add(dependent)
+            records = self._index.get(dependent, {})
+            ended = [r for r in records.values() if r.validated_at < at]
+            if ended:
+                self._delete_records(dependent, ended, what)
+                if not self._index.get(dependent):
+                    self._cascade(dependent, at, what, seen)
+
+    # -- service calls ----------------------------------------------------------------------
+
+    def _create(self, fact: Fact, at: float, event_id: str, what: str) -> None:
+        written = self._clock if self._clock is not None else at
+        self._sequence += 1
+        request_id = f"{component(event_id)[:60]}-{self._sequence}"
+        record: dict[str, Any] = {
+            "requestIdentifier": request_id,
+            "namespaces": [self._namespace(fact.key)],
+            "content": {"text": content(fact)},
+            "timestamp": datetime.fromtimestamp(at, tz=UTC),
+            "metadata": self._metadata(fact, event_id, at, written, what),
+        }
+        if self.options.strategy_id:
+            record["memoryStrategyId"] = self.options.strategy_id
+        extra: dict[str, Any] = {}
+        if self.options.record_expiry_days is not None:
+            extra["recordExpirySpecification"] = {
+                "recordExpiryDurationDays": self.options.record_expiry_days
+            }
+        pending = [record]
+        for attempt in range(1, self.options.max_attempts + 1):
+            response = self._call(
+                "batch_create_memory_records",
+                what,
+                memoryId=self.options.memory_id,
+                records=pending,
+                **extra,
+            )
+            for done in response.get("successfulRecords", []):
+                if done.get("requestIdentifier") == request_id:
+                    self._remember(
+                        fact, _Record(done["memoryRecordId"], fact.value, fact.domain, at, written)
+                    )
+                    return
+            failures = {f.get("requestIdentifier"): f for f in response.get("failedRecords", [])}
+            failure = failures.get(request_id)
+            if failure is None:
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: the service answered neither success nor "
+                    f"failure for record {request_id}"
+                )
+            if attempt == self.options.max_attempts:
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: the service failed record {request_id} "
+                    f"{attempt} times (failedRecords: {failure.get('errorCode')} "
+                    f"{failure.get('errorMessage', '')})"
+                )
+            self._sleep(0.05 * 2 ** (attempt - 1))
+
+    def _update(self, fact: Fact, record: _Record, at: float, event_id: str, what: str) -> None:
+        item: dict[str, Any] = {
+            "memoryRecordId": record.id,
+            "timestamp": datetime.fromtimestamp(at, tz=UTC),
+            "content": {"text": content(fact)},
+            "namespaces": [self._namespace(fact.key)],
+            "metadata": self._metadata(fact, event_id, at, record.written_at, what),
+        }
+        if self.options.strategy_id:
+            item["memoryStrategyId"] = self.options.strategy_id
+        self._batch("batch_update_memory_records", [item], what, missing_ok=False)
+        record.validated_at = at
+        self._touched.add(fact.key)
+        if record.expires_wall is not None and self.options.record_expiry_days is not None:
+            # an update without an expiry specification re-applies the record's last one
+            self._stamp_expiry(fact.key, record, self.options.record_expiry_days)
+
+    def _delete_records(self, key: FactKey, records: Sequence[_Record], what: str) -> None:
+        if not records:
+            return
+        namespace = self._namespace(key)
+        self._delete([(r.id, namespace) for r in records], what)
+        index = self._index.get(key, {})
+        for record in records:
+            index.pop(record.id, None)
+        self._touched.add(key)
+
+    def _delete(self, records: Sequence[tuple[str, str]], what: str) -> None:
+        items = [{"memoryRecordId": rid, "namespace": ns} for rid, ns in records]
+        for start in range(0, len(items), MAX_BATCH):
+            self._batch(
+                "batch_delete_memory_records",
+                items[start : start + MAX_BATCH],
+                what,
+                missing_ok=True,
+            )
+
+    def _batch(
+        self, operation: str, items: list[dict[str, Any]], what: str, *, missing_ok: bool
+    ) -> None:
+        """One batch call; records in ``failedRecords`` are sent again, a bounded number of
+        times, then reported. A delete of a record that is already gone is done."""
+        pending = items
+        for attempt in range(1, self.options.max_attempts + 1):
+            response = self._call(operation, what, memoryId=self.options.memory_id, records=pending)
+            failed = [
+                f
+                for f in response.get("failedRecords", [])
+                if not (missing_ok and f.get("errorCode") == 404)
+            ]
+            if not failed:
+                return
+            retry = {f.get("memoryRecordId") for f in failed}
+            pending = [item for item in pending if item["memoryRecordId"] in retry]
+            if attempt == self.options.max_attempts or not pending:
+                first = failed[0]
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: {operation} failed {len(failed)} record(s) "
+                    f"{attempt} times, e.g. {first.get('memoryRecordId')}: "
+                    f"{first.get('errorCode')} {first.get('errorMessage', '')}"
+                )
+            self._sleep(0.05 * 2 ** (attempt - 1))
+
+    def _retrieve(self, probe: Probe, at: datetime) -> list[dict[str, Any]]:
+        criteria: dict[str, Any] = {
+            "searchQuery": probe.question or f"{probe.subject} {probe.predicate}",
+            "topK": self.options.top_k,
+            "metadataFilters": self._key_filters(probe.key, at),
+        }
+        if self.options.strategy_id:
+            criteria["memoryStrategyId"] = self.options.strategy_id
+        return list(
+            self._pages(
+                "retrieve_memory_records",
+                f"query {probe.id}",
+                memoryId=self.options.memory_id,
+                namespace=self._namespace(probe.key),
+                searchCriteria=criteria,
+            )
+        )
+
+    def _key_filters(self, key: FactKey, at: datetime) -> list[dict[str, Any]]:
+        filters = [
+            equals(SUBJECT_KEY, encode(key.subject, "subject")),
+            equals(PREDICATE_KEY, encode(key.predicate, "predicate")),
+            {
+                "left": {"metadataKey": VALIDATED_KEY},
+                "operator": "LESS_THAN_OR_EQUALS",
+                "right": {"metadataValue": {"numberValue": at.timestamp()}},
+            },
+        ]
+        assert len(filters) <= MAX_FILTERS
+        return filters
+
+    def _list_prefix(self) -> list[dict[str, Any]]:
+        extra: dict[str, Any] = {}
+        if self.options.strategy_id:
+            extra["memoryStrategyId"] = self.options.strategy_id
+        return list(
+            self._pages(
+                "list_memory_records",
+                f"listing records under {self.prefix!r}",
+                memoryId=self.options.memory_id,
+                namespacePath=self.prefix,
+                maxResults=100,
+                **extra,
+            )
+        )
+
+    def _pages(self, operation: str, what: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        seen: set[str] = set()
+        while True:
+            response = self._call(
+                operation, what, **kwargs, **({"nextToken": token} if token else {})
+            )
+            yield from response.get("memoryRecordSummaries", [])
+            token = response.get("nextToken")
+            if not token:
+                return
+            if token in seen:
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: the service repeated a nextToken"
+                )
+            seen.add(token)
+
+    def _client(self) -> Any:
+        if self._client_obj is None:
+            self._client_obj = _make_client(self.options, self._session)
+            self._region = self._client_obj.meta.region_name
+        return self._client_obj
+
+    def _call(self, operation: str, what: str, **kwargs: Any) -> dict[str, Any]:
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            ParamValidationError,
+            PartialCredentialsError,
+            ReadTimeoutError,
+        )
+
+        client = self._client()
+        try:
+            response: dict[str, Any] = getattr(client, operation)(**kwargs)
+            return response
+        except ClientError as exc:
+            raise MemoryAdapterError(
+                f"agentcore memory: {what}: {self._client_error(exc)}"
+            ) from None
+        except (NoCredentialsError, PartialCredentialsError):
+            raise MemoryAdapterError(f"agentcore memory: {what}: {_CREDENTIALS_HELP}") from None
+        except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError) as exc:
+            endpoint = client.meta.endpoint_url
+            raise MemoryAdapterError(
+                f"agentcore memory: {what}: cannot reach {endpoint} after "
+                f"{self.options.max_attempts} attempt(s) ({type(exc).__name__})"
+            ) from None
+        except ParamValidationError as exc:
+            detail = " ".join(str(exc).split())
+            raise MemoryAdapterError(f"agentcore memory: {what}: {detail}") from None
+        except BotoCoreError as exc:
+            raise MemoryAdapterError(
+                f"agentcore memory: {what}: {type(exc).__name__}: {exc}"
+            ) from None
+
+    def _client_error(self, exc: Any) -> str:
+        error = exc.response.get("Error", {})
+        code = error.get("Code", "error")
+        message = error.get("Message", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code == "ResourceNotFoundException":
+            return (
+                f"memory {self.options.memory_id!r} not found in region {self._region} "
+                f"(ResourceNotFoundException: {message})"
+            )
+        if code in ("AccessDeniedException", "UnrecognizedClientException"):
+            return f"access denied to memory {self.options.memory_id!r} ({code}: {message})"
+        if code in ("ThrottledException", "ThrottlingException") or (status or 0) >= 500:
+            return f"{code} (HTTP {status}) after {self.options.max_attempts} attempt(s): {message}"
+        return f"{code}: {message}"
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def _namespace(self, key: FactKey) -> str:
+        return f"{self.prefix}/{component(key.subject)}/{component(key.predicate)}"
+
+    def _metadata(
+        self, fact: Fact, event_id: str, validated: float, written: float, what: str
+    ) -> dict[str, Any]:
+        try:
+            return record_metadata(
+                fact, event_id, validated, written, self.options.record_expiry_days
+            )
+        except ValueError as exc:
+            raise MemoryAdapterError(f"agentcore memory: {what}: {exc}") from None
+
+    def _remember(self, fact: Fact, record: _Record) -> None:
+        self._index.setdefault(fact.key, {})[record.id] = record
+        self._touched.add(fact.key)
+        if self.options.record_expiry_days is not None:
+            self._stamp_expiry(fact.key, record, self.options.record_expiry_days)
+
+    def _stamp_expiry(self, key: FactKey, record: _Record, days: float) -> None:
+        record.expires_wall = self._wall() + days * 86400.0
+        heapq.heappush(self._expiring, (record.expires_wall, key, record.id))
+
+    def _decode(self, summary: dict[str, Any], key: FactKey) -> RetrievedFact | None:
+        fact = to_fact(summary, key)
+        if fact is None:
+            self.foreign_records += 1
+            log.warning(
+                "agentcore record not written by healthd skipped",
+                record=summary.get("memoryRecordId"),
+                namespace=namespace_of(summary),
+            )
+        return fact
+
+    def _settle(self, done: Callable[[], bool], what: str) -> None:
+        deadline = self._monotonic() + self.options.consistency_wait_seconds
+        delay = 0.02
+        while not done():
+            if self._monotonic() >= deadline:
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: deleted records still listed after "
+                    f"{self.options.consistency_wait_seconds}s (consistency_wait_seconds)"
+                )
+            self._sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _make_client(options: AgentCoreOptions, session: Any) -> Any:
+    try:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import UnknownServiceError
+    except ImportError:
+        raise TargetError(
+            "the agentcore target needs boto3: pip install 'healthd[agentcore]'"
+        ) from None
+    session = session or boto3.Session()
+    region = options.region or session.region_name
+    if not region:
+        raise TargetError(
+            "agentcore memory: no region: set region=... or AWS_DEFAULT_REGION (or a profile's region)"
+        )
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": options.max_attempts},
+        connect_timeout=options.timeout_seconds,
+        read_timeout=options.timeout_seconds,
+        user_agent_extra=f"healthd/{__version__}",
+    )
+    try:
+        client = session.client(
+            SERVICE, region_name=region, endpoint_url=options.endpoint_url, config=config
+        )
+    except UnknownServiceError:
+        client = None
+    _check_model(client)
+    return client
+
+
+def _check_model(client: Any) -> None:
+    import botocore
+
+    try:
+        members = client.meta.service_model.operation_model(
+            "BatchCreateMemoryRecords"
+        ).input_shape.members
+    except Exception:
+        members = {}
+    if "recordExpirySpecification" not in members:
+        raise TargetError(
+            f"botocore {botocore.__version__} does not ship the {SERVICE} memory-record "
+            f"model healthd needs; install botocore>={MIN_BOTOCORE} (pip install 'healthd[agentcore]')"
+        )
+
+
+@register_memory("agentcore")
+def agentcore_memory(options: Mapping[str, Any]) -> AgentCoreMemory:
+    try:
+        opts = AgentCoreOptions.model_validate(dict(options))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"]) or "options"
+        message = error["msg"].removeprefix("Value error, ")
+        raise TargetError(f"switch {field}: {message}") from None
+    return AgentCoreMemory(opts)

@@ -1,0 +1,221 @@
+"""`healthd serve-memory`: the reference memory served over the HTTP memory contract.
+
+A working example of ``docs/memory-http-api.yaml`` for teams writing their own service, and
+the server the ``http`` target is exercised against end to end. Every namespace is a
+reference memory of its own, created as a shadow by its first reset; namespaces given with
+``--protect`` exist and are not shadows, so writes to them are refused (409). Applying an
+event is idempotent by its id. Bad requests get 400 with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+from healthd.errors import HealthdError
+from healthd.memory.reference import ReferenceMemory
+from healthd.model import DOMAINS, Probe
+from healthd.timeline import event_from_dict, format_timestamp, parse_timestamp
+
+_PREFIX = "/v1/namespaces/"
+_MAX_BODY = 1 << 20
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class MemoryServer:
+    """The contract's operations over reference memories, one per namespace."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        path: str = ":memory:",
+        protected: Iterable[str] = (),
+    ) -> None:
+        self.path = path
+        self.protected = set(protected)
+        self.memories: dict[str, ReferenceMemory] = {}
+        self._applied: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16  # one send per response: no Nagle/delayed-ACK stall
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                server._handle(self)
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.server_close()
+        for memory in self.memories.values():
+            memory.close()
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        try:
+            length = int(request.headers.get("Content-Length") or 0)
+            if length > _MAX_BODY:
+                raise BadRequest(413, f"request body over {_MAX_BODY} bytes")
+            raw = request.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                raise BadRequest(400, "request body is not JSON") from None
+            with self._lock:
+                status, payload = self.route(request.command, request.path, body)
+        except BadRequest as exc:
+            status, payload = exc.status, {"message": str(exc)}
+        except HealthdError as exc:
+            status, payload = 400, {"message": str(exc)}
+        send(request, status, payload)
+
+    def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        if not path.startswith(_PREFIX):
+            raise BadRequest(404, f"no such path {path}")
+        name, _, operation = path[len(_PREFIX) :].split("?", maxsplit=1)[0].partition("/")
+        namespace = unquote(name)
+        if not namespace:
+            raise BadRequest(404, "no namespace in the path")
+        if method == "GET" and operation == "":
+            if namespace in self.protected:
+                return 200, {"namespace": namespace, "shadow": False}
+            if namespace in self.memories:
+                return 200, {"namespace": namespace, "shadow": True}
+            raise BadRequest(404, f"no namespace {namespace!r} yet; the first reset creates it")
+        if method != "POST" or operation not in ("reset", "events", "query", "changes"):
+            raise BadRequest(404, f"no operation {method} {path}")
+        if namespace in self.protected:
+            raise BadRequest(409, f"namespace {namespace!r} is not a shadow; nothing was touched")
+        if operation == "reset":
+            self._reset(namespace)
+            return 204, None
+        memory = self.memories.get(namespace)
+        if memory is None:
+            raise BadRequest(404, f"no namespace {namespace!r} yet; reset it first")
+        if operation == "events":
+            return self._apply(namespace, memory, body)
+        if operation == "query":
+            return self._query(memory, body)
+        return self._changes(memory, body)
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _reset(self, namespace: str) -> None:
+        memory = self.memories.get(namespace)
+        if memory is None:
+            self.memories[namespace] = ReferenceMemory(path=self.path, namespace=namespace)
+            self.memories[namespace].reset()
+        else:
+            memory.reset()
+        self._applied[namespace] = set()
+
+    def _apply(self, namespace: str, memory: ReferenceMemory, body: Any) -> tuple[int, None]:
+        if not isinstance(body, dict):
+            raise BadRequest(400, "body: expected a change event object")
+        event = event_from_dict(body)
+        applied = self._applied[namespace]
+        if event.id not in applied:
+            memory.apply(event)
+            applied.add(event.id)
+        return 204, None
+
+    def _query(self, memory: ReferenceMemory, body: Any) -> tuple[int, dict[str, Any]]:
+        if not isinstance(body, dict) or not isinstance(body.get("probe"), dict):
+            raise BadRequest(400, "body: expected an object with 'probe', 'at' and 'k'")
+        raw = body["probe"]
+        for name in ("id", "question", "subject", "predicate", "domain"):
+            if not isinstance(raw.get(name), str):
+                raise BadRequest(400, f"body, field 'probe.{name}': expected a string")
+        if raw["domain"] not in DOMAINS:
+            raise BadRequest(400, f"body, field 'probe.domain': unknown domain {raw['domain']!r}")
+        k = body.get("k")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise BadRequest(400, "body, field 'k': expected a whole number of at least 1")
+        at = parse_timestamp(body.get("at"), field="at")
+        probe = Probe(raw["id"], raw["question"], raw["subject"], raw["predicate"], raw["domain"])
+        answer = memory.answer(probe, at)
+        return 200, {
+            "facts": [
+                {
+                    "subject": f.subject,
+                    "predicate": f.predicate,
+                    "value": f.value,
+                    "domain": f.domain,
+                    "record_id": f.record_id,
+                    "written_at": format_timestamp(f.written_at),
+                    "validated_at": format_timestamp(f.validated_at) if f.validated_at else None,
+                    "flags": sorted(f.flags),
+                }
+                for f in answer.facts[:k]
+            ]
+        }
+
+    def _changes(self, memory: ReferenceMemory, body: Any) -> tuple[int, dict[str, Any]]:
+        if not isinstance(body, dict):
+            raise BadRequest(400, "body: expected an object with 'until'")
+        keys = memory.changed_keys(parse_timestamp(body.get("until"), field="until"))
+        return 200, {
+            "keys": [{"subject": k.subject, "predicate": k.predicate} for k in sorted(keys)]
+        }
+
+
+def send(request: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+    """Answer with ``payload`` as JSON (no body when None)."""
+    data = b"" if payload is None else json.dumps(payload).encode()
+    request.send_response(status)
+    if payload is not None:
+        request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(len(data)))
+    request.end_headers()
+    request.wfile.write(data)
+
+
+def serve(*, host: str, port: int, path: str | None, protected: Iterable[str]) -> int:
+    """Run until SIGTERM or SIGINT; exit 0."""
+    try:
+        server = MemoryServer(host=host, port=port, path=path or ":memory:", protected=protected)
+    except OSError as exc:
+        raise HealthdError(
+            f"serve-memory: cannot listen on {host}:{port}: {exc.strerror}"
+        ) from None
+
+    def stop(signum: int, frame: object) -> None:
+        threading.Thread(target=server.httpd.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(
+        f"healthd serve-memory: the reference memory on {server.url} "
+        f"({path or 'in memory'}); contract: docs/memory-http-api.yaml",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.httpd.serve_forever()
+    finally:
+        server.close()
+    return 0

@@ -1,0 +1,1 @@
+"""Test doubles healthd ships for its users: local emulators of the services it talks to."""

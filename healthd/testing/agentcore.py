@@ -1,0 +1,678 @@
+"""A local emulator of the Amazon Bedrock AgentCore Memory data plane, for tests and demos.
+
+A small HTTP server speaking the service's REST-JSON protocol (paths, shapes and error
+codes from botocore's ``bedrock-agentcore`` 2024-02-28 model) for exactly the operations
+healthd's ``agentcore`` adapter uses: ``BatchCreateMemoryRecords``,
+``BatchUpdateMemoryRecords``, ``BatchDeleteMemoryRecords``, ``RetrieveMemoryRecords`` and
+``ListMemoryRecords``. Point real boto3 at it with ``endpoint_url`` and any dummy
+credentials; requests must carry a SigV4 ``Authorization`` header (not verified).
+
+Semantics, as the AgentCore documents describe them:
+
+* namespace isolation: ``namespace`` is an exact match, ``namespacePath`` a string-prefix
+  match (so ``a/b`` also matches ``a/bc``: callers must check what they delete);
+* metadata filters applied before ranking, with every operator the model lists
+  (EQUALS_TO, EXISTS, NOT_EXISTS, BEFORE/AFTER, CONTAINS, GREATER_THAN(_OR_EQUALS),
+  LESS_THAN(_OR_EQUALS)), the system keys ``x-amz-agentcore-memory-createdAt`` and
+  ``-updatedAt`` taking BEFORE/AFTER;
+* the service's limits the client does not check: 100 records a batch, 5 filters, topK 100,
+  20 metadata keys, the string patterns;
+* record expiry fixed per record when written (``recordExpirySpecification``); an update
+  without one keeps the record's own;
+* ``failedRecords`` for records that cannot be written, ``clientToken`` idempotency;
+* on demand: throttling (429), server errors (500), failures of chosen records, and a
+  read-after-write delay (writes and deletes become visible to reads only after it).
+
+Ranking stands in for semantic similarity with word overlap between the query and the
+content, newest first on ties. Time comes from ``clock`` (seconds), which tests advance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote
+
+CREATED_AT_KEY = "x-amz-agentcore-memory-createdAt"
+UPDATED_AT_KEY = "x-amz-agentcore-memory-updatedAt"
+OPERATORS = (
+    "EQUALS_TO",
+    "EXISTS",
+    "NOT_EXISTS",
+    "BEFORE",
+    "AFTER",
+    "CONTAINS",
+    "GREATER_THAN",
+    "GREATER_THAN_OR_EQUALS",
+    "LESS_THAN",
+    "LESS_THAN_OR_EQUALS",
+)
+MAX_BATCH = 100
+MAX_FILTERS = 5
+MAX_TOP_K = 100
+MAX_METADATA_KEYS = 20
+DEFAULT_PAGE = 20
+DAY = 86400.0
+
+_NAMESPACE = re.compile(r"[a-zA-Z0-9/*][a-zA-Z0-9\-_/*]*(?::[a-zA-Z0-9\-_/*]+)*[a-zA-Z0-9\-_/*]*")
+_REQUEST_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
+_MEMORY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")
+_WORD = re.compile(r"\w+")
+
+
+class ServiceError(Exception):
+    def __init__(self, code: str, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+        self.extra = extra
+
+
+def _validation(message: str) -> ServiceError:
+    return ServiceError("ValidationException", 400, message, reason="FieldValidationFailed")
+
+
+@dataclass
+class Record:
+    id: str
+    namespaces: list[str]
+    content: str
+    timestamp: float
+    strategy_id: str
+    metadata: dict[str, dict[str, Any]]
+    created_at: float
+    updated_at: float
+    expires_at: float | None
+    expiry_days: int | None
+    visible_from: float
+    deleted_at: float | None = None
+
+    def summary(self, score: float | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "memoryRecordId": self.id,
+            "content": {"text": self.content},
+            "memoryStrategyId": self.strategy_id,
+            "namespaces": list(self.namespaces),
+            "createdAt": self.created_at,
+            "timestamp": self.timestamp,
+        }
+        if self.metadata:
+            out["metadata"] = self.metadata
+        if score is not None:
+            out["score"] = score
+        return out
+
+
+@dataclass
+class MemoryStore:
+    memory_id: str
+    records: dict[str, Record] = field(default_factory=dict)
+    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class AgentCoreEmulator:
+    """The emulator's state and its HTTP server. Use as a context manager, or ``start()``."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: Callable[[], float] | None = None,
+        read_after_write_delay: float = 0.0,
+    ) -> None:
+        self._offset = 0.0
+        self._base_clock = clock or time.time
+        self.read_after_write_delay = read_after_write_delay
+        self.memories: dict[str, MemoryStore] = {}
+        self.requests: list[tuple[str, str]] = []
+        self._throttle = 0
+        self._server_errors = 0
+        self._fail_records: dict[str, int] = {}
+        self._counter = 0
+        self._lock = threading.Lock()
+        emulator = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            wbufsize = 1 << 16  # one send per response: no Nagle/delayed-ACK stall
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                emulator._handle(self)
+
+            def do_GET(self) -> None:
+                emulator._handle(self)
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://{host}:{self.server.server_address[1]}"
+        self._thread: threading.Thread | None = None
+
+    # -- control ----------------------------------------------------------------------------
+
+    def start(self) -> AgentCoreEmulator:
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self) -> AgentCoreEmulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def now(self) -> float:
+        return self._base_clock() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        """Move the emulator's clock forward (expiry, createdAt)."""
+        with self._lock:
+            self._offset += seconds
+
+    def create_memory(self, memory_id: str) -> str:
+        if not _MEMORY_ID.fullmatch(memory_id):
+            raise ValueError(f"memory id {memory_id!r} does not match the service's pattern")
+        with self._lock:
+            self.memories.setdefault(memory_id, MemoryStore(memory_id))
+        return memory_id
+
+    def throttle_next(self, count: int) -> None:
+        """Answer the next ``count`` requests with 429 ThrottledException."""
+        with self._lock:
+            self._throttle += count
+
+    def fail_next(self, count: int) -> None:
+        """Answer the next ``count`` requests with 500 ServiceException."""
+        with self._lock:
+            self._server_errors += count
+
+    def fail_records(self, request_identifier: str, times: int = 1) -> None:
+        """Put the record created with ``request_identifier`` into ``failedRecords`` for its
+        next ``times`` batch-create attempts."""
+        with self._lock:
+            self._fail_records[request_identifier] = times
+
+    def put_record(
+        self,
+        memory_id: str,
+        namespace: str,
+        text: str,
+        metadata: dict[str, dict[str, Any]] | None = None,
+    ) -> str:
+        """Write a record directly (as another writer would), visible at once."""
+        with self._lock:
+            store = self.memories[memory_id]
+            now = self.now()
+            record = Record(
+                self._new_id(), [namespace], text, now, "direct", dict(metadata or {}),
+                now, now, None, None, now,
+            )  # fmt: skip
+            store.records[record.id] = record
+            return record.id
+
+    def stored(self, memory_id: str) -> list[Record]:
+        """Every record not deleted, visible or not, expired or not (for assertions)."""
+        with self._lock:
+            return [r for r in self.memories[memory_id].records.values() if r.deleted_at is None]
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        raw = request.rfile.read(length) if length else b""
+        try:
+            with self._lock:
+                self.requests.append((request.command, request.path))
+                status, payload = self._dispatch(request, raw)
+        except ServiceError as exc:
+            status = exc.status
+            payload = {"message": str(exc), **exc.extra}
+            data = json.dumps(payload).encode()
+            request.send_response(status)
+            request.send_header("x-amzn-ErrorType", exc.code)
+        else:
+            data = json.dumps(payload).encode()
+            request.send_response(status)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", str(len(data)))
+        request.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        request.end_headers()
+        request.wfile.write(data)
+
+    def _dispatch(self, request: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, dict[str, Any]]:
+        auth = request.headers.get("Authorization") or ""
+        if not auth.startswith("AWS4-HMAC-SHA256 Credential="):
+            raise ServiceError("AccessDeniedException", 403, "missing or unsigned request")
+        if self._throttle > 0:
+            self._throttle -= 1
+            raise ServiceError("ThrottledException", 429, "rate exceeded")
+        if self._server_errors > 0:
+            self._server_errors -= 1
+            raise ServiceError("ServiceException", 500, "internal failure")
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            raise ServiceError(
+                "ValidationException", 400, "cannot parse the request body", reason="CannotParse"
+            ) from None
+        if not isinstance(body, dict):
+            raise _validation("the request body must be an object")
+        parts = [unquote(p) for p in request.path.split("?")[0].split("/")]
+        if request.command != "POST" or len(parts) < 4 or parts[1] != "memories":
+            raise ServiceError("UnknownOperationException", 404, f"no route for {request.path}")
+        memory_id, rest = parts[2], "/".join(parts[3:])
+        store = self.memories.get(memory_id)
+        if store is None:
+            raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
+        routes: dict[str, Callable[[MemoryStore, dict[str, Any]], tuple[int, dict[str, Any]]]]
+        routes = {
+            "memoryRecords/batchCreate": self._batch_create,
+            "memoryRecords/batchUpdate": self._batch_update,
+            "memoryRecords/batchDelete": self._batch_delete,
+            "memoryRecords": self._list,
+            "retrieve": self._retrieve,
+        }
+        operation = routes.get(rest)
+        if operation is None:
+            raise ServiceError("UnknownOperationException", 404, f"no route for {request.path}")
+        return operation(store, body)
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _batch_create(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        token = body.get("clientToken")
+        if isinstance(token, str) and token in store.tokens:
+            return 201, store.tokens[token]
+        records = self._records_list(body)
+        expiry_days = self._expiry(body, allow_remove=False)
+        now = self.now()
+        ok, failed = [], []
+        for item in records:
+            rid = item.get("requestIdentifier")
+            if not isinstance(rid, str) or not _REQUEST_ID.fullmatch(rid) or len(rid) > 80:
+                raise _validation(f"requestIdentifier {rid!r} does not match [a-zA-Z0-9_-]+")
+            namespaces = self._namespaces(item.get("namespaces"))
+            content = (item.get("content") or {}).get("text")
+            if not isinstance(content, str) or not content:
+                raise _validation("content.text is required")
+            metadata = self._metadata(item.get("metadata"))
+            if self._fail_records.get(rid, 0) > 0:
+                self._fail_records[rid] -= 1
+                failed.append(
+                    {
+                        "memoryRecordId": "mem-" + "0" * 36,
+                        "status": "FAILED",
+                        "requestIdentifier": rid,
+                        "errorCode": 500,
+                        "errorMessage": "injected failure",
+                    }
+                )
+                continue
+            record = Record(
+                self._new_id(), namespaces, content, float(item.get("timestamp", now)),
+                str(item.get("memoryStrategyId") or "direct"), metadata, now, now,
+                None if expiry_days is None else now + expiry_days * DAY, expiry_days,
+                now + self.read_after_write_delay,
+            )  # fmt: skip
+            store.records[record.id] = record
+            ok.append(
+                {"memoryRecordId": record.id, "status": "SUCCEEDED", "requestIdentifier": rid}
+            )
+        response = {"successfulRecords": ok, "failedRecords": failed}
+        if isinstance(token, str):
+            store.tokens[token] = response
+        return 201, response
+
+    def _batch_update(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        records = self._records_list(body)
+        spec = body.get("recordExpirySpecification")
+        expiry_days = self._expiry(body, allow_remove=True)
+        now = self.now()
+        ok, failed = [], []
+        for item in records:
+            record = self._live(store, item.get("memoryRecordId"))
+            if record is None:
+                failed.append(_failure(item.get("memoryRecordId"), 404, "record not found"))
+                continue
+            if "content" in item:
+                content = (item.get("content") or {}).get("text")
+                if not isinstance(content, str) or not content:
+                    raise _validation("content.text must be a non-empty string")
+                record.content = content
+            if "namespaces" in item:
+                record.namespaces = self._namespaces(item["namespaces"])
+            if "metadata" in item:
+                record.metadata = self._metadata(item["metadata"])
+            if "memoryStrategyId" in item:
+                record.strategy_id = str(item["memoryStrategyId"])
+            record.timestamp = float(item.get("timestamp", now))
+            record.updated_at = now
+            if spec is not None:
+                record.expiry_days = expiry_days
+                record.expires_at = None if expiry_days is None else now + expiry_days * DAY
+            elif record.expiry_days is not None:
+                record.expires_at = now + record.expiry_days * DAY
+            ok.append({"memoryRecordId": record.id, "status": "SUCCEEDED"})
+        return 200, {"successfulRecords": ok, "failedRecords": failed}
+
+    def _batch_delete(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        records = self._records_list(body)
+        now = self.now()
+        ok, failed = [], []
+        for item in records:
+            record = self._live(store, item.get("memoryRecordId"))
+            namespace = item.get("namespace")
+            if record is None or (namespace is not None and namespace not in record.namespaces):
+                failed.append(_failure(item.get("memoryRecordId"), 404, "record not found"))
+                continue
+            record.deleted_at = now
+            ok.append({"memoryRecordId": record.id, "status": "SUCCEEDED"})
+        return 200, {"successfulRecords": ok, "failedRecords": failed}
+
+    def _list(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        matches = self._select(store, body, body.get("metadataFilters"))
+        matches.sort(key=lambda r: (r.created_at, r.id))
+        return self._page(body, "list", [r.summary() for r in matches])
+
+    def _retrieve(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        criteria = body.get("searchCriteria")
+        if not isinstance(criteria, dict) or not isinstance(criteria.get("searchQuery"), str):
+            raise _validation("searchCriteria.searchQuery is required")
+        top_k = criteria.get("topK", 10)
+        if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise _validation(f"searchCriteria.topK must be between 1 and {MAX_TOP_K}")
+        matches = self._select(store, body, criteria.get("metadataFilters"))
+        if criteria.get("memoryStrategyId"):
+            matches = [r for r in matches if r.strategy_id == criteria["memoryStrategyId"]]
+        words = set(_WORD.findall(criteria["searchQuery"].lower()))
+        scored = []
+        for record in matches:
+            content = set(_WORD.findall(record.content.lower()))
+            score = len(words & content) / len(words | content) if words | content else 0.0
+            scored.append((score, record))
+        scored.sort(key=lambda p: (-p[0], -p[1].updated_at, p[1].id))
+        summaries = [r.summary(round(s, 6)) for s, r in scored[:top_k]]
+        return self._page(body, "retrieve", summaries)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        self._counter += 1
+        return f"mem-{uuid.UUID(int=self._counter)}"
+
+    def _live(self, store: MemoryStore, record_id: Any) -> Record | None:
+        record = store.records.get(record_id) if isinstance(record_id, str) else None
+        if record is None or record.deleted_at is not None:
+            return None
+        return record
+
+    def _records_list(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        records = body.get("records")
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise _validation("records must be a list of objects")
+        if len(records) > MAX_BATCH:
+            raise _validation(f"records has {len(records)} members; the maximum is {MAX_BATCH}")
+        return records
+
+    def _expiry(self, body: dict[str, Any], *, allow_remove: bool) -> int | None:
+        spec = body.get("recordExpirySpecification")
+        if spec is None:
+            return None
+        if not isinstance(spec, dict) or len(spec) != 1:
+            raise _validation("recordExpirySpecification takes exactly one member")
+        if "action" in spec:
+            if not allow_remove or spec["action"] != "REMOVE":
+                raise _validation("recordExpirySpecification.action REMOVE is not allowed here")
+            return None
+        days = spec.get("recordExpiryDurationDays")
+        if not isinstance(days, int) or days < 31:
+            raise _validation("recordExpiryDurationDays must be at least 31")
+        return days
+
+    def _namespaces(self, value: Any) -> list[str]:
+        if not isinstance(value, list) or len(value) != 1:
+            raise _validation("namespaces must hold exactly one namespace")
+        namespace = value[0]
+        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+            raise _validation(f"namespace {namespace!r} does not match the namespace pattern")
+        return [namespace]
+
+    def _metadata(self, value: Any) -> dict[str, dict[str, Any]]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise _validation("metadata must be a map")
+        if len(value) > MAX_METADATA_KEYS:
+            raise _validation(f"metadata has {len(value)} keys; the maximum is {MAX_METADATA_KEYS}")
+        for key, item in value.items():
+            if not _META_STRING.fullmatch(key) or not 1 <= len(key) <= 128:
+                raise _validation(f"metadata key {key!r} does not match the key pattern")
+            _check_metadata_value(item, f"metadata[{key}]")
+        return dict(value)
+
+    def _visible(self, record: Record, now: float) -> bool:
+        if record.visible_from > now:
+            return False
+        if record.deleted_at is not None and record.deleted_at + self.read_after_write_delay <= now:
+            return False
+        return record.expires_at is None or record.expires_at > now
+
+    def _select(self, store: MemoryStore, body: dict[str, Any], filters: Any) -> list[Record]:
+        namespace, path = body.get("namespace"), body.get("namespacePath")
+        if namespace is None and path is None:
+            raise _validation("either namespace or namespacePath is required")
+        for name in (namespace, path):
+            if name is not None and (not isinstance(name, str) or not _NAMESPACE.fullmatch(name)):
+                raise _validation(f"namespace {name!r} does not match the namespace pattern")
+        checks = _filters(filters)
+        now = self.now()
+        out = []
+        for record in store.records.values():
+            if not self._visible(record, now):
+                continue
+            if namespace is not None and namespace not in record.namespaces:
+                continue
+            if path is not None and not any(n.startswith(path) for n in record.namespaces):
+                continue
+            if all(check(record) for check in checks):
+                out.append(record)
+        return out
+
+    def _page(
+        self, body: dict[str, Any], what: str, items: list[dict[str, Any]]
+    ) -> tuple[int, dict[str, Any]]:
+        size = body.get("maxResults", DEFAULT_PAGE)
+        if not isinstance(size, int) or not 1 <= size <= 100:
+            raise _validation("maxResults must be between 1 and 100")
+        start = 0
+        token = body.get("nextToken")
+        if token is not None:
+            try:
+                kind, offset = base64.urlsafe_b64decode(token.encode()).decode().split(":")
+                start = int(offset)
+            except (ValueError, AttributeError):
+                raise _validation("nextToken is not valid") from None
+            if kind != what:
+                raise _validation("nextToken belongs to another operation")
+        out: dict[str, Any] = {"memoryRecordSummaries": items[start : start + size]}
+        if start + size < len(items):
+            out["nextToken"] = base64.urlsafe_b64encode(f"{what}:{start + size}".encode()).decode()
+        return 200, out
+
+
+def _failure(record_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {
+        "memoryRecordId": record_id if isinstance(record_id, str) else "mem-" + "0" * 36,
+        "status": "FAILED",
+        "errorCode": code,
+        "errorMessage": message,
+    }
+
+
+def _check_metadata_value(item: Any, where: str) -> None:
+    if not isinstance(item, dict) or len(item) != 1:
+        raise _validation(f"{where} must hold exactly one of stringValue, stringListValue, "
+                          "numberValue, dateTimeValue")  # fmt: skip
+    ((kind, value),) = item.items()
+    if kind == "stringValue":
+        if (
+            not isinstance(value, str)
+            or not 1 <= len(value) <= 256
+            or not _META_STRING.fullmatch(value)
+        ):
+            raise _validation(f"{where}.stringValue {value!r} does not match the value pattern")
+    elif kind == "stringListValue":
+        if (
+            not isinstance(value, list)
+            or not 1 <= len(value) <= 5
+            or not all(
+                isinstance(v, str) and 1 <= len(v) <= 64 and _META_STRING.fullmatch(v)
+                for v in value
+            )
+        ):
+            raise _validation(
+                f"{where}.stringListValue must be 1 to 5 strings of the value pattern"
+            )
+    elif kind in ("numberValue", "dateTimeValue"):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise _validation(f"{where}.{kind} must be a number")
+    else:
+        raise _validation(f"{where}: unknown member {kind!r}")
+
+
+def _metadata_of(record: Record, key: str) -> tuple[str, Any] | None:
+    if key == CREATED_AT_KEY:
+        return "dateTimeValue", record.created_at
+    if key == UPDATED_AT_KEY:
+        return "dateTimeValue", record.updated_at
+    item = record.metadata.get(key)
+    if item is None:
+        return None
+    ((kind, value),) = item.items()
+    return kind, value
+
+
+def _filters(value: Any) -> list[Callable[[Record], bool]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not value:
+        raise _validation("metadataFilters must be a non-empty list")
+    if len(value) > MAX_FILTERS:
+        raise _validation(f"metadataFilters has {len(value)} filters; the maximum is {MAX_FILTERS}")
+    return [_one_filter(f, i) for i, f in enumerate(value)]
+
+
+def _one_filter(expression: Any, index: int) -> Callable[[Record], bool]:
+    where = f"metadataFilters[{index}]"
+    if not isinstance(expression, dict):
+        raise _validation(f"{where} must be an object")
+    key = (expression.get("left") or {}).get("metadataKey")
+    operator = expression.get("operator")
+    if not isinstance(key, str) or not key:
+        raise _validation(f"{where}.left.metadataKey is required")
+    if operator not in OPERATORS:
+        raise _validation(f"{where}.operator {operator!r} is not one of {', '.join(OPERATORS)}")
+    if operator in ("EXISTS", "NOT_EXISTS"):
+        if expression.get("right") is not None:
+            raise _validation(f"{where}: {operator} takes no right operand")
+        present = operator == "EXISTS"
+        return lambda r: (_metadata_of(r, key) is not None) == present
+    right = (expression.get("right") or {}).get("metadataValue")
+    if right is None:
+        raise _validation(f"{where}.right is required for {operator}")
+    _check_metadata_value(right, f"{where}.right.metadataValue")
+    ((rkind, rvalue),) = right.items()
+    system = key in (CREATED_AT_KEY, UPDATED_AT_KEY)
+    if system and operator not in ("BEFORE", "AFTER"):
+        raise _validation(f"{where}: {key} takes BEFORE or AFTER")
+    if operator in ("BEFORE", "AFTER"):
+        if rkind != "dateTimeValue":
+            raise _validation(f"{where}: {operator} takes a dateTimeValue")
+
+        def compare_time(record: Record) -> bool:
+            got = _metadata_of(record, key)
+            if got is None or got[0] != "dateTimeValue":
+                return False
+            return bool(got[1] < rvalue if operator == "BEFORE" else got[1] > rvalue)
+
+        return compare_time
+    if operator.startswith(("GREATER", "LESS")):
+        if rkind != "numberValue":
+            raise _validation(f"{where}: {operator} takes a numberValue")
+        test: Callable[[float], bool] = {
+            "GREATER_THAN": lambda v: v > rvalue,
+            "GREATER_THAN_OR_EQUALS": lambda v: v >= rvalue,
+            "LESS_THAN": lambda v: v < rvalue,
+            "LESS_THAN_OR_EQUALS": lambda v: v <= rvalue,
+        }[operator]
+
+        def compare_number(record: Record) -> bool:
+            got = _metadata_of(record, key)
+            return got is not None and got[0] == "numberValue" and test(got[1])
+
+        return compare_number
+    if operator == "CONTAINS":
+        if rkind != "stringValue":
+            raise _validation(f"{where}: CONTAINS takes a stringValue")
+
+        def contains(record: Record) -> bool:
+            got = _metadata_of(record, key)
+            if got is None:
+                return False
+            if got[0] == "stringListValue":
+                return rvalue in got[1]
+            return got[0] == "stringValue" and rvalue in got[1]
+
+        return contains
+
+    def equals(record: Record) -> bool:
+        got = _metadata_of(record, key)
+        return got is not None and got == (rkind, rvalue)
+
+    return equals
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m healthd.testing.agentcore",
+        description="Serve a local AgentCore Memory data-plane emulator on 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--memory-id", action="append", default=[], help="memory to create (repeatable)"
+    )
+    parser.add_argument("--read-after-write-delay", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    emulator = AgentCoreEmulator(port=args.port, read_after_write_delay=args.read_after_write_delay)
+    for memory_id in args.memory_id:
+        emulator.create_memory(memory_id)
+    print(f"agentcore emulator on {emulator.url}", file=sys.stderr, flush=True)
+    try:
+        emulator.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The targets the shared contract suite runs against: one factory per target kind that runs
+here. A new kind joins the suite by adding one factory to ``FACTORIES``."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agentcore_fixtures import DUMMY_AWS, MEMORY_ID, PREFIX, target_text
+from serve_memory_process import serve_memory
+from timeline_builders import added, day, fact
+
+from healthd.memory import Memory, build_memory, parse_target
+from healthd.model import Probe
+from healthd.testing.agentcore import AgentCoreEmulator
+
+OUTSIDE_FACT = fact("billing", "owners", "@carol", "ownership")
+OUTSIDE_PROBE = Probe("outside", "Who owns billing?", "billing", "owners", "ownership")
+
+
+@dataclass
+class ContractTarget:
+    """A target kind under test.
+
+    ``build(shadow)`` gives a memory on the kind's shadow scope (with ``shadow=False`` it
+    must refuse); ``snapshot()`` reads everything the backend holds, inside the shadow scope
+    and out, so a test can tell that nothing was written; ``write_outside()`` puts data
+    outside the shadow scope and ``outside_intact()`` says whether it is still all there
+    (both None for a kind with no scope outside its own)."""
+
+    kind: str
+    build: Callable[[bool], Memory]
+    snapshot: Callable[[], Any]
+    honours_event_time: bool
+    forgets: bool
+    write_outside: Callable[[], None] | None = None
+    outside_intact: Callable[[], bool] | None = None
+
+
+def _switch(shadow: bool) -> str:
+    return "on" if shadow else "off"
+
+
+@contextmanager
+def reference_target(tmp_path: Path) -> Iterator[ContractTarget]:
+    path = tmp_path / "reference.sqlite"
+
+    def build(shadow: bool) -> Memory:
+        return build_memory(parse_target(f"reference:path={path},shadow={_switch(shadow)}"))
+
+    outside = build_memory(parse_target(f"reference:path={path},namespace=team/live"))
+
+    def write_outside() -> None:
+        outside.apply(added("outside-1", 1, OUTSIDE_FACT))
+
+    def snapshot() -> Any:
+        if not path.exists():
+            return []
+        with sqlite3.connect(path) as db:
+            return db.execute("SELECT * FROM records ORDER BY id").fetchall()
+
+    try:
+        yield ContractTarget(
+            "reference", build, snapshot, honours_event_time=True, forgets=True,
+            write_outside=write_outside,
+            outside_intact=lambda: [f.value for f in outside.answer(OUTSIDE_PROBE, day(20)).facts] == ["@carol"],
+        )  # fmt: skip
+    finally:
+        outside.close()
+
+
+@contextmanager
+def naive_target(tmp_path: Path) -> Iterator[ContractTarget]:
+    def build(shadow: bool) -> Memory:
+        return build_memory(parse_target(f"naive:shadow={_switch(shadow)}"))
+
+    yield ContractTarget("naive", build, lambda: None, honours_event_time=False, forgets=False)
+
+
+@contextmanager
+def http_target(tmp_path: Path) -> Iterator[ContractTarget]:
+    with serve_memory() as (url, _):
+
+        def text(namespace: str, shadow: bool) -> str:
+            return f"http:base_url={url},namespace={namespace},shadow={_switch(shadow)},backoff_seconds=0"
+
+        outside = build_memory(parse_target(text("team/live", True)))
+
+        def write_outside() -> None:
+            outside.reset()
+            outside.apply(added("outside-1", 1, OUTSIDE_FACT))
+
+        def values(memory: Memory) -> list[str]:
+            try:
+                return [f.value for f in memory.answer(OUTSIDE_PROBE, day(20)).facts]
+            except Exception:
+                return []
+
+        def snapshot() -> Any:
+            import requests
+
+            return [
+                requests.get(f"{url}/v1/namespaces/{ns}", timeout=5).status_code
+                for ns in ("healthd%2Fshadow", "team%2Flive")
+            ] + [values(outside)]
+
+        try:
+            yield ContractTarget(
+                "http", lambda shadow: build_memory(parse_target(text("healthd/shadow", shadow))),
+                snapshot, honours_event_time=True, forgets=True, write_outside=write_outside,
+                outside_intact=lambda: values(outside) == ["@carol"],
+            )  # fmt: skip
+        finally:
+            outside.close()
+
+
+def _agentcore(mode: str, honours: bool, forgets: bool) -> Callable[[Path], Any]:
+    @contextmanager
+    def factory(tmp_path: Path) -> Iterator[ContractTarget]:
+        with AgentCoreEmulator() as emulator:
+            emulator.create_memory(MEMORY_ID)
+            outside: list[str] = []
+
+            def write_outside() -> None:
+                for namespace in (f"{PREFIX}2/lookalike", "team/live", "healthd"):
+                    outside.append(emulator.put_record(MEMORY_ID, namespace, "not healthd's"))
+
+            def build(shadow: bool) -> Memory:
+                return build_memory(
+                    parse_target(target_text(emulator, mode=mode, shadow=_switch(shadow)))
+                )
+
+            yield ContractTarget(
+                f"agentcore-{mode}", build,
+                lambda: sorted((r.id, r.content) for r in emulator.stored(MEMORY_ID)),
+                honours_event_time=honours, forgets=forgets, write_outside=write_outside,
+                outside_intact=lambda: set(outside) <= {r.id for r in emulator.stored(MEMORY_ID)},
+            )  # fmt: skip
+
+    return factory
+
+
+FACTORIES: dict[str, Callable[[Path], Any]] = {
+    "reference": reference_target,
+    "naive": naive_target,
+    "http": http_target,
+    "agentcore-native": _agentcore("native", honours=False, forgets=False),
+    "agentcore-managed": _agentcore("managed", honours=True, forgets=True),
+}
+
+
+@pytest.fixture(params=sorted(FACTORIES))
+def target(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):  # a developer's profile or keys must play no part
+            monkeypatch.delenv(name)
+    for name, value in DUMMY_AWS.items():
+        monkeypatch.setenv(name, value)
+    with FACTORIES[request.param](tmp_path) as under_test:
+        yield under_test
+
+
+__all__ = ["OUTSIDE_FACT", "ContractTarget", "day"]

@@ -1,0 +1,98 @@
+"""The daemon with `agentcore` targets whose memory is unknown, whose endpoint is unreachable,
+or with no AWS credentials: each run fails as a metric and a log line; the daemon keeps
+serving and never shows the secret."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agentcore_fixtures import DUMMY_AWS, MEMORY_ID
+from daemon_helpers import Daemon, free_port, sample, toml_config
+
+from healthd.testing.agentcore import AgentCoreEmulator
+
+
+def _target(endpoint: str, memory_id: str = MEMORY_ID) -> dict[str, object]:
+    return {
+        "kind": "agentcore",
+        "shadow": True,
+        "memory_id": memory_id,
+        "namespace_prefix": "healthd/shadow",
+        "region": "us-east-1",
+        "endpoint_url": endpoint,
+        "max_attempts": 2,
+        "timeout_seconds": 2,
+    }
+
+
+def _failures(daemon: Daemon, target: str) -> float:
+    return sample(daemon.scrape(), "healthd_runs_total", target=target, result="failure") or 0
+
+
+def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):  # the daemon inherits this process's environment
+            monkeypatch.delenv(name)
+    with AgentCoreEmulator() as closed:
+        unreachable = closed.url
+    with AgentCoreEmulator() as emulator:
+        emulator.create_memory(MEMORY_ID)
+        runs = {
+            "with_credentials": (
+                {"unknown": _target(emulator.url, "unknown_memory-0000000000"),
+                 "unreachable": _target(unreachable),
+                 "working": _target(emulator.url)},
+                DUMMY_AWS,
+            ),
+            "without_credentials": (
+                {"working": _target(emulator.url)},
+                {k: v for k, v in DUMMY_AWS.items() if "KEY" not in k},
+            ),
+        }  # fmt: skip
+        messages = {}
+        for name, (targets, env) in runs.items():
+            port = free_port()
+            directory = tmp_path / name
+            directory.mkdir()
+            config = toml_config(directory, port=port, targets=targets)
+            daemon = Daemon(config, port, directory / "daemon.log", **env)
+            try:
+                for target in targets:
+                    if name == "with_credentials" and target == "working":
+                        continue
+                    daemon.wait_until(
+                        lambda t=target, d=daemon: _failures(d, t) >= 1, what=f"{target} fails"
+                    )
+                    failed = [
+                        line["error"]
+                        for line in daemon.log_lines()
+                        if line.get("event") == "run failed" and line.get("target") == target
+                    ]
+                    messages[(name, target)] = failed[0]
+                if name == "with_credentials":
+                    daemon.wait_until(
+                        lambda d=daemon: sample(
+                            d.scrape(),
+                            "healthd_runs_total",
+                            target="working",
+                            result="success",
+                        ),
+                        what="the working target succeeds",
+                    )
+                assert daemon.proc.poll() is None
+                text = daemon.read_log() + daemon.get("/metrics").text + daemon.get("/").text
+                assert DUMMY_AWS["AWS_SECRET_ACCESS_KEY"] not in text
+            finally:
+                assert daemon.stop()[0] == 0
+            state = b"".join(p.read_bytes() for p in (directory / "state").iterdir())
+            assert state and DUMMY_AWS["AWS_SECRET_ACCESS_KEY"].encode() not in state
+            assert DUMMY_AWS["AWS_ACCESS_KEY_ID"].encode() not in state
+    assert (
+        "memory 'unknown_memory-0000000000' not found" in messages[("with_credentials", "unknown")]
+    )
+    assert f"cannot reach {unreachable}" in messages[("with_credentials", "unreachable")]
+    assert "no AWS credentials found" in messages[("without_credentials", "working")]

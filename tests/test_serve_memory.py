@@ -1,0 +1,77 @@
+"""`healthd serve-memory`: the reference memory over the HTTP contract, as a real process,
+driven by the `http` target."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+import requests
+from serve_memory_process import serve_memory
+
+from healthd.cli import example_timeline_path
+from healthd.errors import TargetError
+from healthd.evaluator import evaluate
+from healthd.memory import build_memory, parse_target
+from healthd.probes import build_probe_set
+from healthd.timeline import read_timeline
+
+EVENTS = read_timeline(example_timeline_path())
+PROBES = build_probe_set(EVENTS)
+
+
+def _http(url: str, namespace: str = "healthd/shadow") -> str:
+    return f"http:base_url={url},namespace={namespace},shadow=on,backoff_seconds=0"
+
+
+def test_the_http_target_against_serve_memory_scores_like_the_reference_in_process():
+    with serve_memory() as (url, _):
+        over_http = evaluate(
+            EVENTS, build_memory(parse_target(_http(url))), PROBES, name="h", kind="http"
+        )
+    in_process = evaluate(
+        EVENTS, build_memory(parse_target("reference")), PROBES, name="r", kind="reference"
+    )
+    assert [s.metrics for s in over_http.stages] == [s.metrics for s in in_process.stages]
+
+
+def test_bad_requests_get_400_naming_the_field_and_protected_namespaces_409():
+    with serve_memory("--protect", "prod") as (url, _):
+        base = f"{url}/v1/namespaces/healthd%2Fshadow"
+        assert requests.post(f"{base}/reset", timeout=5).status_code == 204
+        bad = requests.post(f"{base}/events", json={"id": "e1", "type": "added"}, timeout=5)
+        assert bad.status_code == 400 and "timestamp" in bad.json()["message"]
+        query = requests.post(
+            f"{base}/query", json={"probe": {"id": "p"}, "at": "x", "k": 1}, timeout=5
+        )
+        assert query.status_code == 400 and "probe.question" in query.json()["message"]
+        assert requests.get(f"{url}/v1/namespaces/prod", timeout=5).json() == {
+            "namespace": "prod",
+            "shadow": False,
+        }
+        assert requests.post(f"{url}/v1/namespaces/prod/reset", timeout=5).status_code == 409
+        memory = build_memory(parse_target(_http(url, "prod")))
+        with pytest.raises(TargetError, match="not a shadow"):
+            memory.reset()
+
+
+def test_sigterm_stops_the_server_with_exit_0():
+    with serve_memory() as (_, proc):
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
+def test_a_port_in_use_is_one_line_and_exit_2():
+    import subprocess
+    import sys
+
+    with serve_memory() as (url, _):
+        port = url.rsplit(":", 1)[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "healthd", "serve-memory", "--port", port],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"healthd: error: serve-memory: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
