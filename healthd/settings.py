@@ -171,6 +171,7 @@ class Settings(BaseSettings):
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
     forgetting_window: int = Field(3, ge=1)
+    checkpoint_events: int = Field(1000, ge=1)
     mode: Literal["full", "incremental"] = "incremental"
     server: ServerConfig = Field(default_factory=ServerConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
