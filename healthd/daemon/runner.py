@@ -372,6 +372,8 @@ class Runner:
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
         for s in self.sources.values():
+            if self.stop.is_set():
+                break
             with self.tracer.start_as_current_span(
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},

@@ -3,9 +3,13 @@ the failure visible in /metrics and nothing lost."""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import threading
+import time
 
-from daemon_helpers import free_port, run_cli, sample, toml_config
+import pytest
+from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
 
 
 def _runs(metrics, target, result):
@@ -65,3 +69,88 @@ def test_another_applications_database_is_refused_untouched(tmp_path):
     assert str(other) in result.stderr
     tables = sqlite3.connect(other).execute("SELECT name FROM sqlite_master").fetchall()
     assert tables == [("users",)]
+
+
+class SilentListener:
+    """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.fixture
+def silent():
+    listener = SilentListener()
+    yield listener
+    listener.close()
+
+
+def test_a_git_remote_that_never_answers_times_out_and_sigterm_is_prompt(
+    start_daemon, tmp_path, silent
+):
+    daemon = start_daemon(
+        sources={
+            "example": {"kind": "file", "path": str(EXAMPLE)},
+            "repo": {
+                "kind": "git",
+                "url": f"http://127.0.0.1:{silent.port}/repo.git",
+                "cache_dir": str(tmp_path / "cache"),
+                "timeout_seconds": 2,
+            },
+        },
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and sample(m, "healthd_source_up", source="repo") == 0
+            and _runs(m, "naive", "success") >= 1  # the other source and the target ran
+            and m
+        ),
+        timeout=30,
+        what="the hanging source reported down and a run done",
+    )
+    assert sample(metrics, "healthd_source_up", source="example") == 1
+    failed = [l for l in daemon.log_lines() if l.get("event") == "source failed"]
+    assert failed and "no answer within 2 s" in failed[0]["error"]
+    time.sleep(1)  # the next run's clone is hanging now
+    code, took = daemon.stop()
+    assert code == 0 and took < 10
+
+
+def test_sigterm_is_prompt_while_an_http_memory_never_answers(start_daemon, tmp_path, silent):
+    daemon = start_daemon(
+        targets={
+            "team": {
+                "kind": "http",
+                "base_url": f"http://127.0.0.1:{silent.port}",
+                "namespace": "shadow",
+                "shadow": True,
+                "timeout_seconds": 60,
+                "max_retries": 5,
+            }
+        },
+    )
+    daemon.wait_until(lambda: len(silent.held) >= 1, what="the first request")
+    code, took = daemon.stop()
+    assert code == 0 and took < 10
+    assert not any(l.get("event") == "run crashed" for l in daemon.log_lines())
