@@ -287,7 +287,15 @@ class Runner:
         try:
             if self.stop.is_set():
                 return None
-            return self._run()
+            try:
+                return self._run()
+            except Exception as exc:
+                # Whatever broke, the run failed for every target, and the metrics say so.
+                message = redact_text(f"{type(exc).__name__}: {exc}")
+                log.exception("run crashed", error=message)
+                summary = RunSummary(uuid.uuid4().hex[:12], self.clock(), 0.0, 0)
+                self._fail_all(summary.run_id, summary, message, prefix="run crashed")
+                return summary
         finally:
             self.lock.release()
 
@@ -350,10 +358,17 @@ class Runner:
             self.last_run = summary
         return summary
 
-    def _fail_all(self, run_id: str, summary: RunSummary, message: str) -> None:
-        """The state file could not be written: every target's run this time is a failure
-        (a success already counted is taken back), so the runs-failing alert fires."""
-        error = f"state file not written: {message}"
+    def _fail_all(
+        self,
+        run_id: str,
+        summary: RunSummary,
+        message: str,
+        prefix: str = "state file not written",
+    ) -> None:
+        """The state file could not be written (or the run broke): every target's run this
+        time is a failure (a success already counted is taken back), so the runs-failing
+        alert fires."""
+        error = f"{prefix}: {message}"
         now = self.clock()
         with self._view_lock:
             for t in self.targets.values():

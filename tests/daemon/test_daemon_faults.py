@@ -154,3 +154,15 @@ def test_sigterm_is_prompt_while_an_http_memory_never_answers(start_daemon, tmp_
     code, took = daemon.stop()
     assert code == 0 and took < 10
     assert not any(l.get("event") == "run crashed" for l in daemon.log_lines())
+
+
+def test_a_failed_rollback_does_not_mask_the_first_error(tmp_path):
+    from healthd._sqlite import transaction
+
+    db = sqlite3.connect(tmp_path / "t.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    db.execute("INSERT INTO t VALUES (1)")
+    # INSERT OR ROLLBACK ends the transaction itself, so a second ROLLBACK has nothing to do
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"), transaction(db):
+        db.execute("INSERT OR ROLLBACK INTO t VALUES (1)")
+    assert not db.in_transaction
