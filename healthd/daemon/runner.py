@@ -621,12 +621,14 @@ class Runner:
             }
 
     def ready(self) -> bool:
-        """After the first completed run of this process, unless every target's last run
-        failed."""
+        """The last results are served: some target has measured something (results over at
+        least one event), in this process or restored from the state file. Failing sources
+        do not make healthd unready; they are metrics (``healthd_source_up``) and on ``/``."""
         with self._view_lock:
-            if self.runs_completed == 0:
-                return False
-            return any(t.row.last_result == "success" for t in self.targets.values())
+            return any(
+                t.row.results is not None and (t.row.results.get("events") or 0) > 0
+                for t in self.targets.values()
+            )
 
     def count_missed(self, n: int = 1) -> None:
         with self._view_lock:

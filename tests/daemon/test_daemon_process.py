@@ -294,3 +294,46 @@ def test_sigterm_while_a_run_is_in_progress_keeps_state_consistent(start_daemon,
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == 135
     assert sample(metrics, "healthd_source_events_total", source="slow") == 135
     assert again.stop()[0] == 0
+
+
+def test_not_ready_when_every_source_is_down_and_nothing_was_measured(start_daemon, tmp_path):
+    daemon = start_daemon(
+        sources={"gone": {"kind": "file", "path": str(tmp_path / "missing.jsonl")}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    metrics = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and _runs(m, "reference") >= 2 and m, what="two runs"
+    )
+    assert sample(metrics, "healthd_source_up", source="gone") == 0
+    assert daemon.get("/readyz").status_code == 503
+    assert "down" in daemon.get("/").text
+    assert daemon.stop()[0] == 0
+
+
+def test_restored_results_are_ready_without_a_run_on_start(start_daemon, tmp_path):
+    port = free_port()
+    config = toml_config(
+        tmp_path, port=port, targets={"reference": {"kind": "reference", "shadow": True}}
+    )
+    first = start_daemon(config, port=port, log_name="first.log")
+    first.wait_ready()
+    before = first.scrape()
+    assert first.stop()[0] == 0
+    config.write_text(
+        config.read_text()
+        .replace("run_on_start = true", "run_on_start = false")
+        .replace('cron = "*/1 * * * * *"', 'cron = "0 0 1 1 *"')
+    )
+    second = start_daemon(config, port=port, log_name="second.log")
+    second.wait_until(lambda: second.get("/healthz").status_code == 200, what="server up")
+    assert second.get("/readyz").status_code == 200
+    after = second.scrape()
+    assert _runs(after, "reference") == _runs(before, "reference")  # no run happened
+    for bucket in BUCKETS:
+        for ratio in RATIOS:
+            key = (
+                f"healthd_{ratio}_ratio",
+                frozenset({("target", "reference"), ("domain", bucket)}),
+            )
+            assert after.get(key) == before.get(key)
+    assert second.stop()[0] == 0
