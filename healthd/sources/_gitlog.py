@@ -22,9 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from healthd import _stop
+from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
 from healthd.model import ChangeEvent, Fact, FactKey
 
@@ -56,6 +64,11 @@ class RepoOptions(BaseModel):
     revalidate_interval: timedelta = timedelta(days=1)
     revalidate_clock: Literal["wall", "head"] = "wall"
     timeout_seconds: float = Field(300.0, gt=0, le=86400)  # clone or fetch from url
+
+    @field_validator("revalidate_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
     @model_validator(mode="after")
     def _where(self) -> RepoOptions:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
 import time
 
 from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
@@ -337,3 +338,30 @@ def test_restored_results_are_ready_without_a_run_on_start(start_daemon, tmp_pat
             )
             assert after.get(key) == before.get(key)
     assert second.stop()[0] == 0
+
+
+def test_an_environment_override_merges_into_the_built_in_tables():
+    result = run_cli("check-config", HEALTHD_TARGETS__REFERENCE__TTL="off")
+    assert result.returncode == 0, result.stderr
+    assert "2 target(s) (naive, reference)" in result.stdout
+    assert "1 source(s) (example)" in result.stdout
+
+
+def test_one_duration_syntax_everywhere(tmp_path):
+    def check(extra: str, sources=None) -> subprocess.CompletedProcess:
+        config = toml_config(tmp_path, extra=extra, sources=sources)
+        return run_cli("check-config", "--config", str(config))
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    git = {"repo": {"kind": "git", "path": str(repo), "revalidate_interval": "12h"}}
+    assert check("", sources=git).returncode == 0  # was refused: not an ISO duration
+    assert check('[staleness]\nownership = "P30D"').returncode == 0  # was refused
+    assert check('[staleness]\nownership = "2w"').returncode == 0
+    bare = check('[staleness]\nownership = "90"')  # was 90 days here, 90 s elsewhere
+    assert bare.returncode == 2 and "staleness.ownership" in bare.stderr
+    assert "no unit; write 90d for days" in bare.stderr
+    negative = check('[staleness]\ntech = "-3d"')
+    assert negative.returncode == 2 and "negative" in negative.stderr
+    switch = run_cli("evaluate", "--target", "reference:ttl_tech=90")
+    assert switch.returncode == 2 and "no unit" in switch.stderr
