@@ -10,20 +10,26 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from importlib import resources
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from healthd import __version__
-from healthd.errors import ConfigError, HealthdError, SourceError
+from healthd.errors import ConfigError, HealthdError, SourceError, shorten
 from healthd.evaluator import MODES, TargetResult, evaluate
 from healthd.exporters.report import render_table, report_json
 from healthd.logging import CurrentStderr, configure_logging, redact_text
 from healthd.memory import build_memory, parse_target
 from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set, load_probe_file
-from healthd.timeline import read_timeline, write_timeline
+from healthd.timeline import (
+    DEFAULT_FUTURE_SKEW,
+    format_timestamp,
+    read_timeline,
+    write_timeline,
+)
 
 DEFAULT_TARGETS = ("reference", "naive")
 EXIT_USAGE = 2
@@ -35,7 +41,8 @@ def example_timeline_path() -> str:
 
 
 def _load_events(path: str | None) -> list[ChangeEvent]:
-    return read_timeline(path or example_timeline_path())
+    not_after = datetime.now(UTC) + DEFAULT_FUTURE_SKEW
+    return read_timeline(path or example_timeline_path(), not_after=not_after)
 
 
 def _positive(text: str) -> int:
@@ -152,9 +159,22 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     for name, cfg in settings.sources.items():
         if only is not None and name != only:
             continue
-        result = build_source(cfg.kind, name, cfg.options).pull(None)
+        try:
+            result = build_source(cfg.kind, name, cfg.options).pull(None)
+        except HealthdError:
+            raise
+        except Exception as exc:
+            raise SourceError(f"source {name!r}: {type(exc).__name__}: {exc}") from None
         if result.error:
             raise SourceError(f"source {name!r}: {result.error}")
+        not_after = datetime.now(UTC) + settings.max_future_skew
+        for event in result.events:
+            if event.timestamp > not_after:
+                raise SourceError(
+                    f"source {name!r}: event {event.id!r}: timestamp "
+                    f"{format_timestamp(event.timestamp)} is in the future, later than "
+                    f"{format_timestamp(not_after)} (now plus max_future_skew)"
+                )
         seen: set[str] = set()
         lists.append([e for e in result.events if not (e.id in seen or seen.add(e.id))])
     return merge_timelines(*lists)
@@ -293,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except HealthdError as exc:
-        print(f"healthd: error: {redact_text(str(exc))}", file=sys.stderr)
+        print(f"healthd: error: {shorten(redact_text(str(exc)), 4000)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

@@ -172,6 +172,7 @@ class Settings(BaseSettings):
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
     forgetting_window: int = Field(3, ge=1)
     checkpoint_events: int = Field(1000, ge=1)
+    max_future_skew: Duration = timedelta(days=1)
     mode: Literal["full", "incremental"] = "incremental"
     server: ServerConfig = Field(default_factory=ServerConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -179,6 +180,11 @@ class Settings(BaseSettings):
     state_path: str = "healthd-state/state.sqlite"
     probes: str | None = None
     plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("max_future_skew", mode="before")
+    @classmethod
+    def _skew(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
     @field_validator("plugins", mode="before")
     @classmethod

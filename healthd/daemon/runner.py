@@ -398,8 +398,18 @@ class Runner:
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
                 fresh = []
+                not_after = datetime.fromtimestamp(self.clock(), UTC) + (
+                    self.settings.max_future_skew
+                )
                 for event in result.events:
                     key = (s.name, event.id)
+                    if event.timestamp > not_after:
+                        result.skipped.append(
+                            f"event {event.id!r} refused: timestamp "
+                            f"{format_timestamp(event.timestamp)} is later than "
+                            f"{format_timestamp(not_after)} (now plus max_future_skew)"
+                        )
+                        continue
                     if key not in self._seen:
                         self._seen.add(key)
                         fresh.append(event)
