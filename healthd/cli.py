@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -240,6 +241,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         memories = [build_memory(spec) for spec in specs]  # bad switches fail before any work
         events = _load_events(args.timeline)
         extra = load_probe_file(args.probes) if args.probes else []
+    if not events:
+        where = args.timeline or ("the configured sources" if args.config else "the timeline")
+        raise HealthdError(f"timeline is empty: {where} gave no event to replay")
     probes = build_probe_set(events, extra)
     err = Console(stderr=True)
     show_progress = err.is_terminal and len(events) * len(specs) >= _PROGRESS_MIN_EVENTS
@@ -283,12 +287,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             out.write("\n")
         else:
             console = (
-                Console(file=out, width=110)
+                _Console(file=out, width=110)
                 if args.output or not sys.stdout.isatty()
-                else Console()
+                else _Console()
             )
             render_table(results, probes.version, len(probes), console)
     return 0
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Let :func:`main` handle a closed pipe like every other command (rich exits 1)."""
+        self.quiet = True
+        raise BrokenPipeError
 
 
 def _open_output(path: str):
@@ -311,9 +322,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
         configure_logging("warning", "auto", stream=CurrentStderr())  # type: ignore[arg-type]
     try:
-        return _COMMANDS[args.command](args)
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # the reader went away (`healthd evaluate | head -1`): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except HealthdError as exc:
         print(f"healthd: error: {shorten(redact_text(str(exc)), 4000)}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
-        return 0

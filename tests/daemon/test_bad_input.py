@@ -87,3 +87,31 @@ def test_the_daemon_refuses_a_poisoned_event_and_measures_the_rest(start_daemon,
     ]
     assert len(refused) == 1  # once, when read; the cursor is past it
     assert daemon.stop()[0] == 0
+
+
+def test_an_empty_timeline_is_said_on_stderr(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    line = _one_line_error(run_cli("evaluate", "--timeline", str(empty)))
+    assert "timeline is empty" in line and str(empty) in line
+
+
+def test_a_closed_pipe_ends_quietly_with_exit_0(tmp_path):
+    import subprocess
+
+    from daemon_helpers import PYTHON, ROOT, clean_env
+
+    for args in ([], ["--format", "json"]):
+        proc = subprocess.Popen(
+            [PYTHON, "-m", "healthd", "evaluate", *args],
+            cwd=str(ROOT),
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()  # `| head -1`
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, err
+        assert err == b""
