@@ -36,7 +36,7 @@ from healthd.errors import HealthdError
 from healthd.evaluator import Replay
 from healthd.exporters.report import metrics_json
 from healthd.logging import get_logger, redact_text
-from healthd.memory import Checkpointed, Memory, TargetSpec, build_memory
+from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
 from healthd.model import ChangeEvent
 from healthd.probes import ProbeSet, build_probe_set, load_probe_file
 from healthd.settings import Settings, target_fingerprint
@@ -475,6 +475,8 @@ class Runner:
             with self.tracer.start_as_current_span(
                 "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
             ) as span:
+                if isinstance(t.memory, RunScoped):
+                    t.memory.begin_run()
                 if t.replay is None and t.persistent:
                     self._resume(t)
                 fresh = t.replay is None or t.built_fingerprint != t.fingerprint

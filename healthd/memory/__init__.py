@@ -41,6 +41,14 @@ class ChangeTracking(Protocol):
 
 
 @runtime_checkable
+class RunScoped(Protocol):
+    """A memory that re-checks something (its scope still being a shadow) once per run."""
+
+    def begin_run(self) -> None:
+        """Called before a run's first write or query."""
+
+
+@runtime_checkable
 class Checkpointed(Protocol):
     """A persistent memory whose writes can be made durable in batches, each with a
     checkpoint saying how far the replay had got, so a killed run resumes from there."""

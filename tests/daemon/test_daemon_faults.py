@@ -7,6 +7,7 @@ import socket
 import sqlite3
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
@@ -166,3 +167,56 @@ def test_a_failed_rollback_does_not_mask_the_first_error(tmp_path):
     with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"), transaction(db):
         db.execute("INSERT OR ROLLBACK INTO t VALUES (1)")
     assert not db.in_transaction
+
+
+def test_a_namespace_that_stops_being_a_shadow_gets_no_more_writes(start_daemon, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from memory_service import MemoryService
+
+    class FlippingService(MemoryService):
+        """Says the namespace is no longer a shadow once flipped, but accepts writes anyway."""
+
+        flipped = False
+
+        def _route(self, method, path, body, auth):
+            if self.flipped and method == "GET" and path.endswith("/namespaces/shadow"):
+                return 200, {"namespace": "shadow", "shadow": False}
+            return super()._route(method, path, body, auth)
+
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("".join(lines[:100]))
+    with FlippingService() as service:
+        daemon = start_daemon(
+            sources={"tl": {"kind": "file", "path": str(timeline)}},
+            targets={
+                "team": {
+                    "kind": "http",
+                    "base_url": service.url,
+                    "namespace": "shadow",
+                    "shadow": True,
+                },
+                "naive": {"kind": "naive", "shadow": True},
+            },
+        )
+        daemon.wait_until(
+            lambda: _runs(daemon.scrape(), "team", "success") >= 1, what="a first run"
+        )
+        with service._lock:
+            service.flipped = True
+            flipped_at = len(service.requests)
+        timeline.write_text("".join(lines))  # 35 new events to write
+        metrics = daemon.wait_until(
+            lambda: (m := daemon.scrape()) and _runs(m, "team", "failure") >= 2 and m,
+            what="failed runs after the flip",
+        )
+        with service._lock:
+            after = [(m, p) for m, p, _ in service.requests[flipped_at:] if m == "POST"]
+        writes = [p for _, p in after if p.endswith(("/events", "/reset"))]
+        assert writes == []
+        assert sample(metrics, "healthd_events_replayed_total", target="naive") == 135
+        failed = [l for l in daemon.log_lines() if l.get("event") == "run failed"]
+        assert any("not a shadow" in l["error"] for l in failed)
+        assert daemon.stop()[0] == 0
