@@ -395,11 +395,38 @@ def check_settings(settings: Settings) -> list[str]:
             problems.append(f"targets.{name}: {_strip_prefix(str(exc), name, 'target')}")
         except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
+    problems.extend(_shared_shadows(settings))
     if settings.probes:
         try:
             load_probe_file(settings.probes)
         except HealthdError as exc:
             problems.append(f"probes: {exc}")
+    return problems
+
+
+def _shared_shadows(settings: Settings) -> list[str]:
+    """Two reference targets writing one namespace of one shadow file would corrupt each
+    other's results (``x/y`` and ``x_y`` map to the same file name)."""
+    from healthd.daemon.state import shadow_path
+    from healthd.memory.reference import DEFAULT_NAMESPACE
+
+    owners: dict[tuple[str, str], str] = {}
+    problems = []
+    for name, target in settings.targets.items():
+        if target.kind != "reference":
+            continue
+        options = target.options
+        path = str(options.get("path") or shadow_path(settings.state_path, name))
+        if path == ":memory:":
+            continue
+        key = (os.path.abspath(path), str(options.get("namespace", DEFAULT_NAMESPACE)))
+        if key in owners:
+            problems.append(
+                f"targets.{name}: shares its shadow ({key[0]}, namespace {key[1]!r}) with "
+                f"target {owners[key]!r}; rename one or give it its own path or namespace"
+            )
+        else:
+            owners[key] = name
     return problems
 
 

@@ -365,3 +365,17 @@ def test_one_duration_syntax_everywhere(tmp_path):
     assert negative.returncode == 2 and "negative" in negative.stderr
     switch = run_cli("evaluate", "--target", "reference:ttl_tech=90")
     assert switch.returncode == 2 and "no unit" in switch.stderr
+
+
+def test_two_targets_sharing_one_shadow_file_are_refused(tmp_path):
+    config = tmp_path / "shared.toml"
+    config.write_text(
+        f'state_path = "{tmp_path / "state.sqlite"}"\n'
+        '[targets."x/y"]\nkind = "reference"\nshadow = true\n'
+        '[targets.x_y]\nkind = "reference"\nshadow = true\n'
+    )
+    for command in ("check-config", "run"):
+        result = run_cli(command, "--config", str(config))
+        assert result.returncode == 2, result.stderr
+        assert "targets.x_y: shares its shadow" in result.stderr and "'x/y'" in result.stderr
+    assert not (tmp_path / "state.sqlite").exists()
