@@ -23,6 +23,7 @@ import hashlib
 import importlib
 import json
 import os
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -213,10 +214,11 @@ class Settings(BaseSettings):
         # built-in source and target tables are the lowest layer, so that a variable such as
         # HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them.
         layers: list[PydanticBaseSettingsSource] = [init_settings, _Env(settings_cls)]
-        if settings_cls.model_config.get("toml_file") is None:
+        toml_file = settings_cls.model_config.get("toml_file")
+        if toml_file is None:
             layers.append(_BuiltinTables(settings_cls))
         else:
-            layers.append(TomlConfigSettingsSource(settings_cls))
+            layers.append(_TomlRelativeToFile(settings_cls, str(toml_file)))
         return tuple(layers)
 
     # -- derived --------------------------------------------------------------------------
@@ -224,6 +226,37 @@ class Settings(BaseSettings):
     @property
     def state_dir(self) -> Path:
         return Path(self.state_path).resolve().parent
+
+
+class _TomlRelativeToFile(TomlConfigSettingsSource):
+    """The TOML file, with its relative paths (``state_path``, ``probes``, a source's
+    ``path`` and ``cache_dir``, a target's ``path``) resolved against the file's directory,
+    not the working directory."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: str) -> None:
+        super().__init__(settings_cls)
+        self._base = Path(path).resolve().parent
+
+    def _resolve(self, value: Any) -> Any:
+        if not isinstance(value, str) or value in ("", ":memory:") or value.startswith("~"):
+            return value
+        return value if os.path.isabs(value) else str(self._base / value)
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        for key in ("state_path", "probes"):
+            if key in data:
+                data[key] = self._resolve(data[key])
+        for section, keys in (("sources", ("path", "cache_dir")), ("targets", ("path",))):
+            table = data.get(section)
+            if not isinstance(table, dict):
+                continue
+            for entry in table.values():
+                if isinstance(entry, dict):
+                    for key in keys:
+                        if key in entry:
+                            entry[key] = self._resolve(entry[key])
+        return data
 
 
 class _BuiltinTables(PydanticBaseSettingsSource):
@@ -376,8 +409,14 @@ def check_settings(settings: Settings) -> list[str]:
             build_source(source.kind, name, source.options)
         except HealthdError as exc:
             problems.append(f"sources.{name}: {_strip_prefix(str(exc), name, 'source')}")
+            continue
         except Exception as exc:
             problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
+            continue
+        problems.extend(
+            f"sources.{name}.{p}" if p.startswith("path: ") else f"sources.{name}: {p}"
+            for p in _source_reachability(source)
+        )
     kinds = memory_kinds()
     for name, target in settings.targets.items():
         if target.kind not in kinds:
@@ -401,6 +440,61 @@ def check_settings(settings: Settings) -> list[str]:
             load_probe_file(settings.probes)
         except HealthdError as exc:
             problems.append(f"probes: {exc}")
+    return problems
+
+
+def _source_reachability(source: SourceConfig) -> list[str]:
+    """What a run would find wrong with a source's inputs, checked without writing: a
+    token variable that is not set, a file, checkout or ADR directory that is not there."""
+    options = source.options
+    problems = []
+    for key in ("token_env", "user_env"):
+        variable = options.get(key)
+        if variable and not os.environ.get(str(variable)):
+            problems.append(f"environment variable {str(variable)!r} ({key}) is not set")
+    path = options.get("path")
+    if not isinstance(path, str):
+        return problems
+    where = os.path.expanduser(path)
+    if source.kind == "file":
+        if not os.path.isfile(where):
+            problems.append(f"path: {path} does not exist or is not a file")
+        return problems
+    if source.kind not in ("git", "adr"):
+        return problems
+    if not os.path.isdir(where):
+        problems.append(f"path: {path} does not exist or is not a directory")
+        return problems
+    git = ["git", "-C", where]
+    try:
+        inside = subprocess.run(
+            [*git, "rev-parse", "--git-dir"], capture_output=True, timeout=30, check=False
+        )
+        if inside.returncode != 0:
+            problems.append(f"path: {path} is not a git repository")
+            return problems
+        if source.kind == "adr":
+            ref = str(options.get("branch") or "HEAD")
+            from healthd.sources.adr import CANDIDATE_DIRS
+
+            candidates = (
+                [str(options["dir"])] if options.get("dir") else [".adr-dir", *CANDIDATE_DIRS]
+            )
+            found = any(
+                subprocess.run(
+                    [*git, "cat-file", "-e", f"{ref}:{c.strip('/')}"],
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                ).returncode
+                == 0
+                for c in candidates
+            )
+            if not found:
+                what = f"dir {options['dir']!r}" if options.get("dir") else "an ADR directory"
+                problems.append(f"path: {path} has no {what} at {ref}")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problems.append(f"path: cannot run git on {path}: {exc}")
     return problems
 
 

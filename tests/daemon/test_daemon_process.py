@@ -379,3 +379,56 @@ def test_two_targets_sharing_one_shadow_file_are_refused(tmp_path):
         assert result.returncode == 2, result.stderr
         assert "targets.x_y: shares its shadow" in result.stderr and "'x/y'" in result.stderr
     assert not (tmp_path / "state.sqlite").exists()
+
+
+def test_check_config_checks_sources_as_a_run_would(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+        check=True,
+        timeout=30,
+    )
+    sources = {
+        "missing": {"kind": "git", "path": str(tmp_path / "nope")},
+        "plain": {"kind": "git", "path": str(plain)},
+        "decisions": {"kind": "adr", "path": str(repo), "dir": "doc/adr"},
+        "issues": {"kind": "github", "repo": "acme/shop", "token_env": "HEALTHD_TEST_UNSET"},
+    }
+    result = run_cli("check-config", "--config", str(toml_config(tmp_path, sources=sources)))
+    assert result.returncode == 2
+    err = result.stderr
+    assert f"sources.missing.path: {tmp_path / 'nope'} does not exist" in err
+    assert f"sources.plain.path: {plain} is not a git repository" in err
+    assert "sources.decisions.path:" in err and "has no dir 'doc/adr'" in err
+    assert "sources.issues: environment variable 'HEALTHD_TEST_UNSET' (token_env) is not set" in err
+
+
+def test_relative_paths_are_relative_to_the_config_file(tmp_path):
+    here = tmp_path / "conf"
+    here.mkdir()
+    (here / "t.jsonl").write_text(EXAMPLE.read_text())
+    config = here / "healthd.toml"
+    config.write_text(
+        'state_path = "state/state.sqlite"\n[sources.tl]\nkind = "file"\npath = "t.jsonl"\n'
+        '[targets.naive]\nkind = "naive"\nshadow = true\n'
+    )
+    # run_cli's working directory is the repository, not the config's directory
+    assert run_cli("check-config", "--config", str(config)).returncode == 0
+    result = run_cli("timeline", "--config", str(config))
+    assert result.returncode == 0 and len(result.stdout.splitlines()) == 135
