@@ -219,7 +219,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     from healthd.settings import config_path, load_settings
 
     path = config_path(args.config)
-    settings = load_settings(path)
+    settings = load_settings(path, reach=True)
     print(
         f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
         f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "

@@ -326,9 +326,11 @@ def config_path(explicit: str | None) -> str | None:
     return explicit or os.environ.get(CONFIG_ENV) or None
 
 
-def load_settings(path: str | None, *, deep: bool = True) -> Settings:
+def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -> Settings:
     """Load and check the configuration; every problem ends up in one ConfigError whose
-    lines each read ``FILE: field.path: message``."""
+    lines each read ``FILE: field.path: message``. ``reach`` (``check-config``) also checks
+    each source's inputs as a run would find them; a daemon starts without, since a source
+    that is down is a metric, not a reason to refuse to start."""
     origin = path or "(built-in defaults)"
     if path is not None:
         if not os.path.isfile(path):
@@ -352,7 +354,7 @@ def load_settings(path: str | None, *, deep: bool = True) -> Settings:
     except ValidationError as exc:
         raise ConfigError("\n".join(_format_errors(exc, origin))) from None
     if deep:
-        problems = check_settings(settings)
+        problems = check_settings(settings, reach=reach)
         if problems:
             raise ConfigError("\n".join(f"{origin}: {p}" for p in problems))
     settings.__dict__["origin"] = origin
@@ -397,7 +399,7 @@ def import_plugins(names: list[str]) -> list[str]:
     return problems
 
 
-def check_settings(settings: Settings) -> list[str]:
+def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
     """What the factories say about each source's and target's options."""
     from healthd.memory import TargetSpec, build_memory, memory_kinds
     from healthd.probes import load_probe_file
@@ -413,10 +415,11 @@ def check_settings(settings: Settings) -> list[str]:
         except Exception as exc:
             problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
             continue
-        problems.extend(
-            f"sources.{name}.{p}" if p.startswith("path: ") else f"sources.{name}: {p}"
-            for p in _source_reachability(source)
-        )
+        if reach:
+            problems.extend(
+                f"sources.{name}.{p}" if p.startswith("path: ") else f"sources.{name}: {p}"
+                for p in _source_reachability(source)
+            )
     kinds = memory_kinds()
     for name, target in settings.targets.items():
         if target.kind not in kinds:

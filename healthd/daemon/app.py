@@ -56,7 +56,7 @@ class Daemon:
         self.server = HttpServer(
             settings.server.host,
             settings.server.port,
-            build_app(self.registry, self.runner.view, self.runner.ready),
+            build_app(self.registry, self.runner.view, self.runner.ready, self.runner.view_version),
         )
         self.scheduler = BlockingScheduler(
             timezone=UTC,

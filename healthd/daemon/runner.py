@@ -23,7 +23,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -123,6 +124,7 @@ class Runner:
         self.lock = threading.Lock()  # one run at a time; shutdown waits on it
         self.stop = threading.Event()
         self._view_lock = threading.Lock()  # scrapes read a consistent view
+        self.version = 0  # bumped whenever what the views show changes
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
         self.last_run: RunSummary | None = None
@@ -352,7 +354,7 @@ class Runner:
             )
             if any(o["result"] == "failure" for o in summary.targets.values()):
                 root.set_status(Status(StatusCode.ERROR, "a target failed"))
-        with self._view_lock:
+        with self._changing():
             if not summary.aborted:
                 self.runs_completed += 1
             self.last_run = summary
@@ -370,7 +372,7 @@ class Runner:
         alert fires."""
         error = f"{prefix}: {message}"
         now = self.clock()
-        with self._view_lock:
+        with self._changing():
             for t in self.targets.values():
                 row = t.row
                 if summary.targets.get(t.name, {}).get("result") == "success":
@@ -420,7 +422,7 @@ class Runner:
                     0 if result.error else 1,
                     redact_text(result.error) if result.error else None,
                 )
-                with self._view_lock:
+                with self._changing():
                     s.row = row
                 source_of.update((id(e), s.name) for e in fresh)
                 record.sources.append(row)
@@ -547,7 +549,7 @@ class Runner:
             duration = time.perf_counter() - t0
             now = self.clock()
             snapshot = replay.snapshot() if t.persistent else None
-            with self._view_lock:
+            with self._changing():
                 row.fingerprint = t.fingerprint
                 row.dirty = False
                 row.events_replayed += max(new, 0)
@@ -569,7 +571,7 @@ class Runner:
                 except Exception:
                     pass
             self._close(t)
-            with self._view_lock:
+            with self._changing():
                 row.dirty = t.persistent or row.dirty
             t.note = "the previous run was stopped by a shutdown"
             outcome = {"result": "aborted", "aborted": True, "events": max(new, 0)}
@@ -582,7 +584,7 @@ class Runner:
             t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
             duration = time.perf_counter() - t0
-            with self._view_lock:
+            with self._changing():
                 row.runs_failure += 1
                 row.last_run = self.clock()
                 row.last_result = "failure"
@@ -622,6 +624,16 @@ class Runner:
 
     # -- views (read by the metrics collector and the HTTP pages) -------------------------
 
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Change what the views show; scrapes served from a cache see a new version."""
+        with self._view_lock:
+            self.version += 1
+            yield
+
+    def view_version(self) -> int:
+        return self.version
+
     def view(self) -> dict[str, Any]:
         with self._view_lock:
             return {
@@ -643,7 +655,7 @@ class Runner:
             )
 
     def count_missed(self, n: int = 1) -> None:
-        with self._view_lock:
+        with self._changing():
             self.missed_runs += n
 
 

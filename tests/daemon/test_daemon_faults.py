@@ -220,3 +220,33 @@ def test_a_namespace_that_stops_being_a_shadow_gets_no_more_writes(start_daemon,
         failed = [l for l in daemon.log_lines() if l.get("event") == "run failed"]
         assert any("not a shadow" in l["error"] for l in failed)
         assert daemon.stop()[0] == 0
+
+
+def _threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads line")
+
+
+def test_idle_connections_are_bounded_and_dropped(start_daemon, tmp_path):
+    from healthd.daemon.server import IDLE_TIMEOUT_SECONDS, WORKERS
+
+    daemon = start_daemon(cron="0 0 1 1 *")
+    daemon.wait_ready()
+    before = _threads(daemon.proc.pid)
+    idle = [socket.create_connection(("127.0.0.1", daemon.port), timeout=30) for _ in range(80)]
+    try:
+        time.sleep(1)
+        assert _threads(daemon.proc.pid) <= before + WORKERS  # not a thread per connection
+        idle[0].settimeout(IDLE_TIMEOUT_SECONDS + 10)
+        started = time.monotonic()
+        assert idle[0].recv(1) == b""  # the server hung up on the idle client
+        assert time.monotonic() - started < IDLE_TIMEOUT_SECONDS + 5
+        daemon.wait_until(
+            lambda: daemon.get("/metrics").status_code == 200, what="metrics after the idlers"
+        )
+    finally:
+        for conn in idle:
+            conn.close()
+    assert daemon.stop()[0] == 0

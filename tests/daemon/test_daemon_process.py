@@ -172,11 +172,13 @@ def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_pa
         sources={"slow": {"kind": "sleepy", "delay": 2.5}},
         targets={"naive": {"kind": "naive", "shadow": True}},
     )
-    daemon.wait_ready(timeout=20)
+    # a source with no events: nothing is measured, so never ready; wait for the server
+    daemon.wait_until(lambda: daemon.get("/healthz").status_code == 200, what="server up")
     metrics = daemon.wait_until(
         lambda: (
             (m := daemon.scrape())
             and (sample(m, "healthd_scheduler_missed_runs_total") or 0) >= 2
+            and _runs(m, "naive") >= 1
             and m
         ),
         timeout=15,
