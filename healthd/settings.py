@@ -135,6 +135,12 @@ class ServerConfig(_Strict):
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
+    progress_interval: Duration = timedelta(seconds=10)
+
+    @field_validator("progress_interval", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
     @field_validator("level", "format", mode="before")
     @classmethod

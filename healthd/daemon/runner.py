@@ -125,6 +125,7 @@ class Runner:
         self.stop = threading.Event()
         self._view_lock = threading.Lock()  # scrapes read a consistent view
         self.version = 0  # bumped whenever what the views show changes
+        self.pending: dict[str, int] = {}  # events a replay in progress has still to apply
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
         self.last_run: RunSummary | None = None
@@ -515,6 +516,7 @@ class Runner:
                         t.probes = probes
                 replay = t.replay
                 batched = t.persistent and isinstance(t.memory, Checkpointed)
+                progress = _Progress(self, t.name, run_id, len(todo))
                 for done, event in enumerate(todo, 1):
                     if self.stop.is_set():
                         raise Aborted()
@@ -522,8 +524,11 @@ class Runner:
                     t.position += 1
                     if batched and done % self.settings.checkpoint_events == 0:
                         self._commit(t)
+                    if done % 128 == 0:
+                        progress.update(done)
                 if batched:
                     self._commit(t)
+                progress.update(len(todo), final=True)
                 outcome["replayed"] = len(todo)
                 span.set_attribute("healthd.events.replayed", len(todo))
                 span.set_attribute("healthd.replay.fresh", fresh)
@@ -640,6 +645,7 @@ class Runner:
                 "targets": {name: _copy_row(t.row) for name, t in self.targets.items()},
                 "sources": {name: _copy_source(s.row) for name, s in self.sources.items()},
                 "missed_runs": self.missed_runs,
+                "pending": dict(self.pending),
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,
             }
@@ -657,6 +663,40 @@ class Runner:
     def count_missed(self, n: int = 1) -> None:
         with self._changing():
             self.missed_runs += n
+
+
+class _Progress:
+    """A long replay's progress: ``pending`` in the view (a gauge) about once a second, and a
+    log line with the rate and the time left every ``[logging] progress_interval``."""
+
+    def __init__(self, runner: Runner, target: str, run_id: str, total: int) -> None:
+        self.runner, self.target, self.run_id, self.total = runner, target, run_id, total
+        self.started = self.shown = self.logged = time.monotonic()
+        self.every = runner.settings.logging.progress_interval.total_seconds()
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.shown < 1.0:
+            return
+        self.shown = now
+        with self.runner._changing():
+            if final:
+                self.runner.pending.pop(self.target, None)
+            else:
+                self.runner.pending[self.target] = self.total - done
+        if final or now - self.logged < self.every:
+            return
+        self.logged = now
+        rate = done / max(now - self.started, 1e-9)
+        log.info(
+            "replay progress",
+            run_id=self.run_id,
+            target=self.target,
+            events=done,
+            total=self.total,
+            events_per_second=round(rate, 1),
+            eta_seconds=round((self.total - done) / rate, 1) if rate else None,
+        )
 
 
 def _copy_row(row: TargetRow) -> TargetRow:

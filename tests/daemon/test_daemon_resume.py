@@ -9,7 +9,7 @@ import signal
 import sqlite3
 import time
 
-from daemon_helpers import free_port, run_cli, sample, synthetic_timeline, toml_config
+from daemon_helpers import Daemon, free_port, run_cli, sample, synthetic_timeline, toml_config
 
 from healthd.scoring import BUCKETS
 
@@ -90,3 +90,45 @@ def test_kill_9_mid_replay_resumes_from_the_last_batch_with_identical_metrics(
         == (final["metrics"]["all"]["conflicts"])
     )
     assert sample(metrics, "healthd_probes", target="reference") == len(final["probes"])
+
+
+def test_a_long_replay_shows_its_progress(tmp_path):
+    timeline = synthetic_timeline(tmp_path / "timeline.jsonl", EVENTS)
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        cron="0 0 1 1 *",
+        sources={"syn": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon = Daemon(
+        config, port, tmp_path / "progress.log", HEALTHD_LOGGING__PROGRESS_INTERVAL="1s"
+    )
+    try:
+        _check_progress(daemon)
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+
+
+def _check_progress(daemon) -> None:
+    pending = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and (p := sample(m, "healthd_replay_pending_events", target="reference") or 0) > 0
+            and p
+        ),
+        timeout=60,
+        what="pending events during the replay",
+    )
+    assert 0 < pending < EVENTS
+    daemon.wait_ready(timeout=120)
+    progress = [l for l in daemon.log_lines() if l.get("event") == "replay progress"]
+    assert progress, "no progress line"
+    line = progress[0]
+    assert line["target"] == "reference" and line["total"] == EVENTS
+    assert 0 < line["events"] < EVENTS and line["events_per_second"] > 0
+    assert line["eta_seconds"] > 0
+    assert sample(daemon.scrape(), "healthd_replay_pending_events", target="reference") == 0
+    assert daemon.stop()[0] == 0
