@@ -108,7 +108,7 @@ def _replay_run(
     return seconds, metrics, {"seconds": restart, "replayed": again and again.targets}
 
 
-def replay_benchmark(events: int) -> dict[str, Any]:
+def replay_benchmark(events: int, repeats: int = 2) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_evaluator import generate
 
@@ -120,11 +120,20 @@ def replay_benchmark(events: int) -> dict[str, Any]:
         timeline = os.path.join(tmp, "timeline.jsonl")
         with open(timeline, "w") as out:
             write_timeline(generate(events, max(1, events // 10)), out)
-        memory_s, memory_metrics, _ = _replay_run(tmp, timeline, "memory", 'path = ":memory:"')
-        disk_s, disk_metrics, restart = _replay_run(tmp, timeline, "disk", "")
+        # alternated and repeated, the fastest of each kept: load from elsewhere on the machine
+        # does not decide the ratio
+        best: dict[str, Any] = {}
+        for round_ in range(repeats):
+            for label, options in (("disk", ""), ("memory", 'path = ":memory:"')):
+                got = _replay_run(tmp, timeline, f"{label}{round_}", options)
+                if label not in best or got[0][0] < best[label][0][0]:
+                    best[label] = got
+        memory_s, memory_metrics, _ = best["memory"]
+        disk_s, disk_metrics, restart = best["disk"]
     replayed = restart["replayed"]["reference"]["replayed"] if restart["replayed"] else None
     return {
         "events": events,
+        "fastest_of": repeats,
         "first_run_seconds": {
             "in_memory": round(memory_s[0], 2),
             "persistent": round(disk_s[0], 2),
@@ -222,7 +231,7 @@ def scrape_impact(events: int, repeats: int = 3) -> dict[str, Any]:
                     stdout=subprocess.PIPE,
                     text=True,
                 )
-                time.sleep(1.0)  # the scrapers are going
+            time.sleep(1.0)  # the scrapers are going; the same pause when there are none
             t0 = time.perf_counter()
             runner.run_once()
             took = time.perf_counter() - t0

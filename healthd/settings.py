@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -268,7 +269,9 @@ class _TomlRelativeToFile(TomlConfigSettingsSource):
 class _BuiltinTables(PydanticBaseSettingsSource):
     """The default ``[sources]`` and ``[targets]`` tables as plain data, under everything."""
 
-    def get_field_value(self, field, field_name):  # pragma: no cover - not used
+    def get_field_value(
+        self, field: FieldInfo, field_name: str
+    ) -> tuple[Any, str, bool]:  # pragma: no cover - not used
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from healthd.evaluator import Replay
 from healthd.exporters.report import metrics_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
-from healthd.model import ChangeEvent
+from healthd.model import ChangeEvent, Probe
 from healthd.probes import ProbeSet, build_probe_set, load_probe_file
 from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
@@ -151,12 +151,12 @@ class Runner:
         self._probes_state = (len(self.events), id(self._probe_extra))
         target_rows = state.targets()
         self.targets: dict[str, TargetRuntime] = {}
-        for name, cfg in settings.targets.items():
+        for name, target_cfg in settings.targets.items():
             options = target_options(settings, name)
             fingerprint = target_fingerprint(settings, name, options, self.probe_config)
             row = target_rows.get(name) or TargetRow(name, fingerprint)
             runtime = TargetRuntime(
-                name, cfg.kind, options, is_persistent(options), fingerprint, row
+                name, target_cfg.kind, options, is_persistent(options), fingerprint, row
             )
             self.targets[name] = runtime
             self._restore(runtime)
@@ -273,7 +273,7 @@ class Runner:
             "forgetting_window": self.settings.forgetting_window,
         }
 
-    def _read_probe_config(self) -> tuple[list, str]:
+    def _read_probe_config(self) -> tuple[list[Probe], str]:
         path = self.settings.probes
         if not path:
             return [], "none"
@@ -397,6 +397,7 @@ class Runner:
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
             ) as span:
                 try:
+                    assert s.source is not None
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
@@ -511,10 +512,12 @@ class Runner:
                     t.note = None
                 else:
                     todo = self.events[t.position :]
+                    assert t.replay is not None
                     if probes is not t.probes:
                         t.replay.update_probes(probes)
                         t.probes = probes
                 replay = t.replay
+                assert replay is not None
                 batched = t.persistent and isinstance(t.memory, Checkpointed)
                 progress = _Progress(self, t.name, run_id, len(todo))
                 for done, event in enumerate(todo, 1):
@@ -536,7 +539,7 @@ class Runner:
                 "score", attributes={"healthd.target": t.name}
             ) as span:
                 metrics = replay.metrics()
-                results = {
+                results: dict[str, Any] = {
                     "metrics": metrics_json(metrics),
                     "probes": replay.active_probes,
                     "probe_set_version": probes.version,

@@ -18,12 +18,15 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from healthd import __version__
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 from healthd.logging import redact_text
 
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
@@ -39,20 +42,23 @@ MAX_REQUESTS_PER_SECOND = 40.0
 
 
 class Pacer:
-    """Spaces requests at least ``1 / rate`` seconds apart."""
+    """A token bucket: ``burst`` requests at once, then ``rate`` a second; a request over
+    the rate sleeps until its turn."""
 
-    def __init__(self, rate: float = MAX_REQUESTS_PER_SECOND) -> None:
+    def __init__(self, rate: float = MAX_REQUESTS_PER_SECOND, burst: int = 10) -> None:
         self._interval = 1.0 / rate
+        self._tolerance = (burst - 1) * self._interval
         self._lock = threading.Lock()
-        self._next = 0.0
+        self._due = 0.0  # the theoretical arrival time of the next request (GCRA)
 
     def wait(self) -> None:
         with self._lock:
             now = time.monotonic()
-            slot = max(now, self._next)
-            self._next = slot + self._interval
-        if slot > now:
-            time.sleep(slot - now)
+            due = max(self._due, now)
+            delay = due - now - self._tolerance
+            self._due = due + self._interval
+        if delay > 0:
+            time.sleep(delay)
 
 
 class _PooledServer(WSGIServer):
@@ -236,13 +242,13 @@ def build_app(
     view: Callable[[], dict[str, Any]],
     ready: Callable[[], bool],
     version: Callable[[], int] | None = None,
-) -> Callable:
+) -> WSGIApplication:
     counter = iter(range(1, 1 << 62))
     metrics = CachedMetrics(registry, version or (lambda: next(counter)))
 
     pacer = Pacer()
 
-    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         pacer.wait()
         path = environ.get("PATH_INFO", "/")
         if path == "/metrics":
@@ -277,7 +283,7 @@ def build_app(
 
 
 class HttpServer:
-    def __init__(self, host: str, port: int, app: Callable) -> None:
+    def __init__(self, host: str, port: int, app: WSGIApplication) -> None:
         self._server = make_server(
             host, port, app, server_class=_PooledServer, handler_class=_QuietHandler
         )

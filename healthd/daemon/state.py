@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from healthd._sqlite import transaction
 from healthd.errors import HealthdError
@@ -90,8 +91,8 @@ class TargetRow:
     fingerprint: str = ""
     dirty: bool = False
     applied: int = 0
-    snapshot: dict | None = None
-    results: dict | None = None
+    snapshot: dict[str, Any] | None = None
+    results: dict[str, Any] | None = None
     runs_success: int = 0
     runs_failure: int = 0
     events_replayed: int = 0
