@@ -63,7 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"healthd {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ev = commands.add_parser("evaluate", help="replay a timeline into memories and score them")
+    ev = commands.add_parser(
+        "evaluate",
+        help="replay a timeline into memories and score them",
+        description="Replay a timeline (the bundled example by default) into each memory "
+        "and print freshness, consistency, coverage, forgetting, contamination and "
+        "conflicts at the newest stage.",
+    )
     ev.add_argument(
         "--timeline", metavar="FILE", help="timeline JSONL (default: the bundled example)"
     )
@@ -71,8 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         metavar="KIND",
         action="append",
-        help="memory to evaluate, e.g. reference or 'reference:ttl=off'; "
-        "repeatable (default: reference and naive)",
+        help="memory to evaluate, KIND or KIND:switch=value,...; repeatable (default: "
+        "reference and naive). Kinds: reference (switches ttl, supersession, propagation = "
+        "on/off, grace, top_k, ttl_<domain> = 30d, namespace, path), naive, http "
+        "(base_url, namespace, shadow, token_env, top_k, timeout_seconds, max_retries), "
+        "and any a plugin registers",
     )
     ev.add_argument(
         "--mode",
@@ -90,7 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="change points a memory gets to forget an ended fact (default 3)",
     )
     ev.add_argument("--probes", metavar="FILE", help="extra probes, JSONL")
-    ev.add_argument("--format", choices=("table", "json"), default="table")
+    ev.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table for people, json for tools (default table)",
+    )
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
     ev.add_argument(
         "--config",
@@ -100,7 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(instead of --timeline/--target/--probes)",
     )
 
-    tl = commands.add_parser("timeline", help="print a timeline as JSONL")
+    tl = commands.add_parser(
+        "timeline",
+        help="print a timeline as JSONL",
+        description="Print a timeline as JSONL: a file, or the events the configured "
+        "sources give, merged by event time.",
+    )
     tl.add_argument(
         "--timeline", metavar="FILE", help="timeline JSONL (default: the bundled example)"
     )
@@ -116,7 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
         "this source's events",
     )
 
-    rn = commands.add_parser("run", help="run the sidecar: scheduled runs, /metrics, /readyz")
+    rn = commands.add_parser(
+        "run",
+        help="run the sidecar: scheduled runs, /metrics, /readyz",
+        description="Run the sidecar: pull the sources on a schedule, replay what is new into "
+        "each target's shadow, and serve /metrics, /healthz, /readyz and a summary at /. "
+        "SIGTERM or SIGINT stops it within 10 s.",
+    )
     rn.add_argument(
         "--config",
         metavar="FILE",
@@ -125,7 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         "minute)",
     )
 
-    cc = commands.add_parser("check-config", help="validate a configuration and exit 0 or 2")
+    cc = commands.add_parser(
+        "check-config",
+        help="validate a configuration and exit 0 or 2",
+        description="Validate a configuration as a run would use it (sources' inputs "
+        "included, nothing written); exit 0, or 2 with one line per problem.",
+    )
     cc.add_argument(
         "--config", metavar="FILE", help="TOML configuration (default: $HEALTHD_CONFIG)"
     )

@@ -115,3 +115,22 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(tmp_path):
         err = proc.stderr.read()
         assert proc.wait(timeout=60) == 0, err
         assert err == b""
+
+
+def test_every_option_has_help_and_every_command_a_description():
+    import argparse
+
+    from healthd.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(commands.choices) == {"evaluate", "timeline", "run", "check-config"}
+    for name, sub in commands.choices.items():
+        assert sub.description, name
+        for action in sub._actions:
+            assert action.help, (name, action.option_strings)
+    target = next(
+        a for a in commands.choices["evaluate"]._actions if "--target" in a.option_strings
+    )
+    for kind in ("reference", "naive", "http"):
+        assert kind in target.help

@@ -124,8 +124,11 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
     assert first.stop()[0] == 0
 
     second = start_daemon(config, port=first.port, log_name="second.log")
-    second.wait_ready()
-    after = second.scrape()
+    second.wait_ready()  # at once: the restored results are served
+    after = second.wait_until(
+        lambda: (m := second.scrape()) and _runs(m, "reference") > _runs(before, "reference") and m,
+        what="a run after the restart",
+    )
     for key, value in before.items():
         if key[0].startswith(tuple(f"healthd_{r}_ratio" for r in RATIOS)) or key[0] in (
             "healthd_conflicts",
