@@ -679,7 +679,7 @@ class _Progress:
 
     def update(self, done: int, final: bool = False) -> None:
         now = time.monotonic()
-        if not final and now - self.shown < 1.0:
+        if not final and now - self.shown < min(1.0, self.every):
             return
         self.shown = now
         with self.runner._changing():

@@ -106,7 +106,7 @@ def test_a_long_replay_shows_its_progress(tmp_path):
         targets={"reference": {"kind": "reference", "shadow": True}},
     )
     daemon = Daemon(
-        config, port, tmp_path / "progress.log", HEALTHD_LOGGING__PROGRESS_INTERVAL="1s"
+        config, port, tmp_path / "progress.log", HEALTHD_LOGGING__PROGRESS_INTERVAL="0.2s"
     )
     try:
         _check_progress(daemon)
