@@ -23,8 +23,13 @@ def _runs(metrics, target, result="success"):
 
 def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_daemon, tmp_path):
     daemon = start_daemon()
-    daemon.wait_ready()
-    metrics = daemon.scrape()
+    daemon.wait_ready()  # ready once the first target's results are served: wait for all
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape()) and all(_runs(m, t) >= 1 for t in ("reference", "naive")) and m
+        ),
+        what="a first run of every target",
+    )
     families = daemon.families()
     evaluated = run_cli("evaluate", "--config", str(tmp_path / "healthd.toml"), "--format", "json")
     assert evaluated.returncode == 0, evaluated.stderr
@@ -242,7 +247,11 @@ def test_not_ready_while_every_target_fails(start_daemon, tmp_path):
 
 def test_sigterm_during_runs_exits_0_and_leaves_the_state_file_intact(start_daemon, tmp_path):
     daemon = start_daemon()
-    daemon.wait_ready()
+    daemon.wait_ready()  # ready once the first target's results are served
+    daemon.wait_until(
+        lambda: all(_runs(daemon.scrape(), t) >= 1 for t in ("reference", "naive")),
+        what="a first run of every target",
+    )
     code, took = daemon.stop()
     assert code == 0 and took < 10
     db = sqlite3.connect(tmp_path / "state" / "state.sqlite")
