@@ -6,8 +6,11 @@
 #   docker run --rm -p 9479:9479 -v "$PWD/healthd.toml:/etc/healthd/healthd.toml:ro" \
 #       -v healthd-state:/var/lib/healthd healthd run --config /etc/healthd/healthd.toml
 #
-# With no --config (and no HEALTHD_CONFIG) it evaluates the bundled example against the
-# reference and naive memories every minute. /metrics, /healthz and /readyz on port 9479.
+# With no arguments it runs with the image's configuration, deploy/docker/healthd.toml (the
+# bundled example against the reference and naive memories every minute, state in
+# /var/lib/healthd, JSON logs). The image sets no HEALTHD_* variables: a configuration you
+# mount is not overridden by anything but what you pass. /metrics, /healthz and /readyz on
+# port 9479.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -25,11 +28,7 @@ ARG HEALTHD_UID=10001
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    HEALTHD_STATE_PATH=/var/lib/healthd/state.sqlite \
-    HEALTHD_SERVER__HOST=0.0.0.0 \
-    HEALTHD_SERVER__PORT=9479 \
-    HEALTHD_LOGGING__FORMAT=json
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 # git: the git and adr sources read repository history with it.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git ca-certificates \
@@ -42,6 +41,7 @@ RUN apt-get update \
 COPY --from=build /wheels /tmp/wheels
 RUN python -m pip install --no-index --find-links /tmp/wheels healthd \
     && rm -rf /tmp/wheels
+COPY deploy/docker/healthd.toml healthd/data/example_timeline.jsonl /usr/local/share/healthd/
 
 USER healthd:healthd
 WORKDIR /var/lib/healthd
@@ -52,4 +52,4 @@ EXPOSE 9479
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('HEALTHD_SERVER__PORT', '9479'), timeout=4)"]
 ENTRYPOINT ["healthd"]
-CMD ["run"]
+CMD ["run", "--config", "/usr/local/share/healthd/healthd.toml"]

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from healthd.errors import ConfigError, HealthdError, SourceError
+from healthd.errors import ConfigError, HealthdError, SourceError, shorten
 
 if TYPE_CHECKING:
     from healthd.evaluator import TargetResult
@@ -33,9 +35,10 @@ def example_timeline_path() -> str:
 
 
 def _load_events(path: str | None) -> list[ChangeEvent]:
-    from healthd.timeline import read_timeline
+    from healthd.timeline import DEFAULT_FUTURE_SKEW, read_timeline
 
-    return read_timeline(path or example_timeline_path())
+    not_after = datetime.now(UTC) + DEFAULT_FUTURE_SKEW
+    return read_timeline(path or example_timeline_path(), not_after=not_after)
 
 
 def _positive(text: str) -> int:
@@ -68,7 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"healthd {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ev = commands.add_parser("evaluate", help="replay a timeline into memories and score them")
+    ev = commands.add_parser(
+        "evaluate",
+        help="replay a timeline into memories and score them",
+        description="Replay a timeline (the bundled example by default) into each memory "
+        "and print freshness, consistency, coverage, forgetting, contamination and "
+        "conflicts at the newest stage.",
+    )
     ev.add_argument(
         "--timeline", metavar="FILE", help="timeline JSONL (default: the bundled example)"
     )
@@ -76,8 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--target",
         metavar="KIND",
         action="append",
-        help="memory to evaluate, e.g. reference or 'reference:ttl=off'; "
-        "repeatable (default: reference and naive)",
+        help="memory to evaluate, KIND or KIND:switch=value,...; repeatable (default: "
+        "reference and naive). Kinds: reference (switches ttl, supersession, propagation = "
+        "on/off, grace, top_k, ttl_<domain> = 30d, namespace, path), naive, http "
+        "(base_url, namespace, shadow, token_env, top_k, timeout_seconds, max_retries), "
+        "and any a plugin registers",
     )
     ev.add_argument(
         "--mode",
@@ -95,7 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="change points a memory gets to forget an ended fact (default 3)",
     )
     ev.add_argument("--probes", metavar="FILE", help="extra probes, JSONL")
-    ev.add_argument("--format", choices=("table", "json"), default="table")
+    ev.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table for people, json for tools (default table)",
+    )
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
     ev.add_argument(
         "--html",
@@ -110,7 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(instead of --timeline/--target/--probes)",
     )
 
-    tl = commands.add_parser("timeline", help="print a timeline as JSONL")
+    tl = commands.add_parser(
+        "timeline",
+        help="print a timeline as JSONL",
+        description="Print a timeline as JSONL: a file, or the events the configured "
+        "sources give, merged by event time.",
+    )
     tl.add_argument(
         "--timeline", metavar="FILE", help="timeline JSONL (default: the bundled example)"
     )
@@ -126,7 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
         "this source's events",
     )
 
-    rn = commands.add_parser("run", help="run the sidecar: scheduled runs, /metrics, /readyz")
+    rn = commands.add_parser(
+        "run",
+        help="run the sidecar: scheduled runs, /metrics, /readyz",
+        description="Run the sidecar: pull the sources on a schedule, replay what is new into "
+        "each target's shadow, and serve /metrics, /healthz, /readyz and a summary at /. "
+        "SIGTERM or SIGINT stops it within 10 s.",
+    )
     rn.add_argument(
         "--config",
         metavar="FILE",
@@ -135,7 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         "minute)",
     )
 
-    rp = commands.add_parser("report", help="render a saved --format json report as HTML")
+    rp = commands.add_parser(
+        "report",
+        help="render a saved --format json report as HTML",
+        description="Render a report saved with `evaluate --format json` as one self-contained "
+        "HTML file (charts, final tables, failing probes); exit 2 naming what is wrong.",
+    )
     rp.add_argument(
         "--from", dest="source", metavar="FILE", required=True, help="a --format json report"
     )
@@ -149,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm = commands.add_parser(
         "serve-memory",
         help="serve the reference memory over the HTTP memory contract (docs/memory-http-api.yaml)",
+        description="Serve the embedded reference memory over the HTTP memory contract "
+        "(docs/memory-http-api.yaml), as a working example of a team's own memory service.",
     )
     sm.add_argument("--port", type=_port, default=8080, help="0 picks a free port (default 8080)")
     sm.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -161,7 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a namespace that exists and is not a shadow: writes to it are refused; repeatable",
     )
 
-    cc = commands.add_parser("check-config", help="validate a configuration and exit 0 or 2")
+    cc = commands.add_parser(
+        "check-config",
+        help="validate a configuration and exit 0 or 2",
+        description="Validate a configuration as a run would use it (sources' inputs "
+        "included, nothing written); exit 0, or 2 with one line per problem.",
+    )
     cc.add_argument(
         "--config", metavar="FILE", help="TOML configuration (default: $HEALTHD_CONFIG)"
     )
@@ -188,6 +228,7 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     source keeping its own arrival order), as the daemon replays them in one run."""
     from healthd.sources import build_source, unique_events
     from healthd.sources._merge import merge_timelines
+    from healthd.timeline import format_timestamp
 
     if only is not None and only not in settings.sources:
         raise ConfigError(
@@ -198,9 +239,22 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     for name, cfg in settings.sources.items():
         if only is not None and name != only:
             continue
-        result = build_source(cfg.kind, name, cfg.options).pull(None)
+        try:
+            result = build_source(cfg.kind, name, cfg.options).pull(None)
+        except HealthdError:
+            raise
+        except Exception as exc:
+            raise SourceError(f"source {name!r}: {type(exc).__name__}: {exc}") from None
         if result.error:
             raise SourceError(f"source {name!r}: {result.error}")
+        not_after = datetime.now(UTC) + settings.max_future_skew
+        for event in result.events:
+            if event.timestamp > not_after:
+                raise SourceError(
+                    f"source {name!r}: event {event.id!r}: timestamp "
+                    f"{format_timestamp(event.timestamp)} is in the future, later than "
+                    f"{format_timestamp(not_after)} (now plus max_future_skew)"
+                )
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:
@@ -252,7 +306,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     from healthd.settings import config_path, load_settings
 
     path = config_path(args.config)
-    settings = load_settings(path)
+    settings = load_settings(path, reach=True)
     print(
         f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
         f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "
@@ -274,6 +328,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """Let :func:`main` handle a closed pipe like every other command (rich exits 1)."""
+            self.quiet = True
+            raise BrokenPipeError
+
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -303,6 +364,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         memories = [build_memory(spec) for spec in specs]  # bad switches fail before any work
         events = _load_events(args.timeline)
         extra = load_probe_file(args.probes) if args.probes else []
+    if not events:
+        where = args.timeline or ("the configured sources" if args.config else "the timeline")
+        raise HealthdError(f"timeline is empty: {where} gave no event to replay")
     probes = build_probe_set(events, extra)
     err = Console(stderr=True)
     show_progress = err.is_terminal and len(events) * len(specs) >= _PROGRESS_MIN_EVENTS
@@ -346,9 +410,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             out.write("\n")
         else:
             console = (
-                Console(file=out, width=110)
+                _Console(file=out, width=110)
                 if args.output or not sys.stdout.isatty()
-                else Console()
+                else _Console()
             )
             render_table(results, probes.version, len(probes), console)
     if args.html:
@@ -396,14 +460,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"healthd {__version__}")
         return 0
     args = build_parser().parse_args(argv)
-    from healthd.logging import CurrentStderr, configure_logging
+    from healthd.logging import CurrentStderr, configure_logging, redact_text
 
     if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
         configure_logging("warning", "auto", stream=CurrentStderr())  # type: ignore[arg-type]
     try:
-        return _COMMANDS[args.command](args)
-    except HealthdError as exc:
-        print(f"healthd: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:
+        # the reader went away (`healthd evaluate | head -1`): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except HealthdError as exc:
+        print(f"healthd: error: {shorten(redact_text(str(exc)), 4000)}", file=sys.stderr)
+        return EXIT_USAGE

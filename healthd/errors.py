@@ -7,6 +7,17 @@ class HealthdError(Exception):
     """Base of every error healthd raises on purpose."""
 
 
+MAX_MESSAGE = 500
+
+
+def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out: an error quotes
+    a bad value, never all of a huge one."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
 class TimelineError(HealthdError):
     """A timeline (JSONL or a source's output) is malformed."""
 
@@ -29,6 +40,7 @@ class TimelineError(HealthdError):
         if field:
             where.append(f"field '{field}'")
         prefix = ", ".join(where)
+        message = shorten(message)
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
 

@@ -133,7 +133,7 @@ def score_probe(
     values_by_key: dict[FactKey, set[str]] = {}
     for fact in pool:
         add(fact.domain, POOL)
-        deadline = fact.last_validated + windows[fact.domain]
+        deadline = _plus(fact.last_validated, windows[fact.domain])
         if at <= deadline:
             add(fact.domain, FRESH)
             if stale_after is None or deadline < stale_after:
@@ -159,6 +159,14 @@ def score_probe(
     ):
         add(probe.domain, CONFLICTS)
     return ProbeScore(tuple(counts.items()), stale_after)
+
+
+def _plus(at: datetime, window: timedelta) -> datetime:
+    """``at + window``, or the latest representable time when that is past year 9999."""
+    try:
+        return at + window
+    except OverflowError:
+        return datetime.max.replace(tzinfo=at.tzinfo)
 
 
 def forgetting_check(

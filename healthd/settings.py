@@ -23,11 +23,13 @@ import hashlib
 import importlib
 import json
 import os
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -134,6 +136,12 @@ class ServerConfig(_Strict):
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
+    progress_interval: Duration = timedelta(seconds=10)
+
+    @field_validator("progress_interval", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
     @field_validator("level", "format", mode="before")
     @classmethod
@@ -171,6 +179,8 @@ class Settings(BaseSettings):
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
     forgetting_window: int = Field(3, ge=1)
+    checkpoint_events: int = Field(1000, ge=1)
+    max_future_skew: Duration = timedelta(days=1)
     mode: Literal["full", "incremental"] = "incremental"
     server: ServerConfig = Field(default_factory=ServerConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -178,6 +188,11 @@ class Settings(BaseSettings):
     state_path: str = "healthd-state/state.sqlite"
     probes: str | None = None
     plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("max_future_skew", mode="before")
+    @classmethod
+    def _skew(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
     @field_validator("plugins", mode="before")
     @classmethod
@@ -202,14 +217,68 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ):
-        # Environment beats the file; init arguments (tests) beat both.
-        return (init_settings, _Env(settings_cls), TomlConfigSettingsSource(settings_cls))
+        # Environment beats the file; init arguments (tests) beat both. Without a file the
+        # built-in source and target tables are the lowest layer, so that a variable such as
+        # HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them.
+        layers: list[PydanticBaseSettingsSource] = [init_settings, _Env(settings_cls)]
+        toml_file = settings_cls.model_config.get("toml_file")
+        if toml_file is None:
+            layers.append(_BuiltinTables(settings_cls))
+        else:
+            layers.append(_TomlRelativeToFile(settings_cls, str(toml_file)))
+        return tuple(layers)
 
     # -- derived --------------------------------------------------------------------------
 
     @property
     def state_dir(self) -> Path:
         return Path(self.state_path).resolve().parent
+
+
+class _TomlRelativeToFile(TomlConfigSettingsSource):
+    """The TOML file, with its relative paths (``state_path``, ``probes``, a source's
+    ``path`` and ``cache_dir``, a target's ``path``) resolved against the file's directory,
+    not the working directory."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: str) -> None:
+        super().__init__(settings_cls)
+        self._base = Path(path).resolve().parent
+
+    def _resolve(self, value: Any) -> Any:
+        if not isinstance(value, str) or value in ("", ":memory:") or value.startswith("~"):
+            return value
+        return value if os.path.isabs(value) else str(self._base / value)
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        for key in ("state_path", "probes"):
+            if key in data:
+                data[key] = self._resolve(data[key])
+        for section, keys in (("sources", ("path", "cache_dir")), ("targets", ("path",))):
+            table = data.get(section)
+            if not isinstance(table, dict):
+                continue
+            for entry in table.values():
+                if isinstance(entry, dict):
+                    for key in keys:
+                        if key in entry:
+                            entry[key] = self._resolve(entry[key])
+        return data
+
+
+class _BuiltinTables(PydanticBaseSettingsSource):
+    """The default ``[sources]`` and ``[targets]`` tables as plain data, under everything."""
+
+    def get_field_value(
+        self, field: FieldInfo, field_name: str
+    ) -> tuple[Any, str, bool]:  # pragma: no cover - not used
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            "sources": {n: c.model_dump() for n, c in _default_sources().items()},
+            "targets": {n: c.model_dump() for n, c in _default_targets().items()},
+        }
 
 
 class _Env(PydanticBaseSettingsSource):
@@ -266,9 +335,11 @@ def config_path(explicit: str | None) -> str | None:
     return explicit or os.environ.get(CONFIG_ENV) or None
 
 
-def load_settings(path: str | None, *, deep: bool = True) -> Settings:
+def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -> Settings:
     """Load and check the configuration; every problem ends up in one ConfigError whose
-    lines each read ``FILE: field.path: message``."""
+    lines each read ``FILE: field.path: message``. ``reach`` (``check-config``) also checks
+    each source's inputs as a run would find them; a daemon starts without, since a source
+    that is down is a metric, not a reason to refuse to start."""
     origin = path or "(built-in defaults)"
     if path is not None:
         if not os.path.isfile(path):
@@ -292,7 +363,7 @@ def load_settings(path: str | None, *, deep: bool = True) -> Settings:
     except ValidationError as exc:
         raise ConfigError("\n".join(_format_errors(exc, origin))) from None
     if deep:
-        problems = check_settings(settings)
+        problems = check_settings(settings, reach=reach)
         if problems:
             raise ConfigError("\n".join(f"{origin}: {p}" for p in problems))
     settings.__dict__["origin"] = origin
@@ -337,7 +408,7 @@ def import_plugins(names: list[str]) -> list[str]:
     return problems
 
 
-def check_settings(settings: Settings) -> list[str]:
+def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
     """What the factories say about each source's and target's options."""
     from healthd.memory import TargetSpec, build_memory, memory_kinds
     from healthd.probes import load_probe_file
@@ -349,8 +420,15 @@ def check_settings(settings: Settings) -> list[str]:
             build_source(source.kind, name, source.options)
         except HealthdError as exc:
             problems.append(f"sources.{name}: {_strip_prefix(str(exc), name, 'source')}")
+            continue
         except Exception as exc:
             problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
+            continue
+        if reach:
+            problems.extend(
+                f"sources.{name}.{p}" if p.startswith("path: ") else f"sources.{name}: {p}"
+                for p in _source_reachability(source)
+            )
     kinds = memory_kinds()
     for name, target in settings.targets.items():
         if target.kind not in kinds:
@@ -368,11 +446,93 @@ def check_settings(settings: Settings) -> list[str]:
             problems.append(f"targets.{name}: {_strip_prefix(str(exc), name, 'target')}")
         except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
+    problems.extend(_shared_shadows(settings))
     if settings.probes:
         try:
             load_probe_file(settings.probes)
         except HealthdError as exc:
             problems.append(f"probes: {exc}")
+    return problems
+
+
+def _source_reachability(source: SourceConfig) -> list[str]:
+    """What a run would find wrong with a source's inputs, checked without writing: a
+    token variable that is not set, a file, checkout or ADR directory that is not there."""
+    options = source.options
+    problems = []
+    for key in ("token_env", "user_env"):
+        variable = options.get(key)
+        if variable and not os.environ.get(str(variable)):
+            problems.append(f"environment variable {str(variable)!r} ({key}) is not set")
+    path = options.get("path")
+    if not isinstance(path, str):
+        return problems
+    where = os.path.expanduser(path)
+    if source.kind == "file":
+        if not os.path.isfile(where):
+            problems.append(f"path: {path} does not exist or is not a file")
+        return problems
+    if source.kind not in ("git", "adr"):
+        return problems
+    if not os.path.isdir(where):
+        problems.append(f"path: {path} does not exist or is not a directory")
+        return problems
+    git = ["git", "-C", where]
+    try:
+        inside = subprocess.run(
+            [*git, "rev-parse", "--git-dir"], capture_output=True, timeout=30, check=False
+        )
+        if inside.returncode != 0:
+            problems.append(f"path: {path} is not a git repository")
+            return problems
+        if source.kind == "adr":
+            ref = str(options.get("branch") or "HEAD")
+            from healthd.sources.adr import CANDIDATE_DIRS
+
+            candidates = (
+                [str(options["dir"])] if options.get("dir") else [".adr-dir", *CANDIDATE_DIRS]
+            )
+            found = any(
+                subprocess.run(
+                    [*git, "cat-file", "-e", f"{ref}:{c.strip('/')}"],
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                ).returncode
+                == 0
+                for c in candidates
+            )
+            if not found:
+                what = f"dir {options['dir']!r}" if options.get("dir") else "ADR directory"
+                problems.append(f"path: {path} has no {what} at {ref}")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problems.append(f"path: cannot run git on {path}: {exc}")
+    return problems
+
+
+def _shared_shadows(settings: Settings) -> list[str]:
+    """Two reference targets writing one namespace of one shadow file would corrupt each
+    other's results (``x/y`` and ``x_y`` map to the same file name)."""
+    from healthd.daemon.state import shadow_path
+    from healthd.memory.reference import DEFAULT_NAMESPACE
+
+    owners: dict[tuple[str, str], str] = {}
+    problems = []
+    for name, target in settings.targets.items():
+        if target.kind != "reference":
+            continue
+        options = target.options
+        path = str(options.get("path") or shadow_path(settings.state_path, name))
+        if path == ":memory:":
+            continue
+        key = (os.path.abspath(path), str(options.get("namespace", DEFAULT_NAMESPACE)))
+        if key in owners:
+            problems.append(
+                f"targets.{name}: shares its shadow ({key[0]}, namespace {key[1]!r}) with "
+                f"target {owners[key]!r}; rename one or give it its own path or namespace"
+            )
+        else:
+            owners[key] = name
     return problems
 
 

@@ -1,14 +1,15 @@
 """Timeline JSONL: the interchange format every source produces and `healthd timeline` prints.
 
 Reading is strict: a bad line raises :class:`TimelineError` naming the line and the field;
-nothing is skipped silently.
+nothing is skipped silently. A line longer than ``max_line`` characters (default 1 MiB) and
+an event dated further in the future than ``not_after`` are refused the same way.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from healthd.errors import TimelineError
@@ -26,6 +27,8 @@ _EVENT_FIELDS = {
     "metadata",
 }
 _FACT_FIELDS = ("subject", "predicate", "value", "domain")
+DEFAULT_MAX_LINE = 1 << 20
+DEFAULT_FUTURE_SKEW = timedelta(days=1)
 
 
 def format_timestamp(ts: datetime) -> str:
@@ -205,11 +208,23 @@ def event_from_dict(
 
 
 def iter_timeline(
-    lines: Iterable[str], *, origin: str | None = None, first_line: int = 1
+    lines: Iterable[str],
+    *,
+    origin: str | None = None,
+    first_line: int = 1,
+    max_line: int = DEFAULT_MAX_LINE,
+    not_after: datetime | None = None,
 ) -> Iterator[ChangeEvent]:
-    """Parse JSONL lines in arrival order; blank lines are allowed, duplicate ids are not."""
+    """Parse JSONL lines in arrival order; blank lines are allowed, duplicate ids are not.
+    ``not_after``: the latest event time accepted (now plus the allowed clock skew)."""
     seen: dict[str, int] = {}
     for number, raw in enumerate(lines, start=first_line):
+        if len(raw) > max_line:
+            raise TimelineError(
+                f"line is longer than the limit of {max_line} characters",
+                line=number,
+                origin=origin,
+            )
         text = raw.strip()
         if not text:
             continue
@@ -219,7 +234,19 @@ def iter_timeline(
             raise TimelineError(
                 f"invalid JSON: {exc.msg} at column {exc.colno}", line=number, origin=origin
             ) from None
+        except RecursionError:
+            raise TimelineError(
+                "invalid JSON: nested too deeply", line=number, origin=origin
+            ) from None
         event = event_from_dict(obj, line=number, origin=origin)
+        if not_after is not None and event.timestamp > not_after:
+            raise TimelineError(
+                f"{format_timestamp(event.timestamp)} is in the future, later than "
+                f"{format_timestamp(not_after)} (now plus the allowed clock skew)",
+                line=number,
+                field="timestamp",
+                origin=origin,
+            )
         if event.id in seen:
             raise TimelineError(
                 f"duplicate id {event.id!r} (first on line {seen[event.id]})",
@@ -231,10 +258,29 @@ def iter_timeline(
         yield event
 
 
-def read_timeline(path: str) -> list[ChangeEvent]:
+def _bounded_lines(handle: TextIO, max_line: int) -> Iterator[str]:
+    """The lines of ``handle``; a line longer than ``max_line`` is yielded cut one character
+    past the limit (so the reader refuses it) without ever being held whole."""
+    while True:
+        line = handle.readline(max_line + 2)
+        if not line:
+            return
+        yield line.rstrip("\n") if line.endswith("\n") else line
+
+
+def read_timeline(
+    path: str, *, max_line: int = DEFAULT_MAX_LINE, not_after: datetime | None = None
+) -> list[ChangeEvent]:
     try:
         with open(path, encoding="utf-8") as handle:
-            return list(iter_timeline(handle, origin=path))
+            return list(
+                iter_timeline(
+                    _bounded_lines(handle, max_line),
+                    origin=path,
+                    max_line=max_line,
+                    not_after=not_after,
+                )
+            )
     except OSError as exc:
         raise TimelineError(f"cannot read timeline: {exc.strerror}", origin=path) from None
     except UnicodeDecodeError as exc:

@@ -24,7 +24,8 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,11 +34,12 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
+from healthd.errors import HealthdError
 from healthd.evaluator import Replay
 from healthd.exporters.report import metrics_json, probe_json
 from healthd.logging import get_logger, redact_text
-from healthd.memory import Memory, TargetSpec, build_memory
-from healthd.model import ChangeEvent
+from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
+from healthd.model import ChangeEvent, Probe
 from healthd.probes import ProbeSet, build_probe_set, load_probe_file
 from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, target_fingerprint
@@ -98,6 +100,7 @@ class TargetRuntime:
     probes: ProbeSet | None = None  # the probe set the replay was last given
     stages: StageLog = field(default_factory=StageLog)  # for the page at /
     page: dict[str, Any] | None = None  # the last successful run, for the page at /
+    position: int = 0  # how many of the runner's events the replay has applied
 
 
 @dataclass
@@ -128,6 +131,8 @@ class Runner:
         self.lock = threading.Lock()  # one run at a time; shutdown waits on it
         self.stop = threading.Event()
         self._view_lock = threading.Lock()  # scrapes read a consistent view
+        self.version = 0  # bumped whenever what the views show changes
+        self.pending: dict[str, int] = {}  # events a replay in progress has still to apply
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
         self.last_run: RunSummary | None = None
@@ -154,12 +159,12 @@ class Runner:
         self._probes_state = (len(self.events), id(self._probe_extra))
         target_rows = state.targets()
         self.targets: dict[str, TargetRuntime] = {}
-        for name, cfg in settings.targets.items():
+        for name, target_cfg in settings.targets.items():
             options = target_options(settings, name)
             fingerprint = target_fingerprint(settings, name, options, self.probe_config)
             row = target_rows.get(name) or TargetRow(name, fingerprint)
             runtime = TargetRuntime(
-                name, cfg.kind, options, is_persistent(options), fingerprint, row
+                name, target_cfg.kind, options, is_persistent(options), fingerprint, row
             )
             self.targets[name] = runtime
             self._restore(runtime)
@@ -168,21 +173,14 @@ class Runner:
 
     def _restore(self, t: TargetRuntime) -> None:
         row = t.row
-        if row.applied == 0 and row.results is None:
+        if row.applied == 0 and row.results is None and not t.persistent:
             return
-        if row.fingerprint != t.fingerprint:
+        if row.fingerprint and row.fingerprint != t.fingerprint:
             t.note = (
                 "configuration changed since the last run (probe file, staleness, "
                 "forgetting window, mode or target options): fresh replay"
             )
             row.results = None
-            return
-        if row.applied > len(self.events):
-            t.note = "state holds fewer events than the target applied: fresh replay"
-            row.applied = len(self.events)
-            return
-        if row.dirty:
-            t.note = "the previous run was interrupted while writing the shadow: fresh replay"
             return
         if not t.persistent:
             t.note = (
@@ -190,31 +188,91 @@ class Runner:
                 "events from scratch into a fresh one"
             )
             return
-        if row.snapshot is None:
-            t.note = "no replay snapshot stored: fresh replay"
-            return
+        self._resume(t)
+
+    def _resume(self, t: TargetRuntime) -> bool:
+        """Rebuild a persistent shadow's replay from the checkpoint of its last committed
+        batch, without touching the shadow. False (and ``t.note`` says why) when it cannot
+        be, and the next run replays from scratch."""
+        memory: Memory | None = None
         try:
             memory = _build(t)
+            checkpoint = memory.checkpoint() if isinstance(memory, Checkpointed) else None
+            problem = self._checkpoint_problem(t, checkpoint)
+            if problem or checkpoint is None:
+                t.note = problem or t.note
+                memory.close()
+                return False
+            applied = int(checkpoint["applied"])
+            probes = self._current_probes()
             t.replay = Replay.restore(
                 memory,
-                self.probes,
-                self.events[: row.applied],
-                row.snapshot,
+                probes,
+                self.events[:applied],
+                checkpoint["snapshot"],
                 **self._replay_options(),
             )
-            t.probes = self.probes
-            t.memory = memory
-            t.built_fingerprint = t.fingerprint
-            log.info(
-                "shadow restored",
-                target=t.name,
-                events=row.applied,
-                shadow=str(t.options.get("path")),
-                replayed=0,
-            )
+            if isinstance(memory, Checkpointed):
+                memory.batch_writes()
         except Exception as exc:
+            if memory is not None:
+                try:
+                    memory.close()
+                except Exception:
+                    pass
             t.replay = None
-            t.note = f"could not restore the shadow ({type(exc).__name__}: {exc}): fresh replay"
+            t.note = (
+                f"could not restore the shadow ({redact_text(f'{type(exc).__name__}: {exc}')})"
+                ": fresh replay"
+            )
+            return False
+        t.probes = probes
+        t.memory = memory
+        t.built_fingerprint = t.fingerprint
+        t.position = applied
+        t.note = None
+        log.info(
+            "shadow restored",
+            target=t.name,
+            events=applied,
+            shadow=str(t.options.get("path")),
+            replayed=0,
+            pending=len(self.events) - applied,
+        )
+        return True
+
+    def _checkpoint_problem(self, t: TargetRuntime, checkpoint: dict[str, Any] | None) -> str:
+        if checkpoint is None:
+            if t.row.dirty:
+                return "the previous run was interrupted before its first batch: fresh replay"
+            if t.row.applied:
+                return "no replay checkpoint in the shadow: fresh replay"
+            return ""
+        applied = checkpoint.get("applied")
+        if checkpoint.get("fingerprint") != t.fingerprint:
+            return (
+                "configuration changed since the shadow was written (probe file, staleness, "
+                "forgetting window, mode or target options): fresh replay"
+            )
+        if not isinstance(applied, int) or applied > len(self.events):
+            return "the state file holds fewer events than the shadow applied: fresh replay"
+        last = self.events[applied - 1].id if applied else None
+        if checkpoint.get("last_event") != last:
+            return "the shadow's checkpoint does not match the stored events: fresh replay"
+        return ""
+
+    def _commit(self, t: TargetRuntime) -> None:
+        """Make the shadow's writes so far durable, with where the replay has got to."""
+        assert isinstance(t.memory, Checkpointed) and t.replay is not None
+        n = t.position
+        t.memory.commit(
+            {
+                "fingerprint": t.fingerprint,
+                "applied": n,
+                "last_event": self.events[n - 1].id if n else None,
+                "snapshot": t.replay.snapshot(),
+            }
+        )
 
     def _replay_options(self) -> dict[str, Any]:
         return {
@@ -223,7 +281,7 @@ class Runner:
             "forgetting_window": self.settings.forgetting_window,
         }
 
-    def _read_probe_config(self) -> tuple[list, str]:
+    def _read_probe_config(self) -> tuple[list[Probe], str]:
         path = self.settings.probes
         if not path:
             return [], "none"
@@ -240,7 +298,15 @@ class Runner:
         try:
             if self.stop.is_set():
                 return None
-            return self._run()
+            try:
+                return self._run()
+            except Exception as exc:
+                # Whatever broke, the run failed for every target, and the metrics say so.
+                message = redact_text(f"{type(exc).__name__}: {exc}")
+                log.exception("run crashed", error=message)
+                summary = RunSummary(uuid.uuid4().hex[:12], self.clock(), 0.0, 0)
+                self._fail_all(summary.run_id, summary, message, prefix="run crashed")
+                return summary
         finally:
             self.lock.release()
 
@@ -262,33 +328,33 @@ class Runner:
             self._refresh_probes()
             with self._view_lock:
                 self.events.extend(new)
-            self.state.set_dirty(
-                [
-                    t.name
-                    for t in self.targets.values()
-                    if t.persistent
-                    and (
-                        t.replay is None
-                        or t.row.applied < len(self.events)
-                        or t.fingerprint != t.built_fingerprint
-                    )
-                ],
-                {t.name: t.fingerprint for t in self.targets.values()},
-            )
-            for t in self.targets.values():
-                if self.stop.is_set():
-                    summary.aborted = True
-                    break
-                outcome = self._run_target(t, run_id, started)
-                summary.targets[t.name] = outcome
-                if outcome.get("aborted"):
-                    summary.aborted = True
-            with self.tracer.start_as_current_span("export") as span:
-                record.targets = [t.row for t in self.targets.values()]
-                record.events = list(self._unpersisted)
-                self.state.record_run(record)
+            # The events and cursors are stored before any shadow is written, so a shadow's
+            # checkpoint never names an event a restart would not find in the state file.
+            try:
+                self.state.record_events(self._unpersisted, record.sources)
                 self._unpersisted.clear()
-                span.set_attribute("healthd.targets", len(self.targets))
+                self.state.set_dirty(
+                    [t.name for t in self.targets.values() if t.persistent],
+                    {t.name: t.fingerprint for t in self.targets.values()},
+                )
+            except HealthdError as exc:
+                self._fail_all(run_id, summary, redact_text(str(exc)))
+            else:
+                for t in self.targets.values():
+                    if self.stop.is_set():
+                        summary.aborted = True
+                        break
+                    outcome = self._run_target(t, run_id, started)
+                    summary.targets[t.name] = outcome
+                    if outcome.get("aborted"):
+                        summary.aborted = True
+                with self.tracer.start_as_current_span("export") as span:
+                    record.targets = [t.row for t in self.targets.values()]
+                    try:
+                        self.state.record_run(record)
+                    except HealthdError as exc:
+                        self._fail_all(run_id, summary, redact_text(str(exc)))
+                    span.set_attribute("healthd.targets", len(self.targets))
             summary.duration = time.perf_counter() - t0
             root.set_attribute("healthd.events.new", len(new))
             root.set_attribute(
@@ -297,29 +363,66 @@ class Runner:
             )
             if any(o["result"] == "failure" for o in summary.targets.values()):
                 root.set_status(Status(StatusCode.ERROR, "a target failed"))
-        with self._view_lock:
+        with self._changing():
             if not summary.aborted:
                 self.runs_completed += 1
             self.last_run = summary
             self.history.append(summary)
         return summary
 
+    def _fail_all(
+        self,
+        run_id: str,
+        summary: RunSummary,
+        message: str,
+        prefix: str = "state file not written",
+    ) -> None:
+        """The state file could not be written (or the run broke): every target's run this
+        time is a failure (a success already counted is taken back), so the runs-failing
+        alert fires."""
+        error = f"{prefix}: {message}"
+        now = self.clock()
+        with self._changing():
+            for t in self.targets.values():
+                row = t.row
+                if summary.targets.get(t.name, {}).get("result") == "success":
+                    row.runs_success -= 1
+                row.runs_failure += 1
+                row.last_run = now
+                row.last_result = "failure"
+                row.last_error = error
+                summary.targets[t.name] = {"result": "failure", "events": 0, "error": error}
+        log.error("run failed", run_id=run_id, error=error, targets=sorted(self.targets))
+
     def _pull(self, run_id: str, record: RunRecord) -> list[tuple[str, ChangeEvent]]:
         """New events from every source, merged, each with the name of its source."""
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
         for s in self.sources.values():
+            if self.stop.is_set():
+                break
             with self.tracer.start_as_current_span(
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
             ) as span:
                 try:
+                    assert s.source is not None
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
                 fresh = []
+                not_after = datetime.fromtimestamp(self.clock(), UTC) + (
+                    self.settings.max_future_skew
+                )
                 for event in result.events:
                     key = (s.name, event.id)
+                    if event.timestamp > not_after:
+                        result.skipped.append(
+                            f"event {event.id!r} refused: timestamp "
+                            f"{format_timestamp(event.timestamp)} is later than "
+                            f"{format_timestamp(not_after)} (now plus max_future_skew)"
+                        )
+                        continue
                     if key not in self._seen:
                         self._seen.add(key)
                         fresh.append(event)
@@ -330,7 +433,7 @@ class Runner:
                     0 if result.error else 1,
                     redact_text(result.error) if result.error else None,
                 )
-                with self._view_lock:
+                with self._changing():
                     s.row = row
                 source_of.update((id(e), s.name) for e in fresh)
                 record.sources.append(row)
@@ -385,6 +488,10 @@ class Runner:
             with self.tracer.start_as_current_span(
                 "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
             ) as span:
+                if isinstance(t.memory, RunScoped):
+                    t.memory.begin_run()
+                if t.replay is None and t.persistent:
+                    self._resume(t)
                 fresh = t.replay is None or t.built_fingerprint != t.fingerprint
                 if fresh:
                     reason = t.note or (
@@ -401,6 +508,9 @@ class Runner:
                     t.replay = Replay(memory, probes, **self._replay_options())
                     t.probes = probes
                     t.built_fingerprint = t.fingerprint
+                    t.position = 0
+                    if t.persistent and isinstance(memory, Checkpointed):
+                        memory.batch_writes()
                     if todo:
                         log.info(
                             "fresh replay",
@@ -411,15 +521,27 @@ class Runner:
                         )
                     t.note = None
                 else:
-                    todo = self.events[row.applied :]
+                    todo = self.events[t.position :]
+                    assert t.replay is not None
                     if probes is not t.probes:
                         t.replay.update_probes(probes)
                         t.probes = probes
                 replay = t.replay
-                for event in todo:
+                assert replay is not None
+                batched = t.persistent and isinstance(t.memory, Checkpointed)
+                progress = _Progress(self, t.name, run_id, len(todo))
+                for done, event in enumerate(todo, 1):
                     if self.stop.is_set():
                         raise Aborted()
                     t.stages.add(replay.step(event), event)
+                    t.position += 1
+                    if batched and done % self.settings.checkpoint_events == 0:
+                        self._commit(t)
+                    if done % 128 == 0:
+                        progress.update(done)
+                if batched:
+                    self._commit(t)
+                progress.update(len(todo), final=True)
                 outcome["replayed"] = len(todo)
                 span.set_attribute("healthd.events.replayed", len(todo))
                 span.set_attribute("healthd.replay.fresh", fresh)
@@ -427,7 +549,7 @@ class Runner:
                 "score", attributes={"healthd.target": t.name}
             ) as span:
                 metrics = replay.metrics()
-                results = {
+                results: dict[str, Any] = {
                     "metrics": metrics_json(metrics),
                     "probes": replay.active_probes,
                     "probe_set_version": probes.version,
@@ -460,7 +582,7 @@ class Runner:
             duration = time.perf_counter() - t0
             now = self.clock()
             snapshot = replay.snapshot() if t.persistent else None
-            with self._view_lock:
+            with self._changing():
                 row.fingerprint = t.fingerprint
                 row.dirty = False
                 row.events_replayed += max(new, 0)
@@ -477,10 +599,15 @@ class Runner:
             outcome["metrics"] = results["metrics"]["all"]
             outcome["probes"] = results["probes"]
         except Aborted:
+            if t.persistent and isinstance(t.memory, Checkpointed):
+                try:  # what was replayed so far is kept; the next run resumes from here
+                    self._commit(t)
+                except Exception:
+                    pass
             self._close(t)
-            with self._view_lock:
+            with self._changing():
                 row.dirty = t.persistent or row.dirty
-            t.note = "the previous run was stopped by a shutdown: fresh replay"
+            t.note = "the previous run was stopped by a shutdown"
             outcome = {"result": "aborted", "aborted": True, "events": max(new, 0)}
             log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
             duration = time.perf_counter() - t0
@@ -488,10 +615,10 @@ class Runner:
             return outcome
         except Exception as exc:
             self._close(t)
-            t.note = "the previous run failed: fresh replay"
+            t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
             duration = time.perf_counter() - t0
-            with self._view_lock:
+            with self._changing():
                 row.runs_failure += 1
                 row.last_run = self.clock()
                 row.last_result = "failure"
@@ -531,12 +658,23 @@ class Runner:
 
     # -- views (read by the metrics collector and the HTTP pages) -------------------------
 
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Change what the views show; scrapes served from a cache see a new version."""
+        with self._view_lock:
+            self.version += 1
+            yield
+
+    def view_version(self) -> int:
+        return self.version
+
     def view(self) -> dict[str, Any]:
         with self._view_lock:
             return {
                 "targets": {name: _copy_row(t.row) for name, t in self.targets.items()},
                 "sources": {name: _copy_source(s.row) for name, s in self.sources.items()},
                 "missed_runs": self.missed_runs,
+                "pending": dict(self.pending),
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,
                 "history": list(self.history),
@@ -545,16 +683,52 @@ class Runner:
             }
 
     def ready(self) -> bool:
-        """After the first completed run of this process, unless every target's last run
-        failed."""
+        """The last results are served: some target has measured something (results over at
+        least one event), in this process or restored from the state file. Failing sources
+        do not make healthd unready; they are metrics (``healthd_source_up``) and on ``/``."""
         with self._view_lock:
-            if self.runs_completed == 0:
-                return False
-            return any(t.row.last_result == "success" for t in self.targets.values())
+            return any(
+                t.row.results is not None and (t.row.results.get("events") or 0) > 0
+                for t in self.targets.values()
+            )
 
     def count_missed(self, n: int = 1) -> None:
-        with self._view_lock:
+        with self._changing():
             self.missed_runs += n
+
+
+class _Progress:
+    """A long replay's progress: ``pending`` in the view (a gauge) about once a second, and a
+    log line with the rate and the time left every ``[logging] progress_interval``."""
+
+    def __init__(self, runner: Runner, target: str, run_id: str, total: int) -> None:
+        self.runner, self.target, self.run_id, self.total = runner, target, run_id, total
+        self.started = self.shown = self.logged = time.monotonic()
+        self.every = runner.settings.logging.progress_interval.total_seconds()
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.shown < min(1.0, self.every):
+            return
+        self.shown = now
+        with self.runner._changing():
+            if final:
+                self.runner.pending.pop(self.target, None)
+            else:
+                self.runner.pending[self.target] = self.total - done
+        if final or now - self.logged < self.every:
+            return
+        self.logged = now
+        rate = done / max(now - self.started, 1e-9)
+        log.info(
+            "replay progress",
+            run_id=self.run_id,
+            target=self.target,
+            events=done,
+            total=self.total,
+            events_per_second=round(rate, 1),
+            eta_seconds=round((self.total - done) / rate, 1) if rate else None,
+        )
 
 
 def _copy_row(row: TargetRow) -> TargetRow:

@@ -52,6 +52,7 @@ METRIC_NAMES = (
     "healthd_last_run_timestamp_seconds",
     "healthd_last_success_timestamp_seconds",
     "healthd_events_replayed_total",
+    "healthd_replay_pending_events",
     "healthd_source_up",
     "healthd_source_events_total",
     "healthd_scheduler_missed_runs_total",
@@ -144,6 +145,16 @@ class HealthdCollector(Collector):
             info.add_metric([name, res["info_version"]], 1)
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
+        pending = GaugeMetricFamily(
+            "healthd_replay_pending_events",
+            "Events a replay in progress has still to apply to the target's shadow "
+            "(0 when none is running)",
+            labels=["target"],
+        )
+        in_progress = view.get("pending", {})
+        for name in targets:
+            pending.add_metric([name], in_progress.get(name, 0))
+        yield pending
 
         up = GaugeMetricFamily(
             "healthd_source_up", "1 when the source's last pull succeeded", labels=["source"]

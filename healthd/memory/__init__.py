@@ -40,6 +40,29 @@ class ChangeTracking(Protocol):
         None means the memory cannot tell this time."""
 
 
+@runtime_checkable
+class RunScoped(Protocol):
+    """A memory that re-checks something (its scope still being a shadow) once per run."""
+
+    def begin_run(self) -> None:
+        """Called before a run's first write or query."""
+
+
+@runtime_checkable
+class Checkpointed(Protocol):
+    """A persistent memory whose writes can be made durable in batches, each with a
+    checkpoint saying how far the replay had got, so a killed run resumes from there."""
+
+    def batch_writes(self) -> None:
+        """From now on writes become durable only at :meth:`commit`."""
+
+    def commit(self, checkpoint: Mapping[str, Any]) -> None:
+        """Make the writes since the last commit durable together with ``checkpoint``."""
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint of the last commit, or None."""
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     """A parsed ``kind:switch=value,...`` target."""

@@ -2,8 +2,9 @@
 ``docs/memory-http-api.yaml``.
 
 healthd writes only to a namespace the service itself reports as a shadow: before its first
-write the adapter asks (``GET /v1/namespaces/{ns}``) and refuses when the answer is
-``shadow: false``, without writing anything. Requests carry a timeout, are retried on 5xx and
+write, and again before the first write of every run (``begin_run``), the adapter asks
+(``GET /v1/namespaces/{ns}``) and refuses when the answer is ``shadow: false``, without
+writing anything. Requests carry a timeout, are retried on 5xx and
 timeouts with bounded backoff (the contract makes writes idempotent by event id), and send
 ``Authorization: Bearer`` from the variable ``token_env`` names; the token never appears in
 an error. Failures become :class:`MemoryAdapterError`, which the evaluator and the daemon
@@ -74,6 +75,11 @@ class HttpMemory:
         self._tracks_changes = True
 
     # -- Memory protocol ------------------------------------------------------------------
+
+    def begin_run(self) -> None:
+        """The service may stop calling the namespace a shadow at any time: ask again before
+        this run's first write."""
+        self._verified = False
 
     def reset(self) -> None:
         self._ensure_shadow()

@@ -51,8 +51,13 @@ class FileSource:
         end = data.rfind(b"\n") + 1  # a line still being written is left for the next pull
         if end <= offset:
             return PullResult([], self._cursor(data, offset, digests))
-        chunk = data[offset:end].decode("utf-8", errors="strict")
         first_line = data[:offset].count(b"\n") + 1
+        try:
+            chunk = data[offset:end].decode("utf-8", errors="strict")
+        except UnicodeDecodeError as exc:
+            line = first_line + data[offset : offset + exc.start].count(b"\n")
+            error = f"{self.path}, line {line}: not UTF-8 text ({exc.reason})"
+            return PullResult([], cursor if not restarted else None, error=error)
         try:
             events = list(
                 iter_timeline(chunk.splitlines(), origin=self.path, first_line=first_line)

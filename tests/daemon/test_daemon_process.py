@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
 import time
 
 from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
@@ -22,8 +23,13 @@ def _runs(metrics, target, result="success"):
 
 def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_daemon, tmp_path):
     daemon = start_daemon()
-    daemon.wait_ready()
-    metrics = daemon.scrape()
+    daemon.wait_ready()  # ready once the first target's results are served: wait for all
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape()) and all(_runs(m, t) >= 1 for t in ("reference", "naive")) and m
+        ),
+        what="a first run of every target",
+    )
     families = daemon.families()
     evaluated = run_cli("evaluate", "--config", str(tmp_path / "healthd.toml"), "--format", "json")
     assert evaluated.returncode == 0, evaluated.stderr
@@ -123,8 +129,11 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
     assert first.stop()[0] == 0
 
     second = start_daemon(config, port=first.port, log_name="second.log")
-    second.wait_ready()
-    after = second.scrape()
+    second.wait_ready()  # at once: the restored results are served
+    after = second.wait_until(
+        lambda: (m := second.scrape()) and _runs(m, "reference") > _runs(before, "reference") and m,
+        what="a run after the restart",
+    )
     for key, value in before.items():
         if key[0].startswith(tuple(f"healthd_{r}_ratio" for r in RATIOS)) or key[0] in (
             "healthd_conflicts",
@@ -171,11 +180,13 @@ def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_pa
         sources={"slow": {"kind": "sleepy", "delay": 2.5}},
         targets={"naive": {"kind": "naive", "shadow": True}},
     )
-    daemon.wait_ready(timeout=20)
+    # a source with no events: nothing is measured, so never ready; wait for the server
+    daemon.wait_until(lambda: daemon.get("/healthz").status_code == 200, what="server up")
     metrics = daemon.wait_until(
         lambda: (
             (m := daemon.scrape())
             and (sample(m, "healthd_scheduler_missed_runs_total") or 0) >= 2
+            and _runs(m, "naive") >= 1
             and m
         ),
         timeout=15,
@@ -236,7 +247,11 @@ def test_not_ready_while_every_target_fails(start_daemon, tmp_path):
 
 def test_sigterm_during_runs_exits_0_and_leaves_the_state_file_intact(start_daemon, tmp_path):
     daemon = start_daemon()
-    daemon.wait_ready()
+    daemon.wait_ready()  # ready once the first target's results are served
+    daemon.wait_until(
+        lambda: all(_runs(daemon.scrape(), t) >= 1 for t in ("reference", "naive")),
+        what="a first run of every target",
+    )
     code, took = daemon.stop()
     assert code == 0 and took < 10
     db = sqlite3.connect(tmp_path / "state" / "state.sqlite")
@@ -294,3 +309,140 @@ def test_sigterm_while_a_run_is_in_progress_keeps_state_consistent(start_daemon,
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == 135
     assert sample(metrics, "healthd_source_events_total", source="slow") == 135
     assert again.stop()[0] == 0
+
+
+def test_not_ready_when_every_source_is_down_and_nothing_was_measured(start_daemon, tmp_path):
+    daemon = start_daemon(
+        sources={"gone": {"kind": "file", "path": str(tmp_path / "missing.jsonl")}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    metrics = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and _runs(m, "reference") >= 2 and m, what="two runs"
+    )
+    assert sample(metrics, "healthd_source_up", source="gone") == 0
+    assert daemon.get("/readyz").status_code == 503
+    assert "down" in daemon.get("/").text
+    assert daemon.stop()[0] == 0
+
+
+def test_restored_results_are_ready_without_a_run_on_start(start_daemon, tmp_path):
+    port = free_port()
+    config = toml_config(
+        tmp_path, port=port, targets={"reference": {"kind": "reference", "shadow": True}}
+    )
+    first = start_daemon(config, port=port, log_name="first.log")
+    first.wait_ready()
+    before = first.scrape()
+    assert first.stop()[0] == 0
+    config.write_text(
+        config.read_text()
+        .replace("run_on_start = true", "run_on_start = false")
+        .replace('cron = "*/1 * * * * *"', 'cron = "0 0 1 1 *"')
+    )
+    second = start_daemon(config, port=port, log_name="second.log")
+    second.wait_until(lambda: second.get("/healthz").status_code == 200, what="server up")
+    assert second.get("/readyz").status_code == 200
+    after = second.scrape()
+    assert _runs(after, "reference") == _runs(before, "reference")  # no run happened
+    for bucket in BUCKETS:
+        for ratio in RATIOS:
+            key = (
+                f"healthd_{ratio}_ratio",
+                frozenset({("target", "reference"), ("domain", bucket)}),
+            )
+            assert after.get(key) == before.get(key)
+    assert second.stop()[0] == 0
+
+
+def test_an_environment_override_merges_into_the_built_in_tables():
+    result = run_cli("check-config", HEALTHD_TARGETS__REFERENCE__TTL="off")
+    assert result.returncode == 0, result.stderr
+    assert "2 target(s) (naive, reference)" in result.stdout
+    assert "1 source(s) (example)" in result.stdout
+
+
+def test_one_duration_syntax_everywhere(tmp_path):
+    def check(extra: str, sources=None) -> subprocess.CompletedProcess:
+        config = toml_config(tmp_path, extra=extra, sources=sources)
+        return run_cli("check-config", "--config", str(config))
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    git = {"repo": {"kind": "git", "path": str(repo), "revalidate_interval": "12h"}}
+    assert check("", sources=git).returncode == 0  # was refused: not an ISO duration
+    assert check('[staleness]\nownership = "P30D"').returncode == 0  # was refused
+    assert check('[staleness]\nownership = "2w"').returncode == 0
+    bare = check('[staleness]\nownership = "90"')  # was 90 days here, 90 s elsewhere
+    assert bare.returncode == 2 and "staleness.ownership" in bare.stderr
+    assert "no unit; write 90d for days" in bare.stderr
+    negative = check('[staleness]\ntech = "-3d"')
+    assert negative.returncode == 2 and "negative" in negative.stderr
+    switch = run_cli("evaluate", "--target", "reference:ttl_tech=90")
+    assert switch.returncode == 2 and "no unit" in switch.stderr
+
+
+def test_two_targets_sharing_one_shadow_file_are_refused(tmp_path):
+    config = tmp_path / "shared.toml"
+    config.write_text(
+        f'state_path = "{tmp_path / "state.sqlite"}"\n'
+        '[targets."x/y"]\nkind = "reference"\nshadow = true\n'
+        '[targets.x_y]\nkind = "reference"\nshadow = true\n'
+    )
+    for command in ("check-config", "run"):
+        result = run_cli(command, "--config", str(config))
+        assert result.returncode == 2, result.stderr
+        assert "targets.x_y: shares its shadow" in result.stderr and "'x/y'" in result.stderr
+    assert not (tmp_path / "state.sqlite").exists()
+
+
+def test_check_config_checks_sources_as_a_run_would(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+        check=True,
+        timeout=30,
+    )
+    sources = {
+        "missing": {"kind": "git", "path": str(tmp_path / "nope")},
+        "plain": {"kind": "git", "path": str(plain)},
+        "decisions": {"kind": "adr", "path": str(repo), "dir": "doc/adr"},
+        "issues": {"kind": "github", "repo": "acme/shop", "token_env": "HEALTHD_TEST_UNSET"},
+    }
+    result = run_cli("check-config", "--config", str(toml_config(tmp_path, sources=sources)))
+    assert result.returncode == 2
+    err = result.stderr
+    assert f"sources.missing.path: {tmp_path / 'nope'} does not exist" in err
+    assert f"sources.plain.path: {plain} is not a git repository" in err
+    assert "sources.decisions.path:" in err and "has no dir 'doc/adr'" in err
+    assert "sources.issues: environment variable 'HEALTHD_TEST_UNSET' (token_env) is not set" in err
+
+
+def test_relative_paths_are_relative_to_the_config_file(tmp_path):
+    here = tmp_path / "conf"
+    here.mkdir()
+    (here / "t.jsonl").write_text(EXAMPLE.read_text())
+    config = here / "healthd.toml"
+    config.write_text(
+        'state_path = "state/state.sqlite"\n[sources.tl]\nkind = "file"\npath = "t.jsonl"\n'
+        '[targets.naive]\nkind = "naive"\nshadow = true\n'
+    )
+    # run_cli's working directory is the repository, not the config's directory
+    assert run_cli("check-config", "--config", str(config)).returncode == 0
+    result = run_cli("timeline", "--config", str(config))
+    assert result.returncode == 0 and len(result.stdout.splitlines()) == 135

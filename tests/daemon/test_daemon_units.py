@@ -7,6 +7,7 @@ import io
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from daemon_helpers import (
@@ -357,9 +358,16 @@ def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserv
 def test_bundled_config_examples_validate(capsys, monkeypatch):
     from daemon_helpers import ROOT
 
-    monkeypatch.chdir(ROOT)  # the default example's path is relative to the repository
-    assert cli_main(["check-config", "--config", "config/default.toml"]) == 0
-    assert cli_main(["check-config", "--config", "config/git-tickets.toml"]) == 0
+    monkeypatch.chdir(ROOT / "deploy")  # relative paths are relative to the config file
+    assert cli_main(["check-config", "--config", "../config/default.toml"]) == 0
+    monkeypatch.chdir(ROOT)
+    for variable in ("GITHUB_TOKEN", "JIRA_TOKEN", "JIRA_USER"):
+        monkeypatch.setenv(variable, "x")
+    # the example's checkout is not on this machine: checked as a run would, it is refused
+    assert cli_main(["check-config", "--config", "config/git-tickets.toml"]) == 2
+    err = capsys.readouterr().err
+    assert "sources.repo.path: /srv/checkout/payments does not exist" in err
+    assert len(err.strip().splitlines()) == 2  # repo and adr: nothing else is wrong
     monkeypatch.delenv("MEMORY_SERVICE_TOKEN", raising=False)
     assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 2
     assert (
@@ -367,7 +375,12 @@ def test_bundled_config_examples_validate(capsys, monkeypatch):
         in capsys.readouterr().err
     )
     monkeypatch.setenv("MEMORY_SERVICE_TOKEN", "t0ken")
-    assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 0
+    assert cli_main(["check-config", "--config", "config/http-memory.toml"]) == 2
+    err = capsys.readouterr().err  # only the timeline file, which is not on this machine
+    assert err.strip().endswith(
+        "sources.timeline.path: /var/lib/healthd/timeline.jsonl does not exist or is not a file"
+    )
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
@@ -390,15 +403,17 @@ def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
     runner, state = start()
     runner.run_once()
     timeline.write_text("".join(lines[:80]))
-    original = StateStore.record_run
-
-    def disk_full(self, record):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(StateStore, "record_run", disk_full)
-    with pytest.raises(OSError):
-        runner.run_once()
-    monkeypatch.setattr(StateStore, "record_run", original)
+    # the state file is replaced under the running process: its writes fail, and the run
+    # counts as a failure for every target instead of raising
+    path = Path(settings.state_path)
+    path.rename(path.with_name("kept.sqlite"))
+    path.write_bytes(b"not a database")
+    failed = runner.run_once()
+    assert failed is not None and {o["result"] for o in failed.targets.values()} == {"failure"}
+    row = runner.targets["naive"].row
+    assert row.runs_failure == 1 and row.runs_success == 1 and row.last_result == "failure"
+    assert "replaced while healthd ran" in row.last_error
+    path.with_name("kept.sqlite").replace(path)
     timeline.write_text("".join(lines[:100]))
     runner.run_once()
     assert [e.id for _, e in state.events()] == [e.id for e in runner.events]

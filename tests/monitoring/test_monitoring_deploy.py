@@ -6,11 +6,13 @@ Alertmanager config; the Kubernetes manifests; every healthd config through
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 import yaml
@@ -51,8 +53,22 @@ def test_dockerfile_is_multi_stage_slim_non_root_with_healthcheck_port_and_volum
     volumes = " ".join(rest for word, rest in ins if word == "VOLUME")
     assert "/etc/healthd" in volumes and "/var/lib/healthd" in volumes
     env = " ".join(rest for word, rest in ins if word == "ENV")
-    assert "HEALTHD_STATE_PATH=/var/lib/healthd/" in env
-    assert "HEALTHD_SERVER__PORT=9479" in env
+    assert "HEALTHD_" not in env  # nothing overrides a mounted configuration file
+    # the defaults live in the image's configuration file, which names what the image holds
+    (cmd,) = [json.loads(rest) for word, rest in ins if word == "CMD"]
+    assert cmd[:2] == ["run", "--config"]
+    share = str(Path(cmd[2]).parent) + "/"
+    copied = [rest.split() for word, rest in ins if word == "COPY" and rest.endswith(share)]
+    assert copied and "deploy/docker/healthd.toml" in copied[0]
+    from healthd.settings import load_settings
+
+    settings = load_settings(str(ROOT / "deploy" / "docker" / "healthd.toml"), deep=False)
+    assert settings.state_path == "/var/lib/healthd/state.sqlite"
+    assert (settings.server.host, settings.server.port) == ("0.0.0.0", 9479)
+    assert settings.logging.format == "json"
+    example = settings.sources["example"].options["path"]
+    assert Path(example).parent == Path(cmd[2]).parent
+    assert "healthd/data/example_timeline.jsonl" in copied[0]
     entry = [rest for word, rest in ins if word == "ENTRYPOINT"]
     assert entry == ['["healthd"]']
 
@@ -238,7 +254,9 @@ def test_kubernetes_sidecar_example(tmp_path):
     ports = {p["name"]: p["containerPort"] for p in healthd["ports"]}
     assert str(ports["metrics"]) == notes["prometheus.io/port"]
     assert healthd["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert healthd["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # a long first replay must never take the memory service out of its Service
+    assert "readinessProbe" not in healthd
+    assert healthd["startupProbe"]["httpGet"]["path"] == "/healthz"
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
     mounts = {m["mountPath"] for m in healthd["volumeMounts"]}
     assert {"/etc/healthd", "/var/lib/healthd"} <= mounts

@@ -137,3 +137,7 @@ def _brief(events: list[ChangeEvent]) -> list[tuple]:
 def brief_fixture():
     """The function turning events into readable (date, type, what) tuples."""
     return _brief
+
+
+# The module-scoped API server behind the `api_server` fixture, for every module here.
+from _ticket_payloads import _module_server  # noqa: F401

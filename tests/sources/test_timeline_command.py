@@ -82,8 +82,34 @@ def test_timeline_prints_skipped_inputs_on_stderr_naming_file_and_reason(repo, t
     assert all(json.loads(line) for line in done.stdout.splitlines())
 
 
-def test_the_example_with_every_source_option_is_a_valid_configuration():
+def test_the_example_with_every_source_option_is_a_valid_configuration(tmp_path):
+    """config/sources.toml documents every option; with its placeholder paths pointed at a
+    real checkout and its token variables set, check-config accepts every one of them."""
     example = Path(__file__).resolve().parents[2] / "config" / "sources.toml"
-    done = healthd("check-config", "--config", str(example))
+    checkout = tmp_path / "shop"
+    (checkout / "doc" / "adr").mkdir(parents=True)
+    (checkout / "doc" / "adr" / "0001-record-architecture-decisions.md").write_text(
+        "# 1. Record architecture decisions\n\n## Status\n\nAccepted\n"
+    )
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True, timeout=30)
+    subprocess.run([*git, "add", "."], check=True, timeout=30)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True, timeout=30)
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("")
+    config = tmp_path / "sources.toml"
+    config.write_text(
+        example.read_text()
+        .replace("/srv/checkouts/shop", str(checkout))
+        .replace("/etc/healthd/timeline.jsonl", str(timeline))
+    )
+    env = dict(os.environ, GITHUB_TOKEN="t", JIRA_TOKEN="t", JIRA_USER="u")
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert "5 source(s)" in done.stdout

@@ -1,0 +1,143 @@
+"""Bad input ends in one line naming the file and line, exit 2, never a traceback; the daemon
+refuses a poisoned event, names it, and keeps measuring the rest."""
+
+from __future__ import annotations
+
+import json
+
+from daemon_helpers import EXAMPLE, run_cli, sample, toml_config
+
+GOOD = EXAMPLE.read_text().splitlines(keepends=True)
+
+
+def _one_line_error(result) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr[:2000]
+    return lines[0]
+
+
+def _event(timestamp: str, event_id: str = "poison") -> str:
+    return json.dumps(
+        {
+            "id": event_id,
+            "type": "added",
+            "timestamp": timestamp,
+            "source": "file",
+            "fact": {"subject": "x", "predicate": "owner", "value": "y", "domain": "ownership"},
+        }
+    )
+
+
+def test_an_event_far_in_the_future_is_refused_naming_the_line(tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    for stamp in ("9999-12-31T00:00:00Z", "2300-01-01T00:00:00Z"):
+        timeline.write_text("".join(GOOD[:3]) + _event(stamp) + "\n")
+        line = _one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+        assert f"{timeline}, line 4, field 'timestamp'" in line and "in the future" in line
+
+
+def test_deeply_nested_json_and_non_utf8_bytes_are_one_line_each(tmp_path):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    assert "line 1: invalid JSON: nested too deeply" in _one_line_error(
+        run_cli("evaluate", "--timeline", str(deep))
+    )
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes("".join(GOOD[:2]).encode() + b'{"id": "caf\xe9"}\n')
+    config = toml_config(tmp_path, sources={"f": {"kind": "file", "path": str(binary)}})
+    for command in (["evaluate"], ["timeline"]):
+        line = _one_line_error(run_cli(*command, "--config", str(config)))
+        assert f"{binary}, line 3: not UTF-8 text" in line
+
+
+def test_a_huge_line_is_refused_and_errors_quote_values_short(tmp_path):
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text('{"id": "' + "x" * 3_000_000 + '"}\n')
+    line = _one_line_error(run_cli("evaluate", "--timeline", str(huge)))
+    assert "line 1: line is longer than the limit of 1048576 characters" in line
+    bad_value = tmp_path / "value.jsonl"
+    bad_value.write_text(
+        json.dumps({"id": "a", "type": "z" * 900_000, "timestamp": "2026-01-01T00:00:00Z"}) + "\n"
+    )
+    line = _one_line_error(run_cli("evaluate", "--timeline", str(bad_value)))
+    assert "field 'type'" in line and "more characters" in line and len(line) < 1000
+
+
+def test_the_daemon_refuses_a_poisoned_event_and_measures_the_rest(start_daemon, tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(GOOD[:100]) + _event("9999-12-31T00:00:00Z") + "\n")
+    daemon = start_daemon(sources={"tl": {"kind": "file", "path": str(timeline)}})
+    daemon.wait_ready()
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and (sample(m, "healthd_runs_total", target="reference", result="success") or 0) >= 2
+            and m
+        ),
+        what="two runs",
+    )
+    assert (sample(metrics, "healthd_runs_total", target="reference", result="failure") or 0) == 0
+    assert sample(metrics, "healthd_events_replayed_total", target="reference") == 100
+    refused = [
+        l
+        for l in daemon.log_lines()
+        if l.get("event") == "source skipped input" and "'poison' refused" in l.get("reason", "")
+    ]
+    assert len(refused) == 1  # once, when read; the cursor is past it
+    assert daemon.stop()[0] == 0
+
+
+def test_an_empty_timeline_is_said_on_stderr(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    line = _one_line_error(run_cli("evaluate", "--timeline", str(empty)))
+    assert "timeline is empty" in line and str(empty) in line
+
+
+def test_a_closed_pipe_ends_quietly_with_exit_0(tmp_path):
+    import subprocess
+
+    from daemon_helpers import PYTHON, ROOT, clean_env
+
+    for args in ([], ["--format", "json"]):
+        proc = subprocess.Popen(
+            [PYTHON, "-m", "healthd", "evaluate", *args],
+            cwd=str(ROOT),
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()  # `| head -1`
+        proc.stdout.close()
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, err
+        assert err == b""
+
+
+def test_every_option_has_help_and_every_command_a_description():
+    import argparse
+
+    from healthd.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(commands.choices) == {
+        "evaluate",
+        "timeline",
+        "run",
+        "check-config",
+        "report",
+        "serve-memory",
+    }
+    for name, sub in commands.choices.items():
+        assert sub.description, name
+        for action in sub._actions:
+            assert action.help, (name, action.option_strings)
+    target = next(
+        a for a in commands.choices["evaluate"]._actions if "--target" in a.option_strings
+    )
+    for kind in ("reference", "naive", "http"):
+        assert kind in target.help

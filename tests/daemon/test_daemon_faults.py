@@ -1,0 +1,252 @@
+"""Fault injection against the real daemon process: each fault ends with the daemon alive,
+the failure visible in /metrics and nothing lost."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
+
+
+def _runs(metrics, target, result):
+    return sample(metrics, "healthd_runs_total", target=target, result=result) or 0
+
+
+def test_a_state_file_overwritten_while_running_counts_failed_runs(start_daemon, tmp_path):
+    daemon = start_daemon()
+    daemon.wait_ready()
+    state = tmp_path / "state" / "state.sqlite"
+    with open(state, "r+b") as handle:  # same file, garbage inside
+        handle.write(b"garbage!" * 4096)
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and _runs(m, "reference", "failure") >= 2
+            and _runs(m, "naive", "failure") >= 2
+            and m
+        ),
+        what="failed runs counted",
+    )
+    assert daemon.get("/healthz").status_code == 200
+    failed = [l for l in daemon.log_lines() if l.get("event") == "run failed"]
+    assert failed and "state file" in failed[0]["error"]
+    assert not any(l.get("event") == "run crashed" for l in daemon.log_lines())
+    success = _runs(metrics, "reference", "success")
+    again = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and _runs(m, "reference", "failure") >= 3 and m,
+        what="a third failed run",
+    )
+    assert _runs(again, "reference", "success") == success  # no success while it cannot write
+    assert daemon.stop()[0] == 0
+
+
+def test_an_empty_state_file_is_reported_as_a_new_state(start_daemon, tmp_path):
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "state.sqlite").write_bytes(b"")
+    daemon = start_daemon()
+    daemon.wait_ready()
+    logged = [l.get("event") for l in daemon.log_lines()]
+    assert "state file is empty: starting from a new state" in logged
+    assert daemon.stop()[0] == 0
+
+
+def test_another_applications_database_is_refused_untouched(tmp_path):
+    other = tmp_path / "app.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    db.commit()
+    db.close()
+    config = toml_config(tmp_path, port=free_port())
+    default = str(tmp_path / "state" / "state.sqlite")
+    config.write_text(config.read_text().replace(default, str(other)))
+    result = run_cli("run", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "not a healthd state file" in result.stderr
+    assert str(other) in result.stderr
+    tables = sqlite3.connect(other).execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("users",)]
+
+
+class SilentListener:
+    """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.fixture
+def silent():
+    listener = SilentListener()
+    yield listener
+    listener.close()
+
+
+def test_a_git_remote_that_never_answers_times_out_and_sigterm_is_prompt(
+    start_daemon, tmp_path, silent
+):
+    daemon = start_daemon(
+        sources={
+            "example": {"kind": "file", "path": str(EXAMPLE)},
+            "repo": {
+                "kind": "git",
+                "url": f"http://127.0.0.1:{silent.port}/repo.git",
+                "cache_dir": str(tmp_path / "cache"),
+                "timeout_seconds": 2,
+            },
+        },
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and sample(m, "healthd_source_up", source="repo") == 0
+            and _runs(m, "naive", "success") >= 1  # the other source and the target ran
+            and m
+        ),
+        timeout=30,
+        what="the hanging source reported down and a run done",
+    )
+    assert sample(metrics, "healthd_source_up", source="example") == 1
+    failed = [l for l in daemon.log_lines() if l.get("event") == "source failed"]
+    assert failed and "no answer within 2 s" in failed[0]["error"]
+    time.sleep(1)  # the next run's clone is hanging now
+    code, took = daemon.stop()
+    assert code == 0 and took < 10
+
+
+def test_sigterm_is_prompt_while_an_http_memory_never_answers(start_daemon, tmp_path, silent):
+    daemon = start_daemon(
+        targets={
+            "team": {
+                "kind": "http",
+                "base_url": f"http://127.0.0.1:{silent.port}",
+                "namespace": "shadow",
+                "shadow": True,
+                "timeout_seconds": 60,
+                "max_retries": 5,
+            }
+        },
+    )
+    daemon.wait_until(lambda: len(silent.held) >= 1, what="the first request")
+    code, took = daemon.stop()
+    assert code == 0 and took < 10
+    assert not any(l.get("event") == "run crashed" for l in daemon.log_lines())
+
+
+def test_a_failed_rollback_does_not_mask_the_first_error(tmp_path):
+    from healthd._sqlite import transaction
+
+    db = sqlite3.connect(tmp_path / "t.sqlite", isolation_level=None)
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+    db.execute("INSERT INTO t VALUES (1)")
+    # INSERT OR ROLLBACK ends the transaction itself, so a second ROLLBACK has nothing to do
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"), transaction(db):
+        db.execute("INSERT OR ROLLBACK INTO t VALUES (1)")
+    assert not db.in_transaction
+
+
+def test_a_namespace_that_stops_being_a_shadow_gets_no_more_writes(start_daemon, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from memory_service import MemoryService
+
+    class FlippingService(MemoryService):
+        """Says the namespace is no longer a shadow once flipped, but accepts writes anyway."""
+
+        flipped = False
+
+        def _hook(self, path, auth):
+            if self.flipped and path.endswith("/namespaces/shadow"):
+                return 200, {"namespace": "shadow", "shadow": False}
+            return super()._hook(path, auth)
+
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("".join(lines[:100]))
+    with FlippingService() as service:
+        daemon = start_daemon(
+            sources={"tl": {"kind": "file", "path": str(timeline)}},
+            targets={
+                "team": {
+                    "kind": "http",
+                    "base_url": service.url,
+                    "namespace": "shadow",
+                    "shadow": True,
+                },
+                "naive": {"kind": "naive", "shadow": True},
+            },
+        )
+        daemon.wait_until(
+            lambda: _runs(daemon.scrape(), "team", "success") >= 1, what="a first run"
+        )
+        with service._lock:
+            service.flipped = True
+            flipped_at = len(service.requests)
+        timeline.write_text("".join(lines))  # 35 new events to write
+        metrics = daemon.wait_until(
+            lambda: (m := daemon.scrape()) and _runs(m, "team", "failure") >= 2 and m,
+            what="failed runs after the flip",
+        )
+        with service._lock:
+            after = [(m, p) for m, p, _ in service.requests[flipped_at:] if m == "POST"]
+        writes = [p for _, p in after if p.endswith(("/events", "/reset"))]
+        assert writes == []
+        assert sample(metrics, "healthd_events_replayed_total", target="naive") == 135
+        failed = [l for l in daemon.log_lines() if l.get("event") == "run failed"]
+        assert any("not a shadow" in l["error"] for l in failed)
+        assert daemon.stop()[0] == 0
+
+
+def _threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads line")
+
+
+def test_idle_connections_are_bounded_and_dropped(start_daemon, tmp_path):
+    from healthd.daemon.server import IDLE_TIMEOUT_SECONDS, WORKERS
+
+    daemon = start_daemon(cron="0 0 1 1 *")
+    daemon.wait_ready()
+    before = _threads(daemon.proc.pid)
+    idle = [socket.create_connection(("127.0.0.1", daemon.port), timeout=30) for _ in range(80)]
+    try:
+        time.sleep(1)
+        assert _threads(daemon.proc.pid) <= before + WORKERS  # not a thread per connection
+        idle[0].settimeout(IDLE_TIMEOUT_SECONDS + 10)
+        started = time.monotonic()
+        assert idle[0].recv(1) == b""  # the server hung up on the idle client
+        assert time.monotonic() - started < IDLE_TIMEOUT_SECONDS + 5
+        daemon.wait_until(
+            lambda: daemon.get("/metrics").status_code == 200, what="metrics after the idlers"
+        )
+    finally:
+        for conn in idle:
+            conn.close()
+    assert daemon.stop()[0] == 0
