@@ -102,4 +102,10 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
 
 
 def _load_builtin() -> None:
-    from healthd.memory import http, naive, reference  # noqa: F401  (importing registers the kinds)
+    from healthd.memory import (  # noqa: F401  (importing registers the kinds)
+        graphiti,
+        http,
+        mem0,
+        naive,
+        reference,
+    )
