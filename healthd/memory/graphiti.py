@@ -28,7 +28,7 @@ import logging
 import os
 import uuid
 import warnings
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -43,7 +43,7 @@ from healthd.memory._offline import (
     shadow_directory,
 )
 from healthd.memory._options import integer, reject_unknown, switch
-from healthd.model import DOMAINS, Answer, ChangeEvent, Domain, Fact, FactKey, Probe, RetrievedFact
+from healthd.model import DOMAINS, Answer, ChangeEvent, Domain, FactKey, Probe, RetrievedFact
 
 DEFAULT_GROUP = "healthd-shadow"
 SEARCHES = ("default", "valid")
@@ -59,7 +59,10 @@ def database_path(directory: str) -> str:
 
 def _import_graphiti() -> None:
     os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"  # never phone home
-    require_extra("graphiti_core", "graphiti", "graphiti")
+    with warnings.catch_warnings():  # its pydantic deprecation notices are not the user's
+        warnings.simplefilter("ignore", DeprecationWarning)
+        require_extra("graphiti_core", "graphiti", "graphiti")
+        require_extra("graphiti_core.driver.kuzu_driver", "graphiti", "graphiti")
     require_extra("kuzu", "graphiti", "graphiti")
     logging.getLogger("graphiti_core").setLevel(logging.CRITICAL)
 
@@ -180,31 +183,47 @@ class GraphitiMemory:
     # --- writes --------------------------------------------------------------------------
 
     async def _apply(self, event: ChangeEvent, now: datetime) -> None:
-        if event.type == "added":
-            await self._add_edge(event, event.fact, now, replacing=())
-        elif event.type == "revised":
-            assert event.previous is not None
-            old = await self._current_edges(event.previous)
-            await self._add_edge(event, event.fact, now, replacing=old)
-            self._touched.add(event.previous.key)
+        fact = event.fact
+        if event.type in ("added", "revised"):
+            on_key = await self._live_edges(fact.subject, fact.predicate)
+            same = [e for e in on_key if e.target_node_uuid == self._id("node", fact.value)]
+            if same and event.type == "added":  # Graphiti merges a duplicate fact into its edge
+                await self._validate(same, now)
+                return
+            # What the new edge contradicts: the value it replaces, and on a single-valued key
+            # every other value the key holds (Graphiti's LLM would judge these contradicted).
+            candidates = [] if event.multi_valued else on_key
+            if event.previous is not None:
+                previous = await self._live_edges(event.previous.subject, event.previous.predicate)
+                target = self._id("node", event.previous.value)
+                seen = {e.uuid for e in candidates}
+                candidates = candidates + [
+                    e for e in previous if e.target_node_uuid == target and e.uuid not in seen
+                ]
+                self._touched.add(event.previous.key)
+            await self._add_edge(event, now, candidates)
         elif event.type == "invalidated":
-            for edge in await self._current_edges(event.fact):
+            for edge in await self._live_edges(fact.subject, fact.predicate, fact.value):
                 edge.invalid_at = event.timestamp
                 edge.expired_at = now
                 await edge.save(self._driver)
-            self._touched.add(event.fact.key)
+            self._touched.add(fact.key)
         elif event.type == "revalidated":
-            for edge in await self._current_edges(event.fact):
-                edge.attributes = {**edge.attributes, "validated_at": now.isoformat()}
-                await edge.save(self._driver)
-            self._touched.add(event.fact.key)
+            await self._validate(
+                await self._live_edges(fact.subject, fact.predicate, fact.value), now
+            )
+            self._touched.add(fact.key)
 
-    async def _add_edge(
-        self, event: ChangeEvent, fact: Fact, now: datetime, replacing: Iterable[Any]
-    ) -> None:
+    async def _validate(self, edges: list[Any], now: datetime) -> None:
+        for edge in edges:
+            edge.attributes = {**edge.attributes, "validated_at": now.isoformat()}
+            await edge.save(self._driver)
+
+    async def _add_edge(self, event: ChangeEvent, now: datetime, candidates: list[Any]) -> None:
         from graphiti_core.edges import EntityEdge
         from graphiti_core.utils.maintenance.edge_operations import resolve_edge_contradictions
 
+        fact = event.fact
         source = await self._node(fact.subject, now)
         target = await self._node(fact.value, now)
         text = memory_text(fact)
@@ -228,11 +247,19 @@ class GraphitiMemory:
                 "validated_at": now.isoformat(),
             },
         )
-        candidates = list(replacing)
-        unexpired = {e.uuid for e in candidates if e.expired_at is None}
+        # Graphiti's temporal invalidation (edge_operations._apply_temporal_invalidation): a
+        # candidate that starts later than the new edge ends it at once (a late, backdated
+        # fact); otherwise the new edge ends the candidates it contradicts. Graphiti stamps
+        # expired_at with its wall clock; healthd with the replay's.
+        for candidate in sorted(candidates, key=lambda c: _utc(c.valid_at)):
+            if _utc(candidate.valid_at) > event.timestamp:
+                edge.invalid_at = candidate.valid_at
+                edge.expired_at = now
+                break
+        unexpired = {c.uuid for c in candidates if c.expired_at is None}
         for old in resolve_edge_contradictions(edge, candidates):
             if old.uuid in unexpired:
-                old.expired_at = now  # Graphiti stamps its wall clock; the replay's is ours
+                old.expired_at = now
             await old.save(self._driver)
         await edge.save(self._driver)
         self._touched.add(fact.key)
@@ -254,21 +281,26 @@ class GraphitiMemory:
             self._nodes.add(node_id)
         return node_id
 
-    async def _current_edges(self, fact: Fact) -> list[Any]:
-        """The fact's edges not yet expired, oldest first, ready to be saved again."""
+    async def _live_edges(
+        self, subject: str, predicate: str, value: str | None = None
+    ) -> list[Any]:
+        """The key's edges (or one value's) in the shadow group not yet expired, oldest
+        first, ready to be saved again."""
         from graphiti_core.edges import EntityEdge
 
-        edges = await EntityEdge.get_between_nodes(
-            self._driver, self._id("node", fact.subject), self._id("node", fact.value)
-        )
-        mine = [
+        edges = await EntityEdge.get_by_node_uuid(self._driver, self._id("node", subject))
+        target = self._id("node", value) if value is not None else None
+        live = [
             e
             for e in edges
-            if e.group_id == self.group_id and e.name == fact.predicate and e.expired_at is None
+            if e.group_id == self.group_id
+            and e.name == predicate
+            and e.expired_at is None
+            and target in (None, e.target_node_uuid)
         ]
-        for edge in mine:  # loaded without it; saving without it would erase it
+        for edge in live:  # loaded without it; saving without it would erase it
             await edge.load_fact_embedding(self._driver)
-        return sorted(mine, key=lambda e: (e.created_at, e.uuid))
+        return sorted(live, key=lambda e: (_utc(e.created_at), e.uuid))
 
     # --- reads ---------------------------------------------------------------------------
 
