@@ -27,6 +27,9 @@ SIX_TARGETS = [
 ]
 
 
+SUPERSESSION_ONLY = "reference:propagation=off,ttl=off"
+
+
 def offline_prefix() -> list[str]:
     """Run in a network namespace of its own, with no interface up but loopback's."""
     unshare = shutil.which("unshare")
@@ -63,7 +66,13 @@ def test_six_targets_on_the_example_offline_one_table_and_same_bytes_twice():
     assert "Traceback" not in table.stderr and "posthog" not in table.stderr.lower()
 
     runs = [
-        healthd("evaluate", "--format", "json", *targets(SIX_TARGETS[2:]), offline=True)
+        healthd(
+            "evaluate",
+            "--format",
+            "json",
+            *targets(SIX_TARGETS[2:] + [SUPERSESSION_ONLY]),
+            offline=True,
+        )
         for _ in range(2)
     ]
     assert runs[0].returncode == 0, runs[0].stderr
@@ -84,6 +93,9 @@ def test_six_targets_on_the_example_offline_one_table_and_same_bytes_twice():
     # time, so the managed adapter's update lands it beside the newer value.
     assert final["graphiti:search=valid"]["ownership"]["conflicts"] == 0
     assert final["mem0:mode=managed"]["ownership"]["conflicts"] == 1
+    # Graphiti filtered to valid edges is, number for number, the reference memory with
+    # supersession alone: no TTL, no cascade.
+    assert final["graphiti:search=valid"] == final[SUPERSESSION_ONLY]
 
 
 _WITHOUT = (
@@ -234,10 +246,11 @@ def test_a_config_file_over_a_git_repository_with_adrs(tmp_path: Path):
         "[sources.repo]",
         'kind = "git"',
         f'path = "{repo.path}"',
-        'service_roots = ["services"]',
+        'revalidate_clock = "head"',
         "[sources.adr]",
         'kind = "adr"',
         f'path = "{repo.path}"',
+        'revalidate_clock = "head"',
     ]
     for name in SIX_TARGETS:
         kind, _, switches = name.partition(":")
@@ -257,3 +270,9 @@ def test_a_config_file_over_a_git_repository_with_adrs(tmp_path: Path):
         final["graphiti:search=valid"]["contamination"]
         < final["graphiti:search=default"]["contamination"]
     )
+    # The deleted module's language and dependency: only the reference memory cascades.
+    assert final["reference"]["forgetting"] == 1
+    for name in ("mem0:mode=managed", "graphiti:search=valid"):
+        assert 0 < final[name]["forgetting"] < 1
+    again = healthd("evaluate", "--config", str(config), "--format", "json", offline=True)
+    assert again.stdout == done.stdout
