@@ -200,3 +200,20 @@ CONTRACT_CHECKS = [
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.target)
 def test_contract(target: TargetUnderTest, check: Callable[..., None], tmp_path: Path) -> None:
     check(target, tmp_path)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.target)
+def test_a_reopened_shadow_resumes_its_replay_clock(target: TargetUnderTest, tmp_path: Path):
+    store = str(tmp_path / "store")
+    memory = target.build(path=store, shadow="on")
+    memory.reset()
+    memory.apply(added("e1", 5, BILLING))
+    memory.close()
+    memory = target.build(path=store, shadow="on")  # a daemon restarted
+    try:
+        memory.apply(added("e2", 2, PG))  # late, backdated: written at the clock, day 5
+        [got] = memory.answer(probe_for(PG), day(5)).facts
+        assert got.written_at == day(5)
+        assert values(memory, BILLING, day(5)) == ["@alice"]
+    finally:
+        memory.close()

@@ -144,6 +144,25 @@ class GraphitiMemory:
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
         self._nodes: set[str] = set()
+        if path != IN_MEMORY:
+            self._run(self._resume_clock())
+
+    async def _resume_clock(self) -> None:
+        """A reopened shadow goes on from the newest replay time its edges carry."""
+        from graphiti_core.edges import EntityEdge
+        from graphiti_core.errors import GroupsEdgesNotFoundError
+
+        try:
+            edges = await EntityEdge.get_by_group_ids(self._driver, [self.group_id])
+        except GroupsEdgesNotFoundError:
+            return
+        for edge in edges:
+            for at in (edge.created_at, edge.expired_at):
+                if at is not None:
+                    self._clock.advance(_utc(at))
+            validated = (edge.attributes or {}).get("validated_at")
+            if validated:
+                self._clock.advance(datetime.fromisoformat(str(validated)))
 
     # --- the Memory protocol -------------------------------------------------------------
 
@@ -340,7 +359,7 @@ class GraphitiMemory:
 
     async def _ensure_fulltext_indices(self) -> None:
         rows, _, _ = await self._driver.execute_query("CALL SHOW_INDEXES() RETURN *")
-        names = {row.get("index name") for row in rows if isinstance(row, dict)}
+        names = {row.get("index_name") for row in rows if isinstance(row, dict)}
         if "edge_name_and_fact" not in names:
             await self._driver.graph_ops.build_indices_and_constraints(self._driver)
 

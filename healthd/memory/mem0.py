@@ -144,6 +144,17 @@ class Mem0Memory:
             raise TargetError(f"mem0 store in {path!r} cannot be opened: {_reason(exc)}") from None
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
+        if path != IN_MEMORY:
+            self._resume_clock()
+
+    def _resume_clock(self) -> None:
+        """A reopened shadow goes on from the newest replay time its records carry."""
+        found = self._memory.get_all(filters=dict(self._scope), top_k=1_000_000)
+        for row in found["results"]:
+            metadata = row.get("metadata") or {}
+            for name in ("written_at", "validated_at"):
+                if name in metadata:
+                    self._clock.advance(datetime.fromisoformat(str(metadata[name])))
 
     # --- the Memory protocol -------------------------------------------------------------
 
