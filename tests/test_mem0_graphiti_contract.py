@@ -217,3 +217,21 @@ def test_a_reopened_shadow_resumes_its_replay_clock(target: TargetUnderTest, tmp
         assert values(memory, BILLING, day(5)) == ["@alice"]
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize(
+    "target", [t for t in TARGETS if t.target != "mem0:mode=native"], ids=lambda t: t.target
+)
+def test_revalidation_and_a_repeated_fact_keep_the_record_and_its_write_time(
+    target: TargetUnderTest,
+):
+    memory = target.build()
+    try:
+        memory.apply(added("e1", 0, BILLING))
+        memory.apply(revalidated("e2", 5, BILLING))
+        memory.apply(added("e3", 6, BILLING))  # a source saw the same fact again
+        [got] = memory.answer(probe_for(BILLING), day(6)).facts
+        assert got.record_id.endswith(":e1")
+        assert (got.written_at, got.last_validated) == (day(0), day(6))
+    finally:
+        memory.close()

@@ -217,9 +217,9 @@ class Mem0Memory:
     def _apply_managed(self, event: ChangeEvent, now: datetime) -> None:
         if event.type == "added":
             existing = self._find(event.fact)
-            if existing:
-                for memory_id, _ in existing:
-                    self._update(memory_id, event, event.fact, now, written_at=None)
+            if existing:  # the same fact again: Mem0 keeps one memory of it, now validated
+                for memory_id, metadata in existing:
+                    self._revalidate(memory_id, metadata, event.fact, now)
             else:
                 self._add(event, event.fact, now)
         elif event.type == "revised":
@@ -228,7 +228,9 @@ class Mem0Memory:
             if not existing:
                 self._add(event, event.fact, now)
             for memory_id, _ in existing:
-                self._update(memory_id, event, event.fact, now, written_at=now)
+                metadata = self._metadata(event.id, event.fact, now, now)
+                self._memory.update(memory_id, memory_text(event.fact), metadata=metadata)
+                self._touched.add(event.fact.key)
             self._touched.add(event.previous.key)
         elif event.type == "invalidated":
             for memory_id, _ in self._find(event.fact):
@@ -236,34 +238,36 @@ class Mem0Memory:
             self._touched.add(event.fact.key)
         elif event.type == "revalidated":
             for memory_id, metadata in self._find(event.fact):
-                self._update(
-                    memory_id, event, event.fact, now, written_at=metadata.get("written_at")
-                )
+                self._revalidate(memory_id, metadata, event.fact, now)
 
     # --- Mem0 calls ----------------------------------------------------------------------
 
     def _metadata(
-        self, event: ChangeEvent, fact: Fact, now: datetime, written_at: str
+        self, record: str, fact: Fact, validated_at: datetime, written_at: datetime
     ) -> dict[str, str]:
         return {
-            "healthd_event": event.id,
+            "healthd_event": record,
             "subject": fact.subject,
             "predicate": fact.predicate,
             "value": fact.value,
             "domain": fact.domain,
-            "written_at": written_at,
-            "validated_at": now.isoformat(),
+            "written_at": written_at.isoformat(),
+            "validated_at": validated_at.isoformat(),
         }
 
     def _add(self, event: ChangeEvent, fact: Fact, now: datetime) -> None:
-        metadata = self._metadata(event, fact, now, now.isoformat())
+        metadata = self._metadata(event.id, fact, now, now)
         self._memory.add(memory_text(fact), infer=False, metadata=metadata, **self._scope)
         self._touched.add(fact.key)
 
-    def _update(
-        self, memory_id: str, event: ChangeEvent, fact: Fact, now: datetime, written_at: Any
+    def _revalidate(
+        self, memory_id: str, stored: Mapping[str, Any], fact: Fact, now: datetime
     ) -> None:
-        metadata = self._metadata(event, fact, now, str(written_at or now.isoformat()))
+        """The same memory, its record and write time kept, validated now."""
+        record = str(stored.get("healthd_event", memory_id))
+        written = stored.get("written_at")
+        written_at = datetime.fromisoformat(str(written)) if written else now
+        metadata = self._metadata(record, fact, now, written_at)
         self._memory.update(memory_id, memory_text(fact), metadata=metadata)
         self._touched.add(fact.key)
 
