@@ -140,12 +140,16 @@ class GraphitiMemory:
             llm_client=llm,
             cross_encoder=cross_encoder,
         )
-        self._run(self._ensure_fulltext_indices())
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
         self._nodes: set[str] = set()
-        if path != IN_MEMORY:
-            self._run(self._resume_clock())
+        try:
+            self._run(self._ensure_fulltext_indices())
+            if path != IN_MEMORY:
+                self._run(self._resume_clock())
+        except Exception as exc:
+            self.close()  # let go of the database before saying why
+            raise TargetError(f"graphiti store {path!r} cannot be opened: {_reason(exc)}") from None
 
     async def _resume_clock(self) -> None:
         """A reopened shadow goes on from the newest replay time its edges carry."""
