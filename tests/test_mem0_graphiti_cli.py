@@ -3,6 +3,7 @@ a real process, offline, and bad input as one line with exit code 2."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -219,10 +220,15 @@ def test_the_shadow_directory_of_an_ephemeral_target_is_removed_on_close(tmp_pat
 def test_a_config_file_over_a_git_repository_with_adrs(tmp_path: Path):
     if shutil.which("adr") is None:
         pytest.skip("Debian's adr-tools is not installed (`adr` not on PATH)")
-    sys.path.insert(0, str(Path(__file__).parent / "sources"))
-    from conftest import GitRepo
-
-    repo = GitRepo(tmp_path / "repo")
+    # The git/ADR tests' repository builder lives in their conftest, which pytest may have
+    # registered under the same module name as another directory's conftest.
+    spec = importlib.util.spec_from_file_location(
+        "sources_conftest", Path(__file__).parent / "sources" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    sources_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sources_conftest)
+    repo = sources_conftest.GitRepo(tmp_path / "repo")
     repo.adr("init", when="2024-01-01")
     repo.commit(
         "2024-01-01",
