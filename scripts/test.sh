@@ -21,7 +21,7 @@ fi
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,mem0,graphiti]'
 
 # Lint and format are part of the suite: a failure here fails the run before any test.
 .venv/bin/ruff check .

@@ -125,4 +125,11 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
 
 
 def _load_builtin() -> None:
-    from healthd.memory import agentcore, http, naive, reference  # noqa: F401  (importing registers the kinds)
+    from healthd.memory import (  # noqa: F401  (importing registers the kinds)
+        agentcore,
+        graphiti,
+        http,
+        mem0,
+        naive,
+        reference,
+    )

@@ -1,0 +1,71 @@
+"""The daemon with a Mem0 or Graphiti target whose store cannot be opened: the run fails as
+a metric and a log line, the other targets' runs go on, and the next run recovers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from daemon_helpers import parse_metrics, sample, toml_config
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from healthd.daemon.runner import Runner
+from healthd.daemon.state import StateStore
+from healthd.exporters.prometheus import build_registry
+from healthd.exporters.tracing import build_tracer_provider, get_tracer
+from healthd.settings import load_settings
+
+os.environ["MEM0_TELEMETRY"] = "False"
+pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed")
+
+
+def test_a_locked_kuzu_database_is_a_failed_run_metric_then_recovers(tmp_path):
+    from prometheus_client import generate_latest
+
+    store = tmp_path / "graph"
+    store.mkdir()
+    config = toml_config(
+        tmp_path,
+        port=1,
+        targets={
+            "reference": {"kind": "reference", "shadow": True},
+            "graph": {"kind": "graphiti", "shadow": True, "path": str(store)},
+        },
+    )
+    settings = load_settings(str(config))
+    state = StateStore(settings.state_path)
+    runner = Runner(
+        settings, state, get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    )
+    registry, _ = build_registry(runner.view)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time, kuzu; db = kuzu.Database(sys.argv[1]); "
+            "print('open', flush=True); time.sleep(120)",
+            str(store / "graph.kuzu"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        runner.run_once()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    metrics = parse_metrics(generate_latest(registry).decode())
+    assert sample(metrics, "healthd_runs_total", target="graph", result="failure") == 1
+    assert sample(metrics, "healthd_runs_total", target="reference", result="success") == 1
+    error = runner.view()["targets"]["graph"].last_error
+    assert "cannot be opened" in error and "lock" in error.lower()
+
+    runner.run_once()  # the lock is gone: the shadow opens and replays
+    metrics = parse_metrics(generate_latest(registry).decode())
+    assert sample(metrics, "healthd_runs_total", target="graph", result="success") == 1
+    assert sample(metrics, "healthd_consistency_ratio", target="graph", domain="all") is not None
+    runner.close()
+    state.close()
