@@ -219,3 +219,58 @@ def test_a_reopened_shadow_writes_late_events_at_the_clock_it_had(tmp_path):
     for memory in (reopened, uninterrupted):
         [record] = memory.answer(probe_for(erin), day(21)).facts
         assert (record.written_at, record.validated_at) == (day(20), day(5))
+
+
+# -- event-time semantics: cascades are decided after an event is applied, in event time ----
+
+regions_eu = fact("payments-v1", "regions", "eu")
+regions_us = fact("payments-v1", "regions", "us")
+REGION_DEPS = [("payments-v1", "regions")]
+
+
+def test_revising_the_only_value_of_a_multi_valued_key_does_not_cascade():
+    redis = fact("payments-v1", "dependency:redis", "7")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, regions_eu, multi=True),
+        added("2", 1, pg, REGION_DEPS),
+        revised("3", 5, regions_eu, regions_us, multi=True),
+        added("4", 3, redis, REGION_DEPS),  # late, backdated before the revision
+    )
+    assert values(memory, regions_us, 6) == ["us"]
+    assert values(memory, pg, 6) == ["13"]
+    assert values(memory, redis, 6) == ["7"]
+
+
+def test_a_late_dependent_ends_at_a_removal_after_it_even_when_the_dependency_came_back():
+    lang = fact("payments-v1", "lang", "java")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 1, exists),
+        invalidated("2", 10, exists),
+        added("3", 20, exists),
+        added("4", 5, lang, DEPS),  # arrives last, happened on day 5
+    )
+    assert values(memory, exists, 21) == ["true"]
+    assert values(memory, lang, 21) == []
+
+
+def test_an_invalidation_that_arrives_before_its_backdated_addition_still_ends_it():
+    memory = feed(ReferenceMemory(), invalidated("1", 10, node), added("2", 5, node))
+    assert values(memory, node, 10) == []
+
+
+def test_a_late_invalidation_of_a_superseded_value_leaves_a_gap_that_cascades():
+    # Day 1 exists=a, day 20 exists=b; found later: a ended on day 10, so from day 10 to 20
+    # the module had no existence and a fact depending on it since day 2 ended on day 10.
+    a, b = fact("m", "exists", "a"), fact("m", "exists", "b")
+    owner = fact("m", "language", "go")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 1, a),
+        added("2", 2, owner, [("m", "exists")]),
+        added("3", 20, b),
+        invalidated("4", 10, a),
+    )
+    assert values(memory, b, 21) == ["b"]
+    assert values(memory, owner, 21) == []
