@@ -147,9 +147,9 @@ def score_probe(
 
     returned = values_by_key.get(probe.key, set())
     for expected in truth.current(probe.key, at):
-        add(probe.domain, EXPECTED)
+        add(expected.domain, EXPECTED)
         if expected.value in returned:
-            add(probe.domain, COVERED)
+            add(expected.domain, COVERED)
 
     add(probe.domain, PROBES)
     if contaminated:

@@ -87,10 +87,10 @@ class _KeyHistory:
                 if cut is not None:
                     cuts[op.value] = cut
             else:
-                interval = open_.pop(op.value, None)
+                ended = open_.pop(op.value, None)
                 cuts.pop(op.value, None)
-                if interval is not None:
-                    interval.end, interval.end_kind, interval.reason = op.at, op.end_kind, op.reason
+                if ended is not None:
+                    ended.end, ended.end_kind, ended.reason = op.at, op.end_kind, op.reason
         close_cut(None)
         return out
 
