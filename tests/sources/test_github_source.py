@@ -12,6 +12,7 @@ from _ticket_payloads import (
     SECRET,
     FakeGitHub,
     Sleeps,
+    _module_server,  # noqa: F401
     api_server,  # noqa: F401
     assigned,
     closed,

@@ -11,6 +11,7 @@ from _ticket_payloads import (
     SECRET,
     FakeJira,
     Sleeps,
+    _module_server,  # noqa: F401
     api_server,  # noqa: F401
     jira_history,
     jira_issue,
