@@ -122,9 +122,8 @@ class GroundTruth:
                 _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
                 event.multi_valued,
             )
-        elif event.type == "revised":
+        elif event.previous is not None:  # a revision: the model requires its previous fact
             prev = event.previous
-            assert prev is not None
             history = self._history(fact.key, fact.domain, event.multi_valued)
             if prev.key != fact.key or history.multi:
                 self._push(

@@ -230,9 +230,8 @@ class ReferenceMemory:
             with self._tx():
                 if event.type in ("added", "revalidated"):
                     self._log_assert(event, fact, at)
-                elif event.type == "revised":
+                elif event.previous is not None:  # a revision, which the model requires
                     previous = event.previous
-                    assert previous is not None
                     if self.supersession and (
                         previous.key != fact.key
                         or event.multi_valued
