@@ -230,7 +230,9 @@ class Replay:
         out: list[ProbeReport] = []
         if at is None:
             return out
-        for probe in self._active.values():
+        # In key order, so a replay restored after a restart reports exactly what one that
+        # ran through reports (the order in which probes entered P_i is not kept).
+        for probe in sorted(self._active.values(), key=lambda p: (p.subject, p.predicate, p.id)):
             facts = self._answers.get(probe.id, ())
             current = tuple(self.truth.current(probe.key, at))
             retrieved = tuple((f, self.truth.status_of(f.key, f.value, at)) for f in facts)
