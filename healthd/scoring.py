@@ -74,10 +74,6 @@ def ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def cell(bucket: str, field: int) -> int:
-    return _BUCKET_INDEX[bucket] * _FIELDS + field
-
-
 def _cells(domain: str, field: int) -> tuple[int, int]:
     return field, _BUCKET_INDEX[domain] * _FIELDS + field
 

@@ -253,3 +253,17 @@ def test_a_probe_files_domain_is_kept_not_replaced_by_the_keys(mode):
     assert final["tech"].contamination == 1.0
     # coverage per expected fact: both expected facts are tech
     assert final["tech"].coverage == 0.0 and final["decision"].coverage is None
+
+
+def test_metrics_read_out_by_name_in_the_report():
+    from healthd.scoring import Metrics
+
+    m = Metrics(0.1, 0.2, 0.3, 0.4, 0.5, 6)
+    assert m.as_dict() == {
+        "freshness": 0.1,
+        "consistency": 0.2,
+        "coverage": 0.3,
+        "forgetting": 0.4,
+        "contamination": 0.5,
+        "conflicts": 6,
+    }

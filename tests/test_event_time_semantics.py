@@ -1,0 +1,128 @@
+"""Edge cases of event time and cascades, worked out by hand, that the ground truth and the
+reference memory must both get right: each changes a reported number if either gets it wrong.
+"""
+
+from __future__ import annotations
+
+import pytest
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
+
+from healthd.memory.reference import ReferenceMemory
+from healthd.model import ChangeEvent, Fact, FactKey, Probe
+from healthd.truth import GroundTruth
+
+exists = fact("m", "exists", "true")
+pg13, pg14 = fact("m", "dependency:postgres", "13"), fact("m", "dependency:postgres", "14")
+DEPS = [("m", "exists")]
+eu, us, de = (fact("m", "regions", v, "requirement") for v in ("eu", "us", "de"))
+
+
+def in_truth(events: list[ChangeEvent], key: FactKey, at: float) -> list[str]:
+    return [f.value for f in GroundTruth(events).current(key, day(at))]
+
+
+def in_memory(events: list[ChangeEvent], key: FactKey, at: float) -> list[str]:
+    memory = ReferenceMemory(ttl=False, top_k=20)
+    for event in events:
+        memory.apply(event)
+    probe = Probe("p", "?", key.subject, key.predicate, "tech")
+    return sorted(f.value for f in memory.answer(probe, day(at)).facts)
+
+
+@pytest.fixture(params=[in_truth, in_memory], ids=["truth", "reference memory"])
+def holds(request):
+    return request.param
+
+
+def test_arrival_order_breaks_a_tie_at_one_instant(holds):
+    # same instant: the later arrival wins, whichever kind it is
+    assert holds([invalidated("1", 5, pg13), added("2", 5, pg13)], pg13.key, 5) == ["13"]
+    assert holds([added("1", 5, pg13), invalidated("2", 5, pg13)], pg13.key, 5) == []
+    assert holds([added("1", 5, pg13), revised("2", 5, pg13, pg14)], pg13.key, 5) == ["14"]
+
+
+def test_a_fact_asserted_again_at_the_instant_its_dependency_went_starts_afresh(holds):
+    events = [
+        added("1", 0, exists),
+        added("2", 1, pg13, DEPS),
+        invalidated("3", 5, exists),
+        revalidated("4", 5, pg13),  # at the same instant, without the dependency
+    ]
+    assert holds(events, pg13.key, 5) == ["13"]
+
+
+def test_a_late_revalidation_before_the_removal_does_not_save_a_dependent(holds):
+    events = [
+        added("1", 0, exists),
+        added("2", 1, pg13, DEPS),
+        invalidated("3", 10, exists),
+        revalidated("4", 5, pg13),  # found late; pg13 was still held from day 1 then
+    ]
+    assert holds(events, pg13.key, 10) == []
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_an_ended_fact_added_again_without_the_dependency_is_not_cut_by_it(holds, multi):
+    events = [
+        added("1", 0, exists),
+        added("2", 1, eu, DEPS, multi=multi),
+        invalidated("3", 3, eu),
+        added("4", 5, eu, multi=multi),  # no dependency this time
+        invalidated("5", 10, exists),
+    ]
+    assert holds(events, eu.key, 10) == ["eu"]
+
+
+def test_the_second_gap_of_a_dependency_ends_a_fact_asserted_between_the_gaps(holds):
+    events = [
+        added("1", 0, exists),
+        invalidated("2", 5, exists),
+        added("3", 7, exists),
+        invalidated("4", 9, exists),
+        added("5", 12, exists),
+        added("6", 8, pg13, DEPS),  # late: held from day 8 until the removal on day 9
+    ]
+    assert holds(events, exists.key, 12) == ["true"]
+    assert holds(events, pg13.key, 12) == []
+
+
+def test_a_key_declared_multi_valued_earlier_stays_so_for_a_revision_without_the_flag(holds):
+    events = [
+        added("1", 0, eu, multi=True),
+        added("2", 1, us, multi=True),
+        revised("3", 2, eu, de),  # no cardinality on this event: the key is multi already
+    ]
+    assert holds(events, eu.key, 2) == ["de", "us"]
+
+
+def test_a_revision_that_declares_the_key_multi_valued_ends_the_previous_value(holds):
+    events = [added("1", 0, eu), revised("2", 2, eu, de, multi=True)]
+    assert holds(events, eu.key, 2) == ["de"]
+
+
+def test_an_invalidation_can_declare_a_key_multi_valued(holds):
+    gone = fact("m", "regions", "ap", "requirement")
+    events = [
+        added("1", 0, eu),
+        added("2", 1, us),
+        ChangeEvent("3", "invalidated", day(2), "t", gone, metadata={"cardinality": "multi"}),
+    ]
+    assert holds(events, eu.key, 2) == ["eu", "us"]
+
+
+def test_a_value_moved_to_another_key_leaves_the_old_key_single_valued(holds):
+    other: Fact = fact("n", "dependency:postgres", "13")
+    events = [
+        added("1", 0, pg13),
+        revised("2", 1, pg13, other),  # moved to another module
+        added("3", 2, pg13),
+        added("4", 3, pg14),
+    ]
+    assert holds(events, pg13.key, 3) == ["14"]
+
+
+def test_a_revalidation_leaves_later_changes_to_apply(holds):
+    events = [added("1", 0, pg13), revalidated("2", 1, pg13), revised("3", 2, pg13, pg14)]
+    assert holds(events, pg13.key, 2) == ["14"]
+    events = [added("1", 0, eu, multi=True), revalidated("2", 1, eu), invalidated("3", 2, eu)]
+    assert holds(events, eu.key, 2) == []
