@@ -126,3 +126,23 @@ def test_a_revalidation_leaves_later_changes_to_apply(holds):
     assert holds(events, pg13.key, 2) == ["14"]
     events = [added("1", 0, eu, multi=True), revalidated("2", 1, eu), invalidated("3", 2, eu)]
     assert holds(events, eu.key, 2) == []
+
+
+def test_a_dependency_cycle_cascades_nothing_around_itself_but_an_explicit_end_still_does(
+    holds,
+):
+    p, q = fact("p", "exists", "true"), fact("q", "exists", "true")
+    cycle = [added("1", 0, p, [("q", "exists")]), added("2", 0, q, [("p", "exists")])]
+    assert holds(cycle, p.key, 1) == ["true"]
+    assert holds([*cycle, invalidated("3", 2, q)], p.key, 3) == []
+    assert holds([*cycle, invalidated("3", 2, q)], q.key, 3) == []
+
+
+def test_a_multi_valued_dependency_with_a_value_left_is_not_removed(holds):
+    events = [
+        added("1", 0, eu, multi=True),
+        added("2", 1, pg13, [("m", "regions")]),
+        added("3", 2, us, multi=True),
+        invalidated("4", 4, us),
+    ]
+    assert holds(events, pg13.key, 4) == ["13"]

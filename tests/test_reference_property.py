@@ -26,7 +26,7 @@ NEVER_ELAPSED = {
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=timelines(acyclic=True))
+@given(events=timelines())
 def test_the_reference_memory_serves_only_current_facts_on_random_timelines(events):
     memory = ReferenceMemory(ttl_windows=NEVER_ELAPSED, top_k=10)
     result = evaluate(

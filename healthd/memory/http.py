@@ -197,7 +197,7 @@ def _facts(data: Any, probe_id: str) -> list[RetrievedFact]:
                 validated,
                 frozenset(flags),
             )
-        )  # type: ignore[arg-type]
+        )
     return out
 
 

@@ -464,9 +464,11 @@ class ReferenceMemory:
                         queue.append(dependent)
                         queued.add(dependent)
 
-    def _refold(self, key: FactKey) -> bool:
-        """Fold the key's log into records; True when the instants at which the key is left
-        with no value changed (the keys depending on it must then be folded again)."""
+    def _read_log(
+        self, key: FactKey
+    ) -> tuple[list[LogOp], bool, dict[int, tuple[str, str, float, float | None, float | None]]]:
+        """The key's log as fold operations, whether it is multi-valued, and per entry what
+        a record needs besides (metadata, event id, write time, expiry and purge delays)."""
         rows = self._db.execute(
             "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
             " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
@@ -496,7 +498,13 @@ class ReferenceMemory:
             ops.append(LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on))
             extra[seq] = (meta, event_id, written, expires_after, purge_after)
             multi = multi or bool(is_multi)
-        cascade = self._cut_for(key) if self.propagation else _no_cut
+        return ops, multi, extra
+
+    def _refold(self, key: FactKey) -> bool:
+        """Fold the key's log into records; True when the instants at which the key is left
+        with no value changed (the keys depending on it must then be folded again)."""
+        ops, multi, extra = self._read_log(key)
+        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
         intervals = fold(ops, multi=multi, supersession=self.supersession, cascade=cascade)
 
         existing = {
@@ -614,25 +622,36 @@ class ReferenceMemory:
             )
         return rid
 
-    def _cut_for(self, key: FactKey) -> Callable[[LogOp], Cut | None]:
-        """For an assertion of ``key``: the first instant after it at which one of its
-        dependencies was left with no value. A dependency cycle cascades nothing."""
+    def _cascade(self, visiting: frozenset[FactKey]) -> Callable[[LogOp], Cut | None]:
+        """For an assertion in the fold of the last of ``visiting``: the first instant after
+        it at which one of its dependencies was left with no value. A dependency cycle
+        cascades nothing around itself: a dependency that leads back to a key being folded
+        is judged by its own log, without what it depends on in that cycle."""
 
         def cut(op: LogOp) -> Cut | None:
             first: Cut | None = None
             for dep in op.depends_on:
-                if dep == key or key in self._reachable(dep):
+                if dep in visiting:
                     continue
-                row = self._db.execute(
-                    "SELECT min(removed_at) FROM key_removals WHERE namespace = ? AND "
-                    "subject = ? AND predicate = ? AND removed_at > ?",
-                    (self.namespace, dep.subject, dep.predicate, op.at),
-                ).fetchone()
-                if row[0] is not None and (first is None or row[0] < first[0]):
-                    first = (row[0], f"{dep} was removed")
+                if self._reachable(dep) & visiting:
+                    ends = self._removals_within(dep, visiting | {dep})
+                    removed = next((at for at in ends if at > op.at), None)
+                else:
+                    removed = self._db.execute(
+                        "SELECT min(removed_at) FROM key_removals WHERE namespace = ? AND "
+                        "subject = ? AND predicate = ? AND removed_at > ?",
+                        (self.namespace, dep.subject, dep.predicate, op.at),
+                    ).fetchone()[0]
+                if removed is not None and (first is None or removed < first[0]):
+                    first = (removed, f"{dep} was removed")
             return first
 
         return cut
+
+    def _removals_within(self, key: FactKey, visiting: frozenset[FactKey]) -> list[float]:
+        ops, multi, _ = self._read_log(key)
+        cascade = self._cascade(visiting) if self.propagation else _no_cut
+        return removals(fold(ops, multi=multi, supersession=self.supersession, cascade=cascade))
 
     def _depends_on(self, key: FactKey) -> list[FactKey]:
         rows = self._db.execute(
