@@ -200,7 +200,7 @@ class GroundTruth:
             if key in seen:
                 continue
             seen.add(key)
-            stack.extend(self._dependents.get(key, ()))
+            stack.extend(sorted(self._dependents.get(key, ())))  # same order every run
         return seen
 
     # -- reading --------------------------------------------------------------------------

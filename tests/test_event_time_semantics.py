@@ -146,3 +146,97 @@ def test_a_multi_valued_dependency_with_a_value_left_is_not_removed(holds):
         invalidated("4", 4, us),
     ]
     assert holds(events, pg13.key, 4) == ["13"]
+
+
+def test_a_fact_ended_and_asserted_again_at_one_instant_is_current(holds):
+    events = [added("1", 5, pg13), invalidated("2", 5, pg13), added("3", 5, pg13)]
+    assert holds(events, pg13.key, 5) == ["13"]
+
+
+def test_the_first_removal_among_several_dependencies_ends_the_fact(holds):
+    e1, e2 = fact("m1", "exists", "true"), fact("m2", "exists", "true")
+    both = [("m1", "exists"), ("m2", "exists")]
+    events = [
+        added("1", 0, e1),
+        added("2", 0, e2),
+        added("3", 1, pg13, both),
+        invalidated("4", 5, e2),
+        invalidated("5", 8, e1),
+        revalidated("6", 6, pg13),  # without dependencies, after the first removal
+    ]
+    assert holds(events, pg13.key, 8) == ["13"]
+
+
+def test_a_dependency_in_a_cycle_does_not_hide_another_dependencys_removal(holds):
+    p, q, r = (fact(s, "exists", "true") for s in ("p", "q", "r"))
+    events = [
+        added("1", 0, r),
+        added("2", 0, p, [("q", "exists"), ("r", "exists")]),
+        added("3", 0, q, [("p", "exists")]),
+        invalidated("4", 2, r),
+    ]
+    assert holds(events, p.key, 2) == []
+
+
+def test_truth_answers_the_same_whichever_key_of_a_cycle_is_asked_first():
+    p, q = fact("p", "exists", "true"), fact("q", "exists", "true")
+    events = [
+        added("1", 0, p, [("q", "exists")]),
+        added("2", 0, q, [("p", "exists")]),
+        invalidated("3", 2, p),
+    ]
+    for first, second in ((p, q), (q, p)):
+        truth = GroundTruth(events)
+        answers = {f.subject: truth.status(f, day(3)) for f in (first, second)}
+        assert answers == {"p": "invalidated", "q": "invalidated"}
+
+
+def test_every_transitive_dependent_is_reported_touched():
+    e = fact("m", "exists", "true")
+    a, b, c = (fact("m", p, "1") for p in ("a", "b", "c"))
+    truth = GroundTruth(
+        [
+            added("1", 0, e),
+            added("2", 0, a, [("m", "exists")]),
+            added("3", 0, b, [("m", "exists"), ("m", "c")]),
+            added("4", 0, c, [("m", "exists")]),
+        ]
+    )
+    assert truth.apply(invalidated("5", 1, e)) == {e.key, a.key, b.key, c.key}
+
+
+def test_a_fact_ended_and_asserted_again_at_one_instant_has_status_current():
+    events = [added("1", 5, pg13), invalidated("2", 5, pg13), added("3", 5, pg13)]
+    assert GroundTruth(events).status(pg13, day(5)) == "current"
+
+
+def test_inside_a_cycle_a_dependency_after_the_cyclic_one_still_cascades(holds):
+    p, q, r = (fact(s, "exists", "true") for s in ("p", "q", "r"))
+    events = [
+        added("1", 0, r),
+        added("2", 0, p, [("q", "exists")]),
+        added("3", 0, q, [("p", "exists"), ("r", "exists")]),
+        invalidated("4", 2, r),
+    ]
+    assert holds(events, p.key, 2) == []
+    assert holds(events, q.key, 2) == []
+
+
+CYCLE_OF_THREE = [
+    added("1", 0, fact("a", "exists", "true"), [("b", "exists")]),
+    added("2", 0, fact("b", "exists", "true"), [("c", "exists")]),
+    added("3", 0, fact("c", "exists", "true"), [("b", "exists"), ("a", "exists")]),
+    invalidated("4", 2, fact("a", "exists", "true")),
+]
+
+
+def test_an_explicit_end_cascades_back_through_a_cycle(holds):
+    assert holds(CYCLE_OF_THREE, FactKey("b", "exists"), 2) == []
+
+
+def test_truth_of_a_key_in_a_cycle_does_not_depend_on_which_key_was_asked_before():
+    b = fact("b", "exists", "true")
+    fresh = GroundTruth(CYCLE_OF_THREE).status(b, day(3))
+    truth = GroundTruth(CYCLE_OF_THREE)
+    truth.status(fact("a", "exists", "true"), day(3))
+    assert truth.status(b, day(3)) == fresh == "invalidated"

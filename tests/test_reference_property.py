@@ -1,12 +1,9 @@
 """The reference memory with every mechanism on serves only what is true, in any arrival order.
 
 On random timelines (backdated removals and re-adds, cross-key revisions, multi-valued keys,
-dependency chains), while no TTL has elapsed, every stage scores consistency 1.0 and
+dependency chains and cycles), while no TTL has elapsed, every stage scores consistency 1.0 and
 contamination 0.0 against the ground truth, and with room for every value, coverage 1.0.
-
-Dependencies here never form a cycle: the ground truth cuts a cycle where its fold entered
-it, the memory ignores a dependency that leads back to the key, and both are only defined to
-cascade nothing around it.
+Dependency cycles included: around a cycle nothing cascades, an explicit end in it does.
 """
 
 from __future__ import annotations
