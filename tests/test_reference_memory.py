@@ -274,3 +274,55 @@ def test_a_late_invalidation_of_a_superseded_value_leaves_a_gap_that_cascades():
     )
     assert values(memory, b, 21) == ["b"]
     assert values(memory, owner, 21) == []
+
+
+# -- what each switch changes, and nothing more ------------------------------------------------
+
+
+def test_without_supersession_a_multi_valued_revision_keeps_the_old_value():
+    memory = feed(
+        ReferenceMemory(supersession=False),
+        added("1", 0, regions_eu, multi=True),
+        revised("2", 5, regions_eu, regions_us, multi=True),
+    )
+    assert sorted(values(memory, regions_eu, 6)) == ["eu", "us"]
+
+
+def test_a_revision_to_another_key_ends_the_old_keys_value():
+    moved = fact("payments-v2", "dependency:postgres", "13")
+    memory = feed(ReferenceMemory(), added("1", 0, pg), revised("2", 5, pg, moved))
+    assert values(memory, pg, 6) == []
+    assert values(memory, moved, 6) == ["13"]
+
+
+def test_without_propagation_a_late_revalidation_does_not_bring_the_cascade_back():
+    events = [
+        added("1", 0, exists),
+        added("2", 0, pg, DEPS),
+        invalidated("3", 5, exists),
+        revalidated("4", 3, pg),  # found late: the fact is folded again
+    ]
+    assert values(feed(ReferenceMemory(propagation=False), *events), pg, 6) == ["13"]
+    assert values(feed(ReferenceMemory(), *events), pg, 6) == []
+
+
+def test_a_probe_gets_at_most_top_k_records_of_its_own_key_only():
+    tags = [fact("auth", "tags", str(n)) for n in range(7)]
+    near = fact("auth-v2", "tags", "x")  # a subject that contains the probe's subject
+    memory = ReferenceMemory(top_k=6)
+    feed(memory, *(added(str(n), n, t, multi=True) for n, t in enumerate(tags)))
+    memory.apply(added("near", 8, near, multi=True))
+    assert values(memory, tags[0], 9) == ["6", "5", "4", "3", "2", "1"]
+    one = feed(
+        ReferenceMemory(top_k=1), *(added(str(n), n, t, multi=True) for n, t in enumerate(tags))
+    )
+    assert values(one, tags[0], 9) == ["6"]
+
+
+def test_a_failed_write_is_one_error_naming_the_event():
+    from healthd.errors import MemoryAdapterError
+
+    memory = ReferenceMemory()
+    memory.close()
+    with pytest.raises(MemoryAdapterError, match=r"^reference memory: applying e9: "):
+        memory.apply(added("e9", 0, node))
