@@ -23,6 +23,7 @@ with no value, whatever that key holds now. A dependency cycle cascades nothing.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import sqlite3
@@ -197,6 +198,9 @@ class ReferenceMemory:
         self._clock: float | None = row[0]
         self._seq: int = row[1] or 0
         self._touched: set[FactKey] = set()
+        # Each key's log as read once from the store and kept in step with every write: the
+        # store is the record, this spares re-reading and re-parsing it on every fold.
+        self._logs: dict[FactKey, _KeyLog] = {}
         self._asked_until: float | None = None
 
     # -- settings -------------------------------------------------------------------------
@@ -219,6 +223,7 @@ class ReferenceMemory:
             self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
         self._clock = None
         self._seq = 0
+        self._logs.clear()
         self._touched.clear()
         self._asked_until = None
 
@@ -247,6 +252,7 @@ class ReferenceMemory:
                 # a key's only value never leaves it empty.
                 self._settle(event.keys)
         except sqlite3.Error as exc:
+            self._logs.clear()  # the write was rolled back: read the logs from the store again
             raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
@@ -407,6 +413,8 @@ class ReferenceMemory:
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
         expires, purge = self._expiry_after(fact.domain)
+        metadata = json.dumps(dict(sorted(event.metadata.items())))
+        written = self._clock if self._clock is not None else op.at
         self._db.execute(
             "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
             " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
@@ -424,13 +432,18 @@ class ReferenceMemory:
                 op.end_state,
                 op.reason,
                 json.dumps([list(k) for k in op.depends_on]),
-                json.dumps(dict(sorted(event.metadata.items()))),
+                metadata,
                 event.id,
-                self._clock,
+                written,
                 expires,
                 purge,
             ),
         )
+        cached = self._logs.get(fact.key)
+        if cached is not None:
+            cached.ops.append(op)
+            cached.multi = cached.multi or multi
+            cached.extra[op.seq] = (metadata, event.id, written, expires, purge)
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -464,11 +477,15 @@ class ReferenceMemory:
                         queue.append(dependent)
                         queued.add(dependent)
 
-    def _read_log(
-        self, key: FactKey
-    ) -> tuple[list[LogOp], bool, dict[int, tuple[str, str, float, float | None, float | None]]]:
+    def _read_log(self, key: FactKey) -> tuple[list[LogOp], bool, dict[int, _Extra]]:
         """The key's log as fold operations, whether it is multi-valued, and per entry what
         a record needs besides (metadata, event id, write time, expiry and purge delays)."""
+        cached = self._logs.get(key)
+        if cached is None:
+            cached = self._logs[key] = _KeyLog(*self._load_log(key))
+        return cached.ops, cached.multi, cached.extra
+
+    def _load_log(self, key: FactKey) -> tuple[list[LogOp], bool, dict[int, _Extra]]:
         rows = self._db.execute(
             "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
             " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
@@ -476,7 +493,7 @@ class ReferenceMemory:
             (self.namespace, key.subject, key.predicate),
         ).fetchall()
         ops: list[LogOp] = []
-        extra: dict[int, tuple[str, str, float, float | None, float | None]] = {}
+        extra: dict[int, _Extra] = {}
         multi = False
         for (
             seq,
@@ -628,20 +645,33 @@ class ReferenceMemory:
         cascades nothing around itself: a dependency that leads back to a key being folded
         is judged by its own log, without what it depends on in that cycle."""
 
+        known: dict[FactKey, list[float]] = {}  # one fold asks about the same keys often
+
+        def removals_of(dep: FactKey) -> list[float]:
+            ends = known.get(dep)
+            if ends is None:
+                if self._reachable(dep) & visiting:
+                    ends = self._removals_within(dep, visiting | {dep})
+                else:
+                    ends = [
+                        at
+                        for (at,) in self._db.execute(
+                            "SELECT removed_at FROM key_removals WHERE namespace = ? AND "
+                            "subject = ? AND predicate = ? ORDER BY removed_at",
+                            (self.namespace, dep.subject, dep.predicate),
+                        )
+                    ]
+                known[dep] = ends
+            return ends
+
         def cut(op: LogOp) -> Cut | None:
             first: Cut | None = None
             for dep in op.depends_on:
                 if dep in visiting:
                     continue
-                if self._reachable(dep) & visiting:
-                    ends = self._removals_within(dep, visiting | {dep})
-                    removed = next((at for at in ends if at > op.at), None)
-                else:
-                    removed = self._db.execute(
-                        "SELECT min(removed_at) FROM key_removals WHERE namespace = ? AND "
-                        "subject = ? AND predicate = ? AND removed_at > ?",
-                        (self.namespace, dep.subject, dep.predicate, op.at),
-                    ).fetchone()[0]
+                ends = removals_of(dep)
+                index = bisect.bisect_right(ends, op.at)
+                removed = ends[index] if index < len(ends) else None
                 if removed is not None and (first is None or removed < first[0]):
                     first = (removed, f"{dep} was removed")
             return first
@@ -684,6 +714,18 @@ class ReferenceMemory:
 
 def _no_cut(op: LogOp) -> Cut | None:
     return None
+
+
+#: What a record takes from the log entry that opened it: metadata (JSON), event id, write
+#: time, and the soft-expiry and purge delays in force when it was written.
+_Extra = tuple[str, str, float, float | None, float | None]
+
+
+@dataclass(slots=True)
+class _KeyLog:
+    ops: list[LogOp]
+    multi: bool
+    extra: dict[int, _Extra]
 
 
 _SWITCHES = {
