@@ -326,3 +326,10 @@ def test_a_failed_write_is_one_error_naming_the_event():
     memory.close()
     with pytest.raises(MemoryAdapterError, match=r"^reference memory: applying e9: "):
         memory.apply(added("e9", 0, node))
+
+
+def test_a_probe_gets_its_own_predicate_only_not_one_that_contains_it():
+    owner = fact("billing", "owner", "@alice", "ownership")
+    owners = fact("billing", "owners", "@bob", "ownership")
+    memory = feed(ReferenceMemory(), added("1", 0, owner), added("2", 0, owners))
+    assert values(memory, owner, 1) == ["@alice"]
