@@ -240,3 +240,13 @@ def test_truth_of_a_key_in_a_cycle_does_not_depend_on_which_key_was_asked_before
     truth = GroundTruth(CYCLE_OF_THREE)
     truth.status(fact("a", "exists", "true"), day(3))
     assert truth.status(b, day(3)) == fresh == "invalidated"
+
+
+def test_a_removal_inside_a_cycle_at_the_instant_of_an_assertion_does_not_end_it(holds):
+    p, q = fact("p", "exists", "true"), fact("q", "exists", "true")
+    events = [
+        added("1", 0, q, [("p", "exists")]),
+        invalidated("2", 5, q),
+        added("3", 5, p, [("q", "exists")]),  # asserted as q went: nothing after it to cut
+    ]
+    assert holds(events, p.key, 5) == ["true"]
