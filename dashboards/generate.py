@@ -304,7 +304,7 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
             "Conflicts",
             "Probes whose answer holds two or more values for a single-valued key "
             "(contradiction inside the store).",
-            [query(f"healthd_conflicts{{{SEL}}}", "{{target}}")],
+            [query(f'healthd_conflicts{{{SEL}, domain="all"}}', "{{target}}")],
             unit="none",
             thresholds=steps((None, GREEN), (1, RED)),
             w=4,
@@ -370,7 +370,7 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
         series_panel(
             "Conflicts",
             "Probes whose answer holds two values for a single-valued key.",
-            [query(f"healthd_conflicts{{{SEL}}}", "{{target}}")],
+            [query(f'healthd_conflicts{{{SEL}, domain="all"}}', "{{target}}")],
             unit="none",
             w=8,
             lo=0,

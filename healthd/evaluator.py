@@ -19,7 +19,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from healthd.memory import ChangeTracking, Memory
 from healthd.model import ChangeEvent, Fact, FactKey, Probe, RetrievedFact, Status
@@ -55,6 +55,7 @@ class ProbeReport:
     probe: Probe
     expected: tuple[str, ...]
     retrieved: tuple[tuple[RetrievedFact, Status], ...]
+    expected_facts: tuple[Fact, ...] = ()  # ``expected`` with each fact's own domain
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Replay:
         self.stats = ReplayStats()
         self.at: datetime | None = None
         self._probe_set = probes
-        self._tracking = isinstance(memory, ChangeTracking)
+        self._tracker = memory if isinstance(memory, ChangeTracking) else None
         self._active: dict[str, Probe] = {}
         self._active_keys: set[FactKey] = set()
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
@@ -122,7 +123,7 @@ class Replay:
         assert at is not None
         self.at = at
         self.memory.apply(event)
-        changed = self.memory.changed_keys(at) if self._tracking else None
+        changed = self._tracker.changed_keys(at) if self._tracker is not None else None
 
         entering = [
             p
@@ -169,7 +170,7 @@ class Replay:
 
     # -- persistence ----------------------------------------------------------------------
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, Any]:
         """What a restart needs besides the events applied and the memory itself: the
         counters that cannot be derived again (forgetting checks read past answers)."""
         return {
@@ -192,8 +193,8 @@ class Replay:
         memory: Memory,
         probes: ProbeSet,
         events: Iterable[ChangeEvent],
-        snapshot: dict,
-        **options,
+        snapshot: dict[str, Any],
+        **options: Any,
     ) -> Replay:
         """Rebuild a replay whose ``events`` were already applied to ``memory`` (a persistent
         shadow): truth is folded again without touching the memory, then every active probe
@@ -215,8 +216,8 @@ class Replay:
             if replay.truth.asserted(key):
                 replay._enter(key)
         if replay.at is not None:
-            if replay._tracking:
-                replay.memory.changed_keys(replay.at)
+            if replay._tracker is not None:
+                replay._tracker.changed_keys(replay.at)
             for probe in replay._active.values():
                 replay._ask(probe, replay.at)
                 replay._rescore(probe, replay.at)
@@ -226,14 +227,16 @@ class Replay:
 
     def report(self) -> list[ProbeReport]:
         at = self.at
-        out = []
+        out: list[ProbeReport] = []
         if at is None:
             return out
-        for probe in self._active.values():
+        # In key order, so a replay restored after a restart reports exactly what one that
+        # ran through reports (the order in which probes entered P_i is not kept).
+        for probe in sorted(self._active.values(), key=lambda p: (p.subject, p.predicate, p.id)):
             facts = self._answers.get(probe.id, ())
-            expected = tuple(f.value for f in self.truth.current(probe.key, at))
+            current = tuple(self.truth.current(probe.key, at))
             retrieved = tuple((f, self.truth.status_of(f.key, f.value, at)) for f in facts)
-            out.append(ProbeReport(probe, expected, retrieved))
+            out.append(ProbeReport(probe, tuple(f.value for f in current), retrieved, current))
         return out
 
     @property

@@ -8,6 +8,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Literal, NamedTuple
 
+from healthd.errors import TimelineError
+
 Domain = Literal["tech", "ownership", "decision", "requirement"]
 DOMAINS: tuple[Domain, ...] = ("tech", "ownership", "decision", "requirement")
 
@@ -62,6 +64,25 @@ class ChangeEvent:
     reason: str | None = None
     depends_on: tuple[FactKey, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    def __post_init__(self) -> None:
+        where = f"event {self.id!r}"
+        if self.type not in EVENT_TYPES:
+            raise TimelineError(
+                f"unknown type {self.type!r} (expected one of {', '.join(EVENT_TYPES)})",
+                origin=where,
+                field="type",
+            )
+        if self.type == "revised" and self.previous is None:
+            raise TimelineError(
+                "missing (required on a revised event)", origin=where, field="previous"
+            )
+        if self.type != "revised" and self.previous is not None:
+            raise TimelineError(
+                f"only a revised event has a previous fact, this one is {self.type!r}",
+                origin=where,
+                field="previous",
+            )
 
     @property
     def multi_valued(self) -> bool:

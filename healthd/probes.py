@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from healthd.errors import ProbeFileError
@@ -92,7 +92,7 @@ class ProbeSet:
     def __len__(self) -> int:
         return len(self.probes)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Probe]:
         return iter(self.probes)
 
     def for_key(self, key: FactKey) -> tuple[Probe, ...]:
@@ -123,9 +123,19 @@ def build_probe_set(events: Iterable[ChangeEvent], extra: Sequence[Probe] = ()) 
         if probe.id in seen:
             raise ProbeFileError(f"probe id {probe.id!r} is used twice")
         seen.add(probe.id)
-        domain, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
+        # The file's domain is the author's: it files the probe's contamination and conflicts
+        # (coverage follows each expected fact's own domain).
+        _, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
         probes.append(
-            Probe(probe.id, probe.question, probe.subject, probe.predicate, domain, multi, "file")
+            Probe(
+                probe.id,
+                probe.question,
+                probe.subject,
+                probe.predicate,
+                probe.domain,
+                multi,
+                "file",
+            )
         )
     return ProbeSet(tuple(probes))
 
@@ -158,8 +168,9 @@ def load_probe_file(path: str) -> list[Probe]:
             if not isinstance(value, str) or not value.strip():
                 raise ProbeFileError(f"{where}, field '{name}': expected a non-empty string")
             values[name] = value
-        if values["domain"] not in DOMAINS:
-            raise ProbeFileError(f"{where}, field 'domain': unknown domain {values['domain']!r}")
+        domain = values["domain"]
+        if domain not in DOMAINS:
+            raise ProbeFileError(f"{where}, field 'domain': unknown domain {domain!r}")
         probe_id = (
             obj.get("id")
             or "f-"
@@ -173,8 +184,8 @@ def load_probe_file(path: str) -> list[Probe]:
                 values["question"],
                 values["subject"],
                 values["predicate"],
-                values["domain"],
+                domain,
                 origin="file",
             )
-        )  # type: ignore[arg-type]
+        )
     return probes

@@ -74,10 +74,6 @@ def ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def cell(bucket: str, field: int) -> int:
-    return _BUCKET_INDEX[bucket] * _FIELDS + field
-
-
 def _cells(domain: str, field: int) -> tuple[int, int]:
     return field, _BUCKET_INDEX[domain] * _FIELDS + field
 
@@ -147,9 +143,9 @@ def score_probe(
 
     returned = values_by_key.get(probe.key, set())
     for expected in truth.current(probe.key, at):
-        add(probe.domain, EXPECTED)
+        add(expected.domain, EXPECTED)
         if expected.value in returned:
-            add(probe.domain, COVERED)
+            add(expected.domain, COVERED)
 
     add(probe.domain, PROBES)
     if contaminated:

@@ -45,13 +45,12 @@ class Interval:
 
 
 class _KeyHistory:
-    __slots__ = ("asserted", "domain", "multi", "ops", "values")
+    __slots__ = ("asserted", "multi", "ops", "values")
 
-    def __init__(self, domain: Domain) -> None:
+    def __init__(self) -> None:
         self.ops: list[_Op] = []
         self.multi = False
         self.asserted = False
-        self.domain: Domain = domain
         self.values: dict[str, Domain] = {}
 
     def fold(self, cascade: Callable[[Interval], tuple[datetime, str] | None]) -> list[Interval]:
@@ -87,10 +86,10 @@ class _KeyHistory:
                 if cut is not None:
                     cuts[op.value] = cut
             else:
-                interval = open_.pop(op.value, None)
+                ended = open_.pop(op.value, None)
                 cuts.pop(op.value, None)
-                if interval is not None:
-                    interval.end, interval.end_kind, interval.reason = op.at, op.end_kind, op.reason
+                if ended is not None:
+                    ended.end, ended.end_kind, ended.reason = op.at, op.end_kind, op.reason
         close_cut(None)
         return out
 
@@ -122,10 +121,9 @@ class GroundTruth:
                 _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
                 event.multi_valued,
             )
-        elif event.type == "revised":
+        elif event.previous is not None:  # a revision: the model requires its previous fact
             prev = event.previous
-            assert prev is not None
-            history = self._history(fact.key, fact.domain, event.multi_valued)
+            history = self._history(fact.key, event.multi_valued)
             if prev.key != fact.key or history.multi:
                 self._push(
                     prev,
@@ -173,16 +171,16 @@ class GroundTruth:
         self._seq += 1
         return self._seq
 
-    def _history(self, key: FactKey, domain: Domain, multi: bool) -> _KeyHistory:
+    def _history(self, key: FactKey, multi: bool) -> _KeyHistory:
         history = self._keys.get(key)
         if history is None:
-            history = self._keys[key] = _KeyHistory(domain)
+            history = self._keys[key] = _KeyHistory()
         if multi:
             history.multi = True
         return history
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:
-        history = self._history(fact.key, fact.domain, multi)
+        history = self._history(fact.key, multi)
         history.values.setdefault(fact.value, fact.domain)
         history.asserted = history.asserted or op.assert_
         ops = history.ops
@@ -202,7 +200,7 @@ class GroundTruth:
             if key in seen:
                 continue
             seen.add(key)
-            stack.extend(self._dependents.get(key, ()))
+            stack.extend(sorted(self._dependents.get(key, ())))  # same order every run
         return seen
 
     # -- reading --------------------------------------------------------------------------
@@ -210,16 +208,9 @@ class GroundTruth:
     def keys(self) -> Iterable[FactKey]:
         return self._keys.keys()
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._keys
-
     def asserted(self, key: FactKey) -> bool:
         history = self._keys.get(key)
         return history is not None and history.asserted
-
-    def domain(self, key: FactKey) -> Domain | None:
-        history = self._keys.get(key)
-        return history.domain if history else None
 
     def multi_valued(self, key: FactKey) -> bool:
         history = self._keys.get(key)
@@ -229,10 +220,6 @@ class GroundTruth:
         """Every value the key has been given, with its domain."""
         history = self._keys.get(key)
         return dict(history.values) if history else {}
-
-    def intervals(self, key: FactKey) -> list[Interval]:
-        """The key's intervals with cascaded ends applied."""
-        return self._intervals(key, frozenset())
 
     def status(self, fact: Fact, at: datetime) -> Status:
         return self.status_of(fact.key, fact.value, at)

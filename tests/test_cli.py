@@ -73,7 +73,12 @@ def recompute(final, at):
             <= DEFAULT_WINDOWS[r["domain"]]
             for _, r in pool
         )
-        expected = [(p, v) for p in probes for v in p["expected"]]
+        expected = [
+            (p, e["value"])
+            for p in final["probes"]
+            for e in p["expected_facts"]
+            if keep(e["domain"])
+        ]
         covered = sum(
             any(r["value"] == v and "historical" not in r["flags"] for r in p["retrieved"])
             for p, v in expected
@@ -133,6 +138,7 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
             "predicate",
             "domain",
             "expected",
+            "expected_facts",
             "retrieved",
         }
         for p in final["probes"]:

@@ -127,3 +127,14 @@ def test_a_module_brought_back_is_scored_current_for_a_memory_that_follows_it():
     )
     assert result.metrics["all"].consistency == 1.0
     assert result.metrics["all"].contamination == 0.0
+
+
+def test_the_reference_memory_scores_the_story_the_same_in_reverse_arrival_order():
+    # Every event arrives in the opposite order: event time, not arrival, decides what holds.
+    backwards = list(reversed(EVENTS))
+    reference = evaluate(
+        backwards, build_memory(parse_target("reference")), PROBES, name="r", kind="reference"
+    )
+    assert reference.metrics == run("reference").metrics
+    assert reference.metrics["all"].consistency == 1.0
+    assert reference.metrics["all"].contamination == 0.0

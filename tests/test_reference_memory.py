@@ -219,3 +219,117 @@ def test_a_reopened_shadow_writes_late_events_at_the_clock_it_had(tmp_path):
     for memory in (reopened, uninterrupted):
         [record] = memory.answer(probe_for(erin), day(21)).facts
         assert (record.written_at, record.validated_at) == (day(20), day(5))
+
+
+# -- event-time semantics: cascades are decided after an event is applied, in event time ----
+
+regions_eu = fact("payments-v1", "regions", "eu")
+regions_us = fact("payments-v1", "regions", "us")
+REGION_DEPS = [("payments-v1", "regions")]
+
+
+def test_revising_the_only_value_of_a_multi_valued_key_does_not_cascade():
+    redis = fact("payments-v1", "dependency:redis", "7")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, regions_eu, multi=True),
+        added("2", 1, pg, REGION_DEPS),
+        revised("3", 5, regions_eu, regions_us, multi=True),
+        added("4", 3, redis, REGION_DEPS),  # late, backdated before the revision
+    )
+    assert values(memory, regions_us, 6) == ["us"]
+    assert values(memory, pg, 6) == ["13"]
+    assert values(memory, redis, 6) == ["7"]
+
+
+def test_a_late_dependent_ends_at_a_removal_after_it_even_when_the_dependency_came_back():
+    lang = fact("payments-v1", "lang", "java")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 1, exists),
+        invalidated("2", 10, exists),
+        added("3", 20, exists),
+        added("4", 5, lang, DEPS),  # arrives last, happened on day 5
+    )
+    assert values(memory, exists, 21) == ["true"]
+    assert values(memory, lang, 21) == []
+
+
+def test_an_invalidation_that_arrives_before_its_backdated_addition_still_ends_it():
+    memory = feed(ReferenceMemory(), invalidated("1", 10, node), added("2", 5, node))
+    assert values(memory, node, 10) == []
+
+
+def test_a_late_invalidation_of_a_superseded_value_leaves_a_gap_that_cascades():
+    # Day 1 exists=a, day 20 exists=b; found later: a ended on day 10, so from day 10 to 20
+    # the module had no existence and a fact depending on it since day 2 ended on day 10.
+    a, b = fact("m", "exists", "a"), fact("m", "exists", "b")
+    owner = fact("m", "language", "go")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 1, a),
+        added("2", 2, owner, [("m", "exists")]),
+        added("3", 20, b),
+        invalidated("4", 10, a),
+    )
+    assert values(memory, b, 21) == ["b"]
+    assert values(memory, owner, 21) == []
+
+
+# -- what each switch changes, and nothing more ------------------------------------------------
+
+
+def test_without_supersession_a_multi_valued_revision_keeps_the_old_value():
+    memory = feed(
+        ReferenceMemory(supersession=False),
+        added("1", 0, regions_eu, multi=True),
+        revised("2", 5, regions_eu, regions_us, multi=True),
+    )
+    assert sorted(values(memory, regions_eu, 6)) == ["eu", "us"]
+
+
+def test_a_revision_to_another_key_ends_the_old_keys_value():
+    moved = fact("payments-v2", "dependency:postgres", "13")
+    memory = feed(ReferenceMemory(), added("1", 0, pg), revised("2", 5, pg, moved))
+    assert values(memory, pg, 6) == []
+    assert values(memory, moved, 6) == ["13"]
+
+
+def test_without_propagation_a_late_revalidation_does_not_bring_the_cascade_back():
+    events = [
+        added("1", 0, exists),
+        added("2", 0, pg, DEPS),
+        invalidated("3", 5, exists),
+        revalidated("4", 3, pg),  # found late: the fact is folded again
+    ]
+    assert values(feed(ReferenceMemory(propagation=False), *events), pg, 6) == ["13"]
+    assert values(feed(ReferenceMemory(), *events), pg, 6) == []
+
+
+def test_a_probe_gets_at_most_top_k_records_of_its_own_key_only():
+    tags = [fact("auth", "tags", str(n)) for n in range(7)]
+    near = fact("auth-v2", "tags", "x")  # a subject that contains the probe's subject
+    memory = ReferenceMemory(top_k=6)
+    feed(memory, *(added(str(n), n, t, multi=True) for n, t in enumerate(tags)))
+    memory.apply(added("near", 8, near, multi=True))
+    assert values(memory, tags[0], 9) == ["6", "5", "4", "3", "2", "1"]
+    one = feed(
+        ReferenceMemory(top_k=1), *(added(str(n), n, t, multi=True) for n, t in enumerate(tags))
+    )
+    assert values(one, tags[0], 9) == ["6"]
+
+
+def test_a_failed_write_is_one_error_naming_the_event():
+    from healthd.errors import MemoryAdapterError
+
+    memory = ReferenceMemory()
+    memory.close()
+    with pytest.raises(MemoryAdapterError, match=r"^reference memory: applying e9: "):
+        memory.apply(added("e9", 0, node))
+
+
+def test_a_probe_gets_its_own_predicate_only_not_one_that_contains_it():
+    owner = fact("billing", "owner", "@alice", "ownership")
+    owners = fact("billing", "owners", "@bob", "ownership")
+    memory = feed(ReferenceMemory(), added("1", 0, owner), added("2", 0, owners))
+    assert values(memory, owner, 1) == ["@alice"]

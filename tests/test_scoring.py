@@ -223,3 +223,47 @@ def test_multi_valued_keys_are_not_conflicts(mode):
     script = {"e2": {a.key: [record(a, 0), record(b, 0)]}}
     m = run(events, script, mode)[-1].metrics["all"]
     assert (m.conflicts, m.coverage, m.consistency) == (0, 1.0, 1.0)
+
+
+def test_coverage_is_filed_under_the_expected_facts_own_domain(mode):
+    # The key's first value is a tech fact, so its probe is a tech probe; the value it holds
+    # now is a decision. Coverage, like the other metrics, follows the fact.
+    kafka = fact("messaging", "broker", "kafka", "tech")
+    sqs = fact("messaging", "broker", "sqs", "decision")
+    events = [added("e1", 0, kafka), revised("e2", 5, kafka, sqs)]
+    script = {"e1": {kafka.key: [record(kafka, 0)]}, "e2": {kafka.key: []}}
+    final = run(events, script, mode)[-1].metrics
+    assert final["decision"].coverage == 0.0
+    assert final["tech"].coverage is None
+    assert final["all"].coverage == 0.0
+
+
+def test_a_probe_files_domain_is_kept_not_replaced_by_the_keys(mode):
+    from healthd.model import Probe
+
+    extra = Probe("f-1", "What language is auth in?", "auth", "language", "decision")
+    events = [added("e1", 0, node), revised("e2", 5, node, go)]
+    script = {"e1": {LANG: [record(node, 0)]}, "e2": {LANG: [record(node, 0)]}}
+    probes = build_probe_set(events, [extra])
+    assert {p.id: p.domain for p in probes}["f-1"] == "decision"
+    replay = Replay(ScriptedMemory(script), probes, mode=mode)
+    final = [replay.step(e) for e in events][-1].metrics
+    # contamination is per probe, filed under the probe's domain: one tech, one decision
+    assert final["decision"].contamination == 1.0
+    assert final["tech"].contamination == 1.0
+    # coverage per expected fact: both expected facts are tech
+    assert final["tech"].coverage == 0.0 and final["decision"].coverage is None
+
+
+def test_metrics_read_out_by_name_in_the_report():
+    from healthd.scoring import Metrics
+
+    m = Metrics(0.1, 0.2, 0.3, 0.4, 0.5, 6)
+    assert m.as_dict() == {
+        "freshness": 0.1,
+        "consistency": 0.2,
+        "coverage": 0.3,
+        "forgetting": 0.4,
+        "contamination": 0.5,
+        "conflicts": 6,
+    }

@@ -86,8 +86,8 @@ class HealthdCollector(Collector):
         }
         conflicts = GaugeMetricFamily(
             "healthd_conflicts",
-            "Probes whose answer holds two or more values for a single-valued key",
-            labels=["target"],
+            "Probes whose answer holds two or more values for a single-valued key, per domain",
+            labels=["target", "domain"],
         )
         probes = GaugeMetricFamily(
             "healthd_probes", "Probes in P_i (keys asserted so far)", labels=["target"]
@@ -138,7 +138,7 @@ class HealthdCollector(Collector):
                 for r in RATIOS:
                     if values[r] is not None:
                         ratios[r].add_metric([name, bucket], values[r])
-            conflicts.add_metric([name], res["metrics"]["all"]["conflicts"])
+                conflicts.add_metric([name, bucket], values["conflicts"])
             probes.add_metric([name], res["probes"])
             if res.get("newest_event") is not None:
                 lag.add_metric([name], now - res["newest_event"])

@@ -28,6 +28,7 @@ def probe_json(report: ProbeReport) -> dict[str, Any]:
         "predicate": probe.predicate,
         "domain": probe.domain,
         "expected": list(report.expected),
+        "expected_facts": [{"value": f.value, "domain": f.domain} for f in report.expected_facts],
         "retrieved": [
             {
                 "subject": f.subject,

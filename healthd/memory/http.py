@@ -106,7 +106,7 @@ class HttpMemory:
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """The optional ``changes`` operation; None when the service does not offer it, and
-        the evaluator then re-asks the probes of the keys each event touched."""
+        the evaluator then re-asks every probe at every stage (scoring stays incremental)."""
         if not self._tracks_changes:
             return None
         try:
@@ -203,7 +203,7 @@ def _facts(data: Any, probe_id: str) -> list[RetrievedFact]:
                 validated,
                 frozenset(flags),
             )
-        )  # type: ignore[arg-type]
+        )
     return out
 
 

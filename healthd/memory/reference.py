@@ -12,16 +12,22 @@ three forgetting mechanisms, each switchable so a report can show which layer le
   replacement; tombstoned records are filtered unless history is asked for.
 * ``propagation``: when a key is left with no live record, records that depend on it end too.
 
-An explicit invalidation always ends its record. Event time rules: a late, backdated event
-never overrides a record observed later.
+An explicit invalidation always ends its record. Event time rules, in every arrival order:
+each key keeps a log of its assertions and ends, and its records are derived again from that
+log in event-time order (arrival order breaks ties) whenever it changes, so a late, backdated
+event takes its place in history and never overrides a record observed later. Cascades are
+decided once an event is fully applied (replacing a key's only value never empties it): a
+record ends at the first instant after its assertion at which a key it depends on was left
+with no value, whatever that key holds now. A dependency cycle cascades nothing.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +37,7 @@ from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
+from healthd.memory._validity import Cut, LogOp, fold, removals
 from healthd.model import (
     DOMAINS,
     HISTORICAL,
@@ -84,7 +91,8 @@ CREATE TABLE IF NOT EXISTS records (
     ended_at REAL,
     superseded_by INTEGER,
     end_reason TEXT,
-    event_id TEXT NOT NULL
+    event_id TEXT NOT NULL,
+    opened_by INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_key ON records(namespace, subject, predicate, state);
 CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
@@ -108,6 +116,26 @@ CREATE TABLE IF NOT EXISTS key_removals (
     predicate TEXT NOT NULL,
     removed_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS key_log (
+    namespace TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at REAL NOT NULL,
+    asserts INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    multi INTEGER NOT NULL,
+    end_state TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    depends_on TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    written_at REAL NOT NULL,
+    expires_after REAL,
+    purge_after REAL
+);
+CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
 CREATE INDEX IF NOT EXISTS key_removals_key ON key_removals(namespace, subject, predicate);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -182,8 +210,15 @@ class ReferenceMemory:
                 ).fetchone()
         except sqlite3.Error as exc:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
-        self._clock: float | None = row[0] if row else None
+        log = self._db.execute(
+            "SELECT max(written_at), max(seq) FROM key_log WHERE namespace = ?", (namespace,)
+        ).fetchone()
+        self._clock: float | None = row[0] if row is not None and row[0] is not None else log[0]
+        self._seq: int = log[1] or 0
         self._touched: set[FactKey] = set()
+        # Each key's log as read once from the store and kept in step with every write: the
+        # store is the record, this spares re-reading and re-parsing it on every fold.
+        self._logs: dict[FactKey, _KeyLog] = {}
         self._asked_until: float | None = None
 
     # -- settings -------------------------------------------------------------------------
@@ -203,31 +238,40 @@ class ReferenceMemory:
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({ids})", ns)
             self._db.execute("DELETE FROM record_deps WHERE namespace = ?", ns)
             self._db.execute("DELETE FROM key_removals WHERE namespace = ?", ns)
+            self._db.execute("DELETE FROM key_log WHERE namespace = ?", ns)
             self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
         self._clock = None
+        self._seq = 0
+        self._logs.clear()
         self._touched.clear()
         self._asked_until = None
 
     def apply(self, event: ChangeEvent) -> None:
         at = _ts(event.timestamp)
         self._clock = at if self._clock is None else max(self._clock, at)
+        fact = event.fact
         try:
             with self._tx():
                 if event.type in ("added", "revalidated"):
-                    self._assert(event.fact, at, event)
-                elif event.type == "revised":
+                    self._log_assert(event, fact, at)
+                elif event.previous is not None:  # a revision, which the model requires
                     previous = event.previous
-                    assert previous is not None
                     if self.supersession and (
-                        previous.key != event.fact.key
+                        previous.key != fact.key
                         or event.multi_valued
                         or self._is_multi(previous.key)
                     ):
-                        self._end(previous, at, "superseded", f"revised to {event.fact.value!r}")
-                    self._assert(event.fact, at, event)
+                        reason = f"revised to {fact.value!r}"
+                        self._log_end(event, previous, at, "superseded", reason, False)
+                    self._log_assert(event, fact, at)
                 else:
-                    self._end(event.fact, at, "invalidated", event.reason or "invalidated")
+                    reason = event.reason or "invalidated"
+                    self._log_end(event, fact, at, "invalidated", reason, event.multi_valued)
+                # Cascades are decided once the whole event is in: a revision that replaces
+                # a key's only value never leaves it empty.
+                self._settle(event.keys)
         except sqlite3.Error as exc:
+            self._logs.clear()  # the write was rolled back: read the logs from the store again
             raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
@@ -418,163 +462,335 @@ class ReferenceMemory:
 
     def _is_multi(self, key: FactKey) -> bool:
         row = self._db.execute(
-            "SELECT multi FROM records WHERE namespace = ? AND subject = ? AND predicate = ? "
-            "ORDER BY multi DESC LIMIT 1",
+            "SELECT 1 FROM key_log WHERE namespace = ? AND subject = ? AND predicate = ? "
+            "AND multi = 1 LIMIT 1",
             (self.namespace, key.subject, key.predicate),
         ).fetchone()
-        return bool(row and row[0])
+        return row is not None
 
-    def _live(self, key: FactKey) -> list[tuple[int, str, float]]:
-        return self._db.execute(
-            "SELECT id, value, updated_at FROM records WHERE namespace = ? AND subject = ? "
-            "AND predicate = ? AND state = 'active'",
-            (self.namespace, key.subject, key.predicate),
-        ).fetchall()
-
-    def _expiry(self, domain: str, at: float) -> tuple[float | None, float | None]:
+    def _expiry_after(self, domain: str) -> tuple[float | None, float | None]:
+        """How long after a validation a record soft-expires and is purged, as set now: the
+        log keeps it with each entry, so a later TTL change touches only later writes."""
         if not self.ttl:
             return None, None
         ttl = self.ttl_windows[domain].total_seconds()
-        return at + ttl, at + ttl * (1.0 + self.grace)
+        return ttl, ttl * (1.0 + self.grace)
 
-    def _assert(self, fact: Fact, at: float, event: ChangeEvent) -> None:
-        key = fact.key
-        multi = event.multi_valued or self._is_multi(key)
-        live = self._live(key)
-        self._touched.add(key)
-        for rid, value, updated in live:
-            if value == fact.value:
-                if at > updated:
-                    expires, purge = self._expiry(fact.domain, at)
-                    self._db.execute(
-                        "UPDATE records SET updated_at = ?, expires_at = ?, "
-                        "purge_at = ? WHERE id = ?",
-                        (at, expires, purge, rid),
-                    )
-                    if self.supersession and not multi:
-                        self._supersede(
-                            key, [r for r in live if r[0] != rid and r[2] <= at], rid, at
-                        )
-                return
-        newer = [r for r in live if r[2] > at] if self.supersession and not multi else []
-        rid = self._insert(fact, at, event, multi)
-        if newer:
-            latest = max(newer, key=lambda r: r[2])
-            self._db.execute(
-                "UPDATE records SET state = 'superseded', superseded_by = ?, "
-                "ended_at = ?, end_reason = 'a newer value was already known' "
-                "WHERE id = ?",
-                (latest[0], latest[2], rid),
-            )
-            return
-        if self.supersession and not multi:
-            self._supersede(key, live, rid, at)
-        if self.propagation and event.depends_on and self._removed_after(event.depends_on, at):
-            self._db.execute(
-                "UPDATE records SET state = 'invalidated', ended_at = ?, "
-                "end_reason = 'a dependency was removed' WHERE id = ?",
-                (at, rid),
-            )
-
-    def _insert(self, fact: Fact, at: float, event: ChangeEvent, multi: bool) -> int:
-        expires, purge = self._expiry(fact.domain, at)
-        written = self._clock if self._clock is not None else at
-        cur = self._db.execute(
-            "INSERT INTO records (namespace, subject, predicate, value, domain, multi, created_at,"
-            " updated_at, expires_at, purge_at, event_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
+        expires, purge = self._expiry_after(fact.domain)
+        metadata = json.dumps(dict(sorted(event.metadata.items())))
+        written = self._clock if self._clock is not None else op.at
+        self._db.execute(
+            "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
+            " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
+            " expires_after, purge_after) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.namespace,
                 fact.subject,
                 fact.predicate,
-                fact.value,
-                fact.domain,
+                op.seq,
+                op.at,
+                int(op.asserts),
+                op.value,
+                op.domain,
                 int(multi),
+                op.end_state,
+                op.reason,
+                json.dumps([list(k) for k in op.depends_on]),
+                metadata,
+                event.id,
                 written,
-                at,
                 expires,
                 purge,
-                event.id,
+            ),
+        )
+        cached = self._logs.get(fact.key)
+        if cached is not None:
+            cached.ops.append(op)
+            cached.multi = cached.multi or multi
+            cached.extra[op.seq] = (metadata, event.id, written, expires, purge)
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _log_assert(self, event: ChangeEvent, fact: Fact, at: float) -> None:
+        op = LogOp(self._next_seq(), at, True, fact.value, fact.domain, "", "", event.depends_on)
+        self._log(event, fact, op, event.multi_valued)
+
+    def _log_end(
+        self, event: ChangeEvent, fact: Fact, at: float, state: str, reason: str, multi: bool
+    ) -> None:
+        self._log(
+            event,
+            fact,
+            LogOp(self._next_seq(), at, False, fact.value, fact.domain, state, reason),
+            multi,
+        )
+
+    def _settle(self, keys: Iterable[FactKey]) -> None:
+        """Re-derive the records of ``keys`` from their logs, then of every key whose cascade
+        reads a key whose removals changed, until nothing changes."""
+        queue = list(dict.fromkeys(keys))
+        queued = set(queue)
+        while queue:
+            key = queue.pop(0)
+            queued.discard(key)
+            if self._refold(key) and self.propagation:
+                for dependent in self._dependents(key):
+                    if dependent not in queued:
+                        queue.append(dependent)
+                        queued.add(dependent)
+
+    def _read_log(self, key: FactKey) -> tuple[list[LogOp], bool, dict[int, _Extra]]:
+        """The key's log as fold operations, whether it is multi-valued, and per entry what
+        a record needs besides (metadata, event id, write time, expiry and purge delays)."""
+        cached = self._logs.get(key)
+        if cached is None:
+            cached = self._logs[key] = _KeyLog(*self._load_log(key))
+        return cached.ops, cached.multi, cached.extra
+
+    def _load_log(self, key: FactKey) -> tuple[list[LogOp], bool, dict[int, _Extra]]:
+        rows = self._db.execute(
+            "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
+            " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
+            " WHERE namespace = ? AND subject = ? AND predicate = ?",
+            (self.namespace, key.subject, key.predicate),
+        ).fetchall()
+        ops: list[LogOp] = []
+        extra: dict[int, _Extra] = {}
+        multi = False
+        for (
+            seq,
+            at,
+            asserts,
+            value,
+            domain,
+            is_multi,
+            end_state,
+            reason,
+            deps,
+            meta,
+            event_id,
+            written,
+            expires_after,
+            purge_after,
+        ) in rows:
+            depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
+            ops.append(LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on))
+            extra[seq] = (meta, event_id, written, expires_after, purge_after)
+            multi = multi or bool(is_multi)
+        return ops, multi, extra
+
+    def _refold(self, key: FactKey) -> bool:
+        """Fold the key's log into records; True when the instants at which the key is left
+        with no value changed (the keys depending on it must then be folded again)."""
+        ops, multi, extra = self._read_log(key)
+        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
+        intervals = fold(ops, multi=multi, supersession=self.supersession, cascade=cascade)
+
+        existing = {
+            opened_by: (rid, rest)
+            for rid, opened_by, *rest in self._db.execute(
+                "SELECT id, opened_by, domain, multi, updated_at, expires_at, purge_at, state,"
+                " ended_at, end_reason FROM records"
+                " WHERE namespace = ? AND subject = ? AND predicate = ?",
+                (self.namespace, key.subject, key.predicate),
+            )
+        }
+        record_of: dict[int, int] = {}
+        for interval in intervals:
+            opener, validated = interval.opener, interval.validated
+            _, _, _, expires_after, purge_after = extra[validated.seq]
+            wanted = [
+                opener.domain,
+                int(multi),
+                validated.at,
+                None if expires_after is None else validated.at + expires_after,
+                None if purge_after is None else validated.at + purge_after,
+                interval.end_state or "active",
+                interval.end,
+                interval.end_reason,
+            ]
+            found = existing.pop(opener.seq, None)
+            if found is None:
+                meta, event_id, written, _, _ = extra[opener.seq]
+                record_of[opener.seq] = self._insert(key, opener, wanted, meta, event_id, written)
+            else:
+                record_of[opener.seq] = found[0]
+                if list(found[1]) != wanted:
+                    self._db.execute(
+                        "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
+                        " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
+                        (*wanted, found[0]),
+                    )
+        for interval in intervals:
+            if interval.superseded_by is not None:
+                self._db.execute(
+                    "UPDATE records SET superseded_by = ? WHERE id = ?",
+                    (record_of[interval.superseded_by], record_of[interval.opener.seq]),
+                )
+        merged = [rid for rid, _ in existing.values()]  # openers that now re-validate instead
+        if merged:
+            marks = ",".join("?" * len(merged))
+            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
+        self._touched.add(key)
+
+        ends = removals(intervals)
+        known = [
+            at
+            for (at,) in self._db.execute(
+                "SELECT removed_at FROM key_removals WHERE namespace = ? AND subject = ? "
+                "AND predicate = ? ORDER BY removed_at",
+                (self.namespace, key.subject, key.predicate),
+            )
+        ]
+        if known == ends:
+            return False
+        self._db.execute(
+            "DELETE FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ?",
+            (self.namespace, key.subject, key.predicate),
+        )
+        self._db.executemany(
+            "INSERT INTO key_removals (namespace, subject, predicate, removed_at) VALUES (?,?,?,?)",
+            [(self.namespace, key.subject, key.predicate, at) for at in ends],
+        )
+        return True
+
+    def _insert(
+        self,
+        key: FactKey,
+        opener: LogOp,
+        wanted: list[Any],
+        meta: str,
+        event_id: str,
+        written: float,
+    ) -> int:
+        cur = self._db.execute(
+            "INSERT INTO records (namespace, subject, predicate, value, domain, multi, created_at,"
+            " updated_at, expires_at, purge_at, state, ended_at, end_reason, event_id, opened_by)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.namespace,
+                key.subject,
+                key.predicate,
+                opener.value,
+                *wanted[:2],
+                written,
+                *wanted[2:],
+                event_id,
+                opener.seq,
             ),
         )
         rid = cur.lastrowid
         assert rid is not None
+        fact = Fact(key.subject, key.predicate, opener.value, opener.domain)
         self._db.execute(
             "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
         )
-        if event.depends_on:
+        if opener.depends_on:
             self._db.executemany(
                 "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
-                [(rid, self.namespace, d.subject, d.predicate) for d in event.depends_on],
+                [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on],
             )
-        if event.metadata:
+        metadata: dict[str, str] = json.loads(meta)
+        if metadata:
             self._db.executemany(
                 "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
-                [(rid, k, v) for k, v in event.metadata.items()],
+                [(rid, k, v) for k, v in metadata.items()],
             )
         return rid
 
-    def _supersede(
-        self, key: FactKey, rows: Iterable[tuple[int, str, float]], by: int, at: float
-    ) -> None:
-        ids = [r[0] for r in rows if r[0] != by]
-        if ids:
-            self._db.executemany(
-                "UPDATE records SET state = 'superseded', superseded_by = ?, ended_at = ?, "
-                "end_reason = 'revised' WHERE id = ?",
-                [(by, at, i) for i in ids],
-            )
-            self._touched.add(key)
+    def _cascade(self, visiting: frozenset[FactKey]) -> Callable[[LogOp], Cut | None]:
+        """For an assertion in the fold of the last of ``visiting``: the first instant after
+        it at which one of its dependencies was left with no value. A dependency cycle
+        cascades nothing around itself: a dependency that leads back to a key being folded
+        is judged by its own log, without what it depends on in that cycle."""
 
-    def _end(self, fact: Fact, at: float, state: str, reason: str) -> None:
-        key = fact.key
-        self._touched.add(key)
-        ended = [
-            rid for rid, value, updated in self._live(key) if value == fact.value and updated <= at
-        ]
-        if not ended:
-            return
-        self._db.executemany(
-            "UPDATE records SET state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
-            [(state, at, reason, rid) for rid in ended],
-        )
-        if self.propagation and not self._live(key):
-            self._cascade(key, at)
+        known: dict[FactKey, list[float]] = {}  # one fold asks about the same keys often
 
-    def _cascade(self, key: FactKey, at: float) -> None:
-        self._db.execute(
-            "INSERT INTO key_removals (namespace, subject, predicate, removed_at) VALUES (?,?,?,?)",
-            (self.namespace, key.subject, key.predicate, at),
+        def removals_of(dep: FactKey) -> list[float]:
+            ends = known.get(dep)
+            if ends is None:
+                if self._reachable(dep) & visiting:
+                    ends = self._removals_within(dep, visiting | {dep})
+                else:
+                    ends = [
+                        at
+                        for (at,) in self._db.execute(
+                            "SELECT removed_at FROM key_removals WHERE namespace = ? AND "
+                            "subject = ? AND predicate = ? ORDER BY removed_at",
+                            (self.namespace, dep.subject, dep.predicate),
+                        )
+                    ]
+                known[dep] = ends
+            return ends
+
+        def cut(op: LogOp) -> Cut | None:
+            first: Cut | None = None
+            for dep in op.depends_on:
+                if dep in visiting:
+                    continue
+                ends = removals_of(dep)
+                index = bisect.bisect_right(ends, op.at)
+                removed = ends[index] if index < len(ends) else None
+                if removed is not None and (first is None or removed < first[0]):
+                    first = (removed, f"{dep} was removed")
+            return first
+
+        return cut
+
+    def _removals_within(self, key: FactKey, visiting: frozenset[FactKey]) -> list[float]:
+        ops, multi, _ = self._read_log(key)
+        cascade = self._cascade(visiting) if self.propagation else _no_cut
+        return removals(fold(ops, multi=multi, supersession=self.supersession, cascade=cascade))
+
+    def _depends_on(self, key: FactKey) -> list[FactKey]:
+        rows = self._db.execute(
+            "SELECT DISTINCT d.subject, d.predicate FROM records r JOIN record_deps d "
+            "ON d.record_id = r.id WHERE r.namespace = ? AND r.subject = ? AND r.predicate = ?",
+            (self.namespace, key.subject, key.predicate),
         )
-        dependents = self._db.execute(
-            "SELECT r.id, r.subject, r.predicate FROM record_deps d JOIN records r "
+        return [FactKey(s, p) for s, p in rows]
+
+    def _reachable(self, start: FactKey) -> set[FactKey]:
+        """Every key ``start`` depends on, transitively, through its records."""
+        seen: set[FactKey] = set()
+        stack = [start]
+        while stack:
+            for dep in self._depends_on(stack.pop()):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        return seen
+
+    def _dependents(self, key: FactKey) -> list[FactKey]:
+        rows = self._db.execute(
+            "SELECT DISTINCT r.subject, r.predicate FROM record_deps d JOIN records r "
             "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
-            "AND r.state = 'active' AND r.updated_at < ?",
-            (self.namespace, key.subject, key.predicate, at),
-        ).fetchall()
-        emptied: set[FactKey] = set()
-        for rid, subject, predicate in dependents:
-            self._db.execute(
-                "UPDATE records SET state = 'invalidated', ended_at = ?, "
-                "end_reason = ? WHERE id = ?",
-                (at, f"{key} was removed", rid),
-            )
-            dep_key = FactKey(subject, predicate)
-            self._touched.add(dep_key)
-            emptied.add(dep_key)
-        for dep_key in emptied:
-            if not self._live(dep_key):
-                self._cascade(dep_key, at)
+            "ORDER BY r.subject, r.predicate",
+            (self.namespace, key.subject, key.predicate),
+        )
+        return [FactKey(s, p) for s, p in rows]
 
-    def _removed_after(self, keys: Sequence[FactKey], at: float) -> bool:
-        for key in keys:
-            row = self._db.execute(
-                "SELECT 1 FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ? "
-                "AND removed_at > ? LIMIT 1",
-                (self.namespace, key.subject, key.predicate, at),
-            ).fetchone()
-            if row and not self._live(key):
-                return True
-        return False
+
+def _no_cut(op: LogOp) -> Cut | None:
+    return None
+
+
+#: What a record takes from the log entry that opened it: metadata (JSON), event id, write
+#: time, and the soft-expiry and purge delays in force when it was written.
+_Extra = tuple[str, str, float, float | None, float | None]
+
+
+@dataclass(slots=True)
+class _KeyLog:
+    ops: list[LogOp]
+    multi: bool
+    extra: dict[int, _Extra]
 
 
 _SWITCHES = {
@@ -592,7 +808,9 @@ _SWITCHES = {
 @register_memory("reference")
 def reference_memory(options: Mapping[str, Any]) -> ReferenceMemory:
     reject_unknown(options, _SWITCHES, "reference")
-    windows = {d: duration(options, f"ttl_{d}", DEFAULT_TTL[d]) for d in DOMAINS}
+    windows: dict[str, timedelta] = {
+        d: duration(options, f"ttl_{d}", DEFAULT_TTL[d]) for d in DOMAINS
+    }
     try:
         grace = float(options.get("grace", 1.0))
     except ValueError:

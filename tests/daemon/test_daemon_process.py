@@ -48,7 +48,10 @@ def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_dae
                 expected = final[bucket][ratio]
                 got = sample(metrics, f"healthd_{ratio}_ratio", target=name, domain=bucket)
                 assert got == expected, (name, bucket, ratio)  # None: absent, never 0
-        assert sample(metrics, "healthd_conflicts", target=name) == final["all"]["conflicts"]
+        assert (
+            sample(metrics, "healthd_conflicts", target=name, domain="all")
+            == final["all"]["conflicts"]
+        )
         assert sample(metrics, "healthd_probes", target=name) == len(target["final"]["probes"])
         assert sample(metrics, "healthd_events_replayed_total", target=name) == 135
         assert _runs(metrics, name) >= 1

@@ -275,6 +275,12 @@ def test_metrics_from_the_runner_leave_nulls_out(tmp_path):
                 sample(after, f"healthd_{ratio}_ratio", target="reference", domain=bucket)
                 == values[ratio]
             )
+    for target in ("reference", "naive"):
+        for bucket, values in _expected(EXAMPLE, target).items():  # conflicts too, per domain
+            assert (
+                sample(after, "healthd_conflicts", target=target, domain=bucket)
+                == (values["conflicts"])
+            )
     runner.close()
     state.close()
 

@@ -1,0 +1,116 @@
+"""How the reference memory folds one key's log into validity intervals, in event time.
+
+Pure: no I/O, no clock. Operations are taken in event-time order (arrival order breaks ties),
+whatever order they arrived in, so a late, backdated event lands where it happened and never
+overrides a record observed later. The reference memory stores the log and re-folds a key
+whenever it changes, which is what makes every arrival order give the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from healthd.model import Domain, FactKey
+
+#: (instant, reason) at which a dependency's removal ends an interval.
+Cut = tuple[float, str]
+
+
+@dataclass(frozen=True, slots=True)
+class LogOp:
+    """One entry of a key's log: an assertion of a value, or the end of one."""
+
+    seq: int  # arrival order, global to the memory
+    at: float  # event time
+    asserts: bool
+    value: str
+    domain: Domain
+    end_state: str = "invalidated"  # for an end: "invalidated" or "superseded"
+    reason: str = ""
+    depends_on: tuple[FactKey, ...] = ()
+
+
+@dataclass(slots=True)
+class Validity:
+    """A stretch of event time during which the key held ``value``; becomes one record."""
+
+    opener: LogOp
+    validated: LogOp  # the newest assertion within the stretch (its time stamps the expiry)
+    end: float | None = None
+    end_state: str | None = None
+    end_reason: str | None = None
+    superseded_by: int | None = None  # the opener seq of the interval that replaced it
+
+
+def fold(
+    ops: Iterable[LogOp],
+    *,
+    multi: bool,
+    supersession: bool,
+    cascade: Callable[[LogOp], Cut | None],
+) -> list[Validity]:
+    """The key's intervals, in order of start.
+
+    An assertion of a value already held re-validates it. With ``supersession`` a new value
+    of a single-valued key ends the values held. An end closes its value if held. ``cascade``
+    gives, for an opening assertion, the first instant after it at which a dependency was
+    left with no value: the interval ends there unless something ends it first, and an
+    assertion at or after that instant starts the value afresh.
+    """
+    out: list[Validity] = []
+    held: dict[str, Validity] = {}
+    cuts: dict[str, Cut] = {}
+
+    def apply_cuts(until: float | None) -> None:
+        for value, (at, reason) in list(cuts.items()):
+            if until is None or at <= until:
+                closed = held.pop(value)
+                closed.end, closed.end_state, closed.end_reason = at, "invalidated", reason
+                del cuts[value]
+
+    for op in sorted(ops, key=lambda o: (o.at, o.seq)):
+        apply_cuts(op.at)
+        current = held.get(op.value)
+        if op.asserts:
+            if current is not None:
+                if op.at > current.validated.at:
+                    current.validated = op
+                continue
+            if supersession and not multi:
+                for replaced in held.values():
+                    replaced.end, replaced.end_state = op.at, "superseded"
+                    replaced.end_reason = f"revised to {op.value!r}"
+                    replaced.superseded_by = op.seq
+                held.clear()
+                cuts.clear()
+            opened = Validity(op, op)
+            held[op.value] = opened
+            out.append(opened)
+            cut = cascade(op) if op.depends_on else None
+            if cut is not None:
+                cuts[op.value] = cut
+        elif current is not None:
+            del held[op.value]
+            cuts.pop(op.value, None)
+            current.end, current.end_state, current.end_reason = op.at, op.end_state, op.reason
+    apply_cuts(None)
+    return out
+
+
+def removals(intervals: Sequence[Validity]) -> list[float]:
+    """The instants at which the key is left with no value: ends of its covered spans."""
+    out: list[float] = []
+    span_end: float | None = None
+    for interval in sorted(intervals, key=lambda i: i.opener.at):
+        start = interval.opener.at
+        if span_end is not None and start > span_end:
+            out.append(span_end)
+            span_end = None
+        if interval.end is None:
+            return out
+        if span_end is None or interval.end > span_end:
+            span_end = interval.end
+    if span_end is not None:
+        out.append(span_end)
+    return out

@@ -1,0 +1,102 @@
+"""Random timelines for the property tests: every shape of history the core must get right.
+
+Several ``depends_on`` keys per event (chains and cycles), revisions that move a fact to
+another key, keys declared multi-valued by some events and not others, values that change
+domain, events in any arrival order (backdated removals and re-adds included), many events
+at one instant, and gaps longer than a short TTL x (1 + grace).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from hypothesis import strategies as st
+from timeline_builders import day, fact
+
+from healthd.model import ChangeEvent, Fact, FactKey
+
+#: Examples per property in the test command; scripts/property-run.sh raises it.
+EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "1000"))
+
+SUBJECTS = ("a", "b", "c")
+PREDICATES = {
+    "exists": "tech",
+    "lang": "tech",
+    "owner": "ownership",
+    "choice": "decision",
+    "tags": "requirement",
+    "mixed": None,  # each value in its own domain: a key whose values change domain
+}
+DOMAIN_OF_VALUE = {"1": "tech", "2": "ownership", "3": "decision"}
+VALUES = ("1", "2", "3")
+SHORT_TTL = {
+    "ownership": timedelta(days=7),
+    "tech": timedelta(days=15),
+    "decision": timedelta(days=20),
+    "requirement": timedelta(days=30),
+}
+#: Keys a fact may depend on: a module's existence, another fact (chains), a multi-valued key.
+DEPENDENCY_KEYS = tuple(FactKey(s, p) for s in SUBJECTS for p in ("exists", "lang", "tags"))
+
+
+def _rank(key: FactKey) -> tuple[str, int]:
+    order = {"exists": 0, "tags": 1, "lang": 2}
+    return key.subject, order.get(key.predicate, 3)
+
+
+def make_fact(subject: str, predicate: str, value: str) -> Fact:
+    return fact(subject, predicate, value, PREDICATES[predicate] or DOMAIN_OF_VALUE[value])
+
+
+facts = st.builds(
+    make_fact,
+    st.sampled_from(SUBJECTS),
+    st.sampled_from(sorted(PREDICATES)),
+    st.sampled_from(VALUES),
+)
+# Small times give many ties at one instant; large ones give gaps past every short TTL.
+times = st.one_of(st.integers(0, 6), st.integers(0, 200))
+
+
+@st.composite
+def raw_events(draw: st.DrawFn, acyclic: bool = False) -> tuple:
+    kind = draw(
+        st.sampled_from(["added", "added", "revised", "revised", "invalidated", "revalidated"])
+    )
+    current = draw(facts)
+    if kind == "revised":
+        # mostly the same key, sometimes a move to another key
+        same_key = draw(st.booleans()) or draw(st.booleans())
+        previous = (
+            make_fact(current.subject, current.predicate, draw(st.sampled_from(VALUES)))
+            if same_key
+            else draw(facts)
+        )
+    else:
+        previous = None
+    deps = draw(st.lists(st.sampled_from(DEPENDENCY_KEYS), max_size=2, unique=True))
+    if acyclic:  # a fact depends only on keys that come before its own: no cycle
+        deps = [d for d in deps if _rank(d) < _rank(current.key)]
+    multi = current.predicate == "tags" or draw(st.integers(0, 9)) == 0  # toggled by some
+    return kind, current, previous, tuple(deps), multi, draw(times)
+
+
+def build(raw: list[tuple]) -> list[ChangeEvent]:
+    return [
+        ChangeEvent(
+            f"e{n}",
+            kind,
+            day(at),
+            "prop",
+            current,
+            previous=previous,
+            depends_on=deps,
+            metadata={"cardinality": "multi"} if multi else {},
+        )
+        for n, (kind, current, previous, deps, multi, at) in enumerate(raw)
+    ]
+
+
+def timelines(acyclic: bool = False, max_size: int = 30) -> st.SearchStrategy[list[ChangeEvent]]:
+    return st.lists(raw_events(acyclic), min_size=1, max_size=max_size).map(build)
