@@ -1,11 +1,18 @@
-"""Benchmark of the sidecar: resident memory when idle with the bundled example, and
-/metrics latency under 200 requests sent from a second process.
+"""Benchmark of the sidecar.
 
     .venv/bin/python benchmarks/bench_daemon.py [--requests 200] [--idle 5]
+    .venv/bin/python benchmarks/bench_daemon.py --replay 20000
 
-Starts `python -m healthd run` with the built-in default configuration (the bundled example
-against the reference and naive memories, every minute), a fresh state directory and a free
-127.0.0.1 port; prints one JSON object.
+Default: starts `python -m healthd run` with the built-in default configuration (the bundled
+example against the reference and naive memories, every minute), a fresh state directory and
+a free 127.0.0.1 port, and measures resident memory when idle and /metrics latency under
+requests sent from a second process.
+
+``--replay N``: the daemon's first run over N generated events (the evaluator benchmark's
+mix), side by side in one process: the reference memory's persistent shadow (the daemon's
+default, SQLite on disk) against the same memory in process memory (``path = ":memory:"``),
+their ratio, and the cost of a restart of the persistent one (restoring the shadow, then a
+run with nothing new). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -56,11 +64,92 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+def _replay_run(
+    tmp: str, timeline: str, name: str, options: str
+) -> tuple[tuple[float, float], Any, Any]:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from healthd.daemon.runner import Runner
+    from healthd.daemon.state import StateStore
+    from healthd.exporters.tracing import build_tracer_provider, get_tracer
+    from healthd.settings import load_settings
+
+    config = Path(tmp) / f"{name}.toml"
+    config.write_text(
+        f'state_path = "{Path(tmp) / name / "state.sqlite"}"\n'
+        f'[sources.bench]\nkind = "file"\npath = "{timeline}"\n'
+        f'[targets.reference]\nkind = "reference"\nshadow = true\n{options}\n'
+    )
+    settings = load_settings(str(config))
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+
+    def start() -> tuple[Runner, StateStore]:
+        state = StateStore(settings.state_path)
+        return Runner(settings, state, tracer), state
+
+    runner, state = start()
+    t0, c0 = time.perf_counter(), time.process_time()
+    summary = runner.run_once()
+    seconds = (time.perf_counter() - t0, time.process_time() - c0)
+    metrics = summary.targets["reference"]["metrics"] if summary else None
+    runner.close()
+    state.close()
+    t0 = time.perf_counter()
+    runner, state = start()
+    again = runner.run_once()
+    restart = time.perf_counter() - t0
+    runner.close()
+    state.close()
+    return seconds, metrics, {"seconds": restart, "replayed": again and again.targets}
+
+
+def replay_benchmark(events: int) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_evaluator import generate
+
+    from healthd.logging import configure_logging
+    from healthd.timeline import write_timeline
+
+    configure_logging("warning", "json", stream=open(os.devnull, "w"))  # noqa: SIM115
+    with tempfile.TemporaryDirectory() as tmp:
+        timeline = os.path.join(tmp, "timeline.jsonl")
+        with open(timeline, "w") as out:
+            write_timeline(generate(events, max(1, events // 10)), out)
+        memory_s, memory_metrics, _ = _replay_run(tmp, timeline, "memory", 'path = ":memory:"')
+        disk_s, disk_metrics, restart = _replay_run(tmp, timeline, "disk", "")
+    replayed = restart["replayed"]["reference"]["replayed"] if restart["replayed"] else None
+    return {
+        "events": events,
+        "first_run_seconds": {
+            "in_memory": round(memory_s[0], 2),
+            "persistent": round(disk_s[0], 2),
+        },
+        "first_run_cpu_seconds": {
+            "in_memory": round(memory_s[1], 2),
+            "persistent": round(disk_s[1], 2),
+        },
+        "events_per_second": {
+            "in_memory": round(events / memory_s[0]),
+            "persistent": round(events / disk_s[0]),
+        },
+        "ratio_persistent_to_in_memory": round(disk_s[0] / memory_s[0], 2),
+        "identical_metrics": memory_metrics == disk_metrics,
+        "restart_persistent": {
+            "seconds": round(restart["seconds"], 2),
+            "events_replayed_after_restart": replayed,
+        },
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--idle", type=float, default=5.0, help="seconds idle before measuring")
+    parser.add_argument("--replay", type=int, metavar="N", help="first-run replay of N events")
     args = parser.parse_args()
+    if args.replay:
+        print(json.dumps(replay_benchmark(args.replay), indent=1))
+        return 0
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHD_", "OTEL_"))}

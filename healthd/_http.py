@@ -28,7 +28,7 @@ from typing import Any
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 
-from healthd import __version__
+from healthd import __version__, _stop
 
 USER_AGENT = f"healthd/{__version__}"
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
@@ -139,7 +139,7 @@ class HttpClient:
         *,
         headers: Mapping[str, str] | None = None,
         secrets: tuple[str, ...] = (),
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = _stop.sleep,
         clock: Callable[[], float] = time.time,
         rng: Callable[[], float] = random.random,
     ) -> None:
@@ -246,6 +246,8 @@ class HttpClient:
         attempt = 0
         rate_waits = 0
         while True:
+            if _stop.STOPPING.is_set():
+                raise HttpError(self.redact(f"{method} {where}: stopped, healthd is shutting down"))
             try:
                 self.requests_made += 1
                 response = self.session.request(

@@ -19,7 +19,7 @@ from healthd import __version__
 from healthd.errors import ConfigError, HealthdError, SourceError
 from healthd.evaluator import MODES, TargetResult, evaluate
 from healthd.exporters.report import render_table, report_json
-from healthd.logging import CurrentStderr, configure_logging
+from healthd.logging import CurrentStderr, configure_logging, redact_text
 from healthd.memory import build_memory, parse_target
 from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set, load_probe_file
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args)
     except HealthdError as exc:
-        print(f"healthd: error: {exc}", file=sys.stderr)
+        print(f"healthd: error: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0

@@ -171,6 +171,7 @@ class Settings(BaseSettings):
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
     forgetting_window: int = Field(3, ge=1)
+    checkpoint_events: int = Field(1000, ge=1)
     mode: Literal["full", "incremental"] = "incremental"
     server: ServerConfig = Field(default_factory=ServerConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -202,14 +203,34 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ):
-        # Environment beats the file; init arguments (tests) beat both.
-        return (init_settings, _Env(settings_cls), TomlConfigSettingsSource(settings_cls))
+        # Environment beats the file; init arguments (tests) beat both. Without a file the
+        # built-in source and target tables are the lowest layer, so that a variable such as
+        # HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them.
+        layers: list[PydanticBaseSettingsSource] = [init_settings, _Env(settings_cls)]
+        if settings_cls.model_config.get("toml_file") is None:
+            layers.append(_BuiltinTables(settings_cls))
+        else:
+            layers.append(TomlConfigSettingsSource(settings_cls))
+        return tuple(layers)
 
     # -- derived --------------------------------------------------------------------------
 
     @property
     def state_dir(self) -> Path:
         return Path(self.state_path).resolve().parent
+
+
+class _BuiltinTables(PydanticBaseSettingsSource):
+    """The default ``[sources]`` and ``[targets]`` tables as plain data, under everything."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - not used
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            "sources": {n: c.model_dump() for n, c in _default_sources().items()},
+            "targets": {n: c.model_dump() for n, c in _default_targets().items()},
+        }
 
 
 class _Env(PydanticBaseSettingsSource):

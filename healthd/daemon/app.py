@@ -1,13 +1,19 @@
 """`healthd run`: wiring (state, runner, metrics, HTTP server, scheduler) and signals.
 
-SIGTERM and SIGINT stop the scheduler, let a run in progress give up between two events
-(its target's state is left as before the run, and a persistent shadow it was writing is
-marked for a fresh replay), close the state file and exit 0.
+SIGTERM and SIGINT stop the scheduler and set the process-wide stop flag: a run in progress
+gives up between two events (a persistent shadow commits what it has replayed, so the next
+start resumes there), a git clone or fetch is killed, an HTTP request is not retried. The
+state file is closed and the process exits 0 within ``SHUTDOWN_WAIT_SECONDS``. A run that
+still holds on after that (a call that cannot be interrupted) is abandoned: the process
+exits without touching the state file, whose last committed transaction stands, as after a
+kill.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +23,7 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from healthd import __version__
+from healthd import __version__, _stop
 from healthd.daemon.runner import Runner
 from healthd.daemon.scheduler import parse_schedule
 from healthd.daemon.server import HttpServer, build_app
@@ -90,6 +96,7 @@ class Daemon:
         if self._stopping.is_set():
             return
         self._stopping.set()
+        _stop.STOPPING.set()
         self.runner.stop.set()
         log.info("stopping", signal=signal.Signals(signum).name if signum else None)
         threading.Thread(target=self._shutdown_scheduler, name="healthd-stop", daemon=True).start()
@@ -134,16 +141,23 @@ class Daemon:
 
     def close(self) -> None:
         self.runner.stop.set()
+        _stop.STOPPING.set()
         got = self.runner.lock.acquire(timeout=SHUTDOWN_WAIT_SECONDS)
+        if not got:
+            # The run thread is stuck in a call that cannot be interrupted; closing the state
+            # under it would crash it. Leave as a kill would: committed state stands.
+            log.warning("stopped", clean=False, reason="a run did not stop in time; abandoned")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         try:
             self.server.stop()
             self.runner.close()
             self.tracer_provider.shutdown()
             self.state.close()
         finally:
-            if got:
-                self.runner.lock.release()
-        log.info("stopped", clean=got)
+            self.runner.lock.release()
+        log.info("stopped", clean=True)
 
 
 def run(settings: Settings) -> int:

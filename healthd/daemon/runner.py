@@ -32,10 +32,11 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
+from healthd.errors import HealthdError
 from healthd.evaluator import Replay
 from healthd.exporters.report import metrics_json
 from healthd.logging import get_logger, redact_text
-from healthd.memory import Memory, TargetSpec, build_memory
+from healthd.memory import Checkpointed, Memory, TargetSpec, build_memory
 from healthd.model import ChangeEvent
 from healthd.probes import ProbeSet, build_probe_set, load_probe_file
 from healthd.settings import Settings, target_fingerprint
@@ -91,6 +92,7 @@ class TargetRuntime:
     built_fingerprint: str | None = None
     note: str | None = None  # why the next run starts from scratch, for the log
     probes: ProbeSet | None = None  # the probe set the replay was last given
+    position: int = 0  # how many of the runner's events the replay has applied
 
 
 @dataclass
@@ -160,21 +162,14 @@ class Runner:
 
     def _restore(self, t: TargetRuntime) -> None:
         row = t.row
-        if row.applied == 0 and row.results is None:
+        if row.applied == 0 and row.results is None and not t.persistent:
             return
-        if row.fingerprint != t.fingerprint:
+        if row.fingerprint and row.fingerprint != t.fingerprint:
             t.note = (
                 "configuration changed since the last run (probe file, staleness, "
                 "forgetting window, mode or target options): fresh replay"
             )
             row.results = None
-            return
-        if row.applied > len(self.events):
-            t.note = "state holds fewer events than the target applied: fresh replay"
-            row.applied = len(self.events)
-            return
-        if row.dirty:
-            t.note = "the previous run was interrupted while writing the shadow: fresh replay"
             return
         if not t.persistent:
             t.note = (
@@ -182,31 +177,91 @@ class Runner:
                 "events from scratch into a fresh one"
             )
             return
-        if row.snapshot is None:
-            t.note = "no replay snapshot stored: fresh replay"
-            return
+        self._resume(t)
+
+    def _resume(self, t: TargetRuntime) -> bool:
+        """Rebuild a persistent shadow's replay from the checkpoint of its last committed
+        batch, without touching the shadow. False (and ``t.note`` says why) when it cannot
+        be, and the next run replays from scratch."""
+        memory: Memory | None = None
         try:
             memory = _build(t)
+            checkpoint = memory.checkpoint() if isinstance(memory, Checkpointed) else None
+            problem = self._checkpoint_problem(t, checkpoint)
+            if problem or checkpoint is None:
+                t.note = problem or t.note
+                memory.close()
+                return False
+            applied = int(checkpoint["applied"])
+            probes = self._current_probes()
             t.replay = Replay.restore(
                 memory,
-                self.probes,
-                self.events[: row.applied],
-                row.snapshot,
+                probes,
+                self.events[:applied],
+                checkpoint["snapshot"],
                 **self._replay_options(),
             )
-            t.probes = self.probes
-            t.memory = memory
-            t.built_fingerprint = t.fingerprint
-            log.info(
-                "shadow restored",
-                target=t.name,
-                events=row.applied,
-                shadow=str(t.options.get("path")),
-                replayed=0,
-            )
+            if isinstance(memory, Checkpointed):
+                memory.batch_writes()
         except Exception as exc:
+            if memory is not None:
+                try:
+                    memory.close()
+                except Exception:
+                    pass
             t.replay = None
-            t.note = f"could not restore the shadow ({type(exc).__name__}: {exc}): fresh replay"
+            t.note = (
+                f"could not restore the shadow ({redact_text(f'{type(exc).__name__}: {exc}')})"
+                ": fresh replay"
+            )
+            return False
+        t.probes = probes
+        t.memory = memory
+        t.built_fingerprint = t.fingerprint
+        t.position = applied
+        t.note = None
+        log.info(
+            "shadow restored",
+            target=t.name,
+            events=applied,
+            shadow=str(t.options.get("path")),
+            replayed=0,
+            pending=len(self.events) - applied,
+        )
+        return True
+
+    def _checkpoint_problem(self, t: TargetRuntime, checkpoint: dict[str, Any] | None) -> str:
+        if checkpoint is None:
+            if t.row.dirty:
+                return "the previous run was interrupted before its first batch: fresh replay"
+            if t.row.applied:
+                return "no replay checkpoint in the shadow: fresh replay"
+            return ""
+        applied = checkpoint.get("applied")
+        if checkpoint.get("fingerprint") != t.fingerprint:
+            return (
+                "configuration changed since the shadow was written (probe file, staleness, "
+                "forgetting window, mode or target options): fresh replay"
+            )
+        if not isinstance(applied, int) or applied > len(self.events):
+            return "the state file holds fewer events than the shadow applied: fresh replay"
+        last = self.events[applied - 1].id if applied else None
+        if checkpoint.get("last_event") != last:
+            return "the shadow's checkpoint does not match the stored events: fresh replay"
+        return ""
+
+    def _commit(self, t: TargetRuntime) -> None:
+        """Make the shadow's writes so far durable, with where the replay has got to."""
+        assert isinstance(t.memory, Checkpointed) and t.replay is not None
+        n = t.position
+        t.memory.commit(
+            {
+                "fingerprint": t.fingerprint,
+                "applied": n,
+                "last_event": self.events[n - 1].id if n else None,
+                "snapshot": t.replay.snapshot(),
+            }
+        )
 
     def _replay_options(self) -> dict[str, Any]:
         return {
@@ -232,7 +287,15 @@ class Runner:
         try:
             if self.stop.is_set():
                 return None
-            return self._run()
+            try:
+                return self._run()
+            except Exception as exc:
+                # Whatever broke, the run failed for every target, and the metrics say so.
+                message = redact_text(f"{type(exc).__name__}: {exc}")
+                log.exception("run crashed", error=message)
+                summary = RunSummary(uuid.uuid4().hex[:12], self.clock(), 0.0, 0)
+                self._fail_all(summary.run_id, summary, message, prefix="run crashed")
+                return summary
         finally:
             self.lock.release()
 
@@ -254,33 +317,33 @@ class Runner:
             self._refresh_probes()
             with self._view_lock:
                 self.events.extend(new)
-            self.state.set_dirty(
-                [
-                    t.name
-                    for t in self.targets.values()
-                    if t.persistent
-                    and (
-                        t.replay is None
-                        or t.row.applied < len(self.events)
-                        or t.fingerprint != t.built_fingerprint
-                    )
-                ],
-                {t.name: t.fingerprint for t in self.targets.values()},
-            )
-            for t in self.targets.values():
-                if self.stop.is_set():
-                    summary.aborted = True
-                    break
-                outcome = self._run_target(t, run_id, started)
-                summary.targets[t.name] = outcome
-                if outcome.get("aborted"):
-                    summary.aborted = True
-            with self.tracer.start_as_current_span("export") as span:
-                record.targets = [t.row for t in self.targets.values()]
-                record.events = list(self._unpersisted)
-                self.state.record_run(record)
+            # The events and cursors are stored before any shadow is written, so a shadow's
+            # checkpoint never names an event a restart would not find in the state file.
+            try:
+                self.state.record_events(self._unpersisted, record.sources)
                 self._unpersisted.clear()
-                span.set_attribute("healthd.targets", len(self.targets))
+                self.state.set_dirty(
+                    [t.name for t in self.targets.values() if t.persistent],
+                    {t.name: t.fingerprint for t in self.targets.values()},
+                )
+            except HealthdError as exc:
+                self._fail_all(run_id, summary, redact_text(str(exc)))
+            else:
+                for t in self.targets.values():
+                    if self.stop.is_set():
+                        summary.aborted = True
+                        break
+                    outcome = self._run_target(t, run_id, started)
+                    summary.targets[t.name] = outcome
+                    if outcome.get("aborted"):
+                        summary.aborted = True
+                with self.tracer.start_as_current_span("export") as span:
+                    record.targets = [t.row for t in self.targets.values()]
+                    try:
+                        self.state.record_run(record)
+                    except HealthdError as exc:
+                        self._fail_all(run_id, summary, redact_text(str(exc)))
+                    span.set_attribute("healthd.targets", len(self.targets))
             summary.duration = time.perf_counter() - t0
             root.set_attribute("healthd.events.new", len(new))
             root.set_attribute(
@@ -295,11 +358,37 @@ class Runner:
             self.last_run = summary
         return summary
 
+    def _fail_all(
+        self,
+        run_id: str,
+        summary: RunSummary,
+        message: str,
+        prefix: str = "state file not written",
+    ) -> None:
+        """The state file could not be written (or the run broke): every target's run this
+        time is a failure (a success already counted is taken back), so the runs-failing
+        alert fires."""
+        error = f"{prefix}: {message}"
+        now = self.clock()
+        with self._view_lock:
+            for t in self.targets.values():
+                row = t.row
+                if summary.targets.get(t.name, {}).get("result") == "success":
+                    row.runs_success -= 1
+                row.runs_failure += 1
+                row.last_run = now
+                row.last_result = "failure"
+                row.last_error = error
+                summary.targets[t.name] = {"result": "failure", "events": 0, "error": error}
+        log.error("run failed", run_id=run_id, error=error, targets=sorted(self.targets))
+
     def _pull(self, run_id: str, record: RunRecord) -> list[tuple[str, ChangeEvent]]:
         """New events from every source, merged, each with the name of its source."""
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
         for s in self.sources.values():
+            if self.stop.is_set():
+                break
             with self.tracer.start_as_current_span(
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
@@ -376,6 +465,8 @@ class Runner:
             with self.tracer.start_as_current_span(
                 "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
             ) as span:
+                if t.replay is None and t.persistent:
+                    self._resume(t)
                 fresh = t.replay is None or t.built_fingerprint != t.fingerprint
                 if fresh:
                     reason = t.note or (
@@ -391,6 +482,9 @@ class Runner:
                     t.replay = Replay(memory, probes, **self._replay_options())
                     t.probes = probes
                     t.built_fingerprint = t.fingerprint
+                    t.position = 0
+                    if t.persistent and isinstance(memory, Checkpointed):
+                        memory.batch_writes()
                     if todo:
                         log.info(
                             "fresh replay",
@@ -401,15 +495,21 @@ class Runner:
                         )
                     t.note = None
                 else:
-                    todo = self.events[row.applied :]
+                    todo = self.events[t.position :]
                     if probes is not t.probes:
                         t.replay.update_probes(probes)
                         t.probes = probes
                 replay = t.replay
-                for event in todo:
+                batched = t.persistent and isinstance(t.memory, Checkpointed)
+                for done, event in enumerate(todo, 1):
                     if self.stop.is_set():
                         raise Aborted()
                     replay.step(event)
+                    t.position += 1
+                    if batched and done % self.settings.checkpoint_events == 0:
+                        self._commit(t)
+                if batched:
+                    self._commit(t)
                 outcome["replayed"] = len(todo)
                 span.set_attribute("healthd.events.replayed", len(todo))
                 span.set_attribute("healthd.replay.fresh", fresh)
@@ -451,10 +551,15 @@ class Runner:
             outcome["metrics"] = results["metrics"]["all"]
             outcome["probes"] = results["probes"]
         except Aborted:
+            if t.persistent and isinstance(t.memory, Checkpointed):
+                try:  # what was replayed so far is kept; the next run resumes from here
+                    self._commit(t)
+                except Exception:
+                    pass
             self._close(t)
             with self._view_lock:
                 row.dirty = t.persistent or row.dirty
-            t.note = "the previous run was stopped by a shutdown: fresh replay"
+            t.note = "the previous run was stopped by a shutdown"
             outcome = {"result": "aborted", "aborted": True, "events": max(new, 0)}
             log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
             duration = time.perf_counter() - t0
@@ -462,7 +567,7 @@ class Runner:
             return outcome
         except Exception as exc:
             self._close(t)
-            t.note = "the previous run failed: fresh replay"
+            t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
             duration = time.perf_counter() - t0
             with self._view_lock:
@@ -516,12 +621,14 @@ class Runner:
             }
 
     def ready(self) -> bool:
-        """After the first completed run of this process, unless every target's last run
-        failed."""
+        """The last results are served: some target has measured something (results over at
+        least one event), in this process or restored from the state file. Failing sources
+        do not make healthd unready; they are metrics (``healthd_source_up``) and on ``/``."""
         with self._view_lock:
-            if self.runs_completed == 0:
-                return False
-            return any(t.row.last_result == "success" for t in self.targets.values())
+            return any(
+                t.row.results is not None and (t.row.results.get("events") or 0) > 0
+                for t in self.targets.values()
+            )
 
     def count_missed(self, n: int = 1) -> None:
         with self._view_lock:

@@ -118,7 +118,7 @@ def build_app(
             start_response(
                 "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")]
             )
-            return [b"not ready: no completed run yet, or every target's last run failed\n"]
+            return [b"not ready: no results to serve yet (no target has measured any event)\n"]
         if path == "/":
             body = summary_html(view(), ready()).encode()
             start_response(

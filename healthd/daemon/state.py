@@ -20,16 +20,19 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from healthd._sqlite import transaction
 from healthd.errors import HealthdError
+from healthd.logging import get_logger
 from healthd.model import ChangeEvent
 from healthd.timeline import dumps_event, iter_timeline
 
 SCHEMA_VERSION = "1"
+log = get_logger("healthd.state")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,6 +66,9 @@ CREATE TABLE IF NOT EXISTS targets (
     last_error TEXT
 );
 """
+
+
+_TABLES = {"meta", "events", "sources", "targets"}
 
 
 class StateError(HealthdError):
@@ -108,10 +114,22 @@ class StateStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._inode: tuple[int, int] | None = None
         try:
             if path != ":memory:":
                 Path(path).resolve().parent.mkdir(parents=True, exist_ok=True)
+                if os.path.exists(path) and os.path.getsize(path) == 0:
+                    log.warning("state file is empty: starting from a new state", state=path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            tables = {
+                r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            foreign = sorted(tables - _TABLES)
+            if foreign:
+                raise StateError(
+                    f"{path}: not a healthd state file (it holds other tables: "
+                    f"{', '.join(foreign[:5])}); point state_path at a new file"
+                )
             self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
@@ -120,6 +138,9 @@ class StateStore:
                 self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
                 raise StateError(f"{path}: state schema {row[0]}, expected {SCHEMA_VERSION}")
+            if path != ":memory:":
+                st = os.stat(path)
+                self._inode = (st.st_dev, st.st_ino)
         except (sqlite3.Error, OSError) as exc:
             raise StateError(f"{path}: cannot open state file: {exc}") from exc
 
@@ -160,12 +181,20 @@ class StateStore:
 
     # -- writing --------------------------------------------------------------------------
 
+    def record_events(
+        self, events: list[tuple[str, ChangeEvent]], sources: list[SourceRow]
+    ) -> None:
+        """Store newly pulled events and the source cursors that follow them, together."""
+        with self._writing():
+            self._insert_events(events)
+            self._upsert_sources(sources)
+
     def set_dirty(self, names: Iterable[str], fingerprints: dict[str, str]) -> None:
         """Mark targets whose persistent shadow is about to be written (committed first)."""
         names = list(names)
         if not names:
             return
-        with self._lock, self._tx():
+        with self._writing():
             for name in names:
                 self._db.execute(
                     "INSERT INTO targets (name, fingerprint, dirty) VALUES (?, ?, 1) "
@@ -173,20 +202,51 @@ class StateStore:
                     (name, fingerprints[name]),
                 )
 
-    def record_run(self, record: RunRecord) -> None:
-        with self._lock, self._tx():
-            self._db.executemany(
-                "INSERT OR IGNORE INTO events (source, event_id, body) VALUES (?, ?, ?)",
-                [(source, event.id, dumps_event(event)) for source, event in record.events],
+    def _insert_events(self, events: list[tuple[str, ChangeEvent]]) -> None:
+        self._db.executemany(
+            "INSERT OR IGNORE INTO events (source, event_id, body) VALUES (?, ?, ?)",
+            [(source, event.id, dumps_event(event)) for source, event in events],
+        )
+
+    def _upsert_sources(self, sources: list[SourceRow]) -> None:
+        for s in sources:
+            self._db.execute(
+                "INSERT INTO sources (name, cursor, events_total, up, last_error) "
+                "VALUES (?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor,"
+                " events_total=excluded.events_total, up=excluded.up, "
+                "last_error=excluded.last_error",
+                (s.name, s.cursor, s.events_total, s.up, s.last_error),
             )
-            for s in record.sources:
-                self._db.execute(
-                    "INSERT INTO sources (name, cursor, events_total, up, last_error) "
-                    "VALUES (?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor,"
-                    " events_total=excluded.events_total, up=excluded.up, "
-                    "last_error=excluded.last_error",
-                    (s.name, s.cursor, s.events_total, s.up, s.last_error),
-                )
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction; any failure becomes a :class:`StateError` naming the file
+        and the first error (a ROLLBACK failing after it does not mask it)."""
+        with self._lock:
+            self._check_same_file()
+            try:
+                with transaction(self._db, "BEGIN IMMEDIATE"):
+                    yield
+            except (sqlite3.Error, OSError) as exc:
+                raise StateError(f"{self.path}: cannot write the state file: {exc}") from exc
+
+    def _check_same_file(self) -> None:
+        if self._inode is None:
+            return
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self._inode:
+            raise StateError(
+                f"{self.path}: the state file was deleted or replaced while healthd ran; "
+                "restart healthd to start from the file now there"
+            )
+
+    def record_run(self, record: RunRecord) -> None:
+        with self._writing():
+            self._insert_events(record.events)
+            self._upsert_sources(record.sources)
             for t in record.targets:
                 self._db.execute(
                     "INSERT OR REPLACE INTO targets (name, fingerprint, dirty, applied, snapshot,"
@@ -212,9 +272,6 @@ class StateStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-    def _tx(self):
-        return transaction(self._db, "BEGIN IMMEDIATE")
 
 
 def shadow_path(state_path: str, target: str) -> str:

@@ -40,6 +40,21 @@ class ChangeTracking(Protocol):
         None means the memory cannot tell this time."""
 
 
+@runtime_checkable
+class Checkpointed(Protocol):
+    """A persistent memory whose writes can be made durable in batches, each with a
+    checkpoint saying how far the replay had got, so a killed run resumes from there."""
+
+    def batch_writes(self) -> None:
+        """From now on writes become durable only at :meth:`commit`."""
+
+    def commit(self, checkpoint: Mapping[str, Any]) -> None:
+        """Make the writes since the last commit durable together with ``checkpoint``."""
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint of the last commit, or None."""
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     """A parsed ``kind:switch=value,...`` target."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from healthd._sqlite import transaction
+from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
@@ -137,6 +137,11 @@ CREATE TABLE IF NOT EXISTS key_log (
 CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
 CREATE INDEX IF NOT EXISTS key_removals_key ON key_removals(namespace, subject, predicate);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'porter unicode61');
+CREATE TABLE IF NOT EXISTS checkpoints (
+    namespace TEXT PRIMARY KEY,
+    clock REAL,
+    body TEXT NOT NULL
+);
 """
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -184,18 +189,31 @@ class ReferenceMemory:
         self.ttl_windows = dict(ttl_windows)
         self.grace = grace
         self.top_k = top_k
+        self._batched = False
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            if path not in ("", ":memory:"):
+                # A shadow on disk: the write-ahead log and one fsync per committed batch,
+                # not per event; a crash loses at most the batch after the last checkpoint.
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            # A persistent shadow picks up its replay clock where it left off, so events
+            # applied after a restart are written at the time they would have been without.
+            row = self._db.execute(
+                "SELECT clock FROM checkpoints WHERE namespace = ?", (namespace,)
+            ).fetchone()
+            if row is None:
+                row = self._db.execute(
+                    "SELECT max(created_at) FROM records WHERE namespace = ?", (namespace,)
+                ).fetchone()
         except sqlite3.Error as exc:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
-        # A persistent shadow picks up its replay clock where it left off, so events applied
-        # after a restart are written at the time they would have been without one.
-        row = self._db.execute(
+        log = self._db.execute(
             "SELECT max(written_at), max(seq) FROM key_log WHERE namespace = ?", (namespace,)
         ).fetchone()
-        self._clock: float | None = row[0]
-        self._seq: int = row[1] or 0
+        self._clock: float | None = row[0] if row is not None and row[0] is not None else log[0]
+        self._seq: int = log[1] or 0
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
 
@@ -210,6 +228,7 @@ class ReferenceMemory:
     def reset(self) -> None:
         ns = (self.namespace,)
         with self._tx():
+            self._db.execute("DELETE FROM checkpoints WHERE namespace = ?", ns)
             ids = "SELECT id FROM records WHERE namespace = ?"
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({ids})", ns)
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({ids})", ns)
@@ -289,7 +308,49 @@ class ReferenceMemory:
         return changed
 
     def close(self) -> None:
+        """Close; writes of a batch not yet committed are discarded, so the shadow stays as
+        its last checkpoint describes it."""
+        if self._db.in_transaction:
+            try:
+                self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
         self._db.close()
+
+    # -- batched writes (Checkpointed) ----------------------------------------------------
+
+    def batch_writes(self) -> None:
+        """From now on writes become durable only at :meth:`commit`, all together."""
+        self._batched = True
+
+    def commit(self, checkpoint: Mapping[str, Any]) -> None:
+        """Make every write since the last commit durable, with ``checkpoint`` describing the
+        shadow as it is now, in one transaction."""
+        try:
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN")
+            self._db.execute(
+                "INSERT OR REPLACE INTO checkpoints (namespace, clock, body) VALUES (?, ?, ?)",
+                (self.namespace, self._clock, json.dumps(checkpoint, sort_keys=True)),
+            )
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            raise MemoryAdapterError(f"reference memory: committing a batch: {exc}") from exc
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint of the last commit, or None."""
+        row = self._db.execute(
+            "SELECT body FROM checkpoints WHERE namespace = ?", (self.namespace,)
+        ).fetchone()
+        if row is None:
+            return None
+        body = json.loads(row[0])
+        return body if isinstance(body, dict) else None
 
     # -- retrieval ------------------------------------------------------------------------
 
@@ -387,7 +448,11 @@ class ReferenceMemory:
     # -- writing --------------------------------------------------------------------------
 
     def _tx(self) -> AbstractContextManager[None]:
-        return transaction(self._db)
+        if not self._batched:
+            return transaction(self._db)
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN")
+        return savepoint(self._db)
 
     def _is_multi(self, key: FactKey) -> bool:
         row = self._db.execute(

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +22,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from healthd import _stop
+from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
 from healthd.model import ChangeEvent, Fact, FactKey
 
@@ -53,6 +63,12 @@ class RepoOptions(BaseModel):
     token_user: str = "x-access-token"
     revalidate_interval: timedelta = timedelta(days=1)
     revalidate_clock: Literal["wall", "head"] = "wall"
+    timeout_seconds: float = Field(300.0, gt=0, le=86400)  # clone or fetch from url
+
+    @field_validator("revalidate_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
     @model_validator(mode="after")
     def _where(self) -> RepoOptions:
@@ -398,12 +414,16 @@ def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
     repo = Repo(str(mirror), secret=secret, extra_env=extra)
     if not (mirror / "HEAD").exists():
         mirror.parent.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            ["git", "clone", "--mirror", "--quiet", opts.url, str(mirror)],
-            env=repo.env,
-            capture_output=True,
-            check=False,
-        )
+        try:
+            proc = _stop.run(
+                ["git", "clone", "--mirror", "--quiet", opts.url, str(mirror)],
+                env=repo.env,
+                timeout=opts.timeout_seconds,
+                what=f"git clone {opts.url}",
+            )
+        except _stop.Interrupted as exc:
+            shutil.rmtree(mirror, ignore_errors=True)
+            raise GitError(repo.scrub(str(exc))) from None
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(
@@ -411,7 +431,15 @@ def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
             )
         log.info("git_mirror_created", source=name, mirror=str(mirror))
         return repo, None
-    proc = repo.run("fetch", "--prune", "--quiet", "origin", check=False)
+    try:
+        proc = _stop.run(
+            [*repo._base(), "fetch", "--prune", "--quiet", "origin"],
+            env=repo.env,
+            timeout=opts.timeout_seconds,
+            what=f"git fetch {opts.url}",
+        )
+    except _stop.Interrupted as exc:
+        proc = subprocess.CompletedProcess([], 1, b"", str(exc).encode())
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         note = repo.scrub(

@@ -205,3 +205,44 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=60,
     )
+
+
+def synthetic_timeline(path: Path, events: int, *, seed: int = 11) -> Path:
+    """A timeline of ``events`` changes over ``events // 8`` keys (adds, revisions,
+    invalidations, re-validations), one hour apart from 2024-01-01, written as JSONL."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    rng = random.Random(seed)
+    domains = ("tech", "ownership", "decision", "requirement")
+    keys = [(f"svc-{i:04d}", f"p{i % 7}", domains[i % 4]) for i in range(max(1, events // 8))]
+    live: dict[int, str] = {}
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    lines = []
+    for n in range(events):
+        at = (start + timedelta(hours=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        k = rng.randrange(len(keys))
+        subject, predicate, domain = keys[k]
+        value = f"v{rng.randrange(5)}"
+        fact = {"subject": subject, "predicate": predicate, "value": value, "domain": domain}
+        event: dict[str, Any] = {"id": f"syn-{n}", "timestamp": at, "source": "syn", "fact": fact}
+        roll = rng.random()
+        if k not in live:
+            event["type"] = "added"
+            live[k] = value
+        elif roll < 0.1:
+            event["type"] = "invalidated"
+            event["fact"] = {**fact, "value": live.pop(k)}
+        elif roll < 0.4:
+            event["type"] = "revalidated"
+            event["fact"] = {**fact, "value": live[k]}
+        elif live[k] != value:
+            event["type"] = "revised"
+            event["previous"] = {**fact, "value": live[k]}
+            live[k] = value
+        else:
+            event["type"] = "revalidated"
+        event.update(depends_on=[], metadata={})
+        lines.append(json.dumps(event) + "\n")
+    path.write_text("".join(lines))
+    return path

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
 import time
 
 from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
@@ -297,3 +298,73 @@ def test_sigterm_while_a_run_is_in_progress_keeps_state_consistent(start_daemon,
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == 135
     assert sample(metrics, "healthd_source_events_total", source="slow") == 135
     assert again.stop()[0] == 0
+
+
+def test_not_ready_when_every_source_is_down_and_nothing_was_measured(start_daemon, tmp_path):
+    daemon = start_daemon(
+        sources={"gone": {"kind": "file", "path": str(tmp_path / "missing.jsonl")}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    metrics = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and _runs(m, "reference") >= 2 and m, what="two runs"
+    )
+    assert sample(metrics, "healthd_source_up", source="gone") == 0
+    assert daemon.get("/readyz").status_code == 503
+    assert "down" in daemon.get("/").text
+    assert daemon.stop()[0] == 0
+
+
+def test_restored_results_are_ready_without_a_run_on_start(start_daemon, tmp_path):
+    port = free_port()
+    config = toml_config(
+        tmp_path, port=port, targets={"reference": {"kind": "reference", "shadow": True}}
+    )
+    first = start_daemon(config, port=port, log_name="first.log")
+    first.wait_ready()
+    before = first.scrape()
+    assert first.stop()[0] == 0
+    config.write_text(
+        config.read_text()
+        .replace("run_on_start = true", "run_on_start = false")
+        .replace('cron = "*/1 * * * * *"', 'cron = "0 0 1 1 *"')
+    )
+    second = start_daemon(config, port=port, log_name="second.log")
+    second.wait_until(lambda: second.get("/healthz").status_code == 200, what="server up")
+    assert second.get("/readyz").status_code == 200
+    after = second.scrape()
+    assert _runs(after, "reference") == _runs(before, "reference")  # no run happened
+    for bucket in BUCKETS:
+        for ratio in RATIOS:
+            key = (
+                f"healthd_{ratio}_ratio",
+                frozenset({("target", "reference"), ("domain", bucket)}),
+            )
+            assert after.get(key) == before.get(key)
+    assert second.stop()[0] == 0
+
+
+def test_an_environment_override_merges_into_the_built_in_tables():
+    result = run_cli("check-config", HEALTHD_TARGETS__REFERENCE__TTL="off")
+    assert result.returncode == 0, result.stderr
+    assert "2 target(s) (naive, reference)" in result.stdout
+    assert "1 source(s) (example)" in result.stdout
+
+
+def test_one_duration_syntax_everywhere(tmp_path):
+    def check(extra: str, sources=None) -> subprocess.CompletedProcess:
+        config = toml_config(tmp_path, extra=extra, sources=sources)
+        return run_cli("check-config", "--config", str(config))
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    git = {"repo": {"kind": "git", "path": str(repo), "revalidate_interval": "12h"}}
+    assert check("", sources=git).returncode == 0  # was refused: not an ISO duration
+    assert check('[staleness]\nownership = "P30D"').returncode == 0  # was refused
+    assert check('[staleness]\nownership = "2w"').returncode == 0
+    bare = check('[staleness]\nownership = "90"')  # was 90 days here, 90 s elsewhere
+    assert bare.returncode == 2 and "staleness.ownership" in bare.stderr
+    assert "no unit; write 90d for days" in bare.stderr
+    negative = check('[staleness]\ntech = "-3d"')
+    assert negative.returncode == 2 and "negative" in negative.stderr
+    switch = run_cli("evaluate", "--target", "reference:ttl_tech=90")
+    assert switch.returncode == 2 and "no unit" in switch.stderr

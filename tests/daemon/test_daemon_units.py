@@ -7,6 +7,7 @@ import io
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from daemon_helpers import (
@@ -396,15 +397,17 @@ def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
     runner, state = start()
     runner.run_once()
     timeline.write_text("".join(lines[:80]))
-    original = StateStore.record_run
-
-    def disk_full(self, record):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(StateStore, "record_run", disk_full)
-    with pytest.raises(OSError):
-        runner.run_once()
-    monkeypatch.setattr(StateStore, "record_run", original)
+    # the state file is replaced under the running process: its writes fail, and the run
+    # counts as a failure for every target instead of raising
+    path = Path(settings.state_path)
+    path.rename(path.with_name("kept.sqlite"))
+    path.write_bytes(b"not a database")
+    failed = runner.run_once()
+    assert failed is not None and {o["result"] for o in failed.targets.values()} == {"failure"}
+    row = runner.targets["naive"].row
+    assert row.runs_failure == 1 and row.runs_success == 1 and row.last_result == "failure"
+    assert "replaced while healthd ran" in row.last_error
+    path.with_name("kept.sqlite").replace(path)
     timeline.write_text("".join(lines[:100]))
     runner.run_once()
     assert [e.id for _, e in state.events()] == [e.id for e in runner.events]

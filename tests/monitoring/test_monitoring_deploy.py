@@ -238,7 +238,9 @@ def test_kubernetes_sidecar_example(tmp_path):
     ports = {p["name"]: p["containerPort"] for p in healthd["ports"]}
     assert str(ports["metrics"]) == notes["prometheus.io/port"]
     assert healthd["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert healthd["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # a long first replay must never take the memory service out of its Service
+    assert "readinessProbe" not in healthd
+    assert healthd["startupProbe"]["httpGet"]["path"] == "/healthz"
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
     mounts = {m["mountPath"] for m in healthd["volumeMounts"]}
     assert {"/etc/healthd", "/var/lib/healthd"} <= mounts
