@@ -23,12 +23,14 @@ with no value, whatever that key holds now. A dependency cycle cascades nothing.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -216,6 +218,7 @@ class ReferenceMemory:
         self._seq: int = log[1] or 0
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
+        self._cache = _KeyCache()
 
     # -- settings -------------------------------------------------------------------------
 
@@ -240,6 +243,7 @@ class ReferenceMemory:
         self._seq = 0
         self._touched.clear()
         self._asked_until = None
+        self._cache = _KeyCache()
 
     def apply(self, event: ChangeEvent) -> None:
         at = _ts(event.timestamp)
@@ -265,8 +269,12 @@ class ReferenceMemory:
                 # Cascades are decided once the whole event is in: a revision that replaces
                 # a key's only value never leaves it empty.
                 self._settle(event.keys)
-        except sqlite3.Error as exc:
-            raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
+        except BaseException as exc:
+            # The writes were rolled back: what the cache learnt from them is forgotten too.
+            self._cache = _KeyCache()
+            if isinstance(exc, sqlite3.Error):
+                raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
+            raise
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         # A probe names its key, so the pre-filter leaves only that key's records, ranked
@@ -335,6 +343,7 @@ class ReferenceMemory:
             )
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
+            self._cache = _KeyCache()
             if self._db.in_transaction:
                 try:
                     self._db.execute("ROLLBACK")
@@ -455,12 +464,71 @@ class ReferenceMemory:
         return savepoint(self._db)
 
     def _is_multi(self, key: FactKey) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM key_log WHERE namespace = ? AND subject = ? AND predicate = ? "
-            "AND multi = 1 LIMIT 1",
-            (self.namespace, key.subject, key.predicate),
-        ).fetchone()
-        return row is not None
+        return self._log_of(key).multi
+
+    # -- the per-key cache: what the tables say about a key, read once, kept in step ------
+
+    def _log_of(self, key: FactKey) -> _KeyLog:
+        log = self._cache.logs.get(key)
+        if log is None:
+            log = _KeyLog()
+            for (
+                seq,
+                at,
+                asserts,
+                value,
+                domain,
+                is_multi,
+                end_state,
+                reason,
+                deps,
+                meta,
+                event_id,
+                written,
+                expires_after,
+                purge_after,
+            ) in self._db.execute(
+                "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
+                " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
+                " WHERE namespace = ? AND subject = ? AND predicate = ? ORDER BY at, seq",
+                (self.namespace, key.subject, key.predicate),
+            ):
+                depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
+                op = LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on)
+                log.add(op, (meta, event_id, written, expires_after, purge_after), bool(is_multi))
+            self._cache.logs[key] = log
+        return log
+
+    def _records_of(self, key: FactKey) -> dict[int, _Record]:
+        records = self._cache.records.get(key)
+        if records is None:
+            records = {
+                opened_by: _Record(rid, list(rest), superseded_by)
+                for rid, opened_by, superseded_by, *rest in self._db.execute(
+                    "SELECT id, opened_by, superseded_by, domain, multi, updated_at, expires_at,"
+                    " purge_at, state, ended_at, end_reason FROM records"
+                    " WHERE namespace = ? AND subject = ? AND predicate = ?",
+                    (self.namespace, key.subject, key.predicate),
+                )
+            }
+            self._cache.records[key] = records
+        return records
+
+    def _removals_of(self, key: FactKey) -> list[float]:
+        known = self._cache.removals.get(key)
+        if known is None:
+            known = [
+                at
+                for (at,) in self._db.execute(
+                    "SELECT removed_at FROM key_removals WHERE namespace = ? AND subject = ? "
+                    "AND predicate = ? ORDER BY removed_at",
+                    (self.namespace, key.subject, key.predicate),
+                )
+            ]
+            self._cache.removals[key] = known
+        return known
+
+    # -- writing, continued ---------------------------------------------------------------
 
     def _expiry_after(self, domain: str) -> tuple[float | None, float | None]:
         """How long after a validation a record soft-expires and is purged, as set now: the
@@ -472,6 +540,8 @@ class ReferenceMemory:
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
         expires, purge = self._expiry_after(fact.domain)
+        log = self._log_of(fact.key)
+        meta = json.dumps(dict(sorted(event.metadata.items())))
         self._db.execute(
             "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
             " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
@@ -489,13 +559,15 @@ class ReferenceMemory:
                 op.end_state,
                 op.reason,
                 json.dumps([list(k) for k in op.depends_on]),
-                json.dumps(dict(sorted(event.metadata.items()))),
+                meta,
                 event.id,
                 self._clock,
                 expires,
                 purge,
             ),
         )
+        assert self._clock is not None
+        log.add(op, (meta, event.id, self._clock, expires, purge), multi)
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -518,10 +590,10 @@ class ReferenceMemory:
     def _settle(self, keys: Iterable[FactKey]) -> None:
         """Re-derive the records of ``keys`` from their logs, then of every key whose cascade
         reads a key whose removals changed, until nothing changes."""
-        queue = list(dict.fromkeys(keys))
+        queue = deque(dict.fromkeys(keys))
         queued = set(queue)
         while queue:
-            key = queue.pop(0)
+            key = queue.popleft()
             queued.discard(key)
             if self._refold(key) and self.propagation:
                 for dependent in self._dependents(key):
@@ -532,51 +604,16 @@ class ReferenceMemory:
     def _refold(self, key: FactKey) -> bool:
         """Fold the key's log into records; True when the instants at which the key is left
         with no value changed (the keys depending on it must then be folded again)."""
-        rows = self._db.execute(
-            "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
-            " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
-            " WHERE namespace = ? AND subject = ? AND predicate = ?",
-            (self.namespace, key.subject, key.predicate),
-        ).fetchall()
-        ops: list[LogOp] = []
-        extra: dict[int, tuple[str, str, float, float | None, float | None]] = {}
-        multi = False
-        for (
-            seq,
-            at,
-            asserts,
-            value,
-            domain,
-            is_multi,
-            end_state,
-            reason,
-            deps,
-            meta,
-            event_id,
-            written,
-            expires_after,
-            purge_after,
-        ) in rows:
-            depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
-            ops.append(LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on))
-            extra[seq] = (meta, event_id, written, expires_after, purge_after)
-            multi = multi or bool(is_multi)
+        log = self._log_of(key)
+        multi = log.multi
         cascade = self._cut_for(key) if self.propagation else _no_cut
-        intervals = fold(ops, multi=multi, supersession=self.supersession, cascade=cascade)
+        intervals = fold(log.ops, multi=multi, supersession=self.supersession, cascade=cascade)
 
-        existing = {
-            opened_by: (rid, rest)
-            for rid, opened_by, *rest in self._db.execute(
-                "SELECT id, opened_by, domain, multi, updated_at, expires_at, purge_at, state,"
-                " ended_at, end_reason FROM records"
-                " WHERE namespace = ? AND subject = ? AND predicate = ?",
-                (self.namespace, key.subject, key.predicate),
-            )
-        }
-        record_of: dict[int, int] = {}
+        records = self._records_of(key)
+        existing = dict(records)
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
-            _, _, _, expires_after, purge_after = extra[validated.seq]
+            _, _, _, expires_after, purge_after = log.extra[validated.seq]
             wanted = [
                 opener.domain,
                 int(multi),
@@ -589,41 +626,40 @@ class ReferenceMemory:
             ]
             found = existing.pop(opener.seq, None)
             if found is None:
-                meta, event_id, written, _, _ = extra[opener.seq]
-                record_of[opener.seq] = self._insert(key, opener, wanted, meta, event_id, written)
-            else:
-                record_of[opener.seq] = found[0]
-                if list(found[1]) != wanted:
-                    self._db.execute(
-                        "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
-                        " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
-                        (*wanted, found[0]),
-                    )
+                meta, event_id, written, _, _ = log.extra[opener.seq]
+                rid = self._insert(key, opener, wanted, meta, event_id, written)
+                records[opener.seq] = _Record(rid, wanted, None)
+            elif found.columns != wanted:
+                self._db.execute(
+                    "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
+                    " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
+                    (*wanted, found.rid),
+                )
+                found.columns = wanted
         for interval in intervals:
             if interval.superseded_by is not None:
-                self._db.execute(
-                    "UPDATE records SET superseded_by = ? WHERE id = ?",
-                    (record_of[interval.superseded_by], record_of[interval.opener.seq]),
-                )
-        merged = [rid for rid, _ in existing.values()]  # openers that now re-validate instead
+                record = records[interval.opener.seq]
+                replacement = records[interval.superseded_by].rid
+                if record.superseded_by != replacement:
+                    self._db.execute(
+                        "UPDATE records SET superseded_by = ? WHERE id = ?",
+                        (replacement, record.rid),
+                    )
+                    record.superseded_by = replacement
+        merged = [record.rid for record in existing.values()]  # openers now re-validating
         if merged:
+            for seq in existing:
+                del records[seq]
             marks = ",".join("?" * len(merged))
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
             self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
+        self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
         self._touched.add(key)
 
         ends = removals(intervals)
-        known = [
-            at
-            for (at,) in self._db.execute(
-                "SELECT removed_at FROM key_removals WHERE namespace = ? AND subject = ? "
-                "AND predicate = ? ORDER BY removed_at",
-                (self.namespace, key.subject, key.predicate),
-            )
-        ]
-        if known == ends:
+        if self._removals_of(key) == ends:
             return False
         self._db.execute(
             "DELETE FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ?",
@@ -633,6 +669,7 @@ class ReferenceMemory:
             "INSERT INTO key_removals (namespace, subject, predicate, removed_at) VALUES (?,?,?,?)",
             [(self.namespace, key.subject, key.predicate, at) for at in ends],
         )
+        self._cache.removals[key] = ends
         return True
 
     def _insert(
@@ -688,24 +725,22 @@ class ReferenceMemory:
             for dep in op.depends_on:
                 if dep == key or key in self._reachable(dep):
                     continue
-                row = self._db.execute(
-                    "SELECT min(removed_at) FROM key_removals WHERE namespace = ? AND "
-                    "subject = ? AND predicate = ? AND removed_at > ?",
-                    (self.namespace, dep.subject, dep.predicate, op.at),
-                ).fetchone()
-                if row[0] is not None and (first is None or row[0] < first[0]):
-                    first = (row[0], f"{dep} was removed")
+                known = self._removals_of(dep)
+                index = bisect.bisect_right(known, op.at)
+                if index < len(known) and (first is None or known[index] < first[0]):
+                    first = (known[index], f"{dep} was removed")
             return first
 
         return cut
 
-    def _depends_on(self, key: FactKey) -> list[FactKey]:
-        rows = self._db.execute(
-            "SELECT DISTINCT d.subject, d.predicate FROM records r JOIN record_deps d "
-            "ON d.record_id = r.id WHERE r.namespace = ? AND r.subject = ? AND r.predicate = ?",
-            (self.namespace, key.subject, key.predicate),
-        )
-        return [FactKey(s, p) for s, p in rows]
+    def _depends_on(self, key: FactKey) -> set[FactKey]:
+        """The keys the key's records depend on."""
+        deps = self._cache.deps.get(key)
+        if deps is None:
+            log = self._log_of(key)
+            deps = {d for seq in self._records_of(key) for d in log.by_seq[seq].depends_on}
+            self._cache.deps[key] = deps
+        return deps
 
     def _reachable(self, start: FactKey) -> set[FactKey]:
         """Every key ``start`` depends on, transitively, through its records."""
@@ -726,6 +761,49 @@ class ReferenceMemory:
             (self.namespace, key.subject, key.predicate),
         )
         return [FactKey(s, p) for s, p in rows]
+
+
+_Extra = tuple[str, str, float, float | None, float | None]  # meta, event, written, expiry
+
+
+class _KeyLog:
+    """One key's log as the key_log table holds it, in event-time order."""
+
+    __slots__ = ("by_seq", "extra", "multi", "ops")
+
+    def __init__(self) -> None:
+        self.ops: list[LogOp] = []
+        self.by_seq: dict[int, LogOp] = {}
+        self.extra: dict[int, _Extra] = {}
+        self.multi = False
+
+    def add(self, op: LogOp, extra: _Extra, multi: bool) -> None:
+        ops = self.ops
+        if not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq):
+            ops.append(op)
+        else:
+            bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
+        self.by_seq[op.seq] = op
+        self.extra[op.seq] = extra
+        self.multi = self.multi or multi
+
+
+@dataclass(slots=True)
+class _Record:
+    rid: int
+    columns: list[Any]  # domain, multi, updated_at, expires_at, purge_at, state, ended_at, reason
+    superseded_by: int | None
+
+
+@dataclass(slots=True)
+class _KeyCache:
+    """What the tables hold per key, read on first use and kept in step with every write,
+    so applying an event reads nothing back. Dropped whenever a write is rolled back."""
+
+    logs: dict[FactKey, _KeyLog] = field(default_factory=dict)
+    records: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
+    removals: dict[FactKey, list[float]] = field(default_factory=dict)
+    deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
 
 
 def _no_cut(op: LogOp) -> Cut | None:
