@@ -110,6 +110,8 @@ class Replay:
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
         self._was_current: dict[tuple[FactKey, str], bool] = {}
+        self._live: dict[FactKey, set[str]] = {}  # values whose _was_current is True
+        self._pending: dict[FactKey, set[str]] = {}  # values not in _was_current yet
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
 
@@ -119,6 +121,7 @@ class Replay:
         self._index += 1
         self.stats.events += 1
         touched = self.truth.apply(event)
+        self._note_values(event)
         at = self.truth.latest
         assert at is not None
         self.at = at
@@ -211,6 +214,13 @@ class Replay:
         replay._was_current = {
             (FactKey(s, p), v): bool(c) for s, p, v, c in snapshot["was_current"]
         }
+        for key in list(replay.truth.keys()):
+            for value in replay.truth.values(key):
+                seen = replay._was_current.get((key, value))
+                if seen is None:
+                    replay._pending.setdefault(key, set()).add(value)
+                elif seen:
+                    replay._live.setdefault(key, set()).add(value)
         replay.at = replay.truth.latest
         for key in list(replay.truth.keys()):
             if replay.truth.asserted(key):
@@ -258,17 +268,46 @@ class Replay:
         return probes[0] if probes else None
 
     def _ended(self, keys: Iterable[FactKey], at: datetime) -> list[Fact]:
-        """Facts of ``keys`` that stopped being current at this stage."""
+        """Facts of ``keys`` that stopped being current at this stage. Only values that can
+        have changed are looked at: those current before, current now, or never seen."""
         out = []
+        truth = self.truth
         for key in keys:
-            for value, domain in self.truth.values(key).items():
-                status = self.truth.status_of(key, value, at)
+            live = self._live.get(key)
+            pending = self._pending.get(key)
+            candidates = set(truth.open_values(key))
+            if live:
+                candidates |= live
+            if pending:
+                candidates |= pending
+            if not candidates:
+                continue
+            for value in sorted(candidates, key=truth.value_rank(key)):
+                status = truth.status_of(key, value, at)
+                if status == "unknown":
+                    continue
+                if pending is not None:
+                    pending.discard(value)
                 if status == "current":
                     self._was_current[(key, value)] = True
-                elif status != "unknown" and self._was_current.get((key, value), True):
+                    self._live.setdefault(key, set()).add(value)
+                elif self._was_current.get((key, value), True):
                     self._was_current[(key, value)] = False
-                    out.append(Fact(key.subject, key.predicate, value, domain))
+                    if live is not None:
+                        live.discard(value)
+                    out.append(
+                        Fact(key.subject, key.predicate, value, truth.value_domain(key, value))
+                    )
         return out
+
+    def _note_values(self, event: ChangeEvent) -> None:
+        """Values an event gives a key that no stage has looked at yet."""
+        facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
+        for fact in facts:
+            if (fact.key, fact.value) not in self._was_current and self.truth.has_value(
+                fact.key, fact.value
+            ):
+                self._pending.setdefault(fact.key, set()).add(fact.value)
 
     def _ask(self, probe: Probe, at: datetime) -> None:
         self.stats.probe_queries += 1
