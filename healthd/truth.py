@@ -249,7 +249,7 @@ class GroundTruth:
             if key in self._effective:
                 self._removals[key] = new
             if new != old:
-                for dependent in self._dependents.get(key, ()):
+                for dependent in sorted(self._dependents.get(key, ())):
                     if dependent not in before:
                         before[dependent] = self._removals.get(dependent)
                     self._effective.pop(dependent, None)

@@ -163,6 +163,7 @@ def test_folding_only_what_changed_matches_refolding_every_dependent() -> None:
             dep = rng.choice([None, "a", "b", "c"])
             deps = () if dep is None or dep == subject else (FactKey(dep, "exists"),)
             kind = rng.choice(["added", "revised", "invalidated", "revalidated"])
+            meta = {"cardinality": "multi"} if predicate == "tags" else {}
             fact = Fact(subject, predicate, value, "tech")
             previous = Fact(subject, predicate, rng.choice("123"), "tech")
             events.append(
@@ -174,6 +175,7 @@ def test_folding_only_what_changed_matches_refolding_every_dependent() -> None:
                     fact,
                     previous=previous if kind == "revised" else None,
                     depends_on=deps,
+                    metadata=meta,
                 )
             )
         for event in events:
@@ -185,3 +187,21 @@ def test_folding_only_what_changed_matches_refolding_every_dependent() -> None:
                 for value in oracle.values(key):
                     assert fast.status_of(key, value, at) == oracle.status_of(key, value, at)
                 assert fast.current(key, at) == oracle.current(key, at)
+
+
+def test_a_cascade_reaches_the_dependents_of_a_key_first_refolded_through_another() -> None:
+    """c/exists ends; a/exists depends on it, b/tags on both, c/tags on a/exists alone.
+    Refolding b/tags reads a/exists's new removals first; c/tags must still end."""
+    c_exists, a_exists = FactKey("c", "exists"), FactKey("a", "exists")
+    truth = GroundTruth()
+    for event in (
+        added("e1", 1, fact("c", "exists", "1")),
+        added("e2", 2, fact("a", "exists", "1"), deps=(c_exists,)),
+        added("e3", 3, fact("b", "tags", "1"), deps=(a_exists, c_exists)),
+        added("e4", 4, fact("c", "tags", "1"), deps=(a_exists,)),
+    ):
+        truth.apply(event)
+    assert truth.status_of(FactKey("c", "tags"), "1", day(4)) == "current"
+    truth.apply(invalidated("e5", 5, fact("c", "exists", "1")))
+    assert truth.status_of(FactKey("a", "exists"), "1", day(5)) == "invalidated"
+    assert truth.status_of(FactKey("c", "tags"), "1", day(5)) == "invalidated"
