@@ -38,7 +38,7 @@ from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
-from healthd.memory._validity import Cut, LogOp, fold, removals
+from healthd.memory._validity import Cut, Folding, LogOp, Validity, removals
 from healthd.model import (
     DOMAINS,
     HISTORICAL,
@@ -219,6 +219,7 @@ class ReferenceMemory:
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
         self._cache = _KeyCache()
+        self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
 
     # -- settings -------------------------------------------------------------------------
 
@@ -244,6 +245,7 @@ class ReferenceMemory:
         self._touched.clear()
         self._asked_until = None
         self._cache = _KeyCache()
+        self._acyclic = True
 
     def apply(self, event: ChangeEvent) -> None:
         at = _ts(event.timestamp)
@@ -597,26 +599,90 @@ class ReferenceMemory:
             queued.discard(key)
             if self._refold(key) and self.propagation:
                 for dependent in self._dependents(key):
+                    self._cache.folds.pop(dependent, None)  # its cascades read this key
                     if dependent not in queued:
                         queue.append(dependent)
                         queued.add(dependent)
 
     def _refold(self, key: FactKey) -> bool:
         """Fold the key's log into records; True when the instants at which the key is left
-        with no value changed (the keys depending on it must then be folded again)."""
+        with no value changed (the keys depending on it must then be folded again).
+
+        When the operations logged since the key's last fold all land after it, only they
+        are folded in, and only the records they can change (those held before, those they
+        open) are compared and written."""
         log = self._log_of(key)
-        multi = log.multi
+        fresh, log.fresh = log.fresh, []
+        folding = self._cache.folds.pop(key, None)
+        if (
+            folding is not None
+            and fresh
+            and self._acyclic
+            and folding.multi == log.multi
+            and all(appended for _, appended in fresh)
+            and folding.resumable(fresh[0][0])
+        ):
+            return self._fold_tail(key, log, folding, [op for op, _ in fresh])
+        folding = Folding(multi=log.multi, supersession=self.supersession)
         cascade = self._cut_for(key) if self.propagation else _no_cut
-        intervals = fold(log.ops, multi=multi, supersession=self.supersession, cascade=cascade)
+        for op in log.ops:
+            folding.step(op, cascade)
+        folding.close()
+        intervals = folding.intervals
 
         records = self._records_of(key)
         existing = dict(records)
+        for interval in intervals:
+            existing.pop(interval.opener.seq, None)
+        self._write(key, log, intervals, records)
+        merged = [record.rid for record in existing.values()]  # openers now re-validating
+        if merged:
+            for seq in existing:
+                del records[seq]
+            marks = ",".join("?" * len(merged))
+            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
+        self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
+        self._cache.folds[key] = folding
+        self._touched.add(key)
+        return self._store_removals(key, removals(intervals))
+
+    def _fold_tail(self, key: FactKey, log: _KeyLog, folding: Folding, ops: list[LogOp]) -> bool:
+        held_before = list(folding.held.values())
+        was_held = bool(held_before)
+        count = len(folding.intervals)
+        cascade = self._cut_for(key) if self.propagation else _no_cut
+        for op in ops:
+            folding.step(op, cascade)
+        folding.close()
+        opened = folding.intervals[count:]
+        self._write(key, log, [*held_before, *opened], self._records_of(key))
+        deps = self._depends_on(key)
+        for interval in opened:
+            deps.update(interval.opener.depends_on)
+        self._cache.folds[key] = folding
+        self._touched.add(key)
+        if was_held and folding.held:
+            return False  # covered before and after, in one span: removals unchanged
+        return self._store_removals(key, removals(folding.intervals))
+
+    def _write(
+        self,
+        key: FactKey,
+        log: _KeyLog,
+        intervals: Sequence[Validity],
+        records: dict[int, _Record],
+    ) -> None:
+        """Insert or update the records of ``intervals`` where they differ from the table."""
+        multi = int(log.multi)
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
             _, _, _, expires_after, purge_after = log.extra[validated.seq]
             wanted = [
                 opener.domain,
-                int(multi),
+                multi,
                 validated.at,
                 None if expires_after is None else validated.at + expires_after,
                 None if purge_after is None else validated.at + purge_after,
@@ -624,7 +690,7 @@ class ReferenceMemory:
                 interval.end,
                 interval.end_reason,
             ]
-            found = existing.pop(opener.seq, None)
+            found = records.get(opener.seq)
             if found is None:
                 meta, event_id, written, _, _ = log.extra[opener.seq]
                 rid = self._insert(key, opener, wanted, meta, event_id, written)
@@ -646,19 +712,9 @@ class ReferenceMemory:
                         (replacement, record.rid),
                     )
                     record.superseded_by = replacement
-        merged = [record.rid for record in existing.values()]  # openers now re-validating
-        if merged:
-            for seq in existing:
-                del records[seq]
-            marks = ",".join("?" * len(merged))
-            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
-            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
-            self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
-            self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
-        self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
-        self._touched.add(key)
 
-        ends = removals(intervals)
+    def _store_removals(self, key: FactKey, ends: list[float]) -> bool:
+        """Record the instants the key is left with no value; True when they changed."""
         if self._removals_of(key) == ends:
             return False
         self._db.execute(
@@ -704,6 +760,8 @@ class ReferenceMemory:
             "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
         )
         if opener.depends_on:
+            if any(d == key or key in self._reachable(d) for d in opener.depends_on):
+                self._acyclic = False  # a new cycle: earlier cascades may read differently
             self._db.executemany(
                 "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
                 [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on],
@@ -724,6 +782,7 @@ class ReferenceMemory:
             first: Cut | None = None
             for dep in op.depends_on:
                 if dep == key or key in self._reachable(dep):
+                    self._acyclic = False
                     continue
                 known = self._removals_of(dep)
                 index = bisect.bisect_right(known, op.at)
@@ -769,20 +828,23 @@ _Extra = tuple[str, str, float, float | None, float | None]  # meta, event, writ
 class _KeyLog:
     """One key's log as the key_log table holds it, in event-time order."""
 
-    __slots__ = ("by_seq", "extra", "multi", "ops")
+    __slots__ = ("by_seq", "extra", "fresh", "multi", "ops")
 
     def __init__(self) -> None:
         self.ops: list[LogOp] = []
+        self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
         self.by_seq: dict[int, LogOp] = {}
         self.extra: dict[int, _Extra] = {}
         self.multi = False
 
     def add(self, op: LogOp, extra: _Extra, multi: bool) -> None:
         ops = self.ops
-        if not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq):
+        appended = not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq)
+        if appended:
             ops.append(op)
         else:
             bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
+        self.fresh.append((op, appended))
         self.by_seq[op.seq] = op
         self.extra[op.seq] = extra
         self.multi = self.multi or multi
@@ -804,6 +866,7 @@ class _KeyCache:
     records: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
+    folds: dict[FactKey, Folding] = field(default_factory=dict)
 
 
 def _no_cut(op: LogOp) -> Cut | None:
