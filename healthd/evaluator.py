@@ -16,6 +16,7 @@ every probe re-asked at every stage; scoring stays incremental, so the numbers s
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +48,12 @@ class StageResult:
     index: int
     event_id: str
     timestamp: datetime
-    metrics: dict[str, Metrics]
+    counts: tuple[int, ...]  # the integer counts every metric is a ratio of
+
+    @property
+    def metrics(self) -> dict[str, Metrics]:
+        """Built when read: most stages are only counted, never shown."""
+        return metrics_from_counts(self.counts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,12 +155,13 @@ class Replay:
                 self._forget_counts,
                 ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
             )
-        return StageResult(self._index, event.id, at, self.metrics())
+        return StageResult(self._index, event.id, at, self._all_counts())
 
     def metrics(self) -> dict[str, Metrics]:
-        return metrics_from_counts(
-            [a + b for a, b in zip(self._counts, self._forget_counts, strict=False)]
-        )
+        return metrics_from_counts(self._all_counts())
+
+    def _all_counts(self) -> tuple[int, ...]:
+        return tuple(map(operator.add, self._counts, self._forget_counts))
 
     def update_probes(self, probes: ProbeSet) -> list[Probe]:
         """Switch to a probe set that extends the current one; probes new to it whose key is

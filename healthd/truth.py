@@ -86,6 +86,8 @@ class _Folded:
         )
 
     def close_cuts(self, until: datetime | None) -> None:
+        if not self.cuts:
+            return
         for value, (at, reason) in list(self.cuts.items()):
             if until is None or at <= until:
                 interval = self.open_.pop(value)
