@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_daemon.py [--requests 200] [--idle 5]
     .venv/bin/python benchmarks/bench_daemon.py --replay 20000
+    .venv/bin/python benchmarks/bench_daemon.py --evaluate 100000
 
 Default: starts `python -m healthd run` with the built-in default configuration (the bundled
 example against the reference and naive memories, every minute), a fresh state directory and
@@ -13,6 +14,9 @@ mix), side by side in one process: the reference memory's persistent shadow (the
 default, SQLite on disk) against the same memory in process memory (``path = ":memory:"``),
 their ratio, and the cost of a restart of the persistent one (restoring the shadow, then a
 run with nothing new). Prints one JSON object.
+
+``--evaluate N``: peak resident memory and wall time of ``healthd evaluate`` over N
+generated events (N/10 keys) against the reference memory, with table and with JSON output.
 """
 
 from __future__ import annotations
@@ -141,12 +145,50 @@ def replay_benchmark(events: int) -> dict[str, Any]:
     }
 
 
+def evaluate_memory(events: int, keys: int) -> dict[str, Any]:
+    """Peak resident memory of ``healthd evaluate`` over N generated events (the evaluator
+    benchmark's mix), table and JSON output, each in its own process."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_evaluator import generate
+
+    from healthd.timeline import write_timeline
+
+    out: dict[str, Any] = {"events": events, "keys": keys}
+    with tempfile.TemporaryDirectory() as tmp:
+        timeline = Path(tmp) / "timeline.jsonl"
+        with timeline.open("w", encoding="utf-8") as handle:
+            write_timeline(generate(events, keys), handle)
+        for fmt in ("table", "json"):
+            probe = (
+                "import resource, subprocess, sys, time; t = time.perf_counter();"
+                "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, timeout=3600);"
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+                "time.perf_counter() - t)"
+            )
+            done = subprocess.run(
+                [sys.executable, "-c", probe, sys.executable, "-m", "healthd", "evaluate",
+                 "--timeline", str(timeline), "--target", "reference", "--format", fmt],
+                capture_output=True, text=True, check=True, timeout=3700,
+            )  # fmt: skip
+            peak_kib, seconds = done.stdout.split()
+            out[f"{fmt}_peak_rss_mb"] = round(int(peak_kib) / 1024, 1)
+            out[f"{fmt}_seconds"] = round(float(seconds), 1)
+    out["targets"] = {"table_peak_rss_mb": 150}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--idle", type=float, default=5.0, help="seconds idle before measuring")
     parser.add_argument("--replay", type=int, metavar="N", help="first-run replay of N events")
+    parser.add_argument(
+        "--evaluate", type=int, metavar="N", help="peak RSS of healthd evaluate over N events"
+    )
     args = parser.parse_args()
+    if args.evaluate:
+        print(json.dumps(evaluate_memory(args.evaluate, max(1, args.evaluate // 10)), indent=1))
+        return 0
     if args.replay:
         print(json.dumps(replay_benchmark(args.replay), indent=1))
         return 0

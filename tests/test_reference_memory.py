@@ -322,3 +322,20 @@ def test_folding_only_new_operations_writes_what_refolding_every_log_writes(swit
             resumed.apply(event)
             refolded.apply(event)
         assert table(resumed) == table(refolded)
+
+
+def test_a_reopened_shadow_reports_expiries_of_records_written_before(tmp_path) -> None:
+    """Expiries are read from what each write stamped; records written by an earlier
+    process still count when their expiry passes after a restart."""
+    path = str(tmp_path / "shadow.sqlite")
+    alice, bob = fact("billing", "owners", "alice", "ownership"), fact("auth", "language", "go")
+    first = ReferenceMemory(path=path)
+    first.apply(added("e1", 0, alice))
+    first.apply(added("e2", 0, bob))
+    first.close()
+    again = ReferenceMemory(path=path)
+    assert again.changed_keys(day(1)) == set()
+    assert again.changed_keys(day(31)) == {alice.key}  # ownership soft-expires after 30 d
+    assert again.changed_keys(day(40)) == set()
+    assert again.changed_keys(day(91)) == {bob.key, alice.key}  # tech expiry, owners purge
+    again.close()

@@ -24,6 +24,7 @@ with no value, whatever that key holds now. A dependency cycle cascades nothing.
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import re
 import sqlite3
@@ -220,6 +221,8 @@ class ReferenceMemory:
         self._asked_until: float | None = None
         self._cache = _KeyCache()
         self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
+        self._deadlines: list[tuple[float, FactKey]] = []  # (expiry or purge, key) written
+        self._deadlines_loaded = False
 
     # -- settings -------------------------------------------------------------------------
 
@@ -246,6 +249,8 @@ class ReferenceMemory:
         self._asked_until = None
         self._cache = _KeyCache()
         self._acyclic = True
+        self._deadlines = []
+        self._deadlines_loaded = False
 
     def apply(self, event: ChangeEvent) -> None:
         at = _ts(event.timestamp)
@@ -298,24 +303,38 @@ class ReferenceMemory:
         until = _ts(at)
         changed = self._touched
         self._touched = set()
-        if self._asked_until is not None and until > self._asked_until:
-            rows = self._db.execute(
-                "SELECT subject, predicate FROM records WHERE namespace = ? AND "
-                "expires_at > ? AND expires_at <= ? UNION SELECT subject, predicate FROM "
-                "records WHERE namespace = ? AND purge_at > ? AND purge_at <= ?",
-                (
-                    self.namespace,
-                    self._asked_until,
-                    until,
-                    self.namespace,
-                    self._asked_until,
-                    until,
-                ),
-            )
-            changed.update(FactKey(s, p) for s, p in rows)
+        since = self._asked_until
+        if since is not None and until > since:
+            # Keys with a record whose expiry or purge falls in (since, until]: read from
+            # the instants every write pushed, each checked against the record as it is now.
+            if not self._deadlines_loaded:
+                self._load_deadlines(since)
+            heap = self._deadlines
+            while heap and heap[0][0] <= until:
+                deadline, key = heapq.heappop(heap)
+                if deadline > since and key not in changed and self._has_deadline(key, deadline):
+                    changed.add(key)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
         return changed
+
+    def _load_deadlines(self, since: float) -> None:
+        """Deadlines of records written before this process: read once."""
+        for subject, predicate, expires, purge in self._db.execute(
+            "SELECT subject, predicate, expires_at, purge_at FROM records WHERE namespace = ? "
+            "AND (expires_at > ? OR purge_at > ?)",
+            (self.namespace, since, since),
+        ):
+            self._push_deadlines(FactKey(subject, predicate), expires, purge)
+        self._deadlines_loaded = True
+
+    def _push_deadlines(self, key: FactKey, expires: float | None, purge: float | None) -> None:
+        for at in (expires, purge):
+            if at is not None:
+                heapq.heappush(self._deadlines, (at, key))
+
+    def _has_deadline(self, key: FactKey, at: float) -> bool:
+        return any(r.columns[3] == at or r.columns[4] == at for r in self._records_of(key).values())
 
     def close(self) -> None:
         """Close; writes of a batch not yet committed are discarded, so the shadow stays as
@@ -680,7 +699,7 @@ class ReferenceMemory:
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
             _, _, _, expires_after, purge_after = log.extra[validated.seq]
-            wanted = [
+            wanted: list[Any] = [
                 opener.domain,
                 multi,
                 validated.at,
@@ -695,7 +714,10 @@ class ReferenceMemory:
                 meta, event_id, written, _, _ = log.extra[opener.seq]
                 rid = self._insert(key, opener, wanted, meta, event_id, written)
                 records[opener.seq] = _Record(rid, wanted, None)
+                self._push_deadlines(key, wanted[3], wanted[4])
             elif found.columns != wanted:
+                if found.columns[3:5] != wanted[3:5]:
+                    self._push_deadlines(key, wanted[3], wanted[4])
                 self._db.execute(
                     "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
                     " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
