@@ -782,7 +782,11 @@ class ReferenceMemory:
             "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
         )
         if opener.depends_on:
-            if any(d == key or key in self._reachable(d) for d in opener.depends_on):
+            known = self._depends_on(key)
+            if any(
+                d not in known and (d == key or key in self._reachable(d))
+                for d in opener.depends_on
+            ):
                 self._acyclic = False  # a new cycle: earlier cascades may read differently
             self._db.executemany(
                 "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
