@@ -288,16 +288,7 @@ class ReferenceMemory:
         # live before soft-expired, newest first. Text relevance is not used here: bm25
         # weighs terms by statistics over the whole store, so unrelated writes could reorder
         # a key's records, which no change to the key would explain.
-        facts = self.search(
-            "",
-            at=at,
-            k=self.top_k,
-            filters=[
-                MetadataFilter("subject", "equals", probe.subject),
-                MetadataFilter("predicate", "equals", probe.predicate),
-            ],
-        )
-        return Answer(probe.id, tuple(facts))
+        return Answer(probe.id, tuple(self._key_records(probe.key, at, self.top_k)))
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
         until = _ts(at)
@@ -426,30 +417,23 @@ class ReferenceMemory:
                     (terms,),
                 )
             )
-        rows.sort(
-            key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0), -r[6], -r[0])
-        )
-        del rows[k:]
-        out = []
-        for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
-            flags = set()
-            if expires is not None and expires <= now:
-                flags.add(SOFT_EXPIRED)
-            if state != "active" or (purge is not None and purge <= now):
-                flags.add(HISTORICAL)
-            out.append(
-                RetrievedFact(
-                    subject,
-                    predicate,
-                    value,
-                    domain,
-                    f"ref-{rid}",
-                    _dt(created),
-                    _dt(updated),
-                    frozenset(flags),
-                )
-            )
-        return out
+        return _ranked(rows, scores, now, k)
+
+    _KEY_SQL = (
+        "SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, r.updated_at,"
+        " r.expires_at, r.purge_at, r.state FROM records r WHERE r.namespace = ? AND"
+        " r.subject = ? AND r.predicate = ? AND r.state = 'active' AND"
+        " (r.purge_at IS NULL OR r.purge_at > ?)"
+    )
+
+    def _key_records(self, key: FactKey, at: datetime, k: int) -> list[RetrievedFact]:
+        """``search("", filters=[subject equals, predicate equals])``, without building
+        the filters for each probe: a probe names its key."""
+        now = _ts(at)
+        rows = self._db.execute(
+            self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
+        ).fetchall()
+        return _ranked(rows, {}, now, k)
 
     def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
         if flt.op in ("before", "after"):
@@ -562,7 +546,7 @@ class ReferenceMemory:
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
         expires, purge = self._expiry_after(fact.domain)
         log = self._log_of(fact.key)
-        meta = json.dumps(dict(sorted(event.metadata.items())))
+        meta = json.dumps(dict(sorted(event.metadata.items()))) if event.metadata else "{}"
         self._db.execute(
             "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
             " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
@@ -579,7 +563,7 @@ class ReferenceMemory:
                 int(multi),
                 op.end_state,
                 op.reason,
-                json.dumps([list(k) for k in op.depends_on]),
+                json.dumps([list(k) for k in op.depends_on]) if op.depends_on else "[]",
                 meta,
                 event.id,
                 self._clock,
@@ -893,6 +877,34 @@ class _KeyCache:
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
     folds: dict[FactKey, Folding] = field(default_factory=dict)
+
+
+def _ranked(
+    rows: list[Any], scores: Mapping[int, float], now: float, k: int
+) -> list[RetrievedFact]:
+    """Live before soft-expired, then by relevance, newest validation, newest record."""
+    rows.sort(key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0), -r[6], -r[0]))
+    del rows[k:]
+    out = []
+    for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
+        flags = set()
+        if expires is not None and expires <= now:
+            flags.add(SOFT_EXPIRED)
+        if state != "active" or (purge is not None and purge <= now):
+            flags.add(HISTORICAL)
+        out.append(
+            RetrievedFact(
+                subject,
+                predicate,
+                value,
+                domain,
+                f"ref-{rid}",
+                _dt(created),
+                _dt(updated),
+                frozenset(flags),
+            )
+        )
+    return out
 
 
 def _no_cut(op: LogOp) -> Cut | None:
