@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_daemon.py [--requests 200] [--idle 5]
     .venv/bin/python benchmarks/bench_daemon.py --replay 20000
+    .venv/bin/python benchmarks/bench_daemon.py --evaluate 100000
 
 Default: starts `python -m healthd run` with the built-in default configuration (the bundled
 example against the reference and naive memories, every minute), a fresh state directory and
@@ -18,6 +19,9 @@ run with nothing new). Prints one JSON object.
 /metrics listener serving its registry, once alone and once while 10 scraper threads in a
 second process fetch /metrics in a loop; prints both times, their ratio (target <= 1.10)
 and the scrape latencies.
+
+``--evaluate N``: peak resident memory and wall time of ``healthd evaluate`` over N
+generated events (N/10 keys) against the reference memory, with table and with JSON output.
 """
 
 from __future__ import annotations
@@ -257,6 +261,38 @@ def scrape_impact(events: int, repeats: int = 3) -> dict[str, Any]:
     }
 
 
+def evaluate_memory(events: int, keys: int) -> dict[str, Any]:
+    """Peak resident memory of ``healthd evaluate`` over N generated events (the evaluator
+    benchmark's mix), table and JSON output, each in its own process."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_evaluator import generate
+
+    from healthd.timeline import write_timeline
+
+    out: dict[str, Any] = {"events": events, "keys": keys}
+    with tempfile.TemporaryDirectory() as tmp:
+        timeline = Path(tmp) / "timeline.jsonl"
+        with timeline.open("w", encoding="utf-8") as handle:
+            write_timeline(generate(events, keys), handle)
+        for fmt in ("table", "json"):
+            probe = (
+                "import resource, subprocess, sys, time; t = time.perf_counter();"
+                "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, timeout=3600);"
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+                "time.perf_counter() - t)"
+            )
+            done = subprocess.run(
+                [sys.executable, "-c", probe, sys.executable, "-m", "healthd", "evaluate",
+                 "--timeline", str(timeline), "--target", "reference", "--format", fmt],
+                capture_output=True, text=True, check=True, timeout=3700,
+            )  # fmt: skip
+            peak_kib, seconds = done.stdout.split()
+            out[f"{fmt}_peak_rss_mb"] = round(int(peak_kib) / 1024, 1)
+            out[f"{fmt}_seconds"] = round(float(seconds), 1)
+    out["targets"] = {"table_peak_rss_mb": 150}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
@@ -265,9 +301,15 @@ def main() -> int:
     parser.add_argument(
         "--scrape-impact", type=int, metavar="N", help="a run of N events, scraped and not"
     )
+    parser.add_argument(
+        "--evaluate", type=int, metavar="N", help="peak RSS of healthd evaluate over N events"
+    )
     args = parser.parse_args()
     if args.scrape_impact:
         print(json.dumps(scrape_impact(args.scrape_impact), indent=1))
+        return 0
+    if args.evaluate:
+        print(json.dumps(evaluate_memory(args.evaluate, max(1, args.evaluate // 10)), indent=1))
         return 0
     if args.replay:
         print(json.dumps(replay_benchmark(args.replay), indent=1))

@@ -7,13 +7,13 @@ Every error healthd knows about ends in one line on stderr and exit code 2, no t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from healthd.errors import ConfigError, HealthdError, SourceError, shorten
 
@@ -343,8 +343,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from healthd.evaluator import evaluate
-    from healthd.exporters.report import render_table, report_json
+    from healthd.evaluator import StageResult, evaluate
+    from healthd.exporters.report import StageSpool, render_table, report_json, write_report_json
     from healthd.memory import build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
 
@@ -371,7 +371,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     show_progress = err.is_terminal and len(events) * len(specs) >= _PROGRESS_MIN_EVENTS
     results: list[TargetResult] = []
-    with ExitStack() as stack:
+    spools: list[StageSpool] = []
+    # The HTML report draws every stage, so it keeps them; otherwise stages are spooled to a
+    # file for JSON and not kept at all for the table, so memory stays bounded.
+    keep_stages = bool(args.html)
+    with ExitStack() as files, ExitStack() as stack:
         progress = None
         if show_progress:
             progress = stack.enter_context(
@@ -386,7 +390,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             )
         for spec, memory in zip(specs, memories, strict=False):
             task = progress.add_task(spec.label, total=len(events)) if progress else None
-            on_stage = (lambda _s, t=task: progress.advance(t)) if progress else None
+            spool = StageSpool(files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")))
+            spools.append(spool)
+            keep = spool.add if args.format == "json" else None
+
+            def on_stage(stage: StageResult, task: Any = task, keep: Any = keep) -> None:
+                if keep is not None:
+                    keep(stage)
+                if progress is not None:
+                    progress.advance(task)
+
             try:
                 results.append(
                     evaluate(
@@ -397,17 +410,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         kind=spec.kind,
                         mode=args.mode,
                         forgetting_window=args.forgetting_window,
+                        keep_stages=keep_stages,
                         on_stage=on_stage,
                         **({"windows": windows} if windows is not None else {}),
                     )
                 )
             finally:
                 memory.close()
-    with ExitStack() as stack:
-        out = stack.enter_context(_open_output(args.output)) if args.output else sys.stdout
+        stack.close()  # the progress display ends before the report is written
+        out = files.enter_context(_open_output(args.output)) if args.output else sys.stdout
         if args.format == "json":
-            json.dump(report_json(results, probes.version, len(probes)), out, indent=1)
-            out.write("\n")
+            write_report_json(out, results, spools, probes.version, len(probes))
         else:
             console = (
                 _Console(file=out, width=110)

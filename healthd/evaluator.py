@@ -16,6 +16,7 @@ every probe re-asked at every stage; scoring stays incremental, so the numbers s
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +48,12 @@ class StageResult:
     index: int
     event_id: str
     timestamp: datetime
-    metrics: dict[str, Metrics]
+    counts: tuple[int, ...]  # the integer counts every metric is a ratio of
+
+    @property
+    def metrics(self) -> dict[str, Metrics]:
+        """Built when read: most stages are only counted, never shown."""
+        return metrics_from_counts(self.counts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,8 @@ class Replay:
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
         self._was_current: dict[tuple[FactKey, str], bool] = {}
+        self._live: dict[FactKey, set[str]] = {}  # values whose _was_current is True
+        self._pending: dict[FactKey, set[str]] = {}  # values not in _was_current yet
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
 
@@ -119,6 +127,7 @@ class Replay:
         self._index += 1
         self.stats.events += 1
         touched = self.truth.apply(event)
+        self._note_values(event)
         at = self.truth.latest
         assert at is not None
         self.at = at
@@ -146,12 +155,13 @@ class Replay:
                 self._forget_counts,
                 ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
             )
-        return StageResult(self._index, event.id, at, self.metrics())
+        return StageResult(self._index, event.id, at, self._all_counts())
 
     def metrics(self) -> dict[str, Metrics]:
-        return metrics_from_counts(
-            [a + b for a, b in zip(self._counts, self._forget_counts, strict=False)]
-        )
+        return metrics_from_counts(self._all_counts())
+
+    def _all_counts(self) -> tuple[int, ...]:
+        return tuple(map(operator.add, self._counts, self._forget_counts))
 
     def update_probes(self, probes: ProbeSet) -> list[Probe]:
         """Switch to a probe set that extends the current one; probes new to it whose key is
@@ -211,6 +221,13 @@ class Replay:
         replay._was_current = {
             (FactKey(s, p), v): bool(c) for s, p, v, c in snapshot["was_current"]
         }
+        for key in list(replay.truth.keys()):
+            for value in replay.truth.values(key):
+                seen = replay._was_current.get((key, value))
+                if seen is None:
+                    replay._pending.setdefault(key, set()).add(value)
+                elif seen:
+                    replay._live.setdefault(key, set()).add(value)
         replay.at = replay.truth.latest
         for key in list(replay.truth.keys()):
             if replay.truth.asserted(key):
@@ -260,17 +277,46 @@ class Replay:
         return probes[0] if probes else None
 
     def _ended(self, keys: Iterable[FactKey], at: datetime) -> list[Fact]:
-        """Facts of ``keys`` that stopped being current at this stage."""
+        """Facts of ``keys`` that stopped being current at this stage. Only values that can
+        have changed are looked at: those current before, current now, or never seen."""
         out = []
+        truth = self.truth
         for key in keys:
-            for value, domain in self.truth.values(key).items():
-                status = self.truth.status_of(key, value, at)
+            live = self._live.get(key)
+            pending = self._pending.get(key)
+            candidates = set(truth.open_values(key))
+            if live:
+                candidates |= live
+            if pending:
+                candidates |= pending
+            if not candidates:
+                continue
+            for value in sorted(candidates, key=truth.value_rank(key)):
+                status = truth.status_of(key, value, at)
+                if status == "unknown":
+                    continue
+                if pending is not None:
+                    pending.discard(value)
                 if status == "current":
                     self._was_current[(key, value)] = True
-                elif status != "unknown" and self._was_current.get((key, value), True):
+                    self._live.setdefault(key, set()).add(value)
+                elif self._was_current.get((key, value), True):
                     self._was_current[(key, value)] = False
-                    out.append(Fact(key.subject, key.predicate, value, domain))
+                    if live is not None:
+                        live.discard(value)
+                    out.append(
+                        Fact(key.subject, key.predicate, value, truth.value_domain(key, value))
+                    )
         return out
+
+    def _note_values(self, event: ChangeEvent) -> None:
+        """Values an event gives a key that no stage has looked at yet."""
+        facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
+        for fact in facts:
+            if (fact.key, fact.value) not in self._was_current and self.truth.has_value(
+                fact.key, fact.value
+            ):
+                self._pending.setdefault(fact.key, set()).add(fact.value)
 
     def _ask(self, probe: Probe, at: datetime) -> None:
         self.stats.probe_queries += 1

@@ -45,65 +45,109 @@ class Interval:
 
 
 class _KeyHistory:
-    __slots__ = ("asserted", "multi", "ops", "values")
+    __slots__ = ("asserted", "multi", "ops", "rank", "values")
 
     def __init__(self) -> None:
         self.ops: list[_Op] = []
         self.multi = False
         self.asserted = False
         self.values: dict[str, Domain] = {}
+        self.rank: dict[str, int] = {}
 
-    def fold(self, cascade: Callable[[Interval], tuple[datetime, str] | None]) -> list[Interval]:
+    def fold(self, cascade: Callable[[Interval], tuple[datetime, str] | None]) -> _Folded:
         """The key's intervals in order of start. ``cascade`` gives the instant (and reason)
         at which a dependency's removal ends an interval, if it does; an assertion after that
         instant starts the fact afresh."""
-        out: list[Interval] = []
-        open_: dict[str, Interval] = {}
-        cuts: dict[str, tuple[datetime, str]] = {}
-
-        def close_cut(until: datetime | None) -> None:
-            for value, (at, reason) in list(cuts.items()):
-                if until is None or at <= until:
-                    interval = open_.pop(value)
-                    interval.end, interval.end_kind, interval.reason = at, "invalidated", reason
-                    del cuts[value]
-
+        folded = _Folded()
         for op in self.ops:
-            close_cut(op.at)
-            if op.assert_:
-                if op.value in open_:
-                    continue
-                if not self.multi:
-                    for other in open_.values():
-                        other.end, other.end_kind = op.at, "superseded"
-                        other.reason = f"replaced by {op.value!r}"
-                    open_.clear()
-                    cuts.clear()
-                interval = Interval(op.value, op.domain, op.at, None, None, None, op.depends_on)
-                open_[op.value] = interval
-                out.append(interval)
-                cut = cascade(interval) if op.depends_on else None
-                if cut is not None:
-                    cuts[op.value] = cut
-            else:
-                ended = open_.pop(op.value, None)
-                cuts.pop(op.value, None)
-                if ended is not None:
-                    ended.end, ended.end_kind, ended.reason = op.at, op.end_kind, op.reason
-        close_cut(None)
-        return out
+            folded.step(op, self.multi, cascade)
+        folded.close_cuts(None)
+        return folded
+
+
+class _Folded:
+    """A key's fold, kept so that an operation landing after every other one (the usual
+    case: events mostly arrive in time order) is folded in alone, not from the start."""
+
+    __slots__ = ("by_value", "cut_until", "cuts", "intervals", "last", "open_")
+
+    def __init__(self) -> None:
+        self.intervals: list[Interval] = []
+        self.by_value: dict[str, list[Interval]] = {}
+        self.open_: dict[str, Interval] = {}
+        self.cuts: dict[str, tuple[datetime, str]] = {}
+        self.last: tuple[datetime, int] | None = None
+        self.cut_until: datetime | None = None  # the latest cascade end applied after `last`
+
+    def resumable(self, op: _Op) -> bool:
+        return (self.last is None or self.last < (op.at, op.seq)) and (
+            self.cut_until is None or self.cut_until <= op.at
+        )
+
+    def close_cuts(self, until: datetime | None) -> None:
+        if not self.cuts:
+            return
+        for value, (at, reason) in list(self.cuts.items()):
+            if until is None or at <= until:
+                interval = self.open_.pop(value)
+                interval.end, interval.end_kind, interval.reason = at, "invalidated", reason
+                del self.cuts[value]
+                if until is None and (self.cut_until is None or at > self.cut_until):
+                    self.cut_until = at
+
+    def step(
+        self,
+        op: _Op,
+        multi: bool,
+        cascade: Callable[[Interval], tuple[datetime, str] | None],
+    ) -> None:
+        self.last = (op.at, op.seq)
+        open_, cuts = self.open_, self.cuts
+        if cuts:
+            self.close_cuts(op.at)
+        if op.assert_:
+            if op.value in open_:
+                return
+            if not multi:
+                for other in open_.values():
+                    other.end, other.end_kind = op.at, "superseded"
+                    other.reason = f"replaced by {op.value!r}"
+                open_.clear()
+                cuts.clear()
+            interval = Interval(op.value, op.domain, op.at, None, None, None, op.depends_on)
+            open_[op.value] = interval
+            self.intervals.append(interval)
+            self.by_value.setdefault(op.value, []).append(interval)
+            cut = cascade(interval) if op.depends_on else None
+            if cut is not None:
+                cuts[op.value] = cut
+        else:
+            ended = open_.pop(op.value, None)
+            cuts.pop(op.value, None)
+            if ended is not None:
+                ended.end, ended.end_kind, ended.reason = op.at, op.end_kind, op.reason
 
 
 class GroundTruth:
-    """Validity intervals per fact, built incrementally as events arrive."""
+    """Validity intervals per fact, built incrementally as events arrive.
+
+    An event's keys are folded again at once: only the new operations when they land after
+    every other one of the key, else from the start. The keys depending on a key are folded
+    again only when the instants at which that key is left with no value changed (that is
+    all a cascade reads). Once a dependency cycle appears, every change invalidates all
+    dependents instead, and folds that met the cycle are not kept.
+    """
 
     def __init__(self, events: Iterable[ChangeEvent] = ()) -> None:
         self._keys: dict[FactKey, _KeyHistory] = {}
         self._dependents: dict[FactKey, set[FactKey]] = {}
-        self._effective: dict[FactKey, list[Interval]] = {}
+        self._depends: dict[FactKey, set[FactKey]] = {}
+        self._effective: dict[FactKey, _Folded] = {}
         self._removals: dict[FactKey, list[datetime]] = {}
         self._seq = 0
         self._cycle_cut = False
+        self._cyclic = False
+        self._pushed: dict[FactKey, list[tuple[_Op, bool]]] = {}
         self.latest: datetime | None = None
         for event in events:
             self.apply(event)
@@ -112,9 +156,10 @@ class GroundTruth:
 
     def apply(self, event: ChangeEvent) -> set[FactKey]:
         """Fold one event in; return every key whose intervals may have changed (the event's
-        own keys and, transitively, the keys that depend on them)."""
+        own keys and the keys whose cascades that change reaches)."""
         fact, at = event.fact, event.timestamp
         deps = event.depends_on
+        self._pushed = {}
         if event.type in ("added", "revalidated"):
             self._push(
                 fact,
@@ -161,10 +206,56 @@ class GroundTruth:
             )
         if self.latest is None or at > self.latest:
             self.latest = at
-        touched = self.affected(event.keys)
-        for key in touched:
-            self._effective.pop(key, None)
-            self._removals.pop(key, None)
+        if self._cyclic:
+            touched = self.affected(event.keys)
+            for key in touched:
+                self._effective.pop(key, None)
+                self._removals.pop(key, None)
+            return touched
+        return self._settle()
+
+    def _settle(self) -> set[FactKey]:
+        """Fold the keys the event pushed to, then the dependents of every key whose
+        removals changed, transitively."""
+        touched: set[FactKey] = set()
+        queue = list(self._pushed)
+        # The removals each queued key had when its dependents last read them: a key folded
+        # early, through a dependent's cascade, must still pass its change on.
+        before = {key: self._removals.get(key) for key in queue}
+        while queue:
+            key = queue.pop()
+            touched.add(key)
+            ops = self._pushed.pop(key, None)
+            old = before.pop(key, None)
+            folded = self._effective.get(key)
+            history = self._keys[key]
+            if (
+                ops is not None
+                and folded is not None
+                and all(appended for _, appended in ops)
+                and folded.resumable(ops[0][0])
+            ):
+                was_open = bool(folded.open_)
+                cascade = self._cascade(frozenset({key}))
+                for op, _ in ops:
+                    folded.step(op, history.multi, cascade)
+                folded.close_cuts(None)
+                if was_open and folded.open_ and old is not None:
+                    continue  # covered before and after, in one span: removals unchanged
+            else:
+                self._effective.pop(key, None)
+                self._removals.pop(key, None)
+                folded = self._fold(key, frozenset())
+            new = _segment_ends(folded.intervals)
+            if key in self._effective:
+                self._removals[key] = new
+            if new != old:
+                for dependent in sorted(self._dependents.get(key, ())):
+                    if dependent not in before:
+                        before[dependent] = self._removals.get(dependent)
+                    self._effective.pop(dependent, None)
+                    self._removals.pop(dependent, None)
+                    queue.append(dependent)
         return touched
 
     def _next(self) -> int:
@@ -181,15 +272,37 @@ class GroundTruth:
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:
         history = self._history(fact.key, multi)
-        history.values.setdefault(fact.value, fact.domain)
+        if fact.value not in history.values:
+            history.values[fact.value] = fact.domain
+            history.rank[fact.value] = len(history.rank)
         history.asserted = history.asserted or op.assert_
         ops = history.ops
-        if not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq):
+        appended = not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq)
+        if appended:
             ops.append(op)
         else:
             bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
+        self._pushed.setdefault(fact.key, []).append((op, appended))
         for dep in op.depends_on:
-            self._dependents.setdefault(dep, set()).add(fact.key)
+            dependents = self._dependents.setdefault(dep, set())
+            if fact.key not in dependents:
+                dependents.add(fact.key)
+                self._depends.setdefault(fact.key, set()).add(dep)
+                if not self._cyclic and (dep == fact.key or fact.key in self._reaches(dep)):
+                    self._cyclic = True
+                    self._effective.clear()
+                    self._removals.clear()
+
+    def _reaches(self, start: FactKey) -> set[FactKey]:
+        """Every key ``start`` depends on, transitively."""
+        seen: set[FactKey] = set()
+        stack = [start]
+        while stack:
+            for dep in self._depends.get(stack.pop(), ()):
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(dep)
+        return seen
 
     def affected(self, keys: Iterable[FactKey]) -> set[FactKey]:
         """The keys given plus every key that depends on them, transitively."""
@@ -217,47 +330,78 @@ class GroundTruth:
         return bool(history and history.multi)
 
     def values(self, key: FactKey) -> dict[str, Domain]:
-        """Every value the key has been given, with its domain."""
+        """Every value the key has been given, with its domain, in the order first given."""
         history = self._keys.get(key)
         return dict(history.values) if history else {}
+
+    def has_value(self, key: FactKey, value: str) -> bool:
+        history = self._keys.get(key)
+        return history is not None and value in history.values
+
+    def value_domain(self, key: FactKey, value: str) -> Domain:
+        return self._keys[key].values[value]
+
+    def value_rank(self, key: FactKey) -> Callable[[str], int]:
+        """Orders a key's values as :meth:`values` lists them."""
+        return self._keys[key].rank.__getitem__
+
+    def open_values(self, key: FactKey) -> Iterable[str]:
+        """The values the key holds from its latest event on (``current`` at ``latest``)."""
+        return self._fold(key, frozenset()).open_.keys()
+
+    def intervals(self, key: FactKey) -> list[Interval]:
+        """The key's intervals with cascaded ends applied."""
+        return self._fold(key, frozenset()).intervals
 
     def status(self, fact: Fact, at: datetime) -> Status:
         return self.status_of(fact.key, fact.value, at)
 
     def status_of(self, key: FactKey, value: str, at: datetime) -> Status:
-        best: Interval | None = None
-        for interval in self._intervals(key, frozenset()):
-            if (
-                interval.value == value
-                and interval.start <= at
-                and (best is None or interval.start >= best.start)
-            ):
-                best = interval
-        if best is None:
+        found = self._fold(key, frozenset()).by_value.get(value)
+        if not found:
             return "unknown"
+        if found[-1].start <= at:
+            best = found[-1]
+        else:  # the latest of the value's intervals to start by `at`
+            index = bisect.bisect_right(found, at, key=lambda i: i.start)
+            if index == 0:
+                return "unknown"
+            best = found[index - 1]
         if best.end is None or best.end > at:
             return "current"
         return best.end_kind or "invalidated"
 
     def current(self, key: FactKey, at: datetime) -> list[Fact]:
         """The facts the key holds at ``at``, in order of value."""
+        folded = self._fold(key, frozenset())
+        if self.latest is not None and at >= self.latest:
+            held = folded.open_
+            return [Fact(key.subject, key.predicate, v, held[v].domain) for v in sorted(held)]
         found = {
             i.value: i.domain
-            for i in self._intervals(key, frozenset())
+            for i in folded.intervals
             if i.start <= at and (i.end is None or i.end > at)
         }
         return [Fact(key.subject, key.predicate, v, found[v]) for v in sorted(found)]
 
-    def _intervals(self, key: FactKey, visiting: frozenset[FactKey]) -> list[Interval]:
+    def _fold(self, key: FactKey, visiting: frozenset[FactKey]) -> _Folded:
         cached = self._effective.get(key)
         if cached is not None:
             return cached
         history = self._keys.get(key)
         if history is None:
-            return []
+            return _Folded()
         visiting = visiting | {key}
         outer_cut, self._cycle_cut = self._cycle_cut, False
+        own = history.fold(self._cascade(visiting))
+        if not self._cycle_cut:  # a result that depends on where a cycle was entered is not kept
+            self._effective[key] = own
+        self._cycle_cut = self._cycle_cut or outer_cut
+        return own
 
+    def _cascade(
+        self, visiting: frozenset[FactKey]
+    ) -> Callable[[Interval], tuple[datetime, str] | None]:
         def cascade(interval: Interval) -> tuple[datetime, str] | None:
             first: tuple[datetime, str] | None = None
             for dep in interval.depends_on:
@@ -269,18 +413,14 @@ class GroundTruth:
                     first = (removed, f"{dep} was removed")
             return first
 
-        own = history.fold(cascade)
-        if not self._cycle_cut:  # a result that depends on where a cycle was entered is not kept
-            self._effective[key] = own
-        self._cycle_cut = self._cycle_cut or outer_cut
-        return own
+        return cascade
 
     def _first_removal(
         self, key: FactKey, after: datetime, visiting: frozenset[FactKey]
     ) -> datetime | None:
         removals = self._removals.get(key)
         if removals is None:
-            removals = _segment_ends(self._intervals(key, visiting))
+            removals = _segment_ends(self._fold(key, visiting).intervals)
             if key in self._effective:
                 self._removals[key] = removals
         index = bisect.bisect_right(removals, after)

@@ -364,3 +364,31 @@ def test_an_absurd_staleness_window_in_the_environment_is_a_named_config_error(t
     assert done.returncode == 2
     assert "staleness.ownership" in done.stderr and "too long" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path) -> None:
+    """Stages are spooled to disk as they come, not kept; the bytes written are exactly
+    those of dumping the whole report at once (several targets, the bundled example)."""
+    from healthd.evaluator import evaluate
+    from healthd.exporters.report import report_json
+    from healthd.memory import build_memory, parse_target
+    from healthd.probes import build_probe_set
+    from healthd.timeline import read_timeline
+
+    out = tmp_path / "report.json"
+    done = healthd(
+        "evaluate", "--format", "json", "--target", "reference", "--target", "naive",
+        "--output", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = list(read_timeline(str(example_timeline_path())))
+    probes = build_probe_set(events)
+    results = []
+    for target in ("reference", "naive"):
+        spec = parse_target(target)
+        memory = build_memory(spec)
+        results.append(evaluate(events, memory, probes, name=spec.label, kind=spec.kind))
+        memory.close()
+    expected = json.dumps(report_json(results, probes.version, len(probes)), indent=1) + "\n"
+    assert len(results[0].stages) > 1
+    assert out.read_text(encoding="utf-8") == expected

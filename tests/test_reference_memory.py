@@ -333,3 +333,68 @@ def test_a_probe_gets_its_own_predicate_only_not_one_that_contains_it():
     owners = fact("billing", "owners", "@bob", "ownership")
     memory = feed(ReferenceMemory(), added("1", 0, owner), added("2", 0, owners))
     assert values(memory, owner, 1) == ["@alice"]
+
+
+@pytest.mark.parametrize("switches", [{}, {"supersession": False}, {"propagation": False}])
+def test_folding_only_new_operations_writes_what_refolding_every_log_writes(switches) -> None:
+    """Events mostly arrive in time order, so a key's fold is resumed with just the new
+    operations; the records, their ends and the removals must be those a full refold of
+    every log gives, late events, dependency chains and multi-valued keys included."""
+    import random
+
+    from healthd.model import FactKey
+
+    def table(memory: ReferenceMemory) -> list[object]:
+        return [
+            memory._db.execute(f"SELECT * FROM {name}").fetchall()
+            for name in (
+                "records ORDER BY id",
+                "key_removals ORDER BY subject, predicate, removed_at",
+                "record_deps ORDER BY record_id, subject, predicate",
+            )
+        ]
+
+    rng = random.Random(11)
+    for _ in range(60):
+        resumed, refolded = ReferenceMemory(**switches), ReferenceMemory(**switches)
+        refolded._acyclic = False  # never resumes: every change refolds the key's whole log
+        clock = 0.0
+        for n in range(rng.randint(5, 40)):
+            clock += rng.random() * 3
+            at = clock - (rng.random() * 20 if rng.random() < 0.1 else 0)
+            subject = rng.choice("abcd")
+            predicate = rng.choice(["exists", "exists", "lang", "tags"])
+            dep = rng.choice([None, "a", "b", "c", "d"])
+            deps = (FactKey(dep, "exists"),) if dep and dep < subject else ()
+            multi = predicate == "tags"
+            value = rng.choice("123")
+            kind = rng.choice(["added", "revised", "invalidated", "revalidated"])
+            if kind == "added":
+                event = added(f"e{n}", at, fact(subject, predicate, value), deps, multi)
+            elif kind == "revalidated":
+                event = revalidated(f"e{n}", at, fact(subject, predicate, value), deps)
+            elif kind == "invalidated":
+                event = invalidated(f"e{n}", at, fact(subject, predicate, value))
+            else:
+                previous = fact(subject, predicate, rng.choice("123"))
+                event = revised(f"e{n}", at, previous, fact(subject, predicate, value), deps)
+            resumed.apply(event)
+            refolded.apply(event)
+        assert table(resumed) == table(refolded)
+
+
+def test_a_reopened_shadow_reports_expiries_of_records_written_before(tmp_path) -> None:
+    """Expiries are read from what each write stamped; records written by an earlier
+    process still count when their expiry passes after a restart."""
+    path = str(tmp_path / "shadow.sqlite")
+    alice, bob = fact("billing", "owners", "alice", "ownership"), fact("auth", "language", "go")
+    first = ReferenceMemory(path=path)
+    first.apply(added("e1", 0, alice))
+    first.apply(added("e2", 0, bob))
+    first.close()
+    again = ReferenceMemory(path=path)
+    assert again.changed_keys(day(1)) == set()
+    assert again.changed_keys(day(31)) == {alice.key}  # ownership soft-expires after 30 d
+    assert again.changed_keys(day(40)) == set()
+    assert again.changed_keys(day(91)) == {bob.key, alice.key}  # tech expiry, owners purge
+    again.close()

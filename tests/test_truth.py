@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 from healthd.model import FactKey
@@ -138,3 +140,68 @@ def test_a_revalidation_after_a_cascade_brings_the_fact_back():
         ]
     )
     assert truth.status(pg, day(31)) == "current"
+
+
+def test_folding_only_what_changed_matches_refolding_every_dependent() -> None:
+    """Truth refolds a key's dependents only when its removals change, and resumes a key's
+    fold when an operation lands last; it must say what refolding everything says, on
+    random timelines with chains of dependencies and late events."""
+    import random
+
+    from healthd.model import ChangeEvent, Fact, FactKey
+
+    rng = random.Random(3)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    for _ in range(200):
+        fast, oracle = GroundTruth(), GroundTruth()
+        oracle._cyclic = True  # the path that refolds every dependent on every change
+        events = []
+        for n in range(rng.randint(1, 40)):
+            subject = rng.choice("abc")
+            predicate = rng.choice(["exists", "exists", "lang", "tags"])
+            value = rng.choice("123")
+            dep = rng.choice([None, "a", "b", "c"])
+            deps = () if dep is None or dep == subject else (FactKey(dep, "exists"),)
+            kind = rng.choice(["added", "revised", "invalidated", "revalidated"])
+            meta = {"cardinality": "multi"} if predicate == "tags" else {}
+            fact = Fact(subject, predicate, value, "tech")
+            previous = Fact(subject, predicate, rng.choice("123"), "tech")
+            events.append(
+                ChangeEvent(
+                    f"e{n}",
+                    kind,  # type: ignore[arg-type]
+                    base + timedelta(days=rng.randint(0, 90)),
+                    "t",
+                    fact,
+                    previous=previous if kind == "revised" else None,
+                    depends_on=deps,
+                    metadata=meta,
+                )
+            )
+        for event in events:
+            fast.apply(event)
+            oracle.apply(event)
+            at = fast.latest
+            assert at is not None
+            for key in list(oracle.keys()):
+                for value in oracle.values(key):
+                    assert fast.status_of(key, value, at) == oracle.status_of(key, value, at)
+                assert fast.current(key, at) == oracle.current(key, at)
+
+
+def test_a_cascade_reaches_the_dependents_of_a_key_first_refolded_through_another() -> None:
+    """c/exists ends; a/exists depends on it, b/tags on both, c/tags on a/exists alone.
+    Refolding b/tags reads a/exists's new removals first; c/tags must still end."""
+    c_exists, a_exists = FactKey("c", "exists"), FactKey("a", "exists")
+    truth = GroundTruth()
+    for event in (
+        added("e1", 1, fact("c", "exists", "1")),
+        added("e2", 2, fact("a", "exists", "1"), deps=(c_exists,)),
+        added("e3", 3, fact("b", "tags", "1"), deps=(a_exists, c_exists)),
+        added("e4", 4, fact("c", "tags", "1"), deps=(a_exists,)),
+    ):
+        truth.apply(event)
+    assert truth.status_of(FactKey("c", "tags"), "1", day(4)) == "current"
+    truth.apply(invalidated("e5", 5, fact("c", "exists", "1")))
+    assert truth.status_of(FactKey("a", "exists"), "1", day(5)) == "invalidated"
+    assert truth.status_of(FactKey("c", "tags"), "1", day(5)) == "invalidated"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from healthd.evaluator import ProbeReport, TargetResult
+from healthd.evaluator import ProbeReport, StageResult, TargetResult
 from healthd.scoring import BUCKETS, Metrics
 from healthd.timeline import format_timestamp
 
@@ -44,6 +45,15 @@ def probe_json(report: ProbeReport) -> dict[str, Any]:
     }
 
 
+def stage_json(stage: StageResult) -> dict[str, Any]:
+    return {
+        "index": stage.index,
+        "event_id": stage.event_id,
+        "timestamp": format_timestamp(stage.timestamp),
+        "metrics": metrics_json(stage.metrics),
+    }
+
+
 def report_json(
     results: Sequence[TargetResult], probe_set_version: str, probe_count: int
 ) -> dict[str, Any]:
@@ -53,15 +63,7 @@ def report_json(
             {
                 "name": result.name,
                 "kind": result.kind,
-                "stages": [
-                    {
-                        "index": s.index,
-                        "event_id": s.event_id,
-                        "timestamp": format_timestamp(s.timestamp),
-                        "metrics": metrics_json(s.metrics),
-                    }
-                    for s in result.stages
-                ],
+                "stages": [stage_json(s) for s in result.stages],
                 "final": {
                     "metrics": metrics_json(result.metrics),
                     "probes": [probe_json(p) for p in result.probes],
@@ -70,6 +72,57 @@ def report_json(
             for result in results
         ],
     }
+
+
+_STAGE_DEPTH = 4  # report > targets > target > stages > stage, as json.dump(indent=1) nests
+
+
+class StageSpool:
+    """One target's stages, written as JSON to a temporary file as they come, so a report
+    over a long timeline never holds every stage in memory."""
+
+    def __init__(self, spool: IO[str]) -> None:
+        self._spool = spool
+        self.count = 0
+
+    def add(self, stage: StageResult) -> None:
+        text = json.dumps(stage_json(stage), indent=1)
+        pad = " " * _STAGE_DEPTH
+        self._spool.write(",\n" if self.count else "")
+        self._spool.write(pad + text.replace("\n", "\n" + pad))
+        self.count += 1
+
+    def copy_to(self, out: IO[str]) -> None:
+        if not self.count:
+            out.write("[]")
+            return
+        out.write("[\n")
+        self._spool.seek(0)
+        while chunk := self._spool.read(1 << 16):
+            out.write(chunk)
+        out.write("\n" + " " * (_STAGE_DEPTH - 1) + "]")
+
+
+def write_report_json(
+    out: IO[str],
+    results: Sequence[TargetResult],
+    spools: Sequence[StageSpool],
+    probe_set_version: str,
+    probe_count: int,
+) -> None:
+    """The bytes ``json.dump(report_json(...), out, indent=1)`` writes, with each target's
+    stages streamed from its spool instead of held in ``results``."""
+    marks = [f"\x00stages {i}\x00" for i in range(len(results))]
+    report = report_json(results, probe_set_version, probe_count)
+    for target, mark in zip(report["targets"], marks, strict=True):
+        target["stages"] = mark
+    text = json.dumps(report, indent=1)
+    for spool, mark in zip(spools, marks, strict=True):
+        head, text = text.split(json.dumps(mark), 1)
+        out.write(head)
+        spool.copy_to(out)
+    out.write(text)
+    out.write("\n")
 
 
 def _cell(value: float | None) -> str:

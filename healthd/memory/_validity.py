@@ -58,26 +58,59 @@ def fold(
     left with no value: the interval ends there unless something ends it first, and an
     assertion at or after that instant starts the value afresh.
     """
-    out: list[Validity] = []
-    held: dict[str, Validity] = {}
-    cuts: dict[str, Cut] = {}
-
-    def apply_cuts(until: float | None) -> None:
-        for value, (at, reason) in list(cuts.items()):
-            if until is None or at <= until:
-                closed = held.pop(value)
-                closed.end, closed.end_state, closed.end_reason = at, "invalidated", reason
-                del cuts[value]
-
+    folding = Folding(multi=multi, supersession=supersession)
     for op in sorted(ops, key=lambda o: (o.at, o.seq)):
-        apply_cuts(op.at)
+        folding.step(op, cascade)
+    folding.close()
+    return folding.intervals
+
+
+class Folding:
+    """:func:`fold` one operation at a time, kept between calls: an operation that lands
+    after every other one of its key (and after every cascade end already applied) is
+    folded in alone and gives what folding the whole log again would give."""
+
+    __slots__ = ("cut_until", "cuts", "held", "intervals", "last", "multi", "supersession")
+
+    def __init__(self, *, multi: bool, supersession: bool) -> None:
+        self.multi = multi
+        self.supersession = supersession
+        self.intervals: list[Validity] = []
+        self.held: dict[str, Validity] = {}
+        self.cuts: dict[str, Cut] = {}
+        self.last: tuple[float, int] | None = None
+        self.cut_until: float | None = None  # the latest cascade end applied by close()
+
+    def resumable(self, op: LogOp) -> bool:
+        return (self.last is None or self.last < (op.at, op.seq)) and (
+            self.cut_until is None or self.cut_until <= op.at
+        )
+
+    def close(self) -> None:
+        """Apply the cascade ends still pending (they lie after the last operation)."""
+        self._apply_cuts(None)
+
+    def _apply_cuts(self, until: float | None) -> None:
+        for value, (at, reason) in list(self.cuts.items()):
+            if until is None or at <= until:
+                closed = self.held.pop(value)
+                closed.end, closed.end_state, closed.end_reason = at, "invalidated", reason
+                del self.cuts[value]
+                if until is None and (self.cut_until is None or at > self.cut_until):
+                    self.cut_until = at
+
+    def step(self, op: LogOp, cascade: Callable[[LogOp], Cut | None]) -> None:
+        self.last = (op.at, op.seq)
+        held, cuts = self.held, self.cuts
+        if cuts:
+            self._apply_cuts(op.at)
         current = held.get(op.value)
         if op.asserts:
             if current is not None:
                 if op.at > current.validated.at:
                     current.validated = op
-                continue
-            if supersession and not multi:
+                return
+            if self.supersession and not self.multi:
                 for replaced in held.values():
                     replaced.end, replaced.end_state = op.at, "superseded"
                     replaced.end_reason = f"revised to {op.value!r}"
@@ -86,7 +119,7 @@ def fold(
                 cuts.clear()
             opened = Validity(op, op)
             held[op.value] = opened
-            out.append(opened)
+            self.intervals.append(opened)
             cut = cascade(op) if op.depends_on else None
             if cut is not None:
                 cuts[op.value] = cut
@@ -94,8 +127,6 @@ def fold(
             del held[op.value]
             cuts.pop(op.value, None)
             current.end, current.end_state, current.end_reason = op.at, op.end_state, op.reason
-    apply_cuts(None)
-    return out
 
 
 def removals(intervals: Sequence[Validity]) -> list[float]:

@@ -24,12 +24,14 @@ with no value, whatever that key holds now. A dependency cycle cascades nothing.
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import re
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -37,7 +39,7 @@ from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
-from healthd.memory._validity import Cut, LogOp, fold, removals
+from healthd.memory._validity import Cut, Folding, LogOp, Validity, removals
 from healthd.model import (
     DOMAINS,
     HISTORICAL,
@@ -216,10 +218,11 @@ class ReferenceMemory:
         self._clock: float | None = row[0] if row is not None and row[0] is not None else log[0]
         self._seq: int = log[1] or 0
         self._touched: set[FactKey] = set()
-        # Each key's log as read once from the store and kept in step with every write: the
-        # store is the record, this spares re-reading and re-parsing it on every fold.
-        self._logs: dict[FactKey, _KeyLog] = {}
         self._asked_until: float | None = None
+        self._cache = _KeyCache()
+        self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
+        self._deadlines: list[tuple[float, FactKey]] = []  # (expiry or purge, key) written
+        self._deadlines_loaded = False
 
     # -- settings -------------------------------------------------------------------------
 
@@ -242,9 +245,12 @@ class ReferenceMemory:
             self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
         self._clock = None
         self._seq = 0
-        self._logs.clear()
         self._touched.clear()
         self._asked_until = None
+        self._cache = _KeyCache()
+        self._acyclic = True
+        self._deadlines = []
+        self._deadlines_loaded = False
 
     def apply(self, event: ChangeEvent) -> None:
         at = _ts(event.timestamp)
@@ -270,48 +276,56 @@ class ReferenceMemory:
                 # Cascades are decided once the whole event is in: a revision that replaces
                 # a key's only value never leaves it empty.
                 self._settle(event.keys)
-        except sqlite3.Error as exc:
-            self._logs.clear()  # the write was rolled back: read the logs from the store again
-            raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
+        except BaseException as exc:
+            # The writes were rolled back: what the cache learnt from them is forgotten too.
+            self._cache = _KeyCache()
+            if isinstance(exc, sqlite3.Error):
+                raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
+            raise
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         # A probe names its key, so the pre-filter leaves only that key's records, ranked
         # live before soft-expired, newest first. Text relevance is not used here: bm25
         # weighs terms by statistics over the whole store, so unrelated writes could reorder
         # a key's records, which no change to the key would explain.
-        facts = self.search(
-            "",
-            at=at,
-            k=self.top_k,
-            filters=[
-                MetadataFilter("subject", "equals", probe.subject),
-                MetadataFilter("predicate", "equals", probe.predicate),
-            ],
-        )
-        return Answer(probe.id, tuple(facts))
+        return Answer(probe.id, tuple(self._key_records(probe.key, at, self.top_k)))
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
         until = _ts(at)
         changed = self._touched
         self._touched = set()
-        if self._asked_until is not None and until > self._asked_until:
-            rows = self._db.execute(
-                "SELECT subject, predicate FROM records WHERE namespace = ? AND "
-                "expires_at > ? AND expires_at <= ? UNION SELECT subject, predicate FROM "
-                "records WHERE namespace = ? AND purge_at > ? AND purge_at <= ?",
-                (
-                    self.namespace,
-                    self._asked_until,
-                    until,
-                    self.namespace,
-                    self._asked_until,
-                    until,
-                ),
-            )
-            changed.update(FactKey(s, p) for s, p in rows)
+        since = self._asked_until
+        if since is not None and until > since:
+            # Keys with a record whose expiry or purge falls in (since, until]: read from
+            # the instants every write pushed, each checked against the record as it is now.
+            if not self._deadlines_loaded:
+                self._load_deadlines(since)
+            heap = self._deadlines
+            while heap and heap[0][0] <= until:
+                deadline, key = heapq.heappop(heap)
+                if deadline > since and key not in changed and self._has_deadline(key, deadline):
+                    changed.add(key)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
         return changed
+
+    def _load_deadlines(self, since: float) -> None:
+        """Deadlines of records written before this process: read once."""
+        for subject, predicate, expires, purge in self._db.execute(
+            "SELECT subject, predicate, expires_at, purge_at FROM records WHERE namespace = ? "
+            "AND (expires_at > ? OR purge_at > ?)",
+            (self.namespace, since, since),
+        ):
+            self._push_deadlines(FactKey(subject, predicate), expires, purge)
+        self._deadlines_loaded = True
+
+    def _push_deadlines(self, key: FactKey, expires: float | None, purge: float | None) -> None:
+        for at in (expires, purge):
+            if at is not None:
+                heapq.heappush(self._deadlines, (at, key))
+
+    def _has_deadline(self, key: FactKey, at: float) -> bool:
+        return any(r.columns[3] == at or r.columns[4] == at for r in self._records_of(key).values())
 
     def close(self) -> None:
         """Close; writes of a batch not yet committed are discarded, so the shadow stays as
@@ -341,6 +355,7 @@ class ReferenceMemory:
             )
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
+            self._cache = _KeyCache()
             if self._db.in_transaction:
                 try:
                     self._db.execute("ROLLBACK")
@@ -402,30 +417,23 @@ class ReferenceMemory:
                     (terms,),
                 )
             )
-        rows.sort(
-            key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0), -r[6], -r[0])
-        )
-        del rows[k:]
-        out = []
-        for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
-            flags = set()
-            if expires is not None and expires <= now:
-                flags.add(SOFT_EXPIRED)
-            if state != "active" or (purge is not None and purge <= now):
-                flags.add(HISTORICAL)
-            out.append(
-                RetrievedFact(
-                    subject,
-                    predicate,
-                    value,
-                    domain,
-                    f"ref-{rid}",
-                    _dt(created),
-                    _dt(updated),
-                    frozenset(flags),
-                )
-            )
-        return out
+        return _ranked(rows, scores, now, k)
+
+    _KEY_SQL = (
+        "SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, r.updated_at,"
+        " r.expires_at, r.purge_at, r.state FROM records r WHERE r.namespace = ? AND"
+        " r.subject = ? AND r.predicate = ? AND r.state = 'active' AND"
+        " (r.purge_at IS NULL OR r.purge_at > ?)"
+    )
+
+    def _key_records(self, key: FactKey, at: datetime, k: int) -> list[RetrievedFact]:
+        """``search("", filters=[subject equals, predicate equals])``, without building
+        the filters for each probe: a probe names its key."""
+        now = _ts(at)
+        rows = self._db.execute(
+            self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
+        ).fetchall()
+        return _ranked(rows, {}, now, k)
 
     def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
         if flt.op in ("before", "after"):
@@ -461,12 +469,71 @@ class ReferenceMemory:
         return savepoint(self._db)
 
     def _is_multi(self, key: FactKey) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM key_log WHERE namespace = ? AND subject = ? AND predicate = ? "
-            "AND multi = 1 LIMIT 1",
-            (self.namespace, key.subject, key.predicate),
-        ).fetchone()
-        return row is not None
+        return self._log_of(key).multi
+
+    # -- the per-key cache: what the tables say about a key, read once, kept in step ------
+
+    def _log_of(self, key: FactKey) -> _KeyLog:
+        log = self._cache.logs.get(key)
+        if log is None:
+            log = _KeyLog()
+            for (
+                seq,
+                at,
+                asserts,
+                value,
+                domain,
+                is_multi,
+                end_state,
+                reason,
+                deps,
+                meta,
+                event_id,
+                written,
+                expires_after,
+                purge_after,
+            ) in self._db.execute(
+                "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
+                " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
+                " WHERE namespace = ? AND subject = ? AND predicate = ? ORDER BY at, seq",
+                (self.namespace, key.subject, key.predicate),
+            ):
+                depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
+                op = LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on)
+                log.add(op, (meta, event_id, written, expires_after, purge_after), bool(is_multi))
+            self._cache.logs[key] = log
+        return log
+
+    def _records_of(self, key: FactKey) -> dict[int, _Record]:
+        records = self._cache.records.get(key)
+        if records is None:
+            records = {
+                opened_by: _Record(rid, list(rest), superseded_by)
+                for rid, opened_by, superseded_by, *rest in self._db.execute(
+                    "SELECT id, opened_by, superseded_by, domain, multi, updated_at, expires_at,"
+                    " purge_at, state, ended_at, end_reason FROM records"
+                    " WHERE namespace = ? AND subject = ? AND predicate = ?",
+                    (self.namespace, key.subject, key.predicate),
+                )
+            }
+            self._cache.records[key] = records
+        return records
+
+    def _removals_of(self, key: FactKey) -> list[float]:
+        known = self._cache.removals.get(key)
+        if known is None:
+            known = [
+                at
+                for (at,) in self._db.execute(
+                    "SELECT removed_at FROM key_removals WHERE namespace = ? AND subject = ? "
+                    "AND predicate = ? ORDER BY removed_at",
+                    (self.namespace, key.subject, key.predicate),
+                )
+            ]
+            self._cache.removals[key] = known
+        return known
+
+    # -- writing, continued ---------------------------------------------------------------
 
     def _expiry_after(self, domain: str) -> tuple[float | None, float | None]:
         """How long after a validation a record soft-expires and is purged, as set now: the
@@ -478,8 +545,8 @@ class ReferenceMemory:
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
         expires, purge = self._expiry_after(fact.domain)
-        metadata = json.dumps(dict(sorted(event.metadata.items())))
-        written = self._clock if self._clock is not None else op.at
+        log = self._log_of(fact.key)
+        meta = json.dumps(dict(sorted(event.metadata.items()))) if event.metadata else "{}"
         self._db.execute(
             "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
             " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
@@ -496,19 +563,16 @@ class ReferenceMemory:
                 int(multi),
                 op.end_state,
                 op.reason,
-                json.dumps([list(k) for k in op.depends_on]),
-                metadata,
+                json.dumps([list(k) for k in op.depends_on]) if op.depends_on else "[]",
+                meta,
                 event.id,
-                written,
+                self._clock,
                 expires,
                 purge,
             ),
         )
-        cached = self._logs.get(fact.key)
-        if cached is not None:
-            cached.ops.append(op)
-            cached.multi = cached.multi or multi
-            cached.extra[op.seq] = (metadata, event.id, written, expires, purge)
+        assert self._clock is not None
+        log.add(op, (meta, event.id, self._clock, expires, purge), multi)
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -531,80 +595,97 @@ class ReferenceMemory:
     def _settle(self, keys: Iterable[FactKey]) -> None:
         """Re-derive the records of ``keys`` from their logs, then of every key whose cascade
         reads a key whose removals changed, until nothing changes."""
-        queue = list(dict.fromkeys(keys))
+        queue = deque(dict.fromkeys(keys))
         queued = set(queue)
         while queue:
-            key = queue.pop(0)
+            key = queue.popleft()
             queued.discard(key)
             if self._refold(key) and self.propagation:
                 for dependent in self._dependents(key):
+                    self._cache.folds.pop(dependent, None)  # its cascades read this key
                     if dependent not in queued:
                         queue.append(dependent)
                         queued.add(dependent)
 
-    def _read_log(self, key: FactKey) -> tuple[list[LogOp], bool, dict[int, _Extra]]:
-        """The key's log as fold operations, whether it is multi-valued, and per entry what
-        a record needs besides (metadata, event id, write time, expiry and purge delays)."""
-        cached = self._logs.get(key)
-        if cached is None:
-            cached = self._logs[key] = _KeyLog(*self._load_log(key))
-        return cached.ops, cached.multi, cached.extra
-
-    def _load_log(self, key: FactKey) -> tuple[list[LogOp], bool, dict[int, _Extra]]:
-        rows = self._db.execute(
-            "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
-            " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
-            " WHERE namespace = ? AND subject = ? AND predicate = ?",
-            (self.namespace, key.subject, key.predicate),
-        ).fetchall()
-        ops: list[LogOp] = []
-        extra: dict[int, _Extra] = {}
-        multi = False
-        for (
-            seq,
-            at,
-            asserts,
-            value,
-            domain,
-            is_multi,
-            end_state,
-            reason,
-            deps,
-            meta,
-            event_id,
-            written,
-            expires_after,
-            purge_after,
-        ) in rows:
-            depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
-            ops.append(LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on))
-            extra[seq] = (meta, event_id, written, expires_after, purge_after)
-            multi = multi or bool(is_multi)
-        return ops, multi, extra
-
     def _refold(self, key: FactKey) -> bool:
         """Fold the key's log into records; True when the instants at which the key is left
-        with no value changed (the keys depending on it must then be folded again)."""
-        ops, multi, extra = self._read_log(key)
-        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
-        intervals = fold(ops, multi=multi, supersession=self.supersession, cascade=cascade)
+        with no value changed (the keys depending on it must then be folded again).
 
-        existing = {
-            opened_by: (rid, rest)
-            for rid, opened_by, *rest in self._db.execute(
-                "SELECT id, opened_by, domain, multi, updated_at, expires_at, purge_at, state,"
-                " ended_at, end_reason FROM records"
-                " WHERE namespace = ? AND subject = ? AND predicate = ?",
-                (self.namespace, key.subject, key.predicate),
-            )
-        }
-        record_of: dict[int, int] = {}
+        When the operations logged since the key's last fold all land after it, only they
+        are folded in, and only the records they can change (those held before, those they
+        open) are compared and written."""
+        log = self._log_of(key)
+        fresh, log.fresh = log.fresh, []
+        folding = self._cache.folds.pop(key, None)
+        if (
+            folding is not None
+            and fresh
+            and self._acyclic
+            and folding.multi == log.multi
+            and all(appended for _, appended in fresh)
+            and folding.resumable(fresh[0][0])
+        ):
+            return self._fold_tail(key, log, folding, [op for op, _ in fresh])
+        folding = Folding(multi=log.multi, supersession=self.supersession)
+        cascade = self._cut_for(key) if self.propagation else _no_cut
+        for op in log.ops:
+            folding.step(op, cascade)
+        folding.close()
+        intervals = folding.intervals
+
+        records = self._records_of(key)
+        existing = dict(records)
+        for interval in intervals:
+            existing.pop(interval.opener.seq, None)
+        self._write(key, log, intervals, records)
+        merged = [record.rid for record in existing.values()]  # openers now re-validating
+        if merged:
+            for seq in existing:
+                del records[seq]
+            marks = ",".join("?" * len(merged))
+            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
+        self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
+        self._cache.folds[key] = folding
+        self._touched.add(key)
+        return self._store_removals(key, removals(intervals))
+
+    def _fold_tail(self, key: FactKey, log: _KeyLog, folding: Folding, ops: list[LogOp]) -> bool:
+        held_before = list(folding.held.values())
+        was_held = bool(held_before)
+        count = len(folding.intervals)
+        cascade = self._cut_for(key) if self.propagation else _no_cut
+        for op in ops:
+            folding.step(op, cascade)
+        folding.close()
+        opened = folding.intervals[count:]
+        self._write(key, log, [*held_before, *opened], self._records_of(key))
+        deps = self._depends_on(key)
+        for interval in opened:
+            deps.update(interval.opener.depends_on)
+        self._cache.folds[key] = folding
+        self._touched.add(key)
+        if was_held and folding.held:
+            return False  # covered before and after, in one span: removals unchanged
+        return self._store_removals(key, removals(folding.intervals))
+
+    def _write(
+        self,
+        key: FactKey,
+        log: _KeyLog,
+        intervals: Sequence[Validity],
+        records: dict[int, _Record],
+    ) -> None:
+        """Insert or update the records of ``intervals`` where they differ from the table."""
+        multi = int(log.multi)
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
-            _, _, _, expires_after, purge_after = extra[validated.seq]
-            wanted = [
+            _, _, _, expires_after, purge_after = log.extra[validated.seq]
+            wanted: list[Any] = [
                 opener.domain,
-                int(multi),
+                multi,
                 validated.at,
                 None if expires_after is None else validated.at + expires_after,
                 None if purge_after is None else validated.at + purge_after,
@@ -612,43 +693,35 @@ class ReferenceMemory:
                 interval.end,
                 interval.end_reason,
             ]
-            found = existing.pop(opener.seq, None)
+            found = records.get(opener.seq)
             if found is None:
-                meta, event_id, written, _, _ = extra[opener.seq]
-                record_of[opener.seq] = self._insert(key, opener, wanted, meta, event_id, written)
-            else:
-                record_of[opener.seq] = found[0]
-                if list(found[1]) != wanted:
-                    self._db.execute(
-                        "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
-                        " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
-                        (*wanted, found[0]),
-                    )
+                meta, event_id, written, _, _ = log.extra[opener.seq]
+                rid = self._insert(key, opener, wanted, meta, event_id, written)
+                records[opener.seq] = _Record(rid, wanted, None)
+                self._push_deadlines(key, wanted[3], wanted[4])
+            elif found.columns != wanted:
+                if found.columns[3:5] != wanted[3:5]:
+                    self._push_deadlines(key, wanted[3], wanted[4])
+                self._db.execute(
+                    "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
+                    " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
+                    (*wanted, found.rid),
+                )
+                found.columns = wanted
         for interval in intervals:
             if interval.superseded_by is not None:
-                self._db.execute(
-                    "UPDATE records SET superseded_by = ? WHERE id = ?",
-                    (record_of[interval.superseded_by], record_of[interval.opener.seq]),
-                )
-        merged = [rid for rid, _ in existing.values()]  # openers that now re-validate instead
-        if merged:
-            marks = ",".join("?" * len(merged))
-            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
-            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
-            self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
-            self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
-        self._touched.add(key)
+                record = records[interval.opener.seq]
+                replacement = records[interval.superseded_by].rid
+                if record.superseded_by != replacement:
+                    self._db.execute(
+                        "UPDATE records SET superseded_by = ? WHERE id = ?",
+                        (replacement, record.rid),
+                    )
+                    record.superseded_by = replacement
 
-        ends = removals(intervals)
-        known = [
-            at
-            for (at,) in self._db.execute(
-                "SELECT removed_at FROM key_removals WHERE namespace = ? AND subject = ? "
-                "AND predicate = ? ORDER BY removed_at",
-                (self.namespace, key.subject, key.predicate),
-            )
-        ]
-        if known == ends:
+    def _store_removals(self, key: FactKey, ends: list[float]) -> bool:
+        """Record the instants the key is left with no value; True when they changed."""
+        if self._removals_of(key) == ends:
             return False
         self._db.execute(
             "DELETE FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ?",
@@ -658,6 +731,7 @@ class ReferenceMemory:
             "INSERT INTO key_removals (namespace, subject, predicate, removed_at) VALUES (?,?,?,?)",
             [(self.namespace, key.subject, key.predicate, at) for at in ends],
         )
+        self._cache.removals[key] = ends
         return True
 
     def _insert(
@@ -692,6 +766,12 @@ class ReferenceMemory:
             "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
         )
         if opener.depends_on:
+            known = self._depends_on(key)
+            if any(
+                d not in known and (d == key or key in self._reachable(d))
+                for d in opener.depends_on
+            ):
+                self._acyclic = False  # a new cycle: earlier cascades may read differently
             self._db.executemany(
                 "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
                 [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on],
@@ -704,57 +784,32 @@ class ReferenceMemory:
             )
         return rid
 
-    def _cascade(self, visiting: frozenset[FactKey]) -> Callable[[LogOp], Cut | None]:
-        """For an assertion in the fold of the last of ``visiting``: the first instant after
-        it at which one of its dependencies was left with no value. A dependency cycle
-        cascades nothing around itself: a dependency that leads back to a key being folded
-        is judged by its own log, without what it depends on in that cycle."""
-
-        known: dict[FactKey, list[float]] = {}  # one fold asks about the same keys often
-
-        def removals_of(dep: FactKey) -> list[float]:
-            ends = known.get(dep)
-            if ends is None:
-                if self._reachable(dep) & visiting:
-                    ends = self._removals_within(dep, visiting | {dep})
-                else:
-                    ends = [
-                        at
-                        for (at,) in self._db.execute(
-                            "SELECT removed_at FROM key_removals WHERE namespace = ? AND "
-                            "subject = ? AND predicate = ? ORDER BY removed_at",
-                            (self.namespace, dep.subject, dep.predicate),
-                        )
-                    ]
-                known[dep] = ends
-            return ends
+    def _cut_for(self, key: FactKey) -> Callable[[LogOp], Cut | None]:
+        """For an assertion of ``key``: the first instant after it at which one of its
+        dependencies was left with no value. A dependency cycle cascades nothing."""
 
         def cut(op: LogOp) -> Cut | None:
             first: Cut | None = None
             for dep in op.depends_on:
-                if dep in visiting:
+                if dep == key or key in self._reachable(dep):
+                    self._acyclic = False
                     continue
-                ends = removals_of(dep)
-                index = bisect.bisect_right(ends, op.at)
-                removed = ends[index] if index < len(ends) else None
-                if removed is not None and (first is None or removed < first[0]):
-                    first = (removed, f"{dep} was removed")
+                known = self._removals_of(dep)
+                index = bisect.bisect_right(known, op.at)
+                if index < len(known) and (first is None or known[index] < first[0]):
+                    first = (known[index], f"{dep} was removed")
             return first
 
         return cut
 
-    def _removals_within(self, key: FactKey, visiting: frozenset[FactKey]) -> list[float]:
-        ops, multi, _ = self._read_log(key)
-        cascade = self._cascade(visiting) if self.propagation else _no_cut
-        return removals(fold(ops, multi=multi, supersession=self.supersession, cascade=cascade))
-
-    def _depends_on(self, key: FactKey) -> list[FactKey]:
-        rows = self._db.execute(
-            "SELECT DISTINCT d.subject, d.predicate FROM records r JOIN record_deps d "
-            "ON d.record_id = r.id WHERE r.namespace = ? AND r.subject = ? AND r.predicate = ?",
-            (self.namespace, key.subject, key.predicate),
-        )
-        return [FactKey(s, p) for s, p in rows]
+    def _depends_on(self, key: FactKey) -> set[FactKey]:
+        """The keys the key's records depend on."""
+        deps = self._cache.deps.get(key)
+        if deps is None:
+            log = self._log_of(key)
+            deps = {d for seq in self._records_of(key) for d in log.by_seq[seq].depends_on}
+            self._cache.deps[key] = deps
+        return deps
 
     def _reachable(self, start: FactKey) -> set[FactKey]:
         """Every key ``start`` depends on, transitively, through its records."""
@@ -777,20 +832,83 @@ class ReferenceMemory:
         return [FactKey(s, p) for s, p in rows]
 
 
-def _no_cut(op: LogOp) -> Cut | None:
-    return None
+_Extra = tuple[str, str, float, float | None, float | None]  # meta, event, written, expiry
 
 
-#: What a record takes from the log entry that opened it: metadata (JSON), event id, write
-#: time, and the soft-expiry and purge delays in force when it was written.
-_Extra = tuple[str, str, float, float | None, float | None]
+class _KeyLog:
+    """One key's log as the key_log table holds it, in event-time order."""
+
+    __slots__ = ("by_seq", "extra", "fresh", "multi", "ops")
+
+    def __init__(self) -> None:
+        self.ops: list[LogOp] = []
+        self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
+        self.by_seq: dict[int, LogOp] = {}
+        self.extra: dict[int, _Extra] = {}
+        self.multi = False
+
+    def add(self, op: LogOp, extra: _Extra, multi: bool) -> None:
+        ops = self.ops
+        appended = not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq)
+        if appended:
+            ops.append(op)
+        else:
+            bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
+        self.fresh.append((op, appended))
+        self.by_seq[op.seq] = op
+        self.extra[op.seq] = extra
+        self.multi = self.multi or multi
 
 
 @dataclass(slots=True)
-class _KeyLog:
-    ops: list[LogOp]
-    multi: bool
-    extra: dict[int, _Extra]
+class _Record:
+    rid: int
+    columns: list[Any]  # domain, multi, updated_at, expires_at, purge_at, state, ended_at, reason
+    superseded_by: int | None
+
+
+@dataclass(slots=True)
+class _KeyCache:
+    """What the tables hold per key, read on first use and kept in step with every write,
+    so applying an event reads nothing back. Dropped whenever a write is rolled back."""
+
+    logs: dict[FactKey, _KeyLog] = field(default_factory=dict)
+    records: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
+    removals: dict[FactKey, list[float]] = field(default_factory=dict)
+    deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
+    folds: dict[FactKey, Folding] = field(default_factory=dict)
+
+
+def _ranked(
+    rows: list[Any], scores: Mapping[int, float], now: float, k: int
+) -> list[RetrievedFact]:
+    """Live before soft-expired, then by relevance, newest validation, newest record."""
+    rows.sort(key=lambda r: (r[7] is not None and r[7] <= now, scores.get(r[0], 0.0), -r[6], -r[0]))
+    del rows[k:]
+    out = []
+    for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
+        flags = set()
+        if expires is not None and expires <= now:
+            flags.add(SOFT_EXPIRED)
+        if state != "active" or (purge is not None and purge <= now):
+            flags.add(HISTORICAL)
+        out.append(
+            RetrievedFact(
+                subject,
+                predicate,
+                value,
+                domain,
+                f"ref-{rid}",
+                _dt(created),
+                _dt(updated),
+                frozenset(flags),
+            )
+        )
+    return out
+
+
+def _no_cut(op: LogOp) -> Cut | None:
+    return None
 
 
 _SWITCHES = {

@@ -89,7 +89,7 @@ def test_a_stop_mid_replay_resumes_from_the_last_batch_with_identical_metrics(
             got = sample(metrics, f"healthd_{ratio}_ratio", target="reference", domain=bucket)
             assert got == final["metrics"][bucket][ratio], (bucket, ratio)
     assert (
-        sample(metrics, "healthd_conflicts", target="reference")
+        sample(metrics, "healthd_conflicts", target="reference", domain="all")
         == (final["metrics"]["all"]["conflicts"])
     )
     assert sample(metrics, "healthd_probes", target="reference") == len(final["probes"])
