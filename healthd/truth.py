@@ -31,6 +31,10 @@ class _Op(NamedTuple):
     depends_on: tuple[FactKey, ...]
 
 
+#: Marks a key whose next fold cannot resume from where it stopped (never folded itself).
+_REFOLD = _Op(datetime.min, 0, False, "", "tech", None, None, ())
+
+
 @dataclass(slots=True)
 class Interval:
     """One stretch of time during which a key held a value, ends after cascades applied."""
@@ -266,8 +270,10 @@ class GroundTruth:
         history = self._keys.get(key)
         if history is None:
             history = self._keys[key] = _KeyHistory()
-        if multi:
+        if multi and not history.multi:
             history.multi = True
+            # Becoming multi-valued changes how every earlier assertion folds: no resuming.
+            self._pushed.setdefault(key, []).append((_REFOLD, False))
         return history
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:

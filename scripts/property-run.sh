@@ -2,7 +2,7 @@
 # The property tests at length: incremental == full (the whole JSON report, restarts and
 # growing probe sets included) and the reference memory serving only current facts, each on
 # PROPERTY_EXAMPLES random timelines (default here 20,000; the test command uses
-# 1,000 each).
+# 2,000 each).
 #
 #   scripts/property-run.sh
 #   PROPERTY_EXAMPLES=100000 scripts/property-run.sh

@@ -17,7 +17,7 @@ from timeline_builders import day, fact
 from healthd.model import ChangeEvent, Fact, FactKey
 
 #: Examples per property in the test command; scripts/property-run.sh raises it.
-EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "1000"))
+EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "2000"))
 
 SUBJECTS = ("a", "b", "c")
 PREDICATES = {

@@ -627,7 +627,7 @@ class ReferenceMemory:
         ):
             return self._fold_tail(key, log, folding, [op for op, _ in fresh])
         folding = Folding(multi=log.multi, supersession=self.supersession)
-        cascade = self._cut_for(key) if self.propagation else _no_cut
+        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
         for op in log.ops:
             folding.step(op, cascade)
         folding.close()
@@ -656,7 +656,7 @@ class ReferenceMemory:
         held_before = list(folding.held.values())
         was_held = bool(held_before)
         count = len(folding.intervals)
-        cascade = self._cut_for(key) if self.propagation else _no_cut
+        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
         for op in ops:
             folding.step(op, cascade)
         folding.close()
@@ -784,23 +784,39 @@ class ReferenceMemory:
             )
         return rid
 
-    def _cut_for(self, key: FactKey) -> Callable[[LogOp], Cut | None]:
-        """For an assertion of ``key``: the first instant after it at which one of its
-        dependencies was left with no value. A dependency cycle cascades nothing."""
+    def _cascade(self, visiting: frozenset[FactKey]) -> Callable[[LogOp], Cut | None]:
+        """For an assertion in the fold of the keys in ``visiting``: the first instant after
+        it at which one of its dependencies was left with no value. A dependency cycle
+        cascades nothing around itself: a dependency that leads back to a key being folded
+        is judged by its own log, without what it depends on in that cycle."""
 
         def cut(op: LogOp) -> Cut | None:
             first: Cut | None = None
             for dep in op.depends_on:
-                if dep == key or key in self._reachable(dep):
+                if dep in visiting:
                     self._acyclic = False
                     continue
-                known = self._removals_of(dep)
+                if self._reachable(dep) & visiting:
+                    self._acyclic = False
+                    known = self._removals_within(dep, visiting | {dep})
+                else:
+                    known = self._removals_of(dep)
                 index = bisect.bisect_right(known, op.at)
                 if index < len(known) and (first is None or known[index] < first[0]):
                     first = (known[index], f"{dep} was removed")
             return first
 
         return cut
+
+    def _removals_within(self, key: FactKey, visiting: frozenset[FactKey]) -> list[float]:
+        """The key's removals folded afresh, with the cycle through ``visiting`` cut."""
+        log = self._log_of(key)
+        folding = Folding(multi=log.multi, supersession=self.supersession)
+        cascade = self._cascade(visiting) if self.propagation else _no_cut
+        for op in log.ops:
+            folding.step(op, cascade)
+        folding.close()
+        return removals(folding.intervals)
 
     def _depends_on(self, key: FactKey) -> set[FactKey]:
         """The keys the key's records depend on."""
