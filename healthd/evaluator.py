@@ -74,6 +74,14 @@ class TargetResult:
     events: int
     probe_queries: int
     at: datetime | None
+    # The stage of the last event that was not a revalidation sweep, when sweeps came after
+    # it: a dormant history re-stamped by a sweep is scored both before and after it.
+    last_change: StageResult | None = None
+
+
+def is_sweep(event: ChangeEvent) -> bool:
+    """A revalidation a source stamps on its own schedule, not a change seen in the world."""
+    return event.type == "revalidated" and event.metadata.get("revalidation") == "sweep"
 
 
 @dataclass
@@ -403,8 +411,14 @@ def evaluate(
     memory.reset()
     replay = Replay(memory, probes, mode=mode, windows=windows, forgetting_window=forgetting_window)
     stages: list[StageResult] = []
+    last_change: StageResult | None = None
+    swept = False
     for event in events:
         stage = replay.step(event)
+        if is_sweep(event):
+            swept = True
+        else:
+            last_change, swept = stage, False
         if keep_stages:
             stages.append(stage)
         if on_stage is not None:
@@ -418,4 +432,5 @@ def evaluate(
         events=replay.stats.events,
         probe_queries=replay.stats.probe_queries,
         at=replay.at,
+        last_change=last_change if swept else None,
     )

@@ -68,6 +68,11 @@ def report_json(
                     "metrics": metrics_json(result.metrics),
                     "probes": [probe_json(p) for p in result.probes],
                 },
+                **(
+                    {"last_change": stage_json(result.last_change)}
+                    if result.last_change is not None
+                    else {}
+                ),
             }
             for result in results
         ],
@@ -152,6 +157,15 @@ def render_table(
                 style="bold" if bucket == "all" else None,
             )
         console.print(table)
+        if result.last_change is not None:
+            before = result.last_change.metrics["all"]
+            console.print(
+                f"  before the revalidation sweeps, at the last change "
+                f"(stage {result.last_change.index}, "
+                f"{format_timestamp(result.last_change.timestamp)}): "
+                + ", ".join(f"{n} {_cell(getattr(before, n))}" for n in _RATIOS)
+                + f", conflicts {before.conflicts}"
+            )
     if len(results) > 1:
         console.print(_comparison(results))
     console.print(

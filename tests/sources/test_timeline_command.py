@@ -113,3 +113,33 @@ def test_the_example_with_every_source_option_is_a_valid_configuration(tmp_path)
     )
     assert done.returncode == 0, done.stderr
     assert "5 source(s)" in done.stdout
+
+
+def test_a_dormant_repository_is_scored_before_and_after_its_revalidation_sweep(repo, tmp_path):
+    """A repository last changed years ago ends with today's sweep re-stamping every fact;
+    the report also gives the numbers at the last real change, so the sweep alone never
+    decides the score (issue 10, point 3)."""
+    repo.commit(
+        "2019-05-01",
+        {"CODEOWNERS": "* @core\n", "api/go.mod": "module api\n", "api/main.go": "package main\n"},
+    )
+    repo.commit("2019-06-01", {"CODEOWNERS": "* @platform\n"})
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n'
+        'revalidate_clock = "wall"\nrevalidate_interval = "P1D"\n\n'
+        '[targets.reference]\nkind = "reference"\nshadow = true\n'
+    )
+    done = healthd("evaluate", "--config", str(config), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (target,) = json.loads(done.stdout)["targets"]
+    timeline = healthd("timeline", "--config", str(config)).stdout.splitlines()
+    events = {e["id"]: e for e in map(json.loads, timeline)}
+    last = target["last_change"]
+    assert last["timestamp"].startswith("2019-06-01")
+    assert events[last["event_id"]]["type"] != "revalidated"
+    assert events[target["stages"][-1]["event_id"]]["metadata"]["revalidation"] == "sweep"
+    assert last == target["stages"][last["index"] - target["stages"][0]["index"]]
+    table = healthd("evaluate", "--config", str(config))
+    assert "before the revalidation sweeps, at the last change" in table.stdout
+    assert "2019-06-01" in table.stdout
