@@ -184,7 +184,7 @@ class HttpClient:
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with 'equal jitter': half fixed, half random."""
         base = min(self.options.max_backoff_seconds, self.options.backoff_seconds * (2**attempt))
-        return base / 2 + self.rng() * base / 2
+        return float(base / 2 + self.rng() * base / 2)
 
     def _wait_or_defer(self, wait: float, why: str) -> None:
         if wait > self.options.max_rate_limit_wait_seconds:
@@ -278,8 +278,8 @@ class HttpClient:
                 problem = f"{method} {where} failed: {type(exc).__name__}"
             else:
                 where = response.url or url
-                wait = self._rate_limit_wait(response)
-                if wait is not None:
+                limit_wait = self._rate_limit_wait(response)
+                if limit_wait is not None:
                     rate_waits += 1
                     why = f"{method} {where} was rate limited (HTTP {response.status_code})"
                     if rate_waits > self.options.max_retries:
@@ -287,9 +287,9 @@ class HttpClient:
                             self.redact(
                                 f"{why} {rate_waits} times; giving up, deferred to the next run"
                             ),
-                            wait,
+                            limit_wait,
                         )
-                    self._wait_or_defer(wait, why)
+                    self._wait_or_defer(limit_wait, why)
                     continue
                 if response.status_code in _RETRY_STATUSES:
                     problem = f"{method} {where} returned HTTP {response.status_code}"

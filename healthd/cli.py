@@ -13,13 +13,17 @@ import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from healthd.errors import ConfigError, HealthdError, SourceError, shorten
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from healthd.evaluator import TargetResult
-    from healthd.model import ChangeEvent
+    from healthd.memory import Memory, TargetSpec
+    from healthd.model import ChangeEvent, Probe
+    from healthd.settings import Settings
 
 # Everything heavier is imported where it is used, so `healthd --version` starts fast.
 
@@ -223,7 +227,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
-def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
+def configured_events(settings: Settings, only: str | None = None) -> list[ChangeEvent]:
     """Every event the configured sources give from the start, merged by event time (each
     source keeping its own arrival order), as the daemon replays them in one run."""
     from healthd.sources import build_source, unique_events
@@ -267,7 +271,9 @@ def configured_events(settings, only: str | None = None) -> list[ChangeEvent]:
     return merge_timelines(*lists)
 
 
-def _evaluate_configured(args: argparse.Namespace):
+def _evaluate_configured(
+    args: argparse.Namespace,
+) -> tuple[list[TargetSpec], list[Memory], list[ChangeEvent], list[Probe], dict[str, timedelta]]:
     from healthd.memory import TargetSpec, build_memory
     from healthd.probes import load_probe_file
     from healthd.settings import load_settings
@@ -282,7 +288,8 @@ def _evaluate_configured(args: argparse.Namespace):
         args.mode = settings.mode
     if args.forgetting_window is None:
         args.forgetting_window = settings.forgetting_window
-    specs, memories = [], []
+    specs: list[TargetSpec] = []
+    memories: list[Memory] = []
     for name, target in settings.targets.items():
         options = dict(target.options)
         if "path" in options:
@@ -292,7 +299,8 @@ def _evaluate_configured(args: argparse.Namespace):
         memories.append(build_memory(spec))
     events = configured_events(settings)
     extra = load_probe_file(settings.probes) if settings.probes else []
-    return specs, memories, events, extra, settings.staleness.windows()
+    windows = {str(domain): window for domain, window in settings.staleness.windows().items()}
+    return specs, memories, events, extra, windows
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -348,7 +356,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.memory import build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
 
-    windows = None
+    windows: dict[str, timedelta] | None = None
     if args.html:
         from healthd.report import check_writable
 
@@ -443,7 +451,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_output(path: str):
+def _open_output(path: str) -> TextIO:
     try:
         return open(path, "w", encoding="utf-8")
     except OSError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging as _stdlib_logging
 import re
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -74,7 +75,9 @@ def redact(value: Any, key: str | None = None) -> Any:
     return redact_text(str(value))
 
 
-def redact_processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def redact_processor(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> dict[str, Any]:
     return {
         k: (redact(v, k) if k not in ("level", "timestamp") else v) for k, v in event_dict.items()
     }

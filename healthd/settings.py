@@ -155,7 +155,7 @@ class TracingConfig(_Strict):
 
 
 def _default_sources() -> dict[str, SourceConfig]:
-    return {"example": SourceConfig(kind="file", path=_example_timeline())}
+    return {"example": SourceConfig.model_validate({"kind": "file", "path": _example_timeline()})}
 
 
 def _default_targets() -> dict[str, TargetConfig]:
@@ -203,7 +203,7 @@ class Settings(BaseSettings):
 
     @field_validator("sources", "targets")
     @classmethod
-    def _not_empty(cls, value: dict) -> dict:
+    def _not_empty(cls, value: dict[str, Any]) -> dict[str, Any]:
         if not value:
             raise ValueError("at least one is needed")
         return value
@@ -216,7 +216,7 @@ class Settings(BaseSettings):
         env_settings: PydanticBaseSettingsSource,
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
-    ):
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Environment beats the file; init arguments (tests) beat both. Without a file the
         # built-in source and target tables are the lowest layer, so that a variable such as
         # HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them.
@@ -310,7 +310,9 @@ class _Env(PydanticBaseSettingsSource):
                 node[path[-1]] = _env_value(raw)
         return out
 
-    def get_field_value(self, field, field_name):  # pragma: no cover - not used
+    def get_field_value(
+        self, field: Any, field_name: str
+    ) -> tuple[Any, str, bool]:  # pragma: no cover - not used
         return self._values.get(field_name), field_name, False
 
     def __call__(self) -> dict[str, Any]:
@@ -367,6 +369,7 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
         if problems:
             raise ConfigError("\n".join(f"{origin}: {p}" for p in problems))
     settings.__dict__["origin"] = origin
+    assert isinstance(settings, Settings)
     return settings
 
 
@@ -386,7 +389,7 @@ def _format_errors(exc: ValidationError, origin: str) -> list[str]:
     return lines
 
 
-def _env_name(loc: tuple) -> str | None:
+def _env_name(loc: tuple[Any, ...]) -> str | None:
     """The environment variable a value came from, when one did."""
     parts = [str(p) for p in loc]
     for end in range(len(parts), 0, -1):

@@ -132,7 +132,7 @@ def _fact(obj: object, ctx: _Ctx, path: str) -> Fact:
         raise ctx.fail(
             f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}", f"{path}.domain"
         )
-    return Fact(subject, predicate, value, domain)  # type: ignore[arg-type]
+    return Fact(subject, predicate, value, domain)
 
 
 def event_from_dict(
@@ -197,7 +197,7 @@ def event_from_dict(
     return ChangeEvent(
         id=event_id,
         type=kind,
-        timestamp=timestamp,  # type: ignore[arg-type]
+        timestamp=timestamp,
         source=source,
         fact=fact,
         previous=previous,

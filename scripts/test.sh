@@ -23,9 +23,10 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test,mem0,graphiti]'
 
-# Lint and format are part of the suite: a failure here fails the run before any test.
+# Lint, format and strict typing are part of the suite: a failure here fails the run before any test.
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy
 
 set +e
 .venv/bin/python -m pytest "$@"
