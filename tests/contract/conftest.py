@@ -3,6 +3,7 @@ here. A new kind joins the suite by adding one factory to ``FACTORIES``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sqlite3
 import sys
@@ -45,6 +46,7 @@ class ContractTarget:
     forgets: bool
     write_outside: Callable[[], None] | None = None
     outside_intact: Callable[[], bool] | None = None
+    isolation_checked_in: str | None = None  # where another suite checks it instead
 
 
 def _switch(shadow: bool) -> str:
@@ -150,12 +152,51 @@ def _agentcore(mode: str, honours: bool, forgets: bool) -> Callable[[Path], Any]
     return factory
 
 
+def _tree_digest(path: Path) -> dict[str, str]:
+    import hashlib
+
+    if not path.exists():
+        return {}
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _embedded(target: str, extra: str, honours: bool, forgets: bool) -> Callable[[Path], Any]:
+    """Mem0 or Graphiti on a store under the test's directory. Their stores admit one
+    process at a time, so data of another application in the same store is checked in
+    tests/test_mem0_graphiti_contract.py, which writes it while healthd's target is closed."""
+
+    @contextmanager
+    def factory(tmp_path: Path) -> Iterator[ContractTarget]:
+        if importlib.util.find_spec(extra) is None:  # not imported: the adapter sets it up
+            pytest.skip(f"the {target.split(':', maxsplit=1)[0]} extra is not installed")
+        store = tmp_path / "store"
+
+        def build(shadow: bool) -> Memory:
+            return build_memory(parse_target(f"{target},path={store},shadow={_switch(shadow)}"))
+
+        yield ContractTarget(
+            target.replace(":", "-").replace("=", "-"), build, lambda: _tree_digest(store),
+            honours_event_time=honours, forgets=forgets,
+            isolation_checked_in="tests/test_mem0_graphiti_contract.py",
+        )  # fmt: skip
+
+    return factory
+
+
 FACTORIES: dict[str, Callable[[Path], Any]] = {
     "reference": reference_target,
     "naive": naive_target,
     "http": http_target,
     "agentcore-native": _agentcore("native", honours=False, forgets=False),
     "agentcore-managed": _agentcore("managed", honours=True, forgets=True),
+    "mem0-native": _embedded("mem0:mode=native", "mem0", honours=False, forgets=False),
+    "mem0-managed": _embedded("mem0:mode=managed", "mem0", honours=False, forgets=True),
+    "graphiti-default": _embedded("graphiti:search=default", "graphiti_core", False, False),
+    "graphiti-valid": _embedded("graphiti:search=valid", "graphiti_core", True, True),
 }
 
 
