@@ -25,58 +25,23 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _timing import timed  # noqa: E402
 from bench_evaluator import generate  # noqa: E402
 
 from healthd.cli import example_timeline_path  # noqa: E402
 from healthd.evaluator import evaluate  # noqa: E402
-from healthd.memory import Memory, build_memory, parse_target  # noqa: E402
-from healthd.model import Answer, ChangeEvent, FactKey, Probe  # noqa: E402
+from healthd.memory import build_memory, parse_target  # noqa: E402
+from healthd.model import ChangeEvent  # noqa: E402
 from healthd.probes import build_probe_set  # noqa: E402
 from healthd.timeline import read_timeline  # noqa: E402
 
 MEMORY_ID = "healthd_bench-a1b2c3d4e5"
 _URL = re.compile(rb"on (http://127\.0\.0\.1:\d+)")
-
-
-class TimedMemory:
-    """Forwards to a memory and adds up the time spent inside its calls."""
-
-    def __init__(self, inner: Memory) -> None:
-        self.inner = inner
-        self.seconds = 0.0
-        self.calls = 0
-
-    def _timed(self, call: Any, *args: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return call(*args)
-        finally:
-            self.seconds += time.perf_counter() - start
-            self.calls += 1
-
-    def reset(self) -> None:
-        self._timed(self.inner.reset)
-
-    def apply(self, event: ChangeEvent) -> None:
-        self._timed(self.inner.apply, event)
-
-    def answer(self, probe: Probe, at: datetime) -> Answer:
-        answer: Answer = self._timed(self.inner.answer, probe, at)
-        return answer
-
-    def changed_keys(self, at: datetime) -> set[FactKey] | None:
-        keys: set[FactKey] | None = self._timed(self.inner.changed_keys, at)  # type: ignore[attr-defined]
-        return keys
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @contextmanager
@@ -101,12 +66,12 @@ def server(*command: str) -> Iterator[str]:
 
 def measure(target: str, events: list[ChangeEvent]) -> tuple[float, float, int, int]:
     probes = build_probe_set(events)
-    memory = TimedMemory(build_memory(parse_target(target)))
+    memory = timed(build_memory(parse_target(target)))
     start = time.perf_counter()
     result = evaluate(events, memory, probes, name=target, kind="bench")  # type: ignore[arg-type]
     total = time.perf_counter() - start
     memory.close()
-    return total, memory.seconds, memory.calls, result.probe_queries
+    return total, memory.inside, memory.calls, result.probe_queries
 
 
 def main() -> int:

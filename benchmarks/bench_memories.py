@@ -16,18 +16,18 @@ import argparse
 import os
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 os.environ["MEM0_TELEMETRY"] = "False"
 sys.path.insert(0, str(Path(__file__).parent))
 
+from _timing import timed
 from bench_evaluator import generate
 
 from healthd.evaluator import evaluate
-from healthd.memory import ChangeTracking, Memory, build_memory, parse_target
-from healthd.model import Answer, ChangeEvent, FactKey, Probe
+from healthd.memory import build_memory, parse_target
+from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set
 
 TARGETS = [
@@ -40,47 +40,10 @@ TARGETS = [
 ]
 
 
-class Timed:
-    """A memory whose calls are timed; the evaluator sees the memory's own protocol."""
-
-    def __init__(self, inner: Memory) -> None:
-        self.inner = inner
-        self.inside = 0.0
-        self.calls = 0
-
-    def _timed(self, call: Any, *args: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return call(*args)
-        finally:
-            self.inside += time.perf_counter() - started
-            self.calls += 1
-
-    def reset(self) -> None:
-        self._timed(self.inner.reset)
-
-    def apply(self, event: ChangeEvent) -> None:
-        self._timed(self.inner.apply, event)
-
-    def answer(self, probe: Probe, at: datetime) -> Answer:
-        result: Answer = self._timed(self.inner.answer, probe, at)
-        return result
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class TimedTracking(Timed):
-    def changed_keys(self, at: datetime) -> set[FactKey] | None:
-        assert isinstance(self.inner, ChangeTracking)
-        result: set[FactKey] | None = self._timed(self.inner.changed_keys, at)
-        return result
-
-
 def run(target: str, events: list[ChangeEvent]) -> dict[str, Any]:
     probes = build_probe_set(events)
     inner = build_memory(parse_target(target))
-    memory = TimedTracking(inner) if isinstance(inner, ChangeTracking) else Timed(inner)
+    memory = timed(inner)
     started = time.perf_counter()
     try:
         evaluate(events, memory, probes, name=target, kind=target, mode="incremental")
