@@ -61,3 +61,10 @@ class ReplayClock:
 
     def reset(self) -> None:
         self.now = None
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message (libraries
+    such as Kuzu and Qdrant put whole tracebacks or hints in theirs)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -38,6 +38,7 @@ from healthd.memory._embedding import DEFAULT_DIMENSIONS, hash_embedding
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
+    first_line,
     memory_text,
     require_extra,
     shadow_directory,
@@ -132,7 +133,9 @@ class GraphitiMemory:
                 self._driver = KuzuDriver(db=database)
         except RuntimeError as exc:
             self._runner.close()
-            raise TargetError(f"graphiti store {path!r} cannot be opened: {_reason(exc)}") from None
+            raise TargetError(
+                f"graphiti store {path!r} cannot be opened: {first_line(exc)}"
+            ) from None
         embedder, llm, cross_encoder = _clients(dimensions)
         self._graphiti = Graphiti(
             graph_driver=self._driver,
@@ -149,7 +152,9 @@ class GraphitiMemory:
                 self._run(self._resume_clock())
         except Exception as exc:
             self.close()  # let go of the database before saying why
-            raise TargetError(f"graphiti store {path!r} cannot be opened: {_reason(exc)}") from None
+            raise TargetError(
+                f"graphiti store {path!r} cannot be opened: {first_line(exc)}"
+            ) from None
 
     async def _resume_clock(self) -> None:
         """A reopened shadow goes on from the newest replay time its edges carry."""
@@ -381,7 +386,7 @@ class GraphitiMemory:
         except MemoryAdapterError:
             raise
         except Exception as exc:
-            raise MemoryAdapterError(f"graphiti {what}: {_reason(exc)}") from exc
+            raise MemoryAdapterError(f"graphiti {what}: {first_line(exc)}") from exc
 
 
 def _retrieved(edge: Any) -> RetrievedFact:
@@ -404,11 +409,6 @@ def _retrieved(edge: Any) -> RetrievedFact:
 def _utc(at: datetime) -> datetime:
     """Kuzu gives back its timestamps without a zone; they were written in UTC."""
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 @register_memory("graphiti")

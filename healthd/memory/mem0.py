@@ -33,6 +33,7 @@ from healthd.memory._embedding import DEFAULT_DIMENSIONS, hash_embedding
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
+    first_line,
     memory_text,
     require_extra,
     shadow_directory,
@@ -141,7 +142,9 @@ class Mem0Memory:
             self._memory = mem0.Memory.from_config(config)
         except Exception as exc:
             self._cleanup()
-            raise TargetError(f"mem0 store in {path!r} cannot be opened: {_reason(exc)}") from None
+            raise TargetError(
+                f"mem0 store in {path!r} cannot be opened: {first_line(exc)}"
+            ) from None
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
         if path != IN_MEMORY:
@@ -162,7 +165,7 @@ class Mem0Memory:
         try:
             self._memory.delete_all(**self._scope)
         except Exception as exc:
-            raise MemoryAdapterError(f"mem0 reset of {self._scope}: {_reason(exc)}") from exc
+            raise MemoryAdapterError(f"mem0 reset of {self._scope}: {first_line(exc)}") from exc
         self._clock.reset()
         self._touched.clear()
 
@@ -174,7 +177,9 @@ class Mem0Memory:
             else:
                 self._apply_managed(event, now)
         except Exception as exc:
-            raise MemoryAdapterError(f"mem0 apply of event {event.id!r}: {_reason(exc)}") from exc
+            raise MemoryAdapterError(
+                f"mem0 apply of event {event.id!r}: {first_line(exc)}"
+            ) from exc
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         filters = {**self._scope, "subject": probe.subject, "predicate": probe.predicate}
@@ -183,7 +188,9 @@ class Mem0Memory:
                 probe.question, filters=filters, top_k=self.top_k, threshold=0.0
             )
         except Exception as exc:
-            raise MemoryAdapterError(f"mem0 search for probe {probe.id!r}: {_reason(exc)}") from exc
+            raise MemoryAdapterError(
+                f"mem0 search for probe {probe.id!r}: {first_line(exc)}"
+            ) from exc
         # Qdrant's scores of equally similar texts differ in their last bits from one call to
         # the next: rounded, equal scores are ordered newest first, then by record.
         rows = [
@@ -304,11 +311,6 @@ def _retrieved(row: Mapping[str, Any]) -> RetrievedFact:
         datetime.fromisoformat(metadata["written_at"]),
         datetime.fromisoformat(metadata["validated_at"]),
     )
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 @register_memory("mem0")
