@@ -222,9 +222,10 @@ def test_a_config_file_over_a_git_repository_with_adrs(tmp_path: Path):
         pytest.skip("Debian's adr-tools is not installed (`adr` not on PATH)")
     # The git/ADR tests' repository builder lives in their conftest, which pytest may have
     # registered under the same module name as another directory's conftest.
-    spec = importlib.util.spec_from_file_location(
-        "sources_conftest", Path(__file__).parent / "sources" / "conftest.py"
-    )
+    sources = Path(__file__).parent / "sources"
+    if str(sources) not in sys.path:  # its conftest imports its sibling modules
+        sys.path.insert(0, str(sources))
+    spec = importlib.util.spec_from_file_location("sources_conftest", sources / "conftest.py")
     assert spec is not None and spec.loader is not None
     sources_conftest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sources_conftest)
