@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from healthd._collector import replay_collection
 from healthd.memory import ChangeTracking, Memory
 from healthd.model import ChangeEvent, Fact, FactKey, Probe, RetrievedFact, Status
 from healthd.probes import ProbeSet
@@ -121,6 +122,7 @@ class Replay:
         self._stale_heap: list[tuple[datetime, int, str]] = []
         self._heap_seq = 0
         self._by_fact_key: dict[FactKey, set[str]] = {}
+        self._answer_keys: dict[str, frozenset[FactKey]] = {}  # the keys of each answer
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
         self._was_current: dict[tuple[FactKey, str], bool] = {}
@@ -321,21 +323,23 @@ class Replay:
         """Values an event gives a key that no stage has looked at yet."""
         facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
         for fact in facts:
-            if (fact.key, fact.value) not in self._was_current and self.truth.has_value(
-                fact.key, fact.value
-            ):
-                self._pending.setdefault(fact.key, set()).add(fact.value)
+            key = FactKey(fact.subject, fact.predicate)
+            if (key, fact.value) not in self._was_current and self.truth.has_value(key, fact.value):
+                self._pending.setdefault(key, set()).add(fact.value)
 
     def _ask(self, probe: Probe, at: datetime) -> None:
         self.stats.probe_queries += 1
         facts = self.memory.answer(probe, at).facts
-        old = self._answers.get(probe.id, ())
-        for fact_key in {f.key for f in old} - {f.key for f in facts}:
-            holders = self._by_fact_key.get(fact_key)
-            if holders is not None:
-                holders.discard(probe.id)
-        for fact_key in {f.key for f in facts}:
-            self._by_fact_key.setdefault(fact_key, set()).add(probe.id)
+        keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
+        old = self._answer_keys.get(probe.id)
+        if keys != old:
+            for fact_key in old - keys if old else ():
+                holders = self._by_fact_key.get(fact_key)
+                if holders is not None:
+                    holders.discard(probe.id)
+            for fact_key in keys - old if old else keys:
+                self._by_fact_key.setdefault(fact_key, set()).add(probe.id)
+            self._answer_keys[probe.id] = keys
         self._answers[probe.id] = facts
 
     def _rescore(self, probe: Probe, at: datetime) -> None:
@@ -354,6 +358,7 @@ class Replay:
         self._counts = [0] * SIZE
         self._scores.clear()
         self._by_fact_key.clear()
+        self._answer_keys.clear()
         for probe in self._active.values():
             self._ask(probe, at)
             add_cells(
@@ -413,16 +418,17 @@ def evaluate(
     stages: list[StageResult] = []
     last_change: StageResult | None = None
     swept = False
-    for event in events:
-        stage = replay.step(event)
-        if is_sweep(event):
-            swept = True
-        else:
-            last_change, swept = stage, False
-        if keep_stages:
-            stages.append(stage)
-        if on_stage is not None:
-            on_stage(stage)
+    with replay_collection():
+        for event in events:
+            stage = replay.step(event)
+            if is_sweep(event):
+                swept = True
+            else:
+                last_change, swept = stage, False
+            if keep_stages:
+                stages.append(stage)
+            if on_stage is not None:
+                on_stage(stage)
     return TargetResult(
         name=name,
         kind=kind,
