@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
-from random_timelines import EXAMPLES, timelines
+from random_timelines import EXAMPLES, SHORT_TTL, timelines
 
 from healthd.evaluator import evaluate
 from healthd.memory.reference import ReferenceMemory
@@ -36,3 +36,29 @@ def test_the_reference_memory_serves_only_current_facts_on_random_timelines(even
             assert m.contamination in (None, 0.0), where
             assert m.coverage in (None, 1.0), where
             assert m.conflicts == 0, where
+
+
+@settings(
+    max_examples=max(1, EXAMPLES // 4), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(events=timelines())
+def test_answers_read_from_the_key_cache_equal_the_table_s_on_random_timelines(
+    events, tmp_path_factory
+):
+    """The memory answers from its per-key cache when it holds one; a second process on the
+    same file, with nothing cached, reads the table. Both must return the same records, flags
+    and order, at each event's time and after short TTLs have soft-expired and purged them."""
+    path = tmp_path_factory.mktemp("shadow") / "shadow.sqlite"
+    writer = ReferenceMemory(path=str(path), ttl_windows=SHORT_TTL, top_k=10)
+    reader = ReferenceMemory(path=str(path), ttl_windows=SHORT_TTL, top_k=10)
+    probes = build_probe_set(events)
+    try:
+        for event in events:
+            writer.apply(event)
+            for probe in probes:
+                for at in (event.timestamp, event.timestamp + timedelta(days=25)):
+                    where = (event.id, probe.key, at)
+                    assert writer.answer(probe, at) == reader.answer(probe, at), where
+    finally:
+        writer.close()
+        reader.close()

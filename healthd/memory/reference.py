@@ -221,7 +221,8 @@ class ReferenceMemory:
         self._asked_until: float | None = None
         self._cache = _KeyCache()
         self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
-        self._deadlines: list[tuple[float, FactKey]] = []  # (expiry or purge, key) written
+        # (expiry or purge, key, opener) of every record written: a min-heap
+        self._deadlines: list[tuple[float, FactKey, int]] = []
         self._deadlines_loaded = False
 
     # -- settings -------------------------------------------------------------------------
@@ -255,33 +256,34 @@ class ReferenceMemory:
     def apply(self, event: ChangeEvent) -> None:
         at = _ts(event.timestamp)
         self._clock = at if self._clock is None else max(self._clock, at)
-        fact = event.fact
         try:
             with self._tx():
-                if event.type in ("added", "revalidated"):
-                    self._log_assert(event, fact, at)
-                elif event.previous is not None:  # a revision, which the model requires
-                    previous = event.previous
-                    if self.supersession and (
-                        previous.key != fact.key
-                        or event.multi_valued
-                        or self._is_multi(previous.key)
-                    ):
-                        reason = f"revised to {fact.value!r}"
-                        self._log_end(event, previous, at, "superseded", reason, False)
-                    self._log_assert(event, fact, at)
-                else:
-                    reason = event.reason or "invalidated"
-                    self._log_end(event, fact, at, "invalidated", reason, event.multi_valued)
-                # Cascades are decided once the whole event is in: a revision that replaces
-                # a key's only value never leaves it empty.
-                self._settle(event.keys)
+                self._apply(event, at)
         except BaseException as exc:
             # The writes were rolled back: what the cache learnt from them is forgotten too.
             self._cache = _KeyCache()
             if isinstance(exc, sqlite3.Error):
                 raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
             raise
+
+    def _apply(self, event: ChangeEvent, at: float) -> None:
+        fact = event.fact
+        if event.type in ("added", "revalidated"):
+            self._log_assert(event, fact, at)
+        elif event.previous is not None:  # a revision, which the model requires
+            previous = event.previous
+            if self.supersession and (
+                previous.key != fact.key or event.multi_valued or self._is_multi(previous.key)
+            ):
+                reason = f"revised to {fact.value!r}"
+                self._log_end(event, previous, at, "superseded", reason, False)
+            self._log_assert(event, fact, at)
+        else:
+            reason = event.reason or "invalidated"
+            self._log_end(event, fact, at, "invalidated", reason, event.multi_valued)
+        # Cascades are decided once the whole event is in: a revision that replaces a key's
+        # only value never leaves it empty.
+        self._settle(event.keys)
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         # A probe names its key, so the pre-filter leaves only that key's records, ranked
@@ -302,8 +304,12 @@ class ReferenceMemory:
                 self._load_deadlines(since)
             heap = self._deadlines
             while heap and heap[0][0] <= until:
-                deadline, key = heapq.heappop(heap)
-                if deadline > since and key not in changed and self._has_deadline(key, deadline):
+                deadline, key, opener = heapq.heappop(heap)
+                if (
+                    deadline > since
+                    and key not in changed
+                    and self._has_deadline(key, opener, deadline)
+                ):
                     changed.add(key)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
@@ -311,21 +317,27 @@ class ReferenceMemory:
 
     def _load_deadlines(self, since: float) -> None:
         """Deadlines of records written before this process: read once."""
-        for subject, predicate, expires, purge in self._db.execute(
-            "SELECT subject, predicate, expires_at, purge_at FROM records WHERE namespace = ? "
+        for subject, predicate, opener, expires, purge in self._db.execute(
+            "SELECT subject, predicate, opened_by, expires_at, purge_at FROM records"
+            " WHERE namespace = ? "
             "AND (expires_at > ? OR purge_at > ?)",
             (self.namespace, since, since),
         ):
-            self._push_deadlines(FactKey(subject, predicate), expires, purge)
+            self._push_deadlines(FactKey(subject, predicate), opener, expires, purge)
         self._deadlines_loaded = True
 
-    def _push_deadlines(self, key: FactKey, expires: float | None, purge: float | None) -> None:
+    def _push_deadlines(
+        self, key: FactKey, opener: int, expires: float | None, purge: float | None
+    ) -> None:
         for at in (expires, purge):
             if at is not None:
-                heapq.heappush(self._deadlines, (at, key))
+                heapq.heappush(self._deadlines, (at, key, opener))
 
-    def _has_deadline(self, key: FactKey, at: float) -> bool:
-        return any(r.columns[3] == at or r.columns[4] == at for r in self._records_of(key).values())
+    def _has_deadline(self, key: FactKey, opener: int, at: float) -> bool:
+        """Whether the record ``opener`` opened still expires or is purged at ``at`` (a
+        re-validation pushes its new instants and leaves the old ones to be skipped here)."""
+        record = self._records_of(key).get(opener)
+        return record is not None and (record.columns[3] == at or record.columns[4] == at)
 
     def close(self) -> None:
         """Close; writes of a batch not yet committed are discarded, so the shadow stays as
@@ -430,9 +442,24 @@ class ReferenceMemory:
         """``search("", filters=[subject equals, predicate equals])``, without building
         the filters for each probe: a probe names its key."""
         now = _ts(at)
-        rows = self._db.execute(
-            self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
-        ).fetchall()
+        records, log = self._cache.records.get(key), self._cache.logs.get(key)
+        if records is None or log is None:
+            rows = self._db.execute(
+                self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
+            ).fetchall()
+            return _ranked(rows, {}, now, k)
+        # The key's records as the cache holds them, in step with the table: the rows the
+        # query above would read, without the query.
+        subject, predicate = key
+        rows = []
+        for seq, record in records.items():
+            domain, _, updated, expires, purge, state = record.columns[:6]
+            if state == "active" and (purge is None or purge > now):
+                value, written = log.by_seq[seq].value, log.extra[seq][2]
+                rows.append(
+                    (record.rid, subject, predicate, value, domain, written, updated, expires,
+                     purge, state)
+                )  # fmt: skip
         return _ranked(rows, {}, now, k)
 
     def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
@@ -698,10 +725,10 @@ class ReferenceMemory:
                 meta, event_id, written, _, _ = log.extra[opener.seq]
                 rid = self._insert(key, opener, wanted, meta, event_id, written)
                 records[opener.seq] = _Record(rid, wanted, None)
-                self._push_deadlines(key, wanted[3], wanted[4])
+                self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
                 if found.columns[3:5] != wanted[3:5]:
-                    self._push_deadlines(key, wanted[3], wanted[4])
+                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 self._db.execute(
                     "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
                     " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
