@@ -5,24 +5,39 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import TracebackType
 
 
-@contextmanager
-def transaction(db: sqlite3.Connection, begin: str = "BEGIN") -> Iterator[None]:
+class transaction:
     """BEGIN ... COMMIT, or ROLLBACK when the block raises, so a failed write leaves nothing
     half done. ``begin="BEGIN IMMEDIATE"`` takes the write lock up front. The error raised is
-    the first one: a ROLLBACK that fails too (a full disk) does not mask it."""
-    db.execute(begin)
-    try:
-        yield
-    except BaseException:
-        _quiet(db, "ROLLBACK")
-        raise
-    try:
-        db.execute("COMMIT")
-    except BaseException:
-        _quiet(db, "ROLLBACK")
-        raise
+    the first one: a ROLLBACK that fails too (a full disk) does not mask it.
+
+    A class rather than a generator: the reference memory enters one per event applied."""
+
+    __slots__ = ("_begin", "_db")
+
+    def __init__(self, db: sqlite3.Connection, begin: str = "BEGIN") -> None:
+        self._db = db
+        self._begin = begin
+
+    def __enter__(self) -> None:
+        self._db.execute(self._begin)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if kind is not None:
+            _quiet(self._db, "ROLLBACK")
+            return
+        try:
+            self._db.execute("COMMIT")
+        except BaseException:
+            _quiet(self._db, "ROLLBACK")
+            raise
 
 
 @contextmanager

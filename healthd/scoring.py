@@ -15,7 +15,6 @@ from typing import Protocol
 from healthd.model import DOMAINS, Fact, FactKey, Probe, RetrievedFact, Status
 
 BUCKETS: tuple[str, ...] = ("all", *DOMAINS)
-_BUCKET_INDEX = {name: i for i, name in enumerate(BUCKETS)}
 
 # Count fields, per bucket.
 (
@@ -74,8 +73,12 @@ def ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
+_OFFSET = {name: i * _FIELDS for i, name in enumerate(BUCKETS)}
+
+
 def _cells(domain: str, field: int) -> tuple[int, int]:
-    return field, _BUCKET_INDEX[domain] * _FIELDS + field
+    """The count index of ``field`` for every bucket and for ``domain``'s own."""
+    return field, _OFFSET[domain] + field
 
 
 def metrics_from_counts(counts: Sequence[int]) -> dict[str, Metrics]:
@@ -118,10 +121,12 @@ def score_probe(
     left out of every metric.
     """
     counts: dict[int, int] = {}
+    get = counts.get
 
-    def add(domain: str, field: int, amount: int = 1) -> None:
-        for index in _cells(domain, field):
-            counts[index] = counts.get(index, 0) + amount
+    def add(domain: str, field: int) -> None:
+        counts[field] = get(field, 0) + 1
+        index = _OFFSET[domain] + field
+        counts[index] = get(index, 0) + 1
 
     pool = [f for f in facts if not f.historical]
     stale_after: datetime | None = None

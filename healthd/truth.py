@@ -277,7 +277,8 @@ class GroundTruth:
         return history
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:
-        history = self._history(fact.key, multi)
+        key = FactKey(fact.subject, fact.predicate)
+        history = self._history(key, multi)
         if fact.value not in history.values:
             history.values[fact.value] = fact.domain
             history.rank[fact.value] = len(history.rank)
@@ -288,13 +289,13 @@ class GroundTruth:
             ops.append(op)
         else:
             bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
-        self._pushed.setdefault(fact.key, []).append((op, appended))
+        self._pushed.setdefault(key, []).append((op, appended))
         for dep in op.depends_on:
             dependents = self._dependents.setdefault(dep, set())
-            if fact.key not in dependents:
-                dependents.add(fact.key)
-                self._depends.setdefault(fact.key, set()).add(dep)
-                if not self._cyclic and (dep == fact.key or fact.key in self._reaches(dep)):
+            if key not in dependents:
+                dependents.add(key)
+                self._depends.setdefault(key, set()).add(dep)
+                if not self._cyclic and (dep == key or key in self._reaches(dep)):
                     self._cyclic = True
                     self._effective.clear()
                     self._removals.clear()
