@@ -343,16 +343,21 @@ class Replay:
         self._answers[probe.id] = facts
 
     def _rescore(self, probe: Probe, at: datetime) -> None:
-        old = self._scores.get(probe.id)
-        if old is not None:
-            add_cells(self._counts, old.cells, -1)
-        new = score_probe(probe, self._answers.get(probe.id, ()), self.truth, at, self.windows)
-        add_cells(self._counts, new.cells)
-        self._scores[probe.id] = new
-        version = self._versions.get(probe.id, 0) + 1
-        self._versions[probe.id] = version
+        pid = probe.id
+        new = score_probe(probe, self._answers.get(pid, ()), self.truth, at, self.windows)
+        old = self._scores.get(pid)
+        if old is None or old.cells != new.cells:
+            counts = self._counts
+            if old is not None:
+                for index, amount in old.cells:
+                    counts[index] -= amount
+            for index, amount in new.cells:
+                counts[index] += amount
+        self._scores[pid] = new
+        version = self._versions.get(pid, 0) + 1
+        self._versions[pid] = version
         if new.stale_after is not None:
-            heapq.heappush(self._stale_heap, (new.stale_after, version, probe.id))
+            heapq.heappush(self._stale_heap, (new.stale_after, version, pid))
 
     def _score_all(self, at: datetime) -> None:
         self._counts = [0] * SIZE

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from healthd.model import DOMAINS, Fact, FactKey, Probe, RetrievedFact, Status
+from healthd.model import DOMAINS, HISTORICAL, Fact, FactKey, Probe, RetrievedFact, Status
 
 BUCKETS: tuple[str, ...] = ("all", *DOMAINS)
 
@@ -128,26 +128,36 @@ def score_probe(
         index = _OFFSET[domain] + field
         counts[index] = get(index, 0) + 1
 
-    pool = [f for f in facts if not f.historical]
     stale_after: datetime | None = None
     contaminated = False
     values_by_key: dict[FactKey, set[str]] = {}
-    for fact in pool:
-        add(fact.domain, POOL)
-        deadline = _plus(fact.last_validated, windows[fact.domain])
+    status_of = truth.status_of
+    for fact in facts:
+        if HISTORICAL in fact.flags:
+            continue
+        domain = fact.domain
+        add(domain, POOL)
+        validated = fact.validated_at if fact.validated_at is not None else fact.written_at
+        deadline = _plus(validated, windows[domain])
         if at <= deadline:
-            add(fact.domain, FRESH)
+            add(domain, FRESH)
             if stale_after is None or deadline < stale_after:
                 stale_after = deadline
-        status = truth.status_of(fact.key, fact.value, at)
+        key = FactKey(fact.subject, fact.predicate)
+        status = status_of(key, fact.value, at)
         if status == "current":
-            add(fact.domain, CONSISTENT)
+            add(domain, CONSISTENT)
         elif status in ("superseded", "invalidated"):
             contaminated = True
-        values_by_key.setdefault(fact.key, set()).add(fact.value)
+        values = values_by_key.get(key)
+        if values is None:
+            values_by_key[key] = {fact.value}
+        else:
+            values.add(fact.value)
 
-    returned = values_by_key.get(probe.key, set())
-    for expected in truth.current(probe.key, at):
+    probe_key = FactKey(probe.subject, probe.predicate)
+    returned = values_by_key.get(probe_key, ())
+    for expected in truth.current(probe_key, at):
         add(expected.domain, EXPECTED)
         if expected.value in returned:
             add(expected.domain, COVERED)
