@@ -220,6 +220,9 @@ class ReferenceMemory:
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
         self._cache = _KeyCache()
+        # True while every row of the namespace was written by this process, through the
+        # cache: a key the cache does not hold then has no rows, and nothing is read back.
+        self._cache_complete = False
         self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
         # (expiry or purge, key, opener) of every record written: a min-heap
         self._deadlines: list[tuple[float, FactKey, int]] = []
@@ -249,6 +252,7 @@ class ReferenceMemory:
         self._touched.clear()
         self._asked_until = None
         self._cache = _KeyCache()
+        self._cache_complete = True
         self._acyclic = True
         self._deadlines = []
         self._deadlines_loaded = False
@@ -262,6 +266,7 @@ class ReferenceMemory:
         except BaseException as exc:
             # The writes were rolled back: what the cache learnt from them is forgotten too.
             self._cache = _KeyCache()
+            self._cache_complete = False
             if isinstance(exc, sqlite3.Error):
                 raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
             raise
@@ -368,6 +373,7 @@ class ReferenceMemory:
             self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             self._cache = _KeyCache()
+            self._cache_complete = False
             if self._db.in_transaction:
                 try:
                     self._db.execute("ROLLBACK")
@@ -504,6 +510,9 @@ class ReferenceMemory:
         log = self._cache.logs.get(key)
         if log is None:
             log = _KeyLog()
+            if self._cache_complete:
+                self._cache.logs[key] = log
+                return log
             for (
                 seq,
                 at,
@@ -533,7 +542,9 @@ class ReferenceMemory:
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
         records = self._cache.records.get(key)
-        if records is None:
+        if records is None and self._cache_complete:
+            records = self._cache.records[key] = {}
+        elif records is None:
             records = {
                 opened_by: _Record(rid, list(rest), superseded_by)
                 for rid, opened_by, superseded_by, *rest in self._db.execute(
@@ -548,7 +559,9 @@ class ReferenceMemory:
 
     def _removals_of(self, key: FactKey) -> list[float]:
         known = self._cache.removals.get(key)
-        if known is None:
+        if known is None and self._cache_complete:
+            known = self._cache.removals[key] = []
+        elif known is None:
             known = [
                 at
                 for (at,) in self._db.execute(
