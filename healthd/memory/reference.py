@@ -448,8 +448,8 @@ class ReferenceMemory:
         """``search("", filters=[subject equals, predicate equals])``, without building
         the filters for each probe: a probe names its key."""
         now = _ts(at)
-        records, log = self._cache.records.get(key), self._cache.logs.get(key)
-        if records is None or log is None:
+        records = self._cache.records.get(key)
+        if records is None:
             rows = self._db.execute(
                 self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
             ).fetchall()
@@ -458,13 +458,12 @@ class ReferenceMemory:
         # query above would read, without the query.
         subject, predicate = key
         rows = []
-        for seq, record in records.items():
+        for record in records.values():
             domain, _, updated, expires, purge, state = record.columns[:6]
             if state == "active" and (purge is None or purge > now):
-                value, written = log.by_seq[seq].value, log.extra[seq][2]
                 rows.append(
-                    (record.rid, subject, predicate, value, domain, written, updated, expires,
-                     purge, state)
+                    (record.rid, subject, predicate, record.value, domain, record.created_at,
+                     updated, expires, purge, state)
                 )  # fmt: skip
         return _ranked(rows, {}, now, k)
 
@@ -546,10 +545,10 @@ class ReferenceMemory:
             records = self._cache.records[key] = {}
         elif records is None:
             records = {
-                opened_by: _Record(rid, list(rest), superseded_by)
-                for rid, opened_by, superseded_by, *rest in self._db.execute(
-                    "SELECT id, opened_by, superseded_by, domain, multi, updated_at, expires_at,"
-                    " purge_at, state, ended_at, end_reason FROM records"
+                opened_by: _Record(rid, list(rest), superseded_by, value, created)
+                for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
+                    "SELECT id, opened_by, superseded_by, value, created_at, domain, multi,"
+                    " updated_at, expires_at, purge_at, state, ended_at, end_reason FROM records"
                     " WHERE namespace = ? AND subject = ? AND predicate = ?",
                     (self.namespace, key.subject, key.predicate),
                 )
@@ -737,7 +736,7 @@ class ReferenceMemory:
             if found is None:
                 meta, event_id, written, _, _ = log.extra[opener.seq]
                 rid = self._insert(key, opener, wanted, meta, event_id, written)
-                records[opener.seq] = _Record(rid, wanted, None)
+                records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
                 self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
                 if found.columns[3:5] != wanted[3:5]:
@@ -921,6 +920,8 @@ class _Record:
     rid: int
     columns: list[Any]  # domain, multi, updated_at, expires_at, purge_at, state, ended_at, reason
     superseded_by: int | None
+    value: str
+    created_at: float
 
 
 @dataclass(slots=True)
