@@ -395,7 +395,7 @@ class Replay:
 
 
 def evaluate(
-    events: Sequence[ChangeEvent],
+    events: Iterable[ChangeEvent],
     memory: Memory,
     probes: ProbeSet,
     *,
