@@ -53,6 +53,14 @@ def _timeline_copy(path: str | None, copy: TextIO) -> TimelineCopy:
     return TimelineCopy(path or example_timeline_path(), copy, not_after=not_after)
 
 
+def _scratch_store(spec: TargetSpec) -> dict[str, str]:
+    """Where a reference memory that `evaluate` replays into keeps its records when it is not
+    given a file: a private temporary database, which holds SQLite's page cache in RAM and the
+    rest in a file deleted on close, instead of ":memory:", which holds the whole store."""
+    path = spec.options.get("path", ":memory:")
+    return {"path": ""} if spec.kind == "reference" and path == ":memory:" else {}
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -304,7 +312,7 @@ def _evaluate_configured(
             options["path"] = ":memory:"  # never touch a daemon's persistent shadow
         spec = TargetSpec(target.kind, options, name)
         specs.append(spec)
-        memories.append(build_memory(spec))
+        memories.append(build_memory(spec, **_scratch_store(spec)))
     events = configured_events(settings)
     extra = load_probe_file(settings.probes) if settings.probes else []
     windows = {str(domain): window for domain, window in settings.staleness.windows().items()}
@@ -382,7 +390,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             if args.forgetting_window is None:
                 args.forgetting_window = 3
             specs = [parse_target(t) for t in (args.target or DEFAULT_TARGETS)]
-            memories = [build_memory(spec) for spec in specs]  # bad switches fail before any work
+            # bad switches fail before any work
+            memories = [build_memory(spec, **_scratch_store(spec)) for spec in specs]
             extra = load_probe_file(args.probes) if args.probes else []
             # Read once to check it and find the probes, then replayed from a private copy
             # for each target: the events are never all held at once (unless HTML draws them).

@@ -501,3 +501,24 @@ def test_a_timeline_piped_to_evaluate_is_read_once_and_replayed_for_every_target
     assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
     assert all(len(t["stages"]) > 300 for t in report["targets"])
     assert piped.stdout == from_file.stdout
+
+
+def test_evaluating_the_reference_memory_loads_no_other_adapter():
+    """A run needs only the adapters of its targets (the HTTP and SDK clients cost tens of
+    megabytes); an unknown kind still names every kind there is."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from healthd.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['evaluate', '--target', 'reference']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('healthd.memory.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "healthd.memory.reference" in done.stdout
+    assert not any(
+        f"healthd.memory.{kind}'" in done.stdout for kind in ("agentcore", "http", "mem0")
+    )
+    unknown = healthd("evaluate", "--target", "pinecone")
+    assert unknown.returncode == 2
+    assert "known kinds: agentcore, graphiti, http, mem0, naive, reference" in unknown.stderr

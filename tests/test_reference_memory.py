@@ -116,6 +116,21 @@ def test_a_ttl_change_touches_only_records_written_after_it():
     assert flags == {"@alice": frozenset(), "@bob": frozenset({"soft_expired"})}
 
 
+def test_each_write_is_stamped_with_the_ttl_and_grace_of_its_moment():
+    carol = fact("billing", "owners", "@carol", "ownership")
+    memory = ReferenceMemory(supersession=False)
+    memory.set_ttl("ownership", timedelta(days=1))
+    memory.apply(added("1", 0, alice))
+    memory.set_ttl("ownership", timedelta(days=30))
+    memory.apply(added("2", 0, bob))
+    memory.set_ttl("ownership", timedelta(days=1))
+    memory.grace = 10.0
+    memory.apply(added("3", 0, carol))
+    assert values(memory, alice, 1.5) == ["@bob", "@carol", "@alice"]  # soft-expired last
+    assert values(memory, alice, 5) == ["@bob", "@carol"]  # alice purged after 2 x 1 day
+    assert values(memory, alice, 12) == ["@bob"]  # carol purged after 11 x 1 day
+
+
 def test_without_ttl_nothing_expires():
     memory = feed(ReferenceMemory(ttl=False), added("1", 0, alice))
     [record] = memory.answer(probe_for(alice), day(400)).facts

@@ -200,6 +200,11 @@ class ReferenceMemory:
                 # not per event; a crash loses at most the batch after the last checkpoint.
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
+            elif path == "":
+                # A private temporary database: pages past SQLite's cache go to a file that is
+                # deleted on close, so a long replay does not hold the whole store in RAM. Its
+                # journal stays in memory, as a ":memory:" database's does.
+                self._db.execute("PRAGMA journal_mode=MEMORY")
             self._db.executescript(_SCHEMA)
             # A persistent shadow picks up its replay clock where it left off, so events
             # applied after a restart are written at the time they would have been without.
@@ -223,6 +228,7 @@ class ReferenceMemory:
         self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
         self._deadlines: list[tuple[float, FactKey]] = []  # (expiry or purge, key) written
         self._deadlines_loaded = False
+        self._expiries: dict[tuple[timedelta, float], tuple[float, float]] = {}
 
     # -- settings -------------------------------------------------------------------------
 
@@ -540,8 +546,12 @@ class ReferenceMemory:
         log keeps it with each entry, so a later TTL change touches only later writes."""
         if not self.ttl:
             return None, None
-        ttl = self.ttl_windows[domain].total_seconds()
-        return ttl, ttl * (1.0 + self.grace)
+        window = self.ttl_windows[domain]
+        found = self._expiries.get((window, self.grace))
+        if found is None:  # one pair of floats per setting, not per logged operation
+            ttl = window.total_seconds()
+            found = self._expiries[window, self.grace] = (ttl, ttl * (1.0 + self.grace))
+        return found
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
         expires, purge = self._expiry_after(fact.domain)
@@ -823,7 +833,8 @@ class ReferenceMemory:
         deps = self._cache.deps.get(key)
         if deps is None:
             log = self._log_of(key)
-            deps = {d for seq in self._records_of(key) for d in log.by_seq[seq].depends_on}
+            records = self._records_of(key)
+            deps = {d for op in log.ops if op.seq in records for d in op.depends_on}
             self._cache.deps[key] = deps
         return deps
 
@@ -854,12 +865,11 @@ _Extra = tuple[str, str, float, float | None, float | None]  # meta, event, writ
 class _KeyLog:
     """One key's log as the key_log table holds it, in event-time order."""
 
-    __slots__ = ("by_seq", "extra", "fresh", "multi", "ops")
+    __slots__ = ("extra", "fresh", "multi", "ops")
 
     def __init__(self) -> None:
         self.ops: list[LogOp] = []
         self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
-        self.by_seq: dict[int, LogOp] = {}
         self.extra: dict[int, _Extra] = {}
         self.multi = False
 
@@ -871,7 +881,6 @@ class _KeyLog:
         else:
             bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
         self.fresh.append((op, appended))
-        self.by_seq[op.seq] = op
         self.extra[op.seq] = extra
         self.multi = self.multi or multi
 
