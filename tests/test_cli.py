@@ -406,7 +406,7 @@ def _mixed_timeline(events: int, keys: int, seed: int = 3) -> list:
     held: dict[tuple[str, str], str] = {}
     out = []
     for n in range(events):
-        at = n / 10 - (rng.random() * 30 if rng.random() < 0.05 else 0)
+        at = n / 20 - (rng.random() * 30 if rng.random() < 0.05 else 0)
         subject, predicate = f"svc-{rng.randrange(keys // 4)}", rng.choice(predicates)
         value = f"v{rng.randrange(6)}"
         deps = [(subject, "exists")] if predicate == "status" else []
@@ -457,8 +457,9 @@ def test_a_long_timeline_streamed_from_its_file_reports_what_the_whole_list_give
     from healthd.timeline import read_timeline, write_timeline
 
     path = tmp_path / "long.jsonl"
+    odd = added('ünï "quoted" \\ id', 100, fact("svc-0", "owner", "@ü"))
     with path.open("w", encoding="utf-8") as handle:
-        write_timeline(_mixed_timeline(3000, 200), handle)
+        write_timeline([*_mixed_timeline(3000, 200), odd], handle)
     events = read_timeline(str(path))
     probes = build_probe_set(events)
     results = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import IO, Any
@@ -89,12 +90,24 @@ class StageSpool:
     def __init__(self, spool: IO[str]) -> None:
         self._spool = spool
         self.count = 0
+        self._counts: tuple[int, ...] | None = None
+        self._metrics = ""
 
     def add(self, stage: StageResult) -> None:
-        text = json.dumps(stage_json(stage), indent=1)
-        pad = " " * _STAGE_DEPTH
-        self._spool.write(",\n" if self.count else "")
-        self._spool.write(pad + text.replace("\n", "\n" + pad))
+        """Writes what ``json.dumps(stage_json(stage), indent=1)`` gives, indented to its
+        depth in the report; the metrics' text is made again only when the counts change."""
+        indent = " " * _STAGE_DEPTH
+        if stage.counts != self._counts:
+            self._counts, self._metrics = stage.counts, _metrics_text(stage.metrics, "\n " + indent)
+        lines = (
+            "{",
+            f' "index": {stage.index},',
+            f' "event_id": {json.dumps(stage.event_id)},',
+            f' "timestamp": {json.dumps(format_timestamp(stage.timestamp))},',
+            f' "metrics": {self._metrics}',
+            "}",
+        )
+        self._spool.write((",\n" if self.count else "") + indent + ("\n" + indent).join(lines))
         self.count += 1
 
     def copy_to(self, out: IO[str]) -> None:
@@ -106,6 +119,23 @@ class StageSpool:
         while chunk := self._spool.read(1 << 16):
             out.write(chunk)
         out.write("\n" + " " * (_STAGE_DEPTH - 1) + "]")
+
+
+_quoted = functools.cache(json.dumps)
+
+
+def _metrics_text(metrics: dict[str, Metrics], newline: str) -> str:
+    """``json.dumps(metrics_json(metrics), indent=1)`` with each line break ``newline``, its
+    numbers encoded in one call (the indenting encoder takes a Python step per value)."""
+    rows = {bucket: metrics[bucket].as_dict() for bucket in BUCKETS}
+    numbers = iter(json.dumps([v for row in rows.values() for v in row.values()])[1:-1].split(", "))
+    blocks = [
+        f"{newline} {_quoted(bucket)}: {{"
+        + ",".join(f"{newline}  {_quoted(name)}: {next(numbers)}" for name in row)
+        + f"{newline} }}"
+        for bucket, row in rows.items()
+    ]
+    return "{" + ",".join(blocks) + f"{newline}}}"
 
 
 def write_report_json(
