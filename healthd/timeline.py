@@ -237,9 +237,12 @@ def iter_timeline(
     first_line: int = 1,
     max_line: int = DEFAULT_MAX_LINE,
     not_after: datetime | None = None,
+    unique_ids: bool = True,
 ) -> Iterator[ChangeEvent]:
     """Parse JSONL lines in arrival order; blank lines are allowed, duplicate ids are not.
-    ``not_after``: the latest event time accepted (now plus the allowed clock skew)."""
+    ``not_after``: the latest event time accepted (now plus the allowed clock skew).
+    ``unique_ids=False`` skips the duplicate check (and the memory of every id it takes), for
+    lines already read once with it."""
     seen: dict[str, int] = {}
     shared = _Shared()
     for number, raw in enumerate(lines, start=first_line):
@@ -271,14 +274,15 @@ def iter_timeline(
                 field="timestamp",
                 origin=origin,
             )
-        if event.id in seen:
-            raise TimelineError(
-                f"duplicate id {event.id!r} (first on line {seen[event.id]})",
-                line=number,
-                field="id",
-                origin=origin,
-            )
-        seen[event.id] = number
+        if unique_ids:
+            if event.id in seen:
+                raise TimelineError(
+                    f"duplicate id {event.id!r} (first on line {seen[event.id]})",
+                    line=number,
+                    field="id",
+                    origin=origin,
+                )
+            seen[event.id] = number
         yield event
 
 
@@ -380,6 +384,7 @@ class TimelineCopy:
             origin=self.path,
             max_line=self._max_line,
             not_after=self._not_after,
+            unique_ids=False,  # the first reading checked them
         )
 
 

@@ -77,6 +77,15 @@ def test_invalid_json_and_duplicate_ids_are_errors_not_skips():
         loads_timeline(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")
 
 
+def test_lines_already_checked_can_be_read_again_without_keeping_every_id():
+    from healthd.timeline import iter_timeline
+
+    lines = [json.dumps(GOOD), json.dumps(GOOD)]
+    with pytest.raises(TimelineError, match="duplicate id"):
+        list(iter_timeline(lines))
+    assert [e.id for e in iter_timeline(lines, unique_ids=False)] == ["ev-7", "ev-7"]
+
+
 def test_previous_is_refused_on_other_types():
     line = dict(GOOD, type="added")
     with pytest.raises(TimelineError, match="only a revised event has a previous"):
