@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Sequence
@@ -146,18 +147,38 @@ def write_report_json(
     probe_count: int,
 ) -> None:
     """The bytes ``json.dump(report_json(...), out, indent=1)`` writes, with each target's
-    stages streamed from its spool instead of held in ``results``."""
-    marks = [f"\x00stages {i}\x00" for i in range(len(results))]
-    report = report_json(results, probe_set_version, probe_count)
-    for target, mark in zip(report["targets"], marks, strict=True):
-        target["stages"] = mark
+    stages streamed from its spool and its final probes written one at a time, so the
+    report is never held whole."""
+    bare = [dataclasses.replace(result, stages=[], probes=[]) for result in results]
+    report = report_json(bare, probe_set_version, probe_count)
+    for i, target in enumerate(report["targets"]):
+        target["stages"] = f"\x00stages {i}\x00"
+        target["final"]["probes"] = f"\x00probes {i}\x00"
     text = json.dumps(report, indent=1)
-    for spool, mark in zip(spools, marks, strict=True):
-        head, text = text.split(json.dumps(mark), 1)
+    for i, (result, spool) in enumerate(zip(results, spools, strict=True)):
+        head, text = text.split(json.dumps(f"\x00stages {i}\x00"), 1)
         out.write(head)
         spool.copy_to(out)
+        head, text = text.split(json.dumps(f"\x00probes {i}\x00"), 1)
+        out.write(head)
+        _write_probes(out, result.probes)
     out.write(text)
     out.write("\n")
+
+
+_PROBE_DEPTH = 5  # report > targets > target > final > probes > probe
+
+
+def _write_probes(out: IO[str], probes: Sequence[ProbeReport]) -> None:
+    if not probes:
+        out.write("[]")
+        return
+    pad = " " * _PROBE_DEPTH
+    out.write("[")
+    for n, probe in enumerate(probes):
+        text = json.dumps(probe_json(probe), indent=1).replace("\n", "\n" + pad)
+        out.write(("," if n else "") + "\n" + pad + text)
+    out.write("\n" + " " * (_PROBE_DEPTH - 1) + "]")
 
 
 def _cell(value: float | None) -> str:
