@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from healthd.memory import Memory, TargetSpec
     from healthd.model import ChangeEvent, Probe
     from healthd.settings import Settings
+    from healthd.timeline import TimelineCopy
 
 # Everything heavier is imported where it is used, so `healthd --version` starts fast.
 
@@ -43,6 +44,21 @@ def _load_events(path: str | None) -> list[ChangeEvent]:
 
     not_after = datetime.now(UTC) + DEFAULT_FUTURE_SKEW
     return read_timeline(path or example_timeline_path(), not_after=not_after)
+
+
+def _timeline_copy(path: str | None, copy: TextIO) -> TimelineCopy:
+    from healthd.timeline import DEFAULT_FUTURE_SKEW, TimelineCopy
+
+    not_after = datetime.now(UTC) + DEFAULT_FUTURE_SKEW
+    return TimelineCopy(path or example_timeline_path(), copy, not_after=not_after)
+
+
+def _scratch_store(spec: TargetSpec) -> dict[str, str]:
+    """Where a reference memory that `evaluate` replays into keeps its records when it is not
+    given a file: a private temporary database, which holds SQLite's page cache in RAM and the
+    rest in a file deleted on close, instead of ":memory:", which holds the whole store."""
+    path = spec.options.get("path", ":memory:")
+    return {"path": ""} if spec.kind == "reference" and path == ":memory:" else {}
 
 
 def _positive(text: str) -> int:
@@ -296,7 +312,7 @@ def _evaluate_configured(
             options["path"] = ":memory:"  # never touch a daemon's persistent shadow
         spec = TargetSpec(target.kind, options, name)
         specs.append(spec)
-        memories.append(build_memory(spec))
+        memories.append(build_memory(spec, **_scratch_store(spec)))
     events = configured_events(settings)
     extra = load_probe_file(settings.probes) if settings.probes else []
     windows = {str(domain): window for domain, window in settings.staleness.windows().items()}
@@ -361,29 +377,42 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         from healthd.report import check_writable
 
         check_writable(args.html)
-    if args.config:
-        specs, memories, events, extra, windows = _evaluate_configured(args)
-    else:
-        if args.mode is None:
-            args.mode = "incremental"
-        if args.forgetting_window is None:
-            args.forgetting_window = 3
-        specs = [parse_target(t) for t in (args.target or DEFAULT_TARGETS)]
-        memories = [build_memory(spec) for spec in specs]  # bad switches fail before any work
-        events = _load_events(args.timeline)
-        extra = load_probe_file(args.probes) if args.probes else []
-    if not events:
-        where = args.timeline or ("the configured sources" if args.config else "the timeline")
-        raise HealthdError(f"timeline is empty: {where} gave no event to replay")
-    probes = build_probe_set(events, extra)
-    err = Console(stderr=True)
-    show_progress = err.is_terminal and len(events) * len(specs) >= _PROGRESS_MIN_EVENTS
-    results: list[TargetResult] = []
-    spools: list[StageSpool] = []
-    # The HTML report draws every stage, so it keeps them; otherwise stages are spooled to a
-    # file for JSON and not kept at all for the table, so memory stays bounded.
-    keep_stages = bool(args.html)
+    listed: list[ChangeEvent] = []  # the events, when something needs them all at once
     with ExitStack() as files, ExitStack() as stack:
+        events: Iterable[ChangeEvent]
+        if args.config:
+            specs, memories, listed, extra, windows = _evaluate_configured(args)
+            probes = build_probe_set(listed, extra)
+            events, count = listed, len(listed)
+        else:
+            if args.mode is None:
+                args.mode = "incremental"
+            if args.forgetting_window is None:
+                args.forgetting_window = 3
+            specs = [parse_target(t) for t in (args.target or DEFAULT_TARGETS)]
+            # bad switches fail before any work
+            memories = [build_memory(spec, **_scratch_store(spec)) for spec in specs]
+            extra = load_probe_file(args.probes) if args.probes else []
+            # Read once to check it and find the probes, then replayed from a private copy
+            # for each target: the events are never all held at once (unless HTML draws them).
+            copy = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
+            timeline = _timeline_copy(args.timeline, copy)
+            probes = build_probe_set(timeline.read(), extra)
+            count = len(timeline)
+            if args.html:
+                events = listed = list(timeline)
+            else:
+                events = timeline
+        if not count:
+            where = args.timeline or ("the configured sources" if args.config else "the timeline")
+            raise HealthdError(f"timeline is empty: {where} gave no event to replay")
+        err = Console(stderr=True)
+        show_progress = err.is_terminal and count * len(specs) >= _PROGRESS_MIN_EVENTS
+        results: list[TargetResult] = []
+        spools: list[StageSpool] = []
+        # The HTML report draws every stage, so it keeps them; otherwise stages are spooled to
+        # a file for JSON and not kept at all for the table, so memory stays bounded.
+        keep_stages = bool(args.html)
         progress = None
         if show_progress:
             progress = stack.enter_context(
@@ -397,7 +426,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 )
             )
         for spec, memory in zip(specs, memories, strict=False):
-            task = progress.add_task(spec.label, total=len(events)) if progress else None
+            task = progress.add_task(spec.label, total=count) if progress else None
             spool = StageSpool(files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")))
             spools.append(spool)
             keep = spool.add if args.format == "json" else None
@@ -443,7 +472,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         report = report_json(results, probes.version, len(probes))
         html = render_report(
             report,
-            events=events,
+            events=listed,
             windows=windows or DEFAULT_WINDOWS,
             target_options={spec.label: spec.options for spec in specs},
         )

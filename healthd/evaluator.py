@@ -405,7 +405,7 @@ class Replay:
 
 
 def evaluate(
-    events: Sequence[ChangeEvent],
+    events: Iterable[ChangeEvent],
     memory: Memory,
     probes: ProbeSet,
     *,

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
-from healthd.errors import TimelineError
-from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Fact, FactKey
+from healthd.errors import HealthdError, TimelineError
+from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Domain, Fact, FactKey
 
 _EVENT_FIELDS = {
     "id",
@@ -27,6 +27,7 @@ _EVENT_FIELDS = {
     "metadata",
 }
 _FACT_FIELDS = ("subject", "predicate", "value", "domain")
+_DOMAIN_NAMED: dict[str, Domain] = {domain: domain for domain in DOMAINS}
 DEFAULT_MAX_LINE = 1 << 20
 DEFAULT_FUTURE_SKEW = timedelta(days=1)
 
@@ -101,6 +102,22 @@ def write_timeline(events: Iterable[ChangeEvent], out: TextIO) -> int:
     return count
 
 
+class _Shared:
+    """Equal values read from different lines, kept once. A long timeline names a few
+    subjects, predicates, values, domains and dependencies over and over, and truth and the
+    memories keep what each event gave them: one copy of each instead of one per line."""
+
+    __slots__ = ("deps", "keys", "strings")
+
+    def __init__(self) -> None:
+        self.strings: dict[str, str] = {}
+        self.keys: dict[FactKey, FactKey] = {}
+        self.deps: dict[tuple[FactKey, ...], tuple[FactKey, ...]] = {}
+
+    def string(self, text: str) -> str:
+        return self.strings.setdefault(text, text)
+
+
 class _Ctx:
     __slots__ = ("line", "origin")
 
@@ -121,25 +138,31 @@ def _string(obj: dict[str, Any], name: str, ctx: _Ctx, path: str) -> str:
     return value
 
 
-def _fact(obj: object, ctx: _Ctx, path: str) -> Fact:
+def _fact(obj: object, ctx: _Ctx, path: str, shared: _Shared) -> Fact:
     if not isinstance(obj, dict):
         raise ctx.fail(f"expected an object, got {type(obj).__name__}", path)
     extra = set(obj) - set(_FACT_FIELDS)
     if extra:
         raise ctx.fail(f"unknown field(s) {sorted(extra)}", path)
-    subject, predicate, value, domain = (_string(obj, n, ctx, path + ".") for n in _FACT_FIELDS)
-    if domain not in DOMAINS:
+    subject, predicate, value, name = (_string(obj, n, ctx, path + ".") for n in _FACT_FIELDS)
+    domain = _DOMAIN_NAMED.get(name)
+    if domain is None:
         raise ctx.fail(
-            f"unknown domain {domain!r}; expected one of {', '.join(DOMAINS)}", f"{path}.domain"
+            f"unknown domain {name!r}; expected one of {', '.join(DOMAINS)}", f"{path}.domain"
         )
-    return Fact(subject, predicate, value, domain)
+    string = shared.string
+    return Fact(string(subject), string(predicate), string(value), domain)
 
 
 def event_from_dict(
     obj: object, *, line: int | None = None, origin: str | None = None
 ) -> ChangeEvent:
     """Validate one decoded JSON object as a ChangeEvent."""
-    ctx = _Ctx(line, origin)
+    return _event_from_dict(obj, _Ctx(line, origin), _Shared())
+
+
+def _event_from_dict(obj: object, ctx: _Ctx, shared: _Shared) -> ChangeEvent:
+    line, origin = ctx.line, ctx.origin
     if not isinstance(obj, dict):
         raise ctx.fail(f"expected a JSON object, got {type(obj).__name__}")
     extra = set(obj) - _EVENT_FIELDS
@@ -155,12 +178,12 @@ def event_from_dict(
     source = _string(obj, "source", ctx, "")
     if "fact" not in obj:
         raise ctx.fail("missing", "fact")
-    fact = _fact(obj["fact"], ctx, "fact")
+    fact = _fact(obj["fact"], ctx, "fact", shared)
     previous = None
     if kind == "revised":
         if "previous" not in obj:
             raise ctx.fail("missing (required on a revised event)", "previous")
-        previous = _fact(obj["previous"], ctx, "previous")
+        previous = _fact(obj["previous"], ctx, "previous", shared)
     elif obj.get("previous") is not None:
         raise ctx.fail(
             f"only a revised event has a previous fact, this one is {kind!r}", "previous"
@@ -181,11 +204,11 @@ def event_from_dict(
         extra = set(dep) - {"subject", "predicate"}
         if extra:
             raise ctx.fail(f"unknown field(s) {sorted(extra)}", path)
-        deps.append(
-            FactKey(
-                _string(dep, "subject", ctx, path + "."), _string(dep, "predicate", ctx, path + ".")
-            )
+        key = FactKey(
+            shared.string(_string(dep, "subject", ctx, path + ".")),
+            shared.string(_string(dep, "predicate", ctx, path + ".")),
         )
+        deps.append(shared.keys.setdefault(key, key))
     raw_meta = obj.get("metadata", {})
     if raw_meta is None:
         raw_meta = {}
@@ -201,8 +224,8 @@ def event_from_dict(
         source=source,
         fact=fact,
         previous=previous,
-        reason=reason,
-        depends_on=tuple(deps),
+        reason=None if reason is None else shared.string(reason),
+        depends_on=shared.deps.setdefault(tuple(deps), tuple(deps)) if deps else (),
         metadata=dict(raw_meta),
     )
 
@@ -214,10 +237,14 @@ def iter_timeline(
     first_line: int = 1,
     max_line: int = DEFAULT_MAX_LINE,
     not_after: datetime | None = None,
+    unique_ids: bool = True,
 ) -> Iterator[ChangeEvent]:
     """Parse JSONL lines in arrival order; blank lines are allowed, duplicate ids are not.
-    ``not_after``: the latest event time accepted (now plus the allowed clock skew)."""
+    ``not_after``: the latest event time accepted (now plus the allowed clock skew).
+    ``unique_ids=False`` skips the duplicate check (and the memory of every id it takes), for
+    lines already read once with it."""
     seen: dict[str, int] = {}
+    shared = _Shared()
     for number, raw in enumerate(lines, start=first_line):
         if len(raw) > max_line:
             raise TimelineError(
@@ -238,7 +265,7 @@ def iter_timeline(
             raise TimelineError(
                 "invalid JSON: nested too deeply", line=number, origin=origin
             ) from None
-        event = event_from_dict(obj, line=number, origin=origin)
+        event = _event_from_dict(obj, _Ctx(number, origin), shared)
         if not_after is not None and event.timestamp > not_after:
             raise TimelineError(
                 f"{format_timestamp(event.timestamp)} is in the future, later than "
@@ -247,14 +274,15 @@ def iter_timeline(
                 field="timestamp",
                 origin=origin,
             )
-        if event.id in seen:
-            raise TimelineError(
-                f"duplicate id {event.id!r} (first on line {seen[event.id]})",
-                line=number,
-                field="id",
-                origin=origin,
-            )
-        seen[event.id] = number
+        if unique_ids:
+            if event.id in seen:
+                raise TimelineError(
+                    f"duplicate id {event.id!r} (first on line {seen[event.id]})",
+                    line=number,
+                    field="id",
+                    origin=origin,
+                )
+            seen[event.id] = number
         yield event
 
 
@@ -271,20 +299,93 @@ def _bounded_lines(handle: TextIO, max_line: int) -> Iterator[str]:
 def read_timeline(
     path: str, *, max_line: int = DEFAULT_MAX_LINE, not_after: datetime | None = None
 ) -> list[ChangeEvent]:
+    return list(stream_timeline(path, max_line=max_line, not_after=not_after))
+
+
+def stream_timeline(
+    path: str,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+    not_after: datetime | None = None,
+    copy_to: TextIO | None = None,
+) -> Iterator[ChangeEvent]:
+    """:func:`read_timeline` one event at a time, each line also written to ``copy_to``."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return list(
-                iter_timeline(
-                    _bounded_lines(handle, max_line),
-                    origin=path,
-                    max_line=max_line,
-                    not_after=not_after,
-                )
+            lines = _bounded_lines(handle, max_line)
+            yield from iter_timeline(
+                lines if copy_to is None else _copied(lines, copy_to),
+                origin=path,
+                max_line=max_line,
+                not_after=not_after,
             )
     except OSError as exc:
         raise TimelineError(f"cannot read timeline: {exc.strerror}", origin=path) from None
     except UnicodeDecodeError as exc:
         raise TimelineError(f"not UTF-8 text: {exc.reason}", origin=path) from None
+
+
+def _copied(lines: Iterable[str], copy: TextIO) -> Iterator[str]:
+    for line in lines:
+        try:
+            copy.write(line)
+            copy.write("\n")
+        except OSError as exc:
+            raise HealthdError(f"cannot keep a copy of the timeline: {exc.strerror}") from None
+        yield line
+
+
+class TimelineCopy:
+    """A timeline file read once, checked as :func:`read_timeline` checks it, into a private
+    copy that can then be replayed any number of times without holding every event in
+    memory. Later readings see the lines the first one checked, even if the file changes
+    meanwhile or is a pipe."""
+
+    def __init__(
+        self,
+        path: str,
+        copy: TextIO,
+        *,
+        max_line: int = DEFAULT_MAX_LINE,
+        not_after: datetime | None = None,
+    ) -> None:
+        self.path = path
+        self._copy = copy
+        self._max_line = max_line
+        self._not_after = not_after
+        self._count: int | None = None
+
+    def read(self) -> Iterator[ChangeEvent]:
+        """The first reading, from the file."""
+        if self._count is not None:
+            raise RuntimeError("a timeline copy is read from its file once")
+        count = 0
+        for event in stream_timeline(
+            self.path, max_line=self._max_line, not_after=self._not_after, copy_to=self._copy
+        ):
+            count += 1
+            yield event
+        self._copy.flush()
+        self._count = count
+
+    def __len__(self) -> int:
+        if self._count is None:
+            raise RuntimeError("a timeline copy has no length before it is read")
+        return self._count
+
+    def __iter__(self) -> Iterator[ChangeEvent]:
+        """A later reading, from the copy: the same events in the same order (one reading
+        at a time: they share the copy's position)."""
+        if self._count is None:
+            raise RuntimeError("a timeline copy is replayed after it is read")
+        self._copy.seek(0)
+        return iter_timeline(
+            _bounded_lines(self._copy, self._max_line),
+            origin=self.path,
+            max_line=self._max_line,
+            not_after=self._not_after,
+            unique_ids=False,  # the first reading checked them
+        )
 
 
 def loads_timeline(text: str, *, origin: str | None = None) -> list[ChangeEvent]:

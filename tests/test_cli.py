@@ -392,3 +392,134 @@ def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path)
     expected = json.dumps(report_json(results, probes.version, len(probes)), indent=1) + "\n"
     assert len(results[0].stages) > 1
     assert out.read_text(encoding="utf-8") == expected
+
+
+def _mixed_timeline(events: int, keys: int, seed: int = 3) -> list:
+    """Several thousand events of every kind: revisions, invalidations, re-validations,
+    dependencies that cascade, multi-valued keys, and some late events with older times."""
+    import random
+
+    from timeline_builders import invalidated, revalidated
+
+    rng = random.Random(seed)
+    predicates = ("owner", "language", "status", "tags")
+    held: dict[tuple[str, str], str] = {}
+    out = []
+    for n in range(events):
+        at = n / 20 - (rng.random() * 30 if rng.random() < 0.05 else 0)
+        subject, predicate = f"svc-{rng.randrange(keys // 4)}", rng.choice(predicates)
+        value = f"v{rng.randrange(6)}"
+        deps = [(subject, "exists")] if predicate == "status" else []
+        current = held.get((subject, predicate))
+        roll = rng.random()
+        if current is None or roll < 0.2:
+            held[(subject, predicate)] = value
+            out.append(
+                added(f"e{n}", at, fact(subject, predicate, value), deps, predicate == "tags")
+            )
+            if (subject, "exists") not in held:
+                held[(subject, "exists")] = "true"
+                out.append(added(f"x{n}", at, fact(subject, "exists", "true")))
+        elif roll < 0.45:
+            held[(subject, predicate)] = value
+            out.append(
+                revised(
+                    f"e{n}",
+                    at,
+                    fact(subject, predicate, current),
+                    fact(subject, predicate, value),
+                    deps,
+                )
+            )
+        elif roll < 0.55:
+            out.append(invalidated(f"e{n}", at, fact(subject, predicate, current)))
+            del held[(subject, predicate)]
+        elif roll < 0.6 and (subject, "exists") in held:
+            out.append(invalidated(f"e{n}", at, fact(subject, "exists", "true"), "decommissioned"))
+            del held[(subject, "exists")]
+        else:
+            out.append(revalidated(f"e{n}", at, fact(subject, predicate, current), deps))
+    return out
+
+
+def test_a_long_timeline_streamed_from_its_file_reports_what_the_whole_list_gives(tmp_path):
+    """`evaluate` reads the file once for the probes, then replays it target by target
+    without holding the events; table and JSON are byte for byte what evaluating the list
+    held in memory gives, for every target."""
+    import io
+
+    from rich.console import Console
+
+    from healthd.evaluator import evaluate
+    from healthd.exporters.report import render_table, report_json
+    from healthd.memory import build_memory, parse_target
+    from healthd.probes import build_probe_set
+    from healthd.timeline import read_timeline, write_timeline
+
+    path = tmp_path / "long.jsonl"
+    odd = added('ünï "quoted" \\ id', 100, fact("svc-0", "owner", "@ü"))
+    with path.open("w", encoding="utf-8") as handle:
+        write_timeline([*_mixed_timeline(3000, 200), odd], handle)
+    events = read_timeline(str(path))
+    probes = build_probe_set(events)
+    results = []
+    for target in ("reference", "naive", "reference:ttl=off"):
+        spec = parse_target(target)
+        memory = build_memory(spec)
+        results.append(evaluate(events, memory, probes, name=spec.label, kind=spec.kind))
+        memory.close()
+    table = io.StringIO()
+    render_table(results, probes.version, len(probes), Console(file=table, width=110))
+    expected = {
+        "table": table.getvalue(),
+        "json": json.dumps(report_json(results, probes.version, len(probes)), indent=1) + "\n",
+    }
+    assert results[0].last_change is None and len(results[0].stages) == len(events) > 3000
+    for fmt in ("table", "json"):
+        done = healthd(
+            "evaluate", "--timeline", str(path), "--format", fmt, "--target", "reference",
+            "--target", "naive", "--target", "reference:ttl=off",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected[fmt], fmt
+
+
+def test_a_timeline_piped_to_evaluate_is_read_once_and_replayed_for_every_target(tmp_path):
+    from healthd.timeline import write_timeline
+
+    path = tmp_path / "t.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        write_timeline(_mixed_timeline(300, 40), handle)
+    from_file = healthd("evaluate", "--timeline", str(path), "--format", "json")
+    assert from_file.returncode == 0, from_file.stderr
+    piped = subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--timeline", "/dev/stdin",
+         "--format", "json"],
+        input=path.read_text(encoding="utf-8"), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    report = json.loads(piped.stdout)
+    assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
+    assert all(len(t["stages"]) > 300 for t in report["targets"])
+    assert piped.stdout == from_file.stdout
+
+
+def test_evaluating_the_reference_memory_loads_no_other_adapter():
+    """A run needs only the adapters of its targets (the HTTP and SDK clients cost tens of
+    megabytes); an unknown kind still names every kind there is."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from healthd.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['evaluate', '--target', 'reference']) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('healthd.memory.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "healthd.memory.reference" in done.stdout
+    assert not any(
+        f"healthd.memory.{kind}'" in done.stdout for kind in ("agentcore", "http", "mem0")
+    )
+    unknown = healthd("evaluate", "--target", "pinecone")
+    assert unknown.returncode == 2
+    assert "known kinds: agentcore, graphiti, http, mem0, naive, reference" in unknown.stderr

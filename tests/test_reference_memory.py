@@ -116,6 +116,35 @@ def test_a_ttl_change_touches_only_records_written_after_it():
     assert flags == {"@alice": frozenset(), "@bob": frozenset({"soft_expired"})}
 
 
+def test_each_write_is_stamped_with_the_ttl_and_grace_of_its_moment():
+    carol = fact("billing", "owners", "@carol", "ownership")
+    memory = ReferenceMemory(supersession=False)
+    memory.set_ttl("ownership", timedelta(days=1))
+    memory.apply(added("1", 0, alice))
+    memory.set_ttl("ownership", timedelta(days=30))
+    memory.apply(added("2", 0, bob))
+    memory.set_ttl("ownership", timedelta(days=1))
+    memory.grace = 10.0
+    memory.apply(added("3", 0, carol))
+    assert values(memory, alice, 1.5) == ["@bob", "@carol", "@alice"]  # soft-expired last
+    assert values(memory, alice, 5) == ["@bob", "@carol"]  # alice purged after 2 x 1 day
+    assert values(memory, alice, 12) == ["@bob"]  # carol purged after 11 x 1 day
+
+
+def test_a_late_end_splits_a_record_and_the_new_one_carries_its_own_event():
+    """A backdated invalidation ends the first stretch early; the re-validation logged
+    before it now opens a record of its own, written with that event's time and metadata."""
+    memory = ReferenceMemory(ttl=False)
+    memory.apply(added("1", 0, alice))
+    memory.apply(ChangeEvent("2", "revalidated", day(10), "test", alice, metadata={"pr": "7"}))
+    memory.apply(added("3", 20, node))
+    memory.apply(invalidated("4", 5, alice))  # found late: alice left on day 5
+    [record] = memory.answer(probe_for(alice), day(12)).facts
+    assert (record.value, record.written_at, record.validated_at) == ("@alice", day(10), day(10))
+    found = memory.search("", at=day(12), filters=[MetadataFilter("pr", "equals", "7")])
+    assert [r.record_id for r in found] == [record.record_id]
+
+
 def test_without_ttl_nothing_expires():
     memory = feed(ReferenceMemory(ttl=False), added("1", 0, alice))
     [record] = memory.answer(probe_for(alice), day(400)).facts

@@ -77,6 +77,15 @@ def test_invalid_json_and_duplicate_ids_are_errors_not_skips():
         loads_timeline(json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")
 
 
+def test_lines_already_checked_can_be_read_again_without_keeping_every_id():
+    from healthd.timeline import iter_timeline
+
+    lines = [json.dumps(GOOD), json.dumps(GOOD)]
+    with pytest.raises(TimelineError, match="duplicate id"):
+        list(iter_timeline(lines))
+    assert [e.id for e in iter_timeline(lines, unique_ids=False)] == ["ev-7", "ev-7"]
+
+
 def test_previous_is_refused_on_other_types():
     line = dict(GOOD, type="added")
     with pytest.raises(TimelineError, match="only a revised event has a previous"):
@@ -118,3 +127,59 @@ def test_the_file_source_rereads_a_rewritten_file_and_reports_bad_lines(tmp_path
     path.write_text(dumps_event(added("x1", 0, node)) + "\n{broken\n")
     failed = source.pull(again.cursor)
     assert failed.error and "line 2" in failed.error and failed.cursor == again.cursor
+
+
+def _timeline_text(n: int) -> str:
+    lines = []
+    for i in range(n):
+        event = dict(GOOD, id=f"ev-{i}", timestamp=f"2026-02-01T10:{i // 60:02d}:{i % 60:02d}Z")
+        lines.append(json.dumps(event))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_timeline_copy_replays_what_its_first_reading_checked(tmp_path):
+    """The first reading checks the file and keeps a copy; every later one gives the same
+    events from the copy, even after the file was rewritten or removed."""
+    import tempfile
+
+    from healthd.timeline import TimelineCopy
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_timeline_text(5), encoding="utf-8")
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as copy:
+        timeline = TimelineCopy(str(path), copy)
+        first = list(timeline.read())
+        assert first == read_timeline(str(path)) and len(timeline) == 5
+        path.write_text(_timeline_text(2), encoding="utf-8")
+        assert list(timeline) == first
+        path.unlink()
+        assert list(timeline) == first
+
+
+def test_a_timeline_copy_refuses_a_bad_line_on_its_first_reading(tmp_path):
+    import tempfile
+
+    from healthd.timeline import TimelineCopy
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_timeline_text(3) + '{"id": "late"}\n', encoding="utf-8")
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as copy:
+        timeline = TimelineCopy(str(path), copy)
+        with pytest.raises(TimelineError, match=r"line 4.*type"):
+            list(timeline.read())
+        with pytest.raises(RuntimeError):
+            list(timeline)
+
+
+def test_repeated_names_and_dependencies_are_kept_once_across_lines():
+    """What truth and the memories keep from each event (subjects, values, domains,
+    dependencies) is one object per distinct value, not one per line."""
+    first, second = loads_timeline(
+        json.dumps(GOOD) + "\n" + json.dumps(dict(GOOD, id="ev-8", reason="again"))
+    )
+    assert first.fact.subject is second.fact.subject
+    assert first.fact.value is second.fact.value
+    assert first.previous is not None and second.previous is not None
+    assert first.previous.value is second.previous.value
+    assert first.fact.domain is second.fact.domain
+    assert first.depends_on is second.depends_on

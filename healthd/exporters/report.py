@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import Sequence
 from typing import IO, Any
@@ -89,12 +91,24 @@ class StageSpool:
     def __init__(self, spool: IO[str]) -> None:
         self._spool = spool
         self.count = 0
+        self._counts: tuple[int, ...] | None = None
+        self._metrics = ""
 
     def add(self, stage: StageResult) -> None:
-        text = json.dumps(stage_json(stage), indent=1)
-        pad = " " * _STAGE_DEPTH
-        self._spool.write(",\n" if self.count else "")
-        self._spool.write(pad + text.replace("\n", "\n" + pad))
+        """Writes what ``json.dumps(stage_json(stage), indent=1)`` gives, indented to its
+        depth in the report; the metrics' text is made again only when the counts change."""
+        indent = " " * _STAGE_DEPTH
+        if stage.counts != self._counts:
+            self._counts, self._metrics = stage.counts, _metrics_text(stage.metrics, "\n " + indent)
+        lines = (
+            "{",
+            f' "index": {stage.index},',
+            f' "event_id": {json.dumps(stage.event_id)},',
+            f' "timestamp": {json.dumps(format_timestamp(stage.timestamp))},',
+            f' "metrics": {self._metrics}',
+            "}",
+        )
+        self._spool.write((",\n" if self.count else "") + indent + ("\n" + indent).join(lines))
         self.count += 1
 
     def copy_to(self, out: IO[str]) -> None:
@@ -108,6 +122,23 @@ class StageSpool:
         out.write("\n" + " " * (_STAGE_DEPTH - 1) + "]")
 
 
+_quoted = functools.cache(json.dumps)
+
+
+def _metrics_text(metrics: dict[str, Metrics], newline: str) -> str:
+    """``json.dumps(metrics_json(metrics), indent=1)`` with each line break ``newline``, its
+    numbers encoded in one call (the indenting encoder takes a Python step per value)."""
+    rows = {bucket: metrics[bucket].as_dict() for bucket in BUCKETS}
+    numbers = iter(json.dumps([v for row in rows.values() for v in row.values()])[1:-1].split(", "))
+    blocks = [
+        f"{newline} {_quoted(bucket)}: {{"
+        + ",".join(f"{newline}  {_quoted(name)}: {next(numbers)}" for name in row)
+        + f"{newline} }}"
+        for bucket, row in rows.items()
+    ]
+    return "{" + ",".join(blocks) + f"{newline}}}"
+
+
 def write_report_json(
     out: IO[str],
     results: Sequence[TargetResult],
@@ -116,18 +147,38 @@ def write_report_json(
     probe_count: int,
 ) -> None:
     """The bytes ``json.dump(report_json(...), out, indent=1)`` writes, with each target's
-    stages streamed from its spool instead of held in ``results``."""
-    marks = [f"\x00stages {i}\x00" for i in range(len(results))]
-    report = report_json(results, probe_set_version, probe_count)
-    for target, mark in zip(report["targets"], marks, strict=True):
-        target["stages"] = mark
+    stages streamed from its spool and its final probes written one at a time, so the
+    report is never held whole."""
+    bare = [dataclasses.replace(result, stages=[], probes=[]) for result in results]
+    report = report_json(bare, probe_set_version, probe_count)
+    for i, target in enumerate(report["targets"]):
+        target["stages"] = f"\x00stages {i}\x00"
+        target["final"]["probes"] = f"\x00probes {i}\x00"
     text = json.dumps(report, indent=1)
-    for spool, mark in zip(spools, marks, strict=True):
-        head, text = text.split(json.dumps(mark), 1)
+    for i, (result, spool) in enumerate(zip(results, spools, strict=True)):
+        head, text = text.split(json.dumps(f"\x00stages {i}\x00"), 1)
         out.write(head)
         spool.copy_to(out)
+        head, text = text.split(json.dumps(f"\x00probes {i}\x00"), 1)
+        out.write(head)
+        _write_probes(out, result.probes)
     out.write(text)
     out.write("\n")
+
+
+_PROBE_DEPTH = 5  # report > targets > target > final > probes > probe
+
+
+def _write_probes(out: IO[str], probes: Sequence[ProbeReport]) -> None:
+    if not probes:
+        out.write("[]")
+        return
+    pad = " " * _PROBE_DEPTH
+    out.write("[")
+    for n, probe in enumerate(probes):
+        text = json.dumps(probe_json(probe), indent=1).replace("\n", "\n" + pad)
+        out.write(("," if n else "") + "\n" + pad + text)
+    out.write("\n" + " " * (_PROBE_DEPTH - 1) + "]")
 
 
 def _cell(value: float | None) -> str:

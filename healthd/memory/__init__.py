@@ -7,6 +7,7 @@ Adapters register by kind name; a target is written ``kind`` or ``kind:switch=va
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -95,13 +96,13 @@ def memory_kinds() -> list[str]:
 
 def parse_target(text: str) -> TargetSpec:
     """Parse ``kind`` or ``kind:a=b,c=d``; the kind must be registered."""
-    _load_builtin()
     kind, _, rest = text.strip().partition(":")
     if not kind:
         raise TargetError(f"target {text!r}: missing kind")
+    _load_builtin(kind)
     if kind not in _REGISTRY:
         raise TargetError(
-            f"target {text!r}: unknown kind {kind!r}; known kinds: {', '.join(sorted(_REGISTRY))}"
+            f"target {text!r}: unknown kind {kind!r}; known kinds: {', '.join(memory_kinds())}"
         )
     options: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
@@ -115,7 +116,7 @@ def parse_target(text: str) -> TargetSpec:
 
 
 def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
-    _load_builtin()
+    _load_builtin(spec.kind)
     options: dict[str, Any] = dict(spec.options)
     options.update(overrides)
     try:
@@ -124,12 +125,15 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
         raise TargetError(f"target {spec.label!r}: {exc}") from None
 
 
-def _load_builtin() -> None:
-    from healthd.memory import (  # noqa: F401  (importing registers the kinds)
-        agentcore,
-        graphiti,
-        http,
-        mem0,
-        naive,
-        reference,
-    )
+_BUILTIN = ("agentcore", "graphiti", "http", "mem0", "naive", "reference")
+
+
+def _load_builtin(kind: str | None = None) -> None:
+    """Import the built-in adapters (importing registers a kind), or only ``kind``'s: a run
+    that replays into the reference memory need not load the HTTP and SDK clients."""
+    if kind is None:
+        names: tuple[str, ...] = _BUILTIN
+    else:
+        names = (kind,) if kind in _BUILTIN and kind not in _REGISTRY else ()
+    for name in names:
+        importlib.import_module(f"healthd.memory.{name}")

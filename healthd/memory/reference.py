@@ -200,6 +200,11 @@ class ReferenceMemory:
                 # not per event; a crash loses at most the batch after the last checkpoint.
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
+            elif path == "":
+                # A private temporary database: pages past SQLite's cache go to a file that is
+                # deleted on close, so a long replay does not hold the whole store in RAM. Its
+                # journal stays in memory, as a ":memory:" database's does.
+                self._db.execute("PRAGMA journal_mode=MEMORY")
             self._db.executescript(_SCHEMA)
             # A persistent shadow picks up its replay clock where it left off, so events
             # applied after a restart are written at the time they would have been without.
@@ -227,6 +232,7 @@ class ReferenceMemory:
         # (expiry or purge, key, opener) of every record written: a min-heap
         self._deadlines: list[tuple[float, FactKey, int]] = []
         self._deadlines_loaded = False
+        self._expiries: dict[tuple[timedelta, float], _Expiry] = {}
 
     # -- settings -------------------------------------------------------------------------
 
@@ -512,6 +518,7 @@ class ReferenceMemory:
             if self._cache_complete:
                 self._cache.logs[key] = log
                 return log
+            expiries: dict[_Expiry, _Expiry] = {}
             for (
                 seq,
                 at,
@@ -522,22 +529,32 @@ class ReferenceMemory:
                 end_state,
                 reason,
                 deps,
-                meta,
-                event_id,
-                written,
                 expires_after,
                 purge_after,
             ) in self._db.execute(
                 "SELECT seq, at, asserts, value, domain, multi, end_state, reason, depends_on,"
-                " metadata, event_id, written_at, expires_after, purge_after FROM key_log"
+                " expires_after, purge_after FROM key_log"
                 " WHERE namespace = ? AND subject = ? AND predicate = ? ORDER BY at, seq",
                 (self.namespace, key.subject, key.predicate),
             ):
                 depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
                 op = LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on)
-                log.add(op, (meta, event_id, written, expires_after, purge_after), bool(is_multi))
+                expiry = (expires_after, purge_after)
+                log.add(op, expiries.setdefault(expiry, expiry), None, bool(is_multi))
             self._cache.logs[key] = log
         return log
+
+    def _origin(self, key: FactKey, log: _KeyLog, seq: int) -> _Origin:
+        """Where operation ``seq`` of the key came from, for the record it opens."""
+        origin = log.origins.get(seq)
+        if origin is None:
+            row = self._db.execute(
+                "SELECT metadata, event_id, written_at FROM key_log WHERE namespace = ?"
+                " AND subject = ? AND predicate = ? AND seq = ?",
+                (self.namespace, key.subject, key.predicate, seq),
+            ).fetchone()
+            origin = (row[0], row[1], row[2])
+        return origin
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
         records = self._cache.records.get(key)
@@ -574,16 +591,21 @@ class ReferenceMemory:
 
     # -- writing, continued ---------------------------------------------------------------
 
-    def _expiry_after(self, domain: str) -> tuple[float | None, float | None]:
+    def _expiry_after(self, domain: str) -> _Expiry:
         """How long after a validation a record soft-expires and is purged, as set now: the
         log keeps it with each entry, so a later TTL change touches only later writes."""
         if not self.ttl:
-            return None, None
-        ttl = self.ttl_windows[domain].total_seconds()
-        return ttl, ttl * (1.0 + self.grace)
+            return _NO_EXPIRY
+        window = self.ttl_windows[domain]
+        found = self._expiries.get((window, self.grace))
+        if found is None:  # one pair of floats per setting, not per logged operation
+            ttl = window.total_seconds()
+            found = self._expiries[window, self.grace] = (ttl, ttl * (1.0 + self.grace))
+        return found
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
-        expires, purge = self._expiry_after(fact.domain)
+        expiry = self._expiry_after(fact.domain)
+        expires, purge = expiry
         log = self._log_of(fact.key)
         meta = json.dumps(dict(sorted(event.metadata.items()))) if event.metadata else "{}"
         self._db.execute(
@@ -611,7 +633,7 @@ class ReferenceMemory:
             ),
         )
         assert self._clock is not None
-        log.add(op, (meta, event.id, self._clock, expires, purge), multi)
+        log.add(op, expiry, (meta, event.id, self._clock), multi)
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -721,7 +743,7 @@ class ReferenceMemory:
         multi = int(log.multi)
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
-            _, _, _, expires_after, purge_after = log.extra[validated.seq]
+            expires_after, purge_after = log.expiry[validated.seq]
             wanted: list[Any] = [
                 opener.domain,
                 multi,
@@ -734,7 +756,7 @@ class ReferenceMemory:
             ]
             found = records.get(opener.seq)
             if found is None:
-                meta, event_id, written, _, _ = log.extra[opener.seq]
+                meta, event_id, written = self._origin(key, log, opener.seq)
                 rid = self._insert(key, opener, wanted, meta, event_id, written)
                 records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
                 self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
@@ -862,7 +884,8 @@ class ReferenceMemory:
         deps = self._cache.deps.get(key)
         if deps is None:
             log = self._log_of(key)
-            deps = {d for seq in self._records_of(key) for d in log.by_seq[seq].depends_on}
+            records = self._records_of(key)
+            deps = {d for op in log.ops if op.seq in records for d in op.depends_on}
             self._cache.deps[key] = deps
         return deps
 
@@ -887,22 +910,28 @@ class ReferenceMemory:
         return [FactKey(s, p) for s, p in rows]
 
 
-_Extra = tuple[str, str, float, float | None, float | None]  # meta, event, written, expiry
+_Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
+_NO_EXPIRY: _Expiry = (None, None)
+_Origin = tuple[str, str, float]  # metadata, event id, written at: a new record's columns
 
 
 class _KeyLog:
-    """One key's log as the key_log table holds it, in event-time order."""
+    """One key's log as the key_log table holds it, in event-time order. Where each
+    operation came from is kept only until it is folded (the records it opens are written
+    then); a later fold that opens a record at an older operation reads it from key_log."""
 
-    __slots__ = ("by_seq", "extra", "fresh", "multi", "ops")
+    __slots__ = ("expiry", "fresh", "multi", "ops", "origins")
 
     def __init__(self) -> None:
         self.ops: list[LogOp] = []
         self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
-        self.by_seq: dict[int, LogOp] = {}
-        self.extra: dict[int, _Extra] = {}
+        self.expiry: dict[int, _Expiry] = {}
+        self.origins: dict[int, _Origin] = {}
         self.multi = False
 
-    def add(self, op: LogOp, extra: _Extra, multi: bool) -> None:
+    def add(self, op: LogOp, expiry: _Expiry, origin: _Origin | None, multi: bool) -> None:
+        if not self.fresh:  # everything logged before was folded, its records written
+            self.origins.clear()
         ops = self.ops
         appended = not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq)
         if appended:
@@ -910,8 +939,9 @@ class _KeyLog:
         else:
             bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
         self.fresh.append((op, appended))
-        self.by_seq[op.seq] = op
-        self.extra[op.seq] = extra
+        self.expiry[op.seq] = expiry
+        if origin is not None:
+            self.origins[op.seq] = origin
         self.multi = self.multi or multi
 
 
