@@ -317,6 +317,10 @@ class Replay:
                     out.append(
                         Fact(key.subject, key.predicate, value, truth.value_domain(key, value))
                     )
+            if pending is not None and not pending:
+                del self._pending[key]  # most keys: nothing left unseen, no set kept
+            if live is not None and not live:
+                del self._live[key]
         return out
 
     def _note_values(self, event: ChangeEvent) -> None:

@@ -46,6 +46,12 @@ class SpillingMemory(ReferenceMemory):
         return {FactKey(s, p) for s in subjects for p in [*PREDICATES, "pipeline"]}
 
 
+class CompactingMemory(ReferenceMemory):
+    """Compacts its expiry heap at every other deadline pushed, not after thousands."""
+
+    deadlines_compact_min = 2
+
+
 def _reference(**options: object) -> Callable[[str], Memory]:
     return lambda path: ReferenceMemory(path=path, **options)  # type: ignore[arg-type]
 
@@ -59,6 +65,9 @@ MEMORIES: dict[str, Callable[[str], Memory]] = {
         ttl_windows=SHORT_TTL, supersession=False, top_k=1
     ),
     "reference no ttl": _reference(ttl=False),
+    "reference compacting deadlines": lambda path: CompactingMemory(
+        path=path, ttl_windows=SHORT_TTL, grace=0.5
+    ),
     "spilling": lambda path: SpillingMemory(path=path, ttl_windows=SHORT_TTL, grace=0.5, top_k=8),
 }
 

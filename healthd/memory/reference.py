@@ -166,6 +166,7 @@ class ReferenceMemory:
     """SQLite-backed shadow memory. Writes only to its own namespace, which must be shadow."""
 
     kind = "reference"
+    deadlines_compact_min = 4096  # entries in the expiry heap before it is first compacted
 
     def __init__(
         self,
@@ -231,6 +232,7 @@ class ReferenceMemory:
         self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
         # (expiry or purge, key, opener) of every record written: a min-heap
         self._deadlines: list[tuple[float, FactKey, int]] = []
+        self._deadlines_compact_at = self.deadlines_compact_min
         self._deadlines_loaded = False
         self._expiries: dict[tuple[timedelta, float], _Expiry] = {}
 
@@ -261,6 +263,7 @@ class ReferenceMemory:
         self._cache_complete = True
         self._acyclic = True
         self._deadlines = []
+        self._deadlines_compact_at = self.deadlines_compact_min
         self._deadlines_loaded = False
 
     def apply(self, event: ChangeEvent) -> None:
@@ -340,9 +343,25 @@ class ReferenceMemory:
     def _push_deadlines(
         self, key: FactKey, opener: int, expires: float | None, purge: float | None
     ) -> None:
+        heap = self._deadlines
         for at in (expires, purge):
             if at is not None:
-                heapq.heappush(self._deadlines, (at, key, opener))
+                heapq.heappush(heap, (at, key, opener))
+        if len(heap) >= self._deadlines_compact_at:
+            self._compact_deadlines()
+
+    def _compact_deadlines(self) -> None:
+        """Drop the instants a re-validation has since replaced (most of the heap, in a
+        history of frequent re-validations); keys not in the cache keep theirs unchecked."""
+        records = self._cache.records
+        heap = [
+            (at, key, opener)
+            for at, key, opener in self._deadlines
+            if key not in records or self._has_deadline(key, opener, at)
+        ]
+        heapq.heapify(heap)
+        self._deadlines = heap
+        self._deadlines_compact_at = max(self.deadlines_compact_min, 2 * len(heap))
 
     def _has_deadline(self, key: FactKey, opener: int, at: float) -> bool:
         """Whether the record ``opener`` opened still expires or is purged at ``at`` (a
