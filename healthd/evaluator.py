@@ -171,13 +171,13 @@ class Replay:
     def _all_counts(self) -> tuple[int, ...]:
         return tuple(map(operator.add, self._counts, self._forget_counts))
 
-    def update_probes(self, probes: ProbeSet) -> list[Probe]:
+    def update_probes(self, probes: ProbeSet, keys: Iterable[FactKey] | None = None) -> list[Probe]:
         """Switch to a probe set that extends the current one; probes new to it whose key is
-        already asserted enter P_i now (and are asked at the next stage's scoring)."""
+        already asserted enter P_i now (and are asked at the next stage's scoring). ``keys``:
+        the only keys whose probes the new set changed, when the caller knows them."""
         self._probe_set = probes
-        fresh = [
-            p for key in self._active_keys for p in probes.for_key(key) if p.id not in self._active
-        ]
+        active = self._active_keys if keys is None else self._active_keys.intersection(keys)
+        fresh = [p for key in active for p in probes.for_key(key) if p.id not in self._active]
         for probe in fresh:
             self._active[probe.id] = probe
         if fresh and self.at is not None:

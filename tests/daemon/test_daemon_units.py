@@ -422,13 +422,124 @@ def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
     path.with_name("kept.sqlite").replace(path)
     timeline.write_text("".join(lines[:100]))
     runner.run_once()
-    assert [e.id for _, e in state.events()] == [e.id for e in runner.events]
+    assert runner.event_count == 100
     assert len(state.events()) == 100 and state.targets()["naive"].applied == 100
     runner.close()
     state.close()
     runner, state = start()
     runner.run_once()
-    assert len(runner.events) == 100
+    assert runner.event_count == 100
     assert runner.targets["naive"].row.applied == 100
+    runner.close()
+    state.close()
+
+
+def _file_event(ident, value, day=1):
+    return json.dumps(
+        {
+            "id": ident,
+            "type": "added",
+            "timestamp": f"2024-01-{day:02d}T00:00:00Z",
+            "source": "file",
+            "fact": {
+                "subject": "billing",
+                "predicate": "language",
+                "value": value,
+                "domain": "tech",
+            },
+        }
+    )
+
+
+def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(tmp_path):
+    """The file source reads a rewritten file again; the daemon takes none of the events it
+    had twice, and reports (with its line) a line that reuses an id with other content."""
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(_file_event("ev-1", "go") + "\n" + _file_event("ev-2", "rust", 2) + "\n")
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    kw = dict(
+        sources={"tl": {"kind": "file", "path": str(path)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    assert runner.run_once().new_events == 2
+    runner.close()
+    state.close()
+    path.write_text(
+        _file_event("ev-1", "go")
+        + "\n"
+        + _file_event("ev-2", "zig", 2)
+        + "\n"
+        + _file_event("ev-3", "c", 3)
+        + "\n"
+    )
+    runner, state = _runner(tmp_path, **kw)  # after a restart: nothing kept in memory
+    run = runner.run_once()
+    assert run.new_events == 1
+    assert [e.id for e in state.iter_events()] == ["ev-1", "ev-2", "ev-3"]
+    assert [e.fact.value for e in state.iter_events()][1] == "rust"
+    reasons = [
+        json.loads(entry).get("reason", "")
+        for entry in stream.getvalue().splitlines()
+        if json.loads(entry).get("event") == "source skipped input"
+    ]
+    assert any("read again from the top" in r for r in reasons), reasons
+    assert any(f"{path} line 2" in r and "'ev-2'" in r and "other content" in r for r in reasons), (
+        reasons
+    )
+    assert any("1 events read before were not taken again" in r for r in reasons), reasons
+    assert runner.run_once().new_events == 0
+    runner.close()
+    state.close()
+
+
+def test_a_run_with_nothing_new_replays_and_writes_nothing_of_the_history(tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    memory = runner.targets["reference"].memory
+    checkpoint = memory.checkpoint()
+    cursor = state.sources()["t"].cursor
+    idle = runner.run_once()
+    assert idle.targets["reference"]["replayed"] == 0
+    assert memory.checkpoint() == checkpoint  # the shadow was not committed again
+    assert state.sources()["t"].cursor == cursor
+    row = state._db.execute("SELECT snapshot FROM targets WHERE name = 'reference'").fetchone()
+    assert row == (None,)  # no snapshot whose size grows with history in the state file
+    assert state.targets()["reference"].results["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
+
+
+def test_the_observed_run_duration_covers_the_state_write(tmp_path, monkeypatch):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    config = toml_config(
+        tmp_path,
+        port=1,
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    settings = load_settings(str(config))
+    state = StateStore(settings.state_path)
+    observed = []
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    runner = Runner(settings, state, tracer, observe_duration=lambda t, d: observed.append(d))
+    record_run = state.record_run
+
+    def slow_write(record):
+        time.sleep(0.3)
+        record_run(record)
+
+    monkeypatch.setattr(state, "record_run", slow_write)
+    run = runner.run_once()
+    assert observed and observed[0] >= 0.3
+    assert run.targets["naive"]["duration_seconds"] >= 0.3
     runner.close()
     state.close()
