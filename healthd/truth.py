@@ -432,6 +432,43 @@ class GroundTruth:
         index = bisect.bisect_right(removals, after)
         return removals[index] if index < len(removals) else None
 
+    # -- a key's own operations, out and back in (a restart without the events) -----------
+
+    def operations(self, key: FactKey) -> tuple[bool, list[Operation]]:
+        """Whether the key is multi-valued, and its operations in order of event time, as
+        :meth:`from_operations` takes them back."""
+        history = self._keys[key]
+        return history.multi, [Operation(*op) for op in history.ops]
+
+    @classmethod
+    def from_operations(
+        cls, multi: dict[FactKey, bool], operations: Iterable[tuple[FactKey, Operation]]
+    ) -> GroundTruth:
+        """The truth whose :meth:`operations` these were (``operations`` in the order they
+        were made, that is by ``seq``). Nothing is folded until it is read."""
+        truth = cls()
+        keys = truth._keys
+        for key, op in operations:
+            history = keys.get(key)
+            if history is None:
+                history = keys[key] = _KeyHistory()
+                history.multi = multi.get(key, False)
+            if op.value not in history.values:
+                history.values[op.value] = op.domain
+                history.rank[op.value] = len(history.rank)
+            history.asserted = history.asserted or op.assert_
+            history.ops.append(_Op(*op))
+            for dep in op.depends_on:
+                truth._dependents.setdefault(dep, set()).add(key)
+                truth._depends.setdefault(key, set()).add(dep)
+            truth._seq = max(truth._seq, op.seq)
+            if truth.latest is None or op.at > truth.latest:
+                truth.latest = op.at
+        for history in keys.values():
+            history.ops.sort(key=lambda o: (o.at, o.seq))
+        truth._cyclic = any(key in truth._reaches(key) for key in truth._depends)
+        return truth
+
 
 def _segment_ends(intervals: list[Interval]) -> list[datetime]:
     """The instants at which a key is left with no value: ends of its maximal covered spans."""
@@ -451,3 +488,16 @@ def _segment_ends(intervals: list[Interval]) -> list[datetime]:
     if not open_ended and seg_end is not None:
         ends.append(seg_end)
     return ends
+
+
+class Operation(NamedTuple):
+    """One operation on a key's history, as :meth:`GroundTruth.operations` exports it."""
+
+    at: datetime
+    seq: int
+    assert_: bool
+    value: str
+    domain: Domain
+    end_kind: EndKind | None
+    reason: str | None
+    depends_on: tuple[FactKey, ...]

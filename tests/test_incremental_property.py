@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from random_timelines import EXAMPLES, PREDICATES, SHORT_TTL, timelines
 from timeline_builders import added, day, fact, revised
 
+from healthd.daemon.replay_store import ReplayStore
 from healthd.evaluator import Replay, TargetResult, evaluate
 from healthd.exporters.report import report_json
 from healthd.memory import Memory
 from healthd.memory.naive import NaiveMemory
 from healthd.memory.reference import MetadataFilter, ReferenceMemory
 from healthd.model import Answer, FactKey, Probe
-from healthd.probes import ProbeSet, build_probe_set
+from healthd.probes import KeyCatalog, ProbeSet, build_probe_set
 
 # SQLite shadows on a RAM disk where there is one: a restart test needs a file, not fsyncs.
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -112,6 +113,48 @@ def split(events, make, window, cut, grow, path):
     return report(result, probes)
 
 
+def split_stored(events, make, window, cut, grow, every, path):
+    """``split`` as the daemon does it with a persistent shadow: the replay's state is saved
+    beside the shadow at each commit (every ``every`` events) and read back on restart,
+    without the events; the probe set then grows by the keys new events added."""
+    options: dict[str, Any] = {
+        "mode": "incremental",
+        "windows": SHORT_TTL,
+        "forgetting_window": window,
+    }
+    memory = make(path)
+    memory.reset()
+    store = ReplayStore(memory)
+    store.reset()
+    memory.batch_writes()
+    replay = Replay(memory, build_probe_set(events[:cut], EXTRA_PROBES), **options)
+    stages = []
+    checkpoint = {"replay": store.save(replay)}
+    memory.commit(checkpoint)
+    for n, event in enumerate(events[:cut], 1):
+        stages.append(replay.step(event))
+        store.note(event)
+        if n % every == 0 or n == cut:
+            checkpoint = {"replay": store.save(replay)}
+            memory.commit(checkpoint)
+    memory.close()
+    memory = make(path)
+    catalog = KeyCatalog(events[:grow])
+    replay = ReplayStore(memory).load(
+        memory, catalog.probe_set(EXTRA_PROBES), memory.checkpoint()["replay"], **options
+    )
+    stages += [replay.step(e) for e in events[cut:grow]]
+    new_keys = catalog.add(events[grow:])
+    probes = catalog.probe_set(EXTRA_PROBES)
+    replay.update_probes(probes, new_keys)
+    stages += [replay.step(e) for e in events[grow:]]
+    memory.close()
+    result = TargetResult(
+        "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
+    )
+    return report(result, probes)
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -133,6 +176,10 @@ def test_incremental_equals_full_on_random_timelines(events, memory, window, dat
         cut = data.draw(st.integers(0, len(events)), label="restart after")
         grow = data.draw(st.integers(cut, len(events)), label="probe set grows at")
         assert split(events, make, window, cut, grow, f"{tmp}/split.db") == full
+        if memory != "naive":  # a persistent shadow: restored from its own stored state
+            every = data.draw(st.integers(1, 8), label="commit every")
+            stored = split_stored(events, make, window, cut, grow, every, f"{tmp}/stored.db")
+            assert stored == full
 
 
 def both_modes(events, make_memory, extra=()):

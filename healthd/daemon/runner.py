@@ -36,6 +36,7 @@ from typing import Any
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
+from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.errors import HealthdError
 from healthd.evaluator import Replay
@@ -105,6 +106,7 @@ class TargetRuntime:
     page: dict[str, Any] | None = None  # the last successful run, for the page at /
     position: int = 0  # how many of the runner's events the replay has applied
     last_event: str | None = None  # the id of the last of them
+    store: ReplayStore | None = None  # the replay's state beside a persistent shadow
     page_wanted: int = 0  # bumped when the replay moved on; the page at / follows lazily
     page_built: int = 0
 
@@ -215,13 +217,24 @@ class Runner:
                 return False
             applied = int(checkpoint["applied"])
             probes = self._current_probes()
-            t.replay = Replay.restore(
-                memory,
-                probes,
-                self.state.iter_events(0, applied),
-                checkpoint["snapshot"],
-                **self._replay_options(),
-            )
+            store = ReplayStore(memory) if isinstance(memory, StateHolding) else None
+            replayed = 0
+            if store is not None and "replay" in checkpoint:
+                t.replay = store.load(
+                    memory, probes, checkpoint["replay"], **self._replay_options()
+                )
+            else:  # a checkpoint without the replay's state: truth folded from the events
+                t.replay = Replay.restore(
+                    memory,
+                    probes,
+                    self.state.iter_events(0, applied),
+                    checkpoint["snapshot"],
+                    **self._replay_options(),
+                )
+                replayed = applied
+                if store is not None:
+                    store.note_all(t.replay.truth)
+            t.store = store
             if isinstance(memory, Checkpointed):
                 memory.batch_writes()
         except Exception as exc:
@@ -249,6 +262,7 @@ class Runner:
             events=applied,
             shadow=str(t.options.get("path")),
             replayed=0,
+            truth_folded_from_events=replayed,
             pending=self.event_count - applied,
         )
         return True
@@ -277,14 +291,16 @@ class Runner:
         """Make the shadow's writes so far durable, with where the replay has got to."""
         assert isinstance(t.memory, Checkpointed) and t.replay is not None
         n = t.position
-        t.memory.commit(
-            {
-                "fingerprint": t.fingerprint,
-                "applied": n,
-                "last_event": t.last_event if n else None,
-                "snapshot": t.replay.snapshot(),
-            }
-        )
+        checkpoint: dict[str, Any] = {
+            "fingerprint": t.fingerprint,
+            "applied": n,
+            "last_event": t.last_event if n else None,
+        }
+        if t.store is not None:
+            checkpoint["replay"] = t.store.save(t.replay)
+        else:
+            checkpoint["snapshot"] = t.replay.snapshot()
+        t.memory.commit(checkpoint)
 
     def _replay_options(self) -> dict[str, Any]:
         return {
@@ -375,6 +391,7 @@ class Runner:
                     except HealthdError as exc:
                         self._fail_all(run_id, summary, redact_text(str(exc)))
                     span.set_attribute("healthd.targets", len(self.targets))
+                self._new = []  # in the state file now; not kept until the next run
                 # What a target's run cost is the whole run's: pull, replay, state write.
                 duration = time.perf_counter() - t0
                 for name, outcome in list(summary.targets.items()):
@@ -577,6 +594,9 @@ class Runner:
                     t.built_fingerprint = t.fingerprint
                     t.position = 0
                     t.last_event = None
+                    if t.persistent and isinstance(memory, StateHolding):
+                        t.store = ReplayStore(memory)
+                        t.store.reset()
                     if t.persistent and isinstance(memory, Checkpointed):
                         memory.batch_writes()
                     if total:
@@ -606,6 +626,8 @@ class Runner:
                     if self.stop.is_set():
                         raise Aborted()
                     t.stages.add(replay.step(event), event)
+                    if t.store is not None:
+                        t.store.note(event)
                     t.position += 1
                     t.last_event = event.id
                     if batched and done % self.settings.checkpoint_events == 0:
@@ -754,6 +776,7 @@ class Runner:
                 pass
         t.memory = None
         t.replay = None
+        t.store = None
 
     def close(self) -> None:
         for t in self.targets.values():

@@ -543,3 +543,51 @@ def test_the_observed_run_duration_covers_the_state_write(tmp_path, monkeypatch)
     assert run.targets["naive"]["duration_seconds"] >= 0.3
     runner.close()
     state.close()
+
+
+def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_events(tmp_path):
+    """Restored from the rows kept beside the shadow (no event parsed, no probe asked), the
+    replay goes on to report exactly what one replay over every event reports."""
+    from healthd.exporters.report import probe_json
+
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:70]))
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    runner.close()
+    state.close()
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    restored = [
+        json.loads(entry)
+        for entry in stream.getvalue().splitlines()
+        if json.loads(entry).get("event") == "shadow restored"
+    ]
+    assert restored and restored[0]["events"] == 70
+    assert restored[0]["truth_folded_from_events"] == 0
+    queries = runner.targets["reference"].replay.stats.probe_queries
+    timeline.write_text("".join(lines))
+    run = runner.run_once()
+    assert run.targets["reference"]["replayed"] == len(lines) - 70
+    assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
+    page = runner.view()["pages"]["reference"]["target"]["final"]
+    events = read_timeline(str(EXAMPLE))
+    straight = evaluate(
+        events,
+        build_memory(parse_target("reference")),
+        build_probe_set(events),
+        name="reference",
+        kind="reference",
+        keep_stages=False,
+    )
+    assert json.dumps(page["probes"]) == json.dumps([probe_json(p) for p in straight.probes])
+    assert runner.targets["reference"].replay.stats.probe_queries > queries
+    runner.close()
+    state.close()
