@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from healthd.model import ChangeEvent, Domain, Fact, FactKey, Status
 
@@ -434,38 +434,35 @@ class GroundTruth:
 
     # -- a key's own operations, out and back in (a restart without the events) -----------
 
-    def operations(self, key: FactKey) -> tuple[bool, list[Operation]]:
-        """Whether the key is multi-valued, and its operations in order of event time, as
-        :meth:`from_operations` takes them back."""
-        history = self._keys[key]
-        return history.multi, [Operation(*op) for op in history.ops]
+    def operations(self, key: FactKey) -> list[Operation]:
+        """The key's operations in order of event time, as :meth:`from_stored` reads them."""
+        return [Operation(*op) for op in self._keys[key].ops]
 
     @classmethod
-    def from_operations(
-        cls, multi: dict[FactKey, bool], operations: Iterable[tuple[FactKey, Operation]]
+    def from_stored(
+        cls,
+        keys: Iterable[StoredKey],
+        depends: Iterable[tuple[FactKey, FactKey]],
+        seq: int,
+        latest: datetime | None,
+        load: Callable[[FactKey], Iterable[OperationRow]],
     ) -> GroundTruth:
-        """The truth whose :meth:`operations` these were (``operations`` in the order they
-        were made, that is by ``seq``). Nothing is folded until it is read."""
+        """The truth a caller stored: per key whether it is multi-valued, asserted, and its
+        values with their domains in the order first given; each (key, key it depends on);
+        the last operation's ``seq`` and the latest event time. A key's operations are read
+        with ``load`` (each with :class:`Operation`'s fields) only when first needed, so
+        this costs the number of keys, not of operations. Nothing is folded until read."""
         truth = cls()
-        keys = truth._keys
-        for key, op in operations:
-            history = keys.get(key)
-            if history is None:
-                history = keys[key] = _KeyHistory()
-                history.multi = multi.get(key, False)
-            if op.value not in history.values:
-                history.values[op.value] = op.domain
-                history.rank[op.value] = len(history.rank)
-            history.asserted = history.asserted or op.assert_
-            history.ops.append(_Op(*op))
-            for dep in op.depends_on:
-                truth._dependents.setdefault(dep, set()).add(key)
-                truth._depends.setdefault(key, set()).add(dep)
-            truth._seq = max(truth._seq, op.seq)
-            if truth.latest is None or op.at > truth.latest:
-                truth.latest = op.at
-        for history in keys.values():
-            history.ops.sort(key=lambda o: (o.at, o.seq))
+        for key, multi, asserted, values in keys:
+            history = _StoredHistory(key, load)
+            history.multi, history.asserted = multi, asserted
+            history.values = dict(values)
+            history.rank = {value: rank for rank, (value, _) in enumerate(values)}
+            truth._keys[key] = history
+        for key, dep in depends:
+            truth._dependents.setdefault(dep, set()).add(key)
+            truth._depends.setdefault(key, set()).add(dep)
+        truth._seq, truth.latest = seq, latest
         truth._cyclic = any(key in truth._reaches(key) for key in truth._depends)
         return truth
 
@@ -501,3 +498,41 @@ class Operation(NamedTuple):
     end_kind: EndKind | None
     reason: str | None
     depends_on: tuple[FactKey, ...]
+
+
+#: :class:`Operation`'s fields as a plain tuple, as :meth:`GroundTruth.from_stored` reads them.
+OperationRow = tuple[
+    datetime, int, bool, str, Domain, EndKind | None, str | None, tuple[FactKey, ...]
+]
+#: A stored key: (key, multi-valued, asserted, [(value, domain)] in the order first given).
+StoredKey = tuple[FactKey, bool, bool, list[tuple[str, Domain]]]
+
+_OPS_SLOT: Any = _KeyHistory.__dict__["ops"]  # the slot a stored history fills when read
+
+
+class _StoredHistory(_KeyHistory):
+    """A key's history whose operations are read from where they were stored when first
+    needed (after a restart most keys are never touched again)."""
+
+    __slots__ = ("_key", "_load")
+
+    def __init__(self, key: FactKey, load: Callable[[FactKey], Iterable[OperationRow]]) -> None:
+        super().__init__()
+        self._key = key
+        self._load: Callable[[FactKey], Iterable[OperationRow]] | None = load
+
+    @property
+    def ops(self) -> list[_Op]:
+        load = self._load
+        if load is not None:
+            self._load = None
+            ops = [_Op(*row) for row in load(self._key)]
+            ops.sort()  # by (at, seq): seq is unique, so no later field is compared
+            _OPS_SLOT.__set__(self, ops)
+        current: list[_Op] = _OPS_SLOT.__get__(self)
+        return current
+
+    @ops.setter
+    def ops(self, value: list[_Op]) -> None:
+        self._load = None
+        _OPS_SLOT.__set__(self, value)

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_timelines import EXAMPLES, PREDICATES, SHORT_TTL, timelines
-from timeline_builders import added, day, fact, revised
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 from healthd.daemon.replay_store import ReplayStore
 from healthd.evaluator import Replay, TargetResult, evaluate
@@ -148,10 +148,10 @@ def split_stored(events, make, window, cut, grow, every, path):
     probes = catalog.probe_set(EXTRA_PROBES)
     replay.update_probes(probes, new_keys)
     stages += [replay.step(e) for e in events[grow:]]
-    memory.close()
     result = TargetResult(
         "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
     )
+    memory.close()
     return report(result, probes)
 
 
@@ -180,6 +180,22 @@ def test_incremental_equals_full_on_random_timelines(events, memory, window, dat
             every = data.draw(st.integers(1, 8), label="commit every")
             stored = split_stored(events, make, window, cut, grow, every, f"{tmp}/stored.db")
             assert stored == full
+
+
+def test_a_restored_truth_still_cascades_a_removal_to_facts_read_since_the_restart(tmp_path):
+    exists = fact("svc", "exists", "true")
+    lang = fact("svc", "lang", "go")
+    events = [
+        added("e1", 0, exists),
+        added("e2", 1, lang, deps=[("svc", "exists")]),
+        revalidated("e3", 2, lang),  # after the restart: folds lang, names no dependency
+        invalidated("e4", 3, exists),  # lang ends with it
+        added("e5", 4, fact("other", "lang", "c")),
+    ]
+    make = MEMORIES["reference short ttl"]
+    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
+    stored = split_stored(events, make, 1, 2, 2, 1, str(tmp_path / "stored.db"))
+    assert stored == full
 
 
 def both_modes(events, make_memory, extra=()):

@@ -6,20 +6,20 @@ commit:
 
 * ``healthd_truth_ops``: ground truth as each key's own operations (value, event time,
   assert or end, domain, reason, dependencies), appended as events arrive;
-* ``healthd_truth_keys``: which keys are multi-valued;
+* ``healthd_truth_keys``: per key whether it is multi-valued and asserted, and its values
+  with their domains; ``healthd_truth_deps``: which key depends on which;
 * ``healthd_probes``: each probe's last answer and score, rewritten only when they changed;
 * ``healthd_values``: per (key, value) whether a stage saw it current, ditto.
 
 The counters (stage index, counts, forgetting checks due) are small and go in the checkpoint.
-A restart reads these rows (one per operation, probe and value; nothing is parsed, folded
-or asked again), not the events.
+A restart reads the rows per key, probe and value (nothing is parsed, folded or asked again),
+not the events; a key's operations are read when a new event or a read first needs them.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,7 +28,7 @@ from healthd.memory import Memory
 from healthd.model import ChangeEvent, FactKey, RetrievedFact
 from healthd.probes import ProbeSet
 from healthd.scoring import ProbeScore
-from healthd.truth import GroundTruth, Operation
+from healthd.truth import GroundTruth, Operation, OperationRow
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS healthd_truth_ops (
@@ -43,11 +43,21 @@ CREATE TABLE IF NOT EXISTS healthd_truth_ops (
     reason TEXT,
     depends_on TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS healthd_truth_ops_key ON healthd_truth_ops (subject, predicate);
 CREATE TABLE IF NOT EXISTS healthd_truth_keys (
     subject TEXT NOT NULL,
     predicate TEXT NOT NULL,
     multi INTEGER NOT NULL,
+    asserted INTEGER NOT NULL,
+    vals TEXT NOT NULL,
     PRIMARY KEY (subject, predicate)
+);
+CREATE TABLE IF NOT EXISTS healthd_truth_deps (
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    dep_subject TEXT NOT NULL,
+    dep_predicate TEXT NOT NULL,
+    PRIMARY KEY (subject, predicate, dep_subject, dep_predicate)
 );
 CREATE TABLE IF NOT EXISTS healthd_probes (
     probe_id TEXT PRIMARY KEY,
@@ -63,7 +73,13 @@ CREATE TABLE IF NOT EXISTS healthd_values (
     PRIMARY KEY (subject, predicate, value)
 );
 """
-_TABLES = ("healthd_truth_ops", "healthd_truth_keys", "healthd_probes", "healthd_values")
+_TABLES = (
+    "healthd_truth_ops",
+    "healthd_truth_keys",
+    "healthd_truth_deps",
+    "healthd_probes",
+    "healthd_values",
+)
 
 
 @runtime_checkable
@@ -113,17 +129,28 @@ class ReplayStore:
         db = self._memory.state_db()
         truth = replay.truth
         ops: list[tuple[Any, ...]] = []
-        multi: list[tuple[str, str, int]] = []
+        keys: list[tuple[str, str, int, int, str]] = []
+        deps: set[tuple[str, str, str, str]] = set()
         top = self._saved_seq
         for key in self._keys:
-            is_multi, operations = truth.operations(key)
-            multi.append((key.subject, key.predicate, int(is_multi)))
-            for op in operations:
+            values = truth.values(key)
+            keys.append(
+                (
+                    key.subject,
+                    key.predicate,
+                    int(truth.multi_valued(key)),
+                    int(truth.asserted(key)),
+                    json.dumps(list(values.items())),
+                )
+            )
+            for op in truth.operations(key):
                 if op.seq > self._saved_seq:
                     ops.append(_op_row(key, op))
                     top = max(top, op.seq)
+                    deps.update((*key, *dep) for dep in op.depends_on)
         db.executemany("INSERT INTO healthd_truth_ops VALUES (?,?,?,?,?,?,?,?,?,?)", ops)
-        db.executemany("INSERT OR REPLACE INTO healthd_truth_keys VALUES (?,?,?)", multi)
+        db.executemany("INSERT OR REPLACE INTO healthd_truth_keys VALUES (?,?,?,?,?)", keys)
+        db.executemany("INSERT OR IGNORE INTO healthd_truth_deps VALUES (?,?,?,?)", sorted(deps))
         answers, scores = replay.answers, replay.scores
         changed = [
             pid
@@ -148,18 +175,46 @@ class ReplayStore:
         self._saved_seq = top
         self._answers, self._scores = dict(answers), dict(scores)
         self._was_current = dict(was_current)
-        return {**replay.counters(), "truth_seq": top}
+        latest = truth.latest.isoformat() if truth.latest is not None else None
+        return {**replay.counters(), "truth_seq": top, "latest": latest}
+
+    def _operations(self, key: FactKey) -> list[OperationRow]:
+        """A key's stored operations (read when truth first needs them)."""
+        parse = datetime.fromisoformat
+        rows = self._memory.state_db().execute(
+            "SELECT at, seq, assert, value, domain, end_kind, reason, depends_on "
+            "FROM healthd_truth_ops WHERE subject = ? AND predicate = ?",
+            key,
+        )
+        out: list[OperationRow] = []
+        for at, seq, assert_, value, domain, end_kind, reason, depends in rows:
+            on = tuple(FactKey(s, p) for s, p in json.loads(depends)) if depends else ()
+            out.append((parse(at), seq, assert_ == 1, value, domain, end_kind, reason, on))
+        return out
 
     def load(
         self, memory: Memory, probes: ProbeSet, counters: dict[str, Any], **options: Any
     ) -> Replay:
         """The replay saved last (``counters`` from the checkpoint that committed it)."""
         db = self._memory.state_db()
-        multi = {
-            FactKey(s, p): bool(m)
-            for s, p, m in db.execute("SELECT subject, predicate, multi FROM healthd_truth_keys")
-        }
-        truth = GroundTruth.from_operations(multi, _read_ops(db, int(counters["truth_seq"])))
+        keys = [
+            (FactKey(s, p), bool(m), bool(a), [(v, d) for v, d in json.loads(vals)])
+            for s, p, m, a, vals in db.execute(
+                "SELECT subject, predicate, multi, asserted, vals FROM healthd_truth_keys"
+            )
+        ]
+        depends = [
+            (FactKey(s, p), FactKey(ds, dp))
+            for s, p, ds, dp in db.execute("SELECT * FROM healthd_truth_deps")
+        ]
+        latest = counters.get("latest")
+        truth = GroundTruth.from_stored(
+            keys,
+            depends,
+            int(counters["truth_seq"]),
+            datetime.fromisoformat(latest) if latest else None,
+            self._operations,
+        )
         answers: dict[str, tuple[RetrievedFact, ...]] = {}
         scores: dict[str, ProbeScore] = {}
         for probe_id, answer, cells, stale_after in db.execute(
@@ -202,31 +257,6 @@ def _op_row(key: FactKey, op: Operation) -> tuple[Any, ...]:
         op.reason,
         deps,
     )
-
-
-def _read_ops(db: sqlite3.Connection, upto: int) -> Iterator[tuple[FactKey, Operation]]:
-    keys: dict[tuple[str, str], FactKey] = {}
-    deps: dict[str, tuple[FactKey, ...]] = {"": ()}
-    parse = datetime.fromisoformat
-    for (
-        seq,
-        subject,
-        predicate,
-        at,
-        assert_,
-        value,
-        domain,
-        end_kind,
-        reason,
-        depends,
-    ) in db.execute("SELECT * FROM healthd_truth_ops WHERE seq <= ? ORDER BY seq", (upto,)):
-        key = keys.get((subject, predicate))
-        if key is None:
-            key = keys[(subject, predicate)] = FactKey(subject, predicate)
-        on = deps.get(depends)
-        if on is None:
-            on = deps[depends] = tuple(FactKey(s, p) for s, p in json.loads(depends))
-        yield key, Operation(parse(at), seq, bool(assert_), value, domain, end_kind, reason, on)
 
 
 def _probe_row(

@@ -8,8 +8,10 @@ the keys they added to the probe set and each target's last results are written 
 file in one transaction.
 
 On restart a target whose shadow is persistent (the reference memory, by default in a file
-under the state directory) is rebuilt with :meth:`Replay.restore` from the stored events
-without touching the shadow; a shadow that lives in process memory (``naive``, or
+under the state directory) is rebuilt from the replay's state kept beside the shadow
+(:mod:`healthd.daemon.replay_store`) without touching the shadow or reading the events (a
+shadow checkpointed by an older healthd: :meth:`Replay.restore` from the stored events, once);
+a shadow that lives in process memory (``naive``, or
 ``path = ":memory:"``) is rebuilt by replaying the stored events from scratch, and the log
 says so. A changed probe file, staleness policy, forgetting window, mode or target option
 changes the target's fingerprint: the shadow is reset and everything is replayed, the log

@@ -7,7 +7,9 @@
   written with the events, so a restart builds the probe set without reading every event;
 * ``sources``: each source's cursor, event count and last status;
 * ``targets``: per target the fingerprint of its configuration, how many events of the log
-  it has applied, the replay snapshot, the last results and its run counters, and a
+  it has applied, the last results and its run counters (the replay's own state is kept
+  beside a persistent shadow, :mod:`healthd.daemon.replay_store`; ``snapshot`` is no longer
+  written), and a
   ``dirty`` flag set *before* a persistent shadow is written and cleared in the same
   transaction that records the run, so an interrupted run is detected on restart (the shadow
   is then reset and everything replayed).

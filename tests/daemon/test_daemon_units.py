@@ -591,3 +591,60 @@ def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_event
     assert runner.targets["reference"].replay.stats.probe_queries > queries
     runner.close()
     state.close()
+
+
+def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_once(tmp_path):
+    """A checkpoint holding only the older snapshot (no replay state beside the shadow):
+    truth is folded from the stored events once, and the state is then kept for next time."""
+    import sqlite3
+
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:70]))
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    t = runner.targets["reference"]
+    body = {
+        "fingerprint": t.fingerprint,
+        "applied": t.position,
+        "last_event": t.last_event,
+        "snapshot": t.replay.snapshot(),
+    }
+    shadow = t.options["path"]
+    runner.close()
+    state.close()
+    with sqlite3.connect(shadow) as db:  # as an older healthd left it
+        db.execute("UPDATE checkpoints SET body = ?", (json.dumps(body),))
+        for table in ("healthd_truth_ops", "healthd_truth_keys", "healthd_probes"):
+            db.execute(f"DROP TABLE {table}")
+        db.execute("DROP TABLE healthd_values")
+
+    def restored_lines(stream):
+        return [
+            json.loads(entry)
+            for entry in stream.getvalue().splitlines()
+            if json.loads(entry).get("event") == "shadow restored"
+        ]
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    assert restored_lines(stream)[0]["truth_folded_from_events"] == 70
+    timeline.write_text("".join(lines))
+    runner.run_once()
+    assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    assert restored_lines(stream)[0]["truth_folded_from_events"] == 0
+    runner.run_once()
+    assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
