@@ -25,7 +25,8 @@ and the scrape latencies.
 own: the first run (history taken in), then CPU of a scheduled run with nothing new (target
 <= 10 ms), wall/CPU of a run after 100 new events were appended to the file (target <= 0.15 s);
 then a restart (new state store and Runner over the same state + a first run with nothing
-new; target <= 1 s) and the peak RSS of each process (target <= 200 MiB). One JSON object.
+new; target <= 1 s), a run with nothing new and one with 100 more events after it, and the
+peak RSS of each process (target <= 200 MiB). One JSON object.
 
 ``--evaluate N``: peak resident memory and wall time of ``healthd evaluate`` over N
 generated events (N/10 keys) against the reference memory, with table and with JSON output.
@@ -350,6 +351,14 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
         idle = [_timed(runner.run_once)[2] for _ in range(5)]
         out["idle_run_cpu_ms_after_restart"] = min(idle) * 1000
         out["metrics"] = summary.targets["reference"].get("metrics")
+        with open(Path(tmp) / "timeline.jsonl", "a", encoding="utf-8") as handle:
+            handle.write((Path(tmp) / "more2.jsonl").read_text(encoding="utf-8"))
+        summary, wall, cpu = _timed(runner.run_once)
+        out["run_with_100_new_after_restart"] = {
+            "seconds": wall,
+            "cpu_seconds": cpu,
+            "new_events": summary.new_events,
+        }
     else:
         runner, state = _scheduled_runner(tmp)
         summary, wall, cpu = _timed(runner.run_once)
@@ -376,12 +385,14 @@ def scheduled_benchmark(events: int) -> dict[str, Any]:
 
     from healthd.timeline import write_timeline
 
-    timeline = generate(events + 100, max(1, events // 10))
+    timeline = generate(events + 200, max(1, events // 10))
     with tempfile.TemporaryDirectory() as tmp:
         with open(Path(tmp) / "timeline.jsonl", "w", encoding="utf-8") as out:
             write_timeline(timeline[:events], out)
         with open(Path(tmp) / "more.jsonl", "w", encoding="utf-8") as out:
-            write_timeline(timeline[events:], out)
+            write_timeline(timeline[events : events + 100], out)
+        with open(Path(tmp) / "more2.jsonl", "w", encoding="utf-8") as out:
+            write_timeline(timeline[events + 100 :], out)
         (Path(tmp) / "config.toml").write_text(
             f'state_path = "{Path(tmp) / "state" / "state.sqlite"}"\n'
             f'[sources.bench]\nkind = "file"\npath = "{Path(tmp) / "timeline.jsonl"}"\n'
@@ -410,6 +421,7 @@ def scheduled_benchmark(events: int) -> dict[str, Any]:
         "run_with_100_new": history["run_with_100_new"],
         "restart_to_ready": restart["restart_to_ready"],
         "idle_run_cpu_ms_after_restart": restart["idle_run_cpu_ms_after_restart"],
+        "run_with_100_new_after_restart": restart["run_with_100_new_after_restart"],
         "peak_rss_mib": {"history": history["peak_rss_mib"], "restart": restart["peak_rss_mib"]},
         "targets": {
             "idle_run_cpu_ms": 10,

@@ -57,6 +57,7 @@ log = get_logger("healthd.runner")
 
 
 RUN_HISTORY = 20  # runs listed on the page at /
+IN_MEMORY_EVENTS = 10_000  # more new events than this are replayed from the state file
 
 
 class Aborted(Exception):
@@ -377,6 +378,11 @@ class Runner:
             except HealthdError as exc:
                 self._fail_all(run_id, summary, redact_text(str(exc)))
             else:
+                if len(new) > IN_MEMORY_EVENTS:
+                    # A backlog (a first run): replayed from the state file a chunk at a
+                    # time, so the events are not all held in memory beside the replay.
+                    self._new = []
+                pulled = new = []
                 with self._replay_lock:
                     for t in self.targets.values():
                         if self.stop.is_set():
@@ -399,7 +405,7 @@ class Runner:
                 for name, outcome in list(summary.targets.items()):
                     self._report(self.targets[name], run_id, outcome, duration)
             summary.duration = time.perf_counter() - t0
-            root.set_attribute("healthd.events.new", len(new))
+            root.set_attribute("healthd.events.new", summary.new_events)
             root.set_attribute(
                 "healthd.targets.failed",
                 sum(1 for o in summary.targets.values() if o["result"] == "failure"),

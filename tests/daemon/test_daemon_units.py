@@ -648,3 +648,19 @@ def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_o
     assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
     runner.close()
     state.close()
+
+
+def test_a_backlog_is_replayed_from_the_state_file_with_the_same_results(tmp_path, monkeypatch):
+    import healthd.daemon.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "IN_MEMORY_EVENTS", 10)  # the example is a backlog
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    runner, state = _runner(tmp_path, sources={"t": {"kind": "file", "path": str(timeline)}})
+    run = runner.run_once()
+    assert runner._new == []  # not held beside the replay
+    for name in ("reference", "naive"):
+        assert run.targets[name]["replayed"] == 135
+        assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
+    runner.close()
+    state.close()
