@@ -152,29 +152,28 @@ class ReplayStore:
         db.executemany("INSERT OR REPLACE INTO healthd_truth_keys VALUES (?,?,?,?,?)", keys)
         db.executemany("INSERT OR IGNORE INTO healthd_truth_deps VALUES (?,?,?,?)", sorted(deps))
         answers, scores = replay.answers, replay.scores
-        changed = [
-            pid
-            for pid in answers.keys() | scores.keys()
-            if answers.get(pid) is not self._answers.get(pid)
-            or scores.get(pid) is not self._scores.get(pid)
-        ]
+        saved_answers, saved_scores = self._answers, self._scores
+        changed = {pid for pid, a in answers.items() if saved_answers.get(pid) is not a}
+        changed.update(pid for pid, sc in scores.items() if saved_scores.get(pid) is not sc)
         db.executemany(
             "INSERT OR REPLACE INTO healthd_probes VALUES (?,?,?,?)",
             [_probe_row(pid, answers.get(pid), scores.get(pid)) for pid in sorted(changed)],
         )
-        was_current, saved = replay.was_current, self._was_current
+        for pid in changed:
+            if pid in answers:
+                saved_answers[pid] = answers[pid]
+            if pid in scores:
+                saved_scores[pid] = scores[pid]
+        saved, was_current = self._was_current, replay.was_current
+        moved = [item for item, current in was_current.items() if saved.get(item) != current]
         db.executemany(
             "INSERT OR REPLACE INTO healthd_values VALUES (?,?,?,?)",
-            [
-                (key.subject, key.predicate, value, int(current))
-                for (key, value), current in was_current.items()
-                if saved.get((key, value)) != current
-            ],
+            [(k.subject, k.predicate, v, int(was_current[k, v])) for k, v in moved],
         )
+        for item in moved:
+            saved[item] = was_current[item]
         self._keys.clear()
         self._saved_seq = top
-        self._answers, self._scores = dict(answers), dict(scores)
-        self._was_current = dict(was_current)
         latest = truth.latest.isoformat() if truth.latest is not None else None
         return {**replay.counters(), "truth_seq": top, "latest": latest}
 

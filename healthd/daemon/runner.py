@@ -382,7 +382,7 @@ class Runner:
                     # A backlog (a first run): replayed from the state file a chunk at a
                     # time, so the events are not all held in memory beside the replay.
                     self._new = []
-                pulled = new = []
+                pulled, new = [], []
                 with self._replay_lock:
                     for t in self.targets.values():
                         if self.stop.is_set():

@@ -298,7 +298,7 @@ class StateStore:
     def _insert_events(self, events: list[tuple[str, ChangeEvent]]) -> None:
         self._db.executemany(
             "INSERT OR IGNORE INTO events (source, event_id, body) VALUES (?, ?, ?)",
-            [(source, event.id, dumps_event(event)) for source, event in events],
+            ((source, event.id, dumps_event(event)) for source, event in events),
         )
 
     def _upsert_sources(self, sources: list[SourceRow]) -> None:

@@ -51,17 +51,20 @@ class FileSource:
             return PullResult([], cursor, error=f"cannot read {self.path}: {exc.strerror}")
         unchanged = cursor if not restarted else None
         try:
-            chunk = data[:end].decode("utf-8", errors="strict")
+            chunk = str(memoryview(data)[:end], "utf-8", "strict")  # no copy of the bytes
         except UnicodeDecodeError as exc:
             where = line + data[: exc.start].count(b"\n")
             error = f"{self.path}, line {where}: not UTF-8 text ({exc.reason})"
             return PullResult([], unchanged, error=error)
+        del data  # a first pull may read a large file: hold one copy at a time
+        newlines = chunk.count("\n")
         lines = chunk.splitlines()
+        del chunk
         try:
             events = list(iter_timeline(lines, origin=self.path, first_line=line))
         except TimelineError as exc:
             return PullResult([], unchanged, error=str(exc))
-        result = PullResult(events, _cursor(first, last, offset + end, line + chunk.count("\n")))
+        result = PullResult(events, _cursor(first, last, offset + end, line + newlines))
         if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
         numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip())
