@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -156,7 +156,8 @@ class Runner:
         # cursors and catalogued keys that follow them.
         self._unpersisted: list[tuple[str, ChangeEvent]] = []
         self._unpersisted_keys: dict[FactKey, None] = {}
-        self._new: list[ChangeEvent] = []  # the events this run pulled: the log's tail
+        # The events this run pulled (the log's tail), None when too many to keep in memory.
+        self._new: list[ChangeEvent] | None = []
 
         rows = state.sources()
         self.sources: dict[str, SourceRuntime] = {}
@@ -350,39 +351,58 @@ class Runner:
         with self.tracer.start_as_current_span(
             "healthd.run", attributes={"healthd.run_id": run_id, "healthd.version": __version__}
         ) as root:
-            with self.tracer.start_as_current_span("pull") as span:
-                pulled = self._pull(run_id, record)
-                span.set_attribute("healthd.events.new", len(pulled))
-            self._unpersisted.extend(pulled)
-            new = [event for _, event in pulled]
-            summary.new_events = len(new)
             self._refresh_probes()
-            self._new = new
-            with self._view_lock:
-                self.event_count += len(new)
-            self._extend_probes(new)
-            # The events and cursors are stored before any shadow is written, so a shadow's
-            # checkpoint never names an event a restart would not find in the state file.
-            try:
-                self.state.record_events(
-                    self._unpersisted,
-                    record.sources,
-                    self.catalog.rows(self._unpersisted_keys),
-                )
-                self._unpersisted.clear()
-                self._unpersisted_keys.clear()
-                self.state.set_dirty(
-                    [t.name for t in self.targets.values() if t.persistent],
-                    {t.name: t.fingerprint for t in self.targets.values()},
-                )
-            except HealthdError as exc:
-                self._fail_all(run_id, summary, redact_text(str(exc)))
-            else:
-                if len(new) > IN_MEMORY_EVENTS:
-                    # A backlog (a first run): replayed from the state file a chunk at a
-                    # time, so the events are not all held in memory beside the replay.
-                    self._new = []
-                pulled, new = [], []
+            self._new = []
+            changed: dict[FactKey, None] = {}
+            written = True
+            with self.tracer.start_as_current_span("pull") as span:
+                pulled, more = self._pull(run_id, record)
+                while True:
+                    new = [event for _, event in pulled]
+                    summary.new_events += len(new)
+                    with self._view_lock:
+                        self.event_count += len(new)
+                    if self._new is not None and len(self._new) + len(new) <= IN_MEMORY_EVENTS:
+                        self._new.extend(new)
+                    else:
+                        # A backlog (a first run): replayed from the state file a chunk at
+                        # a time, so the events are not all held in memory beside the replay.
+                        self._new = None
+                    keys = self.catalog.add(new)
+                    changed.update(dict.fromkeys(keys))
+                    self._unpersisted.extend(pulled)
+                    self._unpersisted_keys.update(dict.fromkeys(keys))
+                    pulled, new = [], []
+                    # The events and cursors are stored before any shadow is written, so a
+                    # shadow's checkpoint never names an event a restart would not find in
+                    # the state file.
+                    try:
+                        self.state.record_events(
+                            self._unpersisted,
+                            record.sources,
+                            self.catalog.rows(self._unpersisted_keys),
+                        )
+                    except HealthdError as exc:
+                        self._fail_all(run_id, summary, redact_text(str(exc)))
+                        written = False
+                        break
+                    self._unpersisted.clear()
+                    self._unpersisted_keys.clear()
+                    if not more or self.stop.is_set():
+                        break
+                    pulled, more = self._pull(run_id, record, only=more)
+                span.set_attribute("healthd.events.new", summary.new_events)
+            self._extend_probes(list(changed))
+            if written:
+                try:
+                    self.state.set_dirty(
+                        [t.name for t in self.targets.values() if t.persistent],
+                        {t.name: t.fingerprint for t in self.targets.values()},
+                    )
+                except HealthdError as exc:
+                    self._fail_all(run_id, summary, redact_text(str(exc)))
+                    written = False
+            if written:
                 with self._replay_lock:
                     for t in self.targets.values():
                         if self.stop.is_set():
@@ -443,13 +463,19 @@ class Runner:
                 summary.targets[t.name] = {"result": "failure", "events": 0, "error": error}
         log.error("run failed", run_id=run_id, error=error, targets=sorted(self.targets))
 
-    def _pull(self, run_id: str, record: RunRecord) -> list[tuple[str, ChangeEvent]]:
-        """New events from every source, merged, each with the name of its source."""
+    def _pull(
+        self, run_id: str, record: RunRecord, only: set[str] | None = None
+    ) -> tuple[list[tuple[str, ChangeEvent]], set[str]]:
+        """New events from every source (or those in ``only``), merged, each with the name
+        of its source; and the sources that stopped at a bound with more to read."""
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
+        more: set[str] = set()
         for s in self.sources.values():
             if self.stop.is_set():
                 break
+            if only is not None and s.name not in only:
+                continue
             with self.tracer.start_as_current_span(
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
@@ -498,7 +524,9 @@ class Runner:
                 for reason in result.skipped:
                     log.warning("source skipped input", run_id=run_id, source=s.name, reason=reason)
                 per_source.append(fresh)
-        return [(source_of[id(e)], e) for e in merge_timelines(*per_source)]
+                if result.more and not result.error:
+                    more.add(s.name)
+        return [(source_of[id(e)], e) for e in merge_timelines(*per_source)], more
 
     def _unseen(
         self, source: str, events: list[ChangeEvent], result: PullResult
@@ -532,10 +560,9 @@ class Runner:
             )
         return fresh
 
-    def _extend_probes(self, new: Sequence[ChangeEvent]) -> None:
-        """The probe set follows the catalog of keys, extended by the new events alone."""
-        changed = self.catalog.add(new)
-        self._unpersisted_keys.update(dict.fromkeys(changed))
+    def _extend_probes(self, changed: list[FactKey]) -> None:
+        """The probe set follows the catalog of keys (extended by the new events alone);
+        ``changed``: the keys this run's events added or changed in it."""
         if changed or self._probe_extra is not self._probes_extra_used:
             self._previous_probes = self.probes
             self._new_probe_keys = changed
@@ -565,9 +592,10 @@ class Runner:
     def _events_from(self, position: int) -> Iterable[ChangeEvent]:
         """The events after the first ``position``: this run's from memory, older ones from
         the state file."""
-        tail = self.event_count - len(self._new)
+        new = self._new or []
+        tail = self.event_count - len(new)
         if position >= tail:
-            return self._new[position - tail :]
+            return new[position - tail :]
         return self.state.iter_events(position)
 
     def _run_target(self, t: TargetRuntime, run_id: str, started: float) -> dict[str, Any]:

@@ -31,6 +31,9 @@ class PullResult:
     # deliver an event again (a rewritten file): the daemon reports a repeated id whose
     # content changed, with its place, instead of dropping it silently.
     places: dict[str, str] | None = None
+    # The source stopped at a bound with more to read: the daemon stores what it got and
+    # pulls again from the new cursor before replaying, so a backlog is taken in slices.
+    more: bool = False
 
     @property
     def ok(self) -> bool:

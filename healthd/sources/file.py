@@ -15,6 +15,8 @@ from healthd.timeline import iter_timeline
 
 #: Bytes hashed at each end of what was read, to tell an appended file from a rewritten one.
 EDGE = 4096
+#: Bytes read by one pull at most (whole lines): a large backlog is taken in slices.
+SLICE = 4 << 20
 
 
 class FileOptions(BaseModel):
@@ -28,6 +30,7 @@ class FileSource:
     its size does not grow with the file: a pull reads only what was appended, and a file
     that is shorter, or whose hashed edges changed, was rewritten and is read again from the
     top (a rewrite confined to the middle of a long file, away from both edges, is not seen).
+    A pull reads at most :data:`SLICE` bytes of whole lines and says when there is more.
 
     After a rewrite the events read before come again, each with its line in
     ``PullResult.places``: the daemon, which keeps every event it took, takes none of them
@@ -35,21 +38,28 @@ class FileSource:
 
     kind = "file"
 
-    def __init__(self, name: str, path: str) -> None:
+    def __init__(self, name: str, path: str, slice_bytes: int | None = None) -> None:
         self.name = name
         self.path = path
+        self.slice = slice_bytes or SLICE
 
     def pull(self, cursor: str | None) -> PullResult:
         try:
             with open(self.path, "rb") as handle:
                 offset, line, restarted = _resume(handle, cursor)
                 handle.seek(offset)
-                data = handle.read()
+                data = handle.read(self.slice + 1)
+                more = len(data) > self.slice
+                if more:
+                    data = data[: self.slice]
                 end = data.rfind(b"\n") + 1  # a line still being written waits for the next pull
                 first, last = _edges(handle, offset + end)
         except OSError as exc:
             return PullResult([], cursor, error=f"cannot read {self.path}: {exc.strerror}")
         unchanged = cursor if not restarted else None
+        if more and end == 0:
+            error = f"{self.path}, line {line}: longer than {self.slice} bytes"
+            return PullResult([], unchanged, error=error)
         try:
             chunk = str(memoryview(data)[:end], "utf-8", "strict")  # no copy of the bytes
         except UnicodeDecodeError as exc:
@@ -65,6 +75,7 @@ class FileSource:
         except TimelineError as exc:
             return PullResult([], unchanged, error=str(exc))
         result = PullResult(events, _cursor(first, last, offset + end, line + newlines))
+        result.more = more
         if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
         numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip())

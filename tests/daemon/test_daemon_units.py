@@ -664,3 +664,20 @@ def test_a_backlog_is_replayed_from_the_state_file_with_the_same_results(tmp_pat
         assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
     runner.close()
     state.close()
+
+
+def test_a_file_read_in_many_slices_is_one_run_with_the_same_results(tmp_path, monkeypatch):
+    import healthd.sources.file as file_source
+
+    monkeypatch.setattr(file_source, "SLICE", 2000)  # the example: dozens of slices
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    runner, state = _runner(tmp_path, sources={"t": {"kind": "file", "path": str(timeline)}})
+    run = runner.run_once()
+    assert run.new_events == 135 and state.event_count() == 135
+    for name in ("reference", "naive"):
+        assert run.targets[name]["replayed"] == 135
+        assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
+    assert runner.run_once().new_events == 0
+    runner.close()
+    state.close()

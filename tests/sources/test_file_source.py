@@ -107,3 +107,34 @@ def test_appended_lines_are_read_once(tmp_path):
         handle.write(line("ev-2", "rust", 2) + "\n")
     second = source.pull(first.cursor)
     assert [e.id for e in second.events] == ["ev-2"] and second.skipped == []
+
+
+def test_a_backlog_is_read_in_slices_of_whole_lines(tmp_path):
+    from healthd.sources.file import FileSource
+
+    path = tmp_path / "timeline.jsonl"
+    lines = [line(f"ev-{n}", f"v{n}", 1 + n % 28) for n in range(40)]
+    path.write_text("\n".join(lines) + "\n")
+    source = FileSource("tl", str(path), slice_bytes=1000)  # about 4 lines a slice
+    cursor, ids, pulls = None, [], 0
+    while True:
+        result = source.pull(cursor)
+        assert result.error is None and result.skipped == []
+        ids += [e.id for e in result.events]
+        cursor, pulls = result.cursor, pulls + 1
+        if not result.more:
+            break
+    assert ids == [f"ev-{n}" for n in range(40)] and pulls > 5
+    assert source.pull(cursor).events == []
+
+
+def test_a_line_longer_than_a_slice_is_an_error_naming_it(tmp_path):
+    from healthd.sources.file import FileSource
+
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(line("ev-1", "go") + "\n" + line("ev-2", "x" * 3000, 2) + "\n")
+    source = FileSource("tl", str(path), slice_bytes=1000)
+    first = source.pull(None)
+    assert [e.id for e in first.events] == ["ev-1"] and first.more
+    second = source.pull(first.cursor)
+    assert second.error and "line 2" in second.error and second.cursor == first.cursor
