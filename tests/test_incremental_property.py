@@ -137,12 +137,14 @@ def split_stored(events, make, window, cut, grow, every, path):
         if n % every == 0 or n == cut:
             checkpoint = {"replay": store.save(replay)}
             memory.commit(checkpoint)
+    ran = (dict(replay.was_current), dict(replay.answers), dict(replay.scores), replay.counters())
     memory.close()
     memory = make(path)
     catalog = KeyCatalog(events[:grow])
     replay = ReplayStore(memory).load(
         memory, catalog.probe_set(EXTRA_PROBES), memory.checkpoint()["replay"], **options
     )
+    assert (replay.was_current, replay.answers, replay.scores, replay.counters()) == ran
     stages += [replay.step(e) for e in events[cut:grow]]
     new_keys = catalog.add(events[grow:])
     probes = catalog.probe_set(EXTRA_PROBES)
@@ -195,6 +197,23 @@ def test_a_restored_truth_still_cascades_a_removal_to_facts_read_since_the_resta
     make = MEMORIES["reference short ttl"]
     full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
     stored = split_stored(events, make, 1, 2, 2, 1, str(tmp_path / "stored.db"))
+    assert stored == full
+
+
+def test_a_value_a_cascade_ended_before_the_restart_is_not_ended_again_after_it(tmp_path):
+    exists = fact("svc", "exists", "true")
+    lang = fact("svc", "lang", "go")
+    events = [
+        added("e1", 0, exists),
+        added("e2", 1, lang, deps=[("svc", "exists")]),
+        invalidated("e3", 2, exists),  # lang ends with it: saved at this commit
+        invalidated("e4", 3, lang),  # after the restart: lang is looked at again
+        added("e5", 4, fact("other", "lang", "c")),
+        added("e6", 5, fact("other2", "lang", "c")),
+    ]
+    make = MEMORIES["reference short ttl"]
+    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
+    stored = split_stored(events, make, 1, 3, 3, 1, str(tmp_path / "stored.db"))
     assert stored == full
 
 

@@ -165,7 +165,13 @@ class ReplayStore:
             if pid in scores:
                 saved_scores[pid] = scores[pid]
         saved, was_current = self._was_current, replay.was_current
-        moved = [item for item, current in was_current.items() if saved.get(item) != current]
+        if replay.mode == "incremental":
+            # a stage looks only at the keys an event touched and those its cascades reach
+            reach = truth.affected(self._keys)
+            items = [(k, v) for k in reach for v in truth.values(k) if (k, v) in was_current]
+        else:
+            items = list(was_current)
+        moved = [item for item in items if saved.get(item) != was_current[item]]
         db.executemany(
             "INSERT OR REPLACE INTO healthd_values VALUES (?,?,?,?)",
             [(k.subject, k.predicate, v, int(was_current[k, v])) for k, v in moved],
