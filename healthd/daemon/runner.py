@@ -236,7 +236,8 @@ class Runner:
                     **self._replay_options(),
                 )
                 replayed = applied
-                if store is not None:
+                if store is not None:  # saved in full at the next commit
+                    store.reset()
                     store.note_all(t.replay.truth)
             t.store = store
             if isinstance(memory, Checkpointed):

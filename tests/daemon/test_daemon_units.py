@@ -593,9 +593,13 @@ def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_event
     state.close()
 
 
-def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_once(tmp_path):
-    """A checkpoint holding only the older snapshot (no replay state beside the shadow):
-    truth is folded from the stored events once, and the state is then kept for next time."""
+@pytest.mark.parametrize("tables", ["absent", "left by a newer healthd"])
+def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_once(
+    tmp_path, tables
+):
+    """A checkpoint holding only the older snapshot (no replay state beside the shadow, or
+    one from before a downgrade): truth is folded from the stored events once, and the state
+    is then kept for next time."""
     import sqlite3
 
     timeline = tmp_path / "t.jsonl"
@@ -619,9 +623,10 @@ def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_o
     state.close()
     with sqlite3.connect(shadow) as db:  # as an older healthd left it
         db.execute("UPDATE checkpoints SET body = ?", (json.dumps(body),))
-        for table in ("healthd_truth_ops", "healthd_truth_keys", "healthd_probes"):
-            db.execute(f"DROP TABLE {table}")
-        db.execute("DROP TABLE healthd_values")
+        if tables == "absent":
+            for table in ("healthd_truth_ops", "healthd_truth_keys", "healthd_probes"):
+                db.execute(f"DROP TABLE {table}")
+            db.execute("DROP TABLE healthd_values")
 
     def restored_lines(stream):
         return [
