@@ -31,7 +31,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -110,6 +110,7 @@ class TargetRuntime:
     position: int = 0  # how many of the runner's events the replay has applied
     last_event: str | None = None  # the id of the last of them
     store: ReplayStore | None = None  # the replay's state beside a persistent shadow
+    pending_row: TargetRow | None = None  # this run's success, shown once it is stored
     page_wanted: int = 0  # bumped when the replay moved on; the page at / follows lazily
     page_built: int = 0
 
@@ -404,7 +405,7 @@ class Runner:
                     self._fail_all(run_id, summary, redact_text(str(exc)))
                     written = False
             if written:
-                with self._replay_lock:
+                with self._replay_lock:  # the page at / waits for the results to be shown
                     for t in self.targets.values():
                         if self.stop.is_set():
                             summary.aborted = True
@@ -413,18 +414,22 @@ class Runner:
                         summary.targets[t.name] = outcome
                         if outcome.get("aborted"):
                             summary.aborted = True
-                with self.tracer.start_as_current_span("export") as span:
-                    record.targets = [t.row for t in self.targets.values()]
-                    try:
-                        self.state.record_run(record)
-                    except HealthdError as exc:
-                        self._fail_all(run_id, summary, redact_text(str(exc)))
-                    span.set_attribute("healthd.targets", len(self.targets))
-                self._new = []  # in the state file now; not kept until the next run
-                # What a target's run cost is the whole run's: pull, replay, state write.
-                duration = time.perf_counter() - t0
-                for name, outcome in list(summary.targets.items()):
-                    self._report(self.targets[name], run_id, outcome, duration)
+                    with self.tracer.start_as_current_span("export") as span:
+                        record.targets = [t.pending_row or t.row for t in self.targets.values()]
+                        try:
+                            self.state.record_run(record)
+                        except HealthdError as exc:
+                            self._show_results()
+                            self._fail_all(run_id, summary, redact_text(str(exc)))
+                        span.set_attribute("healthd.targets", len(self.targets))
+                    self._new = []  # in the state file now; not kept until the next run
+                    # What a target's run cost is the whole run's: pull, replay, state
+                    # write; observed before the results show, so a scrape that sees a
+                    # run counted sees its duration too.
+                    duration = time.perf_counter() - t0
+                    for name, outcome in list(summary.targets.items()):
+                        self._report(self.targets[name], run_id, outcome, duration)
+                    self._show_results()
             summary.duration = time.perf_counter() - t0
             root.set_attribute("healthd.events.new", summary.new_events)
             root.set_attribute(
@@ -439,6 +444,13 @@ class Runner:
             self.last_run = summary
             self.history.append(summary)
         return summary
+
+    def _show_results(self) -> None:
+        """The targets' rows this run updated become what the metrics and pages show."""
+        with self._changing():
+            for t in self.targets.values():
+                if t.pending_row is not None:
+                    t.row, t.pending_row = t.pending_row, None
 
     def _fail_all(
         self,
@@ -700,19 +712,22 @@ class Runner:
                         span.set_attribute(f"healthd.{name}", value)
             duration = time.perf_counter() - t0
             now = self.clock()
-            with self._changing():
-                row.fingerprint = t.fingerprint
-                row.dirty = False
-                row.events_replayed += max(new, 0)
-                row.applied = total
-                row.snapshot = None  # the replay's state is in the shadow, with its checkpoint
-                results["duration_seconds"] = duration
-                row.results = results
-                row.runs_success += 1
-                row.last_run = now
-                row.last_success = now
-                row.last_result = "success"
-                row.last_error = None
+            results["duration_seconds"] = duration
+            # shown once the state file holds it (see _run)
+            t.pending_row = replace(
+                row,
+                fingerprint=t.fingerprint,
+                dirty=False,
+                events_replayed=row.events_replayed + max(new, 0),
+                applied=total,
+                snapshot=None,  # the replay's state is in the shadow, with its checkpoint
+                results=results,
+                runs_success=row.runs_success + 1,
+                last_run=now,
+                last_success=now,
+                last_result="success",
+                last_error=None,
+            )
             outcome["metrics"] = results["metrics"]["all"]
             outcome["probes"] = results["probes"]
         except Aborted:
@@ -731,14 +746,16 @@ class Runner:
             self._close(t)
             t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
-            with self._changing():
-                row.runs_failure += 1
-                row.last_run = self.clock()
-                row.last_result = "failure"
-                row.last_error = message
-                row.dirty = t.persistent or row.dirty
+            t.pending_row = replace(  # shown with the other targets' results
+                row,
+                runs_failure=row.runs_failure + 1,
+                last_run=self.clock(),
+                last_result="failure",
+                last_error=message,
+                dirty=t.persistent or row.dirty,
+            )
             outcome = {"result": "failure", "events": max(new, 0), "error": message}
-            # logged at once, as the failure becomes visible in the metrics
+            # logged at once, before the failure shows in the metrics
             log.error(
                 "run failed",
                 run_id=run_id,

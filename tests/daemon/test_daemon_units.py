@@ -533,7 +533,10 @@ def test_the_observed_run_duration_covers_the_state_write(tmp_path, monkeypatch)
     runner = Runner(settings, state, tracer, observe_duration=lambda t, d: observed.append(d))
     record_run = state.record_run
 
+    shown_during_write = []
+
     def slow_write(record):
+        shown_during_write.append(runner.view()["targets"]["naive"].runs_success)
         time.sleep(0.3)
         record_run(record)
 
@@ -541,6 +544,9 @@ def test_the_observed_run_duration_covers_the_state_write(tmp_path, monkeypatch)
     run = runner.run_once()
     assert observed and observed[0] >= 0.3
     assert run.targets["naive"]["duration_seconds"] >= 0.3
+    # a scrape during the write does not see the run counted without its duration
+    assert shown_during_write == [0]
+    assert runner.view()["targets"]["naive"].runs_success == 1
     runner.close()
     state.close()
 
