@@ -20,6 +20,14 @@ run with nothing new). Prints one JSON object.
 second process fetch /metrics in a loop; prints both times, their ratio (target <= 1.10)
 and the scrape latencies.
 
+``--scheduled N``: the daemon's default persistent reference shadow over an N-event history
+(generated as above, N/10 keys), each part in its own child process so its peak RSS is its
+own: the first run (history taken in), then CPU of a scheduled run with nothing new (target
+<= 10 ms), wall/CPU of a run after 100 new events were appended to the file (target <= 0.15 s);
+then a restart (new state store and Runner over the same state + a first run with nothing
+new; target <= 1 s), a run with nothing new and one with 100 more events after it, and the
+peak RSS of each process (target <= 200 MiB). One JSON object.
+
 ``--evaluate N``: peak resident memory, wall and CPU time of ``healthd evaluate`` over N
 generated events (N/10 keys) against the reference memory, with table and with JSON output,
 next to the target for the table (150 MB), and the machine it ran on.
@@ -297,6 +305,137 @@ def evaluate_memory(events: int, keys: int) -> dict[str, Any]:
     return out
 
 
+SCHEDULED_CHILD = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+from bench_daemon import scheduled_child
+print(json.dumps(scheduled_child(*sys.argv[2:])))
+"""
+
+
+def _scheduled_runner(tmp: str) -> tuple[Any, Any]:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from healthd.daemon.runner import Runner
+    from healthd.daemon.state import StateStore
+    from healthd.exporters.tracing import build_tracer_provider, get_tracer
+    from healthd.logging import configure_logging
+    from healthd.settings import load_settings
+
+    configure_logging("warning", "json", stream=open(os.devnull, "w"))  # noqa: SIM115
+    settings = load_settings(str(Path(tmp) / "config.toml"))
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    state = StateStore(settings.state_path)
+    return Runner(settings, state, tracer), state
+
+
+def _timed(call: Any) -> tuple[Any, float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = call()
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
+    """One part of ``--scheduled``, in a process of its own (its peak RSS is the daemon's)."""
+    import resource
+
+    import healthd.daemon.runner  # imports are not part of a restart's cost
+    import healthd.exporters.tracing  # noqa: F401
+
+    out: dict[str, Any] = {}
+    if part == "restart":
+        (runner, state), wall, cpu = _timed(lambda: _scheduled_runner(tmp))
+        summary, wall2, cpu2 = _timed(runner.run_once)
+        out["restart_to_ready"] = {
+            "seconds": wall + wall2,
+            "cpu_seconds": cpu + cpu2,
+            "replayed": summary.targets["reference"].get("replayed"),
+            "result": summary.targets["reference"]["result"],
+        }
+        idle = [_timed(runner.run_once)[2] for _ in range(5)]
+        out["idle_run_cpu_ms_after_restart"] = min(idle) * 1000
+        out["metrics"] = summary.targets["reference"].get("metrics")
+        with open(Path(tmp) / "timeline.jsonl", "a", encoding="utf-8") as handle:
+            handle.write((Path(tmp) / "more2.jsonl").read_text(encoding="utf-8"))
+        summary, wall, cpu = _timed(runner.run_once)
+        out["run_with_100_new_after_restart"] = {
+            "seconds": wall,
+            "cpu_seconds": cpu,
+            "new_events": summary.new_events,
+        }
+    else:
+        runner, state = _scheduled_runner(tmp)
+        summary, wall, cpu = _timed(runner.run_once)
+        out["first_run"] = {"seconds": wall, "cpu_seconds": cpu}
+        idle = [_timed(runner.run_once)[2] for _ in range(5)]
+        out["idle_run_cpu_ms"] = min(idle) * 1000
+        with open(Path(tmp) / "timeline.jsonl", "a", encoding="utf-8") as handle:
+            handle.write((Path(tmp) / "more.jsonl").read_text(encoding="utf-8"))
+        summary, wall, cpu = _timed(runner.run_once)
+        out["run_with_100_new"] = {
+            "seconds": wall,
+            "cpu_seconds": cpu,
+            "new_events": summary.new_events,
+        }
+    runner.close()
+    state.close()
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def scheduled_benchmark(events: int) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_evaluator import generate
+
+    from healthd.timeline import write_timeline
+
+    timeline = generate(events + 200, max(1, events // 10))
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(Path(tmp) / "timeline.jsonl", "w", encoding="utf-8") as out:
+            write_timeline(timeline[:events], out)
+        with open(Path(tmp) / "more.jsonl", "w", encoding="utf-8") as out:
+            write_timeline(timeline[events : events + 100], out)
+        with open(Path(tmp) / "more2.jsonl", "w", encoding="utf-8") as out:
+            write_timeline(timeline[events + 100 :], out)
+        (Path(tmp) / "config.toml").write_text(
+            f'state_path = "{Path(tmp) / "state" / "state.sqlite"}"\n'
+            f'[sources.bench]\nkind = "file"\npath = "{Path(tmp) / "timeline.jsonl"}"\n'
+            '[targets.reference]\nkind = "reference"\nshadow = true\n'
+        )
+        parts = {}
+        for part in ("history", "restart"):
+            done = subprocess.run(
+                [sys.executable, "-c", SCHEDULED_CHILD, str(ROOT / "benchmarks"), tmp, part],
+                capture_output=True, text=True, timeout=3600,
+            )  # fmt: skip
+            if done.returncode:
+                raise SystemExit(f"--scheduled, part {part}: {done.stderr.strip()[-2000:]}")
+            parts[part] = json.loads(done.stdout)
+    history, restart = parts["history"], parts["restart"]
+    rounded = json.loads(
+        json.dumps({"history": history, "restart": restart}),
+        parse_float=lambda v: round(float(v), 4),
+    )
+    history, restart = rounded["history"], rounded["restart"]
+    return {
+        "events": events,
+        "keys": max(1, events // 10),
+        "first_run": history["first_run"],
+        "idle_run_cpu_ms": history["idle_run_cpu_ms"],
+        "run_with_100_new": history["run_with_100_new"],
+        "restart_to_ready": restart["restart_to_ready"],
+        "idle_run_cpu_ms_after_restart": restart["idle_run_cpu_ms_after_restart"],
+        "run_with_100_new_after_restart": restart["run_with_100_new_after_restart"],
+        "peak_rss_mib": {"history": history["peak_rss_mib"], "restart": restart["peak_rss_mib"]},
+        "targets": {
+            "idle_run_cpu_ms": 10,
+            "run_with_100_new_seconds": 0.15,
+            "restart_to_ready_seconds": 1.0,
+            "peak_rss_mib": 200,
+        },
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
@@ -308,7 +447,18 @@ def main() -> int:
     parser.add_argument(
         "--evaluate", type=int, metavar="N", help="peak RSS of healthd evaluate over N events"
     )
+    parser.add_argument(
+        "--scheduled",
+        type=int,
+        nargs="?",
+        const=100000,
+        metavar="N",
+        help="scheduled runs, 100 new events and a restart over an N-event history",
+    )
     args = parser.parse_args()
+    if args.scheduled:
+        print(json.dumps(scheduled_benchmark(args.scheduled), indent=1))
+        return 0
     if args.scrape_impact:
         print(json.dumps(scrape_impact(args.scrape_impact), indent=1))
         return 0

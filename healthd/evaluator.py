@@ -173,13 +173,13 @@ class Replay:
     def _all_counts(self) -> tuple[int, ...]:
         return tuple(map(operator.add, self._counts, self._forget_counts))
 
-    def update_probes(self, probes: ProbeSet) -> list[Probe]:
+    def update_probes(self, probes: ProbeSet, keys: Iterable[FactKey] | None = None) -> list[Probe]:
         """Switch to a probe set that extends the current one; probes new to it whose key is
-        already asserted enter P_i now (and are asked at the next stage's scoring)."""
+        already asserted enter P_i now (and are asked at the next stage's scoring). ``keys``:
+        the only keys whose probes the new set changed, when the caller knows them."""
         self._probe_set = probes
-        fresh = [
-            p for key in self._active_keys for p in probes.for_key(key) if p.id not in self._active
-        ]
+        active = self._active_keys if keys is None else self._active_keys.intersection(keys)
+        fresh = [p for key in active for p in probes.for_key(key) if p.id not in self._active]
         for probe in fresh:
             self._active[probe.id] = probe
         if fresh and self.at is not None:
@@ -406,6 +406,89 @@ class Replay:
             self._ask(probe, at)
         for probe in rescore.values():
             self._rescore(probe, at)
+
+    # -- the replay's state, out and back in (a restart without the events) ---------------
+
+    def counters(self) -> dict[str, Any]:
+        """What :meth:`resume` needs besides truth, the probes' answers and scores and
+        which values were current: small, whatever the history's length."""
+        return {
+            "index": self._index,
+            "events": self.stats.events,
+            "probe_queries": self.stats.probe_queries,
+            "counts": list(self._counts),
+            "forget_counts": list(self._forget_counts),
+            "due": {
+                str(stage): [[f.subject, f.predicate, f.value, f.domain] for f in facts]
+                for stage, facts in self._due.items()
+            },
+        }
+
+    @property
+    def answers(self) -> dict[str, tuple[RetrievedFact, ...]]:
+        """Each asked probe's last answer (read only)."""
+        return self._answers
+
+    @property
+    def scores(self) -> dict[str, ProbeScore]:
+        """Each scored probe's share of the counts (read only; empty in ``full`` mode)."""
+        return self._scores
+
+    @property
+    def was_current(self) -> dict[tuple[FactKey, str], bool]:
+        """Per (key, value) a stage has looked at: whether it was current (read only)."""
+        return self._was_current
+
+    @classmethod
+    def resume(
+        cls,
+        memory: Memory,
+        probes: ProbeSet,
+        truth: GroundTruth,
+        counters: dict[str, Any],
+        was_current: dict[tuple[FactKey, str], bool],
+        answers: dict[str, tuple[RetrievedFact, ...]],
+        scores: dict[str, ProbeScore],
+        **options: Any,
+    ) -> Replay:
+        """A replay from the state a replay over the same events exported (its
+        :meth:`counters`, :attr:`was_current`, :attr:`answers`, :attr:`scores` and truth),
+        whose memory is as it was then: nothing is replayed or asked again."""
+        replay = cls(memory, probes, **options)
+        replay.truth = truth
+        replay._index = int(counters["index"])
+        replay.stats = ReplayStats(int(counters["events"]), int(counters["probe_queries"]))
+        replay._counts = [int(c) for c in counters["counts"]]
+        replay._forget_counts = [int(c) for c in counters["forget_counts"]]
+        replay._due = {
+            int(stage): [Fact(*f) for f in facts] for stage, facts in counters["due"].items()
+        }
+        replay._was_current = was_current
+        keys = list(truth.keys())
+        for key in keys:
+            for value in truth.values(key):
+                seen = was_current.get((key, value))
+                if seen is None:
+                    replay._pending.setdefault(key, set()).add(value)
+                elif seen:
+                    replay._live.setdefault(key, set()).add(value)
+        replay.at = truth.latest
+        for key in keys:
+            if truth.asserted(key):
+                replay._enter(key)
+        replay._answers = answers
+        for probe_id, facts in answers.items():
+            for fact in facts:
+                replay._by_fact_key.setdefault(fact.key, set()).add(probe_id)
+        replay._scores = scores
+        for probe_id, score in scores.items():
+            replay._versions[probe_id] = 1
+            if score.stale_after is not None:
+                replay._stale_heap.append((score.stale_after, 1, probe_id))
+        heapq.heapify(replay._stale_heap)
+        if replay.at is not None and replay._tracker is not None:
+            replay._tracker.changed_keys(replay.at)
+        return replay
 
 
 def evaluate(

@@ -99,45 +99,85 @@ class ProbeSet:
         return self.by_key.get(key, ())
 
 
+class KeyCatalog:
+    """Every key a timeline has held, in the order first seen, with what its generated probe
+    is made of (the domain it was first seen with, whether any event declared it
+    multi-valued). Extended event by event, so a long-running caller updates its probe set
+    from new events alone: ``KeyCatalog(events).probe_set(extra)`` is
+    :func:`build_probe_set` (``events``, ``extra``) however the events were split."""
+
+    def __init__(self, events: Iterable[ChangeEvent] = ()) -> None:
+        self.keys: dict[FactKey, tuple[Domain, bool]] = {}
+        self._probes: dict[FactKey, Probe] = {}
+        self.add(events)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, str, Domain, bool]]) -> KeyCatalog:
+        """A catalog from its :meth:`rows`, as stored."""
+        catalog = cls()
+        catalog.keys = {FactKey(s, p): (domain, bool(multi)) for s, p, domain, multi in rows}
+        return catalog
+
+    def rows(self, keys: Iterable[FactKey]) -> list[tuple[str, str, Domain, bool]]:
+        return [(k.subject, k.predicate, *self.keys[k]) for k in keys]
+
+    def add(self, events: Iterable[ChangeEvent]) -> list[FactKey]:
+        """Take events in; the keys that are new or whose probe changed, in first-seen order."""
+        keys = self.keys
+        changed: dict[FactKey, None] = {}
+        for event in events:
+            facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
+            for fact in facts:
+                known = keys.get(fact.key)
+                domain, multi = known or (fact.domain, False)
+                entry = (domain, multi or (fact is event.fact and event.multi_valued))
+                if entry != known:
+                    keys[fact.key] = entry
+                    changed[fact.key] = None
+        return list(changed)
+
+    def probe_set(self, extra: Sequence[Probe] = ()) -> ProbeSet:
+        """One generated probe for every key, then the given probes."""
+        keys = self.keys
+        cache = self._probes
+        probes = []
+        for key, (domain, multi) in keys.items():
+            probe = cache.get(key)
+            if probe is None or probe.domain != domain or probe.multi_valued != multi:
+                probe = cache[key] = Probe(
+                    generated_probe_id(key),
+                    question_for(key.subject, key.predicate, domain),
+                    key.subject,
+                    key.predicate,
+                    domain,
+                    multi,
+                )
+            probes.append(probe)
+        seen = {p.id for p in probes}
+        for probe in extra:
+            if probe.id in seen:
+                raise ProbeFileError(f"probe id {probe.id!r} is used twice")
+            seen.add(probe.id)
+            # The file's domain is the author's: it files the probe's contamination and
+            # conflicts (coverage follows each expected fact's own domain).
+            _, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
+            probes.append(
+                Probe(
+                    probe.id,
+                    probe.question,
+                    probe.subject,
+                    probe.predicate,
+                    probe.domain,
+                    multi,
+                    "file",
+                )
+            )
+        return ProbeSet(tuple(probes))
+
+
 def build_probe_set(events: Iterable[ChangeEvent], extra: Sequence[Probe] = ()) -> ProbeSet:
     """One generated probe for every key the timeline has held, then the given probes."""
-    keys: dict[FactKey, tuple[Domain, bool]] = {}
-    for event in events:
-        facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
-        for fact in facts:
-            domain, multi = keys.get(fact.key, (fact.domain, False))
-            keys[fact.key] = (domain, multi or (fact is event.fact and event.multi_valued))
-    probes = [
-        Probe(
-            generated_probe_id(key),
-            question_for(key.subject, key.predicate, domain),
-            key.subject,
-            key.predicate,
-            domain,
-            multi,
-        )
-        for key, (domain, multi) in keys.items()
-    ]
-    seen = {p.id for p in probes}
-    for probe in extra:
-        if probe.id in seen:
-            raise ProbeFileError(f"probe id {probe.id!r} is used twice")
-        seen.add(probe.id)
-        # The file's domain is the author's: it files the probe's contamination and conflicts
-        # (coverage follows each expected fact's own domain).
-        _, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
-        probes.append(
-            Probe(
-                probe.id,
-                probe.question,
-                probe.subject,
-                probe.predicate,
-                probe.domain,
-                multi,
-                "file",
-            )
-        )
-    return ProbeSet(tuple(probes))
+    return KeyCatalog(events).probe_set(extra)
 
 
 def load_probe_file(path: str) -> list[Probe]:

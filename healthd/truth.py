@@ -13,7 +13,7 @@ import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from healthd.model import ChangeEvent, Domain, Fact, FactKey, Status
 
@@ -433,6 +433,40 @@ class GroundTruth:
         index = bisect.bisect_right(removals, after)
         return removals[index] if index < len(removals) else None
 
+    # -- a key's own operations, out and back in (a restart without the events) -----------
+
+    def operations(self, key: FactKey) -> list[Operation]:
+        """The key's operations in order of event time, as :meth:`from_stored` reads them."""
+        return [Operation(*op) for op in self._keys[key].ops]
+
+    @classmethod
+    def from_stored(
+        cls,
+        keys: Iterable[StoredKey],
+        depends: Iterable[tuple[FactKey, FactKey]],
+        seq: int,
+        latest: datetime | None,
+        load: Callable[[FactKey], Iterable[OperationRow]],
+    ) -> GroundTruth:
+        """The truth a caller stored: per key whether it is multi-valued, asserted, and its
+        values with their domains in the order first given; each (key, key it depends on);
+        the last operation's ``seq`` and the latest event time. A key's operations are read
+        with ``load`` (each with :class:`Operation`'s fields) only when first needed, so
+        this costs the number of keys, not of operations. Nothing is folded until read."""
+        truth = cls()
+        for key, multi, asserted, values in keys:
+            history = _StoredHistory(key, load)
+            history.multi, history.asserted = multi, asserted
+            history.values = dict(values)
+            history.rank = {value: rank for rank, (value, _) in enumerate(values)}
+            truth._keys[key] = history
+        for key, dep in depends:
+            truth._dependents.setdefault(dep, set()).add(key)
+            truth._depends.setdefault(key, set()).add(dep)
+        truth._seq, truth.latest = seq, latest
+        truth._cyclic = any(key in truth._reaches(key) for key in truth._depends)
+        return truth
+
 
 def _segment_ends(intervals: list[Interval]) -> list[datetime]:
     """The instants at which a key is left with no value: ends of its maximal covered spans."""
@@ -452,3 +486,54 @@ def _segment_ends(intervals: list[Interval]) -> list[datetime]:
     if not open_ended and seg_end is not None:
         ends.append(seg_end)
     return ends
+
+
+class Operation(NamedTuple):
+    """One operation on a key's history, as :meth:`GroundTruth.operations` exports it."""
+
+    at: datetime
+    seq: int
+    assert_: bool
+    value: str
+    domain: Domain
+    end_kind: EndKind | None
+    reason: str | None
+    depends_on: tuple[FactKey, ...]
+
+
+#: :class:`Operation`'s fields as a plain tuple, as :meth:`GroundTruth.from_stored` reads them.
+OperationRow = tuple[
+    datetime, int, bool, str, Domain, EndKind | None, str | None, tuple[FactKey, ...]
+]
+#: A stored key: (key, multi-valued, asserted, [(value, domain)] in the order first given).
+StoredKey = tuple[FactKey, bool, bool, list[tuple[str, Domain]]]
+
+_OPS_SLOT: Any = _KeyHistory.__dict__["ops"]  # the slot a stored history fills when read
+
+
+class _StoredHistory(_KeyHistory):
+    """A key's history whose operations are read from where they were stored when first
+    needed (after a restart most keys are never touched again)."""
+
+    __slots__ = ("_key", "_load")
+
+    def __init__(self, key: FactKey, load: Callable[[FactKey], Iterable[OperationRow]]) -> None:
+        super().__init__()
+        self._key = key
+        self._load: Callable[[FactKey], Iterable[OperationRow]] | None = load
+
+    @property
+    def ops(self) -> list[_Op]:
+        load = self._load
+        if load is not None:
+            self._load = None
+            ops = [_Op(*row) for row in load(self._key)]
+            ops.sort()  # by (at, seq): seq is unique, so no later field is compared
+            _OPS_SLOT.__set__(self, ops)
+        current: list[_Op] = _OPS_SLOT.__get__(self)
+        return current
+
+    @ops.setter
+    def ops(self, value: list[_Op]) -> None:
+        self._load = None
+        _OPS_SLOT.__set__(self, value)

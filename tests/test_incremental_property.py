@@ -11,15 +11,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_timelines import EXAMPLES, PREDICATES, SHORT_TTL, timelines
-from timeline_builders import added, day, fact, revised
+from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
+from healthd.daemon.replay_store import ReplayStore
 from healthd.evaluator import Replay, TargetResult, evaluate
 from healthd.exporters.report import report_json
 from healthd.memory import Memory
 from healthd.memory.naive import NaiveMemory
 from healthd.memory.reference import MetadataFilter, ReferenceMemory
 from healthd.model import Answer, FactKey, Probe
-from healthd.probes import ProbeSet, build_probe_set
+from healthd.probes import KeyCatalog, ProbeSet, build_probe_set
 
 # SQLite shadows on a RAM disk where there is one: a restart test needs a file, not fsyncs.
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -121,6 +122,50 @@ def split(events, make, window, cut, grow, path):
     return report(result, probes)
 
 
+def split_stored(events, make, window, cut, grow, every, path):
+    """``split`` as the daemon does it with a persistent shadow: the replay's state is saved
+    beside the shadow at each commit (every ``every`` events) and read back on restart,
+    without the events; the probe set then grows by the keys new events added."""
+    options: dict[str, Any] = {
+        "mode": "incremental",
+        "windows": SHORT_TTL,
+        "forgetting_window": window,
+    }
+    memory = make(path)
+    memory.reset()
+    store = ReplayStore(memory)
+    store.reset()
+    memory.batch_writes()
+    replay = Replay(memory, build_probe_set(events[:cut], EXTRA_PROBES), **options)
+    stages = []
+    checkpoint = {"replay": store.save(replay)}
+    memory.commit(checkpoint)
+    for n, event in enumerate(events[:cut], 1):
+        stages.append(replay.step(event))
+        store.note(event)
+        if n % every == 0 or n == cut:
+            checkpoint = {"replay": store.save(replay)}
+            memory.commit(checkpoint)
+    ran = (dict(replay.was_current), dict(replay.answers), dict(replay.scores), replay.counters())
+    memory.close()
+    memory = make(path)
+    catalog = KeyCatalog(events[:grow])
+    replay = ReplayStore(memory).load(
+        memory, catalog.probe_set(EXTRA_PROBES), memory.checkpoint()["replay"], **options
+    )
+    assert (replay.was_current, replay.answers, replay.scores, replay.counters()) == ran
+    stages += [replay.step(e) for e in events[cut:grow]]
+    new_keys = catalog.add(events[grow:])
+    probes = catalog.probe_set(EXTRA_PROBES)
+    replay.update_probes(probes, new_keys)
+    stages += [replay.step(e) for e in events[grow:]]
+    result = TargetResult(
+        "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
+    )
+    memory.close()
+    return report(result, probes)
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -142,6 +187,43 @@ def test_incremental_equals_full_on_random_timelines(events, memory, window, dat
         cut = data.draw(st.integers(0, len(events)), label="restart after")
         grow = data.draw(st.integers(cut, len(events)), label="probe set grows at")
         assert split(events, make, window, cut, grow, f"{tmp}/split.db") == full
+        if memory != "naive":  # a persistent shadow: restored from its own stored state
+            every = data.draw(st.integers(1, 8), label="commit every")
+            stored = split_stored(events, make, window, cut, grow, every, f"{tmp}/stored.db")
+            assert stored == full
+
+
+def test_a_restored_truth_still_cascades_a_removal_to_facts_read_since_the_restart(tmp_path):
+    exists = fact("svc", "exists", "true")
+    lang = fact("svc", "lang", "go")
+    events = [
+        added("e1", 0, exists),
+        added("e2", 1, lang, deps=[("svc", "exists")]),
+        revalidated("e3", 2, lang),  # after the restart: folds lang, names no dependency
+        invalidated("e4", 3, exists),  # lang ends with it
+        added("e5", 4, fact("other", "lang", "c")),
+    ]
+    make = MEMORIES["reference short ttl"]
+    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
+    stored = split_stored(events, make, 1, 2, 2, 1, str(tmp_path / "stored.db"))
+    assert stored == full
+
+
+def test_a_value_a_cascade_ended_before_the_restart_is_not_ended_again_after_it(tmp_path):
+    exists = fact("svc", "exists", "true")
+    lang = fact("svc", "lang", "go")
+    events = [
+        added("e1", 0, exists),
+        added("e2", 1, lang, deps=[("svc", "exists")]),
+        invalidated("e3", 2, exists),  # lang ends with it: saved at this commit
+        invalidated("e4", 3, lang),  # after the restart: lang is looked at again
+        added("e5", 4, fact("other", "lang", "c")),
+        added("e6", 5, fact("other2", "lang", "c")),
+    ]
+    make = MEMORIES["reference short ttl"]
+    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
+    stored = split_stored(events, make, 1, 3, 3, 1, str(tmp_path / "stored.db"))
+    assert stored == full
 
 
 def both_modes(events, make_memory, extra=()):

@@ -1,12 +1,17 @@
 """One run: pull every source, replay what is new into each target's shadow, score, export.
 
 Per target a :class:`~healthd.evaluator.Replay` stays alive across runs, so a run replays
-only the events it has not applied yet. After each run the events, the source cursors, each
-target's replay snapshot and last results are written to the state file in one transaction.
+only the events it has not applied yet, and a run with nothing new replays nothing. The events
+are kept in the state file, not in memory: a run reads what a target has not applied from
+there (usually just the events it pulled). After each run the new events, the source cursors,
+the keys they added to the probe set and each target's last results are written to the state
+file in one transaction.
 
 On restart a target whose shadow is persistent (the reference memory, by default in a file
-under the state directory) is rebuilt with :meth:`Replay.restore` from the stored events
-without touching the shadow; a shadow that lives in process memory (``naive``, or
+under the state directory) is rebuilt from the replay's state kept beside the shadow
+(:mod:`healthd.daemon.replay_store`) without touching the shadow or reading the events (a
+shadow checkpointed by an older healthd: :meth:`Replay.restore` from the stored events, once);
+a shadow that lives in process memory (``naive``, or
 ``path = ":memory:"``) is rebuilt by replaying the stored events from scratch, and the log
 says so. A changed probe file, staleness policy, forgetting window, mode or target option
 changes the target's fingerprint: the shadow is reset and everything is replayed, the log
@@ -24,33 +29,35 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
+from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.errors import HealthdError
 from healthd.evaluator import Replay
 from healthd.exporters.report import metrics_json, probe_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
-from healthd.model import ChangeEvent, Probe
-from healthd.probes import ProbeSet, build_probe_set, load_probe_file
+from healthd.model import ChangeEvent, FactKey, Probe
+from healthd.probes import ProbeSet, load_probe_file
 from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
 from healthd.sources._merge import merge_timelines
-from healthd.timeline import format_timestamp
+from healthd.timeline import dumps_event, format_timestamp
 
 log = get_logger("healthd.runner")
 
 
 RUN_HISTORY = 20  # runs listed on the page at /
+IN_MEMORY_EVENTS = 10_000  # more new events than this are replayed from the state file
 
 
 class Aborted(Exception):
@@ -101,6 +108,11 @@ class TargetRuntime:
     stages: StageLog = field(default_factory=StageLog)  # for the page at /
     page: dict[str, Any] | None = None  # the last successful run, for the page at /
     position: int = 0  # how many of the runner's events the replay has applied
+    last_event: str | None = None  # the id of the last of them
+    store: ReplayStore | None = None  # the replay's state beside a persistent shadow
+    pending_row: TargetRow | None = None  # this run's success, shown once it is stored
+    page_wanted: int = 0  # bumped when the replay moved on; the page at / follows lazily
+    page_built: int = 0
 
 
 @dataclass
@@ -138,13 +150,15 @@ class Runner:
         self.last_run: RunSummary | None = None
         self.history: deque[RunSummary] = deque(maxlen=RUN_HISTORY)
 
-        stored = state.events()
-        self.events: list[ChangeEvent] = [event for _, event in stored]
+        self._replay_lock = threading.Lock()  # a run's replays, or the page at / reading one
+        self.event_count = state.event_count()
         # Events taken in but not yet in the state file: a run whose state write failed
         # leaves them here, and the next run's write carries them, in order, with the
-        # cursors that follow them.
+        # cursors and catalogued keys that follow them.
         self._unpersisted: list[tuple[str, ChangeEvent]] = []
-        self._seen: set[tuple[str, str]] = {(source, event.id) for source, event in stored}
+        self._unpersisted_keys: dict[FactKey, None] = {}
+        # The events this run pulled (the log's tail), None when too many to keep in memory.
+        self._new: list[ChangeEvent] | None = []
 
         rows = state.sources()
         self.sources: dict[str, SourceRuntime] = {}
@@ -155,8 +169,11 @@ class Runner:
             )
 
         self._probe_extra, self.probe_config = self._read_probe_config()
-        self.probes: ProbeSet = build_probe_set(self.events, self._probe_extra)
-        self._probes_state = (len(self.events), id(self._probe_extra))
+        self.catalog = state.key_catalog()
+        self.probes: ProbeSet = self.catalog.probe_set(self._probe_extra)
+        self._probes_extra_used = self._probe_extra
+        self._previous_probes: ProbeSet | None = None
+        self._new_probe_keys: list[FactKey] = []  # keys the current set added to the previous
         target_rows = state.targets()
         self.targets: dict[str, TargetRuntime] = {}
         for name, target_cfg in settings.targets.items():
@@ -205,13 +222,25 @@ class Runner:
                 return False
             applied = int(checkpoint["applied"])
             probes = self._current_probes()
-            t.replay = Replay.restore(
-                memory,
-                probes,
-                self.events[:applied],
-                checkpoint["snapshot"],
-                **self._replay_options(),
-            )
+            store = ReplayStore(memory) if isinstance(memory, StateHolding) else None
+            replayed = 0
+            if store is not None and "replay" in checkpoint:
+                t.replay = store.load(
+                    memory, probes, checkpoint["replay"], **self._replay_options()
+                )
+            else:  # a checkpoint without the replay's state: truth folded from the events
+                t.replay = Replay.restore(
+                    memory,
+                    probes,
+                    self.state.iter_events(0, applied),
+                    checkpoint["snapshot"],
+                    **self._replay_options(),
+                )
+                replayed = applied
+                if store is not None:  # saved in full at the next commit
+                    store.reset()
+                    store.note_all(t.replay.truth)
+            t.store = store
             if isinstance(memory, Checkpointed):
                 memory.batch_writes()
         except Exception as exc:
@@ -230,6 +259,8 @@ class Runner:
         t.memory = memory
         t.built_fingerprint = t.fingerprint
         t.position = applied
+        t.last_event = checkpoint.get("last_event")
+        t.page_wanted += 1
         t.note = None
         log.info(
             "shadow restored",
@@ -237,7 +268,8 @@ class Runner:
             events=applied,
             shadow=str(t.options.get("path")),
             replayed=0,
-            pending=len(self.events) - applied,
+            truth_folded_from_events=replayed,
+            pending=self.event_count - applied,
         )
         return True
 
@@ -254,9 +286,9 @@ class Runner:
                 "configuration changed since the shadow was written (probe file, staleness, "
                 "forgetting window, mode or target options): fresh replay"
             )
-        if not isinstance(applied, int) or applied > len(self.events):
+        if not isinstance(applied, int) or applied > self.event_count:
             return "the state file holds fewer events than the shadow applied: fresh replay"
-        last = self.events[applied - 1].id if applied else None
+        last = self.state.event_id_at(applied) if applied else None
         if checkpoint.get("last_event") != last:
             return "the shadow's checkpoint does not match the stored events: fresh replay"
         return ""
@@ -265,14 +297,16 @@ class Runner:
         """Make the shadow's writes so far durable, with where the replay has got to."""
         assert isinstance(t.memory, Checkpointed) and t.replay is not None
         n = t.position
-        t.memory.commit(
-            {
-                "fingerprint": t.fingerprint,
-                "applied": n,
-                "last_event": self.events[n - 1].id if n else None,
-                "snapshot": t.replay.snapshot(),
-            }
-        )
+        checkpoint: dict[str, Any] = {
+            "fingerprint": t.fingerprint,
+            "applied": n,
+            "last_event": t.last_event if n else None,
+        }
+        if t.store is not None:
+            checkpoint["replay"] = t.store.save(t.replay)
+        else:
+            checkpoint["snapshot"] = t.replay.snapshot()
+        t.memory.commit(checkpoint)
 
     def _replay_options(self) -> dict[str, Any]:
         return {
@@ -319,44 +353,85 @@ class Runner:
         with self.tracer.start_as_current_span(
             "healthd.run", attributes={"healthd.run_id": run_id, "healthd.version": __version__}
         ) as root:
-            with self.tracer.start_as_current_span("pull") as span:
-                pulled = self._pull(run_id, record)
-                span.set_attribute("healthd.events.new", len(pulled))
-            self._unpersisted.extend(pulled)
-            new = [event for _, event in pulled]
-            summary.new_events = len(new)
             self._refresh_probes()
-            with self._view_lock:
-                self.events.extend(new)
-            # The events and cursors are stored before any shadow is written, so a shadow's
-            # checkpoint never names an event a restart would not find in the state file.
-            try:
-                self.state.record_events(self._unpersisted, record.sources)
-                self._unpersisted.clear()
-                self.state.set_dirty(
-                    [t.name for t in self.targets.values() if t.persistent],
-                    {t.name: t.fingerprint for t in self.targets.values()},
-                )
-            except HealthdError as exc:
-                self._fail_all(run_id, summary, redact_text(str(exc)))
-            else:
-                for t in self.targets.values():
-                    if self.stop.is_set():
-                        summary.aborted = True
-                        break
-                    outcome = self._run_target(t, run_id, started)
-                    summary.targets[t.name] = outcome
-                    if outcome.get("aborted"):
-                        summary.aborted = True
-                with self.tracer.start_as_current_span("export") as span:
-                    record.targets = [t.row for t in self.targets.values()]
+            self._new = []
+            changed: dict[FactKey, None] = {}
+            written = True
+            with self.tracer.start_as_current_span("pull") as span:
+                pulled, more = self._pull(run_id, record)
+                while True:
+                    new = [event for _, event in pulled]
+                    summary.new_events += len(new)
+                    with self._view_lock:
+                        self.event_count += len(new)
+                    if self._new is not None and len(self._new) + len(new) <= IN_MEMORY_EVENTS:
+                        self._new.extend(new)
+                    else:
+                        # A backlog (a first run): replayed from the state file a chunk at
+                        # a time, so the events are not all held in memory beside the replay.
+                        self._new = None
+                    keys = self.catalog.add(new)
+                    changed.update(dict.fromkeys(keys))
+                    self._unpersisted.extend(pulled)
+                    self._unpersisted_keys.update(dict.fromkeys(keys))
+                    pulled, new = [], []
+                    # The events and cursors are stored before any shadow is written, so a
+                    # shadow's checkpoint never names an event a restart would not find in
+                    # the state file.
                     try:
-                        self.state.record_run(record)
+                        self.state.record_events(
+                            self._unpersisted,
+                            record.sources,
+                            self.catalog.rows(self._unpersisted_keys),
+                        )
                     except HealthdError as exc:
                         self._fail_all(run_id, summary, redact_text(str(exc)))
-                    span.set_attribute("healthd.targets", len(self.targets))
+                        written = False
+                        break
+                    self._unpersisted.clear()
+                    self._unpersisted_keys.clear()
+                    if not more or self.stop.is_set():
+                        break
+                    pulled, more = self._pull(run_id, record, only=more)
+                span.set_attribute("healthd.events.new", summary.new_events)
+            self._extend_probes(list(changed))
+            if written:
+                try:
+                    self.state.set_dirty(
+                        [t.name for t in self.targets.values() if t.persistent],
+                        {t.name: t.fingerprint for t in self.targets.values()},
+                    )
+                except HealthdError as exc:
+                    self._fail_all(run_id, summary, redact_text(str(exc)))
+                    written = False
+            if written:
+                with self._replay_lock:  # the page at / waits for the results to be shown
+                    for t in self.targets.values():
+                        if self.stop.is_set():
+                            summary.aborted = True
+                            break
+                        outcome = self._run_target(t, run_id, started)
+                        summary.targets[t.name] = outcome
+                        if outcome.get("aborted"):
+                            summary.aborted = True
+                    with self.tracer.start_as_current_span("export") as span:
+                        record.targets = [t.pending_row or t.row for t in self.targets.values()]
+                        try:
+                            self.state.record_run(record)
+                        except HealthdError as exc:
+                            self._show_results()
+                            self._fail_all(run_id, summary, redact_text(str(exc)))
+                        span.set_attribute("healthd.targets", len(self.targets))
+                    self._new = []  # in the state file now; not kept until the next run
+                    # What a target's run cost is the whole run's: pull, replay, state
+                    # write; observed before the results show, so a scrape that sees a
+                    # run counted sees its duration too.
+                    duration = time.perf_counter() - t0
+                    for name, outcome in list(summary.targets.items()):
+                        self._report(self.targets[name], run_id, outcome, duration)
+                    self._show_results()
             summary.duration = time.perf_counter() - t0
-            root.set_attribute("healthd.events.new", len(new))
+            root.set_attribute("healthd.events.new", summary.new_events)
             root.set_attribute(
                 "healthd.targets.failed",
                 sum(1 for o in summary.targets.values() if o["result"] == "failure"),
@@ -369,6 +444,13 @@ class Runner:
             self.last_run = summary
             self.history.append(summary)
         return summary
+
+    def _show_results(self) -> None:
+        """The targets' rows this run updated become what the metrics and pages show."""
+        with self._changing():
+            for t in self.targets.values():
+                if t.pending_row is not None:
+                    t.row, t.pending_row = t.pending_row, None
 
     def _fail_all(
         self,
@@ -394,13 +476,19 @@ class Runner:
                 summary.targets[t.name] = {"result": "failure", "events": 0, "error": error}
         log.error("run failed", run_id=run_id, error=error, targets=sorted(self.targets))
 
-    def _pull(self, run_id: str, record: RunRecord) -> list[tuple[str, ChangeEvent]]:
-        """New events from every source, merged, each with the name of its source."""
+    def _pull(
+        self, run_id: str, record: RunRecord, only: set[str] | None = None
+    ) -> tuple[list[tuple[str, ChangeEvent]], set[str]]:
+        """New events from every source (or those in ``only``), merged, each with the name
+        of its source; and the sources that stopped at a bound with more to read."""
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
+        more: set[str] = set()
         for s in self.sources.values():
             if self.stop.is_set():
                 break
+            if only is not None and s.name not in only:
+                continue
             with self.tracer.start_as_current_span(
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
@@ -410,12 +498,11 @@ class Runner:
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
-                fresh = []
                 not_after = datetime.fromtimestamp(self.clock(), UTC) + (
                     self.settings.max_future_skew
                 )
+                timely = []
                 for event in result.events:
-                    key = (s.name, event.id)
                     if event.timestamp > not_after:
                         result.skipped.append(
                             f"event {event.id!r} refused: timestamp "
@@ -423,9 +510,8 @@ class Runner:
                             f"{format_timestamp(not_after)} (now plus max_future_skew)"
                         )
                         continue
-                    if key not in self._seen:
-                        self._seen.add(key)
-                        fresh.append(event)
+                    timely.append(event)
+                fresh = self._unseen(s.name, timely, result)
                 row = SourceRow(
                     s.name,
                     result.cursor,
@@ -451,7 +537,50 @@ class Runner:
                 for reason in result.skipped:
                     log.warning("source skipped input", run_id=run_id, source=s.name, reason=reason)
                 per_source.append(fresh)
-        return [(source_of[id(e)], e) for e in merge_timelines(*per_source)]
+                if result.more and not result.error:
+                    more.add(s.name)
+        return [(source_of[id(e)], e) for e in merge_timelines(*per_source)], more
+
+    def _unseen(
+        self, source: str, events: list[ChangeEvent], result: PullResult
+    ) -> list[ChangeEvent]:
+        """The events the source had not delivered before (looked up in the state file).
+        For a source that says where it read each event (``result.places``), one delivered
+        again with other content is reported with its place, never taken silently."""
+        stored = self.state.stored_bodies(source, [e.id for e in events]) if events else {}
+        pending = {e.id: e for name, e in self._unpersisted if name == source}
+        fresh: list[ChangeEvent] = []
+        again = 0
+        for event in events:
+            before = stored.get(event.id)
+            if before is None and event.id in pending:
+                before = dumps_event(pending[event.id])
+            if before is None:
+                pending[event.id] = event
+                fresh.append(event)
+            elif result.places is None:
+                continue
+            elif before == dumps_event(event):
+                again += 1
+            else:
+                result.skipped.append(
+                    f"{result.places.get(event.id, source)}: id {event.id!r} was read before "
+                    "with other content; the rewritten line is not taken"
+                )
+        if again:
+            result.skipped.append(
+                f"source {source!r}: {again} events read before were not taken again"
+            )
+        return fresh
+
+    def _extend_probes(self, changed: list[FactKey]) -> None:
+        """The probe set follows the catalog of keys (extended by the new events alone);
+        ``changed``: the keys this run's events added or changed in it."""
+        if changed or self._probe_extra is not self._probes_extra_used:
+            self._previous_probes = self.probes
+            self._new_probe_keys = changed
+            self.probes = self.catalog.probe_set(self._probe_extra)
+            self._probes_extra_used = self._probe_extra
 
     def _refresh_probes(self) -> None:
         """Read the probe file again; a changed file changes every target's fingerprint."""
@@ -471,16 +600,21 @@ class Runner:
 
     def _current_probes(self) -> ProbeSet:
         """The probe set over every event so far (+ the probe file); new keys extend it."""
-        state = (len(self.events), id(self._probe_extra))
-        if state != self._probes_state:
-            self.probes = build_probe_set(self.events, self._probe_extra)
-            self._probes_state = state
         return self.probes
+
+    def _events_from(self, position: int) -> Iterable[ChangeEvent]:
+        """The events after the first ``position``: this run's from memory, older ones from
+        the state file."""
+        new = self._new or []
+        tail = self.event_count - len(new)
+        if position >= tail:
+            return new[position - tail :]
+        return self.state.iter_events(position)
 
     def _run_target(self, t: TargetRuntime, run_id: str, started: float) -> dict[str, Any]:
         t0 = time.perf_counter()
         row = t.row
-        total = len(self.events)
+        total = self.event_count
         new = total - row.applied
         outcome: dict[str, Any] = {"result": "success", "events": max(new, 0), "replayed": 0}
         probes = self._current_probes()
@@ -499,7 +633,6 @@ class Runner:
                         if t.built_fingerprint
                         else "first replay"
                     )
-                    todo: Sequence[ChangeEvent] = self.events
                     self._close(t)
                     memory = _build(t)
                     t.memory = memory
@@ -509,41 +642,54 @@ class Runner:
                     t.probes = probes
                     t.built_fingerprint = t.fingerprint
                     t.position = 0
+                    t.last_event = None
+                    if t.persistent and isinstance(memory, StateHolding):
+                        t.store = ReplayStore(memory)
+                        t.store.reset()
                     if t.persistent and isinstance(memory, Checkpointed):
                         memory.batch_writes()
-                    if todo:
+                    if total:
                         log.info(
                             "fresh replay",
                             run_id=run_id,
                             target=t.name,
                             reason=reason,
-                            events=len(todo),
+                            events=total,
                         )
                     t.note = None
                 else:
-                    todo = self.events[t.position :]
                     assert t.replay is not None
                     if probes is not t.probes:
-                        t.replay.update_probes(probes)
+                        keys = self._new_probe_keys if t.probes is self._previous_probes else None
+                        t.replay.update_probes(probes, keys)
                         t.probes = probes
+                        t.page_wanted += 1
+                todo = self._events_from(t.position)
+                count = total - t.position
                 replay = t.replay
                 assert replay is not None
                 batched = t.persistent and isinstance(t.memory, Checkpointed)
-                progress = _Progress(self, t.name, run_id, len(todo))
+                progress = _Progress(self, t.name, run_id, count)
+                done = 0
                 for done, event in enumerate(todo, 1):
                     if self.stop.is_set():
                         raise Aborted()
                     t.stages.add(replay.step(event), event)
+                    if t.store is not None:
+                        t.store.note(event)
                     t.position += 1
+                    t.last_event = event.id
                     if batched and done % self.settings.checkpoint_events == 0:
                         self._commit(t)
                     if done % 128 == 0:
                         progress.update(done)
-                if batched:
+                if batched and (done or fresh):
                     self._commit(t)
-                progress.update(len(todo), final=True)
-                outcome["replayed"] = len(todo)
-                span.set_attribute("healthd.events.replayed", len(todo))
+                progress.update(done, final=True)
+                if done or fresh:
+                    t.page_wanted += 1
+                outcome["replayed"] = done
+                span.set_attribute("healthd.events.replayed", done)
                 span.set_attribute("healthd.replay.fresh", fresh)
             with self.tracer.start_as_current_span(
                 "score", attributes={"healthd.target": t.name}
@@ -564,38 +710,24 @@ class Runner:
                 for name, value in results["metrics"]["all"].items():
                     if value is not None:
                         span.set_attribute(f"healthd.{name}", value)
-                stages, stage_events = t.stages.stages()
-                page = {
-                    "target": {
-                        "name": t.name,
-                        "kind": t.kind,
-                        "stages": stages,
-                        "final": {
-                            "metrics": results["metrics"],
-                            "probes": [probe_json(p) for p in replay.report()],
-                        },
-                    },
-                    "events": stage_events,
-                    "multi_valued": frozenset(t.stages.multi_valued),
-                    "options": dict(t.options),
-                }
             duration = time.perf_counter() - t0
             now = self.clock()
-            snapshot = replay.snapshot() if t.persistent else None
-            with self._changing():
-                row.fingerprint = t.fingerprint
-                row.dirty = False
-                row.events_replayed += max(new, 0)
-                row.applied = total
-                row.snapshot = snapshot
-                results["duration_seconds"] = duration
-                row.results = results
-                row.runs_success += 1
-                row.last_run = now
-                row.last_success = now
-                row.last_result = "success"
-                row.last_error = None
-                t.page = page
+            results["duration_seconds"] = duration
+            # shown once the state file holds it (see _run)
+            t.pending_row = replace(
+                row,
+                fingerprint=t.fingerprint,
+                dirty=False,
+                events_replayed=row.events_replayed + max(new, 0),
+                applied=total,
+                snapshot=None,  # the replay's state is in the shadow, with its checkpoint
+                results=results,
+                runs_success=row.runs_success + 1,
+                last_run=now,
+                last_success=now,
+                last_result="success",
+                last_error=None,
+            )
             outcome["metrics"] = results["metrics"]["all"]
             outcome["probes"] = results["probes"]
         except Aborted:
@@ -608,25 +740,46 @@ class Runner:
             with self._changing():
                 row.dirty = t.persistent or row.dirty
             t.note = "the previous run was stopped by a shutdown"
-            outcome = {"result": "aborted", "aborted": True, "events": max(new, 0)}
             log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
-            duration = time.perf_counter() - t0
-            self.observe_duration(t.name, duration)
-            return outcome
+            return {"result": "aborted", "aborted": True, "events": max(new, 0)}
         except Exception as exc:
             self._close(t)
             t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
-            duration = time.perf_counter() - t0
-            with self._changing():
-                row.runs_failure += 1
-                row.last_run = self.clock()
-                row.last_result = "failure"
-                row.last_error = message
-                row.dirty = t.persistent or row.dirty
+            t.pending_row = replace(  # shown with the other targets' results
+                row,
+                runs_failure=row.runs_failure + 1,
+                last_run=self.clock(),
+                last_result="failure",
+                last_error=message,
+                dirty=t.persistent or row.dirty,
+            )
             outcome = {"result": "failure", "events": max(new, 0), "error": message}
+            # logged at once, before the failure shows in the metrics
+            log.error(
+                "run failed",
+                run_id=run_id,
+                target=t.name,
+                result="failure",
+                duration_seconds=round(time.perf_counter() - t0, 4),
+                events=outcome["events"],
+                replayed=0,
+                error=message,
+            )
+        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
+        return outcome
+
+    def _report(
+        self, t: TargetRuntime, run_id: str, outcome: dict[str, Any], duration: float
+    ) -> None:
+        """Log a target's successful run and observe its duration, once the state is written
+        (a failed one was logged as it failed)."""
         self.observe_duration(t.name, duration)
+        if outcome.get("aborted"):
+            return
         outcome["duration_seconds"] = round(duration, 6)
+        if outcome["result"] != "success":
+            return
         log_fields = {
             "run_id": run_id,
             "target": t.name,
@@ -635,13 +788,39 @@ class Runner:
             "events": outcome["events"],
             "replayed": outcome.get("replayed", 0),
         }
-        if outcome["result"] == "success":
-            log_fields["probes"] = outcome["probes"]
-            log_fields["metrics"] = outcome["metrics"]
-            log.info("run", **log_fields)
-        else:
-            log.error("run failed", error=outcome["error"], **log_fields)
-        return outcome
+        log_fields["probes"] = outcome["probes"]
+        log_fields["metrics"] = outcome["metrics"]
+        log.info("run", **log_fields)
+
+    def _page(self, t: TargetRuntime) -> dict[str, Any] | None:
+        """The target's part of the page at /, built when asked for after its replay moved
+        on (not at every run: it reads every probe). While a run is replaying, the page
+        built last is shown."""
+        if t.page_built == t.page_wanted or not self._replay_lock.acquire(blocking=False):
+            return t.page
+        try:
+            replay, results = t.replay, t.row.results
+            if replay is None or results is None:
+                return t.page
+            stages, stage_events = t.stages.stages()
+            t.page = {
+                "target": {
+                    "name": t.name,
+                    "kind": t.kind,
+                    "stages": stages,
+                    "final": {
+                        "metrics": results["metrics"],
+                        "probes": [probe_json(p) for p in replay.report()],
+                    },
+                },
+                "events": stage_events,
+                "multi_valued": frozenset(t.stages.multi_valued),
+                "options": dict(t.options),
+            }
+            t.page_built = t.page_wanted
+            return t.page
+        finally:
+            self._replay_lock.release()
 
     def _close(self, t: TargetRuntime) -> None:
         if t.memory is not None:
@@ -651,6 +830,7 @@ class Runner:
                 pass
         t.memory = None
         t.replay = None
+        t.store = None
 
     def close(self) -> None:
         for t in self.targets.values():
@@ -678,7 +858,7 @@ class Runner:
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,
                 "history": list(self.history),
-                "pages": {name: t.page for name, t in self.targets.items()},
+                "pages": _Pages(self),
                 "windows": self.settings.staleness.windows(),
             }
 
@@ -695,6 +875,22 @@ class Runner:
     def count_missed(self, n: int = 1) -> None:
         with self._changing():
             self.missed_runs += n
+
+
+class _Pages(Mapping[str, "dict[str, Any] | None"]):
+    """Each target's page at /, built when read (see :meth:`Runner._page`)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def __getitem__(self, name: str) -> dict[str, Any] | None:
+        return self.runner._page(self.runner.targets[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.runner.targets)
+
+    def __len__(self) -> int:
+        return len(self.runner.targets)
 
 
 class _Progress:

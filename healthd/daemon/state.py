@@ -3,9 +3,13 @@
 * ``events``: every event pulled so far, in the order the targets apply them (``seq``), each
   stored once per (source, id) so a source that reads the same history again cannot make a
   target replay or count it twice;
+* ``probe_keys``: every key the events have held (a :class:`~healthd.probes.KeyCatalog`),
+  written with the events, so a restart builds the probe set without reading every event;
 * ``sources``: each source's cursor, event count and last status;
 * ``targets``: per target the fingerprint of its configuration, how many events of the log
-  it has applied, the replay snapshot, the last results and its run counters, and a
+  it has applied, the last results and its run counters (the replay's own state is kept
+  beside a persistent shadow, :mod:`healthd.daemon.replay_store`; ``snapshot`` is no longer
+  written), and a
   ``dirty`` flag set *before* a persistent shadow is written and cleared in the same
   transaction that records the run, so an interrupted run is detected on restart (the shadow
   is then reset and everything replayed).
@@ -20,7 +24,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +33,8 @@ from typing import Any
 from healthd._sqlite import transaction
 from healthd.errors import HealthdError
 from healthd.logging import get_logger
-from healthd.model import ChangeEvent
+from healthd.model import ChangeEvent, Domain
+from healthd.probes import KeyCatalog
 from healthd.timeline import dumps_event, iter_timeline
 
 SCHEMA_VERSION = "1"
@@ -43,6 +48,14 @@ CREATE TABLE IF NOT EXISTS events (
     event_id TEXT NOT NULL,
     body TEXT NOT NULL,
     UNIQUE (source, event_id)
+);
+CREATE TABLE IF NOT EXISTS probe_keys (
+    seq INTEGER PRIMARY KEY,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    multi INTEGER NOT NULL,
+    UNIQUE (subject, predicate)
 );
 CREATE TABLE IF NOT EXISTS sources (
     name TEXT PRIMARY KEY,
@@ -69,7 +82,8 @@ CREATE TABLE IF NOT EXISTS targets (
 """
 
 
-_TABLES = {"meta", "events", "sources", "targets"}
+_TABLES = {"meta", "events", "probe_keys", "sources", "targets"}
+_CHUNK = 500  # ids per lookup query
 
 
 class StateError(HealthdError):
@@ -155,6 +169,71 @@ class StateStore:
         # one line at a time: two sources may use the same event id
         return [(source, next(iter_timeline([body], origin=origin))) for source, body in rows]
 
+    def event_count(self) -> int:
+        row = self._db.execute("SELECT count(*) FROM events").fetchone()
+        return int(row[0])
+
+    def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[ChangeEvent]:
+        """The stored events from the ``start``-th to the ``stop``-th (from 0, ``stop``
+        excluded), in order, read a chunk at a time."""
+        origin = f"{self.path} (events)"
+        left = -1 if stop is None else max(0, stop - start)
+        if left == 0:
+            return
+        rows = self._db.execute(
+            "SELECT seq, body FROM events ORDER BY seq LIMIT ? OFFSET ?",
+            (_chunk(left), start),
+        ).fetchall()
+        while rows:
+            for _, body in rows:
+                yield next(iter_timeline([body], origin=origin))
+            if left > 0:
+                left -= len(rows)
+                if left == 0:
+                    return
+            rows = self._db.execute(
+                "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                (rows[-1][0], _chunk(left)),
+            ).fetchall()
+
+    def event_id_at(self, position: int) -> str | None:
+        """The id of the ``position``-th stored event (from 1), None past the end."""
+        row = self._db.execute(
+            "SELECT event_id FROM events ORDER BY seq LIMIT 1 OFFSET ?", (position - 1,)
+        ).fetchone()
+        return str(row[0]) if row else None
+
+    def stored_bodies(self, source: str, ids: Iterable[str]) -> dict[str, str]:
+        """The stored body of each of ``ids`` the source delivered before (a unique index
+        lookup: no id set is kept in memory)."""
+        ids = list(ids)
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), _CHUNK):
+            part = ids[i : i + _CHUNK]
+            marks = ",".join("?" * len(part))
+            out.update(
+                self._db.execute(
+                    f"SELECT event_id, body FROM events WHERE source = ? AND event_id IN ({marks})",
+                    (source, *part),
+                ).fetchall()
+            )
+        return out
+
+    def key_catalog(self) -> KeyCatalog:
+        """Every key the stored events have held; built once from the events for a state
+        file written before the catalog was kept."""
+        done = self._db.execute("SELECT value FROM meta WHERE key = 'probe_keys'").fetchone()
+        if done is None:
+            catalog = KeyCatalog(self.iter_events())
+            with self._writing():
+                self._upsert_keys(catalog.rows(catalog.keys))
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('probe_keys', '1')")
+            return catalog
+        rows: list[tuple[str, str, Domain, bool]] = self._db.execute(
+            "SELECT subject, predicate, domain, multi FROM probe_keys ORDER BY seq"
+        ).fetchall()
+        return KeyCatalog.from_rows(rows)
+
     def sources(self) -> dict[str, SourceRow]:
         rows = self._db.execute(
             "SELECT name, cursor, events_total, up, last_error FROM sources"
@@ -183,12 +262,25 @@ class StateStore:
     # -- writing --------------------------------------------------------------------------
 
     def record_events(
-        self, events: list[tuple[str, ChangeEvent]], sources: list[SourceRow]
+        self,
+        events: list[tuple[str, ChangeEvent]],
+        sources: list[SourceRow],
+        keys: Sequence[tuple[str, str, Domain, bool]] = (),
     ) -> None:
-        """Store newly pulled events and the source cursors that follow them, together."""
+        """Store newly pulled events, the source cursors that follow them and the keys they
+        added to the catalog, together."""
         with self._writing():
             self._insert_events(events)
             self._upsert_sources(sources)
+            self._upsert_keys(keys)
+
+    def _upsert_keys(self, keys: Iterable[tuple[str, str, Domain, bool]]) -> None:
+        self._db.executemany(
+            "INSERT INTO probe_keys (subject, predicate, domain, multi) VALUES (?,?,?,?) "
+            "ON CONFLICT(subject, predicate) DO UPDATE SET domain = excluded.domain, "
+            "multi = excluded.multi",
+            [(s, p, d, int(m)) for s, p, d, m in keys],
+        )
 
     def set_dirty(self, names: Iterable[str], fingerprints: dict[str, str]) -> None:
         """Mark targets whose persistent shadow is about to be written (committed first)."""
@@ -206,7 +298,7 @@ class StateStore:
     def _insert_events(self, events: list[tuple[str, ChangeEvent]]) -> None:
         self._db.executemany(
             "INSERT OR IGNORE INTO events (source, event_id, body) VALUES (?, ?, ?)",
-            [(source, event.id, dumps_event(event)) for source, event in events],
+            ((source, event.id, dumps_event(event)) for source, event in events),
         )
 
     def _upsert_sources(self, sources: list[SourceRow]) -> None:
@@ -273,6 +365,10 @@ class StateStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _chunk(left: int) -> int:
+    return 1000 if left < 0 else min(left, 1000)
 
 
 def shadow_path(state_path: str, target: str) -> str:

@@ -928,6 +928,14 @@ class ReferenceMemory:
         )
         return [FactKey(s, p) for s, p in rows]
 
+    def state_db(self) -> sqlite3.Connection:
+        """The shadow's own database, for state a caller keeps beside the shadow (in tables
+        of its own): what it writes there in batched mode is made durable by the next
+        :meth:`commit`, together with the shadow's writes, or not at all."""
+        if self._batched and not self._db.in_transaction:
+            self._db.execute("BEGIN")
+        return self._db
+
 
 _Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
 _NO_EXPIRY: _Expiry = (None, None)

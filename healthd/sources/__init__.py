@@ -27,6 +27,13 @@ class PullResult:
     cursor: str | None
     error: str | None = None
     skipped: list[str] = field(default_factory=list)
+    # Where the source read each event (id → e.g. "file line 3"), from a source that may
+    # deliver an event again (a rewritten file): the daemon reports a repeated id whose
+    # content changed, with its place, instead of dropping it silently.
+    places: dict[str, str] | None = None
+    # The source stopped at a bound with more to read: the daemon stores what it got and
+    # pulls again from the new cursor before replaying, so a backlog is taken in slices.
+    more: bool = False
 
     @property
     def ok(self) -> bool:

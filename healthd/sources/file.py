@@ -5,14 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from healthd.errors import ConfigError, TimelineError
-from healthd.model import ChangeEvent
 from healthd.sources import PullResult, register_source
-from healthd.timeline import dumps_event, iter_timeline
+from healthd.timeline import iter_timeline
+
+#: Bytes hashed at each end of what was read, to tell an appended file from a rewritten one.
+EDGE = 4096
+#: Bytes read by one pull at most (whole lines): a large backlog is taken in slices.
+SLICE = 4 << 20
 
 
 class FileOptions(BaseModel):
@@ -21,97 +25,104 @@ class FileOptions(BaseModel):
 
 
 class FileSource:
-    """Reads a JSONL timeline. The cursor is the byte offset read so far plus a hash of that
-    prefix, so appended lines are read once and a rewritten file is read again from the top;
-    it also keeps a short digest of each event read, so that after a rewrite an event read
-    before is not delivered twice, and a line that reuses a read event's id with new content
-    is reported with its line number (never taken silently)."""
+    """Reads a JSONL timeline from the byte offset it had read to. The cursor is that offset,
+    the line number there and hashes of the first and last :data:`EDGE` bytes before it, so
+    its size does not grow with the file: a pull reads only what was appended, and a file
+    that is shorter, or whose hashed edges changed, was rewritten and is read again from the
+    top (a rewrite confined to the middle of a long file, away from both edges, is not seen).
+    A pull reads at most :data:`SLICE` bytes of whole lines and says when there is more.
+
+    After a rewrite the events read before come again, each with its line in
+    ``PullResult.places``: the daemon, which keeps every event it took, takes none of them
+    twice and reports a line that reuses a read event's id with other content."""
 
     kind = "file"
 
-    def __init__(self, name: str, path: str) -> None:
+    def __init__(self, name: str, path: str, slice_bytes: int | None = None) -> None:
         self.name = name
         self.path = path
+        self.slice = slice_bytes or SLICE
 
     def pull(self, cursor: str | None) -> PullResult:
         try:
             with open(self.path, "rb") as handle:
-                data = handle.read()
+                offset, line, restarted = _resume(handle, cursor)
+                handle.seek(offset)
+                data = handle.read(self.slice + 1)
+                more = len(data) > self.slice
+                if more:
+                    data = data[: self.slice]
+                end = data.rfind(b"\n") + 1  # a line still being written waits for the next pull
+                first, last = _edges(handle, offset + end)
         except OSError as exc:
             return PullResult([], cursor, error=f"cannot read {self.path}: {exc.strerror}")
-        offset, restarted = 0, False
-        digests: dict[str, str] = {}
-        if cursor:
-            state = json.loads(cursor)
-            offset = int(state["offset"])
-            if isinstance(state.get("ids"), dict):
-                digests = {str(k): str(v) for k, v in state["ids"].items()}
-            if len(data) < offset or hashlib.sha256(data[:offset]).hexdigest() != state["sha256"]:
-                offset, restarted = 0, True
-        end = data.rfind(b"\n") + 1  # a line still being written is left for the next pull
-        if end <= offset:
-            return PullResult([], self._cursor(data, offset, digests))
-        first_line = data[:offset].count(b"\n") + 1
+        unchanged = cursor if not restarted else None
+        if more and end == 0:
+            error = f"{self.path}, line {line}: longer than {self.slice} bytes"
+            return PullResult([], unchanged, error=error)
         try:
-            chunk = data[offset:end].decode("utf-8", errors="strict")
+            chunk = str(memoryview(data)[:end], "utf-8", "strict")  # no copy of the bytes
         except UnicodeDecodeError as exc:
-            line = first_line + data[offset : offset + exc.start].count(b"\n")
-            error = f"{self.path}, line {line}: not UTF-8 text ({exc.reason})"
-            return PullResult([], cursor if not restarted else None, error=error)
+            where = line + data[: exc.start].count(b"\n")
+            error = f"{self.path}, line {where}: not UTF-8 text ({exc.reason})"
+            return PullResult([], unchanged, error=error)
+        del data  # a first pull may read a large file: hold one copy at a time
+        newlines = chunk.count("\n")
+        lines = chunk.splitlines()
+        del chunk
         try:
-            events = list(
-                iter_timeline(chunk.splitlines(), origin=self.path, first_line=first_line)
-            )
+            events = list(iter_timeline(lines, origin=self.path, first_line=line))
         except TimelineError as exc:
-            return PullResult([], cursor if not restarted else None, error=str(exc))
-        result = PullResult([], None)
-        if restarted:
+            return PullResult([], unchanged, error=str(exc))
+        result = PullResult(events, _cursor(first, last, offset + end, line + newlines))
+        result.more = more
+        if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
-        lines = _event_lines(chunk, first_line)
-        again = 0
-        for event in events:
-            digest = _digest(event)
-            known = digests.get(event.id)
-            if known is None:
-                digests[event.id] = digest
-                result.events.append(event)
-            elif known == digest:
-                again += 1
-            else:
-                result.skipped.append(
-                    f"{self.path} line {lines.get(event.id, '?')}: id {event.id!r} was read "
-                    "before with other content; the rewritten line is not taken"
-                )
-        if again:
-            result.skipped.append(f"{self.path}: {again} events read before were not taken again")
-        result.cursor = self._cursor(data, end, digests)
+        numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip())
+        result.places = {
+            event.id: f"{self.path} line {n}" for event, n in zip(events, numbers, strict=True)
+        }
         return result
 
-    @staticmethod
-    def _cursor(data: bytes, offset: int, digests: dict[str, str]) -> str:
-        return json.dumps(
-            {
-                "offset": offset,
-                "sha256": hashlib.sha256(data[:offset]).hexdigest(),
-                "ids": digests,
-            }
-        )
+
+def _resume(handle: IO[bytes], cursor: str | None) -> tuple[int, int, bool]:
+    """Where to read from: (byte offset, its line number, whether the file was rewritten)."""
+    if not cursor:
+        return 0, 1, False
+    state = json.loads(cursor)
+    offset = int(state["offset"])
+    handle.seek(0, 2)
+    if handle.tell() < offset:
+        return 0, 1, True
+    if "sha256" in state:  # a cursor written before the bounded check: the whole prefix, once
+        handle.seek(0)
+        prefix = handle.read(offset)
+        if hashlib.sha256(prefix).hexdigest() != state["sha256"]:
+            return 0, 1, True
+        return offset, prefix.count(b"\n") + 1, False
+    first, last = _edges(handle, offset)
+    if _digest(first) != state["head"] or _digest(last) != state["tail"]:
+        return 0, 1, True
+    return offset, int(state["line"]), False
 
 
-def _digest(event: ChangeEvent) -> str:
-    return hashlib.sha256(dumps_event(event).encode()).hexdigest()[:12]
+def _edges(handle: IO[bytes], offset: int) -> tuple[bytes, bytes]:
+    """The first and the last :data:`EDGE` bytes before ``offset``."""
+    handle.seek(0)
+    first = handle.read(min(offset, EDGE))
+    start = max(0, offset - EDGE)
+    handle.seek(start)
+    return first, handle.read(offset - start)
 
 
-def _event_lines(chunk: str, first_line: int) -> dict[str, int]:
-    """Event id → its line number (for reports), from the lines already validated."""
-    out: dict[str, int] = {}
-    for number, raw in enumerate(chunk.splitlines(), start=first_line):
-        text = raw.strip()
-        if text:
-            ident = json.loads(text).get("id")
-            if isinstance(ident, str):
-                out.setdefault(ident, number)
-    return out
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _cursor(first: bytes, last: bytes, offset: int, line: int) -> str:
+    return json.dumps(
+        {"offset": offset, "line": line, "head": _digest(first), "tail": _digest(last)}
+    )
 
 
 @register_source("file")

@@ -422,13 +422,273 @@ def test_a_run_whose_state_write_fails_loses_no_events(tmp_path, monkeypatch):
     path.with_name("kept.sqlite").replace(path)
     timeline.write_text("".join(lines[:100]))
     runner.run_once()
-    assert [e.id for _, e in state.events()] == [e.id for e in runner.events]
+    assert runner.event_count == 100
     assert len(state.events()) == 100 and state.targets()["naive"].applied == 100
     runner.close()
     state.close()
     runner, state = start()
     runner.run_once()
-    assert len(runner.events) == 100
+    assert runner.event_count == 100
     assert runner.targets["naive"].row.applied == 100
+    runner.close()
+    state.close()
+
+
+def _file_event(ident, value, day=1):
+    return json.dumps(
+        {
+            "id": ident,
+            "type": "added",
+            "timestamp": f"2024-01-{day:02d}T00:00:00Z",
+            "source": "file",
+            "fact": {
+                "subject": "billing",
+                "predicate": "language",
+                "value": value,
+                "domain": "tech",
+            },
+        }
+    )
+
+
+def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(tmp_path):
+    """The file source reads a rewritten file again; the daemon takes none of the events it
+    had twice, and reports (with its line) a line that reuses an id with other content."""
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(_file_event("ev-1", "go") + "\n" + _file_event("ev-2", "rust", 2) + "\n")
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    kw = dict(
+        sources={"tl": {"kind": "file", "path": str(path)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    assert runner.run_once().new_events == 2
+    runner.close()
+    state.close()
+    path.write_text(
+        _file_event("ev-1", "go")
+        + "\n"
+        + _file_event("ev-2", "zig", 2)
+        + "\n"
+        + _file_event("ev-3", "c", 3)
+        + "\n"
+    )
+    runner, state = _runner(tmp_path, **kw)  # after a restart: nothing kept in memory
+    run = runner.run_once()
+    assert run.new_events == 1
+    assert [e.id for e in state.iter_events()] == ["ev-1", "ev-2", "ev-3"]
+    assert [e.fact.value for e in state.iter_events()][1] == "rust"
+    reasons = [
+        json.loads(entry).get("reason", "")
+        for entry in stream.getvalue().splitlines()
+        if json.loads(entry).get("event") == "source skipped input"
+    ]
+    assert any("read again from the top" in r for r in reasons), reasons
+    assert any(f"{path} line 2" in r and "'ev-2'" in r and "other content" in r for r in reasons), (
+        reasons
+    )
+    assert any("1 events read before were not taken again" in r for r in reasons), reasons
+    assert runner.run_once().new_events == 0
+    runner.close()
+    state.close()
+
+
+def test_a_run_with_nothing_new_replays_and_writes_nothing_of_the_history(tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    memory = runner.targets["reference"].memory
+    checkpoint = memory.checkpoint()
+    cursor = state.sources()["t"].cursor
+    idle = runner.run_once()
+    assert idle.targets["reference"]["replayed"] == 0
+    assert memory.checkpoint() == checkpoint  # the shadow was not committed again
+    assert state.sources()["t"].cursor == cursor
+    row = state._db.execute("SELECT snapshot FROM targets WHERE name = 'reference'").fetchone()
+    assert row == (None,)  # no snapshot whose size grows with history in the state file
+    assert state.targets()["reference"].results["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
+
+
+def test_the_observed_run_duration_covers_the_state_write(tmp_path, monkeypatch):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    config = toml_config(
+        tmp_path,
+        port=1,
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    settings = load_settings(str(config))
+    state = StateStore(settings.state_path)
+    observed = []
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    runner = Runner(settings, state, tracer, observe_duration=lambda t, d: observed.append(d))
+    record_run = state.record_run
+
+    shown_during_write = []
+
+    def slow_write(record):
+        shown_during_write.append(runner.view()["targets"]["naive"].runs_success)
+        time.sleep(0.3)
+        record_run(record)
+
+    monkeypatch.setattr(state, "record_run", slow_write)
+    run = runner.run_once()
+    assert observed and observed[0] >= 0.3
+    assert run.targets["naive"]["duration_seconds"] >= 0.3
+    # a scrape during the write does not see the run counted without its duration
+    assert shown_during_write == [0]
+    assert runner.view()["targets"]["naive"].runs_success == 1
+    runner.close()
+    state.close()
+
+
+def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_events(tmp_path):
+    """Restored from the rows kept beside the shadow (no event parsed, no probe asked), the
+    replay goes on to report exactly what one replay over every event reports."""
+    from healthd.exporters.report import probe_json
+
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:70]))
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    runner.close()
+    state.close()
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    restored = [
+        json.loads(entry)
+        for entry in stream.getvalue().splitlines()
+        if json.loads(entry).get("event") == "shadow restored"
+    ]
+    assert restored and restored[0]["events"] == 70
+    assert restored[0]["truth_folded_from_events"] == 0
+    queries = runner.targets["reference"].replay.stats.probe_queries
+    timeline.write_text("".join(lines))
+    run = runner.run_once()
+    assert run.targets["reference"]["replayed"] == len(lines) - 70
+    assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
+    page = runner.view()["pages"]["reference"]["target"]["final"]
+    events = read_timeline(str(EXAMPLE))
+    straight = evaluate(
+        events,
+        build_memory(parse_target("reference")),
+        build_probe_set(events),
+        name="reference",
+        kind="reference",
+        keep_stages=False,
+    )
+    assert json.dumps(page["probes"]) == json.dumps([probe_json(p) for p in straight.probes])
+    assert runner.targets["reference"].replay.stats.probe_queries > queries
+    runner.close()
+    state.close()
+
+
+@pytest.mark.parametrize("tables", ["absent", "left by a newer healthd"])
+def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_once(
+    tmp_path, tables
+):
+    """A checkpoint holding only the older snapshot (no replay state beside the shadow, or
+    one from before a downgrade): truth is folded from the stored events once, and the state
+    is then kept for next time."""
+    import sqlite3
+
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:70]))
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    t = runner.targets["reference"]
+    body = {
+        "fingerprint": t.fingerprint,
+        "applied": t.position,
+        "last_event": t.last_event,
+        "snapshot": t.replay.snapshot(),
+    }
+    shadow = t.options["path"]
+    runner.close()
+    state.close()
+    with sqlite3.connect(shadow) as db:  # as an older healthd left it
+        db.execute("UPDATE checkpoints SET body = ?", (json.dumps(body),))
+        if tables == "absent":
+            for table in ("healthd_truth_ops", "healthd_truth_keys", "healthd_probes"):
+                db.execute(f"DROP TABLE {table}")
+            db.execute("DROP TABLE healthd_values")
+
+    def restored_lines(stream):
+        return [
+            json.loads(entry)
+            for entry in stream.getvalue().splitlines()
+            if json.loads(entry).get("event") == "shadow restored"
+        ]
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    assert restored_lines(stream)[0]["truth_folded_from_events"] == 70
+    timeline.write_text("".join(lines))
+    runner.run_once()
+    assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    assert restored_lines(stream)[0]["truth_folded_from_events"] == 0
+    runner.run_once()
+    assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
+
+
+def test_a_backlog_is_replayed_from_the_state_file_with_the_same_results(tmp_path, monkeypatch):
+    import healthd.daemon.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "IN_MEMORY_EVENTS", 10)  # the example is a backlog
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    runner, state = _runner(tmp_path, sources={"t": {"kind": "file", "path": str(timeline)}})
+    run = runner.run_once()
+    assert runner._new == []  # not held beside the replay
+    for name in ("reference", "naive"):
+        assert run.targets[name]["replayed"] == 135
+        assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
+    runner.close()
+    state.close()
+
+
+def test_a_file_read_in_many_slices_is_one_run_with_the_same_results(tmp_path, monkeypatch):
+    import healthd.sources.file as file_source
+
+    monkeypatch.setattr(file_source, "SLICE", 2000)  # the example: dozens of slices
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    runner, state = _runner(tmp_path, sources={"t": {"kind": "file", "path": str(timeline)}})
+    run = runner.run_once()
+    assert run.new_events == 135 and state.event_count() == 135
+    for name in ("reference", "naive"):
+        assert run.targets[name]["replayed"] == 135
+        assert runner.targets[name].row.results["metrics"] == _expected(EXAMPLE, name)
+    assert runner.run_once().new_events == 0
     runner.close()
     state.close()

@@ -24,7 +24,7 @@ def line(ident: str, value: str, day: int = 1) -> str:
     )
 
 
-def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(tmp_path):
+def test_a_rewritten_file_is_read_again_from_the_top_with_each_event_s_line(tmp_path):
     path = tmp_path / "timeline.jsonl"
     path.write_text(line("ev-1", "go") + "\n" + line("ev-2", "rust", 2) + "\n")
     source = build_source("file", "tl", {"path": str(path)})
@@ -32,17 +32,70 @@ def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(t
     assert [e.id for e in first.events] == ["ev-1", "ev-2"]
 
     path.write_text(
-        line("ev-1", "go") + "\n" + line("ev-2", "zig", 2) + "\n" + line("ev-3", "c", 3) + "\n"
+        line("ev-1", "go") + "\n\n" + line("ev-2", "zig", 2) + "\n" + line("ev-3", "c", 3) + "\n"
     )
     second = source.pull(first.cursor)
 
     assert second.error is None
-    assert [e.id for e in second.events] == ["ev-3"]  # ev-1 unchanged: not delivered twice
-    assert any(
-        "line 2" in note and "'ev-2'" in note and "other content" in note for note in second.skipped
-    ), second.skipped
+    # the daemon, which keeps what it took, sorts out what it had (tests/daemon)
+    assert [e.id for e in second.events] == ["ev-1", "ev-2", "ev-3"]
     assert any("read again from the top" in note for note in second.skipped)
+    assert second.places == {
+        "ev-1": f"{path} line 1",
+        "ev-2": f"{path} line 3",
+        "ev-3": f"{path} line 4",
+    }
     assert source.pull(second.cursor).events == []
+
+
+def test_the_cursor_does_not_grow_with_the_file(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    source = build_source("file", "tl", {"path": str(path)})
+    path.write_text(line("ev-0", "go") + "\n")
+    cursor = source.pull(None).cursor
+    small = len(cursor)
+    with path.open("a") as handle:
+        handle.writelines(line(f"ev-{n}", f"v{n}", 1 + n % 28) + "\n" for n in range(1, 3000))
+    result = source.pull(cursor)
+    assert len(result.events) == 2999
+    assert len(result.cursor) <= small + 10  # offset and line number grew a few digits
+
+
+def test_a_change_at_either_edge_of_what_was_read_is_a_rewrite(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    lines = [line(f"ev-{n}", f"v{n}", 1 + n % 28) for n in range(200)]  # well over 2 x 4 KiB
+    path.write_text("\n".join(lines) + "\n")
+    source = build_source("file", "tl", {"path": str(path)})
+    cursor = source.pull(None).cursor
+    for changed in (0, 199):  # the first line, then the last line read
+        edited = list(lines)
+        edited[changed] = line(f"ev-{changed}", "changed", 1)
+        path.write_text("\n".join(edited) + "\n")
+        again = source.pull(cursor)
+        assert len(again.events) == 200, changed
+        assert any("read again from the top" in note for note in again.skipped)
+        path.write_text("\n".join(lines) + "\n")
+        cursor = source.pull(None).cursor
+
+
+def test_a_cursor_from_before_the_bounded_check_resumes_where_it_was(tmp_path):
+    import hashlib
+
+    path = tmp_path / "timeline.jsonl"
+    first = line("ev-1", "go") + "\n"
+    path.write_text(first + line("ev-2", "rust", 2) + "\n")
+    old = json.dumps(
+        {
+            "offset": len(first),
+            "sha256": hashlib.sha256(first.encode()).hexdigest(),
+            "ids": {"ev-1": "0" * 12},
+        }
+    )
+    source = build_source("file", "tl", {"path": str(path)})
+    result = source.pull(old)
+    assert [e.id for e in result.events] == ["ev-2"] and result.skipped == []
+    assert result.places == {"ev-2": f"{path} line 2"}
+    assert "ids" not in json.loads(result.cursor)
 
 
 def test_appended_lines_are_read_once(tmp_path):
@@ -54,3 +107,34 @@ def test_appended_lines_are_read_once(tmp_path):
         handle.write(line("ev-2", "rust", 2) + "\n")
     second = source.pull(first.cursor)
     assert [e.id for e in second.events] == ["ev-2"] and second.skipped == []
+
+
+def test_a_backlog_is_read_in_slices_of_whole_lines(tmp_path):
+    from healthd.sources.file import FileSource
+
+    path = tmp_path / "timeline.jsonl"
+    lines = [line(f"ev-{n}", f"v{n}", 1 + n % 28) for n in range(40)]
+    path.write_text("\n".join(lines) + "\n")
+    source = FileSource("tl", str(path), slice_bytes=1000)  # about 4 lines a slice
+    cursor, ids, pulls = None, [], 0
+    while True:
+        result = source.pull(cursor)
+        assert result.error is None and result.skipped == []
+        ids += [e.id for e in result.events]
+        cursor, pulls = result.cursor, pulls + 1
+        if not result.more:
+            break
+    assert ids == [f"ev-{n}" for n in range(40)] and pulls > 5
+    assert source.pull(cursor).events == []
+
+
+def test_a_line_longer_than_a_slice_is_an_error_naming_it(tmp_path):
+    from healthd.sources.file import FileSource
+
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(line("ev-1", "go") + "\n" + line("ev-2", "x" * 3000, 2) + "\n")
+    source = FileSource("tl", str(path), slice_bytes=1000)
+    first = source.pull(None)
+    assert [e.id for e in first.events] == ["ev-1"] and first.more
+    second = source.pull(first.cursor)
+    assert second.error and "line 2" in second.error and second.cursor == first.cursor

@@ -1,0 +1,302 @@
+"""A replay's state kept beside its persistent shadow, so a restart resumes without the events.
+
+In the shadow's own SQLite database (tables ``healthd_*``), written in the transaction that
+commits the shadow's batch with its checkpoint, so a kill -9 leaves both as they were at one
+commit:
+
+* ``healthd_truth_ops``: ground truth as each key's own operations (value, event time,
+  assert or end, domain, reason, dependencies), appended as events arrive;
+* ``healthd_truth_keys``: per key whether it is multi-valued and asserted, and its values
+  with their domains; ``healthd_truth_deps``: which key depends on which;
+* ``healthd_probes``: each probe's last answer and score, rewritten only when they changed;
+* ``healthd_values``: per (key, value) whether a stage saw it current, ditto.
+
+The counters (stage index, counts, forgetting checks due) are small and go in the checkpoint.
+A restart reads the rows per key, probe and value (nothing is parsed, folded or asked again),
+not the events; a key's operations are read when a new event or a read first needs them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from healthd.evaluator import Replay
+from healthd.memory import Memory
+from healthd.model import ChangeEvent, FactKey, RetrievedFact
+from healthd.probes import ProbeSet
+from healthd.scoring import ProbeScore
+from healthd.truth import GroundTruth, Operation, OperationRow
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS healthd_truth_ops (
+    seq INTEGER PRIMARY KEY,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    at TEXT NOT NULL,
+    assert INTEGER NOT NULL,
+    value TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    end_kind TEXT,
+    reason TEXT,
+    depends_on TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS healthd_truth_ops_key ON healthd_truth_ops (subject, predicate);
+CREATE TABLE IF NOT EXISTS healthd_truth_keys (
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    multi INTEGER NOT NULL,
+    asserted INTEGER NOT NULL,
+    vals TEXT NOT NULL,
+    PRIMARY KEY (subject, predicate)
+);
+CREATE TABLE IF NOT EXISTS healthd_truth_deps (
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    dep_subject TEXT NOT NULL,
+    dep_predicate TEXT NOT NULL,
+    PRIMARY KEY (subject, predicate, dep_subject, dep_predicate)
+);
+CREATE TABLE IF NOT EXISTS healthd_probes (
+    probe_id TEXT PRIMARY KEY,
+    answer TEXT,
+    cells TEXT,
+    stale_after TEXT
+);
+CREATE TABLE IF NOT EXISTS healthd_values (
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    value TEXT NOT NULL,
+    current INTEGER NOT NULL,
+    PRIMARY KEY (subject, predicate, value)
+);
+"""
+_TABLES = (
+    "healthd_truth_ops",
+    "healthd_truth_keys",
+    "healthd_truth_deps",
+    "healthd_probes",
+    "healthd_values",
+)
+
+
+@runtime_checkable
+class StateHolding(Protocol):
+    """A persistent memory that keeps a caller's tables in its own database, committed with
+    its writes (the reference memory)."""
+
+    def state_db(self) -> sqlite3.Connection: ...
+
+
+class ReplayStore:
+    """Writes what changed in a replay since the last save; reads a replay back."""
+
+    def __init__(self, memory: StateHolding) -> None:
+        self._memory = memory
+        self._keys: dict[FactKey, None] = {}  # keys given operations since the last save
+        self._saved_seq = 0
+        self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
+        self._scores: dict[str, ProbeScore] = {}
+        self._was_current: dict[tuple[FactKey, str], bool] = {}
+        db = memory.state_db()
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)  # one by one: executescript would commit a batch
+
+    def reset(self) -> None:
+        """Forget everything (a fresh replay into a reset shadow)."""
+        db = self._memory.state_db()
+        for table in _TABLES:
+            db.execute(f"DELETE FROM {table}")
+        self._keys.clear()
+        self._saved_seq = 0
+        self._answers, self._scores, self._was_current = {}, {}, {}
+
+    def note(self, event: ChangeEvent) -> None:
+        """An event was replayed: its keys have operations to save."""
+        for key in event.keys:
+            self._keys[key] = None
+
+    def note_all(self, truth: GroundTruth) -> None:
+        """Everything is to be saved (a replay restored some other way)."""
+        self._keys.update(dict.fromkeys(truth.keys()))
+
+    def save(self, replay: Replay) -> dict[str, Any]:
+        """Write what changed since the last save into the open batch; the counters for the
+        checkpoint the caller commits it with."""
+        db = self._memory.state_db()
+        truth = replay.truth
+        ops: list[tuple[Any, ...]] = []
+        keys: list[tuple[str, str, int, int, str]] = []
+        deps: set[tuple[str, str, str, str]] = set()
+        top = self._saved_seq
+        for key in self._keys:
+            values = truth.values(key)
+            keys.append(
+                (
+                    key.subject,
+                    key.predicate,
+                    int(truth.multi_valued(key)),
+                    int(truth.asserted(key)),
+                    json.dumps(list(values.items())),
+                )
+            )
+            for op in truth.operations(key):
+                if op.seq > self._saved_seq:
+                    ops.append(_op_row(key, op))
+                    top = max(top, op.seq)
+                    deps.update((*key, *dep) for dep in op.depends_on)
+        db.executemany("INSERT INTO healthd_truth_ops VALUES (?,?,?,?,?,?,?,?,?,?)", ops)
+        db.executemany("INSERT OR REPLACE INTO healthd_truth_keys VALUES (?,?,?,?,?)", keys)
+        db.executemany("INSERT OR IGNORE INTO healthd_truth_deps VALUES (?,?,?,?)", sorted(deps))
+        answers, scores = replay.answers, replay.scores
+        saved_answers, saved_scores = self._answers, self._scores
+        changed = {pid for pid, a in answers.items() if saved_answers.get(pid) is not a}
+        changed.update(pid for pid, sc in scores.items() if saved_scores.get(pid) is not sc)
+        db.executemany(
+            "INSERT OR REPLACE INTO healthd_probes VALUES (?,?,?,?)",
+            [_probe_row(pid, answers.get(pid), scores.get(pid)) for pid in sorted(changed)],
+        )
+        for pid in changed:
+            if pid in answers:
+                saved_answers[pid] = answers[pid]
+            if pid in scores:
+                saved_scores[pid] = scores[pid]
+        saved, was_current = self._was_current, replay.was_current
+        if replay.mode == "incremental":
+            # a stage looks only at the keys an event touched and those its cascades reach
+            reach = truth.affected(self._keys)
+            items = [(k, v) for k in reach for v in truth.values(k) if (k, v) in was_current]
+        else:
+            items = list(was_current)
+        moved = [item for item in items if saved.get(item) != was_current[item]]
+        db.executemany(
+            "INSERT OR REPLACE INTO healthd_values VALUES (?,?,?,?)",
+            [(k.subject, k.predicate, v, int(was_current[k, v])) for k, v in moved],
+        )
+        for item in moved:
+            saved[item] = was_current[item]
+        self._keys.clear()
+        self._saved_seq = top
+        latest = truth.latest.isoformat() if truth.latest is not None else None
+        return {**replay.counters(), "truth_seq": top, "latest": latest}
+
+    def _operations(self, key: FactKey) -> list[OperationRow]:
+        """A key's stored operations (read when truth first needs them)."""
+        parse = datetime.fromisoformat
+        rows = self._memory.state_db().execute(
+            "SELECT at, seq, assert, value, domain, end_kind, reason, depends_on "
+            "FROM healthd_truth_ops WHERE subject = ? AND predicate = ?",
+            key,
+        )
+        out: list[OperationRow] = []
+        for at, seq, assert_, value, domain, end_kind, reason, depends in rows:
+            on = tuple(FactKey(s, p) for s, p in json.loads(depends)) if depends else ()
+            out.append((parse(at), seq, assert_ == 1, value, domain, end_kind, reason, on))
+        return out
+
+    def load(
+        self, memory: Memory, probes: ProbeSet, counters: dict[str, Any], **options: Any
+    ) -> Replay:
+        """The replay saved last (``counters`` from the checkpoint that committed it)."""
+        db = self._memory.state_db()
+        keys = [
+            (FactKey(s, p), bool(m), bool(a), [(v, d) for v, d in json.loads(vals)])
+            for s, p, m, a, vals in db.execute(
+                "SELECT subject, predicate, multi, asserted, vals FROM healthd_truth_keys"
+            )
+        ]
+        depends = [
+            (FactKey(s, p), FactKey(ds, dp))
+            for s, p, ds, dp in db.execute("SELECT * FROM healthd_truth_deps")
+        ]
+        latest = counters.get("latest")
+        truth = GroundTruth.from_stored(
+            keys,
+            depends,
+            int(counters["truth_seq"]),
+            datetime.fromisoformat(latest) if latest else None,
+            self._operations,
+        )
+        answers: dict[str, tuple[RetrievedFact, ...]] = {}
+        scores: dict[str, ProbeScore] = {}
+        for probe_id, answer, cells, stale_after in db.execute(
+            "SELECT probe_id, answer, cells, stale_after FROM healthd_probes"
+        ):
+            if answer is not None:
+                answers[probe_id] = tuple(_retrieved(f) for f in json.loads(answer))
+            if cells is not None:
+                scores[probe_id] = ProbeScore(
+                    tuple((int(i), int(n)) for i, n in json.loads(cells)),
+                    datetime.fromisoformat(stale_after) if stale_after else None,
+                )
+        was_current = {
+            (FactKey(s, p), v): bool(c)
+            for s, p, v, c in db.execute(
+                "SELECT subject, predicate, value, current FROM healthd_values"
+            )
+        }
+        replay = Replay.resume(
+            memory, probes, truth, counters, was_current, answers, scores, **options
+        )
+        self._keys.clear()
+        self._saved_seq = int(counters["truth_seq"])
+        self._answers, self._scores = dict(answers), dict(scores)
+        self._was_current = dict(was_current)
+        return replay
+
+
+def _op_row(key: FactKey, op: Operation) -> tuple[Any, ...]:
+    deps = json.dumps([[d.subject, d.predicate] for d in op.depends_on]) if op.depends_on else ""
+    return (
+        op.seq,
+        key.subject,
+        key.predicate,
+        op.at.isoformat(),
+        int(op.assert_),
+        op.value,
+        op.domain,
+        op.end_kind,
+        op.reason,
+        deps,
+    )
+
+
+def _probe_row(
+    probe_id: str, answer: tuple[RetrievedFact, ...] | None, score: ProbeScore | None
+) -> tuple[str, str | None, str | None, str | None]:
+    return (
+        probe_id,
+        None if answer is None else json.dumps([_fact_json(f) for f in answer]),
+        None if score is None else json.dumps(score.cells),
+        None if score is None or score.stale_after is None else score.stale_after.isoformat(),
+    )
+
+
+def _fact_json(fact: RetrievedFact) -> list[Any]:
+    return [
+        fact.subject,
+        fact.predicate,
+        fact.value,
+        fact.domain,
+        fact.record_id,
+        fact.written_at.isoformat(),
+        fact.validated_at.isoformat() if fact.validated_at else None,
+        sorted(fact.flags),
+    ]
+
+
+def _retrieved(row: list[Any]) -> RetrievedFact:
+    subject, predicate, value, domain, record_id, written, validated, flags = row
+    return RetrievedFact(
+        subject,
+        predicate,
+        value,
+        domain,
+        record_id,
+        datetime.fromisoformat(written),
+        datetime.fromisoformat(validated) if validated else None,
+        frozenset(flags),
+    )
