@@ -40,6 +40,8 @@ from healthd.scoring import (
 )
 from healthd.truth import GroundTruth
 
+STALE_COMPACT_MIN = 4096  # entries in the staleness heap before it is first compacted
+
 Mode = Literal["full", "incremental"]
 MODES: tuple[Mode, ...] = ("full", "incremental")
 
@@ -120,6 +122,7 @@ class Replay:
         self._scores: dict[str, ProbeScore] = {}
         self._versions: dict[str, int] = {}
         self._stale_heap: list[tuple[datetime, int, str]] = []
+        self._stale_compact_at = STALE_COMPACT_MIN
         self._heap_seq = 0
         self._by_fact_key: dict[FactKey, set[str]] = {}
         self._answer_keys: dict[str, frozenset[FactKey]] = {}  # the keys of each answer
@@ -361,7 +364,19 @@ class Replay:
         version = self._versions.get(pid, 0) + 1
         self._versions[pid] = version
         if new.stale_after is not None:
-            heapq.heappush(self._stale_heap, (new.stale_after, version, pid))
+            heap = self._stale_heap
+            heapq.heappush(heap, (new.stale_after, version, pid))
+            if len(heap) >= self._stale_compact_at:
+                self._compact_stale_heap()
+
+    def _compact_stale_heap(self) -> None:
+        """Drop the instants of scores since replaced: a probe re-scored often would
+        otherwise leave one entry per re-scoring until its time came."""
+        versions = self._versions
+        heap = [entry for entry in self._stale_heap if versions.get(entry[2]) == entry[1]]
+        heapq.heapify(heap)
+        self._stale_heap = heap
+        self._stale_compact_at = max(STALE_COMPACT_MIN, 2 * len(heap))
 
     def _score_all(self, at: datetime) -> None:
         self._counts = [0] * SIZE
@@ -478,8 +493,10 @@ class Replay:
                 replay._enter(key)
         replay._answers = answers
         for probe_id, facts in answers.items():
-            for fact in facts:
-                replay._by_fact_key.setdefault(fact.key, set()).add(probe_id)
+            answer_keys = frozenset([fact.key for fact in facts])
+            replay._answer_keys[probe_id] = answer_keys
+            for fact_key in answer_keys:
+                replay._by_fact_key.setdefault(fact_key, set()).add(probe_id)
         replay._scores = scores
         for probe_id, score in scores.items():
             replay._versions[probe_id] = 1

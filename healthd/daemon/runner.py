@@ -38,6 +38,7 @@ from typing import Any
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
+from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.errors import HealthdError
@@ -671,18 +672,19 @@ class Runner:
                 batched = t.persistent and isinstance(t.memory, Checkpointed)
                 progress = _Progress(self, t.name, run_id, count)
                 done = 0
-                for done, event in enumerate(todo, 1):
-                    if self.stop.is_set():
-                        raise Aborted()
-                    t.stages.add(replay.step(event), event)
-                    if t.store is not None:
-                        t.store.note(event)
-                    t.position += 1
-                    t.last_event = event.id
-                    if batched and done % self.settings.checkpoint_events == 0:
-                        self._commit(t)
-                    if done % 128 == 0:
-                        progress.update(done)
+                with replay_collection():
+                    for done, event in enumerate(todo, 1):
+                        if self.stop.is_set():
+                            raise Aborted()
+                        t.stages.add(replay.step(event), event)
+                        if t.store is not None:
+                            t.store.note(event)
+                        t.position += 1
+                        t.last_event = event.id
+                        if batched and done % self.settings.checkpoint_events == 0:
+                            self._commit(t)
+                        if done % 128 == 0:
+                            progress.update(done)
                 if batched and (done or fresh):
                     self._commit(t)
                 progress.update(done, final=True)
