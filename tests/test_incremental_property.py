@@ -48,9 +48,11 @@ class SpillingMemory(ReferenceMemory):
 
 
 class CompactingMemory(ReferenceMemory):
-    """Compacts its expiry heap at every other deadline pushed, not after thousands."""
+    """Compacts its expiry heap after every push, not once it has doubled past thousands."""
 
-    deadlines_compact_min = 2
+    def _push_deadlines(self, *args: Any) -> None:
+        super()._push_deadlines(*args)  # type: ignore[arg-type]
+        self._compact_deadlines()
 
 
 def _reference(**options: object) -> Callable[[str], Memory]:

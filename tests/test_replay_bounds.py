@@ -47,3 +47,35 @@ def test_replaced_expiry_and_staleness_instants_are_dropped_without_changing_a_n
     # 4 keys, 4 probes: a few live instants each, never one per re-validation
     assert len(replay._stale_heap) < STALE_COMPACT_MIN
     assert len(memory._deadlines) < memory.deadlines_compact_min
+
+
+class CompactingAtEveryPush(ReferenceMemory):
+    def _push_deadlines(self, *args):
+        super()._push_deadlines(*args)
+        self._compact_deadlines()
+
+
+def test_a_re_validated_record_is_still_purged_when_the_heap_is_compacted_as_it_is_pushed():
+    """The expiry and purge a re-validation moves a record to are pushed and compacted in one
+    step: they must survive, or the record's purge goes unseen and incremental asks too
+    little."""
+    short = {d: timedelta(days=10) for d in TTL}
+    lang, owner = fact("api", "language", "go"), fact("api", "owner", "alice", "ownership")
+    events = [
+        added("a1", 0, lang),
+        added("a2", 1, owner),
+        revalidated("r1", 5, lang),  # moves its expiry from day 10 to 15, its purge to 25
+        revalidated("r2", 26, owner),  # past day 25: lang's record is no longer returned
+    ]
+    reports = {}
+    for mode in ("full", "incremental"):
+        memory = CompactingAtEveryPush(ttl_windows=short)
+        memory.reset()
+        probes = build_probe_set(events)
+        replay = Replay(memory, probes, mode=mode, windows=short)
+        stages = [replay.step(e) for e in events]
+        result = TargetResult(
+            "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
+        )
+        reports[mode] = report_json([result], probes.version, len(probes))
+    assert reports["incremental"] == reports["full"]

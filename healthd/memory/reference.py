@@ -780,14 +780,15 @@ class ReferenceMemory:
                 records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
                 self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
-                if found.columns[3:5] != wanted[3:5]:
-                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
+                moved = found.columns[3:5] != wanted[3:5]
                 self._db.execute(
                     "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
                     " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
                     (*wanted, found.rid),
                 )
                 found.columns = wanted
+                if moved:  # after the record holds them: a compaction checks against it
+                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
         for interval in intervals:
             if interval.superseded_by is not None:
                 record = records[interval.opener.seq]
