@@ -3,6 +3,7 @@ metadata and namespace patterns."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import pytest
@@ -15,8 +16,15 @@ NAMESPACE_COMPONENT = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 @given(st.text(min_size=1, max_size=120))
-def test_any_text_round_trips_through_a_metadata_string_value(text):
-    encoded = encode(text, "subject")
+def test_any_text_round_trips_through_a_metadata_string_value_or_is_refused_by_name(text):
+    try:
+        encoded = encode(text, "subject")
+    except ValueError as exc:
+        # only text whose base32 form passes the service's 256 characters (about 155 bytes
+        # of UTF-8: 52 characters of CJK) is refused, and the message names the field
+        assert len(base64.b32encode(text.encode())) > 256 - 4
+        assert "subject" in str(exc) and "too long" in str(exc)
+        return
     assert META_STRING.fullmatch(encoded) and 1 <= len(encoded) <= 256
     assert decode(encoded) == text
 
