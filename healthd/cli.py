@@ -513,7 +513,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from healthd.logging import CurrentStderr, configure_logging, redact_text
 
     if args.command != "run":  # stdout carries the report or the timeline; logs go beside it
-        configure_logging("warning", "auto", stream=CurrentStderr())  # type: ignore[arg-type]
+        configure_logging(
+            "warning",
+            "auto",
+            stream=CurrentStderr(),  # type: ignore[arg-type]
+            defer=True,
+        )
     try:
         code = _COMMANDS[args.command](args)
         sys.stdout.flush()

@@ -1,5 +1,8 @@
 """structlog setup: JSON lines when stdout is not a terminal, key-value on one; secrets
-(tokens, passwords, URLs with credentials) are redacted from every line."""
+(tokens, passwords, URLs with credentials) are redacted from every line.
+
+structlog (and the console renderer's imports) are loaded when something first logs: a
+one-shot command that logs nothing does not carry them."""
 
 from __future__ import annotations
 
@@ -8,8 +11,6 @@ import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any, TextIO
-
-import structlog
 
 REDACTED = "[REDACTED]"
 
@@ -83,8 +84,27 @@ def redact_processor(
     }
 
 
-def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | None = None) -> None:
-    """``fmt``: ``json``, ``console`` or ``auto`` (JSON unless ``stream`` is a terminal)."""
+# The settings of a deferred configuration, until a logger first logs (at most one).
+_deferred: list[tuple[str, str, TextIO | None]] = []
+
+
+def configure_logging(
+    level: str = "info", fmt: str = "auto", stream: TextIO | None = None, *, defer: bool = False
+) -> None:
+    """``fmt``: ``json``, ``console`` or ``auto`` (JSON unless ``stream`` is a terminal).
+    ``defer``: healthd's own loggers are set up when one first logs (libraries' logging at
+    once), so a command that logs nothing never loads structlog."""
+    _configure_stdlib()
+    _deferred.clear()
+    if defer:
+        _deferred.append((level, fmt, stream))
+        return
+    _configure_structlog(level, fmt, stream)
+
+
+def _configure_structlog(level: str, fmt: str, stream: TextIO | None) -> None:
+    import structlog
+
     stream = stream or sys.stdout
     if fmt == "auto":
         fmt = "console" if stream.isatty() else "json"
@@ -108,6 +128,9 @@ def configure_logging(level: str = "info", fmt: str = "auto", stream: TextIO | N
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
+
+
+def _configure_stdlib() -> None:
     # Libraries' own logging: warnings and up, through the same redaction, on stderr.
     root = _stdlib_logging.getLogger()
     for handler in list(root.handlers):
@@ -141,5 +164,25 @@ class CurrentStderr:
         return sys.stderr.isatty()
 
 
+class _Logger:
+    """A structlog logger, loaded (and deferred logging configured) at its first use."""
+
+    __slots__ = ("_logger", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        logger = self._logger
+        if logger is None:
+            import structlog
+
+            if _deferred:
+                configure_logging(*_deferred[0])
+            logger = self._logger = structlog.get_logger(self._name)
+        return getattr(logger, attr)
+
+
 def get_logger(name: str = "healthd") -> Any:
-    return structlog.get_logger(name)
+    return _Logger(name)

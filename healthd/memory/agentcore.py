@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from healthd import __version__
 from healthd._http import check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.logging import get_logger
 from healthd.memory import register_memory
 from healthd.memory._agentcore_records import (
     EXPIRY_KEY,
@@ -66,7 +66,7 @@ from healthd.memory._agentcore_records import (
 )
 from healthd.model import Answer, ChangeEvent, Fact, FactKey, Probe, RetrievedFact
 
-log = structlog.get_logger("healthd.memory.agentcore")
+log = get_logger("healthd.memory.agentcore")
 
 #: The first botocore whose ``bedrock-agentcore`` model has ``recordExpirySpecification``.
 MIN_BOTOCORE = "1.43.112"

@@ -23,7 +23,6 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import structlog
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -36,12 +35,13 @@ from pydantic import (
 from healthd import _stop
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
+from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Fact, FactKey
 
 if TYPE_CHECKING:
     from healthd.sources import PullResult
 
-log = structlog.get_logger("healthd.sources.git")
+log = get_logger("healthd.sources.git")
 
 NULL_SHA = "0" * 40
 _SUBMODULE_MODE = "160000"
