@@ -27,11 +27,11 @@ def _timeline(n: int):
     return events
 
 
-def _run(events, mode):
-    memory = ReferenceMemory(ttl_windows=TTL)
+def _run(events, mode, memory=None, windows=TTL):
+    memory = memory or ReferenceMemory(ttl_windows=windows)
     memory.reset()
     probes = build_probe_set(events)
-    replay = Replay(memory, probes, mode=mode, windows=TTL)
+    replay = Replay(memory, probes, mode=mode, windows=windows)
     stages = [replay.step(e) for e in events]
     result = TargetResult(
         "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
@@ -67,15 +67,8 @@ def test_a_re_validated_record_is_still_purged_when_the_heap_is_compacted_as_it_
         revalidated("r1", 5, lang),  # moves its expiry from day 10 to 15, its purge to 25
         revalidated("r2", 26, owner),  # past day 25: lang's record is no longer returned
     ]
-    reports = {}
-    for mode in ("full", "incremental"):
-        memory = CompactingAtEveryPush(ttl_windows=short)
-        memory.reset()
-        probes = build_probe_set(events)
-        replay = Replay(memory, probes, mode=mode, windows=short)
-        stages = [replay.step(e) for e in events]
-        result = TargetResult(
-            "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
-        )
-        reports[mode] = report_json([result], probes.version, len(probes))
+    reports = {
+        mode: _run(events, mode, CompactingAtEveryPush(ttl_windows=short), short)[2]
+        for mode in ("full", "incremental")
+    }
     assert reports["incremental"] == reports["full"]
