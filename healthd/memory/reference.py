@@ -781,11 +781,20 @@ class ReferenceMemory:
                 self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
                 moved = found.columns[3:5] != wanted[3:5]
-                self._db.execute(
-                    "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?,"
-                    " purge_at = ?, state = ?, ended_at = ?, end_reason = ? WHERE id = ?",
-                    (*wanted, found.rid),
-                )
+                if found.columns[:2] == wanted[:2] and found.columns[5:] == wanted[5:]:
+                    # a re-validation: only the validation and its expiry instants move
+                    self._db.execute(
+                        "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ?"
+                        " WHERE id = ?",
+                        (*wanted[2:5], found.rid),
+                    )
+                else:
+                    self._db.execute(
+                        "UPDATE records SET domain = ?, multi = ?, updated_at = ?,"
+                        " expires_at = ?, purge_at = ?, state = ?, ended_at = ?, end_reason = ?"
+                        " WHERE id = ?",
+                        (*wanted, found.rid),
+                    )
                 found.columns = wanted
                 if moved:  # after the record holds them: a compaction checks against it
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
@@ -994,6 +1003,15 @@ class _KeyCache:
     folds: dict[FactKey, Folding] = field(default_factory=dict)
 
 
+_FLAGS = {
+    (soft, historical): frozenset(
+        flag for flag, on in ((SOFT_EXPIRED, soft), (HISTORICAL, historical)) if on
+    )
+    for soft in (False, True)
+    for historical in (False, True)
+}
+
+
 def _ranked(
     rows: list[Any], scores: Mapping[int, float], now: float, k: int
 ) -> list[RetrievedFact]:
@@ -1002,11 +1020,8 @@ def _ranked(
     del rows[k:]
     out = []
     for rid, subject, predicate, value, domain, created, updated, expires, purge, state in rows:
-        flags = set()
-        if expires is not None and expires <= now:
-            flags.add(SOFT_EXPIRED)
-        if state != "active" or (purge is not None and purge <= now):
-            flags.add(HISTORICAL)
+        soft = expires is not None and expires <= now
+        historical = state != "active" or (purge is not None and purge <= now)
         out.append(
             RetrievedFact(
                 subject,
@@ -1016,7 +1031,7 @@ def _ranked(
                 f"ref-{rid}",
                 _dt(created),
                 _dt(updated),
-                frozenset(flags),
+                _FLAGS[soft, historical],
             )
         )
     return out
