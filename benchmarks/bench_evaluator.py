@@ -304,7 +304,7 @@ def main() -> int:
     )
     if args.skip_full:
         return 0
-    e, k = (3_000 // scale, 1_000 // scale)
+    e, k = (3_000 // scale, 1_200 // scale)
     print(f"target {t}: full vs incremental on {e} events over {k} keys, keys grow fast")
     inc = child("run", e, k, "incremental", t, 0.6, "metrics")
     full = child("run", e, k, "full", t, 0.6, "metrics")
