@@ -2,7 +2,8 @@
 
 Every stage is offered; the log keeps those whose index is a multiple of a stride that
 doubles whenever the log is full (so it keeps at most ``capacity`` evenly spread stages),
-plus always the newest, and remembers which keys were declared multi-valued.
+plus always the newest, and remembers which keys were declared multi-valued. A kept stage
+is its integer counts; its metrics are written out only when the page is built.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class StageLog:
         self.capacity = max(2, capacity)
         self.stride = 1
         self.multi_valued: set[FactKey] = set()
-        self._kept: list[tuple[dict[str, Any], ChangeEvent]] = []
+        self._kept: list[tuple[StageResult, ChangeEvent]] = []
         self._newest: tuple[StageResult, ChangeEvent] | None = None
 
     def clear(self) -> None:
@@ -46,14 +47,14 @@ class StageLog:
         self._newest = (stage, event)
         if stage.index % self.stride:
             return
-        self._kept.append((_entry(stage), event))
+        self._kept.append((stage, event))
         if len(self._kept) > self.capacity:
             self.stride *= 2
-            self._kept = [k for k in self._kept if k[0]["index"] % self.stride == 0]
+            self._kept = [k for k in self._kept if k[0].index % self.stride == 0]
 
     def stages(self) -> tuple[list[dict[str, Any]], list[ChangeEvent]]:
         """The kept stages in the JSON report's shape, and their events."""
         kept = list(self._kept)
-        if self._newest is not None and (not kept or kept[-1][0]["index"] < self._newest[0].index):
-            kept.append((_entry(self._newest[0]), self._newest[1]))
-        return [k[0] for k in kept], [k[1] for k in kept]
+        if self._newest is not None and (not kept or kept[-1][0].index < self._newest[0].index):
+            kept.append(self._newest)
+        return [_entry(k[0]) for k in kept], [k[1] for k in kept]
