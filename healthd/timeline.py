@@ -8,6 +8,7 @@ an event dated further in the future than ``not_after`` are refused the same way
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
@@ -115,7 +116,9 @@ class _Shared:
         self.deps: dict[tuple[FactKey, ...], tuple[FactKey, ...]] = {}
 
     def string(self, text: str) -> str:
-        return self.strings.setdefault(text, text)
+        # interned, so equal names read by separate readers (the daemon's chunks) are one
+        # object too; an interned string is freed like any other once nothing holds it
+        return self.strings.setdefault(text, sys.intern(text))
 
 
 class _Ctx:

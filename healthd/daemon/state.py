@@ -185,8 +185,8 @@ class StateStore:
             (_chunk(left), start),
         ).fetchall()
         while rows:
-            for _, body in rows:
-                yield next(iter_timeline([body], origin=origin))
+            # a chunk at a time, so repeated names and dependencies are kept once
+            yield from iter_timeline([body for _, body in rows], origin=origin, unique_ids=False)
             if left > 0:
                 left -= len(rows)
                 if left == 0:
