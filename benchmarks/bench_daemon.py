@@ -121,18 +121,29 @@ def _replay_run(
     return seconds, metrics, {"seconds": restart, "replayed": again and again.targets}
 
 
-def replay_benchmark(events: int, repeats: int = 2) -> dict[str, Any]:
+def _write_generated(path: str | Path, events: int, keys: int | None = None) -> None:
+    """The evaluator benchmark's mix of ``events`` events over ``keys`` (N/10) keys, as a
+    timeline file."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_evaluator import generate
 
-    from healthd.logging import configure_logging
     from healthd.timeline import write_timeline
 
+    with open(path, "w", encoding="utf-8") as out:
+        write_timeline(generate(events, keys or max(1, events // 10)), out)
+
+
+def _quiet_logging() -> None:
+    from healthd.logging import configure_logging
+
     configure_logging("warning", "json", stream=open(os.devnull, "w"))  # noqa: SIM115
+
+
+def replay_benchmark(events: int, repeats: int = 2) -> dict[str, Any]:
+    _quiet_logging()
     with tempfile.TemporaryDirectory() as tmp:
         timeline = os.path.join(tmp, "timeline.jsonl")
-        with open(timeline, "w") as out:
-            write_timeline(generate(events, max(1, events // 10)), out)
+        _write_generated(timeline, events)
         # alternated and repeated, the fastest of each kept: load from elsewhere on the machine
         # does not decide the ratio
         best: dict[str, Any] = {}
@@ -191,8 +202,6 @@ print(json.dumps({"scrapes": n, "p50_ms": times[n // 2] * 1000,
 
 
 def scrape_impact(events: int, repeats: int = 3) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_evaluator import generate
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from healthd.daemon.runner import Runner
@@ -200,15 +209,12 @@ def scrape_impact(events: int, repeats: int = 3) -> dict[str, Any]:
     from healthd.daemon.state import StateStore
     from healthd.exporters.prometheus import build_registry
     from healthd.exporters.tracing import build_tracer_provider, get_tracer
-    from healthd.logging import configure_logging
     from healthd.settings import load_settings
-    from healthd.timeline import write_timeline
 
-    configure_logging("warning", "json", stream=open(os.devnull, "w"))  # noqa: SIM115
+    _quiet_logging()
     with tempfile.TemporaryDirectory() as tmp:
         timeline = os.path.join(tmp, "timeline.jsonl")
-        with open(timeline, "w") as out:
-            write_timeline(generate(events, max(1, events // 10)), out)
+        _write_generated(timeline, events)
         out_times: dict[str, float] = {}
         latency: Any = None
         # alternated and repeated; the fastest of each is compared, so load from elsewhere on
@@ -273,16 +279,10 @@ def scrape_impact(events: int, repeats: int = 3) -> dict[str, Any]:
 def evaluate_memory(events: int, keys: int) -> dict[str, Any]:
     """Peak resident memory of ``healthd evaluate`` over N generated events (the evaluator
     benchmark's mix), table and JSON output, each in its own process."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_evaluator import generate
-
-    from healthd.timeline import write_timeline
-
     out: dict[str, Any] = {"events": events, "keys": keys}
     with tempfile.TemporaryDirectory() as tmp:
         timeline = Path(tmp) / "timeline.jsonl"
-        with timeline.open("w", encoding="utf-8") as handle:
-            write_timeline(generate(events, keys), handle)
+        _write_generated(timeline, events, keys)
         for fmt in ("table", "json"):
             probe = (
                 "import resource, subprocess, sys, time; t = time.perf_counter();"
