@@ -186,7 +186,12 @@ class StateStore:
         ).fetchall()
         while rows:
             # a chunk at a time, so repeated names and dependencies are kept once
-            yield from iter_timeline([body for _, body in rows], origin=origin, unique_ids=False)
+            yield from iter_timeline(
+                [body for _, body in rows],
+                origin=origin,
+                first_line=rows[0][0],  # an error names the stored event's seq
+                unique_ids=False,
+            )
             if left > 0:
                 left -= len(rows)
                 if left == 0:
