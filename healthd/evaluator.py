@@ -305,8 +305,8 @@ class Replay:
             if not candidates:
                 continue
             for value in sorted(candidates, key=truth.value_rank(key)):
-                status = truth.status_of(key, value, at)
-                if status == "unknown":
+                status, domain = truth.state_of(key, value, at)
+                if domain is None:  # unknown
                     continue
                 if pending is not None:
                     pending.discard(value)
@@ -317,9 +317,7 @@ class Replay:
                     self._was_current[(key, value)] = False
                     if live is not None:
                         live.discard(value)
-                    out.append(
-                        Fact(key.subject, key.predicate, value, truth.value_domain(key, value))
-                    )
+                    out.append(Fact(key.subject, key.predicate, value, domain))
             if pending is not None and not pending:
                 del self._pending[key]  # most keys: nothing left unseen, no set kept
             if live is not None and not live:

@@ -24,6 +24,10 @@ SOFT_EXPIRED = "soft_expired"
 
 #: Event metadata key by which a source declares a key multi-valued.
 CARDINALITY = "cardinality"
+#: Bumped whenever a change gives what a replay stored other numbers or other probe ids than
+#: a replay from scratch would (truth's semantics, probe ids, scoring): a daemon holding such
+#: a replay resets its shadows and replays its events once.
+MEASUREMENT_REVISION = 2
 MULTI = "multi"
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})

@@ -65,9 +65,15 @@ def question_for(subject: str, predicate: str, domain: Domain) -> str:
     return f"What is the {words} of {subject}?"
 
 
+def _digest(*parts: str) -> str:
+    """A digest of the parts as a JSON list: no two different lists share an encoding,
+    whatever characters the parts hold (a separator character could be one of them)."""
+    encoded = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
 def generated_probe_id(key: FactKey) -> str:
-    digest = hashlib.sha256(f"{key.subject}\x1f{key.predicate}".encode()).hexdigest()
-    return f"p-{digest[:12]}"
+    return f"p-{_digest(key.subject, key.predicate)}"
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,15 @@ class ProbeSet:
 
     def __post_init__(self) -> None:
         by_key: dict[FactKey, list[Probe]] = {}
+        first: dict[str, Probe] = {}
         for probe in self.probes:
+            other = first.setdefault(probe.id, probe)
+            if other is not probe:
+                raise ProbeFileError(
+                    f"probe id {probe.id!r} is used twice: by {other.subject!r} /"
+                    f" {other.predicate!r} ({other.origin}) and by {probe.subject!r} /"
+                    f" {probe.predicate!r} ({probe.origin})"
+                )
             by_key.setdefault(probe.key, []).append(probe)
         object.__setattr__(self, "by_key", {k: tuple(v) for k, v in by_key.items()})
         canonical = json.dumps(
@@ -153,11 +167,7 @@ class KeyCatalog:
                     multi,
                 )
             probes.append(probe)
-        seen = {p.id for p in probes}
         for probe in extra:
-            if probe.id in seen:
-                raise ProbeFileError(f"probe id {probe.id!r} is used twice")
-            seen.add(probe.id)
             # The file's domain is the author's: it files the probe's contamination and
             # conflicts (coverage follows each expected fact's own domain).
             _, multi = keys.get(probe.key, (probe.domain, probe.multi_valued))
@@ -211,12 +221,8 @@ def load_probe_file(path: str) -> list[Probe]:
         domain = values["domain"]
         if domain not in DOMAINS:
             raise ProbeFileError(f"{where}, field 'domain': unknown domain {domain!r}")
-        probe_id = (
-            obj.get("id")
-            or "f-"
-            + hashlib.sha256(
-                f"{values['question']}\x1f{values['subject']}\x1f{values['predicate']}".encode()
-            ).hexdigest()[:12]
+        probe_id = obj.get("id") or "f-" + _digest(
+            values["question"], values["subject"], values["predicate"]
         )
         probes.append(
             Probe(

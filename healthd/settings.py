@@ -40,6 +40,7 @@ from pydantic_settings import (
 
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, HealthdError
+from healthd.model import MEASUREMENT_REVISION
 
 CONFIG_ENV = "HEALTHD_CONFIG"
 DEFAULT_SCHEDULE = "* * * * *"
@@ -557,5 +558,6 @@ def target_fingerprint(
         "forgetting_window": settings.forgetting_window,
         "mode": settings.mode,
         "probes": probe_config,
+        "measurement": MEASUREMENT_REVISION,
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]

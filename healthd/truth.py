@@ -171,23 +171,24 @@ class GroundTruth:
                 event.multi_valued,
             )
         elif event.previous is not None:  # a revision: the model requires its previous fact
+            # A revision ends what it revises at its own time, whatever the key's cardinality
+            # is or later becomes (for a single-valued key the new value supersedes at the
+            # same instant anyway).
             prev = event.previous
-            history = self._history(fact.key, event.multi_valued)
-            if prev.key != fact.key or history.multi:
-                self._push(
-                    prev,
-                    _Op(
-                        at,
-                        self._next(),
-                        False,
-                        prev.value,
-                        prev.domain,
-                        "superseded",
-                        f"replaced by {fact.value!r}",
-                        (),
-                    ),
+            self._push(
+                prev,
+                _Op(
+                    at,
+                    self._next(),
                     False,
-                )
+                    prev.value,
+                    prev.domain,
+                    "superseded",
+                    f"replaced by {fact.value!r}",
+                    (),
+                ),
+                False,
+            )
             self._push(
                 fact,
                 _Op(at, self._next(), True, fact.value, fact.domain, None, None, deps),
@@ -345,9 +346,6 @@ class GroundTruth:
         history = self._keys.get(key)
         return history is not None and value in history.values
 
-    def value_domain(self, key: FactKey, value: str) -> Domain:
-        return self._keys[key].values[value]
-
     def value_rank(self, key: FactKey) -> Callable[[str], int]:
         """Orders a key's values as :meth:`values` lists them."""
         return self._keys[key].rank.__getitem__
@@ -364,19 +362,25 @@ class GroundTruth:
         return self.status_of(fact.key, fact.value, at)
 
     def status_of(self, key: FactKey, value: str, at: datetime) -> Status:
+        return self.state_of(key, value, at)[0]
+
+    def state_of(self, key: FactKey, value: str, at: datetime) -> tuple[Status, Domain | None]:
+        """The value's status at ``at`` and the domain of the interval that gives it (the
+        one that holds, or that held last and ended): the domain an ended fact is filed
+        under, whatever domain other events gave the same value."""
         found = self._fold(key, frozenset()).by_value.get(value)
         if not found:
-            return "unknown"
+            return "unknown", None
         if found[-1].start <= at:
             best = found[-1]
         else:  # the latest of the value's intervals to start by `at`
             index = bisect.bisect_right(found, at, key=lambda i: i.start)
             if index == 0:
-                return "unknown"
+                return "unknown", None
             best = found[index - 1]
         if best.end is None or best.end > at:
-            return "current"
-        return best.end_kind or "invalidated"
+            return "current", best.domain
+        return best.end_kind or "invalidated", best.domain
 
     def current(self, key: FactKey, at: datetime) -> list[Fact]:
         """The facts the key holds at ``at``, in order of value."""

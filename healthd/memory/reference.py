@@ -286,9 +286,7 @@ class ReferenceMemory:
             self._log_assert(event, fact, at)
         elif event.previous is not None:  # a revision, which the model requires
             previous = event.previous
-            if self.supersession and (
-                previous.key != fact.key or event.multi_valued or self._is_multi(previous.key)
-            ):
+            if self.supersession:  # whatever the key's cardinality is or becomes
                 reason = f"revised to {fact.value!r}"
                 self._log_end(event, previous, at, "superseded", reason, False)
             self._log_assert(event, fact, at)
