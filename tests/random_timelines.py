@@ -2,8 +2,9 @@
 
 Several ``depends_on`` keys per event (chains and cycles), revisions that move a fact to
 another key, keys declared multi-valued by some events and not others, values that change
-domain, events in any arrival order (backdated removals and re-adds included), many events
-at one instant, and gaps longer than a short TTL x (1 + grace).
+domain, one (key, value) given several domains, keys declared multi-valued only after their
+history (late declarations), events in any arrival order (backdated removals and re-adds
+included), many events at one instant, and gaps longer than a short TTL x (1 + grace).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ PREDICATES = {
     "choice": "decision",
     "tags": "requirement",
     "mixed": None,  # each value in its own domain: a key whose values change domain
+    "shifty": None,  # each event gives its own domain: one (key, value) with several
 }
+DOMAINS = ("tech", "ownership", "decision", "requirement")
 DOMAIN_OF_VALUE = {"1": "tech", "2": "ownership", "3": "decision"}
 VALUES = ("1", "2", "3")
 SHORT_TTL = {
@@ -45,7 +48,9 @@ def _rank(key: FactKey) -> tuple[str, int]:
     return key.subject, order.get(key.predicate, 3)
 
 
-def make_fact(subject: str, predicate: str, value: str) -> Fact:
+def make_fact(subject: str, predicate: str, value: str, drawn: str = "tech") -> Fact:
+    if predicate == "shifty":
+        return fact(subject, predicate, value, drawn)
     return fact(subject, predicate, value, PREDICATES[predicate] or DOMAIN_OF_VALUE[value])
 
 
@@ -54,6 +59,7 @@ facts = st.builds(
     st.sampled_from(SUBJECTS),
     st.sampled_from(sorted(PREDICATES)),
     st.sampled_from(VALUES),
+    st.sampled_from(DOMAINS),
 )
 # Small times give many ties at one instant; large ones give gaps past every short TTL.
 times = st.one_of(st.integers(0, 6), st.integers(0, 200))
@@ -69,7 +75,12 @@ def raw_events(draw: st.DrawFn, acyclic: bool = False) -> tuple:
         # mostly the same key, sometimes a move to another key
         same_key = draw(st.booleans()) or draw(st.booleans())
         previous = (
-            make_fact(current.subject, current.predicate, draw(st.sampled_from(VALUES)))
+            make_fact(
+                current.subject,
+                current.predicate,
+                draw(st.sampled_from(VALUES)),
+                draw(st.sampled_from(DOMAINS)),
+            )
             if same_key
             else draw(facts)
         )
@@ -98,5 +109,21 @@ def build(raw: list[tuple]) -> list[ChangeEvent]:
     ]
 
 
+@st.composite
+def raw_timelines(
+    draw: st.DrawFn, acyclic: bool = False, max_size: int = 30, deps: bool = True
+) -> list[tuple]:
+    """Raw events, then sometimes late declarations: an assertion of a value a key already
+    had, declaring the key multi-valued, at any time (backdated too), after its history."""
+    raw = draw(st.lists(raw_events(acyclic), min_size=1, max_size=max_size))
+    for _ in range(draw(st.integers(0, 2))):
+        kind, current, previous, _, _, _ = draw(st.sampled_from(raw))
+        late = previous if previous is not None and draw(st.booleans()) else current
+        raw.append(("added", late, None, (), True, draw(times)))
+    if not deps:
+        raw = [(k, f, p, (), m, at) for k, f, p, _, m, at in raw]
+    return raw
+
+
 def timelines(acyclic: bool = False, max_size: int = 30) -> st.SearchStrategy[list[ChangeEvent]]:
-    return st.lists(raw_events(acyclic), min_size=1, max_size=max_size).map(build)
+    return raw_timelines(acyclic, max_size).map(build)
