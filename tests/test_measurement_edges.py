@@ -1,0 +1,209 @@
+"""Edges of the measurement, worked out by hand from DESIGN.md: each pins a number that a
+plausible slip in truth, scoring or the evaluator would change (mutation testing found each
+one unguarded). Both evaluation modes must give the same numbers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from timeline_builders import (
+    ScriptedMemory,
+    added,
+    day,
+    fact,
+    invalidated,
+    record,
+    revised,
+)
+
+from healthd.evaluator import Replay, evaluate
+from healthd.memory.naive import NaiveMemory
+from healthd.model import HISTORICAL, FactKey, RetrievedFact
+from healthd.probes import build_probe_set
+from healthd.truth import GroundTruth
+
+A, B = FactKey("a", "lang"), FactKey("b", "lang")
+a1, b1, b2 = fact("a", "lang", "1"), fact("b", "lang", "1"), fact("b", "lang", "2")
+
+
+@pytest.fixture(params=["full", "incremental"])
+def mode(request):
+    return request.param
+
+
+def stages(events, memory, mode, **options):
+    replay = Replay(memory, build_probe_set(events), mode=mode, **options)
+    return [replay.step(e) for e in events]
+
+
+def padding(start: int, count: int, at: float = 50):
+    return [
+        added(f"pad{n}", at + n, fact("pad", f"k{n}", "v")) for n in range(start, start + count)
+    ]
+
+
+# -- forgetting ---------------------------------------------------------------------------
+
+
+def test_a_fact_that_ends_twice_is_judged_twice(mode):
+    key = FactKey("s", "p")
+    x, y = fact("s", "p", "x"), fact("s", "p", "y")
+    events = [
+        added("1", 1, x),
+        revised("2", 2, x, y),  # x ends: judged at stage 5
+        *padding(0, 3, 3),
+        revised("6", 10, y, x),  # x current again (y ends, current again by its check)
+        revised("7", 11, x, y),  # x ends a second time: judged at stage 10
+        *padding(3, 3, 12),
+    ]
+    script = {
+        "1": {key: [record(x, 1)]},
+        "2": {key: [record(x, 1), record(y, 2)]},  # still holds x at the first check
+        "7": {key: [record(y, 11)]},  # x gone by the second
+    }
+    result = stages(events, ScriptedMemory(script), mode)
+    assert [s.metrics["all"].forgetting for s in result] == [None] * 4 + [0.0] * 5 + [0.5]
+
+
+def test_ending_a_value_the_key_never_held_is_no_ended_fact(mode):
+    events = [added("1", 1, a1), invalidated("2", 2, fact("a", "lang", "9")), *padding(0, 4)]
+    result = stages(events, NaiveMemory(), mode)
+    assert result[-1].metrics["all"].forgetting is None
+
+
+def test_a_fact_that_arrives_already_ended_is_judged(mode):
+    x = fact("s", "p", "x")
+    events = [invalidated("1", 5, x), added("2", 1, x), *padding(0, 4)]
+    result = stages(events, NaiveMemory(), mode)
+    assert result[-1].metrics["all"].forgetting == 0.0  # one check, naive kept it
+
+
+def test_an_unknown_value_does_not_hide_another_value_ending_at_the_same_stage(mode):
+    x, y, z = (fact("s", "p", v) for v in ("x", "y", "z"))
+    events = [
+        invalidated("1", 0, y),  # y: never held, first of the key's values
+        added("2", 1, x),
+        revised("3", 2, y, z),  # revises y (unknown still) and ends x by supersession
+        *padding(0, 4),
+    ]
+    result = stages(events, NaiveMemory(), mode)
+    assert result[-1].metrics["all"].forgetting == 0.0  # x was checked
+
+
+# -- truth ---------------------------------------------------------------------------------
+
+
+def test_a_revision_moving_a_fact_onto_an_open_multi_valued_key_ends_the_old_key():
+    tags = FactKey("s", "tags")
+    events = [
+        added("1", 0, fact("s", "tags", "eu"), multi=True),
+        added("2", 1, a1),
+        revised("3", 2, a1, fact("s", "tags", "us"), multi=True),
+    ]
+    truth = GroundTruth(events)
+    assert truth.current(A, day(2)) == []
+    assert [f.value for f in truth.current(tags, day(2))] == ["eu", "us"]
+
+
+def test_a_multi_valued_declaration_carried_by_an_invalidation_counts():
+    eu, us, de = (fact("s", "tags", v) for v in ("eu", "us", "de"))
+    declared = invalidated("2", 1, de)
+    declared = type(declared)(
+        declared.id, declared.type, declared.timestamp, declared.source, declared.fact,
+        reason="gone", metadata={"cardinality": "multi"},
+    )  # fmt: skip
+    events = [added("1", 0, eu), declared, added("3", 2, us)]
+    truth = GroundTruth(events)
+    assert truth.multi_valued(FactKey("s", "tags"))
+    assert [f.value for f in truth.current(FactKey("s", "tags"), day(2))] == ["eu", "us"]
+
+
+# -- scoring -------------------------------------------------------------------------------
+
+
+def test_a_historical_fact_does_not_stop_the_facts_after_it_being_scored(mode):
+    events = [added("1", 0, a1)]
+    script = {"1": {A: [record(a1, 0, HISTORICAL, rid="h"), record(a1, 0)]}}
+    (stage,) = stages(events, ScriptedMemory(script), mode)
+    m = stage.metrics["all"]
+    assert (m.consistency, m.coverage, m.freshness) == (1.0, 1.0, 1.0)
+
+
+def test_freshness_reads_the_validation_time_not_the_write_time(mode):
+    # naive writes the late event at the clock (day 200) but validates it at day 1
+    events = [added("1", 200, b1), added("2", 1, a1)]
+    result = stages(events, NaiveMemory(), mode)
+    assert result[-1].metrics["all"].freshness == 0.5  # a1 is 199 days old: stale for tech
+
+
+@pytest.mark.parametrize(
+    ("validated", "fresh"),
+    [(None, 1.0), (datetime(9999, 12, 31, tzinfo=UTC), 1.0)],
+    ids=["missing: the write time", "in 9999"],
+)
+def test_a_missing_or_far_validation_time(mode, validated, fresh):
+    events = [added("1", 0, a1), added("2", 100, b1)]
+    served = RetrievedFact("a", "lang", "1", "tech", "r", day(95), validated)
+    script = {"1": {A: [served]}}
+    result = stages(events, ScriptedMemory(script), mode)
+    assert result[-1].metrics["tech"].freshness == fresh
+    stale = RetrievedFact("a", "lang", "1", "tech", "r", day(0), None)
+    late = stages(events, ScriptedMemory({"1": {A: [stale]}}), mode)
+    assert late[-1].metrics["tech"].freshness == 0.0  # written day 0, nothing newer: stale
+
+
+# -- the evaluator -------------------------------------------------------------------------
+
+
+def test_full_mode_asks_every_probe_at_every_stage():
+    events = [added("1", 0, a1), added("2", 1, b1), revised("3", 2, b1, b2)]
+    memory = ScriptedMemory({})
+    result = evaluate(events, memory, build_probe_set(events), name="s", kind="s", mode="full")
+    assert result.probe_queries == memory.asked == 1 + 2 + 2  # sum of |P_i|
+    incremental = ScriptedMemory({})
+    evaluate(events, incremental, build_probe_set(events), name="s", kind="s")
+    assert incremental.asked < memory.asked
+
+
+def test_a_cascade_rescores_a_probe_its_memory_did_not_change(mode):
+    exists = fact("m", "exists", "true")
+    dep = fact("m", "dependency:pg", "13")
+    events = [
+        added("1", 0, exists),
+        added("2", 1, dep, [("m", "exists")]),
+        invalidated("3", 2, exists),
+    ]
+    served = {FactKey("m", "dependency:pg"): [record(dep, 1)]}
+    result = stages(events, ScriptedMemory({"2": served}), mode)
+    m = result[-1].metrics["all"]
+    # dependency:pg ended with its module; the memory still serves it
+    assert m.consistency == 0.0
+    assert m.contamination == 0.5
+
+
+def test_an_answer_holding_another_key_s_fact_is_rescored_when_that_key_changes(mode):
+    events = [added("1", 0, a1), added("2", 1, b1), revised("3", 2, b1, b2)]
+    script = {
+        "1": {A: [record(a1, 0)]},
+        "2": {A: [record(a1, 0), record(b1, 1)], B: [record(b1, 1)]},
+        "3": {B: [record(b2, 2)]},  # A's answer is untouched: it still holds b = 1
+    }
+    result = stages(events, ScriptedMemory(script), mode)
+    m = result[-1].metrics["all"]
+    assert m.contamination == 0.5  # A's answer holds a superseded fact, B's does not
+    assert m.consistency == pytest.approx(2 / 3)
+
+
+def test_a_cascade_rescores_the_coverage_of_a_probe_whose_answer_is_empty(mode):
+    exists = fact("m", "exists", "true")
+    dep = fact("m", "dependency:pg", "13")
+    events = [
+        added("1", 0, exists),
+        added("2", 1, dep, [("m", "exists")]),
+        invalidated("3", 2, exists),
+    ]
+    served = {FactKey("m", "exists"): [record(exists, 0)]}  # never learnt dependency:pg
+    result = stages(events, ScriptedMemory({"1": served}), mode)
+    assert result[1].metrics["all"].coverage == 0.5
+    assert result[2].metrics["all"].coverage is None  # nothing is current any more
