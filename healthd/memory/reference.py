@@ -523,9 +523,6 @@ class ReferenceMemory:
             self._db.execute("BEGIN")
         return savepoint(self._db)
 
-    def _is_multi(self, key: FactKey) -> bool:
-        return self._log_of(key).multi
-
     # -- the per-key cache: what the tables say about a key, read once, kept in step ------
 
     def _log_of(self, key: FactKey) -> _KeyLog:
