@@ -1,0 +1,663 @@
+"""The `backstage` source: the service catalog and org chart as a timeline.
+
+Two ways to read a catalog (set one)::
+
+    [sources.catalog]
+    kind = "backstage"
+    path = "/srv/checkouts/platform"     # a repository whose history holds catalog files
+    # url = "https://github.com/acme/platform.git"  # or a remote, with cache_dir (as git)
+    catalog_files = ["**/catalog-info.yaml", "**/catalog-info.yml"]
+                                         # where the catalog starts (path globs); Location
+                                         # entities in them are followed to other files
+    # branch, first_parent, since, revalidate_interval, revalidate_clock: as for git
+
+    [sources.live-catalog]
+    kind = "backstage"
+    base_url = "https://backstage.acme.io"   # a running Backstage (its backend's base URL)
+    token_env = "BACKSTAGE_TOKEN"            # env var holding a bearer token; unset: none
+    filter = ["kind=component,kind=api,kind=resource,kind=system,kind=group,kind=user"]
+    page_size = 500                          # entities per page of /entities/by-query
+    revalidate_interval = "P1D"
+    # timeout_seconds, max_retries, backoff_seconds, max_backoff_seconds,
+    # max_rate_limit_wait_seconds: as for github and jira
+
+From files, events are timestamped with the commit that changed them; from the API, with
+the time the change was observed (the previous catalog is kept in the cursor and each
+pull is diffed against it). Facts (see :mod:`healthd.sources._catalog`): ``exists``,
+``owner``, ``lifecycle``, ``type``, ``system``, ``domain``, ``dependency:<entity>`` (with
+``depends_on`` both entities' ``exists``), and the org chart: a group's ``parent`` and
+``members``, a user's ``memberOf``. A deprecated or removed entity's ``exists`` ends, and
+with it, by cascade, its facts and the dependencies other entities declare on it. An
+entity moved to another file, or a renamed file, is the same entity: nothing changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+import requests
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
+from healthd.durations import parse_duration
+from healthd.errors import ConfigError, SourceError
+from healthd.logging import get_logger
+from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.sources import PullResult, register_source, unique_events
+from healthd.sources._catalog import (
+    CatalogChange,
+    CatalogFacts,
+    Entity,
+    EntityRef,
+    Malformed,
+    catalog_facts,
+    diff_catalog,
+    location_targets,
+    parse_entity,
+)
+from healthd.sources._gitlog import (
+    Change,
+    Commit,
+    Extractor,
+    Held,
+    Repo,
+    RepoOptions,
+    RepoSource,
+    Skips,
+    dump_cursor,
+    event_id,
+    fact_hash,
+    prune_seen,
+    revalidation_time,
+    revalidations,
+    validate_options,
+    wall_clock,
+)
+
+KIND = "backstage"
+log = get_logger("healthd.sources.backstage")
+
+_YAML_SUFFIXES = (".yaml", ".yml")
+_PARSED_CACHE = 4096  # parsed blobs kept (by blob sha)
+
+
+@lru_cache(maxsize=1024)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as the catalog's discovery reads it: ``**`` any directories, ``*`` and
+    ``?`` within one path segment."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_catalog_file(text: str, where: str) -> tuple[list[Entity], list[str]]:
+    """The entities of one (multi-document) catalog file, and one line per document that
+    is not an entity. Raises Malformed when the file is not YAML at all."""
+    try:
+        docs = list(yaml.load_all(text, Loader=_yaml_loader()))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise Malformed(f"not valid YAML{at}: {problem}") from None
+    entities: list[Entity] = []
+    problems: list[str] = []
+    for index, doc in enumerate(docs, 1):
+        if doc is None:
+            continue  # an empty document (a trailing ---)
+        try:
+            entities.append(parse_entity(doc, where))
+        except Malformed as exc:
+            problems.append(f"document {index}: {exc}; skipped")
+    return entities, problems
+
+
+def _resolve_target(location_file: str, target: str) -> str | None:
+    """A Location target as a path in the repository (None: not in it)."""
+    if "://" in target:
+        return None
+    if target.startswith("/"):
+        path = posixpath.normpath(target.lstrip("/"))
+    else:
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(location_file), target))
+    if path.startswith("../") or path == "..":
+        return None
+    return path
+
+
+# --------------------------------------------------------------------------- options
+
+
+class BackstageRepoOptions(RepoOptions):
+    catalog_files: list[str] = ["**/catalog-info.yaml", "**/catalog-info.yml"]
+
+    @field_validator("catalog_files")
+    @classmethod
+    def _globs(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("must name at least one catalog file (a path glob)")
+        out = []
+        for glob in value:
+            glob = glob.strip().lstrip("/")
+            if not glob.endswith(_YAML_SUFFIXES):
+                raise ValueError(f"{glob!r} does not name .yaml or .yml files")
+            out.append(glob)
+        return out
+
+
+class BackstageApiOptions(HttpOptions):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    token_env: str | None = None
+    filter: list[str] = []
+    page_size: int = Field(500, ge=1, le=10000)
+    max_pages: int = Field(10000, ge=1, le=1000000)
+    revalidate_interval: timedelta = timedelta(days=1)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        url = check_http_url(value, "https://backstage.example.com")
+        return url.removesuffix("/api/catalog")
+
+    @field_validator("revalidate_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> timedelta:
+        return parse_duration(value)
+
+    @field_validator("filter")
+    @classmethod
+    def _filters(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not item.strip() or any(
+                "=" not in part and not part.strip() for part in item.split(",")
+            ):
+                raise ValueError(f"filter {item!r} is not key=value[,key=value...]")
+        return value
+
+
+# --------------------------------------------------------------------------- catalog files
+
+
+class CatalogExtractor(Extractor):
+    """The catalog as declared by the files at each commit, diffed commit by commit."""
+
+    def __init__(
+        self,
+        source: str,
+        opts: BackstageRepoOptions,
+        repo: Repo,
+        skips: Skips,
+        state: Mapping[str, Any] | None,
+    ) -> None:
+        self.source = source
+        self.opts = opts
+        self.repo = repo
+        self.skips = skips
+        self.roots = [glob_regex(g) for g in opts.catalog_files]
+        self.yaml_blobs: dict[str, str] = {}  # every .yaml/.yml path → its blob sha
+        self.parsed: OrderedDict[str, tuple[list[Entity], list[str]] | str] = OrderedDict()
+        self.good: dict[str, list[Entity]] = {}  # path → entities of its last readable blob
+        self.reachable: frozenset[str] = frozenset()
+        self.targets: list[re.Pattern[str]] = []  # Location targets, as path patterns
+        self.homes: dict[EntityRef, str] = {}  # entity → the file that declares it
+        self.held: dict[FactKey, Held] = {}
+        self.declared: set[str] = set()
+        gone = (state or {}).get("gone")
+        self.gone: set[str] = {str(s) for s in gone} if isinstance(gone, list) else set()
+
+    def cursor_extra(self) -> dict[str, Any]:
+        return {"gone": sorted(self.gone), "config": config_digest(self.opts)}
+
+    def _is_root(self, path: str) -> bool:
+        return any(r.match(path) for r in self.roots)
+
+    def _relevant(self, path: str) -> bool:
+        return (
+            self._is_root(path)
+            or path in self.reachable
+            or any(t.match(path) for t in self.targets)
+        )
+
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        for ch in changes:
+            if ch.status != "D" and ch.path.endswith(_YAML_SUFFIXES) and self._relevant(ch.path):
+                yield ch.new_sha
+
+    def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
+        touched = False
+        for ch in changes:
+            if ch.is_submodule or not ch.path.endswith(_YAML_SUFFIXES):
+                continue
+            if ch.status == "D":
+                self.yaml_blobs.pop(ch.path, None)
+            else:
+                self.yaml_blobs[ch.path] = ch.new_sha
+            touched = touched or self._relevant(ch.path)
+        if not touched:
+            return []
+        catalog = self._read_catalog(commit)
+        changes_, self.held, self.gone = diff_catalog(self.held, self.declared, self.gone, catalog)
+        self.declared = catalog.declared
+        if not emit:
+            return []
+        return [self._event(commit, c) for c in changes_]
+
+    def _entities_of(self, commit: Commit, path: str) -> list[Entity]:
+        sha = self.yaml_blobs[path]
+        cached = self.parsed.get(sha)
+        if cached is None:
+            data = self.repo.blob(sha)
+            if data is None:
+                cached = f"blob {sha[:12]} missing (partial clone?)"
+            else:
+                try:
+                    cached = parse_catalog_file(data.decode("utf-8", errors="replace"), path)
+                except Malformed as exc:
+                    cached = str(exc)
+            self.parsed[sha] = cached
+            if len(self.parsed) > _PARSED_CACHE:
+                self.parsed.popitem(last=False)
+            where = f"{path}@{commit.sha[:12]}"
+            if isinstance(cached, str):
+                kept = "; kept as before" if path in self.good else "; skipped"
+                self.skips.add(where, cached + kept)
+            else:
+                for problem in cached[1]:
+                    self.skips.add(where, problem)
+        else:
+            self.parsed.move_to_end(sha)
+        if isinstance(cached, str):
+            return self.good.get(path, [])
+        entities = [
+            e if e.where == path else Entity(e.ref, e.kind, e.spec, path) for e in cached[0]
+        ]
+        self.good[path] = entities
+        return entities
+
+    def _read_catalog(self, commit: Commit) -> CatalogFacts:
+        """Follow the catalog from its root files through Location targets."""
+        queue = sorted(p for p in self.yaml_blobs if self._is_root(p))
+        reached: dict[str, None] = {}
+        targets: list[re.Pattern[str]] = []
+        where: dict[EntityRef, tuple[Entity, str]] = {}
+        at = commit.sha[:12]
+        while queue:
+            path = queue.pop(0)
+            if path in reached:
+                continue
+            reached[path] = None
+            for entity in self._entities_of(commit, path):
+                if entity.kind == "Location":
+                    for target in location_targets(entity):
+                        loc_type = entity.spec.get("type", "url")
+                        resolved = _resolve_target(path, target)
+                        if loc_type not in ("url", "file") or resolved is None:
+                            self.skips.add(
+                                f"{path}@{at}",
+                                f"Location {entity.ref.name} target {target!r} "
+                                "is not in this repository; not followed",
+                            )
+                            continue
+                        pattern = glob_regex(resolved)
+                        targets.append(pattern)
+                        found = sorted(p for p in self.yaml_blobs if pattern.match(p))
+                        if not found and entity.spec.get("presence") != "optional":
+                            self.skips.add(
+                                f"{path}@{at}",
+                                f"Location {entity.ref.name} target {target!r} matches no file",
+                            )
+                        queue.extend(p for p in found if p not in reached)
+                    continue
+                first = where.get(entity.ref)
+                if first is None:
+                    where[entity.ref] = (entity, path)
+                    continue
+                # Declared twice (mid-move): the file that declared it before keeps it, as
+                # the catalog keeps the first location's entity and reports the conflict.
+                keep, drop = first, (entity, path)
+                if self.homes.get(entity.ref) == path != first[1]:
+                    keep, drop = drop, keep
+                where[entity.ref] = keep
+                self.skips.add(
+                    f"{drop[1]}@{at}",
+                    f"{entity.kind} {entity.ref} is also declared in {keep[1]}, which is kept",
+                )
+        self.reachable = frozenset(reached)
+        self.targets = targets
+        self.homes = {ref: path for ref, (_, path) in where.items()}
+        meta = {ref: {"entity": str(ref), "file": path} for ref, (_, path) in where.items()}
+        catalog = catalog_facts((e for e, _ in where.values()), meta)
+        for problem in catalog.problems:
+            self.skips.add(f"{problem.split(':', 1)[0]}@{at}", problem.split(": ", 1)[-1])
+        return catalog
+
+    def _event(self, commit: Commit, change: CatalogChange) -> ChangeEvent:
+        held = change.held
+        meta = {**held.metadata, "commit": commit.sha}
+        return ChangeEvent(
+            id=event_id(
+                KIND, self.source, commit.sha, meta.get("file", ""), held.fact.key, change.type
+            ),
+            type=change.type,
+            timestamp=commit.time,
+            source=self.source,
+            fact=held.fact,
+            previous=change.previous,
+            reason=change.reason,
+            depends_on=held.depends_on,
+            metadata=meta,
+        )
+
+
+def config_digest(opts: BackstageRepoOptions) -> str:
+    return "catalog-v1|" + ",".join(opts.catalog_files)
+
+
+class BackstageRepoSource(RepoSource):
+    """Catalog files read through a repository's history."""
+
+    kind = KIND
+    opts: BackstageRepoOptions
+
+    def _extractor(
+        self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
+    ) -> CatalogExtractor:
+        return CatalogExtractor(self.name, self.opts, repo, skips, state)
+
+    def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
+        if state.get("config") != config_digest(self.opts):
+            return "catalog_files changed since the cursor"
+        return None
+
+    def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
+        return dump_cursor(
+            {"commit": commit, "seen": prune_seen(seen, extractor.held), **extractor.cursor_extra()}
+        )
+
+
+# --------------------------------------------------------------------------- catalog API
+
+BY_QUERY = "/api/catalog/entities/by-query"
+
+
+class _ApiState(BaseModel):
+    """What the cursor keeps between two observations of a running catalog."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: str
+    held: list[dict[str, Any]] = []
+    declared: list[str] = []
+    gone: list[str] = []
+    seen: dict[str, float] = {}
+
+
+def _held_to_json(held: Held) -> dict[str, Any]:
+    f = held.fact
+    return {
+        "fact": [f.subject, f.predicate, f.value, f.domain],
+        "depends_on": [[k.subject, k.predicate] for k in held.depends_on],
+        "metadata": held.metadata,
+    }
+
+
+def _held_from_json(raw: Mapping[str, Any]) -> Held:
+    subject, predicate, value, domain = raw["fact"]
+    return Held(
+        Fact(subject, predicate, value, domain),
+        tuple(FactKey(s, p) for s, p in raw["depends_on"]),
+        {str(k): str(v) for k, v in raw["metadata"].items()},
+    )
+
+
+class BackstageApiSource:
+    """A running catalog, read whole each pull through ``/entities/by-query`` and diffed
+    with what the previous pull saw (kept in the cursor)."""
+
+    kind = KIND
+
+    def __init__(
+        self,
+        name: str,
+        options: BackstageApiOptions,
+        *,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], datetime] = wall_clock,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        import os
+
+        self.name = name
+        self.options = options
+        self.session = session or requests.Session()
+        self._sleep = sleep
+        self._clock = clock
+        self._environ = os.environ if environ is None else environ
+
+    def _client(self) -> HttpClient:
+        headers: dict[str, str] = {}
+        secrets: tuple[str, ...] = ()
+        if self.options.token_env:
+            token = self._environ.get(self.options.token_env, "")
+            if not token:
+                raise HttpError(
+                    f"environment variable {self.options.token_env} (token_env) is not set"
+                )
+            headers["Authorization"] = f"Bearer {token}"
+            secrets = (token,)
+        seams: dict[str, Any] = {} if self._sleep is None else {"sleep": self._sleep}
+        return HttpClient(self.session, self.options, headers=headers, secrets=secrets, **seams)
+
+    def _fetch(self, skips: Skips) -> tuple[list[Entity], set[EntityRef]]:
+        """Every entity the query gives (malformed ones skipped, one line each, and their
+        refs returned when they can be told, so their facts are kept as before)."""
+        client = self._client()
+        url = self.options.base_url + BY_QUERY
+        params: dict[str, Any] = {"limit": self.options.page_size}
+        if self.options.filter:
+            params["filter"] = list(self.options.filter)
+        entities: list[Entity] = []
+        unreadable: set[EntityRef] = set()
+        cursors: set[str] = set()
+        for page in range(1, self.options.max_pages + 1):
+            resp = client.get_json(url, params=params)
+            data = resp.data
+            if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+                raise BadPayload(
+                    f"GET {url} returned {type(data).__name__}, expected an object with items"
+                )
+            for index, raw in enumerate(data["items"]):
+                try:
+                    entities.append(parse_entity(raw, "catalog API"))
+                except Malformed as exc:
+                    ref = _ref_of(raw)
+                    what = f"page {page} item {index}" + (f" ({ref})" if ref else "")
+                    skips.add(what, f"{exc}; kept as before")
+                    if ref is not None:
+                        unreadable.add(ref)
+            info = data.get("pageInfo")
+            next_cursor = info.get("nextCursor") if isinstance(info, dict) else None
+            if not next_cursor:
+                return entities, unreadable
+            if not isinstance(next_cursor, str) or next_cursor in cursors:
+                raise BadPayload(f"GET {url} returned a page cursor already followed")
+            cursors.add(next_cursor)
+            # the cursor carries the query; only the page size goes with it
+            params = {"limit": self.options.page_size, "cursor": next_cursor}
+        raise HttpError(
+            f"more than max_pages={self.options.max_pages} pages of entities; "
+            "raise max_pages or narrow filter"
+        )
+
+    def pull(self, cursor: str | None) -> PullResult:
+        skips = Skips(self.name)
+        try:
+            state = _ApiState.model_validate_json(cursor) if cursor else _ApiState(kind="api")
+            if state.kind != "api":
+                raise ValueError("not a backstage API cursor")
+            held = {h.fact.key: h for h in map(_held_from_json, state.held)}
+        except (ValueError, KeyError, TypeError):
+            return PullResult(
+                [],
+                cursor,
+                error=f"backstage source {self.name!r}: unreadable cursor; "
+                "reset the source's state to read from scratch",
+            )
+        observed = self._clock().astimezone(UTC).replace(microsecond=0)
+        try:
+            entities, unreadable = self._fetch(skips)
+        except HttpError as exc:
+            hint = ""
+            if exc.status == 401:
+                hint = (
+                    f" (check the token in {self.options.token_env})"
+                    if self.options.token_env
+                    else " (the catalog wants a token: set token_env)"
+                )
+            error = f"backstage source {self.name!r} ({self.options.base_url}): {exc}{hint}"
+            log.error("source_pull_failed", source=self.name, kind=KIND, error=error)
+            return PullResult([], cursor, error=error, skipped=skips.lines())
+        meta = {e.ref: {"entity": str(e.ref)} for e in entities}
+        catalog = catalog_facts(entities, meta)
+        for problem in catalog.problems:
+            skips.add("catalog API", problem.split(": ", 1)[-1])
+        # an entity the catalog served unreadably keeps its facts as they were
+        kept = {str(ref) for ref in unreadable}
+        for key, h in held.items():
+            if h.metadata.get("entity") in kept and key not in catalog.facts:
+                catalog.facts[key] = h
+                catalog.declared.add(key.subject)
+        changes, new_held, gone = diff_catalog(held, set(state.declared), set(state.gone), catalog)
+        seen = dict(state.seen)
+        events: list[ChangeEvent] = []
+        for change in changes:
+            events.append(self._event(observed, change))
+            fh = fact_hash(change.held.fact)
+            if change.type == "invalidated":
+                seen.pop(fh, None)
+            else:
+                seen[fh] = observed.timestamp()
+        interval = self.options.revalidate_interval
+        sweep_at = revalidation_time(observed, interval, datetime.fromtimestamp(0, UTC))
+        events = (
+            revalidations(KIND, self.name, new_held, seen, sweep_at, interval, "catalog-api")
+            + events
+        )
+        try:
+            events, _ = unique_events(events, f"backstage source {self.name!r}")
+        except SourceError as exc:
+            return PullResult([], cursor, error=str(exc), skipped=skips.lines())
+        body = {
+            "kind": "api",
+            "held": [_held_to_json(new_held[k]) for k in sorted(new_held)],
+            "declared": sorted(catalog.declared),
+            "gone": sorted(gone),
+            "seen": prune_seen(seen, new_held),
+        }
+        log.info(
+            "source_pulled",
+            source=self.name,
+            kind=KIND,
+            entities=len(entities),
+            events=len(events),
+            skipped=len(skips),
+        )
+        return PullResult(
+            events,
+            json.dumps(body, sort_keys=True, separators=(",", ":")),
+            skipped=skips.lines(),
+        )
+
+    def _event(self, observed: datetime, change: CatalogChange) -> ChangeEvent:
+        held = change.held
+        digest = hashlib.sha256(
+            "\x1f".join(
+                (
+                    self.name,
+                    observed.isoformat(),
+                    held.fact.subject,
+                    held.fact.predicate,
+                    change.type,
+                )
+            ).encode()
+        ).hexdigest()[:16]
+        return ChangeEvent(
+            id=f"{KIND}:api:{digest}",
+            type=change.type,
+            timestamp=observed,
+            source=self.name,
+            fact=held.fact,
+            previous=change.previous,
+            reason=change.reason,
+            depends_on=held.depends_on,
+            metadata={**held.metadata, "observed": "catalog-api"},
+        )
+
+
+def _ref_of(raw: object) -> EntityRef | None:
+    """The ref of an entity the format rejects, when its kind and name can be read."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict):
+        return None
+    kind, name = raw.get("kind"), raw["metadata"].get("name")
+    namespace = raw["metadata"].get("namespace") or "default"
+    if not (isinstance(kind, str) and isinstance(name, str) and isinstance(namespace, str)):
+        return None
+    if not kind or not name:
+        return None
+    return EntityRef(kind.lower(), namespace.lower(), name.lower())
+
+
+# --------------------------------------------------------------------------- factory
+
+
+@register_source(KIND)
+def backstage_source(
+    name: str, options: Mapping[str, Any]
+) -> BackstageRepoSource | BackstageApiSource:
+    has_api = "base_url" in options
+    has_repo = "path" in options or "url" in options
+    if has_api and has_repo:
+        raise ConfigError(
+            f"source {name!r}: set either 'path' (or 'url': a repository holding catalog "
+            "files) or 'base_url' (a running Backstage), not both"
+        )
+    if not (has_api or has_repo):
+        raise ConfigError(
+            f"source {name!r}: set 'path' (a repository holding catalog files) or "
+            "'base_url' (a running Backstage)"
+        )
+    if has_api:
+        return BackstageApiSource(name, validate_options(BackstageApiOptions, name, options))
+    return BackstageRepoSource(name, validate_options(BackstageRepoOptions, name, options))
