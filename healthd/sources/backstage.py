@@ -199,8 +199,8 @@ class BackstageApiOptions(HttpOptions):
     @classmethod
     def _filters(cls, value: list[str]) -> list[str]:
         for item in value:
-            if not item.strip() or any(
-                "=" not in part and not part.strip() for part in item.split(",")
+            if any(
+                not part.partition("=")[0].strip() or "=" not in part for part in item.split(",")
             ):
                 raise ValueError(f"filter {item!r} is not key=value[,key=value...]")
         return value
