@@ -239,14 +239,12 @@ class CatalogExtractor(Extractor):
     def cursor_extra(self) -> dict[str, Any]:
         return {"gone": sorted(self.gone), "config": config_digest(self.opts)}
 
-    def _is_root(self, path: str) -> bool:
+    def is_root(self, path: str) -> bool:
         return any(r.match(path) for r in self.roots)
 
     def _relevant(self, path: str) -> bool:
         return (
-            self._is_root(path)
-            or path in self.reachable
-            or any(t.match(path) for t in self.targets)
+            self.is_root(path) or path in self.reachable or any(t.match(path) for t in self.targets)
         )
 
     def wanted(self, changes: list[Change]) -> Iterator[str]:
@@ -307,7 +305,7 @@ class CatalogExtractor(Extractor):
 
     def _read_catalog(self, commit: Commit) -> CatalogFacts:
         """Follow the catalog from its root files through Location targets."""
-        queue = sorted(p for p in self.yaml_blobs if self._is_root(p))
+        queue = sorted(p for p in self.yaml_blobs if self.is_root(p))
         reached: dict[str, None] = {}
         targets: list[re.Pattern[str]] = []
         where: dict[EntityRef, tuple[Entity, str]] = {}
@@ -393,7 +391,13 @@ class BackstageRepoSource(RepoSource):
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
     ) -> CatalogExtractor:
-        return CatalogExtractor(self.name, self.opts, repo, skips, state)
+        extractor = CatalogExtractor(self.name, self.opts, repo, skips, state)
+        if state is None and not any(extractor.is_root(ch.path) for ch in repo.tree(head)):
+            skips.note(
+                f"no catalog file at {head[:12]} matches catalog_files "
+                f"({', '.join(self.opts.catalog_files)})"
+            )
+        return extractor
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         if state.get("config") != config_digest(self.opts):

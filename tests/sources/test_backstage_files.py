@@ -417,3 +417,48 @@ def test_bad_options_are_one_config_error(options: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message) as info:
         build_source("backstage", "catalog", options)
     assert "\n" not in str(info.value)
+
+
+def test_a_repository_without_catalog_files_says_where_it_looked(repo: GitRepo) -> None:
+    repo.commit("2024-01-02T09:00", {"README.md": "shop\n", "deploy/values.yaml": "a: 1\n"})
+    result = source(repo).pull(None)
+    assert result.ok and result.events == []
+    assert result.skipped == [
+        f"no catalog file at {repo.head()[:12]} matches catalog_files "
+        "(**/catalog-info.yaml, **/catalog-info.yml)"
+    ]
+
+
+_BAD_TABLES = [
+    ('path = "{repo}"\nbase_url = "https://backstage.acme.io"\n', "not both"),
+    ('path = "{repo}"\ncatalog_files = ["catalog.json"]\n', "catalog_files"),
+    ('base_url = "backstage.acme.io"\n', "base_url"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "table", "words"),
+    [(c, t, w) for c in ("check-config", "timeline") for t, w in _BAD_TABLES]
+    + [("check-config", 'path = "{repo}/nowhere"\n', "does not exist")],
+)
+def test_bad_configuration_is_one_line_and_exit_2(
+    repo: GitRepo, tmp_path, command: str, table: str, words: str
+) -> None:
+    import subprocess
+    import sys
+
+    first_catalog(repo)
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        '[sources.catalog]\nkind = "backstage"\n' + table.replace("{repo}", str(repo.path))
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", command, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "sources.catalog" in lines[0] and words in lines[0], lines
+    assert "Traceback" not in done.stderr
