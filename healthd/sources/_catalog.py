@@ -240,7 +240,7 @@ def catalog_facts(
         if lifecycle is not None and lifecycle.lower() == "deprecated":
             out.deprecated.add(subject)
             continue
-        add(entity, EXISTS, "true", "ownership" if kind in ("Group", "User") else "tech")
+        add(entity, EXISTS, "true", "ownership" if kind in ("Group", "User") else "tech", own=False)
         if kind in _TYPED and isinstance(spec.get("type"), str) and spec["type"].strip():
             add(entity, "type", spec["type"].strip(), "ownership" if kind == "Group" else "tech")
         if kind in _OWNED:

@@ -208,6 +208,12 @@ def test_a_first_catalog_gives_every_fact_with_references_resolved(repo: GitRepo
         ("checkout", "exists"),
         ("payments-v1", "exists"),
     }
+    assert all(not e.depends_on for e in result.events if e.fact.predicate == "exists")
+    assert all(
+        (e.fact.subject, "exists") in {(k.subject, k.predicate) for k in e.depends_on}
+        for e in result.events
+        if e.fact.predicate not in ("exists", "lifecycle")
+    )
     meta = {e.fact.key: e.metadata for e in result.events}
     owner = meta[Fact("group:team-a", "parent", "", "ownership").key]
     assert owner["file"] == "org/teams.yaml"
