@@ -46,6 +46,14 @@ class Malformed(ValueError):
     """An entity or reference the descriptor format rejects; the message says why."""
 
 
+class OtherKind(Malformed):
+    """An entity of a kind a plugin added (not one of the format's): not read, not wrong."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"kind {kind!r} is not a kind of the Backstage descriptor format")
+        self.kind = kind
+
+
 @dataclass(frozen=True, order=True)
 class EntityRef:
     kind: str  # lowercased
@@ -138,7 +146,7 @@ def parse_entity(doc: object, where: str = "") -> Entity:
     if not isinstance(kind, str) or not kind:
         raise Malformed("kind is missing or not a string")
     if kind not in _REQUIRED:
-        raise Malformed(f"kind {kind!r} is not a kind of the Backstage descriptor format")
+        raise OtherKind(kind)
     metadata = doc.get("metadata")
     if not isinstance(metadata, dict):
         raise Malformed("metadata is missing or not a mapping")

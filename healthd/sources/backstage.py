@@ -59,6 +59,7 @@ from healthd.sources._catalog import (
     Entity,
     EntityRef,
     Malformed,
+    OtherKind,
     catalog_facts,
     diff_catalog,
     location_targets,
@@ -136,6 +137,8 @@ def parse_catalog_file(text: str, where: str) -> tuple[list[Entity], list[str]]:
             continue  # an empty document (a trailing ---)
         try:
             entities.append(parse_entity(doc, where))
+        except OtherKind as exc:
+            problems.append(f"document {index}: {exc}; not read")
         except Malformed as exc:
             problems.append(f"document {index}: {exc}; skipped")
     return entities, problems
@@ -226,6 +229,7 @@ class CatalogExtractor(Extractor):
         self.skips = skips
         self.roots = [glob_regex(g) for g in opts.catalog_files]
         self.yaml_blobs: dict[str, str] = {}  # every .yaml/.yml path → its blob sha
+        self.root_paths: set[str] = set()  # those catalog_files names
         self.parsed: OrderedDict[str, tuple[list[Entity], list[str]] | str] = OrderedDict()
         self.good: dict[str, list[Entity]] = {}  # path → entities of its last readable blob
         self.reachable: frozenset[str] = frozenset()
@@ -259,8 +263,11 @@ class CatalogExtractor(Extractor):
                 continue
             if ch.status == "D":
                 self.yaml_blobs.pop(ch.path, None)
+                self.root_paths.discard(ch.path)
             else:
                 self.yaml_blobs[ch.path] = ch.new_sha
+                if self.is_root(ch.path):
+                    self.root_paths.add(ch.path)
             touched = touched or self._relevant(ch.path)
         if not touched:
             return []
@@ -305,7 +312,7 @@ class CatalogExtractor(Extractor):
 
     def _read_catalog(self, commit: Commit) -> CatalogFacts:
         """Follow the catalog from its root files through Location targets."""
-        queue = sorted(p for p in self.yaml_blobs if self.is_root(p))
+        queue = sorted(self.root_paths)
         reached: dict[str, None] = {}
         targets: list[re.Pattern[str]] = []
         where: dict[EntityRef, tuple[Entity, str]] = {}
@@ -329,7 +336,10 @@ class CatalogExtractor(Extractor):
                             continue
                         pattern = glob_regex(resolved)
                         targets.append(pattern)
-                        found = sorted(p for p in self.yaml_blobs if pattern.match(p))
+                        if any(c in resolved for c in "*?"):
+                            found = sorted(p for p in self.yaml_blobs if pattern.match(p))
+                        else:
+                            found = [resolved] if resolved in self.yaml_blobs else []
                         if not found and entity.spec.get("presence") != "optional":
                             self.skips.add(
                                 f"{path}@{at}",
@@ -495,6 +505,7 @@ class BackstageApiSource:
         entities: list[Entity] = []
         unreadable: set[EntityRef] = set()
         cursors: set[str] = set()
+        other_kinds: dict[str, int] = {}
         for page in range(1, self.options.max_pages + 1):
             resp = client.get_json(url, params=params)
             data = resp.data
@@ -505,6 +516,8 @@ class BackstageApiSource:
             for index, raw in enumerate(data["items"]):
                 try:
                     entities.append(parse_entity(raw, "catalog API"))
+                except OtherKind as exc:
+                    other_kinds[exc.kind] = other_kinds.get(exc.kind, 0) + 1
                 except Malformed as exc:
                     ref = _ref_of(raw)
                     what = f"page {page} item {index}" + (f" ({ref})" if ref else "")
@@ -514,6 +527,9 @@ class BackstageApiSource:
             info = data.get("pageInfo")
             next_cursor = info.get("nextCursor") if isinstance(info, dict) else None
             if not next_cursor:
+                if other_kinds:
+                    kinds = ", ".join(f"{n} {k}" for k, n in sorted(other_kinds.items()))
+                    skips.note(f"entities of kinds the format does not define not read: {kinds}")
                 return entities, unreadable
             if not isinstance(next_cursor, str) or next_cursor in cursors:
                 raise BadPayload(f"GET {url} returned a page cursor already followed")
@@ -533,12 +549,8 @@ class BackstageApiSource:
                 raise ValueError("not a backstage API cursor")
             held = {h.fact.key: h for h in map(_held_from_json, state.held)}
         except (ValueError, KeyError, TypeError):
-            return PullResult(
-                [],
-                cursor,
-                error=f"backstage source {self.name!r}: unreadable cursor; "
-                "reset the source's state to read from scratch",
-            )
+            skips.note("cursor not understood (not this catalog's); the catalog is read anew")
+            state, held = _ApiState(kind="api"), {}
         observed = self._clock().astimezone(UTC).replace(microsecond=0)
         try:
             entities, unreadable = self._fetch(skips)

@@ -341,3 +341,17 @@ def test_a_filter_narrows_the_query_and_only_rides_on_the_first_request(catalog)
     assert {e.fact.subject.split(":")[0] for e in result.events} == {"group", "user"}
     assert catalog.requests[0].args.getlist("filter") == ["kind=group", "kind=user"]
     assert len(catalog.requests) == 2
+
+
+def test_plugin_kinds_are_one_note_and_a_foreign_cursor_starts_over(catalog) -> None:
+    catalog.entities += [
+        entity("MCPServer", f"tool-{n}", {"owner": "team-a"}) for n in range(4)
+    ] + [entity("Workflow", "nightly", {})]
+    git_cursor = '{"v":1,"commit":"0123456789abcdef0123456789abcdef01234567","seen":{}}'
+    result = make(catalog, Clock("2024-05-01T12:00:00")).pull(git_cursor)
+    assert result.ok
+    assert result.skipped == [
+        "cursor not understood (not this catalog's); the catalog is read anew",
+        "entities of kinds the format does not define not read: 4 MCPServer, 1 Workflow",
+    ]
+    assert ("auth-service", "owner") in facts(result.events)

@@ -93,6 +93,20 @@ spec:
   dependsOn: [component:payments-v1]
 """
 
+LEDGER = """\
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: ledger
+  namespace: billing
+spec:
+  type: service
+  lifecycle: production
+  owner: finance
+  system: shop
+  consumesApis: [default/auth-api]
+"""
+
 TEAMS = """\
 apiVersion: backstage.io/v1alpha1
 kind: Group
@@ -170,6 +184,7 @@ def first_catalog(repo: GitRepo) -> None:
             "services/checkout/catalog-info.yaml": CHECKOUT,
             "org/teams.yaml": teams(),
             "services/auth-service/main.go": "package main\n",
+            "billing/catalog-info.yaml": LEDGER,
         },
     )
 
@@ -202,6 +217,10 @@ def test_a_first_catalog_gives_every_fact_with_references_resolved(repo: GitRepo
     assert facts[("user:carol", "memberOf")] == "team-b"
     assert facts[("user:bob", "memberOf")] == "team-b"
     assert facts[("group:team-b", "exists")] == "true"
+    # a namespace other than default shows in subjects, and is the default for references
+    assert facts[("billing/ledger", "owner")] == "billing/finance"
+    assert facts[("billing/ledger", "system")] == "billing/shop"
+    assert facts[("billing/ledger", "dependency:api:auth-api")] == "consumesApis"
     deps = {e.fact.key: e.depends_on for e in result.events}
     dep = deps[Fact("checkout", "dependency:payments-v1", "", "tech").key]
     assert {(k.subject, k.predicate) for k in dep} == {
