@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from healthd.model import Domain, Fact, FactKey
 from healthd.sources._gitlog import Held
@@ -54,8 +54,7 @@ class OtherKind(Malformed):
         self.kind = kind
 
 
-@dataclass(frozen=True, order=True)
-class EntityRef:
+class EntityRef(NamedTuple):
     kind: str  # lowercased
     namespace: str  # lowercased
     name: str  # lowercased
@@ -198,111 +197,135 @@ class CatalogFacts:
     problems: list[str] = field(default_factory=list)
 
 
-def catalog_facts(
-    entities: Iterable[Entity], meta: Mapping[EntityRef, dict[str, str]]
-) -> CatalogFacts:
-    """The facts of a whole catalog (``meta``: per entity, what its events carry).
+#: A relation an entity states, filed under the entity that holds the fact:
+#: (predicate family, holder, the other end, label). Families: members, memberOf, parent,
+#: dependency (labelled dependsOn, consumesApis or providesApis).
+Edge = tuple[str, EntityRef, EntityRef, str]
 
-    Org-chart and dependency relations are read from both ends, as the catalog does:
+
+@dataclass(frozen=True)
+class Contribution:
+    """What one entity says on its own: its facts (relations aside), whether it is declared
+    (a Location is not) and deprecated, the relations it states, and its bad references."""
+
+    subject: str
+    declared: bool
+    deprecated: bool
+    own: dict[FactKey, Held]
+    edges: tuple[Edge, ...]
+    problems: tuple[str, ...]
+
+
+def contribution(entity: Entity, meta: Mapping[str, str]) -> Contribution:
+    """One entity's contribution. Relations are read from both ends, as the catalog does:
     a user's ``memberOf`` and a group's ``members`` both make the membership, a group's
     ``parent`` and its parent's ``children`` both make the parentage, and ``dependencyOf``
-    is ``dependsOn`` seen from the other side.
-    """
-    out = CatalogFacts()
-    by_ref = {e.ref: e for e in entities if e.kind != "Location"}
-    members: dict[EntityRef, set[EntityRef]] = {}
-    member_of: dict[EntityRef, set[EntityRef]] = {}
-    parents: dict[EntityRef, set[EntityRef]] = {}
-    deps: dict[EntityRef, dict[EntityRef, set[str]]] = {}
+    is ``dependsOn`` seen from the other side."""
+    ref, kind, spec = entity.ref, entity.kind, entity.spec
+    subject = subject_of(ref)
+    if kind == "Location":
+        return Contribution(subject, False, False, {}, (), ())
+    own: dict[FactKey, Held] = {}
+    edges: list[Edge] = []
+    problems: list[str] = []
 
-    def refs(entity: Entity, key: str, default_kind: str | None) -> list[EntityRef]:
+    def refs(key: str, default_kind: str | None) -> list[EntityRef]:
         found = []
-        for value in _as_list(entity.spec.get(key)):
+        for value in _as_list(spec.get(key)):
             try:
                 found.append(
-                    parse_ref(
-                        value, default_kind=default_kind, default_namespace=entity.ref.namespace
-                    )
+                    parse_ref(value, default_kind=default_kind, default_namespace=ref.namespace)
                 )
             except Malformed as exc:
-                out.problems.append(
-                    f"{entity.where}: {entity.kind} {entity.ref.name}: spec.{key}: {exc}"
-                )
+                problems.append(f"{entity.where}: {kind} {ref.name}: spec.{key}: {exc}")
         return found
 
-    def add(entity: Entity, predicate: str, value: str, domain: Domain, own: bool = True) -> None:
-        subject = subject_of(entity.ref)
-        depends = (FactKey(subject, EXISTS),) if own else ()
+    def add(predicate: str, value: str, domain: Domain, depends: bool = True) -> None:
         fact = Fact(subject, predicate, value, domain)
-        out.facts[fact.key] = Held(fact, depends, dict(meta.get(entity.ref, {})))
+        own[fact.key] = Held(fact, (FactKey(subject, EXISTS),) if depends else (), dict(meta))
 
-    for ref in sorted(by_ref):
-        entity = by_ref[ref]
-        kind, spec = entity.kind, entity.spec
-        subject = subject_of(ref)
-        out.declared.add(subject)
-        lifecycle = spec.get("lifecycle") if kind in _WITH_LIFECYCLE else None
-        lifecycle = lifecycle.strip() if isinstance(lifecycle, str) and lifecycle.strip() else None
-        if lifecycle is not None:
-            add(entity, "lifecycle", lifecycle, "tech", own=False)  # outlives a deprecation
-        if lifecycle is not None and lifecycle.lower() == "deprecated":
-            out.deprecated.add(subject)
-            continue
-        add(entity, EXISTS, "true", "ownership" if kind in ("Group", "User") else "tech", own=False)
-        if kind in _TYPED and isinstance(spec.get("type"), str) and spec["type"].strip():
-            add(entity, "type", spec["type"].strip(), "ownership" if kind == "Group" else "tech")
-        if kind in _OWNED:
-            for owner in refs(entity, "owner", "Group")[:1]:
-                add(entity, "owner", humanize(owner, "group"), "ownership")
-        if kind in _IN_SYSTEM:
-            for system in refs(entity, "system", "System")[:1]:
-                add(entity, "system", humanize(system, "system"), "tech")
-        if kind == "System":
-            for domain in refs(entity, "domain", "Domain")[:1]:
-                add(entity, "domain", humanize(domain, "domain"), "tech")
-        if kind in ("Component", "Resource"):
-            for target in refs(entity, "dependsOn", None):
-                deps.setdefault(ref, {}).setdefault(target, set()).add("dependsOn")
-            for source in refs(entity, "dependencyOf", None):
-                deps.setdefault(source, {}).setdefault(ref, set()).add("dependsOn")
-        if kind == "Component":
-            for api_field in ("consumesApis", "providesApis"):
-                for target in refs(entity, api_field, "API"):
-                    deps.setdefault(ref, {}).setdefault(target, set()).add(api_field)
-        if kind == "Group":
-            for parent in refs(entity, "parent", "Group"):
-                parents.setdefault(ref, set()).add(parent)
-            for child in refs(entity, "children", "Group"):
-                parents.setdefault(child, set()).add(ref)
-            for user in refs(entity, "members", "User"):
-                members.setdefault(ref, set()).add(user)
-                member_of.setdefault(user, set()).add(ref)
-        if kind == "User":
-            for group in refs(entity, "memberOf", "Group"):
-                member_of.setdefault(ref, set()).add(group)
-                members.setdefault(group, set()).add(ref)
+    lifecycle = spec.get("lifecycle") if kind in _WITH_LIFECYCLE else None
+    lifecycle = lifecycle.strip() if isinstance(lifecycle, str) and lifecycle.strip() else None
+    if lifecycle is not None:
+        add("lifecycle", lifecycle, "tech", depends=False)  # outlives a deprecation
+    if lifecycle is not None and lifecycle.lower() == "deprecated":
+        return Contribution(subject, True, True, own, (), ())
+    add(EXISTS, "true", "ownership" if kind in ("Group", "User") else "tech", depends=False)
+    if kind in _TYPED and isinstance(spec.get("type"), str) and spec["type"].strip():
+        add("type", spec["type"].strip(), "ownership" if kind == "Group" else "tech")
+    if kind in _OWNED:
+        for owner in refs("owner", "Group")[:1]:
+            add("owner", humanize(owner, "group"), "ownership")
+    if kind in _IN_SYSTEM:
+        for system in refs("system", "System")[:1]:
+            add("system", humanize(system, "system"), "tech")
+    if kind == "System":
+        for domain in refs("domain", "Domain")[:1]:
+            add("domain", humanize(domain, "domain"), "tech")
+    if kind in ("Component", "Resource"):
+        edges += [("dependency", ref, t, "dependsOn") for t in refs("dependsOn", None)]
+        edges += [("dependency", s, ref, "dependsOn") for s in refs("dependencyOf", None)]
+    if kind == "Component":
+        for api_field in ("consumesApis", "providesApis"):
+            edges += [("dependency", ref, t, api_field) for t in refs(api_field, "API")]
+    if kind == "Group":
+        edges += [("parent", ref, p, "") for p in refs("parent", "Group")]
+        edges += [("parent", c, ref, "") for c in refs("children", "Group")]
+        for user in refs("members", "User"):
+            edges += [("members", ref, user, ""), ("memberOf", user, ref, "")]
+    if kind == "User":
+        for group in refs("memberOf", "Group"):
+            edges += [("memberOf", ref, group, ""), ("members", group, ref, "")]
+    return Contribution(subject, True, False, own, tuple(edges), tuple(problems))
 
-    def org_fact(holder: EntityRef, predicate: str, values: Iterable[str]) -> None:
-        declarer = by_ref.get(holder)
-        if declarer is None or subject_of(holder) in out.deprecated:
-            return  # only declared entities have facts
-        add(declarer, predicate, " ".join(sorted(set(values))), "ownership")
 
-    for group, users in members.items():
-        org_fact(group, "members", (humanize(u, "user") for u in users))
-    for user, groups in member_of.items():
-        org_fact(user, "memberOf", (humanize(g, "group") for g in groups))
-    for group, ups in parents.items():
-        org_fact(group, "parent", (humanize(g, "group") for g in ups))
-    for holder, targets in deps.items():
-        if holder not in by_ref or subject_of(holder) in out.deprecated:
-            continue
-        subject = subject_of(holder)
-        for target, relations in targets.items():
-            target_subject = subject_of(target)
-            fact = Fact(subject, DEP_PREFIX + target_subject, " ".join(sorted(relations)), "tech")
-            depends = (FactKey(subject, EXISTS), FactKey(target_subject, EXISTS))
-            out.facts[fact.key] = Held(fact, depends, dict(meta.get(holder, {})))
+_RELATION_DEFAULTS = {"members": "user", "memberOf": "group", "parent": "group"}
+
+
+def relation_facts(
+    holder: Contribution, edges: Iterable[tuple[str, EntityRef, str]], meta: Mapping[str, str]
+) -> dict[FactKey, Held]:
+    """The relation facts of a declared, active entity from the edges filed under it."""
+    subject = holder.subject
+    own_exists = FactKey(subject, EXISTS)
+    org: dict[str, set[str]] = {}
+    deps: dict[EntityRef, set[str]] = {}
+    for family, other, label in edges:
+        if family == "dependency":
+            deps.setdefault(other, set()).add(label)
+        else:
+            org.setdefault(family, set()).add(humanize(other, _RELATION_DEFAULTS[family]))
+    out: dict[FactKey, Held] = {}
+    for predicate, values in org.items():
+        fact = Fact(subject, predicate, " ".join(sorted(values)), "ownership")
+        out[fact.key] = Held(fact, (own_exists,), dict(meta))
+    for target, labels in deps.items():
+        target_subject = subject_of(target)
+        fact = Fact(subject, DEP_PREFIX + target_subject, " ".join(sorted(labels)), "tech")
+        out[fact.key] = Held(fact, (own_exists, FactKey(target_subject, EXISTS)), dict(meta))
+    return out
+
+
+def catalog_facts(
+    entities: Iterable[Entity], meta: Mapping[EntityRef, Mapping[str, str]]
+) -> CatalogFacts:
+    """The facts of a whole catalog (``meta``: per entity, what its events carry)."""
+    out = CatalogFacts()
+    contribs = {e.ref: contribution(e, meta.get(e.ref, {})) for e in entities}
+    filed: dict[EntityRef, list[tuple[str, EntityRef, str]]] = {}
+    for ref in sorted(contribs):
+        c = contribs[ref]
+        out.problems += c.problems
+        for family, holder, other, label in c.edges:
+            filed.setdefault(holder, []).append((family, other, label))
+        if c.declared:
+            out.declared.add(c.subject)
+            out.facts.update(c.own)
+        if c.deprecated:
+            out.deprecated.add(c.subject)
+    for ref, c in contribs.items():
+        if c.declared and not c.deprecated and ref in filed:
+            out.facts.update(relation_facts(c, filed[ref], meta.get(ref, {})))
     return out
 
 
@@ -319,6 +342,65 @@ class CatalogChange:
     reason: str | None = None
 
 
+def _changes(
+    held: dict[FactKey, Held],
+    facts: Mapping[FactKey, Held],
+    keys: Iterable[FactKey],
+    inactive: set[FactKey],
+    declared: set[str],
+    deprecated: set[str],
+) -> list[CatalogChange]:
+    """Bring ``held`` (updated in place) to what ``facts`` want for ``keys``; the changes.
+
+    A fact that depends on the ``exists`` of an inactive (deprecated or gone) entity is
+    not wanted; one left out because an ``exists`` ends in this very change is not
+    invalidated on its own either: it ends by cascade, as truth and the reference memory's
+    propagation end it.
+    """
+
+    def wanted(key: FactKey) -> Held | None:
+        h = facts.get(key)
+        if h is None or (key.predicate != EXISTS and any(d in inactive for d in h.depends_on)):
+            return None
+        return h
+
+    born: list[CatalogChange] = []
+    changed: list[CatalogChange] = []
+    ended: list[CatalogChange] = []
+    dead: list[CatalogChange] = []
+    leaving: list[FactKey] = []
+    for key in sorted(set(keys)):
+        h = wanted(key)
+        before = held.get(key)
+        if h is None:
+            if before is not None:
+                leaving.append(key)
+            continue
+        if before is None:
+            (born if key.predicate == EXISTS else changed).append(CatalogChange("added", h))
+        elif before.fact != h.fact:
+            changed.append(CatalogChange("revised", h, previous=before.fact))
+        held[key] = h  # unchanged or not, it is now declared where `facts` says
+    ended_exists = {k for k in leaving if k.predicate == EXISTS}
+    for key in leaving:
+        h = held.pop(key)
+        subject = key.subject
+        if key.predicate == EXISTS:
+            why = "lifecycle: deprecated" if subject in deprecated else "removed from the catalog"
+            dead.append(CatalogChange("invalidated", h, reason=f"{subject} {why}"))
+        elif any(d in ended_exists for d in h.depends_on):
+            continue  # ends by cascade along depends_on
+        elif subject not in declared:
+            ended.append(
+                CatalogChange("invalidated", h, reason=f"{subject} removed from the catalog")
+            )
+        else:
+            ended.append(
+                CatalogChange("invalidated", h, reason=f"{key.predicate} no longer declared")
+            )
+    return born + changed + ended + dead
+
+
 def diff_catalog(
     held: Mapping[FactKey, Held],
     declared_before: set[str],
@@ -327,49 +409,127 @@ def diff_catalog(
 ) -> tuple[list[CatalogChange], dict[FactKey, Held], set[str]]:
     """The changes from ``held`` to the catalog ``now``: (changes, new held, new gone).
 
-    ``gone`` holds the subjects once declared and now absent. A fact that depends on the
-    ``exists`` of a deprecated or gone entity is not held (a dependency on a removed
-    component ends with it, by cascade); a fact left out because an ``exists`` ends in
-    this very change is not invalidated on its own either: it ends by cascade, as truth
-    and the reference memory's propagation end it.
+    ``gone`` holds the subjects once declared and now absent: a dependency declared on a
+    removed entity ends with it and stays ended while the entity is away.
     """
     gone = (gone_before | (declared_before - now.declared)) - now.declared
     inactive = {FactKey(s, EXISTS) for s in gone | now.deprecated}
-    desired = {
-        key: h
-        for key, h in now.facts.items()
-        if key.predicate == EXISTS or not any(d in inactive for d in h.depends_on)
-    }
-    ended_exists = {k for k in held if k.predicate == EXISTS and k not in desired}
-    born: list[CatalogChange] = []
-    changed: list[CatalogChange] = []
-    ended: list[CatalogChange] = []
-    dead: list[CatalogChange] = []
-    new_held: dict[FactKey, Held] = {}
-    for key in sorted(desired):
-        h = desired[key]
-        before = held.get(key)
-        if before is None:
-            (born if key.predicate == EXISTS else changed).append(CatalogChange("added", h))
-        elif before.fact != h.fact:
-            changed.append(CatalogChange("revised", h, previous=before.fact))
-        new_held[key] = h  # unchanged or not, it is now declared where `now` says
-    for key in sorted(set(held) - set(desired)):
-        h = held[key]
-        subject = key.subject
-        if key.predicate == EXISTS:
-            why = (
-                "lifecycle: deprecated" if subject in now.deprecated else "removed from the catalog"
-            )
-            dead.append(CatalogChange("invalidated", h, reason=f"{subject} {why}"))
-        elif any(d in ended_exists for d in h.depends_on):
-            continue  # ends by cascade along depends_on
-        elif subject not in now.declared:
-            ended.append(
-                CatalogChange("invalidated", h, reason=f"{subject} removed from the catalog")
-            )
-        else:
-            ended.append(
-                CatalogChange("invalidated", h, reason=f"{key.predicate} no longer declared")
-            )
-    return born + changed + ended + dead, new_held, gone
+    new_held = dict(held)
+    changes = _changes(
+        new_held, now.facts, held.keys() | now.facts.keys(), inactive, now.declared, now.deprecated
+    )
+    return changes, new_held, gone
+
+
+class Catalog:
+    """The catalog kept up to date entity by entity: :meth:`update` recomputes only the
+    entities that changed and the facts their relations touch, and gives the same changes
+    as :func:`diff_catalog` over :func:`catalog_facts` of the whole catalog."""
+
+    def __init__(self, gone: Iterable[str] = ()) -> None:
+        self.entities: dict[EntityRef, Entity] = {}
+        self.metas: dict[EntityRef, Mapping[str, str]] = {}
+        self.contribs: dict[EntityRef, Contribution] = {}
+        self.filed: dict[EntityRef, dict[tuple[str, EntityRef, str], int]] = {}
+        self.facts: dict[FactKey, Held] = {}
+        self.keys_of: dict[EntityRef, set[FactKey]] = {}
+        self.dependents: dict[FactKey, set[FactKey]] = {}
+        self.held: dict[FactKey, Held] = {}
+        self.declared: set[str] = set()
+        self.deprecated: set[str] = set()
+        self.gone: set[str] = set(gone)
+
+    def update(
+        self,
+        entities: Mapping[EntityRef, Entity],
+        metas: Mapping[EntityRef, Mapping[str, str]],
+        changed: Iterable[EntityRef] | None = None,
+    ) -> tuple[list[CatalogChange], list[str]]:
+        """The changes to the catalog ``entities`` (and the bad references of the entities
+        that changed, one line each). ``changed``, when the caller knows, holds every ref
+        that may differ from the last update: the others are not compared."""
+        old_entities, old_metas = self.entities, self.metas
+        candidates = old_entities.keys() | entities.keys() if changed is None else changed
+        changed = sorted(
+            ref
+            for ref in candidates
+            if old_entities.get(ref) is not entities.get(ref)
+            or (old_metas.get(ref) is not metas.get(ref) and old_metas.get(ref) != metas.get(ref))
+        )
+        if not changed:
+            return [], []
+        problems: list[str] = []
+        holders: set[EntityRef] = set(changed)
+        inactive_before = {s for s in self.gone | self.deprecated}
+        for ref in changed:
+            old = self.contribs.pop(ref, None)
+            if old is not None:
+                self._file(old.edges, -1, holders)
+                self.declared.discard(old.subject)
+                self.deprecated.discard(old.subject)
+            entity = entities.get(ref)
+            if entity is None:
+                if old is not None and old.declared:
+                    self.gone.add(old.subject)
+                continue
+            c = contribution(entity, metas.get(ref, {}))
+            self.contribs[ref] = c
+            problems += c.problems
+            self._file(c.edges, 1, holders)
+            if c.declared:
+                self.declared.add(c.subject)
+                self.gone.discard(c.subject)
+            if c.deprecated:
+                self.deprecated.add(c.subject)
+        self.entities = dict(entities)
+        self.metas = dict(metas)
+        touched: set[FactKey] = set()
+        for holder in holders:
+            for key in self.keys_of.pop(holder, ()):
+                self._drop(key)
+                touched.add(key)
+            new = self._facts_of(holder)
+            for key, h in new.items():
+                self.facts[key] = h
+                for dep in h.depends_on:
+                    self.dependents.setdefault(dep, set()).add(key)
+            if new:
+                self.keys_of[holder] = set(new)
+            touched |= new.keys()
+        inactive_now = self.gone | self.deprecated
+        for subject in inactive_before ^ inactive_now:
+            touched |= self.dependents.get(FactKey(subject, EXISTS), set())
+        inactive = {FactKey(s, EXISTS) for s in inactive_now}
+        changes = _changes(self.held, self.facts, touched, inactive, self.declared, self.deprecated)
+        return changes, problems
+
+    def _file(self, edges: Iterable[Edge], step: int, holders: set[EntityRef]) -> None:
+        for family, holder, other, label in edges:
+            filed = self.filed.setdefault(holder, {})
+            edge = (family, other, label)
+            count = filed.get(edge, 0) + step
+            if count:
+                filed[edge] = count
+            else:
+                filed.pop(edge, None)
+                if not filed:
+                    del self.filed[holder]
+            holders.add(holder)
+
+    def _facts_of(self, ref: EntityRef) -> dict[FactKey, Held]:
+        c = self.contribs.get(ref)
+        if c is None or not c.declared:
+            return {}
+        out = dict(c.own)
+        if not c.deprecated and ref in self.filed:
+            out.update(relation_facts(c, self.filed[ref], self.metas.get(ref, {})))
+        return out
+
+    def _drop(self, key: FactKey) -> None:
+        h = self.facts.pop(key)
+        for dep in h.depends_on:
+            keys = self.dependents.get(dep)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.dependents[dep]

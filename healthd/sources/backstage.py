@@ -38,10 +38,10 @@ import json
 import posixpath
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 import yaml
@@ -54,8 +54,8 @@ from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source, unique_events
 from healthd.sources._catalog import (
+    Catalog,
     CatalogChange,
-    CatalogFacts,
     Entity,
     EntityRef,
     Malformed,
@@ -120,28 +120,73 @@ def _yaml_loader() -> type[yaml.SafeLoader]:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def parse_catalog_file(text: str, where: str) -> tuple[list[Entity], list[str]]:
+_DOC_START = re.compile(r"^---(?=[ \t\r]|$)", re.MULTILINE)
+_WHOLE_FILE = re.compile(r"^(?:%|\.\.\.(?:[ \t\r]|$))", re.MULTILINE)
+_EMPTY = re.compile(r"(?:\s*(?:#[^\n]*)?\n)*\s*(?:#[^\n]*)?")
+
+
+def split_documents(text: str) -> list[tuple[int, str]]:
+    """A multi-document file's documents, each with the line it starts at, split at its
+    ``---`` markers (a line starting with ``---`` always starts a document in YAML); the
+    whole text as one piece when it has directives or ``...`` document ends."""
+    if _WHOLE_FILE.search(text):
+        return [(0, text)]
+    starts = [m.start() for m in _DOC_START.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    pieces = []
+    line = 0
+    for i, start in enumerate(starts):
+        chunk = text[start : starts[i + 1] if i + 1 < len(starts) else len(text)]
+        if i > 0 or chunk.startswith("---") or not _EMPTY.fullmatch(chunk):
+            pieces.append((line, chunk))  # (comments before the first marker are none)
+        line += chunk.count("\n")
+    return pieces
+
+
+Parsed = Entity | str | None  # an entity, why a document is not one, or an empty document
+
+
+def parse_catalog_file(
+    text: str, where: str, cache: MutableMapping[tuple[str, str], list[Parsed]] | None = None
+) -> tuple[list[Entity], list[str]]:
     """The entities of one (multi-document) catalog file, and one line per document that
-    is not an entity. Raises Malformed when the file is not YAML at all."""
-    try:
-        docs = list(yaml.load_all(text, Loader=_yaml_loader()))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise Malformed(f"not valid YAML{at}: {problem}") from None
+    is not an entity. Raises Malformed when the file is not YAML at all. With ``cache``,
+    a document already read at this path is not parsed again (and keeps its identity)."""
     entities: list[Entity] = []
     problems: list[str] = []
-    for index, doc in enumerate(docs, 1):
-        if doc is None:
-            continue  # an empty document (a trailing ---)
-        try:
-            entities.append(parse_entity(doc, where))
-        except OtherKind as exc:
-            problems.append(f"document {index}: {exc}; not read")
-        except Malformed as exc:
-            problems.append(f"document {index}: {exc}; skipped")
+    index = 0
+    for line, chunk in split_documents(text):
+        parsed = cache.get((where, chunk)) if cache is not None else None
+        if parsed is None:
+            try:
+                docs = list(yaml.load_all(chunk, Loader=_yaml_loader()))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                at = f" at line {line + mark.line + 1}" if mark is not None else ""
+                problem = getattr(exc, "problem", None) or type(exc).__name__
+                raise Malformed(f"not valid YAML{at}: {problem}") from None
+            parsed = [_entity_or_problem(doc, where) for doc in docs]
+            if cache is not None:
+                cache[where, chunk] = parsed
+        for item in parsed:
+            index += 1
+            if isinstance(item, Entity):
+                entities.append(item)
+            elif item is not None:
+                problems.append(f"document {index}: {item}")
     return entities, problems
+
+
+def _entity_or_problem(doc: object, where: str) -> Parsed:
+    if doc is None:
+        return None  # an empty document (a trailing ---)
+    try:
+        return parse_entity(doc, where)
+    except OtherKind as exc:
+        return f"{exc}; not read"
+    except Malformed as exc:
+        return f"{exc}; skipped"
 
 
 def _resolve_target(location_file: str, target: str) -> str | None:
@@ -155,6 +200,23 @@ def _resolve_target(location_file: str, target: str) -> str | None:
     if path.startswith("../") or path == "..":
         return None
     return path
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _Bounded(OrderedDict[_K, _V]):
+    """A dict that forgets its oldest entries beyond ``size``."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key: _K, value: _V) -> None:
+        super().__setitem__(key, value)
+        if len(self) > self.size:
+            self.popitem(last=False)
 
 
 # --------------------------------------------------------------------------- options
@@ -230,18 +292,34 @@ class CatalogExtractor(Extractor):
         self.roots = [glob_regex(g) for g in opts.catalog_files]
         self.yaml_blobs: dict[str, str] = {}  # every .yaml/.yml path → its blob sha
         self.root_paths: set[str] = set()  # those catalog_files names
-        self.parsed: OrderedDict[str, tuple[list[Entity], list[str]] | str] = OrderedDict()
+        # (path, blob) → its entities and problems, or why it cannot be read
+        self.parsed: OrderedDict[tuple[str, str], tuple[list[Entity], list[str]] | str] = (
+            OrderedDict()
+        )
+        self.documents: _Bounded[tuple[str, str], list[Parsed]] = _Bounded(_PARSED_CACHE * 8)
         self.good: dict[str, list[Entity]] = {}  # path → entities of its last readable blob
         self.reachable: frozenset[str] = frozenset()
         self.targets: list[re.Pattern[str]] = []  # Location targets, as path patterns
         self.homes: dict[EntityRef, str] = {}  # entity → the file that declares it
-        self.held: dict[FactKey, Held] = {}
-        self.declared: set[str] = set()
+        self._metas: dict[EntityRef, dict[str, str]] = {}
+        # the catalog as last read: entities, what their events carry, each file's entities
+        self.entities: dict[EntityRef, Entity] = {}
+        self.metas: dict[EntityRef, dict[str, str]] = {}
+        self.file_entities: dict[str, list[Entity]] = {}
+        self.mid_move = False  # an entity is declared twice: every change walks again
         gone = (state or {}).get("gone")
-        self.gone: set[str] = {str(s) for s in gone} if isinstance(gone, list) else set()
+        self.catalog = Catalog(str(s) for s in gone) if isinstance(gone, list) else Catalog()
+        self.held = self.catalog.held
+        self._reported: set[tuple[str, str]] = set()
 
     def cursor_extra(self) -> dict[str, Any]:
-        return {"gone": sorted(self.gone), "config": config_digest(self.opts)}
+        return {"gone": sorted(self.catalog.gone), "config": config_digest(self.opts)}
+
+    def _report(self, path: str, commit: Commit, reason: str) -> None:
+        """A problem with a file, reported at the first commit it is seen at."""
+        if (path, reason) not in self._reported:
+            self._reported.add((path, reason))
+            self.skips.add(f"{path}@{commit.sha[:12]}", reason)
 
     def is_root(self, path: str) -> bool:
         return any(r.match(path) for r in self.roots)
@@ -257,7 +335,7 @@ class CatalogExtractor(Extractor):
                 yield ch.new_sha
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
-        touched = False
+        relevant: list[Change] = []
         for ch in changes:
             if ch.is_submodule or not ch.path.endswith(_YAML_SUFFIXES):
                 continue
@@ -268,68 +346,117 @@ class CatalogExtractor(Extractor):
                 self.yaml_blobs[ch.path] = ch.new_sha
                 if self.is_root(ch.path):
                     self.root_paths.add(ch.path)
-            touched = touched or self._relevant(ch.path)
-        if not touched:
+            if self._relevant(ch.path):
+                relevant.append(ch)
+        if not relevant:
             return []
-        catalog = self._read_catalog(commit)
-        changes_, self.held, self.gone = diff_catalog(self.held, self.declared, self.gone, catalog)
-        self.declared = catalog.declared
+        hint = self._patch(commit, relevant)
+        if hint is None:
+            self._read_catalog(commit)
+        changes_, problems = self.catalog.update(self.entities, self.metas, changed=hint)
+        for problem in problems:
+            where, _, reason = problem.partition(": ")
+            self._report(where, commit, reason)
         if not emit:
             return []
         return [self._event(commit, c) for c in changes_]
 
     def _entities_of(self, commit: Commit, path: str) -> list[Entity]:
         sha = self.yaml_blobs[path]
-        cached = self.parsed.get(sha)
+        cached = self.parsed.get((path, sha))
         if cached is None:
             data = self.repo.blob(sha)
             if data is None:
                 cached = f"blob {sha[:12]} missing (partial clone?)"
             else:
                 try:
-                    cached = parse_catalog_file(data.decode("utf-8", errors="replace"), path)
+                    text = data.decode("utf-8", errors="replace")
+                    cached = parse_catalog_file(text, path, self.documents)
                 except Malformed as exc:
                     cached = str(exc)
-            self.parsed[sha] = cached
+            self.parsed[path, sha] = cached
             if len(self.parsed) > _PARSED_CACHE:
                 self.parsed.popitem(last=False)
-            where = f"{path}@{commit.sha[:12]}"
             if isinstance(cached, str):
                 kept = "; kept as before" if path in self.good else "; skipped"
-                self.skips.add(where, cached + kept)
+                self._report(path, commit, cached + kept)
             else:
                 for problem in cached[1]:
-                    self.skips.add(where, problem)
+                    self._report(path, commit, problem)
         else:
-            self.parsed.move_to_end(sha)
+            self.parsed.move_to_end((path, sha))
         if isinstance(cached, str):
             return self.good.get(path, [])
-        entities = [
-            e if e.where == path else Entity(e.ref, e.kind, e.spec, path) for e in cached[0]
-        ]
-        self.good[path] = entities
-        return entities
+        self.good[path] = cached[0]
+        return cached[0]
 
-    def _read_catalog(self, commit: Commit) -> CatalogFacts:
+    def _patch(self, commit: Commit, relevant: list[Change]) -> set[EntityRef] | None:
+        """The common commit, edits to files already in the catalog that hold no Location
+        and move no entity between files: only their entities are read again; the refs
+        that may have changed (None: the catalog must be walked again)."""
+        if self.mid_move or any(
+            ch.status not in "MT" or ch.path not in self.reachable for ch in relevant
+        ):
+            return None
+        homes = dict(self.homes)
+        news: dict[str, list[Entity]] = {}
+        hint: set[EntityRef] = set()
+        for ch in relevant:
+            for e in self.file_entities.get(ch.path, ()):
+                homes.pop(e.ref, None)
+                hint.add(e.ref)
+        for ch in relevant:
+            new = news[ch.path] = self._entities_of(commit, ch.path)
+            for e in new:
+                if e.kind == "Location" or e.ref in homes:
+                    return None  # a Location to follow, or an entity declared twice
+                homes[e.ref] = ch.path
+                hint.add(e.ref)
+        if any(
+            e.kind == "Location" for ch in relevant for e in self.file_entities.get(ch.path, ())
+        ):
+            return None
+        for ref in hint:
+            if ref not in homes:
+                self.entities.pop(ref, None)
+                self.metas.pop(ref, None)
+        for path, new in news.items():
+            self.file_entities[path] = new
+            for e in new:
+                self.entities[e.ref] = e
+                self.metas[e.ref] = self._meta(e.ref, path)
+        self.homes = homes
+        return hint
+
+    def _meta(self, ref: EntityRef, path: str) -> dict[str, str]:
+        meta = self._metas.get(ref)
+        if meta is None or meta["file"] != path:
+            meta = self._metas[ref] = {"entity": str(ref), "file": path}
+        return meta  # the same object while unchanged: the catalog skips it fast
+
+    def _read_catalog(self, commit: Commit) -> None:
         """Follow the catalog from its root files through Location targets."""
         queue = sorted(self.root_paths)
         reached: dict[str, None] = {}
         targets: list[re.Pattern[str]] = []
         where: dict[EntityRef, tuple[Entity, str]] = {}
-        at = commit.sha[:12]
+        files: dict[str, list[Entity]] = {}
+        mid_move = False
         while queue:
             path = queue.pop(0)
             if path in reached:
                 continue
             reached[path] = None
-            for entity in self._entities_of(commit, path):
+            files[path] = self._entities_of(commit, path)
+            for entity in files[path]:
                 if entity.kind == "Location":
                     for target in location_targets(entity):
                         loc_type = entity.spec.get("type", "url")
                         resolved = _resolve_target(path, target)
                         if loc_type not in ("url", "file") or resolved is None:
-                            self.skips.add(
-                                f"{path}@{at}",
+                            self._report(
+                                path,
+                                commit,
                                 f"Location {entity.ref.name} target {target!r} "
                                 "is not in this repository; not followed",
                             )
@@ -341,8 +468,9 @@ class CatalogExtractor(Extractor):
                         else:
                             found = [resolved] if resolved in self.yaml_blobs else []
                         if not found and entity.spec.get("presence") != "optional":
-                            self.skips.add(
-                                f"{path}@{at}",
+                            self._report(
+                                path,
+                                commit,
                                 f"Location {entity.ref.name} target {target!r} matches no file",
                             )
                         queue.extend(p for p in found if p not in reached)
@@ -353,22 +481,23 @@ class CatalogExtractor(Extractor):
                     continue
                 # Declared twice (mid-move): the file that declared it before keeps it, as
                 # the catalog keeps the first location's entity and reports the conflict.
+                mid_move = True
                 keep, drop = first, (entity, path)
                 if self.homes.get(entity.ref) == path != first[1]:
                     keep, drop = drop, keep
                 where[entity.ref] = keep
-                self.skips.add(
-                    f"{drop[1]}@{at}",
+                self._report(
+                    drop[1],
+                    commit,
                     f"{entity.kind} {entity.ref} is also declared in {keep[1]}, which is kept",
                 )
         self.reachable = frozenset(reached)
         self.targets = targets
         self.homes = {ref: path for ref, (_, path) in where.items()}
-        meta = {ref: {"entity": str(ref), "file": path} for ref, (_, path) in where.items()}
-        catalog = catalog_facts((e for e, _ in where.values()), meta)
-        for problem in catalog.problems:
-            self.skips.add(f"{problem.split(':', 1)[0]}@{at}", problem.split(": ", 1)[-1])
-        return catalog
+        self.entities = {ref: e for ref, (e, _) in where.items()}
+        self.metas = {ref: self._meta(ref, path) for ref, (_, path) in where.items()}
+        self.file_entities = files
+        self.mid_move = mid_move
 
     def _event(self, commit: Commit, change: CatalogChange) -> ChangeEvent:
         held = change.held
