@@ -449,6 +449,7 @@ class Catalog:
         that changed, one line each). ``changed``, when the caller knows, holds every ref
         that may differ from the last update: the others are not compared."""
         old_entities, old_metas = self.entities, self.metas
+        changed_hint = changed
         candidates = old_entities.keys() | entities.keys() if changed is None else changed
         changed = sorted(
             ref
@@ -481,8 +482,15 @@ class Catalog:
                 self.gone.discard(c.subject)
             if c.deprecated:
                 self.deprecated.add(c.subject)
-        self.entities = dict(entities)
-        self.metas = dict(metas)
+        if candidates is changed_hint:
+            for ref in changed:
+                if ref in entities:
+                    self.entities[ref], self.metas[ref] = entities[ref], metas[ref]
+                else:
+                    self.entities.pop(ref, None)
+                    self.metas.pop(ref, None)
+        else:
+            self.entities, self.metas = dict(entities), dict(metas)
         touched: set[FactKey] = set()
         for holder in holders:
             for key in self.keys_of.pop(holder, ()):

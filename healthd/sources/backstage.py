@@ -398,34 +398,35 @@ class CatalogExtractor(Extractor):
             ch.status not in "MT" or ch.path not in self.reachable for ch in relevant
         ):
             return None
-        homes = dict(self.homes)
-        news: dict[str, list[Entity]] = {}
-        hint: set[EntityRef] = set()
+        olds: dict[str, dict[EntityRef, Entity]] = {}
         for ch in relevant:
-            for e in self.file_entities.get(ch.path, ()):
-                homes.pop(e.ref, None)
-                hint.add(e.ref)
+            old = olds[ch.path] = {e.ref: e for e in self.file_entities.get(ch.path, ())}
+            if any(e.kind == "Location" for e in old.values()):
+                return None
+        leaving = {ref for old in olds.values() for ref in old}
+        news: dict[str, list[Entity]] = {}
+        arriving: dict[EntityRef, Entity] = {}
         for ch in relevant:
             new = news[ch.path] = self._entities_of(commit, ch.path)
             for e in new:
-                if e.kind == "Location" or e.ref in homes:
+                if e.kind == "Location" or e.ref in arriving:
                     return None  # a Location to follow, or an entity declared twice
-                homes[e.ref] = ch.path
-                hint.add(e.ref)
-        if any(
-            e.kind == "Location" for ch in relevant for e in self.file_entities.get(ch.path, ())
-        ):
-            return None
-        for ref in hint:
-            if ref not in homes:
-                self.entities.pop(ref, None)
-                self.metas.pop(ref, None)
+                if e.ref not in olds[ch.path] and e.ref in self.homes:
+                    return None  # moved here from another file (or declared twice)
+                arriving[e.ref] = e
+        hint = set()
+        for ref in leaving - arriving.keys():
+            del self.homes[ref], self.entities[ref], self.metas[ref]
+            hint.add(ref)
         for path, new in news.items():
             self.file_entities[path] = new
+            old = olds[path]
             for e in new:
-                self.entities[e.ref] = e
-                self.metas[e.ref] = self._meta(e.ref, path)
-        self.homes = homes
+                if old.get(e.ref) is not e:  # a document that did not change is the same
+                    self.homes[e.ref] = path
+                    self.entities[e.ref] = e
+                    self.metas[e.ref] = self._meta(e.ref, path)
+                    hint.add(e.ref)
         return hint
 
     def _meta(self, ref: EntityRef, path: str) -> dict[str, str]:

@@ -121,17 +121,22 @@ def test_the_incremental_catalog_gives_the_changes_of_whole_catalog_diffs(seed: 
     held: dict = {}
     declared: set[str] = set()
     gone: set[str] = set()
-    for _step in range(25):
+    mutated: set[EntityRef] | None = None  # the first update reads everything
+    for step in range(25):
         metas = {ref: {"entity": str(ref), "file": e.where} for ref, e in current.items()}
-        changes, _ = incremental.update(dict(current), metas)
+        # told which refs changed (as the files reader does), or finding them itself
+        hint = mutated if step % 2 else None
+        changes, _ = incremental.update(dict(current), metas, changed=hint)
         whole = catalog_facts(current.values(), metas)
         expected, held, gone = diff_catalog(held, declared, gone, whole)
         declared = whole.declared
         assert changes == expected
         assert incremental.held == held
         assert incremental.gone == gone
+        mutated = set()
         for kind, name in rng.sample(everything, k=rng.randrange(1, 4)):
             ref = EntityRef(kind.lower(), "default", name)
+            mutated.add(ref)
             if ref in current and rng.random() < 0.3:
                 del current[ref]
             else:
