@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 from collections import OrderedDict
@@ -601,8 +602,6 @@ class BackstageApiSource:
         clock: Callable[[], datetime] = wall_clock,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        import os
-
         self.name = name
         self.options = options
         self.session = session or requests.Session()
