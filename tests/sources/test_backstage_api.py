@@ -98,6 +98,8 @@ class FakeCatalog:
         matching = [e for e in self.entities if self._matches(e, filters)]
         matching.sort(key=lambda e: (str(e.get("kind")).lower(), e["metadata"]["name"]))
         items = matching[offset : offset + limit]
+        if request.args.get("fields"):
+            items = [self._project(e, request.args["fields"].split(",")) for e in items]
         info: dict[str, str] = {}
 
         def cursor(at: int) -> str:
@@ -109,6 +111,23 @@ class FakeCatalog:
             info["prevCursor"] = cursor(max(0, offset - limit))
         body = {"items": items, "totalItems": len(matching), "pageInfo": info}
         return Response(json.dumps(body), content_type="application/json")
+
+    @staticmethod
+    def _project(item: dict, fields: list[str]) -> dict:
+        """Only the dot paths asked for, as the catalog's ``fields`` parameter does."""
+        out: dict = {}
+        for path in fields:
+            source, target = item, out
+            parts = path.split(".")
+            for part in parts[:-1]:
+                if not isinstance(source, dict) or part not in source:
+                    break
+                source = source[part]
+                target = target.setdefault(part, {})
+            else:
+                if isinstance(source, dict) and parts[-1] in source:
+                    target[parts[-1]] = source[parts[-1]]
+        return out
 
     @staticmethod
     def _matches(item: dict, filters: list[str]) -> bool:
@@ -194,6 +213,10 @@ def test_a_first_observation_reads_every_page_and_stamps_facts_when_observed(cat
     assert len(catalog.requests) == 3  # 8 entities, 3 a page
     first, *later = catalog.requests
     assert first.args.get("limit") == "3" and "cursor" not in first.args
+    # only the fields facts are made of are asked for, on every page
+    assert {r.args.get("fields") for r in catalog.requests} == {
+        "apiVersion,kind,metadata.name,metadata.namespace,spec"
+    }
     assert all(r.args.get("cursor") and not r.args.getlist("filter") for r in later)
     assert {e.type for e in result.events} == {"added"}
     assert {e.timestamp for e in result.events} == {datetime(2024, 5, 1, 12, tzinfo=UTC)}
