@@ -33,11 +33,13 @@ entity moved to another file, or a renamed file, is the same entity: nothing cha
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import posixpath
 import re
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from datetime import UTC, datetime, timedelta
@@ -571,6 +573,21 @@ class _ApiState(BaseModel):
     seen: dict[str, float] = {}
 
 
+_PACKED = "zlib:"
+
+
+def _pack(text: str) -> str:
+    """The cursor compressed: it holds every fact of the catalog (a 10,000-component
+    catalog's is 8 MB of JSON, 0.6 MB packed)."""
+    return _PACKED + base64.b64encode(zlib.compress(text.encode(), 6)).decode()
+
+
+def _unpack(cursor: str) -> str:
+    if cursor.startswith(_PACKED):
+        return zlib.decompress(base64.b64decode(cursor[len(_PACKED) :], validate=True)).decode()
+    return cursor
+
+
 def _held_to_json(held: Held) -> dict[str, Any]:
     f = held.fact
     return {
@@ -676,11 +693,13 @@ class BackstageApiSource:
     def pull(self, cursor: str | None) -> PullResult:
         skips = Skips(self.name)
         try:
-            state = _ApiState.model_validate_json(cursor) if cursor else _ApiState(kind="api")
+            state = (
+                _ApiState.model_validate_json(_unpack(cursor)) if cursor else _ApiState(kind="api")
+            )
             if state.kind != "api":
                 raise ValueError("not a backstage API cursor")
             held = {h.fact.key: h for h in map(_held_from_json, state.held)}
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, zlib.error):
             skips.note("cursor not understood (not this catalog's); the catalog is read anew")
             state, held = _ApiState(kind="api"), {}
         observed = self._clock().astimezone(UTC).replace(microsecond=0)
@@ -744,7 +763,7 @@ class BackstageApiSource:
         )
         return PullResult(
             events,
-            json.dumps(body, sort_keys=True, separators=(",", ":")),
+            _pack(json.dumps(body, sort_keys=True, separators=(",", ":"))),
             skipped=skips.lines(),
         )
 
