@@ -140,10 +140,15 @@ class FakeCatalog:
                 value = value.get(part) if isinstance(value, dict) else None
             return str(value).lower() if value is not None else ""
 
-        return any(
-            all(get(k) == v.lower() for k, v in (p.split("=", 1) for p in f.split(",")))
-            for f in filters
-        )
+        def one(f: str) -> bool:
+            # within one filter, keys are ANDed and a key's several values ORed
+            wanted: dict[str, set[str]] = {}
+            for part in f.split(","):
+                key, _, value = part.partition("=")
+                wanted.setdefault(key.strip(), set()).add(value.strip().lower())
+            return all(get(key) in values for key, values in wanted.items())
+
+        return any(one(f) for f in filters)
 
 
 @pytest.fixture
@@ -378,3 +383,14 @@ def test_plugin_kinds_are_one_note_and_a_foreign_cursor_starts_over(catalog) -> 
         "entities of kinds the format does not define not read: 4 MCPServer, 1 Workflow",
     ]
     assert ("auth-service", "owner") in facts(result.events)
+
+
+def test_one_filter_with_a_key_twice_takes_either_value_as_the_catalog_does(catalog) -> None:
+    source = make(
+        catalog,
+        Clock("2024-05-01T12:00:00"),
+        filter=["kind=component,kind=resource,metadata.namespace=default"],
+    )
+    result = source.pull(None)
+    kinds = {e.fact.subject.split(":")[0] for e in result.events if e.fact.predicate == "exists"}
+    assert kinds == {"auth-service", "payments-v1", "resource"}
