@@ -18,6 +18,7 @@ and prints the ratios. No target is asserted: the figures go in the README.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from healthd.sources import build_source
 from healthd.sources._catalog import catalog_facts, diff_catalog, parse_entity
+from healthd.sources.backstage import _held_to_json, _pack
 
 START = 1_600_000_000
 
@@ -165,8 +167,9 @@ def time_git_log(path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def api_observation(entities: int) -> tuple[float, int]:
-    """Seconds to turn a served catalog into facts and diff it with the previous one."""
+def api_observation(entities: int) -> tuple[float, int, int, int]:
+    """Seconds to turn a served catalog into facts and diff it with the previous one, the
+    changes, and the size of the cursor that keeps it (as JSON, as stored)."""
     rng = random.Random(5)
     raw = []
     for n in range(entities):
@@ -189,8 +192,10 @@ def api_observation(entities: int) -> tuple[float, int]:
         r["spec"]["owner"] = "team-new"
     t0 = time.perf_counter()
     now = catalog_facts([parse_entity(r) for r in raw], {})
-    changes, _, _ = diff_catalog(held, before.declared, gone, now)
-    return time.perf_counter() - t0, len(changes)
+    changes, held, _ = diff_catalog(held, before.declared, gone, now)
+    seconds = time.perf_counter() - t0
+    text = json.dumps([_held_to_json(held[k]) for k in sorted(held)], separators=(",", ":"))
+    return seconds, len(changes), len(text), len(_pack(text))
 
 
 def main() -> int:
@@ -224,10 +229,11 @@ def main() -> int:
             f"{len(result.skipped)} skipped)"
         )
         print(f"ratio source / git log       : {t_src / t_log:7.2f}x")
-        t_api, changed = api_observation(args.entities)
+        t_api, changed, raw, packed = api_observation(args.entities)
         print(
             f"API observation, {args.entities} entities: {t_api:7.3f}s to read and diff "
-            f"({changed} changes)"
+            f"({changed} changes); its cursor {raw / 1e6:.1f} MB of JSON, "
+            f"{packed / 1e6:.2f} MB stored"
         )
         return 0
     finally:
