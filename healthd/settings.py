@@ -476,7 +476,7 @@ def _source_reachability(source: SourceConfig) -> list[str]:
         if not os.path.isfile(where):
             problems.append(f"path: {path} does not exist or is not a file")
         return problems
-    if source.kind not in ("git", "adr"):
+    if source.kind not in ("git", "adr", "backstage"):
         return problems
     if not os.path.isdir(where):
         problems.append(f"path: {path} does not exist or is not a directory")

@@ -103,7 +103,7 @@ def test_the_example_with_every_source_option_is_a_valid_configuration(tmp_path)
         .replace("/srv/checkouts/shop", str(checkout))
         .replace("/etc/healthd/timeline.jsonl", str(timeline))
     )
-    env = dict(os.environ, GITHUB_TOKEN="t", JIRA_TOKEN="t", JIRA_USER="u")
+    env = dict(os.environ, GITHUB_TOKEN="t", JIRA_TOKEN="t", JIRA_USER="u", BACKSTAGE_TOKEN="t")
     done = subprocess.run(
         [sys.executable, "-m", "healthd", "check-config", "--config", str(config)],
         capture_output=True,
@@ -112,7 +112,7 @@ def test_the_example_with_every_source_option_is_a_valid_configuration(tmp_path)
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert "5 source(s)" in done.stdout
+    assert "7 source(s)" in done.stdout
 
 
 def test_a_dormant_repository_is_scored_before_and_after_its_revalidation_sweep(repo, tmp_path):
