@@ -84,3 +84,25 @@ def test_a_record_written_under_another_fingerprint_is_flagged_when_served(
         assert retrieval_changed(served.values()) == 1
     finally:
         memory.close()
+
+
+def test_a_mem0_store_written_with_another_embedder_is_refused_in_one_line(tmp_path):
+    pytest.importorskip("mem0")
+    pytest.importorskip("tokenizers")
+    from healthd.errors import TargetError
+
+    store = tmp_path / "store"
+    memory = build_memory(parse_target(f"mem0:path={store},shadow=on,embedder=hashing"))
+    memory.reset()
+    memory.apply(added("e1", 1, BILLING))
+    memory.close()
+    with pytest.raises(TargetError) as caught:  # now the default, the model: 384 dimensions
+        build_memory(parse_target(f"mem0:path={store},shadow=on"))
+    message = str(caught.value)
+    assert "holds vectors of 256 dimensions" in message and "makes 384" in message
+    assert "embedder=hashing,dimensions=256" in message and "\n" not in message
+    memory = build_memory(parse_target(f"mem0:path={store},shadow=on,embedder=hashing"))
+    try:  # the store itself was left alone
+        assert [f.value for f in memory.answer(PROBE, day(2)).facts] == ["@alice"]
+    finally:
+        memory.close()

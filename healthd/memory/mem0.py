@@ -181,7 +181,23 @@ class Mem0Memory:
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
         if path != IN_MEMORY:
+            self._check_dimensions(path)
             self._resume_clock()
+
+    def _check_dimensions(self, path: str) -> None:
+        """A store's collection keeps the vector size it was made with (and may hold other
+        scopes' memories, so healthd never recreates it): another embedder cannot write
+        there, which is said at once rather than at the first write."""
+        client = self._memory.vector_store.client
+        stored = client.get_collection(COLLECTION).config.params.vectors.size
+        if stored != self.embedder.dimensions:
+            self.close()
+            raise TargetError(
+                f"mem0 store in {path!r} holds vectors of {stored} dimensions; embedder "
+                f"{self.embedder.model} makes {self.embedder.dimensions}: use a new path, or "
+                f"the embedder it was written with (embedder=hashing,dimensions={stored} "
+                "for a store written by healthd before the model embedder)"
+            )
 
     def _resume_clock(self) -> None:
         """A reopened shadow goes on from the newest replay time its records carry."""
