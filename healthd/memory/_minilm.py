@@ -70,7 +70,7 @@ class MiniLM:
         self._w = {
             name: np.ascontiguousarray(array.T if array.ndim == 2 and "dense" in name else array)
             for name, array in weights.items()
-            if "position_ids" not in name
+            if "position_ids" not in name and ".attention.self." not in name
         }
         for i in range(_LAYERS):  # one matrix for query, key and value
             p = f"encoder.layer.{i}.attention.self."
