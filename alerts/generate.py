@@ -183,6 +183,22 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
             rb,
         ),
         _alert(
+            "HealthdRetrievalLayerChanged",
+            f"(increase(healthd_retrieval_changes_total[{t['retrieval']['changed_within']}]) > 0)\n"
+            "* ignoring (embedder, dimensions, libraries, reader, fingerprint)\n"
+            "  group_left (embedder, dimensions, reader)\n"
+            "healthd_retrieval_info\n",
+            t["retrieval"]["for"],
+            "warning",
+            f"The retrieval layer of {tgt} changed: its scores start a new baseline",
+            f"The retrieval fingerprint of target {tgt} changed within the last "
+            f"{t['retrieval']['changed_within']}; it now embeds with "
+            "{{ $labels.embedder }} ({{ $labels.dimensions }} dimensions) and reads with "
+            "{{ $labels.reader }}. healthd replayed its shadow from scratch: a move in its "
+            "numbers since is retrieval drift, not memory drift.",
+            rb,
+        ),
+        _alert(
             "HealthdNoRecentSuccess",
             f"time() - healthd_last_success_timestamp_seconds > {stale_after}",
             t["runs"]["no_success_for"],

@@ -23,8 +23,17 @@ from datetime import datetime
 from typing import Any, Literal
 
 from healthd._collector import replay_collection
-from healthd.memory import ChangeTracking, Memory
-from healthd.model import ChangeEvent, Fact, FactKey, Probe, RetrievedFact, Status
+from healthd.memory import ChangeTracking, Memory, retrieval_fingerprint
+from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
+from healthd.model import (
+    RETRIEVAL_CHANGED,
+    ChangeEvent,
+    Fact,
+    FactKey,
+    Probe,
+    RetrievedFact,
+    Status,
+)
 from healthd.probes import ProbeSet
 from healthd.scoring import (
     DEFAULT_FORGETTING_WINDOW,
@@ -80,6 +89,19 @@ class TargetResult:
     # The stage of the last event that was not a revalidation sweep, when sweeps came after
     # it: a dormant history re-stamped by a sweep is scored both before and after it.
     last_change: StageResult | None = None
+    retrieval: RetrievalFingerprint = UNDECLARED
+
+    @property
+    def retrieval_changed(self) -> int:
+        """Served items written under another retrieval fingerprint, at the last stage."""
+        return sum(retrieval_changed(f for f, _ in p.retrieved) for p in self.probes)
+
+
+def retrieval_changed(served: Iterable[RetrievedFact]) -> int:
+    """How many of ``served`` were written under another retrieval fingerprint: counted
+    apart from stale facts, since their scores moved with the retrieval layer, not the
+    memory."""
+    return sum(1 for f in served if RETRIEVAL_CHANGED in f.flags)
 
 
 def is_sweep(event: ChangeEvent) -> bool:
@@ -546,4 +568,5 @@ def evaluate(
         probe_queries=replay.stats.probe_queries,
         at=replay.at,
         last_change=last_change if swept else None,
+        retrieval=retrieval_fingerprint(memory),
     )

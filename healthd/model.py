@@ -21,6 +21,8 @@ Status = Literal["current", "superseded", "invalidated", "unknown"]
 #: Flags a memory may put on a retrieved fact.
 HISTORICAL = "historical"
 SOFT_EXPIRED = "soft_expired"
+#: Put by healthd on a served record written under another retrieval fingerprint.
+RETRIEVAL_CHANGED = "retrieval_changed"
 
 #: Event metadata key by which a source declares a key multi-valued.
 CARDINALITY = "cardinality"

@@ -24,10 +24,11 @@ FOREIGN_METADATA = {
 def _mem0(path: Path):
     from mem0 import Memory
 
+    from healthd.memory._embedding import embedder_from_options
     from healthd.memory.mem0 import _import_mem0, mem0_config
 
-    _import_mem0()
-    return Memory.from_config(mem0_config(str(path)))
+    _import_mem0()  # the embedder a mem0 target has by default, so the vectors fit
+    return Memory.from_config(mem0_config(str(path), embedder_from_options({})))
 
 
 def _close_mem0(memory) -> None:

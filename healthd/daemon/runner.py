@@ -17,6 +17,12 @@ says so. A changed probe file, staleness policy, forgetting window, mode or targ
 changes the target's fingerprint: the shadow is reset and everything is replayed, the log
 says why, and ``healthd_probe_set_info``'s version label changes.
 
+A changed retrieval fingerprint (the embedding model, its dimensions, the libraries that rank
+or the reader: :mod:`healthd.memory.fingerprint`), seen when the memory is built or asked,
+starts a new baseline the same way: the log says what changed, the target's
+``healthd_retrieval_changes_total`` goes up, and the version label changes with it, so the
+scores before and after are never compared as one series.
+
 Event order: events from one source keep their arrival order; several sources are merged by
 event time (a stable merge of the sources' arrival orders).
 """
@@ -42,10 +48,18 @@ from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.errors import HealthdError
-from healthd.evaluator import Replay
+from healthd.evaluator import Replay, retrieval_changed
 from healthd.exporters.report import metrics_json, probe_json
 from healthd.logging import get_logger, redact_text
-from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
+from healthd.memory import (
+    Checkpointed,
+    Memory,
+    RunScoped,
+    TargetSpec,
+    build_memory,
+    retrieval_fingerprint,
+)
+from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import ChangeEvent, FactKey, Probe
 from healthd.probes import ProbeSet, load_probe_file
 from healthd.report.stagelog import StageLog
@@ -114,6 +128,20 @@ class TargetRuntime:
     pending_row: TargetRow | None = None  # this run's success, shown once it is stored
     page_wanted: int = 0  # bumped when the replay moved on; the page at / follows lazily
     page_built: int = 0
+    retrieval: RetrievalFingerprint | None = None  # the last one a run was scored under
+    retrieval_changes: int = 0  # a counter, kept in the results across restarts
+
+
+def _stored_retrieval(results: Mapping[str, Any] | None) -> tuple[RetrievalFingerprint | None, int]:
+    """The retrieval fingerprint and change count a target's stored results carry."""
+    if not results or not isinstance(results.get("retrieval"), dict):
+        return None, 0
+    try:
+        return RetrievalFingerprint.from_json(results["retrieval"]), int(
+            results.get("retrieval_changes", 0)
+        )
+    except (TypeError, ValueError):
+        return None, 0
 
 
 @dataclass
@@ -184,6 +212,7 @@ class Runner:
             runtime = TargetRuntime(
                 name, target_cfg.kind, options, is_persistent(options), fingerprint, row
             )
+            runtime.retrieval, runtime.retrieval_changes = _stored_retrieval(row.results)
             self.targets[name] = runtime
             self._restore(runtime)
 
@@ -628,6 +657,8 @@ class Runner:
                 if t.replay is None and t.persistent:
                     self._resume(t)
                 fresh = t.replay is None or t.built_fingerprint != t.fingerprint
+                if not fresh and t.memory is not None:
+                    fresh = self._retrieval_changed(t, run_id)
                 if fresh:
                     reason = t.note or (
                         "configuration changed: fresh replay"
@@ -637,6 +668,8 @@ class Runner:
                     self._close(t)
                     memory = _build(t)
                     t.memory = memory
+                    if self._retrieval_changed(t, run_id):
+                        reason = f"{t.note}; {reason}" if reason != t.note else reason
                     memory.reset()
                     t.stages.clear()
                     t.replay = Replay(memory, probes, **self._replay_options())
@@ -697,11 +730,20 @@ class Runner:
                 "score", attributes={"healthd.target": t.name}
             ) as span:
                 metrics = replay.metrics()
+                retrieval = t.retrieval or UNDECLARED
+                info_version = f"{probes.version}-{t.fingerprint[:8]}"
+                if retrieval != UNDECLARED:
+                    info_version += f"-{retrieval.id[:8]}"
                 results: dict[str, Any] = {
                     "metrics": metrics_json(metrics),
                     "probes": replay.active_probes,
                     "probe_set_version": probes.version,
-                    "info_version": f"{probes.version}-{t.fingerprint[:8]}",
+                    "info_version": info_version,
+                    "retrieval": retrieval.as_json(),
+                    "retrieval_changes": t.retrieval_changes,
+                    "retrieval_changed_items": sum(
+                        retrieval_changed(served) for served in replay.answers.values()
+                    ),
                     "at": format_timestamp(replay.at) if replay.at else None,
                     "newest_event": replay.at.timestamp() if replay.at else None,
                     "run_id": run_id,
@@ -770,6 +812,26 @@ class Runner:
             )
         outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
         return outcome
+
+    def _retrieval_changed(self, t: TargetRuntime, run_id: str) -> bool:
+        """Note the fingerprint of the target's memory; True (logged and counted) when it
+        differs from the one the target's last scores were measured under."""
+        assert t.memory is not None
+        current = retrieval_fingerprint(t.memory)
+        previous, t.retrieval = t.retrieval, current
+        if previous is None or previous == current:
+            return False
+        t.retrieval_changes += 1
+        t.note = "retrieval layer changed: new baseline"
+        log.warning(
+            "retrieval layer changed: new baseline",
+            run_id=run_id,
+            target=t.name,
+            previous=previous.describe(),
+            current=current.describe(),
+            fingerprint=current.id,
+        )
+        return True
 
     def _report(
         self, t: TargetRuntime, run_id: str, outcome: dict[str, Any], duration: float

@@ -16,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from healthd import __version__
+from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.scoring import BUCKETS
 
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
@@ -57,6 +58,9 @@ METRIC_NAMES = (
     "healthd_source_events_total",
     "healthd_scheduler_missed_runs_total",
     "healthd_probe_set_info",
+    "healthd_retrieval_info",
+    "healthd_retrieval_changes_total",
+    "healthd_retrieval_changed_items",
     "healthd_build_info",
 )
 
@@ -119,8 +123,25 @@ class HealthdCollector(Collector):
             "healthd_probe_set_info",
             "The probe set and evaluation "
             "policy a target's numbers are measured against: "
-            "<probe set hash>-<policy hash>",
+            "<probe set hash>-<policy hash>[-<retrieval fingerprint>]",
             labels=["target", "version"],
+        )
+        retrieval = GaugeMetricFamily(
+            "healthd_retrieval_info",
+            "What the target's retrieval ran on in its last successful run: embedding model, "
+            "its dimensions, the libraries that embed and rank, the reader of served items",
+            labels=["target", "embedder", "dimensions", "libraries", "reader", "fingerprint"],
+        )
+        retrieval_changes = CounterMetricFamily(
+            "healthd_retrieval_changes",
+            "Times the target's retrieval fingerprint changed, each starting a new baseline",
+            labels=["target"],
+        )
+        changed_items = GaugeMetricFamily(
+            "healthd_retrieval_changed_items",
+            "Served items written under another retrieval fingerprint at the newest stage "
+            "(counted apart from stale facts)",
+            labels=["target"],
         )
         for name, row in targets.items():
             res = row.results
@@ -143,6 +164,21 @@ class HealthdCollector(Collector):
             if res.get("newest_event") is not None:
                 lag.add_metric([name], now - res["newest_event"])
             info.add_metric([name, res["info_version"]], 1)
+            if isinstance(res.get("retrieval"), dict):
+                fingerprint = RetrievalFingerprint.from_json(res["retrieval"])
+                retrieval.add_metric(
+                    [
+                        name,
+                        fingerprint.embedder,
+                        str(fingerprint.dimensions),
+                        fingerprint.libraries_label,
+                        fingerprint.reader,
+                        fingerprint.id,
+                    ],
+                    1,
+                )
+                retrieval_changes.add_metric([name], res.get("retrieval_changes", 0))
+                changed_items.add_metric([name], res.get("retrieval_changed_items", 0))
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
         pending = GaugeMetricFamily(
@@ -177,6 +213,7 @@ class HealthdCollector(Collector):
         missed.add_metric([], view["missed_runs"])
         yield missed
         yield info
+        yield from (retrieval, retrieval_changes, changed_items)
         build = GaugeMetricFamily("healthd_build_info", "healthd's version", labels=["version"])
         build.add_metric([__version__], 1)
         yield build

@@ -70,6 +70,11 @@ def report_json(
                     "metrics": metrics_json(result.metrics),
                     "probes": [probe_json(p) for p in result.probes],
                 },
+                "retrieval": {
+                    **result.retrieval.as_json(),
+                    "fingerprint": result.retrieval.id,
+                    "changed_items": result.retrieval_changed,
+                },
                 **(
                     {"last_change": stage_json(result.last_change)}
                     if result.last_change is not None

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import TargetError
+from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
 
 
@@ -62,6 +63,18 @@ class Checkpointed(Protocol):
 
     def checkpoint(self) -> dict[str, Any] | None:
         """The checkpoint of the last commit, or None."""
+
+
+@runtime_checkable
+class Fingerprinted(Protocol):
+    """A memory that can say what its retrieval runs on (embedding model, libraries)."""
+
+    def retrieval_fingerprint(self) -> RetrievalFingerprint: ...
+
+
+def retrieval_fingerprint(memory: Memory) -> RetrievalFingerprint:
+    """The memory's retrieval fingerprint; :data:`UNDECLARED` for one that has none."""
+    return memory.retrieval_fingerprint() if isinstance(memory, Fingerprinted) else UNDECLARED
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import importlib
 import os
 import tempfile
 from datetime import datetime
+from importlib import metadata
 from types import ModuleType
 
 from healthd.errors import TargetError
@@ -24,6 +25,11 @@ def require_extra(module: str, kind: str, extra: str) -> ModuleType:
         raise TargetError(
             f"the {kind} target needs the {extra} extra: pip install 'healthd[{extra}]' ({exc})"
         ) from None
+
+
+def package_versions(*packages: str) -> dict[str, str]:
+    """The installed version of each package, for a retrieval fingerprint."""
+    return {name: metadata.version(name) for name in packages}
 
 
 def shadow_directory(path: str, kind: str) -> tuple[str, tempfile.TemporaryDirectory[str] | None]:

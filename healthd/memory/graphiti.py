@@ -8,8 +8,10 @@ own ``resolve_edge_contradictions`` (``invalid_at`` = the new edge's ``valid_at`
 both on the edge; a revalidation stamps the edge's ``validated_at`` attribute. Nothing
 cascades along ``depends_on``: Graphiti has no dependencies between edges.
 
-The embedder is a deterministic local one, and the LLM and cross-encoder clients are
-passed explicitly as clients that refuse every call, so nothing can reach a network.
+The embedder is a local one (all-MiniLM-L6-v2 by default, the hashing embedder with
+``embedder=hashing``), and the LLM and cross-encoder clients are passed explicitly as clients
+that refuse every call, so nothing can reach a network. Each edge's attributes carry the
+retrieval fingerprint it was written under.
 
 Probes run Graphiti's hybrid edge search (BM25 + cosine, RRF), filtered to the probe's
 predicate and subject node:
@@ -34,21 +36,32 @@ from typing import Any, TypeVar
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
-from healthd.memory._embedding import DEFAULT_DIMENSIONS, hash_embedding
+from healthd.memory._embedding import Embedder, HashingEmbedder, embedder_from_options
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
     first_line,
     memory_text,
+    package_versions,
     require_extra,
     shadow_directory,
 )
 from healthd.memory._options import integer, reject_unknown, switch
-from healthd.model import DOMAINS, Answer, ChangeEvent, Domain, FactKey, Probe, RetrievedFact
+from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint, changed_since
+from healthd.model import (
+    DOMAINS,
+    RETRIEVAL_CHANGED,
+    Answer,
+    ChangeEvent,
+    Domain,
+    FactKey,
+    Probe,
+    RetrievedFact,
+)
 
 DEFAULT_GROUP = "healthd-shadow"
 SEARCHES = ("default", "valid")
-_SWITCHES = {"search", "path", "group_id", "shadow", "top_k", "dimensions"}
+_SWITCHES = {"search", "path", "group_id", "shadow", "top_k", "embedder", "dimensions"}
 _IDS = uuid.UUID("6f1c0c7e-4a57-4d0e-9a51-9b1f3f0c2d11")  # namespace of healthd's node/edge ids
 _T = TypeVar("_T")
 
@@ -68,19 +81,20 @@ def _import_graphiti() -> None:
     logging.getLogger("graphiti_core").setLevel(logging.CRITICAL)
 
 
-def _clients(dimensions: int) -> tuple[Any, Any, Any]:
-    """A deterministic embedder, and LLM and cross-encoder clients that refuse every call."""
+def _clients(embedder: Embedder) -> tuple[Any, Any, Any]:
+    """The local embedder as Graphiti's, and LLM and cross-encoder clients that refuse
+    every call."""
     from graphiti_core.cross_encoder.client import CrossEncoderClient
     from graphiti_core.embedder.client import EmbedderClient
     from graphiti_core.llm_client.client import LLMClient
 
-    class HashEmbedder(EmbedderClient):
+    class LocalEmbedder(EmbedderClient):
         async def create(self, input_data: Any) -> list[float]:
             text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
-            return hash_embedding(text, dimensions)
+            return embedder.embed([text])[0]
 
         async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
-            return [hash_embedding(t, dimensions) for t in input_data_list]
+            return embedder.embed(input_data_list)
 
     class NoLLM(LLMClient):
         async def _generate_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -90,7 +104,7 @@ def _clients(dimensions: int) -> tuple[Any, Any, Any]:
         async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
             raise MemoryAdapterError("graphiti asked for a cross-encoder; healthd has none")
 
-    return HashEmbedder(), NoLLM(None), NoCrossEncoder()
+    return LocalEmbedder(), NoLLM(None), NoCrossEncoder()
 
 
 class GraphitiMemory:
@@ -104,7 +118,7 @@ class GraphitiMemory:
         group_id: str = DEFAULT_GROUP,
         shadow: bool | None = None,
         top_k: int = 5,
-        dimensions: int = DEFAULT_DIMENSIONS,
+        embedder: Embedder | None = None,
     ) -> None:
         if search not in SEARCHES:
             raise TargetError(f"switch search={search!r}: expected one of {', '.join(SEARCHES)}")
@@ -120,6 +134,12 @@ class GraphitiMemory:
         self.search = search
         self.group_id = group_id
         self.top_k = top_k
+        self.embedder = embedder or HashingEmbedder()
+        self._fingerprint = RetrievalFingerprint.of(
+            self.embedder.model,
+            self.embedder.dimensions,
+            {**package_versions("graphiti-core", "kuzu"), **self.embedder.libraries},
+        )
         self._runner = asyncio.Runner()
         self._closed = False
         self._scratch = None
@@ -136,10 +156,10 @@ class GraphitiMemory:
             raise TargetError(
                 f"graphiti store {path!r} cannot be opened: {first_line(exc)}"
             ) from None
-        embedder, llm, cross_encoder = _clients(dimensions)
+        embedder_client, llm, cross_encoder = _clients(self.embedder)
         self._graphiti = Graphiti(
             graph_driver=self._driver,
-            embedder=embedder,
+            embedder=embedder_client,
             llm_client=llm,
             cross_encoder=cross_encoder,
         )
@@ -189,8 +209,11 @@ class GraphitiMemory:
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         edges = self._call(self._search(probe, at), f"search for probe {probe.id!r}")
-        facts = [_retrieved(edge) for edge in edges]
+        facts = [_retrieved(edge, self._fingerprint) for edge in edges]
         return Answer(probe.id, tuple(facts))
+
+    def retrieval_fingerprint(self) -> RetrievalFingerprint:
+        return self._fingerprint
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
         """Answers change only when healthd writes: every edge's ``valid_at`` and
@@ -273,6 +296,7 @@ class GraphitiMemory:
                 "value": fact.value,
                 "domain": fact.domain,
                 "validated_at": now.isoformat(),
+                METADATA_KEY: self._fingerprint.id,
             },
         )
         # Graphiti's temporal invalidation (edge_operations._apply_temporal_invalidation): a
@@ -389,7 +413,7 @@ class GraphitiMemory:
             raise MemoryAdapterError(f"graphiti {what}: {first_line(exc)}") from exc
 
 
-def _retrieved(edge: Any) -> RetrievedFact:
+def _retrieved(edge: Any, fingerprint: RetrievalFingerprint) -> RetrievedFact:
     attributes: Mapping[str, Any] = edge.attributes or {}
     domain = attributes.get("domain")
     if domain not in DOMAINS:
@@ -403,6 +427,11 @@ def _retrieved(edge: Any) -> RetrievedFact:
         f"graphiti:{attributes['healthd_event']}",
         _utc(edge.created_at),
         datetime.fromisoformat(str(attributes["validated_at"])),
+        flags=(
+            frozenset({RETRIEVAL_CHANGED})
+            if changed_since(attributes.get(METADATA_KEY), fingerprint)
+            else frozenset()
+        ),
     )
 
 
@@ -421,5 +450,5 @@ def graphiti_memory(options: Mapping[str, Any]) -> GraphitiMemory:
         group_id=str(options.get("group_id", DEFAULT_GROUP)),
         shadow=shadow,
         top_k=integer(options, "top_k", 5),
-        dimensions=integer(options, "dimensions", DEFAULT_DIMENSIONS, minimum=8),
+        embedder=embedder_from_options(options),
     )

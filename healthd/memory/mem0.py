@@ -2,9 +2,11 @@
 
 Written with ``infer=False`` (no LLM extraction: the fact is the memory), stored in Mem0's
 embedded Qdrant in local path mode, embedded by a deterministic local embedder that Mem0
-takes through its ``langchain`` embedder provider (any LangChain ``Embeddings`` instance),
-telemetry off. Every memory's metadata carries the event id, subject, predicate, value,
-domain and the replay times it was written and last validated, so answers map back to facts.
+takes through its ``langchain`` embedder provider (any LangChain ``Embeddings`` instance):
+all-MiniLM-L6-v2 by default, the hashing embedder with ``embedder=hashing``; telemetry off.
+Every memory's metadata carries the event id, subject, predicate, value, domain, the replay
+times it was written and last validated, and the retrieval fingerprint it was written under,
+so answers map back to facts and a record embedded by another model is told apart.
 Probes are Mem0 ``search`` calls scoped to the shadow's ``user_id`` (and ``agent_id``/
 ``run_id`` when given) with metadata filters on the probe's subject and predicate.
 
@@ -29,17 +31,29 @@ from typing import Any
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
-from healthd.memory._embedding import DEFAULT_DIMENSIONS, hash_embedding
+from healthd.memory._embedding import Embedder, HashingEmbedder, embedder_from_options
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
     first_line,
     memory_text,
+    package_versions,
     require_extra,
     shadow_directory,
 )
 from healthd.memory._options import integer, reject_unknown, switch
-from healthd.model import DOMAINS, Answer, ChangeEvent, Domain, Fact, FactKey, Probe, RetrievedFact
+from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint, changed_since
+from healthd.model import (
+    DOMAINS,
+    RETRIEVAL_CHANGED,
+    Answer,
+    ChangeEvent,
+    Domain,
+    Fact,
+    FactKey,
+    Probe,
+    RetrievedFact,
+)
 
 DEFAULT_USER = "healthd-shadow"
 COLLECTION = "healthd_shadow"
@@ -47,7 +61,17 @@ MODES = ("native", "managed")
 # A closed local port: Mem0 insists on building an LLM client, which infer=False never calls;
 # if anything ever did, it would fail here at once instead of reaching a network.
 _UNUSED_LLM_URL = "http://127.0.0.1:9/v1"
-_SWITCHES = {"mode", "path", "user_id", "agent_id", "run_id", "shadow", "top_k", "dimensions"}
+_SWITCHES = {
+    "mode",
+    "path",
+    "user_id",
+    "agent_id",
+    "run_id",
+    "shadow",
+    "top_k",
+    "embedder",
+    "dimensions",
+}
 _QUIET_LOGGERS = ("mem0", "qdrant_client", "httpx", "posthog")
 
 
@@ -69,26 +93,29 @@ def _import_mem0() -> Any:
     return module
 
 
-def _hash_embeddings(dimensions: int) -> Any:
+def _langchain_embeddings(embedder: Embedder) -> Any:
     from langchain_core.embeddings import Embeddings
 
-    class HashEmbeddings(Embeddings):
+    class LocalEmbeddings(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return [hash_embedding(t, dimensions) for t in texts]
+            return embedder.embed(texts)
 
         def embed_query(self, text: str) -> list[float]:
-            return hash_embedding(text, dimensions)
+            return embedder.embed([text])[0]
 
-    return HashEmbeddings()
+    return LocalEmbeddings()
 
 
-def mem0_config(directory: str, dimensions: int = DEFAULT_DIMENSIONS) -> dict[str, Any]:
+def mem0_config(directory: str, embedder: Embedder | None = None) -> dict[str, Any]:
     """Mem0's configuration for a store in ``directory``: Qdrant in local path mode, the
-    deterministic embedder, and an LLM client that is never called."""
+    local embedder (the hashing one when none is given), and an LLM client that is never
+    called."""
+    embedder = embedder or HashingEmbedder()
+    dimensions = embedder.dimensions
     return {
         "embedder": {
             "provider": "langchain",
-            "config": {"model": _hash_embeddings(dimensions), "embedding_dims": dimensions},
+            "config": {"model": _langchain_embeddings(embedder), "embedding_dims": dimensions},
         },
         "vector_store": {
             "provider": "qdrant",
@@ -120,7 +147,7 @@ class Mem0Memory:
         run_id: str | None = None,
         shadow: bool | None = None,
         top_k: int = 5,
-        dimensions: int = DEFAULT_DIMENSIONS,
+        embedder: Embedder | None = None,
     ) -> None:
         if mode not in MODES:
             raise TargetError(f"switch mode={mode!r}: expected one of {', '.join(MODES)}")
@@ -136,8 +163,14 @@ class Mem0Memory:
         mem0 = _import_mem0()
         self.mode = mode
         self.top_k = top_k
+        self.embedder = embedder or HashingEmbedder()
+        self._fingerprint = RetrievalFingerprint.of(
+            self.embedder.model,
+            self.embedder.dimensions,
+            {**package_versions("mem0ai", "qdrant-client"), **self.embedder.libraries},
+        )
         directory, self._scratch = shadow_directory(path, "mem0")
-        config = mem0_config(directory, dimensions)
+        config = mem0_config(directory, self.embedder)
         try:
             self._memory = mem0.Memory.from_config(config)
         except Exception as exc:
@@ -148,7 +181,23 @@ class Mem0Memory:
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
         if path != IN_MEMORY:
+            self._check_dimensions(path)
             self._resume_clock()
+
+    def _check_dimensions(self, path: str) -> None:
+        """A store's collection keeps the vector size it was made with (and may hold other
+        scopes' memories, so healthd never recreates it): another embedder cannot write
+        there, which is said at once rather than at the first write."""
+        client = self._memory.vector_store.client
+        stored = client.get_collection(COLLECTION).config.params.vectors.size
+        if stored != self.embedder.dimensions:
+            self.close()
+            raise TargetError(
+                f"mem0 store in {path!r} holds vectors of {stored} dimensions; embedder "
+                f"{self.embedder.model} makes {self.embedder.dimensions}: use a new path, or "
+                f"the embedder it was written with (embedder=hashing,dimensions={stored} "
+                "for a store written by healthd before the model embedder)"
+            )
 
     def _resume_clock(self) -> None:
         """A reopened shadow goes on from the newest replay time its records carry."""
@@ -194,10 +243,14 @@ class Mem0Memory:
         # Qdrant's scores of equally similar texts differ in their last bits from one call to
         # the next: rounded, equal scores are ordered newest first, then by record.
         rows = [
-            (round(row.get("score") or 0.0, 6), _retrieved(row)) for row in found.get("results", [])
+            (round(row.get("score") or 0.0, 6), _retrieved(row, self._fingerprint))
+            for row in found.get("results", [])
         ]
         rows.sort(key=lambda r: (-r[0], -r[1].written_at.timestamp(), r[1].record_id))
         return Answer(probe.id, tuple(fact for _, fact in rows))
+
+    def retrieval_fingerprint(self) -> RetrievalFingerprint:
+        return self._fingerprint
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
         """Mem0 answers change only when healthd writes (no expiry is set), and healthd knows
@@ -260,6 +313,7 @@ class Mem0Memory:
             "domain": fact.domain,
             "written_at": written_at.isoformat(),
             "validated_at": validated_at.isoformat(),
+            METADATA_KEY: self._fingerprint.id,
         }
 
     def _add(self, event: ChangeEvent, fact: Fact, now: datetime) -> None:
@@ -296,7 +350,7 @@ class Mem0Memory:
             self._scratch = None
 
 
-def _retrieved(row: Mapping[str, Any]) -> RetrievedFact:
+def _retrieved(row: Mapping[str, Any], fingerprint: RetrievalFingerprint) -> RetrievedFact:
     metadata = row.get("metadata") or {}
     domain = metadata.get("domain")
     if domain not in DOMAINS:
@@ -310,6 +364,11 @@ def _retrieved(row: Mapping[str, Any]) -> RetrievedFact:
         f"mem0:{metadata['healthd_event']}",
         datetime.fromisoformat(metadata["written_at"]),
         datetime.fromisoformat(metadata["validated_at"]),
+        flags=(
+            frozenset({RETRIEVAL_CHANGED})
+            if changed_since(metadata.get(METADATA_KEY), fingerprint)
+            else frozenset()
+        ),
     )
 
 
@@ -325,5 +384,5 @@ def mem0_memory(options: Mapping[str, Any]) -> Mem0Memory:
         run_id=str(options["run_id"]) if options.get("run_id") else None,
         shadow=shadow,
         top_k=integer(options, "top_k", 5),
-        dimensions=integer(options, "dimensions", DEFAULT_DIMENSIONS, minimum=8),
+        embedder=embedder_from_options(options),
     )

@@ -19,6 +19,7 @@ EXPECTED_ALERTS = {
     "HealthdConsistencyDropped",
     "HealthdContaminationRising",
     "HealthdCoverageCollapsing",
+    "HealthdRetrievalLayerChanged",
     "HealthdNoRecentSuccess",
     "HealthdRunsFailing",
     "HealthdSourceDown",
