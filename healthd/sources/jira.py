@@ -14,8 +14,10 @@ issue from its creation:
   ``invalidating_statuses`` invalidates it; reopening brings the summary back;
 * an open (unresolved, not done or cancelled), assigned issue claims each of its
   components: ``(<component>, owners, "<sorted assignees>", ownership)`` holds the union
-  of the assignees of every open issue claiming it; a change of that union revises it, the
-  last claim leaving (unassigned, component removed, resolved) invalidates it. Users are
+  of the assignees of every open issue claiming it; a change of that union revises it. A
+  claim that lapses (resolved, unassigned, component removed) holds until a newer claim on
+  the component replaces it: a closed issue is no evidence that its assignee stopped
+  owning the component, so the fact ages out unless re-claimed. Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
   carry), else ``name``; ``user_field`` picks one.
 
@@ -532,7 +534,7 @@ class JiraSource(TicketSource):
             # leave
             events.extend(fold_area_owners(claims, areas, self.name))
             claims.clear()
-            return dump_cursor(KIND, {"since": watermark, "seen": seen, "areas": areas})
+            return dump_cursor(KIND, {"since": watermark, "seen": seen, **areas.cursor()})
 
         try:
             client = self._client()
