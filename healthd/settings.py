@@ -489,25 +489,17 @@ def _source_reachability(source: SourceConfig) -> list[str]:
             problems.append(f"path: {path} is not a git repository")
             return problems
         if source.kind == "adr":
-            ref = str(options.get("branch") or "HEAD")
-            from healthd.sources.adr import CANDIDATE_DIRS
+            from healthd.sources.adr import records_problem
 
-            candidates = (
-                [str(options["dir"])] if options.get("dir") else [".adr-dir", *CANDIDATE_DIRS]
+            branch = options.get("branch")
+            directory = options.get("dir")
+            problem = records_problem(
+                where,
+                str(directory).strip().strip("/") if directory else None,
+                str(branch) if branch else None,
             )
-            found = any(
-                subprocess.run(
-                    [*git, "cat-file", "-e", f"{ref}:{c.strip('/')}"],
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                ).returncode
-                == 0
-                for c in candidates
-            )
-            if not found:
-                what = f"dir {options['dir']!r}" if options.get("dir") else "ADR directory"
-                problems.append(f"path: {path} has no {what} at {ref}")
+            if problem:
+                problems.append(f"path: {path}: {problem}")
     except (OSError, subprocess.TimeoutExpired) as exc:
         problems.append(f"path: cannot run git on {path}: {exc}")
     return problems

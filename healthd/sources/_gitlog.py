@@ -129,6 +129,7 @@ class Change:
     new_sha: str
     old_mode: str
     new_mode: str
+    old_path: str | None = None  # a rename's (status R) path before it
 
     @property
     def is_submodule(self) -> bool:
@@ -218,14 +219,17 @@ class Repo:
         first_parent: bool,
         since: datetime | None = None,
         paths: Iterable[str] = (),
+        renames: bool = False,
     ) -> Iterator[tuple[Commit, list[Change]]]:
-        """Commits oldest to newest with their raw changes, from ONE streaming ``git log``."""
+        """Commits oldest to newest with their raw changes, from ONE streaming ``git log``;
+        with ``renames``, git's rename detection pairs a deleted and an added file as one
+        ``R`` change (worth it only on a few paths)."""
         args = self._base() + [
             "log",
             "--reverse",
             "--root",
             "--raw",
-            "--no-renames",
+            "--find-renames" if renames else "--no-renames",
             "--no-abbrev",
             "-z",
             "--no-ext-diff",
@@ -252,6 +256,7 @@ class Repo:
         commit: Commit | None = None
         changes: list[Change] = []
         pending_meta: bytes | None = None
+        renamed_from: bytes | None = None
         rest = b""
         try:
             while True:
@@ -262,7 +267,14 @@ class Repo:
                 rest = tokens.pop()
                 for token in tokens:
                     if pending_meta is not None:
-                        changes.append(_change(pending_meta, token))
+                        if pending_meta.rstrip(b"0123456789")[-1:] in (b"R", b"C"):
+                            if renamed_from is None:
+                                renamed_from = token  # the path before; the next is after
+                                continue
+                            changes.append(_change(pending_meta, token, renamed_from))
+                            renamed_from = None
+                        else:
+                            changes.append(_change(pending_meta, token))
                         pending_meta = None
                         continue
                     token = token.lstrip(b"\n")
@@ -441,11 +453,17 @@ class Repo:
                 cat.stdout.close()
 
 
-def _change(meta: bytes, path: bytes) -> Change:
-    # b":100644 100644 <old> <new> M"
+def _change(meta: bytes, path: bytes, old_path: bytes | None = None) -> Change:
+    # b":100644 100644 <old> <new> M", or "R096" with the path before the rename
     old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode().split(" ")
     return Change(
-        status[:1], path.decode("utf-8", "surrogateescape"), old_sha, new_sha, old_mode, new_mode
+        status[:1],
+        path.decode("utf-8", "surrogateescape"),
+        old_sha,
+        new_sha,
+        old_mode,
+        new_mode,
+        None if old_path is None else old_path.decode("utf-8", "surrogateescape"),
     )
 
 
@@ -757,6 +775,8 @@ class RepoSource:
     streaming, revalidation. Subclasses provide ``_extractor`` and ``_log_paths``."""
 
     kind = "repo"
+    #: Whether the history read pairs renamed files (``R`` changes) for the extractor.
+    follows_renames = False
 
     def __init__(self, name: str, opts: RepoOptions, *, clock: Clock | None = None) -> None:
         self.name = name
@@ -776,6 +796,11 @@ class RepoSource:
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         """Why a cursor cannot be continued with this extractor (None when it can)."""
+        return None
+
+    def _finish(self, extractor: Extractor) -> str | None:
+        """Why a pull that read the history without failing is still a failure (None when
+        it is not)."""
         return None
 
     # -- the pull
@@ -889,7 +914,12 @@ class RepoSource:
         last = base
         if base != head:
             try:
-                history = repo.log(rev_range, first_parent=self.opts.first_parent, paths=paths)
+                history = repo.log(
+                    rev_range,
+                    first_parent=self.opts.first_parent,
+                    paths=paths,
+                    renames=self.follows_renames,
+                )
                 for batch, blobs in read_ahead(repo, history, extractor):
                     repo.use_prefetched(blobs)
                     for commit, changes in batch:
@@ -912,6 +942,9 @@ class RepoSource:
         events += revalidations(
             self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
         )
+        problem = self._finish(extractor)
+        if problem is not None:
+            return PullResult([], cursor, error=problem, skipped=skips.lines())
         try:
             events, repeats = unique_events(events, f"{self.kind} source {self.name!r}")
         except SourceError as exc:
