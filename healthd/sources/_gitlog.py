@@ -563,22 +563,21 @@ class Held:
 
 
 class Skips:
-    """Inputs that could not be understood, each reported (and logged) once per pull."""
+    """Inputs that could not be understood, each listed once per pull. The pull's caller
+    reports them (the daemon logs and counts each when first seen, a one-shot command
+    prints each), so they are not logged here."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self._lines: dict[str, None] = {}
+        self.muted = False  # rebuilding state an earlier pull read (and reported) already
 
     def add(self, what: str, reason: str) -> None:
-        line = f"{what}: {reason}"
-        if line not in self._lines:
-            log.warning("source_input_skipped", source=self.source, input=what, reason=reason)
-            self._lines[line] = None
+        if not self.muted:
+            self._lines.setdefault(f"{what}: {reason}", None)
 
     def note(self, message: str) -> None:
-        if message not in self._lines:
-            log.warning("source_note", source=self.source, note=message)
-            self._lines[message] = None
+        self._lines.setdefault(message, None)
 
     def lines(self) -> list[str]:
         return list(self._lines)
@@ -811,15 +810,13 @@ class RepoSource:
         started = datetime.now(UTC)
         try:
             repo, note = open_repo(self.opts, self.name)
-        except GitError as exc:
-            log.error("source_pull_failed", source=self.name, kind=self.kind, error=str(exc))
+        except GitError as exc:  # the caller reports it (the daemon's `source failed`)
             return PullResult([], cursor, error=str(exc))
         if note:
             skips.note(note)
         try:
             result = self._pull(repo, cursor, now, skips)
         except GitError as exc:
-            log.error("source_pull_failed", source=self.name, kind=self.kind, error=str(exc))
             return PullResult([], cursor, error=str(exc), skipped=skips.lines())
         finally:
             repo.close()
@@ -897,7 +894,11 @@ class RepoSource:
         if base is not None:
             baseline = repo.tree(base, paths)
             repo.prefetch(extractor.wanted(baseline))
-            extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
+            skips.muted = True  # the pulls that read these files reported what was wrong
+            try:
+                extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
+            finally:
+                skips.muted = False
             rev_range = f"{base}..{head}"
         else:
             rev_range = head

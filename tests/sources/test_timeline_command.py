@@ -143,3 +143,19 @@ def test_a_dormant_repository_is_scored_before_and_after_its_revalidation_sweep(
     table = healthd("evaluate", "--config", str(config))
     assert "before the revalidation sweeps, at the last change" in table.stdout
     assert "2019-06-01" in table.stdout
+
+
+def test_each_skipped_input_is_said_once_on_stderr(repo, tmp_path):
+    repo.commit(
+        "2024-01-01",
+        {"CODEOWNERS": "* @core\n/billing/ billing-team\n", "billing/main.go": "package main\n"},
+    )
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\nrevalidate_clock = "head"\n'
+    )
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    about = [line for line in done.stderr.splitlines() if "billing-team" in line]
+    assert len(about) == 1, done.stderr
+    assert about[0].startswith("healthd: warning: source 'repo': CODEOWNERS@")
