@@ -208,6 +208,26 @@ class Settings(BaseSettings):
             raise ValueError("at least one is needed")
         return value
 
+    @model_validator(mode="after")
+    def _adr_dirs_are_no_modules(self) -> Settings:
+        """A `git` source takes no module from the ``dir`` an `adr` source on the same
+        repository reads (unless it names its own ``adr_dirs``)."""
+        for source in self.sources.values():
+            extra = source.model_extra
+            if source.kind != "git" or extra is None or "adr_dirs" in extra:
+                continue
+            where = (extra.get("path"), extra.get("url"))
+            dirs = [
+                other.options["dir"]
+                for other in self.sources.values()
+                if other.kind == "adr"
+                and isinstance(other.options.get("dir"), str)
+                and (other.options.get("path"), other.options.get("url")) == where
+            ]
+            if dirs:
+                extra["adr_dirs"] = dirs
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -610,19 +610,24 @@ class Layout:
 def detect_layout(repo: Repo, head: str) -> Layout | None:
     """The ADR layout at ``head``: the directory adr-tools' ``.adr-dir`` names, else the
     first usual directory present (``CANDIDATE_DIRS``), else the directory holding the most
-    files named like records, if some of them have a status section."""
+    files named like records, if most of those have a status section."""
+    return next(layouts(repo, head), None)
+
+
+def layouts(repo: Repo, head: str) -> Iterator[Layout]:
+    """Every ADR layout at ``head``, in the order :func:`detect_layout` prefers them."""
     data = repo.blob(f"{head}:.adr-dir")
     if data is not None:
         text = data.decode("utf-8", "replace").strip().strip("/")
         if text.startswith("./"):
             text = text[2:]
         if text:
-            return Layout(text)
+            yield Layout(text)
     proc = repo.run("ls-tree", "-d", "--name-only", "-z", head, "--", *CANDIDATE_DIRS, check=False)
     found = {p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p}
     for candidate in CANDIDATE_DIRS:
         if candidate in found:
-            return Layout(candidate)
+            yield Layout(candidate)
     listing = repo.run("ls-tree", "-r", "-z", "--name-only", head, check=False).stdout
     by_dir: dict[str, list[str]] = {}
     for raw in listing.split(b"\0"):
@@ -631,6 +636,8 @@ def detect_layout(repo: Repo, head: str) -> Layout | None:
         if _RECORD_NAME.match(name) and not _NOT_SCANNED.search(f"{directory}/"):
             by_dir.setdefault(directory, []).append(path)
     for directory, paths in sorted(by_dir.items(), key=lambda item: (-len(item[1]), item[0])):
+        if directory in found:
+            continue
         sample = sorted(paths)[:5]
         blobs = repo.fetch_blobs(f"{head}:{path}" for path in sample)
         with_status = 0
@@ -639,8 +646,7 @@ def detect_layout(repo: Repo, head: str) -> Layout | None:
             if data is not None and parse_adr(path, data.decode("utf-8", "replace")).status:
                 with_status += 1
         if with_status * 2 > len(sample):
-            return Layout(directory, by_name=True)
-    return None
+            yield Layout(directory, by_name=True)
 
 
 def detect_dir(repo: Repo, head: str) -> str | None:

@@ -18,7 +18,10 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
     exclude_dirs = ["vendor", "docs"]   # directory names (globs, any depth) holding no
                                         # modules; default: vendor, Godeps, node_modules,
                                         # third_party, third-party, bower_components,
-                                        # __pycache__, docs, doc (and the .adr-dir directory)
+                                        # __pycache__, docs, doc (and the ADR directories)
+    adr_dirs = ["decision-record"]      # ADR directories besides those the adr source
+                                        # discovers (adr sources' ``dir`` on the same
+                                        # repository are added from the configuration)
     root_subject = "."                  # subject of manifests at the repository root
     revalidate_interval = "P1D"         # ISO 8601 duration or seconds; "PT0S" = every run
     revalidate_clock = "wall"           # "wall" (real time) or "head" (head commit time)
@@ -168,6 +171,7 @@ DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
 
 
 class GitOptions(RepoOptions):
+    adr_dirs: list[str] = []
     service_roots: list[str] = []
     exclude: list[str] = []
     exclude_dirs: list[str] = list(DEFAULT_EXCLUDED_DIRS)
@@ -182,6 +186,17 @@ class GitOptions(RepoOptions):
             if not root or any(not part for part in root.split("/")):
                 raise ValueError(f"service root {root!r} is not a relative directory glob")
             out.append(root)
+        return out
+
+    @field_validator("adr_dirs")
+    @classmethod
+    def _adr_dirs(cls, value: list[str]) -> list[str]:
+        out = []
+        for directory in value:
+            directory = directory.strip().strip("/")
+            if not directory or directory.startswith("..") or "/../" in f"/{directory}/":
+                raise ValueError(f"{directory!r} is not a directory inside the repository")
+            out.append(directory)
         return out
 
     @field_validator("root_subject")
@@ -219,13 +234,18 @@ class GitExtractor(Extractor):
     """
 
     def __init__(
-        self, source: str, opts: GitOptions, repo: Repo, skips: Skips, adr_dir: str | None = None
+        self,
+        source: str,
+        opts: GitOptions,
+        repo: Repo,
+        skips: Skips,
+        adr_dirs: tuple[str, ...] = (),
     ) -> None:
         self.source = source
         self.opts = opts
         self.repo = repo
         self.skips = skips
-        self.adr_dir = adr_dir
+        self.adr_dirs = adr_dirs
         self.dir_files: Counter[str] = Counter()  # directory → files directly in it
         self.dir_langs: dict[str, Counter[str]] = {}  # directory → language → source files
         self.module_manifests: dict[str, set[str]] = {}  # module directory → its manifests
@@ -246,8 +266,7 @@ class GitExtractor(Extractor):
         """Hidden, vendored, documentation and ADR trees hold no module and no unit files."""
         if not directory:
             return False
-        adr = self.adr_dir
-        if adr and (directory == adr or directory.startswith(adr + "/")):
+        if any(directory == adr or directory.startswith(adr + "/") for adr in self.adr_dirs):
             return True
         patterns = self.opts.exclude_dirs
         return any(
@@ -583,13 +602,18 @@ class GitExtractor(Extractor):
         )
 
 
-def adr_dir_of(repo: Repo, head: str) -> str | None:
-    """The ADR directory ``.adr-dir`` names at ``head`` (adr-tools' convention), if any."""
-    data = repo.blob(f"{head}:.adr-dir")
-    if data is None:
-        return None
-    text = data.decode("utf-8", "replace").strip().strip("/")
-    return text.removeprefix("./").strip("/") or None
+def adr_dirs_of(repo: Repo, head: str, opts: GitOptions) -> tuple[str, ...]:
+    """The directories holding decision records, which are no code module: those named in
+    ``adr_dirs`` (the `adr` sources on this repository add their ``dir``) and the one the
+    `adr` source would discover, each with the names it had before a rename."""
+    from healthd.sources.adr import earlier_names, layouts
+
+    named = [*opts.adr_dirs, *(layout.dir for layout in layouts(repo, head))]
+    out: dict[str, None] = {}
+    for directory in named:
+        out[directory] = None
+        out.update(dict.fromkeys(earlier_names(repo, head, directory, opts.first_parent)))
+    return tuple(out)
 
 
 class GitSource(RepoSource):
@@ -601,7 +625,7 @@ class GitSource(RepoSource):
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
     ) -> GitExtractor:
-        return GitExtractor(self.name, self.opts, repo, skips, adr_dir_of(repo, head))
+        return GitExtractor(self.name, self.opts, repo, skips, adr_dirs_of(repo, head, self.opts))
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         if state.get("config") != self._config_digest(extractor):
@@ -609,7 +633,7 @@ class GitSource(RepoSource):
         return None
 
     def _config_digest(self, extractor: Extractor | None = None) -> str:
-        adr_dir = extractor.adr_dir if isinstance(extractor, GitExtractor) else None
+        adr_dirs = extractor.adr_dirs if isinstance(extractor, GitExtractor) else ()
         return "|".join(
             [
                 "modules-v2",
@@ -617,7 +641,7 @@ class GitSource(RepoSource):
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),
                 self.opts.root_subject,
-                adr_dir or "",
+                ",".join(adr_dirs),
             ]
         )
 
