@@ -552,3 +552,27 @@ def test_resolving_a_components_last_open_issue_keeps_its_owner_until_another_cl
             None,
         ),
     ]
+
+
+def test_a_429_whose_iso_reset_is_already_past_is_retried_at_once(jira):
+    sleeps = Sleeps()  # the source's clock reads 2023-11-14T22:13:20Z
+    jira.fail(r"/search$", status=429, headers={"X-RateLimit-Reset": "2023-11-14T22:10:00Z"})
+    result = make(jira, sleeps).pull(None)
+    assert result.ok, result.error
+    assert sleeps.calls == []  # not the 60 s a 429 without any hint gets
+    first_pages = [r for r in jira.log if r.path.endswith("/search") and r.args["startAt"] == "0"]
+    assert len(first_pages) == 2
+
+
+def test_a_429_with_a_past_reset_every_time_still_gives_up_after_the_bounded_retries(jira):
+    sleeps = Sleeps()
+    jira.fail(
+        r"/search$",
+        status=429,
+        headers={"X-RateLimit-Reset": "2023-11-14T22:10:00Z"},
+        times=10,
+    )
+    result = make(jira, sleeps).pull(None)
+    assert not result.ok and "rate limited" in result.error
+    assert sleeps.calls == []
+    assert len([r for r in jira.log if r.path.endswith("/search")]) == 3  # max_retries = 2
