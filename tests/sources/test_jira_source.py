@@ -468,11 +468,11 @@ def test_cloud_v3_search_with_next_page_token_and_a_410_on_v2_names_the_fix(jira
     "base_url, api",
     [
         ("https://acme.atlassian.net", "3"),
-        ("https://jira.acme.internal", "2"),
-        ("https://jira.acme.internal/jira", "2"),
+        ("https://jira.acme.internal", None),  # the site is asked
+        ("https://jira.acme.internal/jira", None),
     ],
 )
-def test_the_search_api_defaults_to_v3_on_cloud_and_v2_on_data_center(base_url, api):
+def test_the_search_api_is_v3_on_a_cloud_host_and_asked_elsewhere(base_url, api):
     assert JiraOptions(base_url=base_url, jql="project = PAY").search_api == api
 
 
@@ -576,3 +576,44 @@ def test_a_429_with_a_past_reset_every_time_still_gives_up_after_the_bounded_ret
     assert not result.ok and "rate limited" in result.error
     assert sleeps.calls == []
     assert len([r for r in jira.log if r.path.endswith("/search")]) == 3  # max_retries = 2
+
+
+def test_auto_asks_server_info_and_uses_v3_on_a_cloud_site_with_its_own_domain(jira):
+    """A Cloud site behind a custom domain (here 127.0.0.1): serverInfo says Cloud, so the
+    v2 search (410 on Cloud) is never tried, and the next run does not ask again."""
+    jira.removed_v2_search = True
+    jira.deployment_type = "Cloud"
+    source = make(jira)
+    first = source.pull(None)
+    assert first.ok, first.error
+    assert by_time(shape(first.events)) == by_time(EXPECTED)
+    assert "/rest/api/2/search" not in jira.paths()
+    assert jira.paths().count("/rest/api/2/serverInfo") == 1
+    assert json.loads(first.cursor)["api"] == "3"
+    jira.log.clear()
+    second = make(jira).pull(first.cursor)
+    assert second.ok and second.events == []
+    assert "/rest/api/2/serverInfo" not in jira.paths()
+    assert "/rest/api/3/search/jql" in jira.paths()
+
+
+def test_auto_switches_to_v3_on_a_410_when_server_info_is_not_reachable(jira):
+    """A proxy in front of Cloud that does not pass serverInfo on: the v2 search's 410
+    switches to v3 in the same run, and the cursor remembers it."""
+    jira.removed_v2_search = True
+    jira.deployment_type = None
+    first = make(jira).pull(None)
+    assert first.ok, first.error
+    assert by_time(shape(first.events)) == by_time(EXPECTED)
+    assert jira.paths().count("/rest/api/2/search") == 1
+    assert json.loads(first.cursor)["api"] == "3"
+    jira.log.clear()
+    assert make(jira).pull(first.cursor).ok
+    assert "/rest/api/2/search" not in jira.paths()
+
+
+def test_auto_keeps_v2_on_data_center(jira):
+    result = make(jira).pull(None)
+    assert result.ok, result.error
+    assert "/rest/api/3/search/jql" not in jira.paths()
+    assert json.loads(result.cursor)["api"] == "2"
