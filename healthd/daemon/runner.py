@@ -502,11 +502,13 @@ class Runner:
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
             ) as span:
+                started = time.monotonic()
                 try:
                     assert s.source is not None
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
+                pulled_in = time.monotonic() - started
                 not_after = datetime.fromtimestamp(self.clock(), UTC) + (
                     self.settings.max_future_skew
                 )
@@ -544,6 +546,15 @@ class Runner:
                         events=len(fresh),
                     )
                 self._report_skips(run_id, s.name, result.skipped)
+                if not result.error:
+                    log.info(
+                        "source pulled",
+                        run_id=run_id,
+                        source=s.name,
+                        events=len(fresh),
+                        skipped=len(result.skipped),
+                        seconds=round(pulled_in, 3),
+                    )
                 per_source.append(fresh)
                 if result.more and not result.error:
                     more.add(s.name)

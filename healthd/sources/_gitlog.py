@@ -807,7 +807,6 @@ class RepoSource:
         from healthd.sources import PullResult
 
         skips = Skips(self.name)
-        started = datetime.now(UTC)
         try:
             repo, note = open_repo(self.opts, self.name)
         except GitError as exc:  # the caller reports it (the daemon's `source failed`)
@@ -820,16 +819,7 @@ class RepoSource:
             return PullResult([], cursor, error=str(exc), skipped=skips.lines())
         finally:
             repo.close()
-        log.info(
-            "source_pulled",
-            source=self.name,
-            kind=self.kind,
-            events=len(result.events),
-            skipped=len(result.skipped),
-            error=result.error,
-            seconds=round((datetime.now(UTC) - started).total_seconds(), 3),
-        )
-        return result
+        return result  # the caller logs it (one-shot commands need not load the logger)
 
     def _pull(
         self, repo: Repo, cursor: str | None, now: datetime | None, skips: Skips
