@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -119,9 +119,9 @@ class Commit:
     time: datetime
 
 
-@dataclass(frozen=True)
-class Change:
-    """One raw diff entry: ``status`` is A, M, D or T; shas are the blob before/after."""
+class Change(NamedTuple):
+    """One raw diff entry: ``status`` is A, M, D, T or R; shas are the blob before/after.
+    (A tuple: a long history makes hundreds of thousands of them.)"""
 
     status: str
     path: str

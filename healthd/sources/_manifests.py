@@ -309,6 +309,7 @@ def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
     return None
 
 
+@lru_cache(maxsize=65536)
 def manifest_parser(path: str) -> Callable[[str], Deps] | None:
     """The parser for a repository path, or None when it is not a manifest we read.
     Which directories hold no modules (vendored code, ...) is the git source's choice."""

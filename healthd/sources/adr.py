@@ -250,12 +250,12 @@ class AdrExtractor(Extractor):
                 was, now = self._is_record_path(ch.old_path), self._is_record_path(ch.path)
                 if was and now and self._same_record(ch.old_path, ch.new_sha):
                     self._rename(ch.old_path, ch.path)
-                    out.append(dataclasses.replace(ch, status="M", old_path=None))
+                    out.append(ch._replace(status="M", old_path=None))
                     continue
                 if was:
-                    out.append(dataclasses.replace(ch, status="D", path=ch.old_path))
+                    out.append(ch._replace(status="D", path=ch.old_path))
                 if now:
-                    out.append(dataclasses.replace(ch, status="A", old_path=None))
+                    out.append(ch._replace(status="A", old_path=None))
             elif self._is_record_path(ch.path):
                 out.append(ch)
         return out

@@ -210,14 +210,26 @@ class GitOptions(RepoOptions):
 def language_of(path: str) -> str | None:
     """The language of a source file by its extension; None for other files and for
     vendored code (node_modules, vendor, third_party)."""
-    directory, _, base = path.rpartition("/")
-    dot = base.rfind(".")
-    if dot <= 0:
+    start = path.rfind("/") + 1  # of the file name
+    dot = path.rfind(".")
+    if dot <= start:
         return None
-    lang = LANGUAGES.get(base[dot:].lower())
-    if lang is None or any(p in _VENDORED for p in directory.split("/")):
+    lang = LANGUAGES.get(path[dot:].lower())
+    if lang is None:
         return None
-    return lang
+    vendored = (
+        start
+        and any(v in path for v in _VENDORED)
+        and any(p in _VENDORED for p in path[: start - 1].split("/"))
+    )
+    return None if vendored else lang
+
+
+def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
+    found = table.get(key)
+    if found is None:
+        found = table[key] = Counter()
+    return found
 
 
 def main_language(counts: Mapping[str, int]) -> str | None:
@@ -321,7 +333,7 @@ class GitExtractor(Extractor):
             return False
         changed = False
         for ch in changes:
-            if ch.is_submodule or ch.status not in "AD" or manifest_parser(ch.path) is None:
+            if ch.status not in "AD" or manifest_parser(ch.path) is None or ch.is_submodule:
                 continue
             directory = posixpath.dirname(ch.path)
             if not directory:  # the root module takes every file outside the others
@@ -376,11 +388,13 @@ class GitExtractor(Extractor):
     # -- folding
     def wanted(self, changes: list[Change]) -> Iterator[str]:
         for ch in changes:
-            if ch.status == "D" or ch.is_submodule:
+            if ch.status == "D":
                 continue
-            if ch.path in LOCATIONS or (
-                manifest_parser(ch.path) is not None and self.manifest_subject(ch.path) is not None
-            ):
+            path = ch.path
+            if (
+                path in LOCATIONS
+                or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
+            ) and not ch.is_submodule:
                 yield ch.new_sha
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
@@ -389,24 +403,27 @@ class GitExtractor(Extractor):
         owners_changed = False
         relayout = self._relayout(changes)
         for ch in changes:
+            path = ch.path
+            parser = manifest_parser(path)
+            if ch.status not in "AD" and parser is None and path not in LOCATIONS:
+                continue  # an edited source file changes no fact (most changes)
             if ch.is_submodule:
                 continue
-            path = ch.path
-            directory, _, _base = path.rpartition("/")
+            directory = path.rpartition("/")[0]
             if ch.status in "AD" and directory and not self.excluded_dir(directory):
                 step = 1 if ch.status == "A" else -1
                 self.dir_files[directory] += step
                 lang = language_of(path)
                 if lang is not None:
-                    self.dir_langs.setdefault(directory, Counter())[lang] += step
+                    _counter(self.dir_langs, directory)[lang] += step
                 if not relayout:
                     service = self.service_of(directory)
                     if service is not None:
                         self.files[service] += step
                         if lang is not None:
-                            self.langs.setdefault(service, Counter())[lang] += step
+                            _counter(self.langs, service)[lang] += step
                         services.add(service)
-            if manifest_parser(path) is not None:
+            if parser is not None:
                 subject = self.manifest_subject(path)
                 if subject is not None and self._read_manifest(commit, ch, subject):
                     dep_subjects.add(subject)
