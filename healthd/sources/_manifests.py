@@ -13,11 +13,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import tomllib
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
+
+import rtoml
 
 ANY = "*"
 
@@ -87,10 +88,13 @@ def parse_requirements_txt(text: str) -> Deps:
 
 
 def _toml(text: str) -> dict[str, Any]:
+    # rtoml (the Rust toml crate) rather than tomllib: a long history re-reads a large
+    # pyproject.toml at every change, and tomllib takes longer than git itself
     try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        data = rtoml.loads(text)
+    except (ValueError, RecursionError) as exc:  # rtoml.TomlParsingError is a ValueError
         raise ManifestError(f"invalid TOML: {exc}") from None
+    return data if isinstance(data, dict) else {}
 
 
 def _table(value: Any) -> dict[str, Any]:
