@@ -174,21 +174,40 @@ def parse_package_json(text: str) -> Deps:
 
 # ----------------------------------------------------------------------------- go
 
-_GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*(?:\((.*?)^[ \t]*\)|([^\n]*))", re.M | re.S)
 _GO_ENTRY = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
 _GO_INDIRECT = re.compile(r"\bindirect\b")
+_WORD = re.compile(r"\w")
 
 
 def parse_go_mod(text: str) -> Deps:
-    """``require`` lines and blocks (``// indirect`` ones aside), by whole-text regexes:
-    go.mod files are read at every change, so this is on the hot path."""
+    """``require`` lines and blocks (``// indirect`` ones aside): go.mod files are read at
+    every change, so this is on the hot path (lines are looked at in Python only for
+    ``require``; a block's entries are matched in one pass). A block runs from
+    ``require (`` to the next line that starts with ``)``; without one, the line is read
+    alone."""
     deps: Deps = {}
-    text = text.replace("\r\n", "\n")
-    for block, single in _GO_REQUIRE.findall(text):
-        for name, version, comment in _GO_ENTRY.findall(block if block else single):
-            if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
-                continue
-            deps.setdefault(name, version)
+    lines = text.replace("\r\n", "\n").split("\n")
+    requires: list[str] = []
+    i, count = 0, len(lines)
+    while i < count:
+        stripped = lines[i].lstrip(" \t")
+        if stripped.startswith("require") and not _WORD.match(stripped, 7):
+            rest = stripped[7:].lstrip(" \t")
+            if rest.startswith("("):
+                end = i + 1
+                while end < count and not lines[end].lstrip(" \t").startswith(")"):
+                    end += 1
+                if end < count:
+                    requires.append(rest[1:])
+                    requires.extend(lines[i + 1 : end])
+                    i = end + 1
+                    continue
+            requires.append(rest)
+        i += 1
+    for name, version, comment in _GO_ENTRY.findall("\n".join(requires)):
+        if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
+            continue
+        deps.setdefault(name, version)
     return deps
 
 
