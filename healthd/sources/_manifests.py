@@ -174,36 +174,33 @@ def parse_package_json(text: str) -> Deps:
 
 # ----------------------------------------------------------------------------- go
 
+_GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*", re.M)
+_GO_BLOCK_END = re.compile(r"^[ \t]*\)", re.M)
 _GO_ENTRY = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
 _GO_INDIRECT = re.compile(r"\bindirect\b")
-_WORD = re.compile(r"\w")
 
 
 def parse_go_mod(text: str) -> Deps:
     """``require`` lines and blocks (``// indirect`` ones aside): go.mod files are read at
-    every change, so this is on the hot path (lines are looked at in Python only for
-    ``require``; a block's entries are matched in one pass). A block runs from
+    every change, so this is on the hot path and every scan is a regex's. A block runs from
     ``require (`` to the next line that starts with ``)``; without one, the line is read
     alone."""
-    deps: Deps = {}
-    lines = text.replace("\r\n", "\n").split("\n")
+    text = text.replace("\r\n", "\n")
     requires: list[str] = []
-    i, count = 0, len(lines)
-    while i < count:
-        stripped = lines[i].lstrip(" \t")
-        if stripped.startswith("require") and not _WORD.match(stripped, 7):
-            rest = stripped[7:].lstrip(" \t")
-            if rest.startswith("("):
-                end = i + 1
-                while end < count and not lines[end].lstrip(" \t").startswith(")"):
-                    end += 1
-                if end < count:
-                    requires.append(rest[1:])
-                    requires.extend(lines[i + 1 : end])
-                    i = end + 1
-                    continue
-            requires.append(rest)
-        i += 1
+    pos = 0
+    while (found := _GO_REQUIRE.search(text, pos)) is not None:
+        start = found.end()
+        if text.startswith("(", start):
+            close = _GO_BLOCK_END.search(text, start + 1)
+            if close is not None:
+                requires.append(text[start + 1 : close.start()])
+                pos = close.end()
+                continue
+        pos = text.find("\n", start)
+        if pos < 0:
+            pos = len(text)
+        requires.append(text[start:pos])
+    deps: Deps = {}
     for name, version, comment in _GO_ENTRY.findall("\n".join(requires)):
         if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
             continue

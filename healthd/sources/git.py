@@ -512,10 +512,11 @@ class GitExtractor(Extractor):
         is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
         deps_on = (FactKey(subject, EXISTS),) if is_service else ()
         for path in paths:
+            meta = self._meta(commit, manifest=path)  # shared: events copy it, nothing edits it
             for name, spec in self.manifests.get(path, {}).items():
-                fact = Fact(subject, DEP_PREFIX + name, spec, "tech")
-                if fact.key not in out:
-                    out[fact.key] = Held(fact, deps_on, self._meta(commit, manifest=path))
+                key = FactKey(subject, DEP_PREFIX + name)
+                if key not in out:
+                    out[key] = Held(Fact(subject, key.predicate, spec, "tech"), deps_on, meta)
         return out
 
     def _owner_facts(self, commit: Commit) -> dict[FactKey, Held]:
