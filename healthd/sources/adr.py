@@ -649,12 +649,6 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
             yield Layout(directory, by_name=True)
 
 
-def detect_dir(repo: Repo, head: str) -> str | None:
-    """The ADR directory at ``head`` (see :func:`detect_layout`)."""
-    layout = detect_layout(repo, head)
-    return None if layout is None else layout.dir
-
-
 def earlier_names(repo: Repo, head: str, directory: str, first_parent: bool) -> list[str]:
     """The names ``directory`` had before it was renamed (``doc/adr`` before ``docs/adr``),
     newest first: the commit that brought its oldest files, read with git's rename
