@@ -7,12 +7,16 @@ dependencies, CODEOWNERS reorganisations, ADRs added and superseded, services re
 another language and removed. Then it times
 
 * the `git` source's full extraction (one ``git log`` stream + one ``git cat-file --batch``),
-* the `adr` source's full extraction,
-* ``git log --raw --no-renames`` over the same history (output read and discarded),
+* the `adr` source's full extraction (when the repository has decision records),
+* ``git log --first-parent --raw --no-renames`` over the same first-parent commits (output
+  read and discarded),
+* the fixed overhead: a first pull of the `git` source in a fresh process, on a repository
+  of one commit (what a pull costs whatever the history),
 
 and prints the ratio, and the start time of ``healthd --version`` beside a bare Python's.
-Targets: the `git` extraction within 3x of that ``git log``; the CLI up in under 0.2 s.
-``--repo PATH`` measures an existing repository (a real history) instead.
+Targets: the `git` extraction within 3x of that ``git log`` (on 1,000 commits or more), a
+fixed overhead of at most 0.3 s, the CLI up in under 0.2 s. ``--repo PATH`` measures an
+existing repository (a real history, e.g. a clone of a public project) instead.
 
     .venv/bin/python benchmarks/bench_git.py [--commits 20000] [--keep DIR] [--repo PATH]
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -251,15 +256,25 @@ def build(path: Path, commits: int, seed: int = 7) -> None:
 
 
 def time_git_log(path: Path) -> float:
+    """``git log --raw`` over the first-parent commits the source reads (merges shown
+    against their first parent, as the source reads them)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        ["git", "-C", str(path), "log", "--raw", "--no-renames"], stdout=subprocess.PIPE
+        ["git", "-C", str(path), "log", "--first-parent", "--raw", "--no-renames"],
+        stdout=subprocess.PIPE,
     )
     assert proc.stdout is not None
     while proc.stdout.read(1 << 16):
         pass
     proc.wait()
     return time.perf_counter() - t0
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its finished children so far."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def best_of(n: int, fn):
@@ -269,6 +284,42 @@ def best_of(n: int, fn):
         value = fn()
         times.append(time.perf_counter() - t0)
     return min(times), value
+
+
+_FIRST_PULL = """
+import sys, time
+from healthd.sources import build_source
+source = build_source("git", "tiny", {"path": sys.argv[1], "revalidate_clock": "head"})
+t0 = time.perf_counter()
+result = source.pull(None)
+assert result.error is None, result.error
+print(time.perf_counter() - t0)
+"""
+
+
+def fixed_overhead(tmp: Path, repeat: int) -> float:
+    """Best time of a first `git` pull in a fresh process on a one-commit repository."""
+    tiny = tmp / "tiny"
+    tiny.mkdir(parents=True, exist_ok=True)
+    (tiny / "api").mkdir(exist_ok=True)
+    (tiny / "api" / "go.mod").write_text("module api\n\nrequire github.com/lib/pq v1.10.9\n")
+    (tiny / "api" / "main.go").write_text("package main\n")
+    (tiny / "CODEOWNERS").write_text("* @core\n")
+    git = ["git", "-C", str(tiny), "-c", "user.name=b", "-c", "user.email=b@example.com"]
+    subprocess.run(["git", "init", "-q", str(tiny)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one", "--allow-empty"], check=True)
+    times = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", _FIRST_PULL, str(tiny)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return min(times)
 
 
 def cli_start(repeat: int) -> tuple[float, float]:
@@ -306,24 +357,51 @@ def main() -> int:
         opts = {"path": str(repo), "revalidate_clock": "head"}
         git_src = build_source("git", "bench", opts)
         adr_src = build_source("adr", "bench-adr", opts)
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        commits = subprocess.run(
+            ["git", "-C", str(repo), "rev-list", "--first-parent", "--count", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        print(f"repository                 : {repo} at {head} ({commits} first-parent commits)")
         time_git_log(repo)  # warm the page cache
-        t_log = min(time_git_log(repo) for _ in range(args.repeat))
-        t_git, res = best_of(args.repeat, lambda: git_src.pull(None))
-        t_adr, res_adr = best_of(args.repeat, lambda: adr_src.pull(None))
-        assert res.error is None and res_adr.error is None
-        print(f"git log --raw --no-renames : {t_log:7.3f}s")
+        t_git, t_log, res = float("inf"), float("inf"), None
+        c_git, c_log = float("inf"), float("inf")
+        for _ in range(args.repeat):  # alternated, so both see the same load
+            c0 = cpu_seconds()
+            t_log = min(t_log, time_git_log(repo))
+            c1 = cpu_seconds()
+            took, res = best_of(1, lambda: git_src.pull(None))
+            c_log, c_git = min(c_log, c1 - c0), min(c_git, cpu_seconds() - c1)
+            t_git = min(t_git, took)
+        assert res is not None and res.error is None, res.error if res else None
+        print(f"git log --first-parent --raw --no-renames: {t_log:7.3f}s  (CPU {c_log:.3f}s)")
         print(
-            f"git source extraction      : {t_git:7.3f}s  ({len(res.events)} events, "
-            f"{len(res.skipped)} skipped)"
+            f"git source extraction      : {t_git:7.3f}s  (CPU {c_git:.3f}s; "
+            f"{len(res.events)} events, {len(res.skipped)} skipped)"
         )
-        print(f"adr source extraction      : {t_adr:7.3f}s  ({len(res_adr.events)} events)")
-        print(f"ratio git source / git log : {t_git / t_log:7.2f}x  (target <= 3x)")
+        t_adr, res_adr = best_of(args.repeat, lambda: adr_src.pull(None))
+        if res_adr.error is None:
+            print(f"adr source extraction      : {t_adr:7.3f}s  ({len(res_adr.events)} events)")
+        else:
+            print(f"adr source                 : {res_adr.error[:60]}...")
+        ratio = t_git / t_log
+        print(
+            f"ratio git source / git log : {ratio:7.2f}x  (target <= 3x; CPU time "
+            f"{c_git / c_log:.2f}x)"
+        )
+        t_fixed = fixed_overhead(tmp, max(args.repeat, 3))
+        print(
+            f"fixed overhead (1 commit)  : {t_fixed:7.3f}s  (first pull, fresh process; target <= 0.3s)"
+        )
         t_cli, t_bare = cli_start(max(args.repeat, 5))
         print(
             f"healthd --version start    : {t_cli:7.3f}s  (bare python {t_bare:.3f}s; "
             "target < 0.2s)"
         )
-        return 0 if t_git / t_log <= 3 and t_cli < 0.2 else 1
+        return 0 if ratio <= 3 and t_fixed <= 0.3 and t_cli < 0.2 else 1
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

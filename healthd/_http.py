@@ -204,9 +204,10 @@ class HttpClient:
         now = self.clock()
         retry_after = _retry_after_seconds(response.headers.get("Retry-After"), now)
         if response.status_code == 429:
-            return (
-                retry_after if retry_after is not None else self._reset_wait(response, now) or 60.0
-            )
+            if retry_after is not None:
+                return retry_after
+            reset = self._reset_wait(response, now)  # a reset already due: retry now
+            return reset if reset is not None else 60.0
         if response.status_code == 503 and retry_after is not None:
             return retry_after  # overloaded, and it says when to come back (Jira does)
         if response.status_code == 403:

@@ -209,6 +209,26 @@ class Settings(BaseSettings):
             raise ValueError("at least one is needed")
         return value
 
+    @model_validator(mode="after")
+    def _adr_dirs_are_no_modules(self) -> Settings:
+        """A `git` source takes no module from the ``dir`` an `adr` source on the same
+        repository reads (unless it names its own ``adr_dirs``)."""
+        for source in self.sources.values():
+            extra = source.model_extra
+            if source.kind != "git" or extra is None or "adr_dirs" in extra:
+                continue
+            where = (extra.get("path"), extra.get("url"))
+            dirs = [
+                other.options["dir"]
+                for other in self.sources.values()
+                if other.kind == "adr"
+                and isinstance(other.options.get("dir"), str)
+                and (other.options.get("path"), other.options.get("url")) == where
+            ]
+            if dirs:
+                extra["adr_dirs"] = dirs
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -490,25 +510,17 @@ def _source_reachability(source: SourceConfig) -> list[str]:
             problems.append(f"path: {path} is not a git repository")
             return problems
         if source.kind == "adr":
-            ref = str(options.get("branch") or "HEAD")
-            from healthd.sources.adr import CANDIDATE_DIRS
+            from healthd.sources.adr import records_problem
 
-            candidates = (
-                [str(options["dir"])] if options.get("dir") else [".adr-dir", *CANDIDATE_DIRS]
+            branch = options.get("branch")
+            directory = options.get("dir")
+            problem = records_problem(
+                where,
+                str(directory).strip().strip("/") if directory else None,
+                str(branch) if branch else None,
             )
-            found = any(
-                subprocess.run(
-                    [*git, "cat-file", "-e", f"{ref}:{c.strip('/')}"],
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                ).returncode
-                == 0
-                for c in candidates
-            )
-            if not found:
-                what = f"dir {options['dir']!r}" if options.get("dir") else "ADR directory"
-                problems.append(f"path: {path} has no {what} at {ref}")
+            if problem:
+                problems.append(f"path: {path}: {problem}")
     except (OSError, subprocess.TimeoutExpired) as exc:
         problems.append(f"path: cannot run git on {path}: {exc}")
     return problems

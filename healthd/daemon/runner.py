@@ -154,6 +154,10 @@ class RunSummary:
     aborted: bool = False
 
 
+#: Skipped inputs remembered per source, so each is reported once.
+MAX_SKIPS_REMEMBERED = 10_000
+
+
 class Runner:
     def __init__(
         self,
@@ -176,6 +180,10 @@ class Runner:
         self.pending: dict[str, int] = {}  # events a replay in progress has still to apply
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
+        # each source's skipped inputs: reported (logged and counted) when first seen, so a
+        # pull that meets the same bad line again says nothing new
+        self.skips_seen: dict[str, dict[str, None]] = {}
+        self.skipped_inputs: dict[str, int] = {}
         self.last_run: RunSummary | None = None
         self.history: deque[RunSummary] = deque(maxlen=RUN_HISTORY)
 
@@ -523,11 +531,13 @@ class Runner:
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
             ) as span:
+                started = time.monotonic()
                 try:
                     assert s.source is not None
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
+                pulled_in = time.monotonic() - started
                 not_after = datetime.fromtimestamp(self.clock(), UTC) + (
                     self.settings.max_future_skew
                 )
@@ -564,12 +574,35 @@ class Runner:
                         error=row.last_error,
                         events=len(fresh),
                     )
-                for reason in result.skipped:
-                    log.warning("source skipped input", run_id=run_id, source=s.name, reason=reason)
+                self._report_skips(run_id, s.name, result.skipped)
+                if not result.error:
+                    log.info(
+                        "source pulled",
+                        run_id=run_id,
+                        source=s.name,
+                        events=len(fresh),
+                        skipped=len(result.skipped),
+                        seconds=round(pulled_in, 3),
+                    )
                 per_source.append(fresh)
                 if result.more and not result.error:
                     more.add(s.name)
         return [(source_of[id(e)], e) for e in merge_timelines(*per_source)], more
+
+    def _report_skips(self, run_id: str, source: str, skipped: list[str]) -> None:
+        """Log and count the skipped inputs this source had not reported before (at most
+        ``MAX_SKIPS_REMEMBERED`` remembered per source, the oldest forgotten first)."""
+        seen = self.skips_seen.setdefault(source, {})
+        new = [reason for reason in dict.fromkeys(skipped) if reason not in seen]
+        if not new:
+            return
+        for reason in new:
+            log.warning("source skipped input", run_id=run_id, source=source, reason=reason)
+            seen[reason] = None
+        while len(seen) > MAX_SKIPS_REMEMBERED:
+            del seen[next(iter(seen))]
+        with self._changing():
+            self.skipped_inputs[source] = self.skipped_inputs.get(source, 0) + len(new)
 
     def _unseen(
         self, source: str, events: list[ChangeEvent], result: PullResult
@@ -918,6 +951,7 @@ class Runner:
                 "targets": {name: _copy_row(t.row) for name, t in self.targets.items()},
                 "sources": {name: _copy_source(s.row) for name, s in self.sources.items()},
                 "missed_runs": self.missed_runs,
+                "skipped_inputs": dict(self.skipped_inputs),
                 "pending": dict(self.pending),
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,

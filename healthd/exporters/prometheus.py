@@ -56,6 +56,7 @@ METRIC_NAMES = (
     "healthd_replay_pending_events",
     "healthd_source_up",
     "healthd_source_events_total",
+    "healthd_source_skipped_inputs_total",
     "healthd_scheduler_missed_runs_total",
     "healthd_probe_set_info",
     "healthd_retrieval_info",
@@ -204,8 +205,17 @@ class HealthdCollector(Collector):
             if row.up is not None:
                 up.add_metric([name], row.up)
             source_events.add_metric([name], row.events_total)
+        skipped = CounterMetricFamily(
+            "healthd_source_skipped_inputs",
+            "Inputs the source could not understand and skipped, each counted when first seen",
+            labels=["source"],
+        )
+        skipped_inputs = view.get("skipped_inputs", {})
+        for name in view["sources"]:
+            skipped.add_metric([name], skipped_inputs.get(name, 0))
         yield up
         yield source_events
+        yield skipped
         missed = CounterMetricFamily(
             "healthd_scheduler_missed_runs",
             "Scheduled runs missed or skipped because the previous run was still going",

@@ -18,6 +18,8 @@ _SECTION = re.compile(r"^\^?\[[^\]]*\]")
 
 def _split(line: str) -> list[str]:
     """Whitespace-separated tokens, honouring backslash escapes (``\\ `` and ``\\#``)."""
+    if "\\" not in line and "#" not in line:
+        return line.split()
     tokens: list[str] = []
     cur: list[str] = []
     i = 0

@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -119,9 +119,9 @@ class Commit:
     time: datetime
 
 
-@dataclass(frozen=True)
-class Change:
-    """One raw diff entry: ``status`` is A, M, D or T; shas are the blob before/after."""
+class Change(NamedTuple):
+    """One raw diff entry: ``status`` is A, M, D, T or R; shas are the blob before/after.
+    (A tuple: a long history makes hundreds of thousands of them.)"""
 
     status: str
     path: str
@@ -129,6 +129,7 @@ class Change:
     new_sha: str
     old_mode: str
     new_mode: str
+    old_path: str | None = None  # a rename's (status R) path before it
 
     @property
     def is_submodule(self) -> bool:
@@ -218,14 +219,17 @@ class Repo:
         first_parent: bool,
         since: datetime | None = None,
         paths: Iterable[str] = (),
+        renames: bool = False,
     ) -> Iterator[tuple[Commit, list[Change]]]:
-        """Commits oldest to newest with their raw changes, from ONE streaming ``git log``."""
+        """Commits oldest to newest with their raw changes, from ONE streaming ``git log``;
+        with ``renames``, git's rename detection pairs a deleted and an added file as one
+        ``R`` change (worth it only on a few paths)."""
         args = self._base() + [
             "log",
             "--reverse",
             "--root",
             "--raw",
-            "--no-renames",
+            "--find-renames" if renames else "--no-renames",
             "--no-abbrev",
             "-z",
             "--no-ext-diff",
@@ -252,6 +256,7 @@ class Repo:
         commit: Commit | None = None
         changes: list[Change] = []
         pending_meta: bytes | None = None
+        renamed_from: bytes | None = None
         rest = b""
         try:
             while True:
@@ -262,7 +267,14 @@ class Repo:
                 rest = tokens.pop()
                 for token in tokens:
                     if pending_meta is not None:
-                        changes.append(_change(pending_meta, token))
+                        if pending_meta.rstrip(b"0123456789")[-1:] in (b"R", b"C"):
+                            if renamed_from is None:
+                                renamed_from = token  # the path before; the next is after
+                                continue
+                            changes.append(_change(pending_meta, token, renamed_from))
+                            renamed_from = None
+                        else:
+                            changes.append(_change(pending_meta, token))
                         pending_meta = None
                         continue
                     token = token.lstrip(b"\n")
@@ -441,11 +453,17 @@ class Repo:
                 cat.stdout.close()
 
 
-def _change(meta: bytes, path: bytes) -> Change:
-    # b":100644 100644 <old> <new> M"
+def _change(meta: bytes, path: bytes, old_path: bytes | None = None) -> Change:
+    # b":100644 100644 <old> <new> M", or "R096" with the path before the rename
     old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode().split(" ")
     return Change(
-        status[:1], path.decode("utf-8", "surrogateescape"), old_sha, new_sha, old_mode, new_mode
+        status[:1],
+        path.decode("utf-8", "surrogateescape"),
+        old_sha,
+        new_sha,
+        old_mode,
+        new_mode,
+        None if old_path is None else old_path.decode("utf-8", "surrogateescape"),
     )
 
 
@@ -545,22 +563,21 @@ class Held:
 
 
 class Skips:
-    """Inputs that could not be understood, each reported (and logged) once per pull."""
+    """Inputs that could not be understood, each listed once per pull. The pull's caller
+    reports them (the daemon logs and counts each when first seen, a one-shot command
+    prints each), so they are not logged here."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self._lines: dict[str, None] = {}
+        self.muted = False  # rebuilding state an earlier pull read (and reported) already
 
     def add(self, what: str, reason: str) -> None:
-        line = f"{what}: {reason}"
-        if line not in self._lines:
-            log.warning("source_input_skipped", source=self.source, input=what, reason=reason)
-            self._lines[line] = None
+        if not self.muted:
+            self._lines.setdefault(f"{what}: {reason}", None)
 
     def note(self, message: str) -> None:
-        if message not in self._lines:
-            log.warning("source_note", source=self.source, note=message)
-            self._lines[message] = None
+        self._lines.setdefault(message, None)
 
     def lines(self) -> list[str]:
         return list(self._lines)
@@ -757,6 +774,8 @@ class RepoSource:
     streaming, revalidation. Subclasses provide ``_extractor`` and ``_log_paths``."""
 
     kind = "repo"
+    #: Whether the history read pairs renamed files (``R`` changes) for the extractor.
+    follows_renames = False
 
     def __init__(self, name: str, opts: RepoOptions, *, clock: Clock | None = None) -> None:
         self.name = name
@@ -778,36 +797,29 @@ class RepoSource:
         """Why a cursor cannot be continued with this extractor (None when it can)."""
         return None
 
+    def _finish(self, extractor: Extractor) -> str | None:
+        """Why a pull that read the history without failing is still a failure (None when
+        it is not)."""
+        return None
+
     # -- the pull
     def pull(self, cursor: str | None, *, now: datetime | None = None) -> PullResult:
         from healthd.sources import PullResult
 
         skips = Skips(self.name)
-        started = datetime.now(UTC)
         try:
             repo, note = open_repo(self.opts, self.name)
-        except GitError as exc:
-            log.error("source_pull_failed", source=self.name, kind=self.kind, error=str(exc))
+        except GitError as exc:  # the caller reports it (the daemon's `source failed`)
             return PullResult([], cursor, error=str(exc))
         if note:
             skips.note(note)
         try:
             result = self._pull(repo, cursor, now, skips)
         except GitError as exc:
-            log.error("source_pull_failed", source=self.name, kind=self.kind, error=str(exc))
             return PullResult([], cursor, error=str(exc), skipped=skips.lines())
         finally:
             repo.close()
-        log.info(
-            "source_pulled",
-            source=self.name,
-            kind=self.kind,
-            events=len(result.events),
-            skipped=len(result.skipped),
-            error=result.error,
-            seconds=round((datetime.now(UTC) - started).total_seconds(), 3),
-        )
-        return result
+        return result  # the caller logs it (one-shot commands need not load the logger)
 
     def _pull(
         self, repo: Repo, cursor: str | None, now: datetime | None, skips: Skips
@@ -872,7 +884,11 @@ class RepoSource:
         if base is not None:
             baseline = repo.tree(base, paths)
             repo.prefetch(extractor.wanted(baseline))
-            extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
+            skips.muted = True  # the pulls that read these files reported what was wrong
+            try:
+                extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
+            finally:
+                skips.muted = False
             rev_range = f"{base}..{head}"
         else:
             rev_range = head
@@ -889,7 +905,12 @@ class RepoSource:
         last = base
         if base != head:
             try:
-                history = repo.log(rev_range, first_parent=self.opts.first_parent, paths=paths)
+                history = repo.log(
+                    rev_range,
+                    first_parent=self.opts.first_parent,
+                    paths=paths,
+                    renames=self.follows_renames,
+                )
                 for batch, blobs in read_ahead(repo, history, extractor):
                     repo.use_prefetched(blobs)
                     for commit, changes in batch:
@@ -912,6 +933,9 @@ class RepoSource:
         events += revalidations(
             self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
         )
+        problem = self._finish(extractor)
+        if problem is not None:
+            return PullResult([], cursor, error=problem, skipped=skips.lines())
         try:
             events, repeats = unique_events(events, f"{self.kind} source {self.name!r}")
         except SourceError as exc:

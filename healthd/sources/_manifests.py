@@ -13,11 +13,12 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import tomllib
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
+
+import rtoml
 
 ANY = "*"
 
@@ -87,10 +88,13 @@ def parse_requirements_txt(text: str) -> Deps:
 
 
 def _toml(text: str) -> dict[str, Any]:
+    # rtoml (the Rust toml crate) rather than tomllib: a long history re-reads a large
+    # pyproject.toml at every change, and tomllib takes longer than git itself
     try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        data = rtoml.loads(text)
+    except (ValueError, RecursionError) as exc:  # rtoml.TomlParsingError is a ValueError
         raise ManifestError(f"invalid TOML: {exc}") from None
+    return data if isinstance(data, dict) else {}
 
 
 def _table(value: Any) -> dict[str, Any]:
@@ -170,21 +174,37 @@ def parse_package_json(text: str) -> Deps:
 
 # ----------------------------------------------------------------------------- go
 
-_GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*(?:\((.*?)^[ \t]*\)|([^\n]*))", re.M | re.S)
+_GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*", re.M)
+_GO_BLOCK_END = re.compile(r"^[ \t]*\)", re.M)
 _GO_ENTRY = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
 _GO_INDIRECT = re.compile(r"\bindirect\b")
 
 
 def parse_go_mod(text: str) -> Deps:
-    """``require`` lines and blocks (``// indirect`` ones aside), by whole-text regexes:
-    go.mod files are read at every change, so this is on the hot path."""
-    deps: Deps = {}
+    """``require`` lines and blocks (``// indirect`` ones aside): go.mod files are read at
+    every change, so this is on the hot path and every scan is a regex's. A block runs from
+    ``require (`` to the next line that starts with ``)``; without one, the line is read
+    alone."""
     text = text.replace("\r\n", "\n")
-    for block, single in _GO_REQUIRE.findall(text):
-        for name, version, comment in _GO_ENTRY.findall(block if block else single):
-            if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
+    requires: list[str] = []
+    pos = 0
+    while (found := _GO_REQUIRE.search(text, pos)) is not None:
+        start = found.end()
+        if text.startswith("(", start):
+            close = _GO_BLOCK_END.search(text, start + 1)
+            if close is not None:
+                requires.append(text[start + 1 : close.start()])
+                pos = close.end()
                 continue
-            deps.setdefault(name, version)
+        pos = text.find("\n", start)
+        if pos < 0:
+            pos = len(text)
+        requires.append(text[start:pos])
+    deps: Deps = {}
+    for name, version, comment in _GO_ENTRY.findall("\n".join(requires)):
+        if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
+            continue
+        deps.setdefault(name, version)
     return deps
 
 
@@ -309,6 +329,7 @@ def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
     return None
 
 
+@lru_cache(maxsize=65536)
 def manifest_parser(path: str) -> Callable[[str], Deps] | None:
     """The parser for a repository path, or None when it is not a manifest we read.
     Which directories hold no modules (vendored code, ...) is the git source's choice."""

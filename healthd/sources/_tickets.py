@@ -23,7 +23,7 @@ import requests
 from pydantic import BaseModel, ValidationError
 
 from healthd.errors import ConfigError
-from healthd.model import ChangeEvent, EventType, Fact, FactKey
+from healthd.model import ChangeEvent, Fact, FactKey
 
 TICKET_PREDICATES = ("requirement", "decision")
 
@@ -178,62 +178,75 @@ def owners_value(owners: Iterable[str]) -> str:
     return " ".join(sorted(set(owners), key=lambda o: (o.lower(), o)))
 
 
-def fold_area_owners(
-    claims: list[AreaClaim], areas: dict[str, dict[str, str]], source: str
-) -> list[ChangeEvent]:
+@dataclass
+class AreaOwners:
+    """Who holds each area, by ticket: ``active`` claims (an open, assigned ticket naming
+    the area) and ``lapsed`` ones (the ticket closed, was unassigned or lost the area's
+    label). A lapse is not evidence that its people stopped owning the area, so a lapsed
+    claim keeps counting until a newer claim on the area replaces it."""
+
+    active: dict[str, dict[str, str]]  # area → ticket → owners
+    lapsed: dict[str, dict[str, str]]
+
+    def owners(self, area: str) -> str:
+        holders = [*self.active.get(area, {}).values(), *self.lapsed.get(area, {}).values()]
+        return owners_value(o for value in holders for o in value.split())
+
+    def apply(self, claim: AreaClaim) -> None:
+        active = self.active.setdefault(claim.area, {})
+        lapsed = self.lapsed.setdefault(claim.area, {})
+        if claim.owners:
+            lapsed.clear()  # a newer claim replaces what lapsed before it
+            active[claim.ticket] = owners_value(claim.owners)
+        elif claim.ticket in active:
+            lapsed[claim.ticket] = active.pop(claim.ticket)
+        for table in (self.active, self.lapsed):
+            if not table[claim.area]:
+                del table[claim.area]
+
+    def cursor(self) -> dict[str, Any]:
+        return {"areas": self.active, "lapsed_areas": self.lapsed}
+
+
+def fold_area_owners(claims: list[AreaClaim], areas: AreaOwners, source: str) -> list[ChangeEvent]:
     """Events of ``(<area>, owners, <union>, ownership)``: an area's owners are the union
     over the tickets that claim it, so one ticket's change never erases what another still
-    says. ``areas`` (area → ticket → owners) is the state, updated in place; ids are the
-    claiming API event's id plus ``:owners:<area>``."""
+    says, and a claim that lapses (the ticket closed or unassigned) holds until a newer one
+    replaces it: ticket-derived ownership is revised, never ended by a ticket closing; left
+    alone it ages through its domain's staleness window. ``areas`` is the state, updated in
+    place; ids are the claiming API event's id plus ``:owners:<area>``."""
     out: list[ChangeEvent] = []
     for claim in sorted(claims, key=lambda c: (c.timestamp, c.order)):
-        holders = areas.setdefault(claim.area, {})
-        before = owners_value(o for value in holders.values() for o in value.split())
-        if claim.owners:
-            holders[claim.ticket] = owners_value(claim.owners)
-        else:
-            holders.pop(claim.ticket, None)
-        after = owners_value(o for value in holders.values() for o in value.split())
-        if not holders:
-            del areas[claim.area]
+        before = areas.owners(claim.area)
+        areas.apply(claim)
+        after = areas.owners(claim.area)
         if before == after:
             continue
-        if after:
-            etype: EventType = "revised" if before else "added"
-            fact = Fact(claim.area, "owners", after, "ownership")
-            previous = Fact(claim.area, "owners", before, "ownership") if before else None
-            reason = None
-        else:
-            etype, fact, previous = (
-                "invalidated",
-                Fact(claim.area, "owners", before, "ownership"),
-                None,
-            )
-            reason = claim.reason
         out.append(
             ChangeEvent(
                 id=f"{claim.base_id}:owners:{claim.area}",
-                type=etype,
+                type="revised" if before else "added",
                 timestamp=claim.timestamp,
                 source=source,
-                fact=fact,
-                previous=previous,
-                reason=reason,
+                fact=Fact(claim.area, "owners", after, "ownership"),
+                previous=Fact(claim.area, "owners", before, "ownership") if before else None,
                 metadata=dict(claim.metadata),
             )
         )
     return out
 
 
-def load_areas(state: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    raw = state.get("areas")
-    if not isinstance(raw, dict):
-        return {}
-    return {
-        str(area): {str(t): v for t, v in holders.items() if isinstance(v, str) and v}
-        for area, holders in raw.items()
-        if isinstance(holders, dict)
-    }
+def load_areas(state: Mapping[str, Any]) -> AreaOwners:
+    def table(raw: Any) -> dict[str, dict[str, str]]:
+        if not isinstance(raw, dict):
+            return {}
+        return {
+            str(area): {str(t): v for t, v in holders.items() if isinstance(v, str) and v}
+            for area, holders in raw.items()
+            if isinstance(holders, dict) and holders
+        }
+
+    return AreaOwners(table(state.get("areas")), table(state.get("lapsed_areas")))
 
 
 def load_cursor(cursor: str | None, kind: str) -> dict[str, Any]:

@@ -5,14 +5,22 @@ Options (``[sources.<name>]`` with ``kind = "adr"``)::
     [sources.decisions]
     kind = "adr"
     path = "/srv/checkouts/shop"        # or url + cache_dir (+ token_env), as for `git`
-    dir = "doc/adr"                     # optional; default: the directory named in
-                                        # .adr-dir, else the first of doc/adr, docs/adr,
-                                        # docs/decisions, docs/architecture/decisions
+    dir = "doc/adr"                     # optional; default: discovered (see below)
     branch = "main"                     # default: HEAD
     first_parent = true
     since = "2024-01-01"                # optional, as for `git`
     revalidate_interval = "P7D"         # default P1D
     revalidate_clock = "wall"           # or "head"
+
+Without ``dir`` the records are found where the usual tools put them: the directory
+adr-tools' ``.adr-dir`` names, else the first of ``CANDIDATE_DIRS`` present (``doc/adr``,
+``docs/adr``, ``docs/architecture/decisions``, ``docs/decisions``,
+``architecture-decision-record``, ``ADR``, ...), else the directory holding the most files
+named ``adr-NNN-*.md`` / ``NNNN-*.md`` that have a status section (there, only files so
+named are records). Finding no record is a failed pull naming where it looked. A directory
+renamed in the history (``doc/`` → ``docs/``) is followed back through its earlier names,
+and git's rename detection makes a renamed record (``git mv 0014-x.md 0015-x.md``) the
+same record: it keeps its subject, and links by its old file name still reach it.
 
 Each record is read at every commit that changed it; its status history gives:
 
@@ -24,10 +32,12 @@ Each record is read at every commit that changed it; its status history gives:
 * superseded (``Superseded by [3. ...](0003-....md)`` on the old record, or
   ``Supersedes [2. ...](...)`` on an accepted new one) → ``revised`` from the old record's
   fact to the new record's fact (the keys differ); links resolve by file name across all
-  records, by number only when a single record holds it (a shared number never promotes a
-  record); a superseded record whose successor cannot be found is ``invalidated``. A record
-  superseded by several ends once: ``revised`` to the first (metadata ``superseded_by``
-  lists them all), the others ``added`` with metadata ``supersedes``;
+  records, else by number; a number two records hold is decided by what the commit shows
+  (the one of them changed with the referring record), then by the title the reference
+  quotes, and the decision is kept; a superseded record whose successor cannot be found
+  (or stays ambiguous, reported as such) is ``invalidated``. A record superseded by
+  several ends once: ``revised`` to the first (metadata ``superseded_by`` lists them
+  all), every other successor, then or later, ``added`` with metadata ``supersedes``;
 * ``Deprecated`` / ``Rejected`` of a held decision → ``invalidated`` with a reason (a record
   rejected before it was ever accepted emits nothing);
 * ``Proposed`` → nothing yet; a deleted record's decision is ``invalidated``;
@@ -45,9 +55,11 @@ in one commit gives distinct ids).
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import field_validator
 
@@ -58,6 +70,7 @@ from healthd.sources._gitlog import (
     Change,
     Commit,
     Extractor,
+    GitError,
     Held,
     Repo,
     RepoOptions,
@@ -73,11 +86,28 @@ from healthd.sources._gitlog import (
 CANDIDATE_DIRS: tuple[str, ...] = (
     "doc/adr",
     "docs/adr",
-    "docs/decisions",
     "docs/architecture/decisions",
+    "docs/decisions",
     "doc/architecture/decisions",
     "docs/architecture/adr",
+    "architecture-decision-record",
+    "ADR",
+    "adr",
+    "decisions",
 )
+#: What discovery looks for when no directory is named: file names of records.
+_RECORD_NAME = re.compile(
+    r"^(?:adr[-_ ]?\d{1,6}|\d{3,6})[-_ ][^/]*\.(?:md|markdown|mdx|rst|txt)$", re.I
+)
+_NOT_SCANNED = re.compile(r"(?:^|/)(?:\.[^/]*|node_modules|vendor|third_party|site-packages)/")
+#: Where discovery looks, said in the error when it finds nothing.
+LOOKED = (
+    ".adr-dir, "
+    + ", ".join(CANDIDATE_DIRS)
+    + ", and for files named adr-NNN-*.md or NNNN-*.md with a status section"
+)
+
+
 _EXTENSIONS = (".md", ".markdown", ".mdx", ".txt", ".rst")
 _NOT_RECORDS = {"readme", "index", "template", "toc", "_sidebar", "summary"}
 PREDICATE = "decision"
@@ -97,6 +127,52 @@ class AdrOptions(RepoOptions):
         return value
 
 
+def is_record_path(path: str, dirs: tuple[str, ...], by_name: bool = False) -> bool:
+    """Whether ``path`` is a record in one of ``dirs`` (not a README, an index, a template
+    or what a hidden, template or asset directory holds); with ``by_name`` only files
+    named like records are."""
+    for directory in dirs:
+        if path.startswith(directory + "/"):
+            rel = path[len(directory) + 1 :]
+            break
+    else:
+        return False
+    parts = rel.split("/")
+    if any(
+        p.startswith((".", "_")) or p in ("templates", "template", "assets", "images")
+        for p in parts[:-1]
+    ):
+        return False
+    if by_name and not _RECORD_NAME.match(parts[-1]):
+        return False
+    stem, ext = posixpath.splitext(parts[-1])
+    stem = stem.lower()
+    return ext.lower() in _EXTENSIONS and stem not in _NOT_RECORDS and not stem.endswith("template")
+
+
+def records_problem(path: str, directory: str | None, branch: str | None) -> str | None:
+    """What a pull of an `adr` source would say about finding records in the checkout at
+    ``path`` (None when it finds some), without reading the history."""
+    repo = Repo(path)
+    try:
+        rev = branch or "HEAD"
+        head = repo.rev_parse(rev)
+        if head is None:
+            return None  # no commits yet, or a missing branch: said elsewhere
+        layout = Layout(directory) if directory else detect_layout(repo, head)
+        if layout is None:
+            return f"no ADR records found at {rev}: looked in {LOOKED}"
+        listing = repo.run(
+            "ls-tree", "-r", "-z", "--name-only", head, "--", layout.dir, check=False
+        ).stdout
+        names = (p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p)
+        if not any(is_record_path(name, (layout.dir,), layout.by_name) for name in names):
+            return f"no ADR records found in dir {layout.dir!r} at {rev}"
+        return None
+    finally:
+        repo.close()
+
+
 def subject(number: int, stem: str | None = None) -> str:
     """``adr:<n>``; a record reusing a number another record holds is ``adr:<n>:<stem>``."""
     return f"adr:{number}" if stem is None else f"adr:{number}:{stem}"
@@ -112,43 +188,49 @@ class AdrExtractor(Extractor):
     def __init__(
         self,
         source: str,
-        directory: str,
+        dirs: tuple[str, ...],
         repo: Repo,
         skips: Skips,
-        subjects: Mapping[str, str] | None = None,
+        state: Mapping[str, Any] | None = None,
+        *,
+        by_name: bool = False,
     ) -> None:
         self.source = source
-        self.dir = directory
+        self.by_name = by_name  # only files named like records are records
+        self.read_any = False  # a record was read in this pull
+        self.dirs = dirs  # the ADR directory now, then its earlier names
+        self.dir = dirs[0]
         self.repo = repo
         self.skips = skips
         self.records: dict[str, Record] = {}  # path → what it says now
         self.subjects: dict[str, str] = {}  # path → its subject
+        self.numbers: dict[str, int] = {}  # path → the number its subject was given for
         self.path_of: dict[str, str] = {}  # subject → its path
         self._by_name: dict[str, str] = {}  # file name or stem → path (for links)
         self._by_number: dict[int, list[str]] = {}  # number → paths holding it
-        self.reserved: dict[str, str] = dict(subjects or {})  # from the cursor (baseline)
+        self._touched: set[str] = set()  # record paths the commit being folded changed
+        state = state or {}
+        # from the cursor (a baseline): path → subject; a link decided between records
+        # sharing a number (path → reference → record); a renamed record's old file names
+        self.reserved: dict[str, str] = _str_map(state.get("subjects"))
+        self.links: dict[str, dict[str, str]] = {
+            path: _str_map(refs)
+            for path, refs in (state.get("links") or {}).items()
+            if isinstance(refs, dict)
+        }
+        self.aliases: dict[str, str] = _str_map(state.get("aliases"))
         self.held: dict[FactKey, Held] = {}
 
     def cursor_extra(self) -> dict[str, Any]:
-        return {"dir": self.dir, "subjects": dict(sorted(self.subjects.items()))}
+        return {
+            "dir": self.dir,
+            "subjects": dict(sorted(self.subjects.items())),
+            "links": {p: dict(sorted(r.items())) for p, r in sorted(self.links.items()) if r},
+            "aliases": dict(sorted(self.aliases.items())),
+        }
 
     def _is_record_path(self, path: str) -> bool:
-        if not path.startswith(self.dir + "/"):
-            return False
-        rel = path[len(self.dir) + 1 :]
-        parts = rel.split("/")
-        if any(
-            p.startswith((".", "_")) or p in ("templates", "template", "assets", "images")
-            for p in parts[:-1]
-        ):
-            return False
-        stem, ext = posixpath.splitext(parts[-1])
-        stem = stem.lower()
-        return (
-            ext.lower() in _EXTENSIONS
-            and stem not in _NOT_RECORDS
-            and not stem.endswith("template")
-        )
+        return is_record_path(path, self.dirs, self.by_name)
 
     # -- folding
     def wanted(self, changes: list[Change]) -> Iterator[str]:
@@ -156,8 +238,59 @@ class AdrExtractor(Extractor):
             if ch.status != "D" and not ch.is_submodule and self._is_record_path(ch.path):
                 yield ch.new_sha
 
+    def _records_changed(self, changes: list[Change]) -> list[Change]:
+        """The commit's changes to records; a record renamed within the ADR directories
+        (renumbered, or the directory renamed) is the same record, its state moved to its
+        new path and its content read as a modification."""
+        out: list[Change] = []
+        for ch in changes:
+            if ch.is_submodule:
+                continue
+            if ch.status == "R" and ch.old_path is not None:
+                was, now = self._is_record_path(ch.old_path), self._is_record_path(ch.path)
+                if was and now and self._same_record(ch.old_path, ch.new_sha):
+                    self._rename(ch.old_path, ch.path)
+                    out.append(ch._replace(status="M", old_path=None))
+                    continue
+                if was:
+                    out.append(ch._replace(status="D", path=ch.old_path))
+                if now:
+                    out.append(ch._replace(status="A", old_path=None))
+            elif self._is_record_path(ch.path):
+                out.append(ch)
+        return out
+
+    def _same_record(self, old: str, new_sha: str) -> bool:
+        """Whether git's rename is the record moved, not another record written from the
+        same template in its place: the title stays."""
+        before = self.records.get(old)
+        data = self.repo.blob(new_sha)
+        if before is None or data is None:
+            return False
+        after = parse_adr("", data.decode("utf-8", errors="replace"))
+        return _words(before.title or "") == _words(after.title or "")
+
+    def _rename(self, old: str, new: str) -> None:
+        _move(self.records, old, new)
+        _move(self.subjects, old, new)
+        self.numbers.pop(old, None)  # its subject stays whatever number it now has
+        _move(self.links, old, new)
+        held_subject = self.subjects.get(new)
+        if held_subject is not None:
+            self.path_of[held_subject] = new
+        base = posixpath.basename(old).lower()
+        for name in (base, posixpath.splitext(base)[0]):
+            self.aliases[name] = new
+        for name, target in self.aliases.items():
+            if target == old:
+                self.aliases[name] = new
+        for refs in self.links.values():
+            for ref, target in refs.items():
+                if target == old:
+                    refs[ref] = new
+
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
-        records = [ch for ch in changes if not ch.is_submodule and self._is_record_path(ch.path)]
+        records = self._records_changed(changes)
         if not records:
             return []
         # a record moved in this commit (deleted here, same number there) keeps its subject
@@ -167,10 +300,13 @@ class AdrExtractor(Extractor):
                 continue
             rec = self.records.pop(ch.path, None)
             held_subject = self.subjects.pop(ch.path, None)
+            self.numbers.pop(ch.path, None)
+            self.links.pop(ch.path, None)
             if held_subject is not None:
                 self.path_of.pop(held_subject, None)
             if rec is not None and rec.number is not None and held_subject is not None:
                 freed.setdefault(rec.number, held_subject)
+        self._touched = {ch.path for ch in records if ch.status != "D"}
         for ch in sorted(records, key=lambda c: (c.path not in self.reserved, c.path)):
             if ch.status == "D":
                 continue
@@ -183,9 +319,11 @@ class AdrExtractor(Extractor):
                 continue
             rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
             self.records[ch.path] = rec
+            self.read_any = True
             if rec.number is None:
                 self.skips.add(ch.path, "no record number in its file name or title")
                 gone = self.subjects.pop(ch.path, None)
+                self.numbers.pop(ch.path, None)
                 if gone is not None:
                     self.path_of.pop(gone, None)
                 continue
@@ -194,12 +332,11 @@ class AdrExtractor(Extractor):
         return self._diff(commit, emit)
 
     def _assign(self, path: str, number: int, freed: dict[int, str]) -> None:
-        """Give a record its subject: kept while its number stays, a moved record's,
-        ``adr:<n>`` when free, else one naming its file."""
+        """Give a record its subject: kept while its number stays (or since it was renamed),
+        a moved record's, ``adr:<n>`` when free, else one naming its file."""
         current = self.subjects.get(path)
-        if current is not None and (
-            current == subject(number) or current.startswith(subject(number) + ":")
-        ):
+        if current is not None and self.numbers.get(path, number) == number:
+            self.numbers[path] = number
             return
         wanted = self.reserved.get(path) or freed.pop(number, None) or subject(number)
         holder = self.path_of.get(wanted)
@@ -212,27 +349,67 @@ class AdrExtractor(Extractor):
         if current is not None:
             self.path_of.pop(current, None)
         self.subjects[path] = wanted
+        self.numbers[path] = number
         self.path_of[wanted] = path
 
-    def _resolve(self, groups: list[tuple[str, ...]], this: str) -> list[str]:
-        """The record paths that references name: by file name across all records first,
-        by number only when a single record holds it."""
+    def _resolve(self, groups: list[tuple[str, ...]], this: str) -> tuple[list[str], list[str]]:
+        """The record paths that references name, and the references that name several
+        records without anything deciding between them. A reference resolves by file name
+        (a renamed record's old one too), else by number; a number several records hold is
+        decided by what the commit shows (the one record changed with the referring one),
+        then by the title the reference quotes, and the decision is kept."""
         by_name, by_number = self._by_name, self._by_number
         out: list[str] = []
+        ambiguous: list[str] = []
         for group in groups:
             found = None
+            doubt = None
             for ref in group:
                 base = posixpath.basename(ref.split("#", 1)[0].strip()).lower()
-                found = by_name.get(base) or by_name.get(posixpath.splitext(base)[0])
+                stem = posixpath.splitext(base)[0]
+                found = (
+                    by_name.get(base)
+                    or by_name.get(stem)
+                    or self.aliases.get(base)
+                    or self.aliases.get(stem)
+                )
                 if found is None:
                     n = ref_number(ref)
-                    holders = by_number.get(n, []) if n is not None else []
-                    found = holders[0] if len(holders) == 1 else None
+                    holders = [p for p in by_number.get(n, []) if p != this] if n else []
+                    if len(holders) == 1:
+                        found = holders[0]
+                    elif holders:
+                        found = self._decide(this, group, holders)
+                        if found is None:
+                            doubt = f"{ref!r} names {' and '.join(holders)}"
                 if found is not None:
                     break
-            if found is not None and found != this and found not in out:
-                out.append(found)
-        return out
+            if found is not None:
+                if found != this and found not in out:
+                    out.append(found)
+            elif doubt is not None:
+                ambiguous.append(doubt)
+        return out, ambiguous
+
+    def _decide(self, this: str, group: tuple[str, ...], holders: list[str]) -> str | None:
+        earlier = self.links.get(this, {}).get(group[0])
+        if earlier in holders:
+            return earlier
+        pick = None
+        if this in self._touched:
+            changed = [p for p in holders if p in self._touched]
+            pick = changed[0] if len(changed) == 1 else None
+        if pick is None:
+            said = _words(" ".join(group))
+            titled = [
+                p
+                for p in holders
+                if (title := self.records[p].title) and f" {_words(title)} " in f" {said} "
+            ]
+            pick = titled[0] if len(titled) == 1 else None
+        if pick is not None:
+            self.links.setdefault(this, {})[group[0]] = pick
+        return pick
 
     def _index(self) -> None:
         """File names and numbers → records, for resolving links (once per commit)."""
@@ -252,9 +429,16 @@ class AdrExtractor(Extractor):
         unresolved: dict[str, str] = {}
         for path, rec in sorted(recs.items()):
             if rec.status == "superseded":
-                found = self._resolve(rec.successor_refs, path)
+                found, ambiguous = self._resolve(rec.successor_refs, path)
                 if found:
                     successors[path] = found
+                elif ambiguous:
+                    unresolved[path] = f"ambiguous: {'; '.join(ambiguous)}"
+                    self.skips.add(
+                        path,
+                        f"superseded by an ambiguous reference ({'; '.join(ambiguous)}: "
+                        "neither the commit nor the title tells which)",
+                    )
                 else:
                     what = ", ".join(rec.superseded_by) or "no link"
                     unresolved[path] = what
@@ -263,7 +447,10 @@ class AdrExtractor(Extractor):
                 self.skips.add(path, rec.problem)
         for path, rec in sorted(recs.items()):  # "Supersedes X" on an accepted record
             if rec.status in ("accepted", "superseded") and rec.predecessor_refs:
-                for earlier in self._resolve(rec.predecessor_refs, path):
+                earlier_paths, ambiguous = self._resolve(rec.predecessor_refs, path)
+                for doubt in ambiguous:
+                    self.skips.add(path, f"supersedes an ambiguous reference ({doubt})")
+                for earlier in earlier_paths:
                     if recs[earlier].status in ("deprecated", "rejected"):
                         continue
                     later = successors.setdefault(earlier, [])
@@ -285,7 +472,10 @@ class AdrExtractor(Extractor):
         path_of = self.path_of
 
         events: list[tuple[tuple[int, str], int, ChangeEvent]] = []
-        linked: dict[str, str] = {}  # successor subject → the subject it supersedes
+        supersedes: dict[str, list[str]] = {}  # successor subject → what it supersedes
+        for earlier, later_paths in sorted(successors.items()):
+            for later_path in later_paths:
+                supersedes.setdefault(self.subjects[later_path], []).append(self.subjects[earlier])
         for key in sorted(self.held, key=lambda k: _order(k.subject)):
             name = key.subject
             if name in desired:
@@ -302,8 +492,6 @@ class AdrExtractor(Extractor):
                 events.append(
                     (_order(name), 0, self._event(commit, first, "revised", previous=was.fact))
                 )
-                for other in live:
-                    linked.setdefault(other, name)
                 continue
             if record is None:
                 reason = f"ADR {number} deleted"
@@ -331,8 +519,8 @@ class AdrExtractor(Extractor):
             if before is None:
                 if name in revised_to:
                     continue
-                if name in linked:
-                    h.metadata["supersedes"] = linked[name]
+                if name in supersedes:
+                    h.metadata["supersedes"] = " ".join(sorted(supersedes[name], key=_order))
                 events.append((_order(name), 0, self._event(commit, h, "added")))
             elif before.fact != h.fact:
                 events.append(
@@ -385,26 +573,123 @@ class AdrExtractor(Extractor):
         )
 
 
+_V = TypeVar("_V")
+
+
+def _move(table: dict[str, _V], old: str, new: str) -> None:
+    if old in table:
+        table[new] = table.pop(old)
+
+
+def _str_map(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): v for k, v in raw.items() if isinstance(v, str)}
+
+
+def _words(text: str) -> str:
+    """Lower-case words joined by single spaces, for comparing a title with a reference."""
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+
+
 def _order(name: str) -> tuple[int, str]:
     """Sort key of a subject: its number, then the subject."""
     number = name.split(":")[1]
     return (int(number) if number.isdigit() else 0), name
 
 
-def detect_dir(repo: Repo, head: str) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a repository keeps its records: a directory of records, or (``by_name``) a
+    directory where only files named like records (``0003-x.md``, ``adr-003-x.md``) are."""
+
+    dir: str
+    by_name: bool = False
+
+
+def detect_layout(repo: Repo, head: str) -> Layout | None:
+    """The ADR layout at ``head``: the directory adr-tools' ``.adr-dir`` names, else the
+    first usual directory present (``CANDIDATE_DIRS``), else the directory holding the most
+    files named like records, if most of those have a status section."""
+    return next(layouts(repo, head), None)
+
+
+def layouts(repo: Repo, head: str) -> Iterator[Layout]:
+    """Every ADR layout at ``head``, in the order :func:`detect_layout` prefers them."""
     data = repo.blob(f"{head}:.adr-dir")
     if data is not None:
         text = data.decode("utf-8", "replace").strip().strip("/")
         if text.startswith("./"):
             text = text[2:]
         if text:
-            return text
+            yield Layout(text)
     proc = repo.run("ls-tree", "-d", "--name-only", "-z", head, "--", *CANDIDATE_DIRS, check=False)
     found = {p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p}
     for candidate in CANDIDATE_DIRS:
         if candidate in found:
-            return candidate
-    return None
+            yield Layout(candidate)
+    listing = repo.run("ls-tree", "-r", "-z", "--name-only", head, check=False).stdout
+    by_dir: dict[str, list[str]] = {}
+    for raw in listing.split(b"\0"):
+        path = raw.decode("utf-8", "surrogateescape")
+        directory, _, name = path.rpartition("/")
+        if _RECORD_NAME.match(name) and not _NOT_SCANNED.search(f"{directory}/"):
+            by_dir.setdefault(directory, []).append(path)
+    for directory, paths in sorted(by_dir.items(), key=lambda item: (-len(item[1]), item[0])):
+        if directory in found:
+            continue
+        sample = sorted(paths)[:5]
+        blobs = repo.fetch_blobs(f"{head}:{path}" for path in sample)
+        with_status = 0
+        for path in sample:
+            data = blobs.get(f"{head}:{path}")
+            if data is not None and parse_adr(path, data.decode("utf-8", "replace")).status:
+                with_status += 1
+        if with_status * 2 > len(sample):
+            yield Layout(directory, by_name=True)
+
+
+def earlier_names(repo: Repo, head: str, directory: str, first_parent: bool) -> list[str]:
+    """The names ``directory`` had before it was renamed (``doc/adr`` before ``docs/adr``),
+    newest first: the commit that brought its oldest files, read with git's rename
+    detection, says where they came from."""
+    names: list[str] = []
+    current, rev = directory, head
+    for _ in range(8):  # a directory renamed more often than that is not followed further
+        args = ["log", "--format=%H", "--diff-filter=A", "--reverse"]
+        if first_parent:
+            args.append("--first-parent")
+        first = repo.run(*args, rev, "--", current, check=False).stdout.split(b"\n", 1)[0]
+        if not first.strip():
+            break
+        sha = first.decode().strip()
+        proc = repo.run(
+            "diff-tree", "-r", "-z", "--no-commit-id", "--find-renames", "--diff-filter=R",
+            f"{sha}^", sha, check=False,
+        )  # fmt: skip
+        tokens = proc.stdout.split(b"\0")
+        origins: dict[str, int] = {}
+        for i in range(0, len(tokens) - 2, 3):
+            old = tokens[i + 1].decode("utf-8", "surrogateescape")
+            new = tokens[i + 2].decode("utf-8", "surrogateescape")
+            if not new.startswith(current + "/"):
+                continue
+            rel = new[len(current) :]
+            if old.endswith(rel) and len(old) > len(rel):
+                origin = old[: -len(rel)]
+                origins[origin] = origins.get(origin, 0) + 1
+        if not origins:
+            break
+        before = max(sorted(origins), key=lambda name: origins[name])
+        if before == directory or before in names:
+            break
+        names.append(before)
+        current, rev = before, f"{sha}^"
+    return names
+
+
+class NoRecords(GitError):
+    """An `adr` source found no decision record where it looked."""
 
 
 class AdrSource(RepoSource):
@@ -412,24 +697,21 @@ class AdrSource(RepoSource):
 
     kind = "adr"
     opts: AdrOptions
+    follows_renames = True
 
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
     ) -> AdrExtractor:
-        directory = self.opts.dir or detect_dir(repo, head)
-        if directory is None:
-            skips.note(
-                "no ADR directory found (.adr-dir, " + ", ".join(CANDIDATE_DIRS) + "); set 'dir'"
+        layout = Layout(self.opts.dir) if self.opts.dir else detect_layout(repo, head)
+        if layout is None:
+            raise NoRecords(
+                f"no ADR records found in {self.opts.path or self.opts.url} at "
+                f"{self.opts.branch or 'HEAD'}: looked in {LOOKED}; set 'dir'"
             )
-            directory = CANDIDATE_DIRS[0]
-        subjects: dict[str, str] = {}
-        if (
-            state is not None
-            and state.get("dir") == directory
-            and isinstance(state.get("subjects"), dict)
-        ):
-            subjects = {str(k): v for k, v in state["subjects"].items() if isinstance(v, str)}
-        return AdrExtractor(self.name, directory, repo, skips, subjects)
+        dirs = (layout.dir, *earlier_names(repo, head, layout.dir, self.opts.first_parent))
+        if state is not None and state.get("dir") != layout.dir:
+            state = None
+        return AdrExtractor(self.name, dirs, repo, skips, state, by_name=layout.by_name)
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         assert isinstance(extractor, AdrExtractor)
@@ -441,7 +723,23 @@ class AdrSource(RepoSource):
 
     def _log_paths(self, extractor: Extractor) -> list[str]:
         assert isinstance(extractor, AdrExtractor)
-        return [extractor.dir]
+        return list(extractor.dirs)
+
+    def _finish(self, extractor: Extractor) -> str | None:
+        assert isinstance(extractor, AdrExtractor)
+        if extractor.records or extractor.read_any:
+            return None
+        where = (
+            f"dir {extractor.dir!r}"
+            if self.opts.dir
+            else f"{extractor.dir!r} (found by file names)"
+            if extractor.by_name
+            else f"{extractor.dir!r}"
+        )
+        return (
+            f"no ADR records found in {where} of {self.opts.path or self.opts.url} at "
+            f"{self.opts.branch or 'HEAD'}"
+        )
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
         return dump_cursor(
@@ -455,4 +753,15 @@ def adr_source(name: str, options: Mapping[str, Any]) -> AdrSource:
     return AdrSource(name, opts)
 
 
-__all__ = ["CANDIDATE_DIRS", "AdrOptions", "AdrSource", "adr_source", "file_number"]
+__all__ = [
+    "CANDIDATE_DIRS",
+    "LOOKED",
+    "AdrOptions",
+    "AdrSource",
+    "Layout",
+    "adr_source",
+    "detect_layout",
+    "file_number",
+    "is_record_path",
+    "records_problem",
+]

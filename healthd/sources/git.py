@@ -18,7 +18,10 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
     exclude_dirs = ["vendor", "docs"]   # directory names (globs, any depth) holding no
                                         # modules; default: vendor, Godeps, node_modules,
                                         # third_party, third-party, bower_components,
-                                        # __pycache__, docs, doc (and the .adr-dir directory)
+                                        # __pycache__, docs, doc (and the ADR directories)
+    adr_dirs = ["decision-record"]      # ADR directories besides those the adr source
+                                        # discovers (adr sources' ``dir`` on the same
+                                        # repository are added from the configuration)
     root_subject = "."                  # subject of manifests at the repository root
     revalidate_interval = "P1D"         # ISO 8601 duration or seconds; "PT0S" = every run
     revalidate_clock = "wall"           # "wall" (real time) or "head" (head commit time)
@@ -168,6 +171,7 @@ DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
 
 
 class GitOptions(RepoOptions):
+    adr_dirs: list[str] = []
     service_roots: list[str] = []
     exclude: list[str] = []
     exclude_dirs: list[str] = list(DEFAULT_EXCLUDED_DIRS)
@@ -184,6 +188,17 @@ class GitOptions(RepoOptions):
             out.append(root)
         return out
 
+    @field_validator("adr_dirs")
+    @classmethod
+    def _adr_dirs(cls, value: list[str]) -> list[str]:
+        out = []
+        for directory in value:
+            directory = directory.strip().strip("/")
+            if not directory or directory.startswith("..") or "/../" in f"/{directory}/":
+                raise ValueError(f"{directory!r} is not a directory inside the repository")
+            out.append(directory)
+        return out
+
     @field_validator("root_subject")
     @classmethod
     def _root_subject(cls, value: str) -> str:
@@ -195,14 +210,26 @@ class GitOptions(RepoOptions):
 def language_of(path: str) -> str | None:
     """The language of a source file by its extension; None for other files and for
     vendored code (node_modules, vendor, third_party)."""
-    directory, _, base = path.rpartition("/")
-    dot = base.rfind(".")
-    if dot <= 0:
+    start = path.rfind("/") + 1  # of the file name
+    dot = path.rfind(".")
+    if dot <= start:
         return None
-    lang = LANGUAGES.get(base[dot:].lower())
-    if lang is None or any(p in _VENDORED for p in directory.split("/")):
+    lang = LANGUAGES.get(path[dot:].lower())
+    if lang is None:
         return None
-    return lang
+    vendored = (
+        start
+        and any(v in path for v in _VENDORED)
+        and any(p in _VENDORED for p in path[: start - 1].split("/"))
+    )
+    return None if vendored else lang
+
+
+def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
+    found = table.get(key)
+    if found is None:
+        found = table[key] = Counter()
+    return found
 
 
 def main_language(counts: Mapping[str, int]) -> str | None:
@@ -219,13 +246,18 @@ class GitExtractor(Extractor):
     """
 
     def __init__(
-        self, source: str, opts: GitOptions, repo: Repo, skips: Skips, adr_dir: str | None = None
+        self,
+        source: str,
+        opts: GitOptions,
+        repo: Repo,
+        skips: Skips,
+        adr_dirs: tuple[str, ...] = (),
     ) -> None:
         self.source = source
         self.opts = opts
         self.repo = repo
         self.skips = skips
-        self.adr_dir = adr_dir
+        self.adr_dirs = adr_dirs
         self.dir_files: Counter[str] = Counter()  # directory → files directly in it
         self.dir_langs: dict[str, Counter[str]] = {}  # directory → language → source files
         self.module_manifests: dict[str, set[str]] = {}  # module directory → its manifests
@@ -246,8 +278,7 @@ class GitExtractor(Extractor):
         """Hidden, vendored, documentation and ADR trees hold no module and no unit files."""
         if not directory:
             return False
-        adr = self.adr_dir
-        if adr and (directory == adr or directory.startswith(adr + "/")):
+        if any(directory == adr or directory.startswith(adr + "/") for adr in self.adr_dirs):
             return True
         patterns = self.opts.exclude_dirs
         return any(
@@ -302,7 +333,7 @@ class GitExtractor(Extractor):
             return False
         changed = False
         for ch in changes:
-            if ch.is_submodule or ch.status not in "AD" or manifest_parser(ch.path) is None:
+            if ch.status not in "AD" or manifest_parser(ch.path) is None or ch.is_submodule:
                 continue
             directory = posixpath.dirname(ch.path)
             if not directory:  # the root module takes every file outside the others
@@ -357,11 +388,13 @@ class GitExtractor(Extractor):
     # -- folding
     def wanted(self, changes: list[Change]) -> Iterator[str]:
         for ch in changes:
-            if ch.status == "D" or ch.is_submodule:
+            if ch.status == "D":
                 continue
-            if ch.path in LOCATIONS or (
-                manifest_parser(ch.path) is not None and self.manifest_subject(ch.path) is not None
-            ):
+            path = ch.path
+            if (
+                path in LOCATIONS
+                or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
+            ) and not ch.is_submodule:
                 yield ch.new_sha
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
@@ -370,24 +403,27 @@ class GitExtractor(Extractor):
         owners_changed = False
         relayout = self._relayout(changes)
         for ch in changes:
+            path = ch.path
+            parser = manifest_parser(path)
+            if ch.status not in "AD" and parser is None and path not in LOCATIONS:
+                continue  # an edited source file changes no fact (most changes)
             if ch.is_submodule:
                 continue
-            path = ch.path
-            directory, _, _base = path.rpartition("/")
+            directory = path.rpartition("/")[0]
             if ch.status in "AD" and directory and not self.excluded_dir(directory):
                 step = 1 if ch.status == "A" else -1
                 self.dir_files[directory] += step
                 lang = language_of(path)
                 if lang is not None:
-                    self.dir_langs.setdefault(directory, Counter())[lang] += step
+                    _counter(self.dir_langs, directory)[lang] += step
                 if not relayout:
                     service = self.service_of(directory)
                     if service is not None:
                         self.files[service] += step
                         if lang is not None:
-                            self.langs.setdefault(service, Counter())[lang] += step
+                            _counter(self.langs, service)[lang] += step
                         services.add(service)
-            if manifest_parser(path) is not None:
+            if parser is not None:
                 subject = self.manifest_subject(path)
                 if subject is not None and self._read_manifest(commit, ch, subject):
                     dep_subjects.add(subject)
@@ -476,10 +512,11 @@ class GitExtractor(Extractor):
         is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
         deps_on = (FactKey(subject, EXISTS),) if is_service else ()
         for path in paths:
+            meta = self._meta(commit, manifest=path)  # shared: events copy it, nothing edits it
             for name, spec in self.manifests.get(path, {}).items():
-                fact = Fact(subject, DEP_PREFIX + name, spec, "tech")
-                if fact.key not in out:
-                    out[fact.key] = Held(fact, deps_on, self._meta(commit, manifest=path))
+                key = FactKey(subject, DEP_PREFIX + name)
+                if key not in out:
+                    out[key] = Held(Fact(subject, key.predicate, spec, "tech"), deps_on, meta)
         return out
 
     def _owner_facts(self, commit: Commit) -> dict[FactKey, Held]:
@@ -583,13 +620,18 @@ class GitExtractor(Extractor):
         )
 
 
-def adr_dir_of(repo: Repo, head: str) -> str | None:
-    """The ADR directory ``.adr-dir`` names at ``head`` (adr-tools' convention), if any."""
-    data = repo.blob(f"{head}:.adr-dir")
-    if data is None:
-        return None
-    text = data.decode("utf-8", "replace").strip().strip("/")
-    return text.removeprefix("./").strip("/") or None
+def adr_dirs_of(repo: Repo, head: str, opts: GitOptions) -> tuple[str, ...]:
+    """The directories holding decision records, which are no code module: those named in
+    ``adr_dirs`` (the `adr` sources on this repository add their ``dir``) and the one the
+    `adr` source would discover, each with the names it had before a rename."""
+    from healthd.sources.adr import earlier_names, layouts
+
+    named = [*opts.adr_dirs, *(layout.dir for layout in layouts(repo, head))]
+    out: dict[str, None] = {}
+    for directory in named:
+        out[directory] = None
+        out.update(dict.fromkeys(earlier_names(repo, head, directory, opts.first_parent)))
+    return tuple(out)
 
 
 class GitSource(RepoSource):
@@ -601,7 +643,7 @@ class GitSource(RepoSource):
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
     ) -> GitExtractor:
-        return GitExtractor(self.name, self.opts, repo, skips, adr_dir_of(repo, head))
+        return GitExtractor(self.name, self.opts, repo, skips, adr_dirs_of(repo, head, self.opts))
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         if state.get("config") != self._config_digest(extractor):
@@ -609,7 +651,7 @@ class GitSource(RepoSource):
         return None
 
     def _config_digest(self, extractor: Extractor | None = None) -> str:
-        adr_dir = extractor.adr_dir if isinstance(extractor, GitExtractor) else None
+        adr_dirs = extractor.adr_dirs if isinstance(extractor, GitExtractor) else ()
         return "|".join(
             [
                 "modules-v2",
@@ -617,7 +659,7 @@ class GitSource(RepoSource):
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),
                 self.opts.root_subject,
-                adr_dir or "",
+                ",".join(adr_dirs),
             ]
         )
 

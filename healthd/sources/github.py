@@ -16,9 +16,12 @@ It lists the repository's issues with ``state=all&sort=updated&direction=desc&si
   ``area/billing``; ``keep_area_prefix`` keeps the prefix in the area's name) and assignees
   claims the area: ``(billing, owners, "<sorted logins>", ownership)`` holds the union of
   the assignees of every open issue claiming it, so one issue's change never erases what
-  another still says; a change of that union revises it, the last claim leaving (the
-  last assignee, the label, or the issue closed) invalidates it. The claims live in the
-  cursor, so a run that reads one issue still knows the others'.
+  another still says; a change of that union revises it. A claim that lapses (the issue
+  closed, its last assignee or its area label removed) is no evidence that the people
+  stopped owning the area: it holds until a newer claim on the area replaces it (a
+  reassignment, another issue's assignee), and without one the fact is simply not
+  re-validated and ages out. The claims live in the cursor, so a run that reads one issue
+  still knows the others'.
 
 Pull requests are left out unless ``include_pull_requests``; ``events_endpoint`` picks
 ``events`` or ``timeline``; ``per_page`` sets the page size (at most 100).
@@ -342,7 +345,7 @@ class GitHubSource(TicketSource):
                 "event_etags": etags,
                 "list_since": state.get("list_since"),
                 "list_etag": state.get("list_etag"),
-                "areas": areas,
+                **areas.cursor(),
             }
             body.update(extra)
             return dump_cursor(KIND, body)

@@ -14,14 +14,19 @@ issue from its creation:
   ``invalidating_statuses`` invalidates it; reopening brings the summary back;
 * an open (unresolved, not done or cancelled), assigned issue claims each of its
   components: ``(<component>, owners, "<sorted assignees>", ownership)`` holds the union
-  of the assignees of every open issue claiming it; a change of that union revises it, the
-  last claim leaving (unassigned, component removed, resolved) invalidates it. Users are
+  of the assignees of every open issue claiming it; a change of that union revises it. A
+  claim that lapses (resolved, unassigned, component removed) holds until a newer claim on
+  the component replaces it: a closed issue is no evidence that its assignee stopped
+  owning the component, so the fact ages out unless re-claimed. Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
   carry), else ``name``; ``user_field`` picks one.
 
 ``api_version = "auto"`` (the default) searches ``/rest/api/3/search/jql`` with
-``nextPageToken`` on Jira Cloud (``*.atlassian.net``, which answers 410 on the old API)
-and ``/rest/api/2/search`` with ``startAt`` elsewhere (Data Center, Server); "2" or "3"
+``nextPageToken`` on Jira Cloud (which answers 410 on the old API) and
+``/rest/api/2/search`` with ``startAt`` on Data Center and Server. It knows Cloud by its
+host (``*.atlassian.net``, ``*.jira.com``), else asks ``/rest/api/2/serverInfo``
+(``deploymentType``), and a 410 on the v2 search (a Cloud site behind a proxy that hides
+serverInfo) switches to v3 in the same run; the answer is kept in the cursor. "2" or "3"
 forces one. ``page_size`` is the search page size; ``overlap_minutes`` how far before the
 watermark each search reaches back.
 
@@ -42,7 +47,14 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
+from healthd._http import (
+    BadPayload,
+    HttpClient,
+    HttpError,
+    HttpOptions,
+    RateLimited,
+    check_http_url,
+)
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._tickets import (
@@ -105,14 +117,15 @@ class JiraOptions(HttpOptions):
         return check_http_url(value, "https://acme.atlassian.net")
 
     @property
-    def search_api(self) -> Literal["2", "3"]:
+    def search_api(self) -> Literal["2", "3"] | None:
         """Which search API: "3" (``/rest/api/3/search/jql``, ``nextPageToken``) on Jira
         Cloud, which removed ``/rest/api/2/search``; "2" (``startAt``) on Data Center and
-        Server. ``auto`` tells Cloud by its host (``*.atlassian.net``, ``*.jira.com``)."""
+        Server. ``auto`` knows Cloud by its host (``*.atlassian.net``, ``*.jira.com``);
+        elsewhere it cannot tell from the options (None): the site is asked."""
         if self.api_version != "auto":
             return self.api_version
         host = (urlsplit(self.base_url).hostname or "").lower()
-        return "3" if host.endswith((".atlassian.net", ".jira.com")) else "2"
+        return "3" if host.endswith((".atlassian.net", ".jira.com")) else None
 
     @field_validator("jql")
     @classmethod
@@ -170,6 +183,9 @@ class JiraSource(TicketSource):
 
     def __init__(self, name: str, options: JiraOptions, **seams: Any) -> None:
         super().__init__(name, options, **seams)
+        self._api: Literal["2", "3"] = options.search_api or "2"  # the one in use
+        self._paged = False  # the v2 search answered a page in this pull
+        self._known_api = False  # self._api was settled in this pull
         self._label_domains = {k.lower(): v for k, v in options.label_domains.items()}
         self._type_domains = {k.lower(): v for k, v in options.type_domains.items()}
         self._done = {s.lower() for s in options.done_statuses}
@@ -450,10 +466,7 @@ class JiraSource(TicketSource):
         if isinstance(total, int) and total > len(histories):
             # The search embeds at most a page of histories: read them all.
             histories, start = [], 0
-            url = (
-                f"{self.options.base_url}/rest/api/{self.options.search_api}/issue/"
-                f"{issue['key']}/changelog"
-            )
+            url = f"{self.options.base_url}/rest/api/{self._api}/issue/{issue['key']}/changelog"
             while True:
                 resp = client.get_json(url, params={"startAt": start, "maxResults": 100})
                 values = resp.data.get("values") if isinstance(resp.data, dict) else None
@@ -469,28 +482,60 @@ class JiraSource(TicketSource):
                     break
         return histories
 
+    def _choose_api(self, client: HttpClient, cached: Any) -> Literal["2", "3"]:
+        """The search API to use: the forced one, the one a cursor remembers, Cloud's by
+        its host, else what ``/rest/api/2/serverInfo`` says (``deploymentType`` "Cloud"
+        → 3), else 2 (a 410 on it switches to 3, see :meth:`_search_pages`)."""
+        known = self.options.search_api
+        if known is not None:
+            return known
+        if cached in ("2", "3"):
+            return cached  # type: ignore[no-any-return]
+        try:
+            info = client.get_json(f"{self.options.base_url}/rest/api/2/serverInfo")
+        except HttpError as exc:
+            if isinstance(exc, RateLimited):
+                raise
+            return "2"
+        data = info.data if isinstance(info.data, dict) else {}
+        return "3" if str(data.get("deploymentType", "")).lower() == "cloud" else "2"
+
     def _search_pages(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
-        v = self.options.search_api
-        if v == "3":
-            url = f"{self.options.base_url}/rest/api/3/search/jql"
-            token = None
-            while True:
-                params = {
-                    "jql": jql,
-                    "maxResults": self.options.page_size,
-                    "fields": _FIELDS,
-                    "expand": "changelog",
-                }
-                if token:
-                    params["nextPageToken"] = token
-                resp = client.get_json(url, params=params)
-                issues = _issues_of(resp)
-                yield issues
-                token = resp.data.get("nextPageToken")
-                if not token or resp.data.get("isLast") is True:
-                    return
+        if self._api == "2":
+            try:
+                yield from self._search_pages_v2(client, jql)
+                return
+            except HttpError as exc:
+                # Cloud removed the v2 search (410 Gone): a site "auto" took for Data Center
+                # (a custom domain, a proxy) is Cloud after all
+                if exc.status != 410 or self.options.api_version != "auto" or self._paged:
+                    raise
+                self._api = "3"
+        yield from self._search_pages_v3(client, jql)
+
+    def _search_pages_v3(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
+        url = f"{self.options.base_url}/rest/api/3/search/jql"
+        token = None
+        while True:
+            params = {
+                "jql": jql,
+                "maxResults": self.options.page_size,
+                "fields": _FIELDS,
+                "expand": "changelog",
+            }
+            if token:
+                params["nextPageToken"] = token
+            resp = client.get_json(url, params=params)
+            issues = _issues_of(resp)
+            yield issues
+            token = resp.data.get("nextPageToken")
+            if not token or resp.data.get("isLast") is True:
+                return
+
+    def _search_pages_v2(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
+        self._paged = False
         while True:
             resp = client.get_json(
                 url,
@@ -503,6 +548,7 @@ class JiraSource(TicketSource):
                 },
             )
             issues = _issues_of(resp)
+            self._paged = True
             yield issues
             start += len(issues)
             total = resp.data.get("total")
@@ -532,10 +578,16 @@ class JiraSource(TicketSource):
             # leave
             events.extend(fold_area_owners(claims, areas, self.name))
             claims.clear()
-            return dump_cursor(KIND, {"since": watermark, "seen": seen, "areas": areas})
+            body = {"since": watermark, "seen": seen, **areas.cursor()}
+            if self.options.api_version == "auto" and self._known_api:
+                body["api"] = self._api  # what the site told "auto", asked once
+            return dump_cursor(KIND, body)
 
+        self._known_api = False
         try:
             client = self._client()
+            self._api = self._choose_api(client, state.get("api"))
+            self._known_api = True
             for page, issues in enumerate(self._search_pages(client, self._jql(since)), start=1):
                 for index, issue in enumerate(issues):
                     try:
@@ -562,7 +614,7 @@ class JiraSource(TicketSource):
                         newest = updated
         except HttpError as exc:
             hint = ""
-            if exc.status == 410 and self.options.search_api == "2":
+            if exc.status == 410 and self._api == "2":
                 hint = (
                     '; Jira Cloud removed /rest/api/2/search: set api_version = "3" '
                     '(or leave it "auto" with the site\'s atlassian.net address)'

@@ -432,7 +432,7 @@ def test_check_config_checks_sources_as_a_run_would(tmp_path):
     err = result.stderr
     assert f"sources.missing.path: {tmp_path / 'nope'} does not exist" in err
     assert f"sources.plain.path: {plain} is not a git repository" in err
-    assert "sources.decisions.path:" in err and "has no dir 'doc/adr'" in err
+    assert "sources.decisions.path:" in err and "no ADR records found in dir 'doc/adr'" in err
     assert "sources.issues: environment variable 'HEALTHD_TEST_UNSET' (token_env) is not set" in err
 
 

@@ -692,3 +692,43 @@ def test_a_file_read_in_many_slices_is_one_run_with_the_same_results(tmp_path, m
     assert runner.run_once().new_events == 0
     runner.close()
     state.close()
+
+
+def test_a_skipped_input_met_on_every_pull_is_logged_once_and_counted_once(tmp_path):
+    """The git source rebuilds its state from the cursor's commit on every pull and meets
+    the same malformed CODEOWNERS owner each time: one log line, one count."""
+    import subprocess
+
+    from prometheus_client import generate_latest
+
+    checkout = tmp_path / "shop"
+    checkout.mkdir()
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True, timeout=30)
+    (checkout / "CODEOWNERS").write_text("* @core\n/billing/ billing-team\n")
+    (checkout / "billing").mkdir()
+    (checkout / "billing" / "main.go").write_text("package main\n")
+    subprocess.run([*git, "add", "."], check=True, timeout=30)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True, timeout=30)
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    kw = dict(
+        sources={"repo": {"kind": "git", "path": str(checkout), "revalidate_clock": "head"}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    registry, _ = build_registry(runner.view)
+    for n in range(3):
+        (checkout / "billing" / f"f{n}.go").write_text("package main\n")
+        subprocess.run([*git, "add", "."], check=True, timeout=30)
+        subprocess.run([*git, "commit", "-qm", f"change {n}"], check=True, timeout=30)
+        runner.run_once()
+    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+    about = [e for e in entries if "billing-team" in json.dumps(e)]
+    assert len(about) == 1, about
+    assert about[0]["event"] == "source skipped input" and about[0]["source"] == "repo"
+    metrics = parse_metrics(generate_latest(registry).decode())
+    assert sample(metrics, "healthd_source_skipped_inputs_total", source="repo") == 1
+    runner.close()
+    state.close()
+    configure_logging("info", "console", io.StringIO())

@@ -395,6 +395,9 @@ class FakeJira(FakeApi):
         self.issues: dict[str, dict[str, Any]] = {}
         self.embed_limit = embed_limit
         self.removed_v2_search = False  # Jira Cloud: /rest/api/2/search answers 410 Gone
+        # what /rest/api/2/serverInfo says: "Server" (Data Center, Server) or "Cloud"; None
+        # for a proxy that does not pass it on (404)
+        self.deployment_type: str | None = "Server"
 
     def add(self, issue: dict[str, Any]) -> None:
         self.issues[issue["key"]] = issue
@@ -417,6 +420,22 @@ class FakeJira(FakeApi):
         return out
 
     def route(self, request: Request) -> Response:
+        if request.path in ("/rest/api/2/serverInfo", "/rest/api/3/serverInfo"):
+            if self.deployment_type is None:
+                return Response("<html>Not Found</html>", status=404, content_type="text/html")
+            cloud = self.deployment_type == "Cloud"
+            return self.json_response(
+                request,
+                {  # the fields Jira's serverInfo answers with (Cloud: no build date)
+                    "baseUrl": self.base_url,
+                    "version": "1001.0.0-SNAPSHOT" if cloud else "9.12.2",
+                    "versionNumbers": [1001, 0, 0] if cloud else [9, 12, 2],
+                    "deploymentType": self.deployment_type,
+                    "buildNumber": 100264 if cloud else 9120002,
+                    "serverTitle": "Jira",
+                    **({} if cloud else {"buildDate": "2023-12-05T00:00:00.000+0000"}),
+                },
+            )
         if request.path == "/rest/api/2/search" and self.removed_v2_search:
             return Response(
                 '{"errorMessages": ["The requested API has been removed. Please migrate to '

@@ -297,10 +297,21 @@ def test_deleting_an_accepted_record_invalidates_its_decision(repo, brief):
     assert events[-1].reason == "ADR 1 deleted"
 
 
-def test_no_adr_directory_is_reported_not_an_error(repo):
-    repo.commit("2024-01-01", {"src/a.py": ""})
-    result = pull(adr_source(repo))
-    assert result.events == [] and any("no ADR directory" in s for s in result.skipped)
+def test_no_records_anywhere_is_an_error_naming_where_it_looked(repo):
+    repo.commit("2024-01-01", {"src/a.py": "", "docs/guide.md": "# Guide\n"})
+    result = adr_source(repo).pull(None)
+    assert result.events == []
+    assert result.error is not None
+    assert str(repo.path) in result.error
+    for where in (".adr-dir", "doc/adr", "docs/decisions", "ADR", "NNNN-*.md"):
+        assert where in result.error, where
+
+
+def test_a_named_directory_without_records_is_an_error_naming_it(repo):
+    repo.commit("2024-01-01", {"src/a.py": "", "decision-record/README.md": "# Decisions\n"})
+    result = adr_source(repo, dir="decision-record").pull(None)
+    assert result.events == []
+    assert result.error is not None and "'decision-record'" in result.error
 
 
 def test_bad_options_name_the_field():

@@ -143,3 +143,49 @@ def test_a_dormant_repository_is_scored_before_and_after_its_revalidation_sweep(
     table = healthd("evaluate", "--config", str(config))
     assert "before the revalidation sweeps, at the last change" in table.stdout
     assert "2019-06-01" in table.stdout
+
+
+def test_each_skipped_input_is_said_once_on_stderr(repo, tmp_path):
+    repo.commit(
+        "2024-01-01",
+        {"CODEOWNERS": "* @core\n/billing/ billing-team\n", "billing/main.go": "package main\n"},
+    )
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\nrevalidate_clock = "head"\n'
+    )
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    about = [line for line in done.stderr.splitlines() if "billing-team" in line]
+    assert len(about) == 1, done.stderr
+    assert about[0].startswith("healthd: warning: source 'repo': CODEOWNERS@")
+
+
+def test_check_config_and_timeline_agree_on_where_the_adrs_are(repo, tmp_path):
+    """An ADR/ layout needs no `dir`: check-config accepts it and timeline reads it; a
+    repository with no records is an error in both, naming where healthd looked."""
+    record = "# 1. Use Go\n\nDate: 2024-01-10\n\n## Status\n\nAccepted\n"
+    repo.commit("2024-01-10", {"ADR/0001-use-go.md": record, "api/main.go": "package main\n"})
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.decisions]\nkind = "adr"\npath = "{repo.path}"\n')
+    checked = healthd("check-config", "--config", str(config))
+    assert checked.returncode == 0, checked.stderr
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    values = {json.loads(line)["fact"]["value"] for line in done.stdout.splitlines()}
+    assert values == {"Use Go"}
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subprocess.run(["git", "init", "-q", str(empty)], check=True, timeout=30)
+    (empty / "main.go").write_text("package main\n")
+    git = ["git", "-C", str(empty), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "."], check=True, timeout=30)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True, timeout=30)
+    config.write_text(f'[sources.decisions]\nkind = "adr"\npath = "{empty}"\n')
+    for command in ("check-config", "timeline"):
+        failed = healthd(command, "--config", str(config))
+        assert failed.returncode == 2, (command, failed.stderr)
+        lines = failed.stderr.strip().splitlines()
+        assert len(lines) == 1, (command, failed.stderr)
+        assert "no ADR records found" in lines[0] and "docs/decisions" in lines[0], lines[0]

@@ -1,0 +1,268 @@
+"""The `adr` source on histories shaped like real ADR logs: numbers shared by two records,
+records renumbered with `git mv`, an ADR directory renamed, a record superseded twice, and
+the layouts teams keep their logs in, found without `dir`."""
+
+from __future__ import annotations
+
+import pytest
+
+from healthd.sources import build_source
+
+
+def adr_source(repo, **options):
+    options = {
+        "path": str(repo.path),
+        "revalidate_clock": "head",
+        "revalidate_interval": "P3650D",
+        **options,
+    }
+    return build_source("adr", "decisions", options)
+
+
+def pull(source, cursor=None):
+    result = source.pull(cursor)
+    assert result.error is None, result.error
+    return result
+
+
+def nygard(number: int, title: str, status: str) -> str:
+    return (
+        f"# {number}. {title}\n\nDate: 2024-01-01\n\n## Status\n\n{status}\n\n"
+        "## Context\n\nWhy.\n\n## Decision\n\nWhat.\n\n## Consequences\n\nSo.\n"
+    )
+
+
+def set_status(repo, path: str, old: str, new: str) -> None:
+    text = repo.read(path)
+    assert old in text
+    repo.write({path: text.replace(old, new, 1)})
+
+
+# --------------------------------------------------------------------------- 1: shared numbers
+
+
+@pytest.fixture
+def two_025(repo):
+    """ADR 25 exists; a branch merged later adds a second ADR 25 (Argo CD)."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0010-deploy-with-helm.md": nygard(10, "Deploy with Helm", "Accepted"),
+            "doc/adr/0025-use-kafka.md": nygard(25, "Use Kafka", "Accepted"),
+        },
+    )
+    return repo
+
+
+def test_a_number_two_records_share_resolves_to_the_one_added_in_the_same_commit(two_025, brief):
+    repo = two_025
+    repo.commit(
+        "2024-02-01",
+        {
+            "doc/adr/0025-deploy-with-argo-cd.md": nygard(25, "Deploy with Argo CD", "Accepted"),
+            "doc/adr/0010-deploy-with-helm.md": nygard(
+                10, "Deploy with Helm", "Superseded by ADR025"
+            ),
+        },
+    )
+    first = pull(adr_source(repo))
+    assert brief(first.events)[-1] == (
+        "2024-02-01",
+        "revised",
+        "adr:10 decision=Deploy with Helm -> "
+        "adr:25:0025-deploy-with-argo-cd decision=Deploy with Argo CD",
+    )
+    assert not any("not found" in line or "ambiguous" in line for line in first.skipped)
+    # a later change to the other ADR 25 does not move the link (in this run or the next)
+    repo.commit(
+        "2024-03-01", {"doc/adr/0025-use-kafka.md": nygard(25, "Use Kafka", "Accepted\n\nOK")}
+    )
+    assert brief(pull(adr_source(repo), first.cursor).events) == []
+    assert brief(pull(adr_source(repo)).events) == brief(first.events)
+
+
+def test_a_number_two_records_share_resolves_by_the_title_the_reference_quotes(two_025, brief):
+    repo = two_025
+    repo.commit(
+        "2024-02-01",
+        {"doc/adr/0025-deploy-with-argo-cd.md": nygard(25, "Deploy with Argo CD", "Accepted")},
+    )
+    repo.commit(
+        "2024-03-01",
+        {
+            "doc/adr/0010-deploy-with-helm.md": nygard(
+                10, "Deploy with Helm", "Superseded by ADR-025 Deploy with Argo CD"
+            )
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events)[-1] == (
+        "2024-03-01",
+        "revised",
+        "adr:10 decision=Deploy with Helm -> "
+        "adr:25:0025-deploy-with-argo-cd decision=Deploy with Argo CD",
+    )
+
+
+def test_a_shared_number_nothing_decides_is_called_ambiguous_not_missing(two_025, brief):
+    repo = two_025
+    repo.commit(
+        "2024-02-01",
+        {"doc/adr/0025-deploy-with-argo-cd.md": nygard(25, "Deploy with Argo CD", "Accepted")},
+    )
+    repo.commit(
+        "2024-03-01",
+        {"doc/adr/0010-deploy-with-helm.md": nygard(10, "Deploy with Helm", "Superseded by 25")},
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events)[-1] == (
+        "2024-03-01",
+        "invalidated",
+        "adr:10 decision=Deploy with Helm",
+    )
+    lines = [line for line in result.skipped if "0010" in line]
+    assert lines and all("ambiguous" in line and "not found" not in line for line in lines)
+    assert "0025-use-kafka.md" in lines[0] and "0025-deploy-with-argo-cd.md" in lines[0]
+
+
+# --------------------------------------------------------------------------- 2: renumbered
+
+
+def test_a_renumbered_record_is_the_same_decision_and_its_supersession_ends_it(
+    repo, needs_adr, brief
+):
+    repo.adr("init", when="2024-01-01")
+    repo.commit("2024-01-01", message="adr init")
+    repo.adr("new", "Deploy with Helm", when="2024-02-01")
+    repo.adr("new", "Use Kafka", when="2024-02-01")
+    repo.commit("2024-02-01")
+    # a record merged from a branch took number 3 too; Kafka moves to 4
+    repo.git("mv", "doc/adr/0003-use-kafka.md", "doc/adr/0004-use-kafka.md")
+    set_status(repo, "doc/adr/0004-use-kafka.md", "# 3. Use Kafka", "# 4. Use Kafka")
+    repo.commit("2024-03-01", message="renumber")
+    repo.adr("new", "-s", "4", "Use NATS", when="2024-04-01")
+    repo.commit("2024-04-01")
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Record architecture decisions"),
+        ("2024-02-01", "added", "adr:2 decision=Deploy with Helm"),
+        ("2024-02-01", "added", "adr:3 decision=Use Kafka"),
+        ("2024-04-01", "revised", "adr:3 decision=Use Kafka -> adr:5 decision=Use NATS"),
+    ]
+    assert result.events[-1].metadata["adr_file"] == "doc/adr/0005-use-nats.md"
+
+
+def test_a_renumbered_record_keeps_its_subject_across_runs(repo, needs_adr, brief):
+    repo.adr("init", when="2024-01-01")
+    repo.adr("new", "Use Kafka", when="2024-01-01")
+    repo.commit("2024-01-01")
+    before = pull(adr_source(repo))
+    repo.git("mv", "doc/adr/0002-use-kafka.md", "doc/adr/0007-use-kafka.md")
+    repo.commit("2024-03-01", message="renumber")
+    after = pull(adr_source(repo), before.cursor)
+    assert brief(after.events) == []
+    repo.adr("new", "-s", "7", "Use NATS", when="2024-04-01")
+    repo.commit("2024-04-01")
+    assert brief(pull(adr_source(repo), after.cursor).events) == [
+        ("2024-04-01", "revised", "adr:2 decision=Use Kafka -> adr:8 decision=Use NATS"),
+    ]
+
+
+# --------------------------------------------------------------------------- 3: directory renamed
+
+
+def test_history_before_the_adr_directory_was_renamed_is_kept(repo, needs_adr, brief):
+    repo.adr("init", when="2017-03-01")
+    repo.commit("2017-03-01", message="adr init")
+    repo.adr("new", "Deploy with Helm", when="2017-06-01")
+    repo.commit("2017-06-01")
+    repo.adr("new", "-s", "2", "Deploy with Argo CD", when="2018-09-01")
+    repo.commit("2018-09-01")
+    repo.git("mv", "doc", "docs")
+    repo.write({".adr-dir": "docs/adr\n"})
+    repo.commit("2020-01-15", message="doc/ -> docs/")
+    repo.adr("new", "Use Kafka", when="2021-05-01")
+    repo.commit("2021-05-01")
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2017-03-01", "added", "adr:1 decision=Record architecture decisions"),
+        ("2017-06-01", "added", "adr:2 decision=Deploy with Helm"),
+        (
+            "2018-09-01",
+            "revised",
+            "adr:2 decision=Deploy with Helm -> adr:3 decision=Deploy with Argo CD",
+        ),
+        ("2021-05-01", "added", "adr:4 decision=Use Kafka"),
+    ]
+    assert result.events[-1].metadata["adr_file"] == "docs/adr/0004-use-kafka.md"
+    # the records the rename moved carry their new place when next observed
+    again = pull(adr_source(repo), result.cursor)
+    assert again.events == []
+
+
+# --------------------------------------------------------------------------- 5: two successors
+
+
+def test_a_second_successor_later_names_what_it_supersedes(repo, needs_adr, brief):
+    repo.adr("init", when="2024-01-01")
+    repo.adr("new", "Deploy with Helm", when="2024-01-01")
+    repo.commit("2024-01-01")
+    repo.adr("new", "-s", "2", "Deploy services with Argo CD", when="2024-03-01")
+    repo.commit("2024-03-01")
+    repo.adr("new", "-s", "2", "Deploy edge clusters with Flux", when="2024-06-01")
+    repo.commit("2024-06-01")
+    assert "Superseded by [4." in repo.read("doc/adr/0002-deploy-with-helm.md")
+    events = pull(adr_source(repo)).events
+    assert brief(events)[2:] == [
+        (
+            "2024-03-01",
+            "revised",
+            "adr:2 decision=Deploy with Helm -> adr:3 decision=Deploy services with Argo CD",
+        ),
+        ("2024-06-01", "added", "adr:4 decision=Deploy edge clusters with Flux"),
+    ]
+    assert events[-1].metadata["supersedes"] == "adr:2"
+
+
+# --------------------------------------------------------------------------- 9: layouts
+
+
+MADR = (
+    "---\nstatus: accepted\ndate: 2024-01-10\n---\n# Use PostgreSQL\n\n"
+    "## Context and Problem Statement\n\nWhere to keep orders.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("files", "where"),
+    [
+        ({"ADR/0001-use-postgres.md": nygard(1, "Use PostgreSQL", "Accepted")}, "ADR"),
+        (
+            {
+                "architecture-decision-record/0001-use-postgres.md": nygard(
+                    1, "Use PostgreSQL", "Accepted"
+                )
+            },
+            "architecture-decision-record",
+        ),
+        ({"docs/decisions/0001-use-postgres.md": MADR}, "docs/decisions"),
+        (
+            {
+                "docs/architecture/adr-001-use-postgres.md": nygard(
+                    1, "Use PostgreSQL", "Accepted"
+                ),
+                "docs/architecture/overview.md": "# Overview\n\nBoxes and arrows.\n",
+                "docs/architecture/README.md": "# Architecture\n",
+            },
+            "docs/architecture",
+        ),
+        ({"decision-record/0001-use-postgres.md": MADR}, "decision-record"),
+    ],
+    ids=["ADR", "architecture-decision-record", "madr-docs-decisions", "adr-NNN", "NNNN"],
+)
+def test_usual_layouts_are_found_without_dir(repo, brief, files, where):
+    repo.commit("2024-01-10", {"src/app.py": "print()\n", **files})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [("2024-01-10", "added", "adr:1 decision=Use PostgreSQL")]
+    assert result.events[0].metadata["adr_file"].startswith(where + "/")
+    assert result.skipped == []
