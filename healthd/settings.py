@@ -131,6 +131,15 @@ class StalenessConfig(_Strict):
 class ServerConfig(_Strict):
     host: str = "0.0.0.0"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    # /readyz turns 503 once every source has failed for longer than this
+    sources_down_grace: Duration = timedelta(minutes=15)
+    # TLS and basic auth, in the Prometheus exporter-toolkit's web configuration format
+    web_config_file: str | None = None
+
+    @field_validator("sources_down_grace", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
 
 class LoggingConfig(_Strict):
@@ -254,6 +263,9 @@ class _TomlRelativeToFile(TomlConfigSettingsSource):
         for key in ("state_path", "probes"):
             if key in data:
                 data[key] = self._resolve(data[key])
+        server = data.get("server")
+        if isinstance(server, dict) and "web_config_file" in server:
+            server["web_config_file"] = self._resolve(server["web_config_file"])
         for section, keys in (("sources", ("path", "cache_dir")), ("targets", ("path",))):
             table = data.get(section)
             if not isinstance(table, dict):

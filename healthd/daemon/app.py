@@ -56,7 +56,13 @@ class Daemon:
         self.server = HttpServer(
             settings.server.host,
             settings.server.port,
-            build_app(self.registry, self.runner.view, self.runner.ready, self.runner.view_version),
+            build_app(
+                self.registry,
+                self.runner.view,
+                self.runner.ready,
+                self.runner.view_version,
+                readiness=self.runner.readiness,
+            ),
         )
         self.scheduler = BlockingScheduler(
             timezone=UTC,
@@ -69,14 +75,20 @@ class Daemon:
         )
         self.scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
         self._stopping = threading.Event()
+        # While the start-up run is going, the ticks it overlaps are not missed runs: that
+        # run is the one they would have been (a first replay can take longer than a period).
+        self._starting = threading.Event()
 
     def _observe(self, target: str, seconds: float) -> None:
         if self._histogram is not None:
             self._histogram.labels(target=target).observe(seconds)
 
     def _on_missed(self, event: JobExecutionEvent) -> None:
-        self.runner.count_missed()
         reason = "still running" if event.code == EVENT_JOB_MAX_INSTANCES else "missed"
+        if self._starting.is_set():
+            log.info("scheduled run skipped: the start-up run is still going", reason=reason)
+            return
+        self.runner.count_missed()
         log.warning(
             "scheduled run skipped",
             reason=reason,
@@ -90,6 +102,8 @@ class Daemon:
             self.runner.run_once()
         except Exception:
             log.exception("run crashed")
+        finally:
+            self._starting.clear()
 
     def request_stop(self, signum: int | None = None) -> None:
         """Safe from a signal handler: the scheduler is shut down from another thread."""
@@ -129,6 +143,7 @@ class Daemon:
         kwargs: dict[str, Any] = {}
         if s.schedule.run_on_start:
             kwargs["next_run_time"] = datetime.now(UTC)
+            self._starting.set()
         self.scheduler.add_job(
             self._job, self.schedule.trigger, id="run", name="healthd run", **kwargs
         )

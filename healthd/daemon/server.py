@@ -166,6 +166,7 @@ def build_app(
     view: Callable[[], dict[str, Any]],
     ready: Callable[[], bool],
     version: Callable[[], int] | None = None,
+    readiness: Callable[[], str | None] | None = None,
 ) -> WSGIApplication:
     counter = iter(range(1, 1 << 62))
     metrics = CachedMetrics(registry, version or (lambda: next(counter)))
@@ -190,10 +191,13 @@ def build_app(
             if ready():
                 start_response("200 OK", [("Content-Type", "text/plain; charset=utf-8")])
                 return [b"ready\n"]
+            reason = (readiness() if readiness else None) or (
+                "no results to serve yet (no target has measured any event)"
+            )
             start_response(
                 "503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8")]
             )
-            return [b"not ready: no results to serve yet (no target has measured any event)\n"]
+            return [f"not ready: {reason}\n".encode()]
         if site.serves(path):
             return site.respond(path, view, ready, start_response)
         start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
