@@ -970,6 +970,15 @@ class Runner:
                 )
             return None
 
+    def adopt(self, old: Runner) -> None:
+        """Carry the in-process figures of the runner this one replaces (a reload)."""
+        with self._changing():
+            self.missed_runs = old.missed_runs
+            self.runs_completed = old.runs_completed
+            self.last_run = old.last_run
+            self.history.extend(old.history)
+            self.sources_down_since = old.sources_down_since
+
     def count_missed(self, n: int = 1) -> None:
         with self._changing():
             self.missed_runs += n

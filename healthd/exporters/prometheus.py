@@ -48,6 +48,13 @@ LAST_CHANGE_NAMES = (
     "healthd_last_change_timestamp_seconds",
 )
 
+#: The configuration reloads (SIGHUP, POST /-/reload), kept by the daemon.
+RELOAD_NAMES = (
+    "healthd_config_last_reload_successful",
+    "healthd_config_last_reload_success_timestamp_seconds",
+    "healthd_config_reload_failures_total",
+)
+
 #: Every metric healthd exports, for the README and for the tests.
 METRIC_NAMES = (
     *(f"healthd_{r}_ratio" for r in RATIOS),
@@ -66,6 +73,7 @@ METRIC_NAMES = (
     "healthd_probe_set_info",
     "healthd_build_info",
     *LAST_CHANGE_NAMES,
+    *RELOAD_NAMES,
 )
 
 
