@@ -203,6 +203,7 @@ class Daemon:
             configure_logging(new.logging.level, new.logging.format)
         old = self.runner
         with old.lock:  # waits for a run in progress; the next one uses the new runner
+            old.stop.set()  # a job that picked the old runner just before the swap does nothing
             old.close()
             tracer = get_tracer(self.tracer_provider)
             try:
@@ -280,6 +281,8 @@ class Daemon:
             sources=sorted(s.sources),
             targets=sorted(s.targets),
             tracing=traces_endpoint(s.tracing.otlp_endpoint) or "off",
+            tls=self.web.tls is not None,
+            basic_auth_users=len(self.web.users),
             config=getattr(s, "origin", None),
         )
         for t in self.runner.targets.values():
