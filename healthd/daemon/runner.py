@@ -287,6 +287,9 @@ class Runner:
         t.last_event = checkpoint.get("last_event")
         if t.last_change is None and t.newest_change is None:  # else followed in this process
             t.carry_last_change(t.row.results)
+            if t.row.results is not None and "newest_change" not in t.row.results and applied:
+                # results stored by an older healthd: the newest real change's time, once
+                t.newest_change = newest_change(self.state.iter_events(0, applied))
         t.page_wanted += 1
         t.note = None
         log.info(
@@ -1032,6 +1035,12 @@ class _Progress:
             events_per_second=round(rate, 1),
             eta_seconds=round((self.total - done) / rate, 1) if rate else None,
         )
+
+
+def newest_change(events: Iterable[ChangeEvent]) -> float | None:
+    """The event time (epoch seconds) of the newest event that is not a revalidation sweep."""
+    times = (e.timestamp.timestamp() for e in events if not is_sweep(e))
+    return max(times, default=None)
 
 
 def _copy_row(row: TargetRow) -> TargetRow:

@@ -185,3 +185,40 @@ def test_readyz_says_every_source_failed_after_the_grace(tmp_path):
         assert daemon.get("/healthz").status_code == 200
     finally:
         daemon.stop()
+
+
+def test_results_stored_by_an_older_healthd_get_the_lag_of_the_newest_real_change(tmp_path):
+    """An upgrade: the stored results have no newest real change; it is found once in the
+    stored events, without replaying the persistent shadow."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    timeline = tmp_path / "repo.jsonl"
+    _dormant_repository(timeline, now)
+    kw = dict(
+        sources={"repo": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, time.time, **kw)
+    runner.run_once()
+    row = runner.targets["reference"].row
+    for key in ("last_change", "swept", "newest_change"):  # as an older healthd wrote them
+        row.results.pop(key)
+    state.record_run(_record(row))
+    runner.close()
+    state.close()
+
+    runner, state = _runner(tmp_path, time.time, **kw)
+    registry, _ = build_registry(runner.view)
+    assert runner.run_once().targets["reference"]["replayed"] == 0
+    metrics = parse_metrics(generate_latest(registry).decode())
+    lag = sample(metrics, "healthd_timeline_lag_seconds", target="reference")
+    assert 104.9 * DAY < lag < 105.1 * DAY
+    runner.close()
+    state.close()
+
+
+def _record(row):
+    from healthd.daemon.state import RunRecord
+
+    record = RunRecord()
+    record.targets = [row]
+    return record
