@@ -225,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     cc.add_argument(
         "--config", metavar="FILE", help="TOML configuration (default: $HEALTHD_CONFIG)"
     )
+    cc.add_argument(
+        "--print",
+        action="store_true",
+        help="print the effective configuration (file, HEALTHD_* overrides and defaults) as "
+        "TOML, secrets redacted",
+    )
     return parser
 
 
@@ -331,6 +337,11 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
     path = config_path(args.config)
     settings = load_settings(path, reach=True)
+    if args.print:
+        from healthd.settings import effective_toml
+
+        sys.stdout.write(effective_toml(settings))
+        return 0
     print(
         f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
         f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "

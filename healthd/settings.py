@@ -132,6 +132,15 @@ class StalenessConfig(_Strict):
 class ServerConfig(_Strict):
     host: str = "0.0.0.0"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    # /readyz turns 503 once every source has failed for longer than this
+    sources_down_grace: Duration = timedelta(minutes=15)
+    # TLS and basic auth, in the Prometheus exporter-toolkit's web configuration format
+    web_config_file: str | None = None
+
+    @field_validator("sources_down_grace", mode="before")
+    @classmethod
+    def _grace(cls, value: Any) -> timedelta:
+        return parse_duration(value)
 
 
 class LoggingConfig(_Strict):
@@ -275,6 +284,9 @@ class _TomlRelativeToFile(TomlConfigSettingsSource):
         for key in ("state_path", "probes"):
             if key in data:
                 data[key] = self._resolve(data[key])
+        server = data.get("server")
+        if isinstance(server, dict) and "web_config_file" in server:
+            server["web_config_file"] = self._resolve(server["web_config_file"])
         for section, keys in (("sources", ("path", "cache_dir")), ("targets", ("path",))):
             table = data.get(section)
             if not isinstance(table, dict):
@@ -471,6 +483,13 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
     problems.extend(_shared_shadows(settings))
+    if settings.server.web_config_file:
+        from healthd.daemon.webconfig import load_web_config
+
+        try:
+            load_web_config(settings.server.web_config_file)
+        except HealthdError as exc:
+            problems.append(f"server.web_config_file: {exc}")
     if settings.probes:
         try:
             load_probe_file(settings.probes)
@@ -573,3 +592,85 @@ def target_fingerprint(
         "measurement": MEASUREMENT_REVISION,
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# -- the effective configuration --------------------------------------------------------------
+
+
+def effective_toml(settings: Settings) -> str:
+    """The configuration a run uses (file, ``HEALTHD_*`` overrides, defaults) as TOML that
+    loads back, with secrets redacted (values under secret-looking keys, credentials in
+    URLs); ``*_env`` keys name variables, not secrets, and are shown."""
+    from healthd.logging import redact
+
+    data = settings.model_dump(mode="python")
+
+    def clean(value: Any, key: str | None = None) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v, str(k)) for k, v in value.items() if v is not None}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, timedelta):
+            return _duration_text(value)
+        if key is not None and key.endswith("_env"):
+            return value
+        return redact(value, key)
+
+    data = clean(data)
+    for table in ("sources", "targets"):  # a kind's options sit beside its kind
+        for name, entry in list(data.get(table, {}).items()):
+            options = entry.pop("options", {})
+            data[table][name] = {**entry, **options}
+    lines: list[str] = []
+    _toml_table(lines, [], data)
+    return "\n".join(lines).strip() + "\n"
+
+
+def _duration_text(value: timedelta) -> str:
+    seconds = value.total_seconds()
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "-_" for c in key) else json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return (
+            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _toml_table(lines: list[str], path: list[str], table: dict[str, Any]) -> None:
+    nested = {k: v for k, v in table.items() if isinstance(v, dict) and _is_table(path, k)}
+    for key, value in table.items():
+        if key not in nested:
+            lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
+    for key, value in nested.items():
+        sub = [*path, key]
+        if (
+            any(not isinstance(v, dict) or not _is_table(sub, k) for k, v in value.items())
+            or not value
+        ):
+            lines.append("")
+            lines.append("[" + ".".join(_toml_key(p) for p in sub) + "]")
+        _toml_table(lines, sub, value)
+
+
+def _is_table(path: list[str], key: str) -> bool:
+    """Settings sections and each source or target are tables; option values that are
+    mappings (``type_domains``) stay inline."""
+    if not path:
+        return True
+    return len(path) == 1 and path[0] in ("sources", "targets")

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(git sqlite3 adr-tools prometheus prometheus-alertmanager chromium)
+debian_packages=(git sqlite3 adr-tools prometheus prometheus-alertmanager chromium openssl)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

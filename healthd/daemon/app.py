@@ -1,5 +1,15 @@
 """`healthd run`: wiring (state, runner, metrics, HTTP server, scheduler) and signals.
 
+SIGHUP and ``POST /-/reload`` reload the configuration file: a configuration that does not
+load (or changes what only a restart can: the state file, the listener's address, tracing)
+is refused with one log line and ``healthd_config_reload_failures_total``, and the running
+one is kept; a good one replaces the runner between two runs (the state file and persistent
+shadows carry over; shadows in process memory replay from scratch), the schedule and the
+listener's TLS and users.
+
+Only one daemon runs on a state file: an exclusive lock on ``<state_path>.lock`` is taken
+before anything else (:mod:`healthd.daemon.lock`).
+
 SIGTERM and SIGINT stop the scheduler and set the process-wide stop flag: a run in progress
 gives up between two events (a persistent shadow commits what it has replayed, so the next
 start resumes there), a git clone or fetch is killed, an HTTP request is not retried. The
@@ -22,17 +32,23 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobExe
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.blocking import BlockingScheduler
 from opentelemetry.sdk.trace.export import SpanExporter
+from prometheus_client import GC_COLLECTOR, Counter, Gauge
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
 from healthd import __version__, _stop
+from healthd.daemon.lock import StateLock
 from healthd.daemon.runner import Runner
-from healthd.daemon.scheduler import parse_schedule
+from healthd.daemon.scheduler import Schedule, parse_schedule
 from healthd.daemon.server import HttpServer, build_app
 from healthd.daemon.state import StateStore
-from healthd.errors import HealthdError
+from healthd.daemon.webconfig import WebConfig, load_web_config
+from healthd.errors import ConfigError, HealthdError
 from healthd.exporters.prometheus import build_registry
 from healthd.exporters.tracing import build_tracer_provider, get_tracer, traces_endpoint
-from healthd.logging import configure_logging, get_logger
-from healthd.settings import Settings
+from healthd.logging import configure_logging, get_logger, redact_text
+from healthd.settings import Settings, load_settings
 
 log = get_logger("healthd.daemon")
 SHUTDOWN_WAIT_SECONDS = 8.0
@@ -42,6 +58,9 @@ class Daemon:
     def __init__(self, settings: Settings, *, exporter: SpanExporter | None = None) -> None:
         self.settings = settings
         self.schedule = parse_schedule(settings.schedule.cron)
+        self.web = load_web_config(settings.server.web_config_file)
+        self.state_lock = StateLock(settings.state_path)
+        self.state_lock.acquire()
         self.tracer_provider = build_tracer_provider(
             endpoint=settings.tracing.otlp_endpoint,
             service_name=settings.tracing.service_name,
@@ -52,11 +71,42 @@ class Daemon:
         self.runner = Runner(
             settings, self.state, get_tracer(self.tracer_provider), observe_duration=self._observe
         )
-        self.registry, self._histogram = build_registry(self.runner.view)
+        self.registry, self._histogram = build_registry(self._view)
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        if GC_COLLECTOR is not None:
+            GCCollector(registry=self.registry)
+        self._reload_ok = Gauge(
+            "healthd_config_last_reload_successful",
+            "1 when the last configuration reload succeeded (or none was tried)",
+            registry=self.registry,
+        )
+        self._reload_ok.set(1)
+        self._reload_at = Gauge(
+            "healthd_config_last_reload_success_timestamp_seconds",
+            "When the configuration was last loaded successfully (at start or by a reload)",
+            registry=self.registry,
+        )
+        self._reload_at.set_to_current_time()
+        self._reload_failures = Counter(
+            "healthd_config_reload_failures",
+            "Configuration reloads refused (the running configuration was kept)",
+            registry=self.registry,
+        )
+        self._reload_lock = threading.Lock()
         self.server = HttpServer(
             settings.server.host,
             settings.server.port,
-            build_app(self.registry, self.runner.view, self.runner.ready, self.runner.view_version),
+            build_app(
+                self.registry,
+                self._view,
+                self._ready,
+                self._view_version,
+                readiness=self._readiness,
+                web=self._web,
+                reload=self.reload,
+            ),
+            tls=self.web.tls,
         )
         self.scheduler = BlockingScheduler(
             timezone=UTC,
@@ -69,14 +119,122 @@ class Daemon:
         )
         self.scheduler.add_listener(self._on_missed, EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
         self._stopping = threading.Event()
+        # While the start-up run is going, the ticks it overlaps are not missed runs: that
+        # run is the one they would have been (a first replay can take longer than a period).
+        self._starting = threading.Event()
+
+    # The runner and the web configuration are replaced by a reload: these read the current.
+    def _view(self) -> dict[str, Any]:
+        return self.runner.view()
+
+    def _ready(self) -> bool:
+        return self.runner.ready()
+
+    def _view_version(self) -> int:
+        return self.runner.view_version()
+
+    def _readiness(self) -> str | None:
+        return self.runner.readiness()
+
+    def _web(self) -> WebConfig:
+        return self.web
+
+    def reload(self) -> str | None:
+        """Load the configuration file again and apply it; None, or why it was refused (the
+        running configuration is then kept)."""
+        with self._reload_lock:
+            origin = getattr(self.settings, "origin", None)
+            path = None if origin in (None, "(built-in defaults)") else str(origin)
+            try:
+                new = load_settings(path)
+                web = load_web_config(new.server.web_config_file)
+                schedule = parse_schedule(new.schedule.cron)
+                fixed = [
+                    name
+                    for name, before, after in (
+                        ("state_path", self.settings.state_path, new.state_path),
+                        ("server.host", self.settings.server.host, new.server.host),
+                        ("server.port", self.settings.server.port, new.server.port),
+                        ("tracing", self.settings.tracing, new.tracing),
+                    )
+                    if before != after
+                ]
+                if fixed:
+                    raise ConfigError(
+                        f"{origin}: {', '.join(fixed)} changed: only a restart applies that"
+                    )
+            except (HealthdError, ValueError) as exc:
+                message = redact_text(str(exc)).replace("\n", "; ")
+                self._reload_failures.inc()
+                self._reload_ok.set(0)
+                log.error(
+                    "configuration reload failed; the running configuration is kept",
+                    config=origin,
+                    error=message,
+                )
+                return message
+            try:
+                self._apply(new, schedule, web)
+            except Exception as exc:  # the runner of the running configuration is back
+                message = redact_text(f"{type(exc).__name__}: {exc}")
+                self._reload_failures.inc()
+                self._reload_ok.set(0)
+                log.error(
+                    "configuration reload failed; the running configuration is kept",
+                    config=origin,
+                    error=message,
+                )
+                return message
+            self._reload_ok.set(1)
+            self._reload_at.set_to_current_time()
+            log.info(
+                "configuration reloaded",
+                config=origin,
+                schedule=schedule.expression,
+                sources=sorted(new.sources),
+                targets=sorted(new.targets),
+            )
+            return None
+
+    def _apply(self, new: Settings, schedule: Schedule, web: WebConfig) -> None:
+        self.web = web
+        self.server.set_tls(web.tls)
+        if new.logging != self.settings.logging:
+            configure_logging(new.logging.level, new.logging.format)
+        old = self.runner
+        with old.lock:  # waits for a run in progress; the next one uses the new runner
+            old.stop.set()  # a job that picked the old runner just before the swap does nothing
+            old.close()
+            tracer = get_tracer(self.tracer_provider)
+            try:
+                runner = Runner(new, self.state, tracer, observe_duration=self._observe)
+            except Exception:
+                runner = Runner(self.settings, self.state, tracer, observe_duration=self._observe)
+                raise
+            finally:
+                runner.adopt(old)
+                self.runner = runner
+        if schedule.expression != self.schedule.expression:
+            try:
+                self.scheduler.reschedule_job("run", trigger=schedule.trigger)
+                self.scheduler.modify_job("run", misfire_grace_time=schedule.misfire_grace_seconds)
+            except Exception:  # not scheduled yet (a reload before start): add_job reads it
+                pass
+        self.settings, self.schedule = new, schedule
+        for t in self.runner.targets.values():
+            if t.note:
+                log.info("next run starts from scratch", target=t.name, reason=t.note)
 
     def _observe(self, target: str, seconds: float) -> None:
         if self._histogram is not None:
             self._histogram.labels(target=target).observe(seconds)
 
     def _on_missed(self, event: JobExecutionEvent) -> None:
-        self.runner.count_missed()
         reason = "still running" if event.code == EVENT_JOB_MAX_INSTANCES else "missed"
+        if self._starting.is_set():
+            log.info("scheduled run skipped: the start-up run is still going", reason=reason)
+            return
+        self.runner.count_missed()
         log.warning(
             "scheduled run skipped",
             reason=reason,
@@ -90,6 +248,8 @@ class Daemon:
             self.runner.run_once()
         except Exception:
             log.exception("run crashed")
+        finally:
+            self._starting.clear()
 
     def request_stop(self, signum: int | None = None) -> None:
         """Safe from a signal handler: the scheduler is shut down from another thread."""
@@ -121,6 +281,8 @@ class Daemon:
             sources=sorted(s.sources),
             targets=sorted(s.targets),
             tracing=traces_endpoint(s.tracing.otlp_endpoint) or "off",
+            tls=self.web.tls is not None,
+            basic_auth_users=len(self.web.users),
             config=getattr(s, "origin", None),
         )
         for t in self.runner.targets.values():
@@ -129,6 +291,7 @@ class Daemon:
         kwargs: dict[str, Any] = {}
         if s.schedule.run_on_start:
             kwargs["next_run_time"] = datetime.now(UTC)
+            self._starting.set()
         self.scheduler.add_job(
             self._job, self.schedule.trigger, id="run", name="healthd run", **kwargs
         )
@@ -155,6 +318,7 @@ class Daemon:
             self.runner.close()
             self.tracer_provider.shutdown()
             self.state.close()
+            self.state_lock.release()
         finally:
             self.runner.lock.release()
         log.info("stopped", clean=True)
@@ -170,4 +334,11 @@ def run(settings: Settings) -> int:
         ) from exc
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda n, _f: daemon.request_stop(n))
+    signal.signal(signal.SIGHUP, lambda _n, _f: _reload_in_background(daemon))
     return daemon.serve()
+
+
+def _reload_in_background(daemon: Daemon) -> None:
+    """From the SIGHUP handler: a reload waits for a run in progress, so not in the handler."""
+    log.info("SIGHUP received: reloading the configuration")
+    threading.Thread(target=daemon.reload, name="healthd-reload", daemon=True).start()

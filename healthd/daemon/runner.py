@@ -48,8 +48,8 @@ from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.errors import HealthdError
-from healthd.evaluator import Replay, retrieval_changed
-from healthd.exporters.report import metrics_json, probe_json
+from healthd.evaluator import Replay, StageResult, is_sweep, retrieval_changed
+from healthd.exporters.report import metrics_json, probe_json, stage_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import (
     Checkpointed,
@@ -130,6 +130,29 @@ class TargetRuntime:
     page_built: int = 0
     retrieval: RetrievalFingerprint | None = None  # the last one a run was scored under
     retrieval_changes: int = 0  # a counter, kept in the results across restarts
+    # The newest real change replayed (not a revalidation sweep): its stage in the JSON
+    # report's shape, whether sweeps came after it, and its event time (epoch seconds).
+    last_change: dict[str, Any] | None = None
+    swept: bool = False
+    newest_change: float | None = None
+
+    def carry_last_change(self, results: dict[str, Any] | None) -> None:
+        """Take the newest real change from stored results (a restored replay)."""
+        results = results or {}
+        self.last_change = results.get("last_change")
+        self.swept = bool(results.get("swept"))
+        self.newest_change = results.get("newest_change")
+
+    def note_stage(self, stage: StageResult, event: ChangeEvent) -> StageResult | None:
+        """Follow the newest real change; the stage when ``event`` is one."""
+        if is_sweep(event):
+            self.swept = True
+            return None
+        self.swept = False
+        at = event.timestamp.timestamp()
+        if self.newest_change is None or at > self.newest_change:
+            self.newest_change = at
+        return stage
 
 
 def _stored_retrieval(results: Mapping[str, Any] | None) -> tuple[RetrievalFingerprint | None, int]:
@@ -184,6 +207,7 @@ class Runner:
         # pull that meets the same bad line again says nothing new
         self.skips_seen: dict[str, dict[str, None]] = {}
         self.skipped_inputs: dict[str, int] = {}
+        self.sources_down_since: float | None = None  # every source failing since (clock)
         self.last_run: RunSummary | None = None
         self.history: deque[RunSummary] = deque(maxlen=RUN_HISTORY)
 
@@ -298,6 +322,11 @@ class Runner:
         t.built_fingerprint = t.fingerprint
         t.position = applied
         t.last_event = checkpoint.get("last_event")
+        if t.last_change is None and t.newest_change is None:  # else followed in this process
+            t.carry_last_change(t.row.results)
+            if t.row.results is not None and "newest_change" not in t.row.results and applied:
+                # results stored by an older healthd: the newest real change's time, once
+                t.newest_change = newest_change(self.state.iter_events(0, applied))
         t.page_wanted += 1
         t.note = None
         log.info(
@@ -432,6 +461,7 @@ class Runner:
                         break
                     pulled, more = self._pull(run_id, record, only=more)
                 span.set_attribute("healthd.events.new", summary.new_events)
+            sources_failed = self._sources_failed(started)
             self._extend_probes(list(changed))
             if written:
                 try:
@@ -449,6 +479,8 @@ class Runner:
                             summary.aborted = True
                             break
                         outcome = self._run_target(t, run_id, started)
+                        if sources_failed and outcome["result"] == "success":
+                            outcome = self._fail_for_sources(t, run_id, outcome, sources_failed)
                         summary.targets[t.name] = outcome
                         if outcome.get("aborted"):
                             summary.aborted = True
@@ -482,6 +514,43 @@ class Runner:
             self.last_run = summary
             self.history.append(summary)
         return summary
+
+    def _sources_failed(self, now: float) -> str | None:
+        """When every source failed in this run: the error the targets' runs fail with (the
+        events read are still replayed and the results shown, but the run is no success)."""
+        with self._changing():
+            rows = [s.row for s in self.sources.values()]
+            if not rows or any(row.up != 0 for row in rows):
+                self.sources_down_since = None
+                return None
+            if self.sources_down_since is None:
+                self.sources_down_since = now
+        errors = "; ".join(f"{row.name}: {row.last_error}" for row in rows)
+        return f"every source failed ({errors})"
+
+    def _fail_for_sources(
+        self, t: TargetRuntime, run_id: str, outcome: dict[str, Any], error: str
+    ) -> dict[str, Any]:
+        row = t.pending_row
+        assert row is not None
+        t.pending_row = replace(
+            row,
+            runs_success=row.runs_success - 1,
+            runs_failure=row.runs_failure + 1,
+            last_success=t.row.last_success,
+            last_result="failure",
+            last_error=error,
+        )
+        log.error(
+            "run failed",
+            run_id=run_id,
+            target=t.name,
+            result="failure",
+            events=outcome["events"],
+            replayed=outcome.get("replayed", 0),
+            error=error,
+        )
+        return {**outcome, "result": "failure", "error": error}
 
     def _show_results(self) -> None:
         """The targets' rows this run updated become what the metrics and pages show."""
@@ -710,6 +779,7 @@ class Runner:
                     t.built_fingerprint = t.fingerprint
                     t.position = 0
                     t.last_event = None
+                    t.carry_last_change(None)
                     if t.persistent and isinstance(memory, StateHolding):
                         t.store = ReplayStore(memory)
                         t.store.reset()
@@ -738,11 +808,14 @@ class Runner:
                 batched = t.persistent and isinstance(t.memory, Checkpointed)
                 progress = _Progress(self, t.name, run_id, count)
                 done = 0
+                change: StageResult | None = None
                 with replay_collection():
                     for done, event in enumerate(todo, 1):
                         if self.stop.is_set():
                             raise Aborted()
-                        t.stages.add(replay.step(event), event)
+                        stage = replay.step(event)
+                        t.stages.add(stage, event)
+                        change = t.note_stage(stage, event) or change
                         if t.store is not None:
                             t.store.note(event)
                         t.position += 1
@@ -751,6 +824,8 @@ class Runner:
                             self._commit(t)
                         if done % 128 == 0:
                             progress.update(done)
+                if change is not None:
+                    t.last_change = stage_json(change)
                 if batched and (done or fresh):
                     self._commit(t)
                 progress.update(done, final=True)
@@ -781,6 +856,9 @@ class Runner:
                     "newest_event": replay.at.timestamp() if replay.at else None,
                     "run_id": run_id,
                     "events": replay.stats.events,
+                    "last_change": t.last_change,
+                    "swept": t.swept,
+                    "newest_change": t.newest_change,
                 }
                 span.set_attribute("healthd.probes", replay.active_probes)
                 span.set_attribute("healthd.probe_set.version", probes.version)
@@ -909,6 +987,12 @@ class Runner:
                         "metrics": results["metrics"],
                         "probes": [probe_json(p) for p in replay.report()],
                     },
+                    # as in the JSON report: only when sweeps came after the last change
+                    **(
+                        {"last_change": results["last_change"]}
+                        if results.get("swept") and results.get("last_change")
+                        else {}
+                    ),
                 },
                 "events": stage_events,
                 "multi_valued": frozenset(t.stages.multi_valued),
@@ -961,14 +1045,38 @@ class Runner:
             }
 
     def ready(self) -> bool:
-        """The last results are served: some target has measured something (results over at
-        least one event), in this process or restored from the state file. Failing sources
-        do not make healthd unready; they are metrics (``healthd_source_up``) and on ``/``."""
+        return self.readiness() is None
+
+    def readiness(self) -> str | None:
+        """None when ready: the last results are served, that is some target has measured
+        something (results over at least one event), in this process or restored from the
+        state file, and not every source has been failing for longer than
+        ``[server] sources_down_grace``. Else why not. A source that is down while another
+        is up does not make healthd unready (``healthd_source_up`` and ``/`` show it)."""
         with self._view_lock:
-            return any(
+            if not any(
                 t.row.results is not None and (t.row.results.get("events") or 0) > 0
                 for t in self.targets.values()
-            )
+            ):
+                return "no results to serve yet (no target has measured any event)"
+            since = self.sources_down_since
+            grace = self.settings.server.sources_down_grace.total_seconds()
+            if since is not None and self.clock() - since >= grace:
+                return (
+                    f"every source has failed since "
+                    f"{format_timestamp(datetime.fromtimestamp(since, UTC))} "
+                    f"(longer than sources_down_grace, {grace:g} s)"
+                )
+            return None
+
+    def adopt(self, old: Runner) -> None:
+        """Carry the in-process figures of the runner this one replaces (a reload)."""
+        with self._changing():
+            self.missed_runs = old.missed_runs
+            self.runs_completed = old.runs_completed
+            self.last_run = old.last_run
+            self.history.extend(old.history)
+            self.sources_down_since = old.sources_down_since
 
     def count_missed(self, n: int = 1) -> None:
         with self._changing():
@@ -1023,6 +1131,12 @@ class _Progress:
             events_per_second=round(rate, 1),
             eta_seconds=round((self.total - done) / rate, 1) if rate else None,
         )
+
+
+def newest_change(events: Iterable[ChangeEvent]) -> float | None:
+    """The event time (epoch seconds) of the newest event that is not a revalidation sweep."""
+    times = (e.timestamp.timestamp() for e in events if not is_sweep(e))
+    return max(times, default=None)
 
 
 def _copy_row(row: TargetRow) -> TargetRow:

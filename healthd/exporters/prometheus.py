@@ -42,6 +42,20 @@ DURATION_BUCKETS = (
     3600,
 )
 
+#: The measurement at the stage of the newest real change (not a revalidation sweep).
+LAST_CHANGE_NAMES = (
+    *(f"healthd_last_change_{r}_ratio" for r in RATIOS),
+    "healthd_last_change_conflicts",
+    "healthd_last_change_timestamp_seconds",
+)
+
+#: The configuration reloads (SIGHUP, POST /-/reload), kept by the daemon.
+RELOAD_NAMES = (
+    "healthd_config_last_reload_successful",
+    "healthd_config_last_reload_success_timestamp_seconds",
+    "healthd_config_reload_failures_total",
+)
+
 #: Every metric healthd exports, for the README and for the tests.
 METRIC_NAMES = (
     *(f"healthd_{r}_ratio" for r in RATIOS),
@@ -63,6 +77,8 @@ METRIC_NAMES = (
     "healthd_retrieval_changes_total",
     "healthd_retrieval_changed_items",
     "healthd_build_info",
+    *LAST_CHANGE_NAMES,
+    *RELOAD_NAMES,
 )
 
 
@@ -99,7 +115,8 @@ class HealthdCollector(Collector):
         )
         lag = GaugeMetricFamily(
             "healthd_timeline_lag_seconds",
-            "Now minus the event time of the newest event replayed",
+            "Now minus the event time of the newest real change replayed "
+            "(revalidation sweeps left out; the newest event when there is none)",
             labels=["target"],
         )
         runs = CounterMetricFamily(
@@ -162,8 +179,11 @@ class HealthdCollector(Collector):
                         ratios[r].add_metric([name, bucket], values[r])
                 conflicts.add_metric([name, bucket], values["conflicts"])
             probes.add_metric([name], res["probes"])
-            if res.get("newest_event") is not None:
-                lag.add_metric([name], now - res["newest_event"])
+            newest = res.get("newest_change")
+            if newest is None:
+                newest = res.get("newest_event")
+            if newest is not None:
+                lag.add_metric([name], now - newest)
             info.add_metric([name, res["info_version"]], 1)
             if isinstance(res.get("retrieval"), dict):
                 fingerprint = RetrievalFingerprint.from_json(res["retrieval"])
@@ -182,6 +202,7 @@ class HealthdCollector(Collector):
                 changed_items.add_metric([name], res.get("retrieval_changed_items", 0))
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
+        yield from _last_change(targets)
         pending = GaugeMetricFamily(
             "healthd_replay_pending_events",
             "Events a replay in progress has still to apply to the target's shadow "
@@ -227,6 +248,46 @@ class HealthdCollector(Collector):
         build = GaugeMetricFamily("healthd_build_info", "healthd's version", labels=["version"])
         build.add_metric([__version__], 1)
         yield build
+
+
+def _last_change(targets: dict[str, Any]) -> Iterable[Metric]:
+    """The ratios and conflicts as they were at the newest real change, beside the ones
+    after the revalidation sweeps that followed it (equal when none did)."""
+    ratios = {
+        r: GaugeMetricFamily(
+            f"healthd_last_change_{r}_ratio",
+            f"{r.capitalize()} at the stage of the newest real change (revalidation sweeps "
+            "after it left out), per domain; absent when there is nothing to measure",
+            labels=["target", "domain"],
+        )
+        for r in RATIOS
+    }
+    conflicts = GaugeMetricFamily(
+        "healthd_last_change_conflicts",
+        "Conflicts at the stage of the newest real change, per domain",
+        labels=["target", "domain"],
+    )
+    when = GaugeMetricFamily(
+        "healthd_last_change_timestamp_seconds",
+        "Event time of the newest real change replayed (not a revalidation sweep)",
+        labels=["target"],
+    )
+    for name, row in targets.items():
+        res = row.results or {}
+        stage = res.get("last_change")
+        if res.get("newest_change") is not None:
+            when.add_metric([name], res["newest_change"])
+        if not stage:
+            continue
+        for bucket in BUCKETS:
+            values = stage["metrics"][bucket]
+            for r in RATIOS:
+                if values[r] is not None:
+                    ratios[r].add_metric([name, bucket], values[r])
+            conflicts.add_metric([name, bucket], values["conflicts"])
+    yield from ratios.values()
+    yield conflicts
+    yield when
 
 
 def build_registry(

@@ -79,6 +79,32 @@ def _status(view: Mapping[str, Any], ready: bool) -> str:
     )
 
 
+def _last_change(model: Mapping[str, Any]) -> str:
+    """Targets whose history ends with revalidation sweeps: the ``all`` metrics at the newest
+    real change beside those after the sweeps (a dormant repository re-stamped today)."""
+    rows = model.get("last_change") or []
+    if not rows:
+        return ""
+    names = ("freshness", "consistency", "coverage", "forgetting", "contamination", "conflicts")
+
+    def cell(value: Any) -> str:
+        return "—" if value is None else str(value) if isinstance(value, int) else f"{value:.3f}"
+
+    body = [
+        (
+            escape(row["target"]),
+            escape(f"{row['timestamp']} (stage {row['index']}, {row['event_id']})"),
+            *(f"{cell(row['last_change'][n])} → {cell(row['after_sweep'][n])}" for n in names),
+        )
+        for row in rows
+    ]
+    return (
+        "<h2>Last real change, then the revalidation sweeps</h2>"
+        "<p>all domains: at the newest real change → after the sweeps that re-observed it</p>"
+        + _table(("target", "last change", *names), body, "last-change")
+    )
+
+
 def _history(view: Mapping[str, Any]) -> str:
     rows = []
     for run in reversed(view.get("history", ())):
@@ -149,7 +175,9 @@ def live_html(view: Mapping[str, Any], ready: bool) -> str:
         f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)}</title>"
         "<link rel='stylesheet' href='/static/uPlot.min.css'>"
         "<link rel='stylesheet' href='/static/page.css'></head><body>"
-        + render_body(model, before=_status(view, ready), after=_history(view))
+        + render_body(
+            model, before=_status(view, ready) + _last_change(model), after=_history(view)
+        )
         + "<script src='/static/uPlot.iife.min.js'></script>"
         "<script src='/static/page.js'></script></body></html>\n"
     )

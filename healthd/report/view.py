@@ -258,5 +258,27 @@ def page_model(
         "windows": {d: int(w.total_seconds()) for d, w in windows.items()},
         "targets": targets,
         "final": final_table(report),
+        "last_change": last_change_table(report),
         **drill_down(found, [t["name"] for t in report["targets"]]),
     }
+
+
+def last_change_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per target whose history ends with revalidation sweeps (``last_change`` in the JSON
+    report): the ``all`` metrics at its newest real change beside those after the sweeps."""
+    rows = []
+    for target in report["targets"]:
+        change = target.get("last_change")
+        if not change:
+            continue
+        rows.append(
+            {
+                "target": target["name"],
+                "index": change["index"],
+                "event_id": change["event_id"],
+                "timestamp": change["timestamp"],
+                "last_change": dict(change["metrics"]["all"]),
+                "after_sweep": dict(target["final"]["metrics"]["all"]),
+            }
+        )
+    return rows

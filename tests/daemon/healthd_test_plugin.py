@@ -3,8 +3,8 @@
 
 * memory ``exploding``: every ``apply`` raises (its message carries a fake token, which must
   never reach a log line);
-* source ``sleepy``: sleeps ``delay`` seconds in every pull, then reads ``path`` like the
-  ``file`` source (or yields nothing without one).
+* source ``sleepy``: sleeps ``delay`` seconds in every pull (``first_delay`` in the first,
+  when given), then reads ``path`` like the ``file`` source (or yields nothing without one).
 """
 
 from __future__ import annotations
@@ -44,13 +44,17 @@ def exploding(options: Mapping[str, Any]) -> ExplodingMemory:
 class SleepySource:
     kind = "sleepy"
 
-    def __init__(self, name: str, delay: float, path: str | None) -> None:
+    def __init__(
+        self, name: str, delay: float, path: str | None, first_delay: float | None = None
+    ) -> None:
         self.name = name
         self.delay = delay
+        self._first_delay = first_delay
         self._file = FileSource(name, path) if path else None
 
     def pull(self, cursor: str | None) -> PullResult:
-        time.sleep(self.delay)
+        first, self._first_delay = self._first_delay, None
+        time.sleep(self.delay if first is None else first)
         if self._file is None:
             return PullResult([], cursor)
         return self._file.pull(cursor)
@@ -58,7 +62,13 @@ class SleepySource:
 
 @register_source("sleepy")
 def sleepy(name: str, options: Mapping[str, Any]) -> SleepySource:
-    unknown = set(options) - {"delay", "path"}
+    unknown = set(options) - {"delay", "path", "first_delay"}
     if unknown:
         raise ConfigError(f"source {name!r}: unknown option {sorted(unknown)[0]!r}")
-    return SleepySource(name, float(options.get("delay", 1.0)), options.get("path"))
+    first = options.get("first_delay")
+    return SleepySource(
+        name,
+        float(options.get("delay", 1.0)),
+        options.get("path"),
+        None if first is None else float(first),
+    )

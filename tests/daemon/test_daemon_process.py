@@ -320,8 +320,10 @@ def test_not_ready_when_every_source_is_down_and_nothing_was_measured(start_daem
         targets={"reference": {"kind": "reference", "shadow": True}},
     )
     metrics = daemon.wait_until(
-        lambda: (m := daemon.scrape()) and _runs(m, "reference") >= 2 and m, what="two runs"
+        lambda: (m := daemon.scrape()) and _runs(m, "reference", "failure") >= 2 and m,
+        what="two runs",
     )
+    assert _runs(metrics, "reference") == 0  # a run whose every source failed is no success
     assert sample(metrics, "healthd_source_up", source="gone") == 0
     assert daemon.get("/readyz").status_code == 503
     assert "down" in daemon.get("/").text

@@ -1,0 +1,281 @@
+"""Exporter conventions and a safe listener (issue 22, point 5): the default process and
+platform collectors, OpenMetrics and gzip by negotiation, health checks that no load on the
+other endpoints can delay, TLS and basic auth from a web configuration file in the
+exporter-toolkit format, configuration reloads, one daemon per state file and the effective
+configuration printed with its secrets redacted."""
+
+from __future__ import annotations
+
+import gzip
+import signal
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import bcrypt
+import pytest
+import requests
+from daemon_helpers import Daemon, free_port, parse_metrics, run_cli, sample, toml_config
+from prometheus_client import CollectorRegistry, Gauge
+
+from healthd.cli import main as cli_main
+from healthd.daemon import server
+from healthd.settings import load_settings
+
+
+def _runs(metrics, target):
+    return sample(metrics, "healthd_runs_total", target=target, result="success") or 0
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    port = free_port()
+    config = toml_config(tmp_path, port=port, targets={"naive": {"kind": "naive", "shadow": True}})
+    started = Daemon(config, port, tmp_path / "daemon.log")
+    started.config = config
+    yield started
+    if started.proc.poll() is None:
+        started.proc.kill()
+        started.proc.wait()
+
+
+def test_metrics_negotiate_openmetrics_and_gzip_beside_the_default_collectors(daemon):
+    daemon.wait_ready()
+    plain = requests.get(daemon.url + "/metrics", headers={"Accept-Encoding": "identity"})
+    assert plain.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert "Content-Encoding" not in plain.headers
+    names = {name for name, _ in parse_metrics(plain.text)}
+    for name in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "python_info",
+        "python_gc_collections_total",
+    ):
+        assert name in names, name
+
+    om = requests.get(
+        daemon.url + "/metrics",
+        headers={"Accept": "application/openmetrics-text; version=1.0.0; charset=utf-8"},
+    )
+    assert om.headers["Content-Type"].startswith("application/openmetrics-text")
+    assert om.text.endswith("# EOF\n")
+    assert "healthd_runs_total" in om.text
+
+    raw = requests.get(
+        daemon.url + "/metrics", headers={"Accept-Encoding": "gzip"}, stream=True
+    ).raw
+    assert raw.headers["Content-Encoding"] == "gzip"
+    body = gzip.decompress(raw.read(decode_content=False)).decode()
+    assert "healthd_runs_total" in body and "# EOF" not in body
+    refused = requests.get(daemon.url + "/metrics", headers={"Accept-Encoding": "gzip;q=0"})
+    assert "Content-Encoding" not in refused.headers
+    assert daemon.stop()[0] == 0
+
+
+def test_health_checks_are_answered_while_scrapes_wait_their_turn(monkeypatch):
+    """Scrapes beyond the rate wait; liveness and readiness never do, and no waiting scrape
+    holds a worker they need."""
+
+    class SlowPacer(server.Pacer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(rate=2.0, burst=1)
+
+    monkeypatch.setattr(server, "Pacer", SlowPacer)
+    registry = CollectorRegistry()
+    Gauge("up_probe", "a gauge", registry=registry).set(1)
+    http = server.HttpServer("127.0.0.1", 0, server.build_app(registry, lambda: {}, lambda: True))
+    http.start()
+    url = f"http://127.0.0.1:{http.port}"
+    stop = threading.Event()
+
+    def scrape() -> None:
+        while not stop.is_set():
+            try:
+                requests.get(url + "/metrics", timeout=30)
+            except requests.RequestException:
+                pass
+
+    pool = ThreadPoolExecutor(server.WORKERS + 8)
+    try:
+        for _ in range(server.WORKERS + 8):  # more waiting scrapes than workers
+            pool.submit(scrape)
+        time.sleep(1.5)
+        for path in ("/healthz", "/readyz", "/healthz?verbose=1"):
+            answer = requests.get(url + path, timeout=3)  # a waiting scrape needs ~20 s
+            assert answer.status_code == 200, path
+    finally:
+        stop.set()
+        http.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _certificate(tmp_path):
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_tls_and_basic_auth_from_an_exporter_toolkit_web_config(tmp_path):
+    cert, key = _certificate(tmp_path)
+    hashed = bcrypt.hashpw(b"s3cret-pw", bcrypt.gensalt(rounds=4)).decode()
+    web = tmp_path / "web.yml"
+    web.write_text(
+        "tls_server_config:\n"
+        "  cert_file: tls.crt\n"  # relative to the web config file
+        "  key_file: tls.key\n"
+        "basic_auth_users:\n"
+        f"  prometheus: {hashed.replace('$2b$', '$2y$')}\n"  # htpasswd -B writes $2y$
+    )
+    port = free_port()
+    config = toml_config(tmp_path, port=port, targets={"naive": {"kind": "naive", "shadow": True}})
+    daemon = Daemon(config, port, tmp_path / "daemon.log", HEALTHD_SERVER__WEB_CONFIG_FILE=str(web))
+    base = f"https://127.0.0.1:{port}"
+    try:
+        ready = daemon.wait_until(
+            lambda: requests.get(base + "/readyz", verify=str(cert), timeout=5).status_code == 200,
+            what="ready over TLS",
+        )
+        assert ready
+        # health checks need no credentials (probes and healthchecks carry none)
+        assert requests.get(base + "/healthz", verify=str(cert), timeout=5).status_code == 200
+        for path in ("/metrics", "/", "/last-run"):
+            denied = requests.get(base + path, verify=str(cert), timeout=5)
+            assert denied.status_code == 401, path
+            assert denied.headers["WWW-Authenticate"].startswith("Basic")
+        wrong = requests.get(
+            base + "/metrics", verify=str(cert), auth=("prometheus", "nope"), timeout=5
+        )
+        assert wrong.status_code == 401
+        scraped = requests.get(
+            base + "/metrics", verify=str(cert), auth=("prometheus", "s3cret-pw"), timeout=5
+        )
+        assert scraped.status_code == 200 and "healthd_runs_total" in scraped.text
+        with pytest.raises(requests.ConnectionError):  # no plain HTTP on a TLS listener
+            requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        assert "s3cret-pw" not in daemon.read_log()
+    finally:
+        assert daemon.stop()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n", "cert_file"),
+        ("basic_auth_users:\n  alice: plaintext\n", "basic_auth_users.alice: not a bcrypt hash"),
+        ("basic_auth: {}\n", "basic_auth: unknown key"),
+        ("tls_server_config: [\n", "not valid YAML"),
+    ],
+)
+def test_a_bad_web_config_is_one_line_and_exit_2_at_start_and_in_check_config(
+    tmp_path, content, expected
+):
+    web = tmp_path / "web.yml"
+    web.write_text(content)
+    config = toml_config(tmp_path, port=free_port())
+    for command in ("check-config", "run"):
+        done = run_cli(command, "--config", str(config), HEALTHD_SERVER__WEB_CONFIG_FILE=str(web))
+        assert done.returncode == 2, (command, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0] and "web.yml" in lines[0], lines
+
+
+def test_sighup_and_post_reload_apply_a_good_configuration_and_refuse_a_bad_one(daemon):
+    daemon.wait_ready()
+    config = daemon.config
+    good = config.read_text()
+    config.write_text(good.replace("[targets.naive]", "[targets.naive]\nbogus = 1"))
+    daemon.proc.send_signal(signal.SIGHUP)
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape()) and sample(m, "healthd_config_reload_failures_total") == 1 and m
+        ),
+        what="a refused reload",
+    )
+    assert sample(metrics, "healthd_config_last_reload_successful") == 0
+    failed = [l for l in daemon.log_lines() if "reload failed" in l.get("event", "")]
+    assert failed and "targets.naive" in failed[0]["error"]
+    assert daemon.proc.poll() is None and _runs(daemon.scrape(), "naive") >= 1  # still running
+
+    refused = requests.post(daemon.url + "/-/reload", timeout=10)
+    assert refused.status_code == 500 and "targets.naive" in refused.text
+    assert requests.get(daemon.url + "/-/reload", timeout=5).status_code == 405
+
+    config.write_text(good + '\n[targets.reference]\nkind = "reference"\nshadow = true\n')
+    assert requests.post(daemon.url + "/-/reload", timeout=30).status_code == 200
+    metrics = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and _runs(m, "reference") >= 1 and m,
+        what="the added target's first run",
+    )
+    assert sample(metrics, "healthd_config_last_reload_successful") == 1
+    assert sample(metrics, "healthd_config_reload_failures_total") == 2
+    assert daemon.stop()[0] == 0
+
+
+def test_a_second_daemon_on_the_same_state_file_exits_2_naming_the_holder(daemon, tmp_path):
+    daemon.wait_ready()
+    second = toml_config(
+        tmp_path, port=free_port(), targets={"naive": {"kind": "naive", "shadow": True}}
+    )
+    done = run_cli("run", "--config", str(second))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"pid {daemon.proc.pid}" in lines[0] and "state" in lines[0]
+    assert daemon.get("/readyz").status_code == 200  # the first one is untouched
+    assert daemon.stop()[0] == 0
+
+
+def test_check_config_print_shows_the_effective_configuration_with_secrets_redacted(
+    tmp_path, monkeypatch, capsys
+):
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        'state_path = "state/state.sqlite"\n'
+        "[sources.tickets]\n"
+        'kind = "github"\n'
+        'repo = "acme/payments"\n'
+        'base_url = "https://bot:hunter2@ghe.example.com/api/v3"\n'
+        'token_env = "GITHUB_TOKEN"\n'
+        "[targets.reference]\n"
+        'kind = "reference"\n'
+        "shadow = true\n"
+    )
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefghijklmnopqrstuvwxyz0123456789")
+    monkeypatch.setenv("HEALTHD_SERVER__PORT", "9555")
+    monkeypatch.setenv("HEALTHD_TARGETS__REFERENCE__TTL", "off")
+    assert cli_main(["check-config", "--config", str(config), "--print"]) == 0
+    out = capsys.readouterr().out
+    assert "hunter2" not in out and "ghp_" not in out
+    assert 'token_env = "GITHUB_TOKEN"' in out  # a variable's name, not a secret
+    assert "port = 9555" in out and 'ttl = "off"' in out
+    assert f'state_path = "{tmp_path / "state" / "state.sqlite"}"' in out  # resolved
+    # what it prints is a configuration that loads, to the same values (secrets aside)
+    printed = tmp_path / "printed.toml"
+    printed.write_text(out.replace("[REDACTED]@", ""))
+    monkeypatch.delenv("HEALTHD_SERVER__PORT")
+    monkeypatch.delenv("HEALTHD_TARGETS__REFERENCE__TTL")
+    again = load_settings(str(printed))
+    assert again.server.port == 9555 and again.targets["reference"].options["ttl"] == "off"
+    assert again.staleness == load_settings(str(config)).staleness
