@@ -19,13 +19,23 @@ import heapq
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from healthd._collector import replay_collection
 from healthd.memory import ChangeTracking, Memory
-from healthd.model import ChangeEvent, Fact, FactKey, Probe, RetrievedFact, Status
+from healthd.model import (
+    ChangeEvent,
+    Fact,
+    FactKey,
+    Probe,
+    RetrievedFact,
+    ServedItem,
+    Status,
+)
 from healthd.probes import ProbeSet
+from healthd.reading import ItemReading, Reader, read_item
+from healthd.reading.default import DefaultReader
 from healthd.scoring import (
     DEFAULT_FORGETTING_WINDOW,
     DEFAULT_WINDOWS,
@@ -41,6 +51,8 @@ from healthd.scoring import (
 from healthd.truth import GroundTruth
 
 STALE_COMPACT_MIN = 4096  # entries in the staleness heap before it is first compacted
+# A served item with no write time: never fresh (nothing says when it was last true).
+_UNKNOWN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 Mode = Literal["full", "incremental"]
 MODES: tuple[Mode, ...] = ("full", "incremental")
@@ -65,6 +77,23 @@ class ProbeReport:
     expected: tuple[str, ...]
     retrieved: tuple[tuple[RetrievedFact, Status], ...]
     expected_facts: tuple[Fact, ...] = ()  # ``expected`` with each fact's own domain
+    served: tuple[ItemReading, ...] = ()  # the served items and how each was read
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingCounts:
+    """How the final answers' served items were read: counted, never silently dropped."""
+
+    items: int = 0
+    unread: int = 0
+    metadata_mismatch: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "items": self.items,
+            "unread": self.unread,
+            "metadata_mismatch": self.metadata_mismatch,
+        }
 
 
 @dataclass
@@ -80,6 +109,8 @@ class TargetResult:
     # The stage of the last event that was not a revalidation sweep, when sweeps came after
     # it: a dormant history re-stamped by a sweep is scored both before and after it.
     last_change: StageResult | None = None
+    reader: str = ""  # the reader's label
+    reading: ReadingCounts = ReadingCounts()
 
 
 def is_sweep(event: ChangeEvent) -> bool:
@@ -104,6 +135,7 @@ class Replay:
         mode: Mode = "incremental",
         windows: Windows = DEFAULT_WINDOWS,
         forgetting_window: int = DEFAULT_FORGETTING_WINDOW,
+        reader: Reader | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
@@ -119,6 +151,12 @@ class Replay:
         self._active: dict[str, Probe] = {}
         self._active_keys: set[FactKey] = set()
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
+        self.reader: Reader = reader if reader is not None else DefaultReader()
+        # Served items per probe, the structured facts beside them, their readings, and how
+        # many values the key had when they were read (a new value means reading again).
+        self._served: dict[str, tuple[tuple[ServedItem, ...], tuple[RetrievedFact, ...]]] = {}
+        self._readings: dict[str, tuple[ItemReading, ...]] = {}
+        self._read_with: dict[str, int] = {}
         self._scores: dict[str, ProbeScore] = {}
         self._versions: dict[str, int] = {}
         self._stale_heap: list[tuple[datetime, int, str]] = []
@@ -266,8 +304,26 @@ class Replay:
             facts = self._answers.get(probe.id, ())
             current = tuple(self.truth.current(probe.key, at))
             retrieved = tuple((f, self.truth.status_of(f.key, f.value, at)) for f in facts)
-            out.append(ProbeReport(probe, tuple(f.value for f in current), retrieved, current))
+            out.append(
+                ProbeReport(
+                    probe,
+                    tuple(f.value for f in current),
+                    retrieved,
+                    current,
+                    self._readings.get(probe.id, ()),
+                )
+            )
         return out
+
+    def reading_counts(self) -> ReadingCounts:
+        """Over every active probe's last answer."""
+        items = unread = mismatch = 0
+        for pid in self._active:
+            for reading in self._readings.get(pid, ()):
+                items += 1
+                unread += reading.reading.unread
+                mismatch += reading.mismatch
+        return ReadingCounts(items, unread, mismatch)
 
     @property
     def active_probes(self) -> int:
@@ -336,7 +392,15 @@ class Replay:
 
     def _ask(self, probe: Probe, at: datetime) -> None:
         self.stats.probe_queries += 1
-        facts = self.memory.answer(probe, at).facts
+        answer = self.memory.answer(probe, at)
+        facts = answer.facts
+        if answer.items or probe.id in self._served:
+            if answer.items:
+                self._served[probe.id] = (answer.items, facts)
+            else:
+                self._served.pop(probe.id, None)
+                self._readings.pop(probe.id, None)
+            facts = self._read(probe, facts, answer.items)
         keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
         old = self._answer_keys.get(probe.id)
         if keys != old:
@@ -349,8 +413,50 @@ class Replay:
             self._answer_keys[probe.id] = keys
         self._answers[probe.id] = facts
 
+    def _read(
+        self, probe: Probe, facts: tuple[RetrievedFact, ...], items: tuple[ServedItem, ...]
+    ) -> tuple[RetrievedFact, ...]:
+        """The structured facts plus the facts the reader finds in the served items' text.
+        A value the text negates or presents as past is not served as current, and an item
+        read as nothing adds nothing (both shown in the report)."""
+        if not items:
+            return facts
+        key = probe.key
+        truth = self.truth
+        held = truth.values(key)
+        values = list(held)
+        self._read_with[probe.id] = len(values)
+        readings = tuple(read_item(self.reader, item, key, values) for item in items)
+        self._readings[probe.id] = readings
+        read: list[RetrievedFact] = list(facts)
+        for reading in readings:
+            item = reading.item
+            for value in reading.reading.asserted:
+                read.append(
+                    RetrievedFact(
+                        key.subject,
+                        key.predicate,
+                        value,
+                        held[value],
+                        item.record_id,
+                        item.written_at if item.written_at is not None else _UNKNOWN_TIME,
+                        item.validated_at,
+                        item.flags,
+                    )
+                )
+        return tuple(read)
+
+    def _reread(self, probe: Probe) -> None:
+        """The key has gained a value since its served items were read: read them again."""
+        served = self._served.get(probe.id)
+        if served is None or self._read_with.get(probe.id) == len(self.truth.values(probe.key)):
+            return
+        self._answers[probe.id] = self._read(probe, served[1], served[0])
+
     def _rescore(self, probe: Probe, at: datetime) -> None:
         pid = probe.id
+        if pid in self._served:
+            self._reread(probe)
         new = score_probe(probe, self._answers.get(pid, ()), self.truth, at, self.windows)
         old = self._scores.get(pid)
         if old is None or old.cells != new.cells:
@@ -520,10 +626,18 @@ def evaluate(
     forgetting_window: int = DEFAULT_FORGETTING_WINDOW,
     keep_stages: bool = True,
     on_stage: Callable[[StageResult], None] | None = None,
+    reader: Reader | None = None,
 ) -> TargetResult:
     """Replay ``events`` (in arrival order) into a freshly reset ``memory``."""
     memory.reset()
-    replay = Replay(memory, probes, mode=mode, windows=windows, forgetting_window=forgetting_window)
+    replay = Replay(
+        memory,
+        probes,
+        mode=mode,
+        windows=windows,
+        forgetting_window=forgetting_window,
+        reader=reader,
+    )
     stages: list[StageResult] = []
     last_change: StageResult | None = None
     swept = False
@@ -548,4 +662,6 @@ def evaluate(
         probe_queries=replay.stats.probe_queries,
         at=replay.at,
         last_change=last_change if swept else None,
+        reader=replay.reader.label,
+        reading=replay.reading_counts(),
     )
