@@ -48,6 +48,7 @@ from healthd.logging import get_logger, redact_text
 from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
 from healthd.model import ChangeEvent, FactKey, Probe
 from healthd.probes import ProbeSet, load_probe_file
+from healthd.reading import versioned
 from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
@@ -700,8 +701,12 @@ class Runner:
                 results: dict[str, Any] = {
                     "metrics": metrics_json(metrics),
                     "probes": replay.active_probes,
-                    "probe_set_version": probes.version,
-                    "info_version": f"{probes.version}-{t.fingerprint[:8]}",
+                    # the reader's label is in the version: a changed reader re-baselines
+                    "probe_set_version": versioned(probes.version, replay.reader),
+                    "info_version": f"{versioned(probes.version, replay.reader)}-"
+                    f"{t.fingerprint[:8]}",
+                    "reader": replay.reader.label,
+                    "reading": replay.reading_counts().as_dict(),
                     "at": format_timestamp(replay.at) if replay.at else None,
                     "newest_event": replay.at.timestamp() if replay.at else None,
                     "run_id": run_id,

@@ -81,7 +81,7 @@ _BACKWARD_BLOCK = re.compile(r"\b(?:to|into|by)\s*$", re.IGNORECASE)
 _PRE_PAST = re.compile(
     r"(?:n['’]t\b|\b(?:no\s+longer|not|never|no|without|off|stopped|stop|dropped|drop|drops|removed|remove|"
     r"abandoned|abandon|retired|retire|deprecated|deprecate|decommissioned|former|formerly|"
-    r"previously|originally|used\s+to|ex|away\s+from|against|rejected|reject|ditched|"
+    r"previously|originally|used\s+to|ex|away\s+from|(?:decided|voted|argued|ruled|went)\s+against|rejected|reject|ditched|"
     r"phased\s+out|sunset|sunsetted|replaced|replacing|replace|superseded|until\s+recently|"
     r"moved\s+off|off\s+of|migrated\s+off|got\s+rid\s+of|gave\s+up|give\s+up|ripped\s+out|"
     r"reverted|revert\s+away|withdrawn|withdrew|dropping|removing|retiring|deprecating|"
@@ -99,7 +99,7 @@ _POST_PAST = re.compile(
     r"decommissioned|gone|abandoned|phased\s+out|until|through|up\s+to|replaced|superseded|"
     r"moved\s+on|handed\s+(?:it\s+)?(?:off|over)|rolled\s+back|reverted|withdrawn|ripped\s+out|"
     r"sunset|no\s+more|out\s+of\s+the\s+picture|obsolete|legacy|end-of-life|eol|dead|"
-    r"is\s+history|was\s+history|lapsed|expired|ended|read-only|frozen|archived?|mothballed)\b"
+    r"is\s+history|was\s+history|lapsed|expired|ended|read-only|frozen|archived?|mothballed)(?![\w-])"
     r"|^[^\w,;:]*(?:[\w'’-]+\s+){0,3}?[\w]+n['’]t\b",
     re.IGNORECASE,
 )
@@ -116,6 +116,12 @@ _CHANGING = re.compile(
 )
 _STAYS = re.compile(r"\b(?:stays?|remains?|keeps?|kept|still|continues?)\b[^.]*$", re.IGNORECASE)
 _LIST_GAP = re.compile(r"^\s*(?:,|/|&|\band\b|\bor\b|,\s*(?:and|or)\b)\s*$", re.IGNORECASE)
+# A sentence that opens by putting what follows in the past: "Until recently, ...".
+_FRAME_PAST = re.compile(
+    r"^\W*(?:until\s+recently|previously|formerly|in\s+the\s+past|historically|originally|"
+    r"at\s+one\s+point|back\s+then|earlier|once)\s*[,:;-]",
+    re.IGNORECASE,
+)
 _POST_PAST_FIRST = re.compile(
     r"^\W*(?:\(\s*)?(?:formerly|previously|until|ex|old|before)\b", re.IGNORECASE
 )
@@ -276,10 +282,13 @@ class DefaultReader:
             package = package_pattern(key.predicate.split(":", 1)[1])
         last: dict[str, str] = {}
         for sentence in _sentences(text, key.subject):
+            framed = _FRAME_PAST.match(sentence) is not None
             for clause in _clauses(sentence):
                 if package is not None and not package.search(clause):
                     continue  # a version of some other package
                 readings = _read_clause(clause, values)
+                if framed:
+                    readings = [(m, PAST if r == ASSERTED else r) for m, r in readings]
                 for mention, reading in readings:
                     last[mention.value] = reading
                 together = [m.value for m, r in readings if r == ASSERTED]
@@ -314,13 +323,14 @@ def _read_existence(text: str, subject: str, values: Sequence[str]) -> Reading:
     for sentence in _sentences(text, subject):
         if not pattern.search(sentence):
             continue
+        framed = _FRAME_PAST.match(sentence) is not None
         for clause in _clauses(sentence):
             if not pattern.search(clause):
                 continue
             if _GONE.search(clause):
                 state = False
             elif _ALIVE.search(clause):
-                state = True
+                state = not framed
     if state is None:
         return Reading()
     yes = tuple(v for v in values if v.lower() == "true")
