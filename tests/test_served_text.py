@@ -172,3 +172,47 @@ def test_the_applied_event_carries_its_statement():
         memory.apply(revised)
         memory.close()
     assert bodies[0]["text"] == "Auth-service is written in go (replacing node)."
+
+
+def test_the_contract_describes_items_and_the_statement():
+    import yaml
+    from jsonschema import Draft202012Validator
+    from openapi_spec_validator import validate as validate_openapi
+
+    from healthd.reading.render import statement
+    from healthd.timeline import event_to_dict, format_timestamp
+
+    document = yaml.safe_load(open("docs/memory-http-api.yaml"))
+    validate_openapi(document)
+    schemas = {"components": {"schemas": document["components"]["schemas"]}}
+
+    def validator(name: str) -> Draft202012Validator:
+        return Draft202012Validator({"$ref": f"#/components/schemas/{name}", **schemas})
+
+    for event in EVENTS:
+        validator("ChangeEvent").validate({**event_to_dict(event), "text": statement(event)})
+    with TextMemoryService() as service:
+        memory = build_memory(parse_target(_target(service)))
+        memory.reset()
+        for event in EVENTS:
+            memory.apply(event)
+        route = service.route
+        status, payload = route(
+            "POST",
+            "/v1/namespaces/healthd%2Fshadow/query",
+            {
+                "probe": {
+                    "id": "p",
+                    "question": "Who owns billing?",
+                    "subject": "billing",
+                    "predicate": "owners",
+                    "domain": "ownership",
+                },
+                "at": format_timestamp(EVENTS[-1].timestamp),
+                "k": 5,
+            },
+        )
+        memory.close()
+    assert status == 200 and payload["items"] and "facts" not in payload
+    validator("QueryResult").validate(payload)
+    assert not validator("QueryResult").is_valid({"answers": []})
