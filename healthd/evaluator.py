@@ -34,7 +34,7 @@ from healthd.model import (
     Status,
 )
 from healthd.probes import ProbeSet
-from healthd.reading import ItemReading, Reader, read_item
+from healthd.reading import CachedReader, ItemReading, Reader, read_item
 from healthd.reading.default import DefaultReader
 from healthd.scoring import (
     DEFAULT_FORGETTING_WINDOW,
@@ -152,6 +152,7 @@ class Replay:
         self._active_keys: set[FactKey] = set()
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
         self.reader: Reader = reader if reader is not None else DefaultReader()
+        self._cached_reader = CachedReader(self.reader)
         # Served items per probe, the structured facts beside them, their readings, and how
         # many values the key had when they were read (a new value means reading again).
         self._served: dict[str, tuple[tuple[ServedItem, ...], tuple[RetrievedFact, ...]]] = {}
@@ -395,12 +396,19 @@ class Replay:
         answer = self.memory.answer(probe, at)
         facts = answer.facts
         if answer.items or probe.id in self._served:
-            if answer.items:
+            served = self._served.get(probe.id)
+            if (
+                served is not None
+                and served == (answer.items, facts)
+                and self._read_with.get(probe.id) == len(self.truth.values(probe.key))
+            ):
+                facts = self._answers[probe.id]  # the same items, read as before
+            elif answer.items:
                 self._served[probe.id] = (answer.items, facts)
+                facts = self._read(probe, facts, answer.items)
             else:
-                self._served.pop(probe.id, None)
+                del self._served[probe.id]
                 self._readings.pop(probe.id, None)
-            facts = self._read(probe, facts, answer.items)
         keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
         old = self._answer_keys.get(probe.id)
         if keys != old:
@@ -426,7 +434,7 @@ class Replay:
         held = truth.values(key)
         values = list(held)
         self._read_with[probe.id] = len(values)
-        readings = tuple(read_item(self.reader, item, key, values) for item in items)
+        readings = tuple(read_item(self._cached_reader, item, key, values) for item in items)
         self._readings[probe.id] = readings
         read: list[RetrievedFact] = list(facts)
         for reading in readings:

@@ -99,6 +99,38 @@ def read_item(reader: Reader, item: ServedItem, key: FactKey, values: Sequence[s
     return ItemReading(item, reading, claimed)
 
 
+class CachedReader:
+    """A reader's readings kept, since a reader is a pure function of the text, the key and
+    its values: a memory answers a re-asked probe with the same items, read once. Bounded:
+    emptied when ``size`` readings are held."""
+
+    def __init__(self, reader: Reader, size: int = 1 << 16) -> None:
+        self.reader = reader
+        self._size = size
+        self._readings: dict[tuple[str, FactKey, tuple[str, ...]], Reading] = {}
+
+    @property
+    def name(self) -> str:
+        return self.reader.name
+
+    @property
+    def version(self) -> str:
+        return self.reader.version
+
+    @property
+    def label(self) -> str:
+        return self.reader.label
+
+    def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
+        entry = (text, key, tuple(values))
+        reading = self._readings.get(entry)
+        if reading is None:
+            if len(self._readings) >= self._size:
+                self._readings.clear()
+            reading = self._readings[entry] = self.reader.read(text, key, values)
+        return reading
+
+
 ReaderFactory = Callable[[Mapping[str, str]], Reader]
 _READERS: dict[str, ReaderFactory] = {}
 

@@ -13,6 +13,12 @@ def _names(value: str) -> str:
     return value
 
 
+def sentence(fact: Fact) -> str:
+    """The fact as a sentence: "Billing is owned by @bob and @carol."."""
+    text = _phrase(fact)
+    return f"{text[0].upper()}{text[1:]}."
+
+
 def _phrase(fact: Fact) -> str:
     subject, predicate, value = fact.subject, fact.predicate, _names(fact.value)
     pred = predicate.lower()
