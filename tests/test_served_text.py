@@ -216,3 +216,49 @@ def test_the_contract_describes_items_and_the_statement():
     assert status == 200 and payload["items"] and "facts" not in payload
     validator("QueryResult").validate(payload)
     assert not validator("QueryResult").is_valid({"answers": []})
+
+
+def test_the_drill_down_shows_what_was_served_and_how_it_was_read():
+    from healthd.exporters.report import report_json
+    from healthd.report.view import page_model
+    from healthd.scoring import DEFAULT_WINDOWS
+
+    with TextMemoryService(forgets=False) as service:
+        result = _run(_target(service))
+    report = report_json([result], "v", len(PROBES))
+    model = page_model(report, events=EVENTS, windows=DEFAULT_WINDOWS)
+    served = [s for p in model["probes"] for s in p[8]]
+    assert served, "a text-only memory's failing probes show their served items"
+    text, asserted, negated, unread, mismatch = next(
+        s for s in served if s[0] == "Alice looks after billing."
+    )
+    assert (asserted, negated, unread, mismatch) == (["@alice"], [], False, False)
+
+
+def test_the_page_shows_served_text_and_its_reading(browser, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from browser_helpers import open_page
+
+    from healthd.exporters.report import report_json
+
+    with TextMemoryService(forgets=False) as service:
+        result = _run(_target(service))
+    saved = tmp_path / "report.json"
+    saved.write_text(json.dumps(report_json([result], "v", len(PROBES))), encoding="utf-8")
+    page_file = tmp_path / "report.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "report", "--from", str(saved), "--html", str(page_file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    visit = open_page(browser, page_file.as_uri())
+    page = visit.page
+    row = page.locator("#failures-body tr", has_text="Who owns billing?").first
+    said = row.locator("ul.served li").all_inner_texts()
+    assert any("Alice looks after billing." in s and "read as: asserts @alice" in s for s in said)
+    assert visit.console_errors == []
