@@ -247,15 +247,16 @@ def _sentences(text: str, subject: str) -> list[str]:
     pattern = subject_pattern(subject)
     if len(sentences) < 2 or not any(pattern.search(s) for s in sentences):
         return sentences
-    kept, following = [], False
+    kept, following, answering = [], False, False
     for sentence in sentences:
         if pattern.search(sentence):
             kept.append(sentence)
             following = True
-        elif following and _FOLLOW_ON.search(sentence):
-            kept.append(sentence)
+        elif following and (answering or _FOLLOW_ON.search(sentence)):
+            kept.append(sentence)  # "it ...", or the answer to a question about the subject
         else:
             following = False
+        answering = following and sentence.rstrip().endswith("?")
     return kept
 
 
@@ -277,15 +278,14 @@ class DefaultReader:
             return Reading()
         if key.predicate == "exists":
             return _read_existence(text, key.subject, values)
-        package = None
-        if key.predicate.startswith("dependency:"):
-            package = package_pattern(key.predicate.split(":", 1)[1])
+        if key.predicate.startswith("dependency:") and not package_pattern(
+            key.predicate.split(":", 1)[1]
+        ).search(text):
+            return Reading()  # versions of some other package
         last: dict[str, str] = {}
         for sentence in _sentences(text, key.subject):
             framed = _FRAME_PAST.match(sentence) is not None
             for clause in _clauses(sentence):
-                if package is not None and not package.search(clause):
-                    continue  # a version of some other package
                 readings = _read_clause(clause, values)
                 if framed:
                     readings = [(m, PAST if r == ASSERTED else r) for m, r in readings]
