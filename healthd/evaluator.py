@@ -19,7 +19,7 @@ import heapq
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from healthd._collector import replay_collection
@@ -34,7 +34,7 @@ from healthd.model import (
     Status,
 )
 from healthd.probes import ProbeSet
-from healthd.reading import CachedReader, ItemReading, Reader, read_item
+from healthd.reading import CachedReader, ItemReading, Reader, read_facts
 from healthd.reading.default import DefaultReader
 from healthd.scoring import (
     DEFAULT_FORGETTING_WINDOW,
@@ -51,8 +51,6 @@ from healthd.scoring import (
 from healthd.truth import GroundTruth
 
 STALE_COMPACT_MIN = 4096  # entries in the staleness heap before it is first compacted
-# A served item with no write time: never fresh (nothing says when it was last true).
-_UNKNOWN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 Mode = Literal["full", "incremental"]
 MODES: tuple[Mode, ...] = ("full", "incremental")
@@ -429,30 +427,11 @@ class Replay:
         read as nothing adds nothing (both shown in the report)."""
         if not items:
             return facts
-        key = probe.key
-        truth = self.truth
-        held = truth.values(key)
-        values = list(held)
-        self._read_with[probe.id] = len(values)
-        readings = tuple(read_item(self._cached_reader, item, key, values) for item in items)
+        held = self.truth.values(probe.key)
+        self._read_with[probe.id] = len(held)
+        readings, read = read_facts(self._cached_reader, probe.key, held, items)
         self._readings[probe.id] = readings
-        read: list[RetrievedFact] = list(facts)
-        for reading in readings:
-            item = reading.item
-            for value in reading.reading.asserted:
-                read.append(
-                    RetrievedFact(
-                        key.subject,
-                        key.predicate,
-                        value,
-                        held[value],
-                        item.record_id,
-                        item.written_at if item.written_at is not None else _UNKNOWN_TIME,
-                        item.validated_at,
-                        item.flags,
-                    )
-                )
-        return tuple(read)
+        return facts + read
 
     def _reread(self, probe: Probe) -> None:
         """The key has gained a value since its served items were read: read them again."""

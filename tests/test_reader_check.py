@@ -88,10 +88,10 @@ def test_a_malformed_labelled_line_is_one_line_and_exit_2(tmp_path, line, messag
 def test_an_unknown_reader_is_one_line_and_exit_2():
     done = healthd("reader-check", "--reader", "oracle")
     assert done.returncode == 2
-    assert (
-        done.stderr == "healthd: error: reader 'oracle': unknown reader 'oracle'; known: default\n"
+    assert done.stderr == (
+        "healthd: error: reader 'oracle': unknown reader 'oracle'; known: default, llm\n"
     )
-    assert reader_names() == ["default"]
+    assert reader_names() == ["default", "llm"]
     done = healthd("evaluate", "--reader", "oracle")
     assert done.returncode == 2 and "unknown reader 'oracle'" in done.stderr
 

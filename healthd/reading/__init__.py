@@ -10,12 +10,14 @@ re-baseline, never a silent drift in the metrics. Pure: no I/O here.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from healthd.errors import ReaderError
-from healthd.model import FactKey, ServedItem
+from healthd.model import Domain, FactKey, RetrievedFact, ServedItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,36 @@ def read_item(reader: Reader, item: ServedItem, key: FactKey, values: Sequence[s
     return ItemReading(item, reading, claimed)
 
 
+# A served item with no write time: never fresh (nothing says when it was last true).
+UNKNOWN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def read_facts(
+    reader: Reader, key: FactKey, values: Mapping[str, Domain], items: Sequence[ServedItem]
+) -> tuple[tuple[ItemReading, ...], tuple[RetrievedFact, ...]]:
+    """Each item read for ``key`` (``values``: every value the key has held, with its
+    domain), and the facts they serve: a value an item asserts, as one record of that item.
+    A value an item negates or presents as past is not served as current, and an item read
+    as nothing serves nothing (both are in the readings, to be shown)."""
+    names = list(values)
+    readings = tuple(read_item(reader, item, key, names) for item in items)
+    facts = tuple(
+        RetrievedFact(
+            key.subject,
+            key.predicate,
+            value,
+            values[value],
+            reading.item.record_id,
+            reading.item.written_at if reading.item.written_at is not None else UNKNOWN_TIME,
+            reading.item.validated_at,
+            reading.item.flags,
+        )
+        for reading in readings
+        for value in reading.reading.asserted
+    )
+    return readings, facts
+
+
 class CachedReader:
     """A reader's readings kept, since a reader is a pure function of the text, the key and
     its values: a memory answers a re-asked probe with the same items, read once. Bounded:
@@ -150,8 +182,8 @@ def reader_names() -> list[str]:
 
 def build_reader(spec: str = "default") -> Reader:
     """``name`` or ``name:option=value,...``; an unknown name or bad option is one line."""
-    _load_builtin()
     name, _, rest = spec.strip().partition(":")
+    _load_builtin(name)
     if name not in _READERS:
         raise ReaderError(
             f"reader {spec!r}: unknown reader {name!r}; known: {', '.join(reader_names())}"
@@ -171,5 +203,12 @@ def versioned(probe_set_version: str, reader: Reader) -> str:
     return f"{probe_set_version}+{reader.label}"
 
 
-def _load_builtin() -> None:
-    import healthd.reading.default  # noqa: F401  (registers "default")
+_BUILTIN = {"default": "healthd.reading.default", "llm": "healthd.reading.llm"}
+
+
+def _load_builtin(name: str | None = None) -> None:
+    """Import the built-in readers (importing registers one), or only ``name``'s: a run
+    with the default reader need not load an HTTP client."""
+    for builtin, module in _BUILTIN.items():
+        if (name is None or name == builtin) and builtin not in _READERS:
+            importlib.import_module(module)
