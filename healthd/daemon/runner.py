@@ -48,7 +48,7 @@ from healthd.logging import get_logger, redact_text
 from healthd.memory import Checkpointed, Memory, RunScoped, TargetSpec, build_memory
 from healthd.model import ChangeEvent, FactKey, Probe
 from healthd.probes import ProbeSet, load_probe_file
-from healthd.reading import versioned
+from healthd.reading import build_reader, versioned
 from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
@@ -170,6 +170,7 @@ class Runner:
                 name, cfg.kind, source, rows.get(name, SourceRow(name))
             )
 
+        self.reader = build_reader(settings.reader)
         self._probe_extra, self.probe_config = self._read_probe_config()
         self.catalog = state.key_catalog()
         self.probes: ProbeSet = self.catalog.probe_set(self._probe_extra)
@@ -180,7 +181,9 @@ class Runner:
         self.targets: dict[str, TargetRuntime] = {}
         for name, target_cfg in settings.targets.items():
             options = target_options(settings, name)
-            fingerprint = target_fingerprint(settings, name, options, self.probe_config)
+            fingerprint = target_fingerprint(
+                settings, name, options, self.probe_config, self.reader.label
+            )
             row = target_rows.get(name) or TargetRow(name, fingerprint)
             runtime = TargetRuntime(
                 name, target_cfg.kind, options, is_persistent(options), fingerprint, row
@@ -315,6 +318,7 @@ class Runner:
             "mode": self.settings.mode,
             "windows": self.settings.staleness.windows(),
             "forgetting_window": self.settings.forgetting_window,
+            "reader": self.reader,
         }
 
     def _read_probe_config(self) -> tuple[list[Probe], str]:
@@ -598,7 +602,9 @@ class Runner:
             self.probe_config = config
             self._probe_extra = extra
             for t in self.targets.values():
-                t.fingerprint = target_fingerprint(self.settings, t.name, t.options, config)
+                t.fingerprint = target_fingerprint(
+                    self.settings, t.name, t.options, config, self.reader.label
+                )
 
     def _current_probes(self) -> ProbeSet:
         """The probe set over every event so far (+ the probe file); new keys extend it."""

@@ -46,3 +46,42 @@ def test_the_daemon_counts_a_served_item_without_text_as_a_failed_run(tmp_path):
         finally:
             runner.close()
             state.close()
+
+
+def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tmp_path, capsys):
+    from healthd.cli import main as cli_main
+
+    config = toml_config(tmp_path, port=1, extra='reader = "oracle"')
+    assert cli_main(["check-config", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "reader: reader 'oracle': unknown reader 'oracle'; known: default, llm" in err
+
+    settings = load_settings(str(toml_config(tmp_path, port=1)))
+    state = StateStore(settings.state_path)
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    runner = Runner(settings, state, tracer)
+    runner.run_once()
+    before = runner.targets["reference"].row.results
+    assert before["reader"] == "default-1" and "+default-1-" in before["info_version"]
+    fingerprint = runner.targets["reference"].fingerprint
+    runner.close()
+    state.close()
+
+    from fake_judge import FakeJudge
+
+    with FakeJudge() as judge:
+        extra = f'reader = "llm:base_url={judge.url},model=fake-judge-1"'
+        settings = load_settings(str(toml_config(tmp_path, port=1, extra=extra)))
+        state = StateStore(settings.state_path)
+        runner = Runner(settings, state, tracer)
+        try:
+            assert runner.targets["reference"].fingerprint != fingerprint
+            assert "configuration changed" in (runner.targets["reference"].note or "")
+            runner.run_once()
+            after = runner.targets["reference"].row.results
+            assert after["reader"] == "llm-1:fake-judge-1"
+            assert after["metrics"] == before["metrics"]  # structured answers: nothing to read
+            assert after["info_version"] != before["info_version"]
+        finally:
+            runner.close()
+            state.close()
