@@ -107,7 +107,7 @@ class TargetResult:
     # The stage of the last event that was not a revalidation sweep, when sweeps came after
     # it: a dormant history re-stamped by a sweep is scored both before and after it.
     last_change: StageResult | None = None
-    reader: str = ""  # the reader's label
+    reader: str = DefaultReader().label  # the reader's label (a replay's default reader)
     reading: ReadingCounts = ReadingCounts()
 
 
