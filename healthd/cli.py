@@ -128,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--probes", metavar="FILE", help="extra probes, JSONL")
     ev.add_argument(
+        "--reader",
+        metavar="NAME",
+        default="default",
+        help="how served text is read into facts (default: default, the deterministic "
+        "reader); its name and version are part of the probe set's version",
+    )
+    ev.add_argument(
         "--format",
         choices=("table", "json"),
         default="table",
@@ -215,6 +222,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="a namespace that exists and is not a shadow: writes to it are refused; repeatable",
     )
+
+    rc = commands.add_parser(
+        "reader-check",
+        help="score a reader against a labelled set of served items",
+        description="Read every item of a labelled set (JSONL; default: the set shipped with "
+        "healthd) and print precision and recall per class (asserts, negates, unread); "
+        "exit 2 naming a malformed line.",
+    )
+    rc.add_argument("--reader", metavar="NAME", default="default", help="reader (default: default)")
+    rc.add_argument("--labelled", metavar="FILE", help="labelled set JSONL (default: bundled)")
+    rc.add_argument("--format", choices=("table", "json"), default="table", help="default table")
+    rc.add_argument("--show-errors", action="store_true", help="also list every item read wrongly")
 
     cc = commands.add_parser(
         "check-config",
@@ -382,7 +401,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.exporters.report import StageSpool, render_table, report_json, write_report_json
     from healthd.memory import build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
+    from healthd.reading import build_reader, versioned
+    from healthd.scoring import DEFAULT_WINDOWS
 
+    reader = build_reader(args.reader)
     windows: dict[str, timedelta] | None = None
     if args.html:
         from healthd.report import check_writable
@@ -436,6 +458,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     transient=True,
                 )
             )
+        version = versioned(probes.version, reader)
         for spec, memory in zip(specs, memories, strict=False):
             task = progress.add_task(spec.label, total=count) if progress else None
             spool = StageSpool(files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")))
@@ -460,7 +483,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         forgetting_window=args.forgetting_window,
                         keep_stages=keep_stages,
                         on_stage=on_stage,
-                        **({"windows": windows} if windows is not None else {}),
+                        windows=windows if windows is not None else DEFAULT_WINDOWS,
+                        reader=reader,
                     )
                 )
             finally:
@@ -468,19 +492,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         stack.close()  # the progress display ends before the report is written
         out = files.enter_context(_open_output(args.output)) if args.output else sys.stdout
         if args.format == "json":
-            write_report_json(out, results, spools, probes.version, len(probes))
+            write_report_json(out, results, spools, version, len(probes))
         else:
             console = (
                 _Console(file=out, width=110)
                 if args.output or not sys.stdout.isatty()
                 else _Console()
             )
-            render_table(results, probes.version, len(probes), console)
+            render_table(results, version, len(probes), console)
     if args.html:
         from healthd.report import render_report, write_html
-        from healthd.scoring import DEFAULT_WINDOWS
 
-        report = report_json(results, probes.version, len(probes))
+        report = report_json(results, version, len(probes))
         html = render_report(
             report,
             events=listed,
@@ -498,6 +521,23 @@ def _open_output(path: str) -> TextIO:
         raise HealthdError(f"{path}: cannot write the report: {exc.strerror}") from None
 
 
+def _cmd_reader_check(args: argparse.Namespace) -> int:
+    import json
+
+    from healthd.reading import build_reader
+    from healthd.reading.labelled import check_reader, format_check, load_labelled
+
+    reader = build_reader(args.reader)
+    items = load_labelled(args.labelled)
+    result = check_reader(reader, items)
+    if args.format == "json":
+        json.dump(result.as_dict(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_check(result, show_errors=args.show_errors))
+    return 0
+
+
 def _cmd_serve_memory(args: argparse.Namespace) -> int:
     from healthd.memory_server import serve
 
@@ -511,6 +551,7 @@ _COMMANDS = {
     "check-config": _cmd_check_config,
     "report": _cmd_report,
     "serve-memory": _cmd_serve_memory,
+    "reader-check": _cmd_reader_check,
 }
 
 

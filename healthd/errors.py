@@ -68,5 +68,10 @@ class ConfigError(HealthdError):
     """Configuration is invalid."""
 
 
+class ReaderError(HealthdError):
+    """A reader cannot read what a memory served (an item with no text and no fact, a judge
+    that is down or answers garbage) or a labelled set is malformed."""
+
+
 class ReportShapeError(HealthdError):
     """A saved JSON report does not have the shape `healthd evaluate --format json` writes."""

@@ -32,9 +32,12 @@ from healthd.model import (
     FactKey,
     Probe,
     RetrievedFact,
+    ServedItem,
     Status,
 )
 from healthd.probes import ProbeSet
+from healthd.reading import CachedReader, ItemReading, Reader, read_facts
+from healthd.reading.default import DefaultReader
 from healthd.scoring import (
     DEFAULT_FORGETTING_WINDOW,
     DEFAULT_WINDOWS,
@@ -74,6 +77,23 @@ class ProbeReport:
     expected: tuple[str, ...]
     retrieved: tuple[tuple[RetrievedFact, Status], ...]
     expected_facts: tuple[Fact, ...] = ()  # ``expected`` with each fact's own domain
+    served: tuple[ItemReading, ...] = ()  # the served items and how each was read
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingCounts:
+    """How the final answers' served items were read: counted, never silently dropped."""
+
+    items: int = 0
+    unread: int = 0
+    metadata_mismatch: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "items": self.items,
+            "unread": self.unread,
+            "metadata_mismatch": self.metadata_mismatch,
+        }
 
 
 @dataclass
@@ -90,6 +110,8 @@ class TargetResult:
     # it: a dormant history re-stamped by a sweep is scored both before and after it.
     last_change: StageResult | None = None
     retrieval: RetrievalFingerprint = UNDECLARED
+    reader: str = DefaultReader().label  # the reader's label (a replay's default reader)
+    reading: ReadingCounts = ReadingCounts()
 
     @property
     def retrieval_changed(self) -> int:
@@ -126,6 +148,7 @@ class Replay:
         mode: Mode = "incremental",
         windows: Windows = DEFAULT_WINDOWS,
         forgetting_window: int = DEFAULT_FORGETTING_WINDOW,
+        reader: Reader | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
@@ -141,6 +164,13 @@ class Replay:
         self._active: dict[str, Probe] = {}
         self._active_keys: set[FactKey] = set()
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
+        self.reader: Reader = reader if reader is not None else DefaultReader()
+        self._cached_reader = CachedReader(self.reader)
+        # Served items per probe, the structured facts beside them, their readings, and how
+        # many values the key had when they were read (a new value means reading again).
+        self._served: dict[str, tuple[tuple[ServedItem, ...], tuple[RetrievedFact, ...]]] = {}
+        self._readings: dict[str, tuple[ItemReading, ...]] = {}
+        self._read_with: dict[str, int] = {}
         self._scores: dict[str, ProbeScore] = {}
         self._versions: dict[str, int] = {}
         self._stale_heap: list[tuple[datetime, int, str]] = []
@@ -288,8 +318,26 @@ class Replay:
             facts = self._answers.get(probe.id, ())
             current = tuple(self.truth.current(probe.key, at))
             retrieved = tuple((f, self.truth.status_of(f.key, f.value, at)) for f in facts)
-            out.append(ProbeReport(probe, tuple(f.value for f in current), retrieved, current))
+            out.append(
+                ProbeReport(
+                    probe,
+                    tuple(f.value for f in current),
+                    retrieved,
+                    current,
+                    self._readings.get(probe.id, ()),
+                )
+            )
         return out
+
+    def reading_counts(self) -> ReadingCounts:
+        """Over every active probe's last answer."""
+        items = unread = mismatch = 0
+        for pid in self._active:
+            for reading in self._readings.get(pid, ()):
+                items += 1
+                unread += reading.reading.unread
+                mismatch += reading.mismatch
+        return ReadingCounts(items, unread, mismatch)
 
     @property
     def active_probes(self) -> int:
@@ -356,7 +404,22 @@ class Replay:
 
     def _ask(self, probe: Probe, at: datetime) -> None:
         self.stats.probe_queries += 1
-        facts = self.memory.answer(probe, at).facts
+        answer = self.memory.answer(probe, at)
+        facts = answer.facts
+        if answer.items or probe.id in self._served:
+            served = self._served.get(probe.id)
+            if (
+                served is not None
+                and served == (answer.items, facts)
+                and self._read_with.get(probe.id) == len(self.truth.values(probe.key))
+            ):
+                facts = self._answers[probe.id]  # the same items, read as before
+            elif answer.items:
+                self._served[probe.id] = (answer.items, facts)
+                facts = self._read(probe, facts, answer.items)
+            else:
+                del self._served[probe.id]
+                self._readings.pop(probe.id, None)
         keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
         old = self._answer_keys.get(probe.id)
         if keys != old:
@@ -369,8 +432,31 @@ class Replay:
             self._answer_keys[probe.id] = keys
         self._answers[probe.id] = facts
 
+    def _read(
+        self, probe: Probe, facts: tuple[RetrievedFact, ...], items: tuple[ServedItem, ...]
+    ) -> tuple[RetrievedFact, ...]:
+        """The structured facts plus the facts the reader finds in the served items' text.
+        A value the text negates or presents as past is not served as current, and an item
+        read as nothing adds nothing (both shown in the report)."""
+        if not items:
+            return facts
+        held = self.truth.values(probe.key)
+        self._read_with[probe.id] = len(held)
+        readings, read = read_facts(self._cached_reader, probe.key, held, items)
+        self._readings[probe.id] = readings
+        return facts + read
+
+    def _reread(self, probe: Probe) -> None:
+        """The key has gained a value since its served items were read: read them again."""
+        served = self._served.get(probe.id)
+        if served is None or self._read_with.get(probe.id) == len(self.truth.values(probe.key)):
+            return
+        self._answers[probe.id] = self._read(probe, served[1], served[0])
+
     def _rescore(self, probe: Probe, at: datetime) -> None:
         pid = probe.id
+        if pid in self._served:
+            self._reread(probe)
         new = score_probe(probe, self._answers.get(pid, ()), self.truth, at, self.windows)
         old = self._scores.get(pid)
         if old is None or old.cells != new.cells:
@@ -540,10 +626,18 @@ def evaluate(
     forgetting_window: int = DEFAULT_FORGETTING_WINDOW,
     keep_stages: bool = True,
     on_stage: Callable[[StageResult], None] | None = None,
+    reader: Reader | None = None,
 ) -> TargetResult:
     """Replay ``events`` (in arrival order) into a freshly reset ``memory``."""
     memory.reset()
-    replay = Replay(memory, probes, mode=mode, windows=windows, forgetting_window=forgetting_window)
+    replay = Replay(
+        memory,
+        probes,
+        mode=mode,
+        windows=windows,
+        forgetting_window=forgetting_window,
+        reader=reader,
+    )
     stages: list[StageResult] = []
     last_change: StageResult | None = None
     swept = False
@@ -568,5 +662,7 @@ def evaluate(
         probe_queries=replay.stats.probe_queries,
         at=replay.at,
         last_change=last_change if swept else None,
-        retrieval=retrieval_fingerprint(memory),
+        retrieval=retrieval_fingerprint(memory, replay.reader.label),
+        reader=replay.reader.label,
+        reading=replay.reading_counts(),
     )

@@ -136,6 +136,9 @@ class MemoryServer:
     def _apply(self, namespace: str, memory: ReferenceMemory, body: Any) -> tuple[int, None]:
         if not isinstance(body, dict):
             raise BadRequest(400, "body: expected a change event object")
+        text = body.pop("text", None)  # the event as a statement, for services that keep text
+        if text is not None and not isinstance(text, str):
+            raise BadRequest(400, "body, field 'text': expected a string")
         event = event_from_dict(body)
         applied = self._applied[namespace]
         if event.id not in applied:

@@ -150,6 +150,23 @@ class RetrievedFact:
 
 
 @dataclass(frozen=True, slots=True)
+class ServedItem:
+    """What a memory served for a probe, as the assistant would read it: its text, with the
+    record's bookkeeping where the memory keeps it. A reader turns it into facts."""
+
+    text: str
+    record_id: str
+    written_at: datetime | None = None
+    validated_at: datetime | None = None
+    metadata: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    flags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
+    """A memory's answer: structured facts (a memory that keeps them), served items to be
+    read (a memory that serves text), or both."""
+
     probe_id: str
     facts: tuple[RetrievedFact, ...] = ()
+    items: tuple[ServedItem, ...] = ()

@@ -197,6 +197,7 @@ class Settings(BaseSettings):
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     state_path: str = "healthd-state/state.sqlite"
     probes: str | None = None
+    reader: str = Field("default", min_length=1)  # how served text is read: `healthd --help`
     plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     @field_validator("max_future_skew", mode="before")
@@ -490,6 +491,12 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
             load_web_config(settings.server.web_config_file)
         except HealthdError as exc:
             problems.append(f"server.web_config_file: {exc}")
+    try:
+        from healthd.reading import build_reader
+
+        build_reader(settings.reader)
+    except HealthdError as exc:
+        problems.append(f"reader: {exc}")
     if settings.probes:
         try:
             load_probe_file(settings.probes)
@@ -577,10 +584,11 @@ def _strip_prefix(message: str, name: str, what: str) -> str:
 
 
 def target_fingerprint(
-    settings: Settings, name: str, options: dict[str, Any], probe_config: str
+    settings: Settings, name: str, options: dict[str, Any], probe_config: str, reader: str = ""
 ) -> str:
     """What a target's shadow depends on besides the events: when this changes, the shadow
-    is reset and everything is replayed."""
+    is reset and everything is replayed. ``reader``: the reader's label, since what was
+    read of the answers kept is the reader's."""
     target = settings.targets[name]
     doc = {
         "kind": target.kind,
@@ -590,6 +598,7 @@ def target_fingerprint(
         "mode": settings.mode,
         "probes": probe_config,
         "measurement": MEASUREMENT_REVISION,
+        **({"reader": reader} if reader else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -116,7 +116,13 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
     assert isinstance(report["probe_set"]["version"], str) and report["probe_set"]["count"] > 0
     assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
     for target_report in report["targets"]:
-        assert set(target_report) == {"name", "kind", "stages", "final", "retrieval"}
+        # Extended for served text (the reader's label and how the served items were read)
+        # and for the retrieval fingerprint.
+        assert set(target_report) == {
+            "name", "kind", "reader", "reading", "stages", "final", "retrieval"
+        }  # fmt: skip
+        assert target_report["reader"] == "default-1"
+        assert target_report["reading"] == {"items": 0, "unread": 0, "metadata_mismatch": 0}
         assert target_report["retrieval"] == {
             "embedder": "none",  # neither embeds: nothing for a retrieval layer to change
             "dimensions": 0,
@@ -381,6 +387,7 @@ def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path)
     from healthd.exporters.report import report_json
     from healthd.memory import build_memory, parse_target
     from healthd.probes import build_probe_set
+    from healthd.reading import build_reader, versioned
     from healthd.timeline import read_timeline
 
     out = tmp_path / "report.json"
@@ -397,7 +404,9 @@ def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path)
         memory = build_memory(spec)
         results.append(evaluate(events, memory, probes, name=spec.label, kind=spec.kind))
         memory.close()
-    expected = json.dumps(report_json(results, probes.version, len(probes)), indent=1) + "\n"
+    # The probe set's version carries the reader's: a changed reader is a visible re-baseline.
+    version = versioned(probes.version, build_reader("default"))
+    expected = json.dumps(report_json(results, version, len(probes)), indent=1) + "\n"
     assert len(results[0].stages) > 1
     assert out.read_text(encoding="utf-8") == expected
 
@@ -462,6 +471,7 @@ def test_a_long_timeline_streamed_from_its_file_reports_what_the_whole_list_give
     from healthd.exporters.report import render_table, report_json
     from healthd.memory import build_memory, parse_target
     from healthd.probes import build_probe_set
+    from healthd.reading import build_reader, versioned
     from healthd.timeline import read_timeline, write_timeline
 
     path = tmp_path / "long.jsonl"
@@ -477,10 +487,11 @@ def test_a_long_timeline_streamed_from_its_file_reports_what_the_whole_list_give
         results.append(evaluate(events, memory, probes, name=spec.label, kind=spec.kind))
         memory.close()
     table = io.StringIO()
-    render_table(results, probes.version, len(probes), Console(file=table, width=110))
+    version = versioned(probes.version, build_reader("default"))
+    render_table(results, version, len(probes), Console(file=table, width=110))
     expected = {
         "table": table.getvalue(),
-        "json": json.dumps(report_json(results, probes.version, len(probes)), indent=1) + "\n",
+        "json": json.dumps(report_json(results, version, len(probes)), indent=1) + "\n",
     }
     assert results[0].last_change is None and len(results[0].stages) == len(events) > 3000
     for fmt in ("table", "json"):

@@ -23,8 +23,9 @@ from healthd.errors import TargetError
 from healthd.evaluator import evaluate
 from healthd.exporters.report import report_json
 from healthd.memory import Memory, build_memory, parse_target
-from healthd.model import Probe
+from healthd.model import Probe, RetrievedFact
 from healthd.probes import build_probe_set, question_for
+from healthd.reading import build_reader, read_facts
 from healthd.timeline import read_timeline
 
 os.environ["MEM0_TELEMETRY"] = "False"  # read once, when mem0 is first imported
@@ -85,8 +86,16 @@ def probe_for(f: Any) -> Probe:
     )
 
 
+def served(memory: Memory, f: Any, at: datetime) -> tuple[RetrievedFact, ...]:
+    """The facts the memory serves for ``f``'s probe: its structured facts, and those the
+    default reader reads in its served text (Mem0 serves text)."""
+    answer = memory.answer(probe_for(f), at)
+    held = {g.value: g.domain for g in (BILLING, BILLING_BOB, PG) if g.key == f.key}
+    return answer.facts + read_facts(build_reader(), f.key, held, answer.items)[1]
+
+
 def values(memory: Memory, f: Any, at: datetime) -> list[str]:
-    return sorted(r.value for r in memory.answer(probe_for(f), at).facts)
+    return sorted(r.value for r in served(memory, f, at))
 
 
 def tree_digest(path: Path) -> dict[str, str]:
@@ -106,14 +115,13 @@ def check_apply_and_answer_map_back_to_facts(t: TargetUnderTest, tmp_path: Path)
         memory.reset()
         memory.apply(added("e1", 0, BILLING))
         memory.apply(added("e2", 1, PG, deps=[("billing", "exists")]))
-        answer = memory.answer(probe_for(BILLING), day(1))
-        assert answer.probe_id == "p-owner"
-        [got] = answer.facts
+        assert memory.answer(probe_for(BILLING), day(1)).probe_id == "p-owner"
+        [got] = served(memory, BILLING, day(1))
         assert got.fact == BILLING
         assert got.written_at == day(0)  # the replay's clock, not the wall clock
         assert values(memory, PG, day(1)) == ["13"]  # one key's probe gets that key only
         memory.apply(revalidated("e3", 5, BILLING))
-        [got] = memory.answer(probe_for(BILLING), day(5)).facts
+        [got] = served(memory, BILLING, day(5))
         expected_validation = day(0) if t.target == "mem0:mode=native" else day(5)
         assert got.last_validated == expected_validation
         memory.apply(revised("e4", 10, BILLING, BILLING_BOB))
@@ -212,7 +220,7 @@ def test_a_reopened_shadow_resumes_its_replay_clock(target: TargetUnderTest, tmp
     memory = target.build(path=store, shadow="on")  # a daemon restarted
     try:
         memory.apply(added("e2", 2, PG))  # late, backdated: written at the clock, day 5
-        [got] = memory.answer(probe_for(PG), day(5)).facts
+        [got] = served(memory, PG, day(5))
         assert got.written_at == day(5)
         assert values(memory, BILLING, day(5)) == ["@alice"]
     finally:
@@ -230,7 +238,7 @@ def test_revalidation_and_a_repeated_fact_keep_the_record_and_its_write_time(
         memory.apply(added("e1", 0, BILLING))
         memory.apply(revalidated("e2", 5, BILLING))
         memory.apply(added("e3", 6, BILLING))  # a source saw the same fact again
-        [got] = memory.answer(probe_for(BILLING), day(6)).facts
+        [got] = served(memory, BILLING, day(6))
         assert got.record_id.endswith(":e1")
         assert (got.written_at, got.last_validated) == (day(0), day(6))
     finally:

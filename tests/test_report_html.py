@@ -62,7 +62,7 @@ def drill_rows(data: dict) -> list[dict]:
     """The drill-down's rows as the page shows them."""
     out = []
     for slot, kind, layer in data["failures"]:
-        target, domain, pid, question, key, expected, facts, hidden = data["probes"][slot]
+        target, domain, pid, question, key, expected, facts, hidden, served = data["probes"][slot]
         out.append(
             {
                 "target": data["targets"][target]["name"], "kind": KINDS[kind], "domain": domain,

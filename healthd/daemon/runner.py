@@ -62,6 +62,7 @@ from healthd.memory import (
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import ChangeEvent, FactKey, Probe
 from healthd.probes import ProbeSet, load_probe_file
+from healthd.reading import build_reader, versioned
 from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, target_fingerprint
 from healthd.sources import PullResult, Source, build_source
@@ -229,6 +230,7 @@ class Runner:
                 name, cfg.kind, source, rows.get(name, SourceRow(name))
             )
 
+        self.reader = build_reader(settings.reader)
         self._probe_extra, self.probe_config = self._read_probe_config()
         self.catalog = state.key_catalog()
         self.probes: ProbeSet = self.catalog.probe_set(self._probe_extra)
@@ -239,7 +241,9 @@ class Runner:
         self.targets: dict[str, TargetRuntime] = {}
         for name, target_cfg in settings.targets.items():
             options = target_options(settings, name)
-            fingerprint = target_fingerprint(settings, name, options, self.probe_config)
+            fingerprint = target_fingerprint(
+                settings, name, options, self.probe_config, self.reader.label
+            )
             row = target_rows.get(name) or TargetRow(name, fingerprint)
             runtime = TargetRuntime(
                 name, target_cfg.kind, options, is_persistent(options), fingerprint, row
@@ -380,6 +384,7 @@ class Runner:
             "mode": self.settings.mode,
             "windows": self.settings.staleness.windows(),
             "forgetting_window": self.settings.forgetting_window,
+            "reader": self.reader,
         }
 
     def _read_probe_config(self) -> tuple[list[Probe], str]:
@@ -728,7 +733,9 @@ class Runner:
             self.probe_config = config
             self._probe_extra = extra
             for t in self.targets.values():
-                t.fingerprint = target_fingerprint(self.settings, t.name, t.options, config)
+                t.fingerprint = target_fingerprint(
+                    self.settings, t.name, t.options, config, self.reader.label
+                )
 
     def _current_probes(self) -> ProbeSet:
         """The probe set over every event so far (+ the probe file); new keys extend it."""
@@ -839,19 +846,23 @@ class Runner:
             ) as span:
                 metrics = replay.metrics()
                 retrieval = t.retrieval or UNDECLARED
-                info_version = f"{probes.version}-{t.fingerprint[:8]}"
+                # the reader's label is in the version: a changed reader re-baselines
+                version = versioned(probes.version, replay.reader)
+                info_version = f"{version}-{t.fingerprint[:8]}"
                 if retrieval != UNDECLARED:
                     info_version += f"-{retrieval.id[:8]}"
                 results: dict[str, Any] = {
                     "metrics": metrics_json(metrics),
                     "probes": replay.active_probes,
-                    "probe_set_version": probes.version,
+                    "probe_set_version": version,
                     "info_version": info_version,
                     "retrieval": retrieval.as_json(),
                     "retrieval_changes": t.retrieval_changes,
                     "retrieval_changed_items": sum(
                         retrieval_changed(served) for served in replay.answers.values()
                     ),
+                    "reader": replay.reader.label,
+                    "reading": replay.reading_counts().as_dict(),
                     "at": format_timestamp(replay.at) if replay.at else None,
                     "newest_event": replay.at.timestamp() if replay.at else None,
                     "run_id": run_id,
@@ -928,7 +939,7 @@ class Runner:
         """Note the fingerprint of the target's memory; True (logged and counted) when it
         differs from the one the target's last scores were measured under."""
         assert t.memory is not None
-        current = retrieval_fingerprint(t.memory)
+        current = retrieval_fingerprint(t.memory, self.reader.label)
         previous, t.retrieval = t.retrieval, current
         if previous is None or previous == current:
             return False

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from healthd.evaluator import ProbeReport, StageResult, TargetResult
+from healthd.reading import ItemReading
 from healthd.scoring import BUCKETS, Metrics
 from healthd.timeline import format_timestamp
 
@@ -44,6 +45,19 @@ def probe_json(report: ProbeReport) -> dict[str, Any]:
             }
             for f, status in report.retrieved
         ],
+        **({"served": [served_json(r) for r in report.served]} if report.served else {}),
+    }
+
+
+def served_json(reading: ItemReading) -> dict[str, Any]:
+    """A served item as the memory gave it and how the reader read it."""
+    item = reading.item
+    return {
+        "text": item.text,
+        "record_id": item.record_id,
+        "written_at": format_timestamp(item.written_at) if item.written_at else None,
+        "validated_at": format_timestamp(item.validated_at) if item.validated_at else None,
+        "read_as": reading.read_as(),
     }
 
 
@@ -65,6 +79,8 @@ def report_json(
             {
                 "name": result.name,
                 "kind": result.kind,
+                "reader": result.reader,
+                "reading": result.reading.as_dict(),
                 "stages": [stage_json(s) for s in result.stages],
                 "final": {
                     "metrics": metrics_json(result.metrics),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,9 +72,13 @@ class Fingerprinted(Protocol):
     def retrieval_fingerprint(self) -> RetrievalFingerprint: ...
 
 
-def retrieval_fingerprint(memory: Memory) -> RetrievalFingerprint:
-    """The memory's retrieval fingerprint; :data:`UNDECLARED` for one that has none."""
-    return memory.retrieval_fingerprint() if isinstance(memory, Fingerprinted) else UNDECLARED
+def retrieval_fingerprint(memory: Memory, reader: str | None = None) -> RetrievalFingerprint:
+    """The memory's retrieval fingerprint, with ``reader`` the label of the reader its
+    served items are read by; :data:`UNDECLARED` for one that has none."""
+    if not isinstance(memory, Fingerprinted):
+        return UNDECLARED
+    declared = memory.retrieval_fingerprint()
+    return replace(declared, reader=reader) if reader else declared
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, TimelineError
 from healthd.memory import register_memory
-from healthd.model import DOMAINS, Answer, ChangeEvent, FactKey, Probe, RetrievedFact
+from healthd.model import DOMAINS, Answer, ChangeEvent, FactKey, Probe, RetrievedFact, ServedItem
+from healthd.reading.render import statement
 from healthd.timeline import event_to_dict, format_timestamp, parse_timestamp
 
 
@@ -87,7 +88,9 @@ class HttpMemory:
 
     def apply(self, event: ChangeEvent) -> None:
         self._ensure_shadow()
-        self._call("POST", "/events", event_to_dict(event), f"apply {event.id}")
+        body = event_to_dict(event)
+        body["text"] = statement(event)
+        self._call("POST", "/events", body, f"apply {event.id}")
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         body = {
@@ -102,7 +105,14 @@ class HttpMemory:
             "k": self.options.top_k,
         }
         data = self._call("POST", "/query", body, f"query {probe.id}")
-        return Answer(probe.id, tuple(_facts(data, probe.id)))
+        where = f"http memory: query {probe.id}: response"
+        if not isinstance(data, dict) or not (
+            isinstance(data.get("facts"), list) or isinstance(data.get("items"), list)
+        ):
+            raise MemoryAdapterError(f"{where}: expected an object with a 'facts' or 'items' list")
+        facts = _facts(data, where) if "facts" in data else []
+        items = _items(data, where) if "items" in data else []
+        return Answer(probe.id, tuple(facts), tuple(items))
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """The optional ``changes`` operation; None when the service does not offer it, and
@@ -161,10 +171,50 @@ class HttpMemory:
             raise MemoryAdapterError(f"http memory: {what}: {exc}") from None
 
 
-def _facts(data: Any, probe_id: str) -> list[RetrievedFact]:
-    where = f"http memory: query {probe_id}: response"
-    if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
-        raise MemoryAdapterError(f"{where}: expected an object with a 'facts' list")
+def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
+    """Served text, to be read: ``{text, record_id, written_at?, validated_at?, metadata?,
+    flags?}``. An item without text has nothing to read and no fact: the service's error."""
+    if not isinstance(data["items"], list):
+        raise MemoryAdapterError(f"{where}, field 'items': expected a list")
+    out = []
+    for i, item in enumerate(data["items"]):
+        path = f"items[{i}]"
+        if not isinstance(item, dict):
+            raise MemoryAdapterError(f"{where}, field '{path}': expected an object")
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise MemoryAdapterError(
+                f"{where}, field '{path}.text': a served item needs its text (it has no fact)"
+            )
+        record_id = item.get("record_id")
+        if not isinstance(record_id, str) or not record_id:
+            raise MemoryAdapterError(f"{where}, field '{path}.record_id': expected a string")
+        metadata = item.get("metadata") or {}
+        if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise MemoryAdapterError(
+                f"{where}, field '{path}.metadata': expected an object of strings"
+            )
+        flags = item.get("flags", [])
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise MemoryAdapterError(f"{where}, field '{path}.flags': expected a list of strings")
+        try:
+            times = [
+                None
+                if item.get(name) is None
+                else parse_timestamp(item[name], field=f"{path}.{name}")
+                for name in ("written_at", "validated_at")
+            ]
+        except TimelineError as exc:
+            raise MemoryAdapterError(f"{where}, {exc}") from None
+        out.append(ServedItem(text, record_id, times[0], times[1], metadata, frozenset(flags)))
+    return out
+
+
+def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
+    if not isinstance(data["facts"], list):
+        raise MemoryAdapterError(f"{where}, field 'facts': expected a list")
     out = []
     for i, item in enumerate(data["facts"]):
         path = f"facts[{i}]"

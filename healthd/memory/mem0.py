@@ -26,7 +26,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
@@ -44,15 +44,13 @@ from healthd.memory._offline import (
 from healthd.memory._options import integer, reject_unknown, switch
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint, changed_since
 from healthd.model import (
-    DOMAINS,
     RETRIEVAL_CHANGED,
     Answer,
     ChangeEvent,
-    Domain,
     Fact,
     FactKey,
     Probe,
-    RetrievedFact,
+    ServedItem,
 )
 
 DEFAULT_USER = "healthd-shadow"
@@ -243,11 +241,13 @@ class Mem0Memory:
         # Qdrant's scores of equally similar texts differ in their last bits from one call to
         # the next: rounded, equal scores are ordered newest first, then by record.
         rows = [
-            (round(row.get("score") or 0.0, 6), _retrieved(row, self._fingerprint))
+            (round(row.get("score") or 0.0, 6), _served(row, self._fingerprint))
             for row in found.get("results", [])
         ]
-        rows.sort(key=lambda r: (-r[0], -r[1].written_at.timestamp(), r[1].record_id))
-        return Answer(probe.id, tuple(fact for _, fact in rows))
+        rows.sort(key=lambda r: (-r[0], -_when(r[1].written_at), r[1].record_id))
+        # What Mem0 serves is the memory's text: the reader reads it; the metadata healthd
+        # wrote (which infer=True copies onto every extraction) only tells a mismatch.
+        return Answer(probe.id, (), tuple(item for _, item in rows))
 
     def retrieval_fingerprint(self) -> RetrievalFingerprint:
         return self._fingerprint
@@ -350,26 +350,36 @@ class Mem0Memory:
             self._scratch = None
 
 
-def _retrieved(row: Mapping[str, Any], fingerprint: RetrievalFingerprint) -> RetrievedFact:
-    metadata = row.get("metadata") or {}
-    domain = metadata.get("domain")
-    if domain not in DOMAINS:
-        raise MemoryAdapterError(f"mem0 memory {row.get('id')!r} carries no healthd fact")
-    typed_domain: Domain = domain
-    return RetrievedFact(
-        metadata["subject"],
-        metadata["predicate"],
-        metadata["value"],
-        typed_domain,
-        f"mem0:{metadata['healthd_event']}",
-        datetime.fromisoformat(metadata["written_at"]),
-        datetime.fromisoformat(metadata["validated_at"]),
-        flags=(
-            frozenset({RETRIEVAL_CHANGED})
-            if changed_since(metadata.get(METADATA_KEY), fingerprint)
-            else frozenset()
-        ),
+def _served(row: Mapping[str, Any], fingerprint: RetrievalFingerprint) -> ServedItem:
+    """A Mem0 memory as served: its text, and the times healthd stamped on it (a memory
+    healthd did not write has only Mem0's own ``created_at``); flagged when it was written
+    under another retrieval fingerprint."""
+    metadata = {k: v for k, v in (row.get("metadata") or {}).items() if isinstance(v, str)}
+    written = _time(metadata.get("written_at")) or _time(row.get("created_at"))
+    return ServedItem(
+        str(row.get("memory") or ""),
+        f"mem0:{metadata.get('healthd_event', row.get('id'))}",
+        written,
+        _time(metadata.get("validated_at")),
+        metadata,
+        frozenset({RETRIEVAL_CHANGED})
+        if changed_since(metadata.get(METADATA_KEY), fingerprint)
+        else frozenset(),
     )
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _when(at: datetime | None) -> float:
+    return at.timestamp() if at is not None else 0.0
 
 
 @register_memory("mem0")

@@ -99,14 +99,15 @@
   }
 
   // -- drill-down -------------------------------------------------------------------------
-  // data.probes: [target index, domain, id, question, key, expected, facts, facts left out]
+  // data.probes: [target index, domain, id, question, key, expected, facts, facts left out,
+  //               served items: [text, asserted, negated, unread, mismatch]]
   // facts: [value, status, newest validation, oldest, records, flags, key if another, kinds]
   // data.failures: [probe slot, kind index, layer]
   var rows = data.failures.map(function (f) {
     var p = data.probes[f[0]];
     return { target: data.targets[p[0]].name, kind: data.kinds[f[1]], bit: 1 << f[1],
              domain: p[1], id: p[2], question: p[3], key: p[4], expected: p[5],
-             facts: p[6], hidden: p[7], layer: f[2] };
+             facts: p[6], hidden: p[7], served: p[8] || [], layer: f[2] };
   });
   var SORT_KEYS = {
     target: function (r) { return r.target; }, kind: function (r) { return data.kinds.indexOf(r.kind); },
@@ -141,6 +142,19 @@
     });
     if (row.hidden) list.appendChild(el("li", "… and " + row.hidden + " more", "none"));
     cell.appendChild(list);
+    if (row.served.length) {
+      var said = el("ul", null, "served");
+      row.served.forEach(function (s) {
+        var item = el("li", null, s[3] ? "unread" : "");
+        item.appendChild(el("q", s[0], "text"));
+        var how = s[3] ? "unread" : [s[1].length ? "asserts " + s[1].join(", ") : "",
+          s[2].length ? "negates " + s[2].join(", ") : ""].filter(Boolean).join("; ");
+        item.appendChild(el("span", "read as: " + how, "read-as"));
+        if (s[4]) item.appendChild(el("span", "metadata disagrees", "flags"));
+        said.appendChild(item);
+      });
+      cell.appendChild(said);
+    }
     return cell;
   }
 

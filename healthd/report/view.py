@@ -152,6 +152,23 @@ def _grouped_facts(
     return ordered[:FACTS_SHOWN], max(0, len(ordered) - FACTS_SHOWN)
 
 
+def _served(probe: Mapping[str, Any]) -> list[list[Any]]:
+    """The probe's served items and how each was read: [text, asserted, negated, unread,
+    mismatch], at most :data:`FACTS_SHOWN` (the unread first)."""
+    served = probe.get("served", ())
+    ordered = sorted(served, key=lambda s: not s["read_as"]["unread"])
+    return [
+        [
+            s["text"],
+            s["read_as"]["asserted"],
+            s["read_as"]["negated"],
+            s["read_as"]["unread"],
+            s["read_as"]["mismatch"],
+        ]
+        for s in ordered[:FACTS_SHOWN]
+    ]
+
+
 def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, list[Any]]:
     """Each failing probe once (with what it returned), and a row per way it fails."""
     slots: dict[tuple[str, str], int] = {}
@@ -180,6 +197,7 @@ def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, li
                     list(probe["expected"]),
                     facts,
                     hidden,
+                    _served(probe),
                 ]
             )
         rows.append([slots[where], KINDS.index(failure.kind), failure.layer or ""])

@@ -8,6 +8,7 @@ from timeline_builders import added, day, fact, invalidated, revised
 
 from healthd.errors import TargetError
 from healthd.model import Probe
+from healthd.reading import build_reader, read_facts
 
 LANGUAGE = Probe(
     "lang", "What language is auth-service written in?", "auth-service", "language", "tech"
@@ -16,8 +17,16 @@ NODE = fact("auth-service", "language", "node")
 GO = fact("auth-service", "language", "go")
 
 
+def served(memory, at: float) -> tuple:
+    """What the memory serves for the probe: its structured facts, and those the default
+    reader reads in its served text (a kind that serves text, such as mem0)."""
+    answer = memory.answer(LANGUAGE, day(at))
+    held = {f.value: f.domain for f in (NODE, GO)}
+    return answer.facts + read_facts(build_reader(), LANGUAGE.key, held, answer.items)[1]
+
+
 def values(memory, at: float = 20) -> list[str]:
-    return sorted(f.value for f in memory.answer(LANGUAGE, day(at)).facts)
+    return sorted(f.value for f in served(memory, at))
 
 
 @pytest.fixture
@@ -30,7 +39,7 @@ def memory(target):
 
 def test_an_applied_fact_is_answered_with_its_validation_time(memory):
     memory.apply(added("e1", 3, NODE))
-    (got,) = memory.answer(LANGUAGE, day(4)).facts
+    (got,) = served(memory, 4)
     assert (got.subject, got.predicate, got.value, got.domain) == (
         "auth-service",
         "language",

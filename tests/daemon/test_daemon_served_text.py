@@ -1,0 +1,87 @@
+"""The daemon scoring a memory that serves text: bad served items are failed runs."""
+
+from __future__ import annotations
+
+from daemon_helpers import toml_config
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from text_memory_service import TextMemoryService
+
+from healthd.daemon.runner import Runner
+from healthd.daemon.state import StateStore
+from healthd.exporters.tracing import build_tracer_provider, get_tracer
+from healthd.settings import load_settings
+
+
+def test_the_daemon_counts_a_served_item_without_text_as_a_failed_run(tmp_path):
+    """One bad answer is one failed run with the field named, never a crash; the other
+    target's run succeeds."""
+    with TextMemoryService() as service:
+        service.bad_query_body = {"items": [{"record_id": "r1", "text": ""}]}
+        config = toml_config(
+            tmp_path,
+            port=1,
+            targets={
+                "text": {
+                    "kind": "http",
+                    "shadow": True,
+                    "base_url": service.url,
+                    "namespace": "healthd/shadow",
+                    "backoff_seconds": 0,
+                },
+                "naive": {"kind": "naive", "shadow": True},
+            },
+        )
+        settings = load_settings(str(config))
+        state = StateStore(settings.state_path)
+        tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+        runner = Runner(settings, state, tracer)
+        try:
+            run = runner.run_once()
+            assert run is not None
+            assert run.targets["text"]["result"] == "failure"
+            assert run.targets["naive"]["result"] == "success"
+            row = runner.targets["text"].row
+            assert row.runs_failure == 1 and "\n" not in row.last_error
+            assert "field 'items[0].text'" in row.last_error
+        finally:
+            runner.close()
+            state.close()
+
+
+def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tmp_path, capsys):
+    from healthd.cli import main as cli_main
+
+    config = toml_config(tmp_path, port=1, extra='reader = "oracle"')
+    assert cli_main(["check-config", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "reader: reader 'oracle': unknown reader 'oracle'; known: default, llm" in err
+
+    settings = load_settings(str(toml_config(tmp_path, port=1)))
+    state = StateStore(settings.state_path)
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    runner = Runner(settings, state, tracer)
+    runner.run_once()
+    before = runner.targets["reference"].row.results
+    assert before["reader"] == "default-1" and "+default-1-" in before["info_version"]
+    fingerprint = runner.targets["reference"].fingerprint
+    runner.close()
+    state.close()
+
+    from fake_judge import FakeJudge
+
+    with FakeJudge() as judge:
+        extra = f'reader = "llm:base_url={judge.url},model=fake-judge-1"'
+        settings = load_settings(str(toml_config(tmp_path, port=1, extra=extra)))
+        state = StateStore(settings.state_path)
+        runner = Runner(settings, state, tracer)
+        try:
+            assert runner.targets["reference"].fingerprint != fingerprint
+            assert "configuration changed" in (runner.targets["reference"].note or "")
+            runner.run_once()
+            after = runner.targets["reference"].row.results
+            assert after["reader"] == "llm-1:fake-judge-1"
+            assert after["metrics"] == before["metrics"]  # structured answers: nothing to read
+            assert after["info_version"] != before["info_version"]
+        finally:
+            runner.close()
+            state.close()
