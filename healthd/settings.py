@@ -355,6 +355,8 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
             raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
         except ValueError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     bound = type(
         "Settings",
         (Settings,),

@@ -34,7 +34,9 @@ class FileSource:
 
     After a rewrite the events read before come again, each with its line in
     ``PullResult.places``: the daemon, which keeps every event it took, takes none of them
-    twice and reports a line that reuses a read event's id with other content."""
+    twice and reports a line that reuses a read event's id with other content. A line that is
+    not a valid event is refused (in ``PullResult.skipped``, naming the file, line and field)
+    and the lines after it are read: one bad line does not stop the source."""
 
     kind = "file"
 
@@ -70,15 +72,15 @@ class FileSource:
         newlines = chunk.count("\n")
         lines = chunk.splitlines()
         del chunk
-        try:
-            events = list(iter_timeline(lines, origin=self.path, first_line=line))
-        except TimelineError as exc:
-            return PullResult([], unchanged, error=str(exc))
+        refused: list[TimelineError] = []
+        events = list(iter_timeline(lines, origin=self.path, first_line=line, refused=refused))
         result = PullResult(events, _cursor(first, last, offset + end, line + newlines))
         result.more = more
         if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
-        numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip())
+        result.skipped.extend(f"line refused: {exc}" for exc in refused)
+        bad = {exc.line for exc in refused}
+        numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip() and n not in bad)
         result.places = {
             event.id: f"{self.path} line {n}" for event, n in zip(events, numbers, strict=True)
         }

@@ -1,0 +1,138 @@
+"""Hostile or clumsy input ends in one line on stderr and exit 2, never a traceback; in the
+daemon a bad line is refused, named and skipped, and the good lines around it are measured."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from daemon_helpers import (
+    EXAMPLE,
+    assert_metrics_equal_evaluate,
+    run_cli,
+    sample,
+    toml_config,
+)
+
+GOOD = EXAMPLE.read_text().splitlines(keepends=True)
+
+
+def _one_line_error(result) -> str:
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr[:2000]
+    return lines[0]
+
+
+def _event(timestamp: str, event_id: str = "poison") -> str:
+    return json.dumps(
+        {
+            "id": event_id,
+            "type": "added",
+            "timestamp": timestamp,
+            "source": "file",
+            "fact": {"subject": "x", "predicate": "owner", "value": "y", "domain": "ownership"},
+        }
+    )
+
+
+OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
+
+
+@pytest.mark.parametrize("stamp", OUT_OF_RANGE)
+def test_a_timestamp_out_of_range_in_utc_is_refused_naming_file_line_and_field(tmp_path, stamp):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(GOOD[:3]) + _event(stamp) + "\n")
+    line = _one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    assert f"{timeline}, line 4, field 'timestamp'" in line and "out of range" in line
+
+
+def test_a_number_past_the_digit_limit_is_one_line_naming_the_line(tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(GOOD[:2]) + '{"id": ' + "9" * 5000 + "}\n")
+    line = _one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    assert f"{timeline}, line 3: invalid JSON: a number too long" in line
+
+
+def test_a_probe_file_nested_too_deep_or_not_utf8_is_one_line(tmp_path):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 10_000 + "]" * 10_000 + "\n")
+    line = _one_line_error(run_cli("evaluate", "--probes", str(deep)))
+    assert f"{deep}, line 1: invalid JSON: nested too deeply" in line
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'{"question": "\xff"}\n')
+    line = _one_line_error(run_cli("evaluate", "--probes", str(binary)))
+    assert f"{binary}: not UTF-8 text" in line
+
+
+def test_report_from_deep_or_huge_number_json_is_one_line(tmp_path):
+    html = tmp_path / "out.html"
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 10_000 + "]" * 10_000)
+    line = _one_line_error(run_cli("report", "--from", str(deep), "--html", str(html)))
+    assert f"{deep}: not JSON: nested too deeply" in line
+    number = tmp_path / "number.json"
+    number.write_text('{"probe_set": ' + "7" * 5000 + "}")
+    line = _one_line_error(run_cli("report", "--from", str(number), "--html", str(html)))
+    assert f"{number}: not JSON: a number too long" in line
+    assert not html.exists()
+
+
+@pytest.mark.parametrize("command", ["check-config", "run"])
+def test_a_config_nested_too_deep_is_one_line(tmp_path, command):
+    config = tmp_path / "deep.toml"
+    config.write_text("a = " + "[" * 10_000 + "]" * 10_000 + "\n")
+    line = _one_line_error(run_cli(command, "--config", str(config)))
+    assert line == f"healthd: error: {config}: not valid TOML: nested too deeply"
+
+
+def test_a_port_in_use_or_an_address_that_cannot_be_bound_is_one_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = toml_config(tmp_path, port=port)
+        line = _one_line_error(run_cli("run", "--config", str(config)))
+        assert line == f"healthd: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    # TEST-NET-3 (RFC 5737): never an address of this machine
+    config.write_text(config.read_text().replace('host = "127.0.0.1"', 'host = "203.0.113.7"'))
+    line = _one_line_error(run_cli("run", "--config", str(config)))
+    assert line.startswith("healthd: error: cannot listen on 203.0.113.7:")
+    assert "Cannot assign requested address" in line
+
+
+@pytest.mark.parametrize("stamp", OUT_OF_RANGE[:1])
+def test_the_daemon_skips_a_line_out_of_range_and_measures_every_good_line(
+    start_daemon, tmp_path, stamp
+):
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(GOOD))
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(GOOD[:60]) + _event(stamp) + "\n" + "".join(GOOD[60:]))
+    daemon = start_daemon(
+        sources={"tl": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon.wait_ready()
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and (sample(m, "healthd_runs_total", target="reference", result="success") or 0) >= 2
+            and m
+        ),
+        what="two runs",
+    )
+    assert sample(metrics, "healthd_source_up", source="tl") == 1
+    assert sample(metrics, "healthd_events_replayed_total", target="reference") == len(GOOD)
+    refused = [
+        entry["reason"]
+        for entry in daemon.log_lines()
+        if entry.get("event") == "source skipped input"
+    ]
+    assert len(refused) == 1, refused  # once, when read: the cursor is past it
+    assert f"{timeline}, line 61, field 'timestamp'" in refused[0]
+    assert not [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+    assert_metrics_equal_evaluate(metrics, good)
+    assert daemon.stop()[0] == 0
