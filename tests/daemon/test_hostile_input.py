@@ -136,3 +136,48 @@ def test_the_daemon_skips_a_line_out_of_range_and_measures_every_good_line(
     assert not [e for e in daemon.log_lines() if e.get("event") == "source failed"]
     assert_metrics_equal_evaluate(metrics, good)
     assert daemon.stop()[0] == 0
+
+
+def _config_without_sources(tmp_path, extra: str = "") -> str:
+    config = tmp_path / "nosources.toml"
+    config.write_text(
+        f'state_path = "{tmp_path}/state/state.sqlite"\n{extra}\n[server]\nport = 0\n'
+    )
+    return str(config)
+
+
+@pytest.mark.parametrize("command", [["check-config"], ["run"], ["evaluate"], ["timeline"]])
+def test_a_config_without_sources_is_refused_not_the_example_measured(tmp_path, command):
+    config = _config_without_sources(tmp_path)
+    line = _one_line_error(run_cli(*command, "--config", config))
+    assert line.startswith(f"healthd: error: {config}: sources: none configured;")
+    assert "example = true" in line
+    assert not (tmp_path / "state").exists()
+
+
+def test_the_example_is_measured_when_asked_for(tmp_path):
+    config = _config_without_sources(tmp_path, "example = true")
+    done = run_cli("check-config", "--config", config)
+    assert done.returncode == 0 and "1 source(s) (example)" in done.stdout, done.stderr
+    plain = run_cli("evaluate", "--format", "json")  # no argument: the example, as documented
+    assert plain.returncode == 0, plain.stderr
+    asked = run_cli("evaluate", "--config", config, "--format", "json")
+    assert asked.returncode == 0, asked.stderr
+    assert [t["final"]["metrics"] for t in json.loads(asked.stdout)["targets"]] == [
+        t["final"]["metrics"] for t in json.loads(plain.stdout)["targets"]
+    ]
+
+
+def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path):
+    directory = tmp_path / "a-directory"
+    directory.mkdir()
+    config = toml_config(tmp_path)
+    config.write_text(
+        config.read_text().replace(
+            f'state_path = "{tmp_path}/state/state.sqlite"', f'state_path = "{directory}"'
+        )
+    )
+    checked = _one_line_error(run_cli("check-config", "--config", str(config)))
+    assert checked == f"healthd: error: {config}: state_path: {directory}: is a directory"
+    ran = _one_line_error(run_cli("run", "--config", str(config)))
+    assert ran == f"healthd: error: {directory}: cannot open state file: is a directory"
