@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -47,7 +50,7 @@ class FileSource:
 
     def pull(self, cursor: str | None) -> PullResult:
         try:
-            with open(self.path, "rb") as handle:
+            with _open_regular(self.path) as handle:
                 offset, line, restarted = _resume(handle, cursor)
                 handle.seek(offset)
                 data = handle.read(self.slice + 1)
@@ -85,6 +88,21 @@ class FileSource:
             event.id: f"{self.path} line {n}" for event, n in zip(events, numbers, strict=True)
         }
         return result
+
+
+def _open_regular(path: str) -> IO[bytes]:
+    """``path`` opened for reading, refused unless it is a regular file: a named pipe would
+    block every run until a writer comes, a device could be read forever. (Opened without
+    blocking, so that a pipe is refused, not waited on.)"""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe or a device is refused)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _resume(handle: IO[bytes], cursor: str | None) -> tuple[int, int, bool]:

@@ -10,6 +10,7 @@ import pytest
 from daemon_helpers import (
     EXAMPLE,
     assert_metrics_equal_evaluate,
+    evaluated_metrics,
     run_cli,
     sample,
     toml_config,
@@ -181,3 +182,95 @@ def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path):
     assert checked == f"healthd: error: {config}: state_path: {directory}: is a directory"
     ran = _one_line_error(run_cli("run", "--config", str(config)))
     assert ran == f"healthd: error: {directory}: cannot open state file: is a directory"
+
+
+def _runs(metrics, target: str, result: str) -> float:
+    return sample(metrics, "healthd_runs_total", target=target, result=result) or 0
+
+
+def test_an_http_memory_answering_too_much_fails_the_run_without_reading_it(start_daemon, tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from memory_service import MemoryService
+
+    class FloodingService(MemoryService):
+        """Answers every query with a 4 MiB body while ``flooding``."""
+
+        flooding = True
+
+        def _hook(self, path, auth):
+            if self.flooding and path.endswith("/query"):
+                return 200, {"facts": [], "padding": "x" * (4 << 20)}
+            return super()._hook(path, auth)
+
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("".join(GOOD))
+    with FloodingService() as service:
+        daemon = start_daemon(
+            sources={"tl": {"kind": "file", "path": str(timeline)}},
+            targets={
+                "team": {
+                    "kind": "http",
+                    "base_url": service.url,
+                    "namespace": "shadow",
+                    "shadow": True,
+                    "max_response_bytes": 1 << 20,
+                },
+            },
+        )
+        daemon.wait_until(lambda: _runs(daemon.scrape(), "team", "failure") >= 1, what="a failure")
+        failed = [e["error"] for e in daemon.log_lines() if e.get("event") == "run failed"]
+        assert failed and "returned a body over max_response_bytes=1048576" in failed[0], failed
+        service.flooding = False  # the fault is cleared: the next run measures
+        metrics = daemon.wait_until(
+            lambda: (m := daemon.scrape()) and _runs(m, "team", "success") >= 1 and m,
+            timeout=60,
+            what="a successful run",
+        )
+        assert sample(metrics, "healthd_events_replayed_total", target="team") == len(GOOD)
+        assert daemon.stop()[0] == 0
+    # the service is the reference memory over HTTP: the same numbers as evaluating it
+    final = evaluated_metrics(timeline)
+    for bucket in ("all", "tech", "ownership", "decision", "requirement"):
+        for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
+            got = sample(metrics, f"healthd_{ratio}_ratio", target="team", domain=bucket)
+            assert got == final[bucket][ratio], (bucket, ratio)
+
+
+def test_a_named_pipe_as_a_timeline_is_refused_and_never_blocks_a_run(start_daemon, tmp_path):
+    import os
+
+    timeline = tmp_path / "timeline.jsonl"
+    os.mkfifo(timeline)
+    daemon = start_daemon(
+        sources={"tl": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    metrics = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and _runs(m, "reference", "success") >= 2 and m,
+        what="two runs past the pipe",
+    )
+    assert sample(metrics, "healthd_source_up", source="tl") == 0
+    errors = [e["error"] for e in daemon.log_lines() if e.get("event") == "source failed"]
+    assert (
+        errors
+        and errors[0]
+        == f"cannot read {timeline}: not a regular file (a pipe or a device is refused)"
+    )
+    timeline.unlink()  # the fault is cleared: a regular file takes the pipe's place
+    timeline.write_text("".join(GOOD))
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and sample(m, "healthd_events_replayed_total", target="reference") == len(GOOD)
+            and sample(m, "healthd_source_up", source="tl") == 1
+            and m
+        ),
+        timeout=30,
+        what="the timeline replayed",
+    )
+    code, seconds = daemon.stop()
+    assert code == 0 and seconds < 5
+    assert_metrics_equal_evaluate(metrics, timeline)
