@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -59,6 +60,24 @@ log = get_logger("healthd.runner")
 
 RUN_HISTORY = 20  # runs listed on the page at /
 IN_MEMORY_EVENTS = 10_000  # more new events than this are replayed from the state file
+
+
+#: SQLite's answers for a file whose pages or header are not a database any more.
+_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says a SQLite file is corrupt."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, sqlite3.DatabaseError) and (
+            getattr(seen, "sqlite_errorname", None) in _CORRUPT
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class Aborted(Exception):
@@ -114,6 +133,7 @@ class TargetRuntime:
     pending_row: TargetRow | None = None  # this run's success, shown once it is stored
     page_wanted: int = 0  # bumped when the replay moved on; the page at / follows lazily
     page_built: int = 0
+    rebuilds: int = 0  # corrupt shadows moved aside and rebuilt, in this process
 
 
 @dataclass
@@ -612,7 +632,9 @@ class Runner:
             return new[position - tail :]
         return self.state.iter_events(position)
 
-    def _run_target(self, t: TargetRuntime, run_id: str, started: float) -> dict[str, Any]:
+    def _run_target(
+        self, t: TargetRuntime, run_id: str, started: float, *, rebuilt: bool = False
+    ) -> dict[str, Any]:
         t0 = time.perf_counter()
         row = t.row
         total = self.event_count
@@ -746,6 +768,8 @@ class Runner:
             return {"result": "aborted", "aborted": True, "events": max(new, 0)}
         except Exception as exc:
             self._close(t)
+            if not rebuilt and t.persistent and _is_corruption(exc) and self._set_aside(t, exc):
+                return self._run_target(t, run_id, started, rebuilt=True)
             t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
             t.pending_row = replace(  # shown with the other targets' results
@@ -824,6 +848,34 @@ class Runner:
         finally:
             self._replay_lock.release()
 
+    def _set_aside(self, t: TargetRuntime, exc: BaseException) -> bool:
+        """A persistent shadow SQLite calls corrupt is derived data: moved aside (with its
+        journal) for a post-mortem, to be rebuilt from the events in the state file. False
+        when it cannot be moved (the run then fails naming it)."""
+        path = str(t.options["path"])
+        aside = f"{path}.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+        try:
+            os.replace(path, aside)
+            for suffix in ("-journal", "-wal", "-shm"):
+                if os.path.exists(path + suffix):
+                    os.replace(path + suffix, aside + suffix)
+        except OSError as error:
+            log.error("corrupt shadow could not be moved aside", shadow=path, error=str(error))
+            return False
+        with self._changing():
+            t.rebuilds += 1
+        t.note = "the shadow was corrupt: rebuilt from the state file"
+        t.built_fingerprint = None
+        log.warning(
+            "shadow corrupt: moved aside, rebuilt",
+            target=t.name,
+            shadow=path,
+            moved_to=os.path.basename(aside),
+            error=redact_text(f"{type(exc).__name__}: {exc}"),
+            events=self.event_count,
+        )
+        return True
+
     def _close(self, t: TargetRuntime) -> None:
         if t.memory is not None:
             try:
@@ -856,6 +908,7 @@ class Runner:
                 "targets": {name: _copy_row(t.row) for name, t in self.targets.items()},
                 "sources": {name: _copy_source(s.row) for name, s in self.sources.items()},
                 "missed_runs": self.missed_runs,
+                "shadow_rebuilds": {name: t.rebuilds for name, t in self.targets.items()},
                 "pending": dict(self.pending),
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,

@@ -56,6 +56,7 @@ METRIC_NAMES = (
     "healthd_source_up",
     "healthd_source_events_total",
     "healthd_scheduler_missed_runs_total",
+    "healthd_shadow_rebuilds_total",
     "healthd_probe_set_info",
     "healthd_build_info",
 )
@@ -145,6 +146,15 @@ class HealthdCollector(Collector):
             info.add_metric([name, res["info_version"]], 1)
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
+        rebuilds = CounterMetricFamily(
+            "healthd_shadow_rebuilds",
+            "Persistent shadows found corrupt, moved aside and rebuilt from the state file "
+            "since the process started",
+            labels=["target"],
+        )
+        for name, count in view.get("shadow_rebuilds", {}).items():
+            rebuilds.add_metric([name], count)
+        yield rebuilds
         pending = GaugeMetricFamily(
             "healthd_replay_pending_events",
             "Events a replay in progress has still to apply to the target's shadow "

@@ -274,3 +274,49 @@ def test_a_named_pipe_as_a_timeline_is_refused_and_never_blocks_a_run(start_daem
     code, seconds = daemon.stop()
     assert code == 0 and seconds < 5
     assert_metrics_equal_evaluate(metrics, timeline)
+
+
+def _corrupt_pages(path) -> None:
+    """Garbage over every page but the first (the header stays: SQLite opens the file and
+    finds it malformed when it reads a table)."""
+    import random
+
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    rng = random.Random(7)
+    for i in range(page, len(data)):
+        data[i] = rng.randrange(256)
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon, tmp_path):
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("".join(GOOD[:100]))
+    targets = {"reference": {"kind": "reference", "shadow": True}}
+    sources = {"tl": {"kind": "file", "path": str(timeline)}}
+    first = start_daemon(sources=sources, targets=targets, log_name="first.log")
+    first.wait_until(lambda: _runs(first.scrape(), "reference", "success") >= 1, what="a run")
+    assert first.stop()[0] == 0
+    shadow = tmp_path / "state" / "shadows" / "reference.sqlite"
+    _corrupt_pages(shadow)
+    timeline.write_text("".join(GOOD))
+    second = start_daemon(sources=sources, targets=targets, log_name="second.log")
+    metrics = second.wait_until(
+        lambda: (
+            (m := second.scrape())
+            and sample(m, "healthd_events_replayed_total", target="reference") == len(GOOD)
+            and _runs(m, "reference", "success") >= 2
+            and m
+        ),
+        timeout=30,
+        what="the shadow rebuilt and the new events replayed",
+    )
+    assert _runs(metrics, "reference", "failure") == 0
+    assert sample(metrics, "healthd_shadow_rebuilds_total", target="reference") == 1
+    aside = [
+        e for e in second.log_lines() if e.get("event") == "shadow corrupt: moved aside, rebuilt"
+    ]
+    assert len(aside) == 1 and aside[0]["shadow"] == str(shadow)
+    assert (tmp_path / "state" / "shadows" / aside[0]["moved_to"]).exists()
+    assert second.stop()[0] == 0
+    assert_metrics_equal_evaluate(metrics, timeline)
