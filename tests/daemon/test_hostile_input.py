@@ -320,3 +320,67 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon
     assert (tmp_path / "state" / "shadows" / aside[0]["moved_to"]).exists()
     assert second.stop()[0] == 0
     assert_metrics_equal_evaluate(metrics, timeline)
+
+
+def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(start_daemon, tmp_path):
+    import sys
+    import time
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from memory_service import MemoryService
+
+    class FlipsMidRun(MemoryService):
+        """Says the namespace is no longer a shadow after its 20th write, but takes writes
+        anyway; each write takes 20 ms, so a run of 135 lasts about 3 s."""
+
+        flip_after: int | None = 20
+        writes = 0
+        writes_after_flip = 0
+
+        def _hook(self, path, auth):
+            if path.endswith("/events"):
+                time.sleep(0.02)
+                self.writes += 1
+                if self.flip_after is not None and self.writes > self.flip_after:
+                    self.writes_after_flip += 1
+            flipped = self.flip_after is not None and self.writes >= self.flip_after
+            if flipped and path.endswith("/namespaces/shadow"):
+                return 200, {"namespace": "shadow", "shadow": False}
+            return super()._hook(path, auth)
+
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("".join(GOOD))
+    with FlipsMidRun() as service:
+        daemon = start_daemon(
+            sources={"tl": {"kind": "file", "path": str(timeline)}},
+            targets={
+                "team": {
+                    "kind": "http",
+                    "base_url": service.url,
+                    "namespace": "shadow",
+                    "shadow": True,
+                    "shadow_recheck_seconds": 0.5,
+                }
+            },
+        )
+        daemon.wait_until(
+            lambda: _runs(daemon.scrape(), "team", "failure") >= 1, timeout=30, what="a failure"
+        )
+        # at most one recheck interval of writes (0.5 s / 20 ms) after the flip
+        assert service.writes_after_flip <= 30, service.writes_after_flip
+        assert service.writes < len(GOOD)
+        failed = [e["error"] for e in daemon.log_lines() if e.get("event") == "run failed"]
+        assert "is not a shadow" in failed[0]
+        service.flip_after = None  # the fault is cleared: a shadow again
+        metrics = daemon.wait_until(
+            lambda: (m := daemon.scrape()) and _runs(m, "team", "success") >= 1 and m,
+            timeout=60,
+            what="a successful run",
+        )
+        assert daemon.stop()[0] == 0
+    final = evaluated_metrics(timeline)
+    for bucket in ("all", "tech", "ownership", "decision", "requirement"):
+        for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
+            got = sample(metrics, f"healthd_{ratio}_ratio", target="team", domain=bucket)
+            assert got == final[bucket][ratio], (bucket, ratio)
