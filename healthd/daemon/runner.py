@@ -166,6 +166,7 @@ class Runner:
         self._view_lock = threading.Lock()  # scrapes read a consistent view
         self.version = 0  # bumped whenever what the views show changes
         self.pending: dict[str, int] = {}  # events a replay in progress has still to apply
+        self.pulling: dict[str, float] = {}  # when each pull in progress started
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
         self.last_run: RunSummary | None = None
@@ -514,11 +515,16 @@ class Runner:
                 "pull " + s.name,
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
             ) as span:
+                with self._changing():
+                    self.pulling[s.name] = self.clock()
                 try:
                     assert s.source is not None
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
+                finally:
+                    with self._changing():
+                        self.pulling.pop(s.name, None)
                 not_after = datetime.fromtimestamp(self.clock(), UTC) + (
                     self.settings.max_future_skew
                 )
@@ -910,6 +916,7 @@ class Runner:
                 "missed_runs": self.missed_runs,
                 "shadow_rebuilds": {name: t.rebuilds for name, t in self.targets.items()},
                 "pending": dict(self.pending),
+                "pulling": dict(self.pulling),
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,
                 "history": list(self.history),

@@ -54,6 +54,7 @@ METRIC_NAMES = (
     "healthd_events_replayed_total",
     "healthd_replay_pending_events",
     "healthd_source_up",
+    "healthd_source_pull_seconds",
     "healthd_source_events_total",
     "healthd_scheduler_missed_runs_total",
     "healthd_shadow_rebuilds_total",
@@ -167,18 +168,28 @@ class HealthdCollector(Collector):
         yield pending
 
         up = GaugeMetricFamily(
-            "healthd_source_up", "1 when the source's last pull succeeded", labels=["source"]
+            "healthd_source_up",
+            "1 when the source's last pull succeeded; 0 when it failed or none has ended yet",
+            labels=["source"],
         )
+        pull = GaugeMetricFamily(
+            "healthd_source_pull_seconds",
+            "How long the source's pull in progress has been going (0 when none is)",
+            labels=["source"],
+        )
+        pulling = view.get("pulling", {})
         source_events = CounterMetricFamily(
             "healthd_source_events",
             "Events pulled from the source, each counted once",
             labels=["source"],
         )
         for name, row in view["sources"].items():
-            if row.up is not None:
-                up.add_metric([name], row.up)
+            up.add_metric([name], row.up if row.up is not None else 0)
+            started = pulling.get(name)
+            pull.add_metric([name], max(0.0, now - started) if started is not None else 0.0)
             source_events.add_metric([name], row.events_total)
         yield up
+        yield pull
         yield source_events
         missed = CounterMetricFamily(
             "healthd_scheduler_missed_runs",

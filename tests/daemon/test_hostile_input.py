@@ -384,3 +384,61 @@ def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(star
         for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
             got = sample(metrics, f"healthd_{ratio}_ratio", target="team", domain=bucket)
             assert got == final[bucket][ratio], (bucket, ratio)
+
+
+def test_a_hung_git_remote_is_visible_while_it_waits_and_ends_after_stall_seconds(
+    start_daemon, tmp_path
+):
+    import threading
+
+    listener = socket.socket()  # accepts and never answers
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        daemon = start_daemon(
+            sources={
+                "example": {"kind": "file", "path": str(EXAMPLE)},
+                "repo": {
+                    "kind": "git",
+                    "url": f"http://127.0.0.1:{listener.getsockname()[1]}/repo.git",
+                    "cache_dir": str(tmp_path / "cache"),
+                    "stall_seconds": 3,
+                },
+            },
+            targets={"naive": {"kind": "naive", "shadow": True}},
+        )
+        waiting = daemon.wait_until(
+            lambda: (
+                (m := daemon.scrape())
+                and (sample(m, "healthd_source_pull_seconds", source="repo") or 0) > 1
+                and m
+            ),
+            what="the hung pull shown while it waits",
+        )
+        assert sample(waiting, "healthd_source_up", source="repo") == 0  # not missing
+        assert sample(waiting, "healthd_source_pull_seconds", source="example") == 0
+        metrics = daemon.wait_until(
+            lambda: (m := daemon.scrape()) and _runs(m, "naive", "success") >= 1 and m,
+            timeout=20,
+            what="the run past the stalled remote",
+        )
+        failed = [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+        assert failed and failed[0]["source"] == "repo"
+        assert "Operation too slow" in failed[0]["error"], failed[0]
+        assert sample(metrics, "healthd_source_up", source="repo") == 0
+        assert daemon.stop()[0] == 0
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert_metrics_equal_evaluate(metrics, EXAMPLE, target="naive")
