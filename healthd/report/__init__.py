@@ -7,7 +7,7 @@ daemon; this module is the file edge: reading a saved report and writing the HTM
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -24,6 +24,7 @@ def render_report(
     report: Mapping[str, Any],
     *,
     events: Sequence[ChangeEvent] = (),
+    multi_valued: Collection[tuple[str, str]] | None = None,
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
     target_options: Mapping[str, Mapping[str, Any]] | None = None,
     title: str = "healthd report",
@@ -32,7 +33,12 @@ def render_report(
     which forgetting mechanisms each target switched off; without them, target names
     written ``kind:switch=value`` do."""
     model = page_model(
-        report, events=events, windows=windows, target_options=target_options, title=title
+        report,
+        events=events,
+        multi_valued=multi_valued,
+        windows=windows,
+        target_options=target_options,
+        title=title,
     )
     return render_document(model)
 
