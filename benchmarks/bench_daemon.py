@@ -28,6 +28,9 @@ then a restart (new state store and Runner over the same state + a first run wit
 new; target <= 1 s), a run with nothing new and one with 100 more events after it, and the
 peak RSS of each process (target <= 200 MiB). One JSON object.
 
+``--evaluate-html N [N ...]``: peak resident memory of ``healthd evaluate`` (reference and
+naive) over N generated events with and without ``--html``, and the ratio (target <= 1.5).
+
 ``--evaluate N``: peak resident memory, wall and CPU time of ``healthd evaluate`` over N
 generated events (N/10 keys) against the reference memory, with table and with JSON output,
 next to the target for the table (150 MB), and the machine it ran on.
@@ -305,6 +308,57 @@ def evaluate_memory(events: int, keys: int) -> dict[str, Any]:
     return out
 
 
+def _peak(command: list[str]) -> tuple[float, float, float]:
+    """Peak RSS (MiB), wall and CPU seconds of ``command`` run as a child of a fresh
+    interpreter, so the peak is the command's own."""
+    probe = (
+        "import resource, subprocess, sys, time; t = time.perf_counter();"
+        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, timeout=7200);"
+        "r = resource.getrusage(resource.RUSAGE_CHILDREN);"
+        "print(r.ru_maxrss, time.perf_counter() - t, r.ru_utime + r.ru_stime)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *command],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=7300,
+    )
+    peak_kib, seconds, cpu = done.stdout.split()
+    return round(int(peak_kib) / 1024, 1), round(float(seconds), 1), round(float(cpu), 1)
+
+
+def html_memory(sizes: list[int]) -> dict[str, Any]:
+    """Peak RSS of ``healthd evaluate`` (the default targets, reference and naive) over N
+    generated events (N/10 keys), with and without ``--html``, and their ratio (target
+    <= 1.5)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for events in sizes:
+            timeline = Path(tmp) / f"timeline-{events}.jsonl"
+            _write_generated(timeline, events)
+            base = [sys.executable, "-m", "healthd", "evaluate", "--timeline", str(timeline)]
+            table = _peak(base)
+            html = _peak([*base, "--html", str(Path(tmp) / "report.html")])
+            rows.append(
+                {
+                    "events": events,
+                    "table_peak_rss_mib": table[0],
+                    "html_peak_rss_mib": html[0],
+                    "ratio": round(html[0] / table[0], 2),
+                    "table_cpu_seconds": table[2],
+                    "html_cpu_seconds": html[2],
+                    "html_mib": round(os.path.getsize(Path(tmp) / "report.html") / 2**20, 2),
+                }
+            )
+            timeline.unlink()
+    return {
+        "runs": rows,
+        "target_ratio": 1.5,
+        "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()},
+    }
+
+
 SCHEDULED_CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -448,6 +502,13 @@ def main() -> int:
         "--evaluate", type=int, metavar="N", help="peak RSS of healthd evaluate over N events"
     )
     parser.add_argument(
+        "--evaluate-html",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="peak RSS of healthd evaluate with and without --html over N events",
+    )
+    parser.add_argument(
         "--scheduled",
         type=int,
         nargs="?",
@@ -456,6 +517,9 @@ def main() -> int:
         help="scheduled runs, 100 new events and a restart over an N-event history",
     )
     args = parser.parse_args()
+    if args.evaluate_html:
+        print(json.dumps(html_memory(args.evaluate_html), indent=1))
+        return 0
     if args.scheduled:
         print(json.dumps(scheduled_benchmark(args.scheduled), indent=1))
         return 0
