@@ -28,6 +28,14 @@ then a restart (new state store and Runner over the same state + a first run wit
 new; target <= 1 s), a run with nothing new and one with 100 more events after it, and the
 peak RSS of each process (target <= 200 MiB). One JSON object.
 
+``--held N:K [N:K ...]``: the RSS the daemon holds between runs (after its first run over
+an N-event, K-key history and a run with nothing new; default persistent reference shadow),
+each in its own process; the cost per event and per key fitted from them, and what a
+1M-event, 100k-key history would hold at those costs (target < 600 MiB).
+
+``--evaluate-html N [N ...]``: peak resident memory of ``healthd evaluate`` (reference and
+naive) over N generated events with and without ``--html``, and the ratio (target <= 1.5).
+
 ``--evaluate N``: peak resident memory, wall and CPU time of ``healthd evaluate`` over N
 generated events (N/10 keys) against the reference memory, with table and with JSON output,
 next to the target for the table (150 MB), and the machine it ran on.
@@ -305,6 +313,57 @@ def evaluate_memory(events: int, keys: int) -> dict[str, Any]:
     return out
 
 
+def _peak(command: list[str]) -> tuple[float, float, float]:
+    """Peak RSS (MiB), wall and CPU seconds of ``command`` run as a child of a fresh
+    interpreter, so the peak is the command's own."""
+    probe = (
+        "import resource, subprocess, sys, time; t = time.perf_counter();"
+        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, timeout=7200);"
+        "r = resource.getrusage(resource.RUSAGE_CHILDREN);"
+        "print(r.ru_maxrss, time.perf_counter() - t, r.ru_utime + r.ru_stime)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *command],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=7300,
+    )
+    peak_kib, seconds, cpu = done.stdout.split()
+    return round(int(peak_kib) / 1024, 1), round(float(seconds), 1), round(float(cpu), 1)
+
+
+def html_memory(sizes: list[int]) -> dict[str, Any]:
+    """Peak RSS of ``healthd evaluate`` (the default targets, reference and naive) over N
+    generated events (N/10 keys), with and without ``--html``, and their ratio (target
+    <= 1.5)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for events in sizes:
+            timeline = Path(tmp) / f"timeline-{events}.jsonl"
+            _write_generated(timeline, events)
+            base = [sys.executable, "-m", "healthd", "evaluate", "--timeline", str(timeline)]
+            table = _peak(base)
+            html = _peak([*base, "--html", str(Path(tmp) / "report.html")])
+            rows.append(
+                {
+                    "events": events,
+                    "table_peak_rss_mib": table[0],
+                    "html_peak_rss_mib": html[0],
+                    "ratio": round(html[0] / table[0], 2),
+                    "table_cpu_seconds": table[2],
+                    "html_cpu_seconds": html[2],
+                    "html_mib": round(os.path.getsize(Path(tmp) / "report.html") / 2**20, 2),
+                }
+            )
+            timeline.unlink()
+    return {
+        "runs": rows,
+        "target_ratio": 1.5,
+        "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()},
+    }
+
+
 SCHEDULED_CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -383,6 +442,97 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
     return out
 
 
+HELD_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bench_daemon import held_child
+print(json.dumps(held_child(sys.argv[2])))
+"""
+
+
+def held_child(tmp: str) -> dict[str, Any]:
+    """The daemon's runner after its first run over the history and a run with nothing new:
+    the memory it holds between runs (VmRSS after a collection) and its peak."""
+    import gc
+    import resource
+
+    runner, state = _scheduled_runner(tmp)
+    runner.run_once()
+    runner.run_once()
+    gc.collect()
+    held = rss_kib(os.getpid())
+    runner.close()
+    state.close()
+    return {
+        "held_rss_mib": held / 1024,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def held_benchmark(specs: list[str]) -> dict[str, Any]:
+    """What the daemon holds between runs for histories of N events over K keys (``N:K``;
+    each in a process of its own, the default persistent reference shadow), and the cost
+    per event (two sizes with the same keys) and per key (two key counts at the same size)
+    fitted from them, with the RSS a 1M-event, 100k-key history would need at those costs."""
+    rows = []
+    for spec in specs:
+        events, _, keys = spec.partition(":")
+        n, k = int(events), int(keys or max(1, int(events) // 10))
+        with tempfile.TemporaryDirectory() as tmp:
+            _write_generated(Path(tmp) / "timeline.jsonl", n, k)
+            (Path(tmp) / "config.toml").write_text(
+                f'state_path = "{Path(tmp) / "state" / "state.sqlite"}"\n'
+                f'[sources.bench]\nkind = "file"\npath = "{Path(tmp) / "timeline.jsonl"}"\n'
+                '[targets.reference]\nkind = "reference"\nshadow = true\n'
+            )
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-c", HELD_CHILD, str(ROOT / "benchmarks"), tmp],
+                capture_output=True, text=True, timeout=7200,
+            )  # fmt: skip
+            if done.returncode:
+                raise SystemExit(f"--held {spec}: {done.stderr.strip()[-2000:]}")
+            row = json.loads(done.stdout)
+        rows.append(
+            {
+                "events": n,
+                "keys": k,
+                "held_rss_mib": round(row["held_rss_mib"], 1),
+                "peak_rss_mib": round(row["peak_rss_mib"], 1),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+    out: dict[str, Any] = {"runs": rows}
+    per_event = [
+        (b["held_rss_mib"] - a["held_rss_mib"]) * 1024 / (b["events"] - a["events"])
+        for a in rows
+        for b in rows
+        if a["keys"] == b["keys"] and b["events"] > a["events"]
+    ]
+    per_key = [
+        (b["held_rss_mib"] - a["held_rss_mib"]) * 1024 / (b["keys"] - a["keys"])
+        for a in rows
+        for b in rows
+        if a["events"] == b["events"] and b["keys"] > a["keys"]
+    ]
+    if per_event:
+        out["kib_per_event"] = round(max(per_event), 3)
+    if per_key:
+        out["kib_per_key"] = round(max(per_key), 3)
+    if per_event and per_key:
+        base = min(rows, key=lambda r: r["events"])
+        fixed = (
+            base["held_rss_mib"]
+            - (base["events"] * out["kib_per_event"] + base["keys"] * out["kib_per_key"]) / 1024
+        )
+        out["extrapolated_1m_events_100k_keys_mib"] = round(
+            fixed + (1_000_000 * out["kib_per_event"] + 100_000 * out["kib_per_key"]) / 1024, 0
+        )
+        out["target_1m_events_mib"] = 600
+    out["machine"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    return out
+
+
 def scheduled_benchmark(events: int) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_evaluator import generate
@@ -448,6 +598,20 @@ def main() -> int:
         "--evaluate", type=int, metavar="N", help="peak RSS of healthd evaluate over N events"
     )
     parser.add_argument(
+        "--held",
+        nargs="+",
+        metavar="N:K",
+        help="RSS the daemon holds over N events on K keys (default K = N/10), per event "
+        "and per key",
+    )
+    parser.add_argument(
+        "--evaluate-html",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="peak RSS of healthd evaluate with and without --html over N events",
+    )
+    parser.add_argument(
         "--scheduled",
         type=int,
         nargs="?",
@@ -456,6 +620,12 @@ def main() -> int:
         help="scheduled runs, 100 new events and a restart over an N-event history",
     )
     args = parser.parse_args()
+    if args.held:
+        print(json.dumps(held_benchmark(args.held), indent=1))
+        return 0
+    if args.evaluate_html:
+        print(json.dumps(html_memory(args.evaluate_html), indent=1))
+        return 0
     if args.scheduled:
         print(json.dumps(scheduled_benchmark(args.scheduled), indent=1))
         return 0

@@ -16,7 +16,6 @@ the status, and every message is passed through :meth:`HttpClient.redact`.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -28,10 +27,13 @@ from typing import Any
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 
-from healthd import __version__, _stop
+from healthd import __version__, _json, _stop
 
 USER_AGENT = f"healthd/{__version__}"
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
+#: The largest response body read (a GitHub page of 100 events is well under 1 MiB).
+DEFAULT_MAX_RESPONSE_BYTES = 16 << 20
+_CHUNK = 64 << 10
 
 
 class HttpOptions(BaseModel):
@@ -44,6 +46,7 @@ class HttpOptions(BaseModel):
     backoff_seconds: float = Field(1.0, ge=0, le=60)
     max_backoff_seconds: float = Field(30.0, ge=0, le=600)
     max_rate_limit_wait_seconds: float = Field(60.0, ge=0, le=3600)
+    max_response_bytes: int = Field(DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
 
 
 def check_http_url(value: str, example: str) -> str:
@@ -72,6 +75,10 @@ class RateLimited(HttpError):
 
 class BadPayload(HttpError):
     """The server answered 2xx with a body that is not the JSON we asked for."""
+
+
+class TooLarge(HttpError):
+    """The server's answer is longer than ``max_response_bytes``; it was not read whole."""
 
 
 @dataclass
@@ -228,6 +235,28 @@ class HttpClient:
         if response.headers.get("X-RateLimit-Remaining") == "0":
             self._blocked_until = _reset_time(response.headers.get("X-RateLimit-Reset"))
 
+    def _bounded_body(self, response: requests.Response, method: str, where: str) -> bytes:
+        """The body, read a chunk at a time; TooLarge past ``max_response_bytes``, said
+        by ``Content-Length`` or found while reading, without holding more than that."""
+        limit = self.options.max_response_bytes
+        too_large = TooLarge(
+            self.redact(
+                f"{method} {where} returned a body over max_response_bytes={limit}; not read"
+            ),
+            status=response.status_code,
+        )
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise too_large
+        parts: list[bytes] = []
+        size = 0
+        for chunk in response.iter_content(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            parts.append(chunk)
+        return b"".join(parts)
+
     # -- the one verb ------------------------------------------------------------------------
 
     def get_json(
@@ -272,7 +301,10 @@ class HttpClient:
                     headers=headers,
                     json=body if method != "GET" else None,
                     timeout=self.options.timeout_seconds,
+                    stream=True,  # read by _bounded_body, never more than the limit
                 )
+                with response:
+                    content = self._bounded_body(response, method, response.url or url)
             except requests.Timeout:
                 problem = f"{method} {where} timed out after {self.options.timeout_seconds:g} s"
             except requests.RequestException as exc:
@@ -304,7 +336,7 @@ class HttpClient:
                         headers=response.headers,
                     )
                 elif response.status_code == 204 or (
-                    200 <= response.status_code < 300 and not response.content
+                    200 <= response.status_code < 300 and not content
                 ):
                     return JsonResponse(
                         url=response.url or url,
@@ -314,7 +346,7 @@ class HttpClient:
                 elif 200 <= response.status_code < 300:
                     self._note_remaining(response)
                     try:
-                        data = json.loads(response.content.decode("utf-8"))
+                        data = _json.loads(content.decode("utf-8"))
                     except (ValueError, UnicodeDecodeError) as exc:
                         raise BadPayload(
                             self.redact(
@@ -334,7 +366,7 @@ class HttpClient:
                     raise HttpError(
                         self.redact(
                             f"{method} {where} returned HTTP {response.status_code}"
-                            f"{_server_message(response)}"
+                            f"{_server_message(content)}"
                         ),
                         status=response.status_code,
                     )
@@ -344,10 +376,10 @@ class HttpClient:
             attempt += 1
 
 
-def _server_message(response: requests.Response) -> str:
+def _server_message(content: bytes) -> str:
     """The API's own short error message, if any (GitHub: message; Jira: errorMessages)."""
     try:
-        body = response.json()
+        body = _json.loads(content)
     except ValueError:
         return ""
     if isinstance(body, dict):

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from healthd.evaluator import TargetResult
     from healthd.memory import Memory, TargetSpec
-    from healthd.model import ChangeEvent, Probe
+    from healthd.model import ChangeEvent, FactKey, Probe
     from healthd.settings import Settings
     from healthd.timeline import TimelineCopy
 
@@ -398,7 +398,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
 
     from healthd.evaluator import StageResult, evaluate
-    from healthd.exporters.report import StageSpool, render_table, report_json, write_report_json
+    from healthd.exporters.report import (
+        StageSampler,
+        StageSpool,
+        render_table,
+        report_json,
+        write_report_json,
+    )
     from healthd.memory import build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
     from healthd.reading import build_reader, versioned
@@ -410,7 +416,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         from healthd.report import check_writable
 
         check_writable(args.html)
-    listed: list[ChangeEvent] = []  # the events, when something needs them all at once
+    listed: list[ChangeEvent] = []  # the configured sources' events, all at once
+    named: list[ChangeEvent] = []  # the events the HTML report's charts name
+    multi_valued: set[FactKey] = set()  # keys holding several values, for the HTML report
     with ExitStack() as files, ExitStack() as stack:
         events: Iterable[ChangeEvent]
         if args.config:
@@ -427,15 +435,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             memories = [build_memory(spec, **_scratch_store(spec)) for spec in specs]
             extra = load_probe_file(args.probes) if args.probes else []
             # Read once to check it and find the probes, then replayed from a private copy
-            # for each target: the events are never all held at once (unless HTML draws them).
+            # for each target: the events are never all held at once.
             copy = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
             timeline = _timeline_copy(args.timeline, copy)
             probes = build_probe_set(timeline.read(), extra)
             count = len(timeline)
-            if args.html:
-                events = listed = list(timeline)
-            else:
-                events = timeline
+            events = timeline
         if not count:
             where = args.timeline or ("the configured sources" if args.config else "the timeline")
             raise HealthdError(f"timeline is empty: {where} gave no event to replay")
@@ -443,9 +448,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         show_progress = err.is_terminal and count * len(specs) >= _PROGRESS_MIN_EVENTS
         results: list[TargetResult] = []
         spools: list[StageSpool] = []
-        # The HTML report draws every stage, so it keeps them; otherwise stages are spooled to
-        # a file for JSON and not kept at all for the table, so memory stays bounded.
-        keep_stages = bool(args.html)
+        # Stages are spooled to a file for JSON, downsampled as they come for HTML, and not
+        # kept at all for the table: memory stays bounded whatever the timeline's length.
+        samplers: list[StageSampler] = []
         progress = None
         if show_progress:
             progress = stack.enter_context(
@@ -464,10 +469,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             spool = StageSpool(files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")))
             spools.append(spool)
             keep = spool.add if args.format == "json" else None
+            sample = None
+            if args.html:
+                samplers.append(StageSampler(count, len(specs)))
+                sample = samplers[-1].add
 
-            def on_stage(stage: StageResult, task: Any = task, keep: Any = keep) -> None:
+            def on_stage(
+                stage: StageResult, task: Any = task, keep: Any = keep, sample: Any = sample
+            ) -> None:
                 if keep is not None:
                     keep(stage)
+                if sample is not None:
+                    sample(stage)
                 if progress is not None:
                     progress.advance(task)
 
@@ -481,7 +494,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         kind=spec.kind,
                         mode=args.mode,
                         forgetting_window=args.forgetting_window,
-                        keep_stages=keep_stages,
+                        keep_stages=False,
                         on_stage=on_stage,
                         windows=windows if windows is not None else DEFAULT_WINDOWS,
                         reader=reader,
@@ -500,13 +513,24 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 else _Console()
             )
             render_table(results, version, len(probes), console)
+        if args.html:
+            # the events the charts name, and the keys holding several values, read again
+            wanted = set().union(*(sampler.event_ids() for sampler in samplers))
+            for event in events:
+                if event.multi_valued:
+                    multi_valued.add(event.fact.key)
+                if event.id in wanted:
+                    named.append(event)
     if args.html:
         from healthd.report import render_report, write_html
 
         report = report_json(results, version, len(probes))
+        for target, sampler in zip(report["targets"], samplers, strict=True):
+            sampler.fill(target)
         html = render_report(
             report,
-            events=listed,
+            events=named,
+            multi_valued=multi_valued,
             windows=windows or DEFAULT_WINDOWS,
             target_options={spec.label: spec.options for spec in specs},
         )

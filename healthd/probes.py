@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from healthd import _json
 from healthd.errors import ProbeFileError
 from healthd.model import DOMAINS, ChangeEvent, Domain, FactKey, Probe
 
@@ -198,15 +199,17 @@ def load_probe_file(path: str) -> list[Probe]:
             lines = handle.readlines()
     except OSError as exc:
         raise ProbeFileError(f"{path}: cannot read probe file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ProbeFileError(f"{path}: not UTF-8 text: {exc.reason}") from None
     probes: list[Probe] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         where = f"{path}, line {number}"
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ProbeFileError(f"{where}: invalid JSON: {exc.msg}") from None
+            obj = _json.loads(raw)
+        except _json.BadJSON as exc:
+            raise ProbeFileError(f"{where}: invalid JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise ProbeFileError(f"{where}: expected a JSON object")
         unknown = set(obj) - {"id", "question", "subject", "predicate", "domain"}

@@ -184,7 +184,8 @@ class Settings(BaseSettings):
         case_sensitive=False,
     )
 
-    sources: dict[str, SourceConfig] = Field(default_factory=_default_sources)
+    sources: dict[str, SourceConfig] = Field(default_factory=dict)
+    example: bool = False
     targets: dict[str, TargetConfig] = Field(default_factory=_default_targets)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
@@ -212,7 +213,7 @@ class Settings(BaseSettings):
             return [p.strip() for p in value.split(",") if p.strip()]
         return value
 
-    @field_validator("sources", "targets")
+    @field_validator("targets")
     @classmethod
     def _not_empty(cls, value: dict[str, Any]) -> dict[str, Any]:
         if not value:
@@ -237,6 +238,23 @@ class Settings(BaseSettings):
             ]
             if dirs:
                 extra["adr_dirs"] = dirs
+        return self
+
+    @model_validator(mode="after")
+    def _sources_or_example(self) -> Settings:
+        # A configuration without sources would otherwise measure the bundled example and
+        # publish plausible metrics of a fictional project: the example is asked for.
+        if self.example:
+            if "example" in self.sources:
+                raise ValueError(
+                    "example = true adds a source named 'example'; one is already configured"
+                )
+            self.sources = {**_default_sources(), **self.sources}
+        if not self.sources:
+            raise ValueError(
+                "sources: none configured; add a [sources.NAME] table, or set example = true "
+                "to replay the bundled example timeline"
+            )
         return self
 
     @classmethod
@@ -309,7 +327,7 @@ class _BuiltinTables(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return {
+        return {  # no configuration file at all: the documented built-in default
             "sources": {n: c.model_dump() for n, c in _default_sources().items()},
             "targets": {n: c.model_dump() for n, c in _default_targets().items()},
         }
@@ -389,6 +407,8 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
             raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
         except ValueError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     bound = type(
         "Settings",
         (Settings,),
@@ -419,7 +439,7 @@ def _format_errors(exc: ValidationError, origin: str) -> list[str]:
         if msg.startswith("shadow: "):  # raised by the target model as a whole
             loc, msg = f"{loc}.shadow", msg[len("shadow: ") :]
         where = _env_name(error["loc"]) or origin
-        lines.append(f"{where}: {loc}: {msg}")
+        lines.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
     return lines
 
 
@@ -497,6 +517,12 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         build_reader(settings.reader)
     except HealthdError as exc:
         problems.append(f"reader: {exc}")
+    if reach:
+        from healthd.daemon.state import state_path_problem
+
+        problem = state_path_problem(settings.state_path)
+        if problem:
+            problems.append(f"state_path: {settings.state_path}: {problem}")
     if settings.probes:
         try:
             load_probe_file(settings.probes)

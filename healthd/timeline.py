@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
+from healthd import _json
 from healthd.errors import HealthdError, TimelineError
 from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Domain, Fact, FactKey
 
@@ -61,7 +62,15 @@ def parse_timestamp(
             field=field,
             origin=origin,
         )
-    return ts.astimezone(UTC)
+    try:
+        return ts.astimezone(UTC)
+    except OverflowError:
+        raise TimelineError(
+            f"timestamp {value!r} is out of range once converted to UTC",
+            line=line,
+            field=field,
+            origin=origin,
+        ) from None
 
 
 def fact_to_dict(fact: Fact) -> dict[str, str]:
@@ -241,52 +250,67 @@ def iter_timeline(
     max_line: int = DEFAULT_MAX_LINE,
     not_after: datetime | None = None,
     unique_ids: bool = True,
+    refused: list[TimelineError] | None = None,
 ) -> Iterator[ChangeEvent]:
     """Parse JSONL lines in arrival order; blank lines are allowed, duplicate ids are not.
     ``not_after``: the latest event time accepted (now plus the allowed clock skew).
     ``unique_ids=False`` skips the duplicate check (and the memory of every id it takes), for
-    lines already read once with it."""
+    lines already read once with it. With ``refused``, a bad line is appended there (as the
+    error naming it) and the reading goes on; without, it raises."""
     seen: dict[str, int] = {}
     shared = _Shared()
     for number, raw in enumerate(lines, start=first_line):
-        if len(raw) > max_line:
-            raise TimelineError(
-                f"line is longer than the limit of {max_line} characters",
-                line=number,
-                origin=origin,
-            )
-        text = raw.strip()
-        if not text:
-            continue
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TimelineError(
-                f"invalid JSON: {exc.msg} at column {exc.colno}", line=number, origin=origin
-            ) from None
-        except RecursionError:
-            raise TimelineError(
-                "invalid JSON: nested too deeply", line=number, origin=origin
-            ) from None
-        event = _event_from_dict(obj, _Ctx(number, origin), shared)
-        if not_after is not None and event.timestamp > not_after:
-            raise TimelineError(
-                f"{format_timestamp(event.timestamp)} is in the future, later than "
-                f"{format_timestamp(not_after)} (now plus the allowed clock skew)",
-                line=number,
-                field="timestamp",
-                origin=origin,
-            )
-        if unique_ids:
-            if event.id in seen:
-                raise TimelineError(
-                    f"duplicate id {event.id!r} (first on line {seen[event.id]})",
-                    line=number,
-                    field="id",
-                    origin=origin,
-                )
-            seen[event.id] = number
+            event = _line_event(raw, number, origin, max_line, not_after, shared)
+            if event is None:
+                continue
+            if unique_ids:
+                if event.id in seen:
+                    raise TimelineError(
+                        f"duplicate id {event.id!r} (first on line {seen[event.id]})",
+                        line=number,
+                        field="id",
+                        origin=origin,
+                    )
+                seen[event.id] = number
+        except TimelineError as exc:
+            if refused is None:
+                raise
+            refused.append(exc)
+            continue
         yield event
+
+
+def _line_event(
+    raw: str,
+    number: int,
+    origin: str | None,
+    max_line: int,
+    not_after: datetime | None,
+    shared: _Shared,
+) -> ChangeEvent | None:
+    """The event on one line (None for a blank line); TimelineError naming what is wrong."""
+    if len(raw) > max_line:
+        raise TimelineError(
+            f"line is longer than the limit of {max_line} characters", line=number, origin=origin
+        )
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        obj = _json.loads(text)
+    except _json.BadJSON as exc:
+        raise TimelineError(f"invalid JSON: {exc}", line=number, origin=origin) from None
+    event = _event_from_dict(obj, _Ctx(number, origin), shared)
+    if not_after is not None and event.timestamp > not_after:
+        raise TimelineError(
+            f"{format_timestamp(event.timestamp)} is in the future, later than "
+            f"{format_timestamp(not_after)} (now plus the allowed clock skew)",
+            line=number,
+            field="timestamp",
+            origin=origin,
+        )
+    return event
 
 
 def _bounded_lines(handle: TextIO, max_line: int) -> Iterator[str]:

@@ -70,3 +70,60 @@ def test_two_values_of_a_multi_valued_key_are_no_conflict_with_or_without_the_ti
         kinds = {(model["probes"][r[0]][4], model["kinds"][r[1]]) for r in model["failures"]}
         assert ("billing · owners", "conflicting") in kinds
         assert not any(key == "svc · dependency:redis" for key, _ in kinds)
+
+
+def test_streamed_downsampling_keeps_exactly_what_downsampling_the_whole_series_keeps():
+    import random
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from healthd.report.downsample import StreamingKeep, keep_positions
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.integers(1, 600), st.integers(1, 4), st.integers(2, 150), st.integers(0, 1 << 30))
+    def check(length, width, budget, seed):
+        rng = random.Random(seed)
+        columns = [
+            [
+                None if rng.random() < 0.2 else rng.choice((0.0, 1.0, rng.random()))
+                for _ in range(length)
+            ]
+            for _ in range(width)
+        ]
+        stream = StreamingKeep(length, budget, width)
+        for position in range(length):
+            stream.add(position, [c[position] for c in columns], position)
+        assert sorted(stream.kept) == keep_positions(columns, length, budget)
+
+    check()
+
+
+def test_the_html_report_of_stages_sampled_as_they_come_is_the_one_of_every_stage():
+    """`evaluate --html` no longer keeps every stage: it keeps what the charts draw (past the
+    chart's budget of points) while the replay runs; the page is the same."""
+    from healthd.exporters.report import StageSampler
+    from healthd.report.view import chart_budget
+
+    events = []
+    for i in range(chart_budget(1) + 700):
+        key = f"svc-{i % 37}"
+        if i < 37:
+            events.append(added(f"e{i}", i / 10, fact(key, "language", "v0")))
+        else:
+            before = fact(key, "language", f"v{(i // 37 - 1) % 5}")
+            events.append(
+                revised(f"e{i}", i / 10, before, fact(key, "language", f"v{i // 37 % 5}"))
+            )
+    whole, result = _run(events)
+    sampler = StageSampler(len(events), 1)
+    for stage in result.stages:
+        sampler.add(stage)
+    sampled = report_json([result], whole["probe_set"]["version"], whole["probe_set"]["count"])
+    sampler.fill(sampled["targets"][0])
+    kept = {
+        s["index"] for stages in sampled["targets"][0]["series_stages"].values() for s in stages
+    }
+    assert len(kept) < len(events) / 2  # what it holds is bounded by the charts, not the events
+    named = [e for e in events if e.id in sampler.event_ids()]
+    assert page_model(sampled, events=named, multi_valued=set()) == page_model(whole, events=events)

@@ -125,8 +125,22 @@ def test_the_file_source_rereads_a_rewritten_file_and_reports_bad_lines(tmp_path
     again = source.pull(cursor)
     assert [e.id for e in again.events] == ["x1"] and again.skipped
     path.write_text(dumps_event(added("x1", 0, node)) + "\n{broken\n")
-    failed = source.pull(again.cursor)
-    assert failed.error and "line 2" in failed.error and failed.cursor == again.cursor
+    refused = source.pull(again.cursor)
+    assert refused.error is None and refused.events == []
+    assert refused.skipped == [f"line refused: {path}, line 2: invalid JSON: {_bad_json_reason()}"]
+    with path.open("a") as handle:  # the lines after a bad one are read: it does not wedge
+        handle.write(dumps_event(added("x2", 1, node)) + "\n")
+    assert [e.id for e in source.pull(refused.cursor).events] == ["x2"]
+
+
+def _bad_json_reason() -> str:
+    import json
+
+    try:
+        json.loads("{broken")
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    raise AssertionError("'{broken' parsed")
 
 
 def _timeline_text(n: int) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -74,6 +75,24 @@ log = get_logger("healthd.runner")
 
 RUN_HISTORY = 20  # runs listed on the page at /
 IN_MEMORY_EVENTS = 10_000  # more new events than this are replayed from the state file
+
+
+#: SQLite's answers for a file whose pages or header are not a database any more.
+_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says a SQLite file is corrupt."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, sqlite3.DatabaseError) and (
+            getattr(seen, "sqlite_errorname", None) in _CORRUPT
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class Aborted(Exception):
@@ -131,6 +150,7 @@ class TargetRuntime:
     page_built: int = 0
     retrieval: RetrievalFingerprint | None = None  # the last one a run was scored under
     retrieval_changes: int = 0  # a counter, kept in the results across restarts
+    rebuilds: int = 0  # corrupt shadows moved aside and rebuilt, in this process
     # The newest real change replayed (not a revalidation sweep): its stage in the JSON
     # report's shape, whether sweeps came after it, and its event time (epoch seconds).
     last_change: dict[str, Any] | None = None
@@ -202,6 +222,7 @@ class Runner:
         self._view_lock = threading.Lock()  # scrapes read a consistent view
         self.version = 0  # bumped whenever what the views show changes
         self.pending: dict[str, int] = {}  # events a replay in progress has still to apply
+        self.pulling: dict[str, float] = {}  # when each pull in progress started
         self.runs_completed = 0  # in this process
         self.missed_runs = 0
         # each source's skipped inputs: reported (logged and counted) when first seen, so a
@@ -606,11 +627,16 @@ class Runner:
                 attributes={"healthd.source": s.name, "healthd.source.kind": s.kind},
             ) as span:
                 started = time.monotonic()
+                with self._changing():
+                    self.pulling[s.name] = self.clock()
                 try:
                     assert s.source is not None
                     result = s.source.pull(s.row.cursor)
                 except Exception as exc:
                     result = PullResult([], s.row.cursor, error=f"{type(exc).__name__}: {exc}")
+                finally:
+                    with self._changing():
+                        self.pulling.pop(s.name, None)
                 pulled_in = time.monotonic() - started
                 not_after = datetime.fromtimestamp(self.clock(), UTC) + (
                     self.settings.max_future_skew
@@ -750,7 +776,9 @@ class Runner:
             return new[position - tail :]
         return self.state.iter_events(position)
 
-    def _run_target(self, t: TargetRuntime, run_id: str, started: float) -> dict[str, Any]:
+    def _run_target(
+        self, t: TargetRuntime, run_id: str, started: float, *, rebuilt: bool = False
+    ) -> dict[str, Any]:
         t0 = time.perf_counter()
         row = t.row
         total = self.event_count
@@ -910,6 +938,8 @@ class Runner:
             return {"result": "aborted", "aborted": True, "events": max(new, 0)}
         except Exception as exc:
             self._close(t)
+            if not rebuilt and t.persistent and _is_corruption(exc) and self._set_aside(t, exc):
+                return self._run_target(t, run_id, started, rebuilt=True)
             t.note = "the previous run failed"
             message = redact_text(f"{type(exc).__name__}: {exc}")
             t.pending_row = replace(  # shown with the other targets' results
@@ -1014,6 +1044,34 @@ class Runner:
         finally:
             self._replay_lock.release()
 
+    def _set_aside(self, t: TargetRuntime, exc: BaseException) -> bool:
+        """A persistent shadow SQLite calls corrupt is derived data: moved aside (with its
+        journal) for a post-mortem, to be rebuilt from the events in the state file. False
+        when it cannot be moved (the run then fails naming it)."""
+        path = str(t.options["path"])
+        aside = f"{path}.corrupt-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+        try:
+            os.replace(path, aside)
+            for suffix in ("-journal", "-wal", "-shm"):
+                if os.path.exists(path + suffix):
+                    os.replace(path + suffix, aside + suffix)
+        except OSError as error:
+            log.error("corrupt shadow could not be moved aside", shadow=path, error=str(error))
+            return False
+        with self._changing():
+            t.rebuilds += 1
+        t.note = "the shadow was corrupt: rebuilt from the state file"
+        t.built_fingerprint = None
+        log.warning(
+            "shadow corrupt: moved aside, rebuilt",
+            target=t.name,
+            shadow=path,
+            moved_to=os.path.basename(aside),
+            error=redact_text(f"{type(exc).__name__}: {exc}"),
+            events=self.event_count,
+        )
+        return True
+
     def _close(self, t: TargetRuntime) -> None:
         if t.memory is not None:
             try:
@@ -1047,7 +1105,9 @@ class Runner:
                 "sources": {name: _copy_source(s.row) for name, s in self.sources.items()},
                 "missed_runs": self.missed_runs,
                 "skipped_inputs": dict(self.skipped_inputs),
+                "shadow_rebuilds": {name: t.rebuilds for name, t in self.targets.items()},
                 "pending": dict(self.pending),
+                "pulling": dict(self.pulling),
                 "runs_completed": self.runs_completed,
                 "last_run": self.last_run,
                 "history": list(self.history),

@@ -204,8 +204,10 @@ class _PooledServer(WSGIServer):
         pass  # a client that went away or idled out is not healthd's problem
 
     def server_close(self) -> None:
-        self._closed.set()
         super().server_close()
+        if not hasattr(self, "_closed"):
+            return  # the bind failed: nothing was started (socketserver closes and re-raises)
+        self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         with self._waiting_lock:
             for _, _, request, _ in self._held:

@@ -125,11 +125,37 @@ class RunRecord:
     targets: list[TargetRow] = field(default_factory=list)
 
 
+def state_path_problem(path: str) -> str | None:
+    """Why a state file could not be opened or created at ``path`` (None when it can),
+    found without writing anything: `check-config` says it as `run` would."""
+    if path == ":memory:":
+        return None
+    if os.path.isdir(path):
+        return "is a directory"
+    if os.path.exists(path):
+        if not os.path.isfile(path):
+            return "not a regular file"
+        if not os.access(path, os.R_OK | os.W_OK):
+            return "permission denied"
+        return None
+    ancestor = Path(path).resolve().parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a directory"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot create it: permission denied in {ancestor}"
+    return None
+
+
 class StateStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._inode: tuple[int, int] | None = None
+        problem = state_path_problem(path)
+        if problem:
+            raise StateError(f"{path}: cannot open state file: {problem}")
         try:
             if path != ":memory:":
                 Path(path).resolve().parent.mkdir(parents=True, exist_ok=True)

@@ -69,9 +69,11 @@ METRIC_NAMES = (
     "healthd_events_replayed_total",
     "healthd_replay_pending_events",
     "healthd_source_up",
+    "healthd_source_pull_seconds",
     "healthd_source_events_total",
     "healthd_source_skipped_inputs_total",
     "healthd_scheduler_missed_runs_total",
+    "healthd_shadow_rebuilds_total",
     "healthd_probe_set_info",
     "healthd_retrieval_info",
     "healthd_retrieval_changes_total",
@@ -203,6 +205,15 @@ class HealthdCollector(Collector):
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
         yield from _last_change(targets)
+        rebuilds = CounterMetricFamily(
+            "healthd_shadow_rebuilds",
+            "Persistent shadows found corrupt, moved aside and rebuilt from the state file "
+            "since the process started",
+            labels=["target"],
+        )
+        for name, count in view.get("shadow_rebuilds", {}).items():
+            rebuilds.add_metric([name], count)
+        yield rebuilds
         pending = GaugeMetricFamily(
             "healthd_replay_pending_events",
             "Events a replay in progress has still to apply to the target's shadow "
@@ -215,16 +226,25 @@ class HealthdCollector(Collector):
         yield pending
 
         up = GaugeMetricFamily(
-            "healthd_source_up", "1 when the source's last pull succeeded", labels=["source"]
+            "healthd_source_up",
+            "1 when the source's last pull succeeded; 0 when it failed or none has ended yet",
+            labels=["source"],
         )
+        pull = GaugeMetricFamily(
+            "healthd_source_pull_seconds",
+            "How long the source's pull in progress has been going (0 when none is)",
+            labels=["source"],
+        )
+        pulling = view.get("pulling", {})
         source_events = CounterMetricFamily(
             "healthd_source_events",
             "Events pulled from the source, each counted once",
             labels=["source"],
         )
         for name, row in view["sources"].items():
-            if row.up is not None:
-                up.add_metric([name], row.up)
+            up.add_metric([name], row.up if row.up is not None else 0)
+            started = pulling.get(name)
+            pull.add_metric([name], max(0.0, now - started) if started is not None else 0.0)
             source_events.add_metric([name], row.events_total)
         skipped = CounterMetricFamily(
             "healthd_source_skipped_inputs",
@@ -235,6 +255,7 @@ class HealthdCollector(Collector):
         for name in view["sources"]:
             skipped.add_metric([name], skipped_inputs.get(name, 0))
         yield up
+        yield pull
         yield source_events
         yield skipped
         missed = CounterMetricFamily(

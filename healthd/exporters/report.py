@@ -143,6 +143,46 @@ class StageSpool:
         out.write("\n" + " " * (_STAGE_DEPTH - 1) + "]")
 
 
+class StageSampler:
+    """One target's stages as the HTML report draws them, downsampled per domain as they
+    come (the positions :func:`healthd.report.view.page_model` would keep of the whole
+    list), so a report over a long timeline holds a few thousand stages, not all of them.
+    ``length``: the stages the replay will give; ``targets``: how many share the page."""
+
+    def __init__(self, length: int, targets: int) -> None:
+        from healthd.report.downsample import StreamingKeep
+        from healthd.report.shape import METRICS
+        from healthd.report.view import chart_budget
+
+        budget = chart_budget(targets)
+        self._names = METRICS
+        self._keeps = {b: StreamingKeep[StageResult](length, budget, len(METRICS)) for b in BUCKETS}
+        self.count = 0
+
+    def add(self, stage: StageResult) -> None:
+        for bucket, keep in self._keeps.items():
+            row = stage.metrics[bucket].as_dict()
+            keep.add(self.count, [row[name] for name in self._names], stage)
+        self.count += 1
+
+    def event_ids(self) -> set[str]:
+        return {s.event_id for keep in self._keeps.values() for s in keep.kept.values()}
+
+    def fill(self, target: dict[str, Any]) -> None:
+        """Put the kept stages into ``target`` (one target of :func:`report_json`, built
+        without stages) the way :func:`healthd.report.view.page_model` reads them."""
+        as_json: dict[int, dict[str, Any]] = {}
+        series = {}
+        for bucket, keep in self._keeps.items():
+            series[bucket] = [
+                as_json.setdefault(id(s), stage_json(s)) for _, s in sorted(keep.kept.items())
+            ]
+        target["stage_count"] = self.count
+        target["series_stages"] = series
+        last = series[BUCKETS[0]][-1:] if self.count else []
+        target["stages"] = last  # the final stage, which every series keeps
+
+
 _quoted = functools.cache(json.dumps)
 
 

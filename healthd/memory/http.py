@@ -2,9 +2,10 @@
 ``docs/memory-http-api.yaml``.
 
 healthd writes only to a namespace the service itself reports as a shadow: before its first
-write, and again before the first write of every run (``begin_run``), the adapter asks
-(``GET /v1/namespaces/{ns}``) and refuses when the answer is ``shadow: false``, without
-writing anything. Requests carry a timeout, are retried on 5xx and
+write, before the first write of every run (``begin_run``), before every reset and again
+once ``shadow_recheck_seconds`` have passed since the last answer within a long run, the
+adapter asks (``GET /v1/namespaces/{ns}``) and stops when the answer is ``shadow: false``,
+writing nothing more. Requests carry a timeout, are retried on 5xx and
 timeouts with bounded backoff (the contract makes writes idempotent by event id), and send
 ``Authorization: Bearer`` from the variable ``token_env`` names; the token never appears in
 an error. Failures become :class:`MemoryAdapterError`, which the evaluator and the daemon
@@ -14,6 +15,7 @@ report as a failed run.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -38,6 +40,7 @@ class HttpMemoryOptions(HttpOptions):
     shadow: bool = False
     token_env: str | None = None
     top_k: int = Field(5, ge=1, le=1000)
+    shadow_recheck_seconds: float = Field(5.0, gt=0, le=3600)
 
     @field_validator("base_url")
     @classmethod
@@ -72,7 +75,7 @@ class HttpMemory:
             headers={"Authorization": f"Bearer {token}"} if token else {},
             secrets=(token,),
         )
-        self._verified = False
+        self._verified_at: float | None = None  # when the service last said "shadow"
         self._tracks_changes = True
 
     # -- Memory protocol ------------------------------------------------------------------
@@ -80,10 +83,10 @@ class HttpMemory:
     def begin_run(self) -> None:
         """The service may stop calling the namespace a shadow at any time: ask again before
         this run's first write."""
-        self._verified = False
+        self._verified_at = None
 
     def reset(self) -> None:
-        self._ensure_shadow()
+        self._ensure_shadow(force=True)
         self._call("POST", "/reset", None, "reset")
 
     def apply(self, event: ChangeEvent) -> None:
@@ -146,23 +149,29 @@ class HttpMemory:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _ensure_shadow(self) -> None:
-        if self._verified:
+    def _ensure_shadow(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if (
+            not force
+            and self._verified_at is not None
+            and now - self._verified_at < self.options.shadow_recheck_seconds
+        ):
             return
+        self._verified_at = None
         try:
             response = self._client.get_json(self._base)
         except HttpError as exc:
             if exc.status == 404:
-                self._verified = True  # the first reset creates it, as a shadow
+                self._verified_at = now  # the first reset creates it, as a shadow
                 return
             raise MemoryAdapterError(f"http memory: checking namespace: {exc}") from None
         info = response.data
         if not isinstance(info, dict) or info.get("shadow") is not True:
             raise ShadowViolation(
                 f"http memory: the service says namespace {self.options.namespace!r} is not a "
-                "shadow; healthd writes only to shadow namespaces and wrote nothing"
+                "shadow; healthd writes only to shadow namespaces and wrote nothing more"
             )
-        self._verified = True
+        self._verified_at = now
 
     def _call(self, method: str, path: str, body: Any, what: str) -> Any:
         try:

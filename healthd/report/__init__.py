@@ -6,12 +6,12 @@ daemon; this module is the file edge: reading a saved report and writing the HTM
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from healthd import _json
 from healthd.errors import HealthdError, ReportShapeError
 from healthd.model import ChangeEvent
 from healthd.report.html import render_document
@@ -24,6 +24,7 @@ def render_report(
     report: Mapping[str, Any],
     *,
     events: Sequence[ChangeEvent] = (),
+    multi_valued: Collection[tuple[str, str]] | None = None,
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
     target_options: Mapping[str, Mapping[str, Any]] | None = None,
     title: str = "healthd report",
@@ -32,7 +33,12 @@ def render_report(
     which forgetting mechanisms each target switched off; without them, target names
     written ``kind:switch=value`` do."""
     model = page_model(
-        report, events=events, windows=windows, target_options=target_options, title=title
+        report,
+        events=events,
+        multi_valued=multi_valued,
+        windows=windows,
+        target_options=target_options,
+        title=title,
     )
     return render_document(model)
 
@@ -41,15 +47,14 @@ def load_report(path: str) -> dict[str, Any]:
     """A saved `healthd evaluate --format json` report, checked against the documented shape."""
     try:
         with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
+            value = _json.loads(handle.read())
     except OSError as exc:
         raise HealthdError(f"{path}: cannot read the report: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise ReportShapeError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ReportShapeError(
-            f"{path}: line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"
-        ) from None
+    except _json.BadJSON as exc:
+        where = f"line {exc.lineno}, column {exc.colno}: " if exc.lineno is not None else ""
+        raise ReportShapeError(f"{path}: {where}not JSON: {exc.reason}") from None
     try:
         return check_report(value)
     except ReportShapeError as exc:

@@ -9,6 +9,9 @@ number of points never exceeds the budget.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 # first, last, then a minimum and a maximum for each column
 _FIXED_PER_RUN = 2
@@ -36,3 +39,54 @@ def keep_positions(
                 keep.add(min(present)[1])
                 keep.add(max(present)[1])
     return sorted(keep)
+
+
+class StreamingKeep(Generic[T]):
+    """:func:`keep_positions` computed while the values arrive, one position at a time in
+    order, holding only each run's candidates: the same positions, for a series whose
+    ``length`` is known up front but that is never held whole. Each position carries a
+    payload; :attr:`kept` maps the kept positions to theirs."""
+
+    def __init__(self, length: int, budget: int, width: int) -> None:
+        self._every = length <= budget
+        self._length = length
+        self._runs = max(1, budget // (_FIXED_PER_RUN + 2 * width))
+        self._width = width
+        self.kept: dict[int, T] = {}
+        self._run = 0
+        self._start, self._end = self._bounds(0)
+        self._reset()
+
+    def _bounds(self, run: int) -> tuple[int, int]:
+        return run * self._length // self._runs, (run + 1) * self._length // self._runs
+
+    def _reset(self) -> None:
+        self._low: list[tuple[float, int, T] | None] = [None] * self._width
+        self._high: list[tuple[float, int, T] | None] = [None] * self._width
+
+    def add(self, position: int, values: Sequence[float | None], payload: T) -> None:
+        if self._every:
+            self.kept[position] = payload
+            return
+        while position >= self._end:  # an empty run (never: length > budget >= runs)
+            self._run += 1
+            self._start, self._end = self._bounds(self._run)
+        if position == self._start:
+            self.kept[position] = payload
+        for column, value in enumerate(values):
+            if value is None:
+                continue
+            low, high = self._low[column], self._high[column]
+            # min() over (value, position) keeps the first of equal values, max() the last
+            if low is None or value < low[0]:
+                self._low[column] = (value, position, payload)
+            if high is None or value >= high[0]:
+                self._high[column] = (value, position, payload)
+        if position == self._end - 1:
+            self.kept[position] = payload
+            for found in (*self._low, *self._high):
+                if found is not None:
+                    self.kept[found[1]] = found[2]
+            self._reset()
+            self._run += 1
+            self._start, self._end = self._bounds(self._run)

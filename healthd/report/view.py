@@ -252,14 +252,24 @@ def page_model(
     targets = []
     for target in report["targets"]:
         stages = target["stages"]
+        # stages downsampled as they streamed (exporters.report.StageSampler): the same
+        # positions this would keep of the whole list, each domain's own
+        sampled = target.get("series_stages")
         targets.append(
             {
                 "name": target["name"],
                 "kind": target["kind"],
-                "stages": len(stages),
+                "stages": target.get("stage_count", len(stages)),
                 "at": stages[-1]["timestamp"] if stages else None,
                 "series": {
-                    bucket: _series(stages, bucket, budget, event_slot, event_rows, by_id)
+                    bucket: _series(
+                        sampled[bucket] if sampled else stages,
+                        bucket,
+                        budget,
+                        event_slot,
+                        event_rows,
+                        by_id,
+                    )
                     for bucket in BUCKETS
                 },
             }

@@ -65,7 +65,9 @@ class RepoOptions(BaseModel):
     token_user: str = "x-access-token"
     revalidate_interval: timedelta = timedelta(days=1)
     revalidate_clock: Literal["wall", "head"] = "wall"
-    timeout_seconds: float = Field(300.0, gt=0, le=86400)  # clone or fetch from url
+    timeout_seconds: float = Field(120.0, gt=0, le=86400)  # clone or fetch from url
+    # an http(s) remote that sends nothing for this long ends the clone or fetch at once
+    stall_seconds: float = Field(30.0, gt=0, le=3600)
 
     @field_validator("revalidate_interval", mode="before")
     @classmethod
@@ -483,17 +485,20 @@ def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
         return repo, None
     assert opts.url is not None and opts.cache_dir is not None
     secret = None
-    extra: dict[str, str] = {}
+    config = [  # a hung http(s) remote: curl gives up after stall_seconds without a byte
+        ("http.lowSpeedLimit", "1"),
+        ("http.lowSpeedTime", str(max(1, round(opts.stall_seconds)))),
+    ]
     if opts.token_env:
         secret = os.environ.get(opts.token_env)
         if not secret:
             raise GitError(f"environment variable {opts.token_env!r} (token_env) is not set")
         basic = base64.b64encode(f"{opts.token_user}:{secret}".encode()).decode()
-        extra = {
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "http.extraHeader",
-            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-        }
+        config.append(("http.extraHeader", f"Authorization: Basic {basic}"))
+    extra = {"GIT_CONFIG_COUNT": str(len(config))}
+    for i, (key, value) in enumerate(config):
+        extra[f"GIT_CONFIG_KEY_{i}"] = key
+        extra[f"GIT_CONFIG_VALUE_{i}"] = value
     digest = hashlib.sha256(opts.url.encode()).hexdigest()[:12]
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", opts.url.rstrip("/").rsplit("/", 1)[-1])[:40]
     mirror = Path(os.path.expanduser(opts.cache_dir)) / f"{slug}-{digest}.git"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -34,7 +37,9 @@ class FileSource:
 
     After a rewrite the events read before come again, each with its line in
     ``PullResult.places``: the daemon, which keeps every event it took, takes none of them
-    twice and reports a line that reuses a read event's id with other content."""
+    twice and reports a line that reuses a read event's id with other content. A line that is
+    not a valid event is refused (in ``PullResult.skipped``, naming the file, line and field)
+    and the lines after it are read: one bad line does not stop the source."""
 
     kind = "file"
 
@@ -45,7 +50,7 @@ class FileSource:
 
     def pull(self, cursor: str | None) -> PullResult:
         try:
-            with open(self.path, "rb") as handle:
+            with _open_regular(self.path) as handle:
                 offset, line, restarted = _resume(handle, cursor)
                 handle.seek(offset)
                 data = handle.read(self.slice + 1)
@@ -70,19 +75,34 @@ class FileSource:
         newlines = chunk.count("\n")
         lines = chunk.splitlines()
         del chunk
-        try:
-            events = list(iter_timeline(lines, origin=self.path, first_line=line))
-        except TimelineError as exc:
-            return PullResult([], unchanged, error=str(exc))
+        refused: list[TimelineError] = []
+        events = list(iter_timeline(lines, origin=self.path, first_line=line, refused=refused))
         result = PullResult(events, _cursor(first, last, offset + end, line + newlines))
         result.more = more
         if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
-        numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip())
+        result.skipped.extend(f"line refused: {exc}" for exc in refused)
+        bad = {exc.line for exc in refused}
+        numbers = (n for n, raw in enumerate(lines, start=line) if raw.strip() and n not in bad)
         result.places = {
             event.id: f"{self.path} line {n}" for event, n in zip(events, numbers, strict=True)
         }
         return result
+
+
+def _open_regular(path: str) -> IO[bytes]:
+    """``path`` opened for reading, refused unless it is a regular file: a named pipe would
+    block every run until a writer comes, a device could be read forever. (Opened without
+    blocking, so that a pipe is refused, not waited on.)"""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe or a device is refused)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _resume(handle: IO[bytes], cursor: str | None) -> tuple[int, int, bool]:

@@ -416,6 +416,7 @@ def test_a_botocore_without_per_record_expiry_is_named_with_the_version_needed(e
 def test_check_config_accepts_an_agentcore_target_without_calling_the_service(emulator, tmp_path):
     config = tmp_path / "healthd.toml"
     config.write_text(
+        "example = true\n"  # a configuration names its sources (issue 23)
         "[targets.agentcore]\n"
         'kind = "agentcore"\nshadow = true\n'
         f'memory_id = "{MEMORY_ID}"\nnamespace_prefix = "healthd/shadow"\nmode = "managed"\n'

@@ -246,3 +246,26 @@ def synthetic_timeline(path: Path, events: int, *, seed: int = 11) -> Path:
         lines.append(json.dumps(event) + "\n")
     path.write_text("".join(lines))
     return path
+
+
+METRIC_BUCKETS = ("all", "tech", "ownership", "decision", "requirement")
+METRIC_RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
+
+
+def evaluated_metrics(timeline: Path, target: str = "reference") -> dict[str, Any]:
+    """The final metrics `healthd evaluate --format json` gives ``timeline`` for ``target``."""
+    done = run_cli("evaluate", "--timeline", str(timeline), "--target", target, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["targets"][0]["final"]["metrics"]
+
+
+def assert_metrics_equal_evaluate(metrics: dict, timeline: Path, target: str = "reference") -> None:
+    """The daemon's ratio and conflict gauges for ``target`` are what `healthd evaluate`
+    says of ``timeline`` (a ratio that is null there is absent here)."""
+    final = evaluated_metrics(timeline, target)
+    for bucket in METRIC_BUCKETS:
+        for ratio in METRIC_RATIOS:
+            got = sample(metrics, f"healthd_{ratio}_ratio", target=target, domain=bucket)
+            assert got == final[bucket][ratio], (target, bucket, ratio)
+    got = sample(metrics, "healthd_conflicts", target=target, domain="all")
+    assert got == final["all"]["conflicts"]

@@ -389,7 +389,7 @@ def test_one_duration_syntax_everywhere(tmp_path):
 def test_two_targets_sharing_one_shadow_file_are_refused(tmp_path):
     config = tmp_path / "shared.toml"
     config.write_text(
-        f'state_path = "{tmp_path / "state.sqlite"}"\n'
+        f'state_path = "{tmp_path / "state.sqlite"}"\nexample = true\n'
         '[targets."x/y"]\nkind = "reference"\nshadow = true\n'
         '[targets.x_y]\nkind = "reference"\nshadow = true\n'
     )

@@ -166,3 +166,21 @@ def test_real_timeout_then_connection_refused(api_server):  # noqa: F811
         client(max_retries=0, timeout_seconds=0.2).get_json(api_server.url_for("/slow"))
     with pytest.raises(HttpError, match="ConnectionError"):
         client(max_retries=1).get_json("http://127.0.0.1:9/nothing")
+
+
+def test_a_body_past_max_response_bytes_is_refused_not_read_whole(api_server):  # noqa: F811
+    from healthd._http import TooLarge
+
+    big = b'{"pad": "' + b"x" * 40_000 + b'"}'
+    url, seen = serve(api_server, (200, big, {}))
+    with pytest.raises(TooLarge, match="over max_response_bytes=10000; not read"):
+        client(max_response_bytes=10_000).get_json(url)
+    assert len(seen) == 1  # a final answer: not retried
+
+    def chunked(request):  # no Content-Length: found while reading
+        return Response(iter([b'{"pad": "'] + [b"x" * 4096] * 10 + [b'"}']), status=200)
+
+    api_server.expect_request("/chunked").respond_with_handler(chunked)
+    with pytest.raises(TooLarge):
+        client(max_response_bytes=10_000).get_json(api_server.url_for("/chunked"))
+    assert client(max_response_bytes=50_000).get_json(url).data == {"pad": "x" * 40_000}
