@@ -276,13 +276,15 @@ def test_kubernetes_sidecar_example(tmp_path):
     # a long first replay must never take the memory service out of its Service
     assert "readinessProbe" not in healthd
     assert healthd["startupProbe"]["httpGet"]["path"] == "/healthz"
-    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert healthd["securityContext"]["runAsNonRoot"] is True
     mounts = {m["mountPath"] for m in healthd["volumeMounts"]}
     assert {"/etc/healthd", "/var/lib/healthd"} <= mounts
     # the ConfigMap's healthd.toml is a valid configuration
     (http,) = _check_example_config(docs["ConfigMap"]["data"]["healthd.toml"], tmp_path)
     assert http["base_url"] == "http://127.0.0.1:8080"  # the memory service in the same pod
     assert http["token_env"] in {e["name"] for e in healthd["env"]}
+    # the naive baseline fails on purpose: it has no place next to a real memory service
+    assert 'kind = "naive"' not in docs["ConfigMap"]["data"]["healthd.toml"]
 
 
 def test_sharded_fleet_example(tmp_path):
