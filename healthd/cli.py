@@ -109,7 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         "reference and naive). Kinds: reference (switches ttl, supersession, propagation = "
         "on/off, grace, top_k, ttl_<domain> = 30d, namespace, path), naive, http "
         "(base_url, namespace, shadow, token_env, top_k, timeout_seconds, max_retries), "
-        "and any a plugin registers",
+        "mem0 (mode = native/managed, path, user_id, agent_id, run_id, shadow, top_k, "
+        "dimensions; extra mem0), graphiti (search = default/valid, path, group_id, shadow, "
+        "top_k, dimensions; extra graphiti), agentcore (memory_id, namespace_prefix, shadow, "
+        "mode = native/managed, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
+        "consistency_wait_seconds, max_attempts, timeout_seconds; extra agentcore), and any a "
+        "plugin registers",
     )
     ev.add_argument(
         "--mode",
@@ -571,5 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except HealthdError as exc:
-        print(f"healthd: error: {shorten(redact_text(str(exc)), 4000)}", file=sys.stderr)
+        # one line per problem, each with the same prefix (grep-able, as the first)
+        for line in shorten(redact_text(str(exc)), 4000).splitlines() or [""]:
+            print(f"healthd: error: {line}", file=sys.stderr)
         return EXIT_USAGE
