@@ -69,6 +69,7 @@ def image(podman, tmp_path_factory) -> str:
         pip_conf = tmp_path_factory.mktemp("pip") / "pip.conf"
         pip_conf.write_text(f"[global]\ncert = {HOST_CA}\n")
         mounts = ["-v", f"{HOST_CA}:{HOST_CA}:ro", "-v", f"{pip_conf}:/etc/pip.conf:ro"]
+    previous = _run([*podman, "image", "inspect", "--format", "{{.Id}}", IMAGE], timeout=60)
     build = _run(
         [
             *podman,
@@ -89,6 +90,10 @@ def image(podman, tmp_path_factory) -> str:
         timeout=900,
     )
     assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+    # the image this build replaced (its cached layers stay for the next build)
+    old = previous.stdout.strip()
+    if previous.returncode == 0 and old and not build.stdout.strip().endswith(old):
+        _run([*podman, "rmi", old], timeout=120)
     return IMAGE
 
 
