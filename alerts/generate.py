@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render healthd's Prometheus rules from ``alerts/thresholds.yml``.
 
-    python alerts/generate.py [--out DIR]
+    python alerts/generate.py [--out DIR] [--runbook-url URL]
 
 writes ``alerts.rules.yml`` (the alerts) and ``recording.rules.yml`` (recording rules the
 dashboards read) into ``alerts/`` (or DIR). Both outputs are committed; the tests
@@ -10,7 +10,9 @@ ones, so a threshold is changed in ``thresholds.yml`` only.
 
 Every alert has a ``for:``, a ``severity`` label and ``summary``, ``description`` and
 ``runbook_url`` annotations; the runbook URL ends in ``#<alert name in lower case>``, the
-anchor of the alert's section in ``docs/runbook.md``.
+anchor of the alert's section in ``docs/runbook.md``. ``--runbook-url`` (or
+``HEALTHD_RUNBOOK_URL``) renders the rules for where a team reads the runbook, in place of
+``thresholds.yml``'s ``runbook_url``.
 
 Aggregations use ``without (...)`` (never ``by (target)`` alone), and the ratio alerts keep
 every label of the series, so the same rules work for one sidecar or a fleet of them with
@@ -20,6 +22,7 @@ extra labels (namespace, pod, project) added by the scrape configuration.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -294,9 +297,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--thresholds", type=Path, default=THRESHOLDS)
+    parser.add_argument(
+        "--runbook-url",
+        default=os.environ.get("HEALTHD_RUNBOOK_URL") or None,
+        help="the runbook's address, in place of thresholds.yml's runbook_url "
+        "(default: $HEALTHD_RUNBOOK_URL)",
+    )
     args = parser.parse_args(argv)
+    thresholds = load_thresholds(args.thresholds)
+    if args.runbook_url:
+        thresholds["runbook_url"] = args.runbook_url
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, text in render(load_thresholds(args.thresholds)).items():
+    for name, text in render(thresholds).items():
         (args.out / name).write_text(text)
     return 0
 

@@ -1,5 +1,5 @@
 """Command line: `healthd evaluate`, `healthd timeline`, `healthd run`, `healthd check-config`,
-`healthd report`, `healthd serve-memory`.
+`healthd report`, `healthd serve-memory`, `healthd healthcheck`.
 
 Every error healthd knows about ends in one line on stderr and exit code 2, no traceback.
 """
@@ -109,7 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         "reference and naive). Kinds: reference (switches ttl, supersession, propagation = "
         "on/off, grace, top_k, ttl_<domain> = 30d, namespace, path), naive, http "
         "(base_url, namespace, shadow, token_env, top_k, timeout_seconds, max_retries), "
-        "and any a plugin registers",
+        "mem0 (mode = native/managed, path, user_id, agent_id, run_id, shadow, top_k, "
+        "dimensions; extra mem0), graphiti (search = default/valid, path, group_id, shadow, "
+        "top_k, dimensions; extra graphiti), agentcore (memory_id, namespace_prefix, shadow, "
+        "mode = native/managed, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
+        "consistency_wait_seconds, max_attempts, timeout_seconds; extra agentcore), and any a "
+        "plugin registers",
     )
     ev.add_argument(
         "--mode",
@@ -250,7 +255,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the effective configuration (file, HEALTHD_* overrides and defaults) as "
         "TOML, secrets redacted",
     )
+
+    hc = commands.add_parser(
+        "healthcheck",
+        help="exit 0 when the running daemon's /healthz answers 200, else 1 (for HEALTHCHECK)",
+        description="Ask the running daemon's /healthz at the host and port of its "
+        "configuration: --config, else the --config of the `healthd run` process PID (the "
+        "container's main process), else $HEALTHD_CONFIG, else the built-in default; "
+        "HEALTHD_* variables override it as they do the daemon's. Exit 0 when it answers "
+        "200, else 1 with one line.",
+    )
+    hc.add_argument("--config", metavar="FILE", help="the daemon's TOML configuration")
+    hc.add_argument(
+        "--pid",
+        type=_positive,
+        default=1,
+        help="the `healthd run` process whose --config to read (default 1)",
+    )
+    hc.add_argument(
+        "--timeout",
+        type=float,
+        default=4.0,
+        metavar="SECONDS",
+        help="how long to wait for the answer (default 4)",
+    )
     return parser
+
+
+def _cmd_healthcheck(args: argparse.Namespace) -> int:
+    from healthd.daemon.healthcheck import check, config_of_run, healthz_url, process_argv
+    from healthd.settings import config_path, load_settings
+
+    path = config_path(args.config or config_of_run(process_argv(args.pid)))
+    try:
+        settings = load_settings(path, deep=False)
+    except HealthdError as exc:
+        print(f"healthd: unhealthy: {shorten(str(exc).splitlines()[0], 500)}", file=sys.stderr)
+        return 1
+    problem = check(healthz_url(settings.server), args.timeout)
+    if problem:
+        print(f"healthd: unhealthy: {problem}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _cmd_timeline(args: argparse.Namespace) -> int:
@@ -576,6 +622,7 @@ _COMMANDS = {
     "report": _cmd_report,
     "serve-memory": _cmd_serve_memory,
     "reader-check": _cmd_reader_check,
+    "healthcheck": _cmd_healthcheck,
 }
 
 
@@ -605,5 +652,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except HealthdError as exc:
-        print(f"healthd: error: {shorten(redact_text(str(exc)), 4000)}", file=sys.stderr)
+        # one line per problem, each with the same prefix (grep-able, as the first)
+        for line in shorten(redact_text(str(exc)), 4000).splitlines() or [""]:
+            print(f"healthd: error: {line}", file=sys.stderr)
         return EXIT_USAGE

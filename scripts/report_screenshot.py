@@ -8,6 +8,8 @@ in Debian's headless chromium through Playwright, and writes
 * docs/report-drill-down.png: the failing probes, filtered to the decision domain.
 
     .venv/bin/python scripts/report_screenshot.py [--html KEEP.html]
+
+Needs the test extra (Playwright: `pip install -e '.[test]'`) and Debian's chromium.
 """
 
 from __future__ import annotations
@@ -28,11 +30,18 @@ def main() -> int:
     parser.add_argument("--html", metavar="FILE", help="keep the generated report here")
     parser.add_argument("--out", metavar="DIR", default=str(ROOT / "docs"))
     args = parser.parse_args()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print(
+            "report_screenshot: needs Playwright, from the test extra: pip install -e '.[test]'",
+            file=sys.stderr,
+        )
+        return 2
     chromium = shutil.which("chromium")
     if chromium is None:
         print("report_screenshot: Debian's chromium is not installed", file=sys.stderr)
         return 2
-    from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp:
         html = Path(args.html or Path(tmp) / "report.html").resolve()

@@ -5,7 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debian_packages=(git sqlite3 adr-tools prometheus prometheus-alertmanager chromium openssl)
+# podman, runc, debootstrap: tests/monitoring/test_image.py builds and runs the image;
+# openssl: the listener's TLS test certificates
+debian_packages=(git sqlite3 adr-tools prometheus prometheus-alertmanager chromium openssl
+  podman runc debootstrap)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

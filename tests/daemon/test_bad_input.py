@@ -131,6 +131,7 @@ def test_every_option_has_help_and_every_command_a_description():
         "check-config",
         "report",
         "serve-memory",
+        "healthcheck",
     }
     for name, sub in commands.choices.items():
         assert sub.description, name

@@ -1,0 +1,226 @@
+"""What the README, the example configurations, alerts/thresholds.yml and `--help` say, each
+checked against what the code does."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from monitoring_helpers import ALERTS, DEPLOY, ROOT, healthd_env
+
+README = ROOT / "README.md"
+
+
+def _healthd(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT):
+    return subprocess.run(
+        [sys.executable, "-m", "healthd", *args],
+        env=env or healthd_env(),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+# --- links ---------------------------------------------------------------------------------
+
+
+def _relative_links(path: Path) -> list[str]:
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text())
+    return [link for link in links if not re.match(r"[a-z]+:", link)]
+
+
+@pytest.mark.parametrize("doc", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=str)
+def test_relative_links_point_at_files_in_the_repository(doc):
+    for link in _relative_links(doc):
+        target = (doc.parent / link).resolve()
+        assert target.is_relative_to(ROOT), f"{doc.name}: {link} is outside the repository"
+        assert target.exists(), f"{doc.name}: {link} does not exist"
+
+
+def test_the_readme_links_the_design_kept_in_the_repository():
+    assert "docs/DESIGN.md" in _relative_links(README)
+    design = (ROOT / "docs" / "DESIGN.md").read_text()
+    for section in ("## Metrics (the contract)", "## Timeline JSONL", "## Memory adapters"):
+        assert section in design
+
+
+# --- README figures --------------------------------------------------------------------------
+
+
+def _readme_row(target: str) -> list[float]:
+    """A row of the table the README prints after the real-memory `evaluate` command."""
+    text = README.read_text()
+    table = text[text.index("--target reference:propagation=off,ttl=off\n```") :]
+    table = table[: table.index("\n\n", table.index("| target |"))]
+    (row,) = re.findall(rf"^\| `{re.escape(target)}` \|(.*)\|$", table, re.M)
+    return [float(cell) for cell in row.split("|")]
+
+
+def test_readme_comparison_figures_are_what_evaluate_prints():
+    """The rows of the real-memory comparison table that need no extra, measured."""
+    targets = ("reference", "naive", "reference:propagation=off,ttl=off")
+    command = ["evaluate", "--format", "json"]
+    proc = _healthd(*command, *(part for t in targets for part in ("--target", t)))
+    assert proc.returncode == 0, proc.stderr
+    measured = {t["name"]: t["final"]["metrics"]["all"] for t in json.loads(proc.stdout)["targets"]}
+    metrics = ("freshness", "consistency", "coverage", "forgetting", "contamination", "conflicts")
+    for target in targets:
+        got = [round(measured[target][m], 3) for m in metrics]
+        assert _readme_row(target) == got, target
+
+
+# --- example configurations --------------------------------------------------------------------
+
+
+_PLACEHOLDER = re.compile(r"does not exist|environment variable '\w+' \(\w+\) is not set")
+
+
+def test_sources_example_is_checkable_as_its_header_says(tmp_path):
+    """As shipped, check-config names each placeholder and nothing else; pointed at a real
+    checkout with the variables set, it passes."""
+    sources = ROOT / "config" / "sources.toml"
+    proc = _healthd("check-config", "--config", str(sources))
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and lines
+    assert all(_PLACEHOLDER.search(line) for line in lines), proc.stderr
+
+    checkout = tmp_path / "shop"
+    (checkout / "doc" / "adr").mkdir(parents=True)
+    (checkout / "doc" / "adr" / "0001-record-architecture-decisions.md").write_text(
+        "# 1. Record architecture decisions\n\nDate: 2024-01-01\n\n## Status\n\nAccepted\n"
+    )
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "adr"], check=True)
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text((ROOT / "healthd" / "data" / "example_timeline.jsonl").read_text())
+    env = {
+        **healthd_env(),
+        "HEALTHD_SOURCES__TIMELINE__PATH": str(timeline),
+        "HEALTHD_SOURCES__REPO__PATH": str(checkout),
+        "HEALTHD_SOURCES__DECISIONS__PATH": str(checkout),
+        **{name: "placeholder" for name in re.findall(r"'(\w+)' \(\w+\)", proc.stderr)},
+    }
+    checked = _healthd("check-config", "--config", str(sources), env=env)
+    assert checked.returncode == 0, checked.stderr
+    assert "ok:" in checked.stdout
+
+
+def test_check_config_problems_all_carry_the_same_prefix():
+    proc = _healthd("check-config", "--config", "config/sources.toml")
+    lines = proc.stderr.splitlines()
+    assert len(lines) > 1
+    assert all(line.startswith("healthd: error: config/sources.toml: ") for line in lines), lines
+
+
+# --- the schedule the alerts assume ------------------------------------------------------------
+
+
+def _period_seconds(cron: str) -> float:
+    from healthd.daemon.scheduler import parse_schedule
+
+    return parse_schedule(cron).period.total_seconds()
+
+
+def _shipped_configs() -> dict[str, str]:
+    """Every healthd configuration deploy/ ships, by where it is (files and ConfigMaps)."""
+    out = {str(p.relative_to(ROOT)): p.read_text() for p in sorted(DEPLOY.rglob("*.toml"))}
+    for path in sorted(DEPLOY.rglob("*.y*ml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "ConfigMap":
+                for key, text in doc["data"].items():
+                    if key.endswith(".toml"):
+                        out[f"{path.relative_to(ROOT)}:{key}"] = text
+    return out
+
+
+def test_alert_schedule_matches_the_default_and_every_shipped_schedule():
+    from healthd.settings import load_settings
+
+    thresholds = yaml.safe_load((ALERTS / "thresholds.yml").read_text())
+    period = thresholds["schedule_seconds"]
+    assert _period_seconds(load_settings(None, deep=False).schedule.cron) == period
+    configs = _shipped_configs()
+    assert len(configs) >= 5
+    for where, text in configs.items():
+        cron = tomllib.loads(text).get("schedule", {}).get("cron", "* * * * *")
+        assert _period_seconds(cron) == period, f"{where}: {cron!r} is not every {period} s"
+    # an example that runs at another period says what to set
+    for path in sorted((ROOT / "config").glob("*.toml")):
+        cron = tomllib.loads(path.read_text()).get("schedule", {}).get("cron", "* * * * *")
+        if _period_seconds(cron) != period:
+            assert "schedule_seconds" in path.read_text(), path.name
+    # and with it HealthdNoRecentSuccess waits minutes, not hours
+    (rule,) = [
+        r
+        for r in yaml.safe_load((ALERTS / "alerts.rules.yml").read_text())["groups"][0]["rules"]
+        if r.get("alert") == "HealthdNoRecentSuccess"
+    ]
+    assert f"> {2 * period}" in rule["expr"] and 2 * period <= 600
+
+
+# --- runbook links -----------------------------------------------------------------------------
+
+
+def test_runbook_url_resolves_to_the_runbook_and_can_be_set_at_generation(tmp_path):
+    base = yaml.safe_load((ALERTS / "thresholds.yml").read_text())["runbook_url"]
+    assert "github.com/healthd/healthd" not in base
+    if not re.match(r"https?://", base):
+        assert (ROOT / base).is_file(), f"runbook_url {base} is not a file in the repository"
+    url = "https://git.example.com/platform/healthd/-/blob/main/docs/runbook.md"
+    for how in (["--runbook-url", url], []):
+        env = {**os.environ, "HEALTHD_RUNBOOK_URL": url} if not how else healthd_env()
+        out = tmp_path / ("flag" if how else "env")
+        generate = [sys.executable, str(ALERTS / "generate.py"), "--out", str(out), *how]
+        proc = subprocess.run(generate, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        rules = yaml.safe_load((out / "alerts.rules.yml").read_text())["groups"][0]["rules"]
+        urls = {r["annotations"]["runbook_url"] for r in rules if "alert" in r}
+        assert urls == {f"{url}#{r['alert'].lower()}" for r in rules if "alert" in r}
+
+
+# --- --help --------------------------------------------------------------------------------------
+
+
+def test_evaluate_help_lists_every_memory_kind_and_its_switches():
+    from healthd.memory import _BUILTIN, graphiti, mem0
+    from healthd.memory.agentcore import AgentCoreOptions
+
+    proc = _healthd("evaluate", "--help", env={**healthd_env(), "COLUMNS": "400"})
+    assert proc.returncode == 0
+    help_text = " ".join(proc.stdout.split())
+    for kind in _BUILTIN:  # the kinds healthd ships (tests register more in-process)
+        assert re.search(rf"\b{kind}\b", help_text), kind
+    switches = {
+        "mem0": mem0._SWITCHES,
+        "graphiti": graphiti._SWITCHES,
+        "agentcore": set(AgentCoreOptions.model_fields),
+    }
+    for kind, names in switches.items():
+        described = help_text.split(f"{kind} (", 1)[1].split(")", 1)[0]
+        assert all(re.search(rf"\b{name}\b", described) for name in names), (kind, described)
+
+
+def test_report_screenshot_without_the_test_extra_says_what_to_install():
+    script = ROOT / "scripts" / "report_screenshot.py"
+    hide_playwright = (
+        "import runpy, sys; sys.modules['playwright'] = None; "
+        "sys.modules['playwright.sync_api'] = None; "
+        f"sys.argv = [{str(script)!r}]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", hide_playwright], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "report_screenshot: needs Playwright, from the test extra: pip install -e '.[test]'"
+    ]
