@@ -12,6 +12,10 @@ Every alert has a ``for:``, a ``severity`` label and ``summary``, ``description`
 ``runbook_url`` annotations; the runbook URL ends in ``#<alert name in lower case>``, the
 anchor of the alert's section in ``docs/runbook.md``.
 
+Every alert on a target's series selects ``role!="baseline"``: a baseline (``naive``, or a
+target declared ``baseline = true``) is a memory run beside the real ones to show what
+failing looks like, so its numbers are meant to cross every threshold and must page nobody.
+
 Aggregations use ``without (...)`` (never ``by (target)`` alone), and the ratio alerts keep
 every label of the series, so the same rules work for one sidecar or a fleet of them with
 extra labels (namespace, pod, project) added by the scrape configuration.
@@ -51,8 +55,28 @@ def seconds_to_duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+#: The selector every alert on a target's series carries: baselines never page.
+SUBJECTS = 'role!="baseline"'
+#: The ratio alerts and whether a high value is good, for the per-role recording rules.
+RATIO_DIRECTION = {
+    "freshness": True,
+    "consistency": True,
+    "coverage": True,
+    "forgetting": True,
+    "contamination": False,
+}
+
+
 #: name -> (expr, record help) of the recording rules. Dashboards read these.
 def recording_rules() -> list[dict[str, str]]:
+    worst = [
+        {
+            "record": f"role:healthd_{ratio}_ratio:{'min' if up else 'max'}",
+            "expr": f"{'min' if up else 'max'} without (target) "
+            f'(healthd_{ratio}_ratio{{domain="all"}})',
+        }
+        for ratio, up in RATIO_DIRECTION.items()
+    ]
     return [
         {
             "record": "target:healthd_runs_failure:ratio_rate1h",
@@ -78,6 +102,8 @@ def recording_rules() -> list[dict[str, str]]:
             "record": "target:healthd_probe_set_versions:count1d",
             "expr": "count without (version) (count_over_time(healthd_probe_set_info[1d]))",
         },
+        # the worst target of each role (subjects and baselines apart) per sidecar
+        *worst,
     ]
 
 
@@ -103,11 +129,12 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
     fr, co, ct, cv = t["freshness"], t["consistency"], t["contamination"], t["coverage"]
     stale_after = 2 * int(t["schedule_seconds"])
     tgt = "{{ $labels.target }}"
+    sel = f'domain="all",{SUBJECTS}'
     val_pct = "{{ $value | humanizePercentage }}"
     return [
         _alert(
             "HealthdFreshnessLow",
-            f'healthd_freshness_ratio{{domain="all"}} < {fr["min"]}',
+            f"healthd_freshness_ratio{{{sel}}} < {fr['min']}",
             fr["for"],
             "critical",
             f"Memory of {tgt} serves facts nobody has re-validated",
@@ -118,7 +145,7 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdConsistencyLow",
-            f'healthd_consistency_ratio{{domain="all"}} < {co["min"]}',
+            f"healthd_consistency_ratio{{{sel}}} < {co['min']}",
             co["for"],
             "critical",
             f"Memory of {tgt} serves facts that are no longer true",
@@ -130,8 +157,8 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         _alert(
             "HealthdConsistencyDropped",
             "(\n"
-            '  healthd_consistency_ratio{domain="all"} offset 1d\n'
-            '  - healthd_consistency_ratio{domain="all"}\n'
+            f"  healthd_consistency_ratio{{{sel}}} offset 1d\n"
+            f"  - healthd_consistency_ratio{{{sel}}}\n"
             f") > {co['max_drop_1d']}\n"
             "unless ignoring (domain)\n"
             "  (target:healthd_probe_set_versions:count1d > 1)\n",
@@ -146,13 +173,13 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdContaminationRising",
-            f'healthd_contamination_ratio{{domain="all"}} > {ct["max"]}\n'
+            f"healthd_contamination_ratio{{{sel}}} > {ct['max']}\n"
             "or\n"
             "(\n"
-            '  healthd_contamination_ratio{domain="all"}\n'
+            f"  healthd_contamination_ratio{{{sel}}}\n"
             "  and\n"
-            '  (healthd_contamination_ratio{domain="all"}\n'
-            f'   - healthd_contamination_ratio{{domain="all"}} offset {ct["rise_window"]})'
+            f"  (healthd_contamination_ratio{{{sel}}}\n"
+            f"   - healthd_contamination_ratio{{{sel}}} offset {ct['rise_window']})"
             f" > {ct['max_rise']}\n"
             ")\n",
             ct["for"],
@@ -166,13 +193,13 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdCoverageCollapsing",
-            f'healthd_coverage_ratio{{domain="all"}} < {cv["min"]}\n'
+            f"healthd_coverage_ratio{{{sel}}} < {cv['min']}\n"
             "or\n"
             "(\n"
-            '  healthd_coverage_ratio{domain="all"}\n'
+            f"  healthd_coverage_ratio{{{sel}}}\n"
             "  and\n"
-            f'  (healthd_coverage_ratio{{domain="all"}} offset {cv["drop_window"]}\n'
-            f'   - healthd_coverage_ratio{{domain="all"}}) > {cv["max_drop"]}\n'
+            f"  (healthd_coverage_ratio{{{sel}}} offset {cv['drop_window']}\n"
+            f"   - healthd_coverage_ratio{{{sel}}}) > {cv['max_drop']}\n"
             ")\n",
             cv["for"],
             "warning",
@@ -184,7 +211,7 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdNoRecentSuccess",
-            f"time() - healthd_last_success_timestamp_seconds > {stale_after}",
+            f"time() - healthd_last_success_timestamp_seconds{{{SUBJECTS}}} > {stale_after}",
             t["runs"]["no_success_for"],
             "critical",
             f"No successful healthd run for {tgt} in twice the schedule",
@@ -195,9 +222,11 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdRunsFailing",
-            "healthd_last_run_timestamp_seconds > healthd_last_success_timestamp_seconds\n"
+            f"healthd_last_run_timestamp_seconds{{{SUBJECTS}}}\n"
+            "  > healthd_last_success_timestamp_seconds\n"
             "or\n"
-            "(healthd_last_run_timestamp_seconds unless healthd_last_success_timestamp_seconds)\n",
+            f"(healthd_last_run_timestamp_seconds{{{SUBJECTS}}}\n"
+            "  unless healthd_last_success_timestamp_seconds)\n",
             t["runs"]["failing_for"],
             "warning",
             f"healthd runs of {tgt} are failing",

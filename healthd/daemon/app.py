@@ -32,6 +32,7 @@ from healthd.errors import HealthdError
 from healthd.exporters.prometheus import build_registry
 from healthd.exporters.tracing import build_tracer_provider, get_tracer, traces_endpoint
 from healthd.logging import configure_logging, get_logger
+from healthd.memory import SUBJECT
 from healthd.settings import Settings
 
 log = get_logger("healthd.daemon")
@@ -72,7 +73,9 @@ class Daemon:
 
     def _observe(self, target: str, seconds: float) -> None:
         if self._histogram is not None:
-            self._histogram.labels(target=target).observe(seconds)
+            config = self.settings.targets.get(target)
+            role = config.role if config is not None else SUBJECT
+            self._histogram.labels(target=target, role=role).observe(seconds)
 
     def _on_missed(self, event: JobExecutionEvent) -> None:
         self.runner.count_missed()

@@ -862,6 +862,7 @@ class Runner:
                 "history": list(self.history),
                 "pages": _Pages(self),
                 "windows": self.settings.staleness.windows(),
+                "roles": {name: self.settings.targets[name].role for name in self.targets},
             }
 
     def ready(self) -> bool:

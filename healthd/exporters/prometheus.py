@@ -1,5 +1,9 @@
 """Prometheus metrics, on a registry passed in (never the global one).
 
+Every series of a target carries ``target`` and ``role`` (``baseline`` for a memory run
+beside the real ones to show what failing looks like, ``subject`` otherwise), so alerts and
+dashboards can leave baselines out with ``role!="baseline"``.
+
 Gauges and counters are built at scrape time from the runner's last results (and the
 counters it keeps in the state file, so they survive a restart); a ``null`` metric is
 absent, never 0. The run-duration histogram is observed by the runner as runs finish.
@@ -16,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from healthd import __version__
+from healthd.memory import SUBJECT
 from healthd.scoring import BUCKETS
 
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
@@ -80,80 +85,82 @@ class HealthdCollector(Collector):
                 f"healthd_{r}_ratio",
                 f"{r.capitalize()} of the shadow memory at the newest "
                 "stage (0..1), per domain; absent when there is nothing to measure",
-                labels=["target", "domain"],
+                labels=["target", "role", "domain"],
             )
             for r in RATIOS
         }
         conflicts = GaugeMetricFamily(
             "healthd_conflicts",
             "Probes whose answer holds two or more values for a single-valued key, per domain",
-            labels=["target", "domain"],
+            labels=["target", "role", "domain"],
         )
         probes = GaugeMetricFamily(
-            "healthd_probes", "Probes in P_i (keys asserted so far)", labels=["target"]
+            "healthd_probes", "Probes in P_i (keys asserted so far)", labels=["target", "role"]
         )
         lag = GaugeMetricFamily(
             "healthd_timeline_lag_seconds",
             "Now minus the event time of the newest event replayed",
-            labels=["target"],
+            labels=["target", "role"],
         )
         runs = CounterMetricFamily(
-            "healthd_runs", "Runs per target by result", labels=["target", "result"]
+            "healthd_runs", "Runs per target by result", labels=["target", "role", "result"]
         )
         last_run = GaugeMetricFamily(
             "healthd_last_run_timestamp_seconds",
             "When the last run of the target ended",
-            labels=["target"],
+            labels=["target", "role"],
         )
         last_ok = GaugeMetricFamily(
             "healthd_last_success_timestamp_seconds",
             "When the last successful run of the target ended",
-            labels=["target"],
+            labels=["target", "role"],
         )
         replayed = CounterMetricFamily(
             "healthd_events_replayed",
             "Events replayed into the target's shadow, each counted once",
-            labels=["target"],
+            labels=["target", "role"],
         )
         info = GaugeMetricFamily(
             "healthd_probe_set_info",
             "The probe set and evaluation "
             "policy a target's numbers are measured against: "
             "<probe set hash>-<policy hash>",
-            labels=["target", "version"],
+            labels=["target", "role", "version"],
         )
+        roles = view.get("roles", {})
         for name, row in targets.items():
             res = row.results
-            runs.add_metric([name, "success"], row.runs_success)
-            runs.add_metric([name, "failure"], row.runs_failure)
-            replayed.add_metric([name], row.events_replayed)
+            who = [name, roles.get(name, SUBJECT)]
+            runs.add_metric([*who, "success"], row.runs_success)
+            runs.add_metric([*who, "failure"], row.runs_failure)
+            replayed.add_metric(who, row.events_replayed)
             if row.last_run is not None:
-                last_run.add_metric([name], row.last_run)
+                last_run.add_metric(who, row.last_run)
             if row.last_success is not None:
-                last_ok.add_metric([name], row.last_success)
+                last_ok.add_metric(who, row.last_success)
             if not res:
                 continue
             for bucket in BUCKETS:
                 values = res["metrics"][bucket]
                 for r in RATIOS:
                     if values[r] is not None:
-                        ratios[r].add_metric([name, bucket], values[r])
-                conflicts.add_metric([name, bucket], values["conflicts"])
-            probes.add_metric([name], res["probes"])
+                        ratios[r].add_metric([*who, bucket], values[r])
+                conflicts.add_metric([*who, bucket], values["conflicts"])
+            probes.add_metric(who, res["probes"])
             if res.get("newest_event") is not None:
-                lag.add_metric([name], now - res["newest_event"])
-            info.add_metric([name, res["info_version"]], 1)
+                lag.add_metric(who, now - res["newest_event"])
+            info.add_metric([*who, res["info_version"]], 1)
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
         pending = GaugeMetricFamily(
             "healthd_replay_pending_events",
             "Events a replay in progress has still to apply to the target's shadow "
             "(0 when none is running)",
-            labels=["target"],
+            labels=["target", "role"],
         )
         in_progress = view.get("pending", {})
         for name in targets:
-            pending.add_metric([name], in_progress.get(name, 0))
+            pending.add_metric([name, roles.get(name, SUBJECT)], in_progress.get(name, 0))
         yield pending
 
         up = GaugeMetricFamily(
@@ -190,7 +197,7 @@ def build_registry(
     histogram = Histogram(
         "healthd_run_duration_seconds",
         "Duration of a target's run",
-        ["target"],
+        ["target", "role"],
         buckets=DURATION_BUCKETS,
         registry=registry,
     )

@@ -692,3 +692,48 @@ def test_a_file_read_in_many_slices_is_one_run_with_the_same_results(tmp_path, m
     assert runner.run_once().new_events == 0
     runner.close()
     state.close()
+
+
+# -- baselines -------------------------------------------------------------------------------
+
+
+def test_baselines_carry_role_baseline_on_every_target_series(tmp_path, monkeypatch):
+    """naive is a baseline by default; `baseline = true` makes any target one, `false`
+    makes naive a subject; every series of a target says which (role label)."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    targets = {
+        "reference": {"kind": "reference", "shadow": True},
+        "naive": {"kind": "naive", "shadow": True},
+        "plain": {"kind": "reference", "shadow": True, "ttl": "off", "baseline": True},
+        "watched": {"kind": "naive", "shadow": True, "baseline": False},
+    }
+    runner, state = _runner(tmp_path, targets=targets)
+    registry, histogram = build_registry(runner.view)
+    runner.run_once()
+    histogram.labels(target="naive", role="baseline").observe(0.1)
+    roles = {"reference": "subject", "naive": "baseline", "plain": "baseline"}
+    roles["watched"] = "subject"
+    seen = 0
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for s in family.samples:
+            if "target" in s.labels:
+                assert s.labels.get("role") == roles[s.labels["target"]], (s.name, s.labels)
+                seen += 1
+    assert seen > 100
+    runner.close()
+    state.close()
+    # the environment can switch it, like any target option
+    monkeypatch.setenv("HEALTHD_TARGETS__NAIVE__BASELINE", "false")
+    assert load_settings(str(toml_config(tmp_path, port=1))).targets["naive"].role == "subject"
+
+
+def test_baseline_switch_on_the_command_line_target_spec():
+    assert parse_target("naive").role == "baseline"
+    assert parse_target("naive:baseline=off").role == "subject"
+    spec = parse_target("reference:ttl=off,baseline=on")
+    assert spec.role == "baseline" and dict(spec.options) == {"ttl": "off"}
+    build_memory(spec).close()  # the switch is healthd's, never passed to the memory
+    with pytest.raises(Exception, match="baseline='maybe': expected on or off"):
+        parse_target("naive:baseline=maybe")

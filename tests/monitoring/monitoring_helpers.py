@@ -267,7 +267,9 @@ def start_healthd(directory: Path) -> tuple[Process, str]:
 
 def _both_ran(text: str) -> bool:
     return all(
-        re.search(rf'^healthd_last_success_timestamp_seconds\{{target="{t}"\}}', text, re.M)
+        re.search(
+            rf'^healthd_last_success_timestamp_seconds\{{target="{t}",role="\w+"\}}', text, re.M
+        )
         for t in ("reference", "naive")
     )
 
