@@ -4,9 +4,12 @@
     python alerts/generate.py [--out DIR]
 
 writes ``alerts.rules.yml`` (the alerts) and ``recording.rules.yml`` (recording rules the
-dashboards read) into ``alerts/`` (or DIR). Both outputs are committed; the tests
-regenerate them into a temporary directory and fail when they differ from the committed
-ones, so a threshold is changed in ``thresholds.yml`` only.
+dashboards read) into ``alerts/`` (or DIR), and ``healthd/data/alerts.json`` (or
+``--data DIR``): the thresholds with each alert's severity, ``for`` and runbook link, which
+the verdict at the top of the daemon's `/` and of the HTML report reads, so the page and
+Prometheus judge by the same numbers. All outputs are committed; the tests regenerate them
+into a temporary directory and fail when they differ from the committed ones, so a
+threshold is changed in ``thresholds.yml`` only.
 
 Every alert has a ``for:``, a ``severity`` label and ``summary``, ``description`` and
 ``runbook_url`` annotations; the runbook URL ends in ``#<alert name in lower case>``, the
@@ -24,6 +27,7 @@ extra labels (namespace, pod, project) added by the scrape configuration.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 THRESHOLDS = HERE / "thresholds.yml"
+DATA = HERE.parent / "healthd" / "data"
+DATA_FILE = "alerts.json"
 ALERTS_FILE = "alerts.rules.yml"
 RECORDING_FILE = "recording.rules.yml"
 HEADER = (
@@ -303,14 +309,38 @@ def render(thresholds: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def package_data(thresholds: dict[str, Any]) -> str:
+    """The thresholds and each alert's severity, ``for`` and runbook link, as the package
+    ships them for the verdict on the pages."""
+    alerts = {
+        rule["alert"]: {
+            "severity": rule["labels"]["severity"],
+            "for": rule["for"],
+            "runbook_url": rule["annotations"]["runbook_url"],
+        }
+        for rule in alert_rules(thresholds)
+    }
+    doc = {
+        "generated_by": "alerts/generate.py from alerts/thresholds.yml: do not edit",
+        "selects": SUBJECTS,
+        "thresholds": thresholds,
+        "alerts": alerts,
+    }
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--thresholds", type=Path, default=THRESHOLDS)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, text in render(load_thresholds(args.thresholds)).items():
+    thresholds = load_thresholds(args.thresholds)
+    for name, text in render(thresholds).items():
         (args.out / name).write_text(text)
+    args.data.mkdir(parents=True, exist_ok=True)
+    (args.data / DATA_FILE).write_text(package_data(thresholds))
     return 0
 
 

@@ -310,7 +310,7 @@ def _evaluate_configured(
         options = dict(target.options)
         if "path" in options:
             options["path"] = ":memory:"  # never touch a daemon's persistent shadow
-        spec = TargetSpec(target.kind, options, name)
+        spec = TargetSpec(target.kind, options, name, target.baseline)
         specs.append(spec)
         memories.append(build_memory(spec, **_scratch_store(spec)))
     events = configured_events(settings)
@@ -403,6 +403,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 events = listed = list(timeline)
             else:
                 events = timeline
+        roles = {spec.label: spec.role for spec in specs}
         if not count:
             where = args.timeline or ("the configured sources" if args.config else "the timeline")
             raise HealthdError(f"timeline is empty: {where} gave no event to replay")
@@ -457,7 +458,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         stack.close()  # the progress display ends before the report is written
         out = files.enter_context(_open_output(args.output)) if args.output else sys.stdout
         if args.format == "json":
-            write_report_json(out, results, spools, probes.version, len(probes))
+            write_report_json(out, results, spools, probes.version, len(probes), roles)
         else:
             console = (
                 _Console(file=out, width=110)
@@ -469,7 +470,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         from healthd.report import render_report, write_html
         from healthd.scoring import DEFAULT_WINDOWS
 
-        report = report_json(results, probes.version, len(probes))
+        report = report_json(results, probes.version, len(probes), roles)
         html = render_report(
             report,
             events=listed,

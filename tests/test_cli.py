@@ -116,7 +116,10 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
     assert isinstance(report["probe_set"]["version"], str) and report["probe_set"]["count"] > 0
     assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
     for target_report in report["targets"]:
-        assert set(target_report) == {"name", "kind", "stages", "final"}
+        assert set(target_report) == {"name", "kind", "role", "stages", "final"}
+        assert target_report["role"] == (
+            "baseline" if target_report["kind"] == "naive" else "subject"
+        )
         stage = target_report["stages"][0]
         assert set(stage) == {"index", "event_id", "timestamp", "metrics"}
         assert set(stage["metrics"]) == {"all", "tech", "ownership", "decision", "requirement"}

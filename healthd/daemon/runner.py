@@ -809,6 +809,7 @@ class Runner:
                 "target": {
                     "name": t.name,
                     "kind": t.kind,
+                    "role": self.settings.targets[t.name].role,
                     "stages": stages,
                     "final": {
                         "metrics": results["metrics"],

@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from healthd.memory import target_role
 from healthd.model import ChangeEvent
 from healthd.report.downsample import keep_positions
 from healthd.report.failures import (
@@ -23,12 +24,13 @@ from healthd.report.failures import (
 from healthd.report.shape import METRICS, RATIOS
 from healthd.scoring import BUCKETS, DEFAULT_WINDOWS
 from healthd.timeline import format_timestamp, parse_timestamp
+from healthd.verdict import Verdict, judge
 
 # Points over all charts of a page (targets x domains); each chart keeps at least the floor.
 POINT_BUDGET = 24_000
 CHART_FLOOR = 300
 CHART_CEILING = 2_000
-FACTS_SHOWN = 12  # per failing probe; the rest are counted
+FACTS_SHOWN = 12  # per failing probe in the model; the rest are counted
 _HIGHER_IS_BETTER = {
     "freshness": True,
     "consistency": True,
@@ -153,7 +155,8 @@ def _grouped_facts(
 
 
 def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, list[Any]]:
-    """Each failing probe once (with what it returned), and a row per way it fails."""
+    """Each failing probe once (with what it returned), and one row for it listing every
+    way it fails: ``[probe slot, [[kind index, layer], ...]]``."""
     slots: dict[tuple[str, str], int] = {}
     masks: dict[tuple[str, str], dict[int, int]] = {}
     for failure in found:
@@ -182,7 +185,8 @@ def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, li
                     hidden,
                 ]
             )
-        rows.append([slots[where], KINDS.index(failure.kind), failure.layer or ""])
+            rows.append([slots[where], []])
+        rows[slots[where]][1].append([KINDS.index(failure.kind), failure.layer or ""])
     return {"probes": probes, "failures": rows}
 
 
@@ -213,6 +217,21 @@ def failures(
     return attribute_layers(out, switched)
 
 
+_ON = frozenset({"on", "true", "yes", "1"})
+
+
+def report_role(target: Mapping[str, Any], options: Mapping[str, Any] | None) -> str:
+    """A report target's role: as the report says, else from a ``baseline`` switch in its
+    options (or its ``kind:switch=value`` name), else by its kind."""
+    role = target.get("role")
+    if isinstance(role, str):
+        return role
+    if options is None:
+        options = label_options(target["name"])
+    raw = options.get("baseline")
+    return target_role(target["kind"], None if raw is None else str(raw).strip().lower() in _ON)
+
+
 def page_model(
     report: Mapping[str, Any],
     *,
@@ -221,10 +240,12 @@ def page_model(
     target_options: Mapping[str, Mapping[str, Any]] | None = None,
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
     title: str = "healthd report",
+    verdicts: Sequence[Verdict] | None = None,
 ) -> dict[str, Any]:
     """Everything the page draws. ``events`` (the replayed timeline) names each stage's event
     on hover and, unless ``multi_valued`` is given, says which keys hold several values;
-    without it, stages show their id."""
+    without it, stages show their id. ``verdicts`` (the daemon's, with its runs) replace
+    the verdict judged from each target's final numbers."""
     by_id = {event.id: event for event in events}
     if multi_valued is None:
         multi_valued = {event.fact.key for event in events if event.multi_valued}
@@ -232,12 +253,16 @@ def page_model(
     event_slot: dict[str, int] = {}
     event_rows: list[list[str]] = []
     targets = []
+    roles = {
+        t["name"]: report_role(t, (target_options or {}).get(t["name"])) for t in report["targets"]
+    }
     for target in report["targets"]:
         stages = target["stages"]
         targets.append(
             {
                 "name": target["name"],
                 "kind": target["kind"],
+                "role": roles[target["name"]],
                 "stages": len(stages),
                 "at": stages[-1]["timestamp"] if stages else None,
                 "series": {
@@ -247,7 +272,15 @@ def page_model(
             }
         )
     found = failures(report, windows, multi_valued, target_options)
+    if verdicts is None:
+        verdicts = [
+            judge(
+                t["name"], roles[t["name"]], t["final"]["metrics"]["all"] if t["stages"] else None
+            )
+            for t in report["targets"]
+        ]
     return {
+        "verdict": [v.as_dict() for v in verdicts],
         "title": title,
         "probe_set": dict(report["probe_set"]),
         "buckets": list(BUCKETS),
