@@ -127,8 +127,11 @@ def test_the_verdict_comes_first_with_runbook_links_and_the_baseline_apart(brows
     assert _top(page, "#verdict") < _top(page, ".chart") < _top(page, "#failures")
     assert _top(page, "#verdict") < 200  # at the top, not below the results
     summary = page.locator(".verdict-summary").inner_text()
-    assert summary.startswith("1 of 2 target(s) cross an alert threshold now: ")
-    assert "reference:supersession=off" in summary and "1 baseline(s)" in summary
+    assert summary.startswith("1 of 2 targets crosses an alert threshold now: ")
+    assert (
+        "reference:supersession=off" in summary
+        and "Beside them: 1 baseline, meant to fail." in summary
+    )
     crossed = page.locator("#verdict-table tr[data-target='reference:supersession=off']")
     links = crossed.locator("a")
     assert links.all_inner_texts() == ["HealthdConsistencyLow", "HealthdContaminationRising"]
@@ -215,7 +218,10 @@ def test_drill_down_paginates_a_long_list(browser, tmp_path):
     page.click("#failures-prev")
     assert page.locator("#failures-page").inner_text() == "page 2 of 3"
     # naive switched to a subject: its crossings are alarms now, not a baseline's
-    assert "cross an alert threshold" in page.locator(".verdict-summary").inner_text()
+    assert (
+        "1 of 1 target crosses an alert threshold now"
+        in page.locator(".verdict-summary").inner_text()
+    )
 
 
 def test_charts_put_each_stage_at_its_event_time(browser, report_file):

@@ -34,6 +34,10 @@ _SUBJECT_STATUS = {
 }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _crossing(c: Mapping[str, Any]) -> str:
     return (
         f"<li class='crossing severity-{escape(c['severity'])}'>"
@@ -56,7 +60,8 @@ def _verdict(model: Mapping[str, Any]) -> str:
         if v["status"] == "baseline":
             head = (
                 "<span class='badge baseline'>baseline</span> meant to fail, shown for "
-                "comparison; no alert selects it" + (": it crosses" if crossings else "")
+                "comparison; no alert selects it"
+                + ("; it crosses, as expected:" if crossings else "")
             )
         elif v["status"] == "crossed":
             head = "<span class='badge crossed'>crosses alert thresholds</span>"
@@ -70,16 +75,23 @@ def _verdict(model: Mapping[str, Any]) -> str:
         )
     if crossed:
         summary = (
-            f"{len(crossed)} of {len(subjects)} target(s) cross an alert threshold now: "
+            f"{len(crossed)} of {_count(len(subjects), 'target')} "
+            f"{'crosses' if len(crossed) == 1 else 'cross'} an alert threshold now: "
             + ", ".join(escape(v["target"]) for v in crossed)
             + "."
         )
     elif subjects:
-        summary = f"All {len(subjects)} target(s) are within every alert threshold."
+        summary = (
+            f"{'The' if len(subjects) == 1 else 'All'} {_count(len(subjects), 'target')} "
+            f"{'is' if len(subjects) == 1 else 'are'} within every alert threshold."
+        )
     else:
         summary = "Only baselines here: nothing is watched."
     if baselines:
-        summary += f" {baselines} baseline(s) beside them, meant to fail."
+        summary += f" Beside {'it' if len(subjects) == 1 else 'them'}: " + _count(
+            baselines, "baseline"
+        )
+        summary += ", meant to fail."
     extra = "".join(_crossing(c) for c in model.get("verdict_sources", ()))
     return (
         f"<section id='verdict'><h2>Verdict</h2>"

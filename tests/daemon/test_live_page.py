@@ -51,7 +51,7 @@ def test_live_page_shows_the_last_runs_served_by_the_daemon_alone(start_daemon, 
     assert top("#verdict") < top("#targets") < top("#runs") < top("#sources") < top(".chart")
     assert top("#sources") < top("#failures") and top("#verdict") < 200
     summary = page.locator(".verdict-summary").inner_text()
-    assert summary.startswith("1 of 2 target(s) cross an alert threshold now: no-supersession.")
+    assert summary.startswith("1 of 2 targets crosses an alert threshold now: no-supersession.")
     naive = page.locator("#verdict-table tr[data-target='naive']")
     assert (
         naive.get_attribute("class") == "verdict-baseline" and "meant to fail" in naive.inner_text()
