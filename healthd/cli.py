@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
         "reference and naive). Kinds: reference (switches ttl, supersession, propagation = "
         "on/off, grace, top_k, ttl_<domain> = 30d, namespace, path), naive, http "
         "(base_url, namespace, shadow, token_env, top_k, timeout_seconds, max_retries), "
-        "and any a plugin registers",
+        "and any a plugin registers. Any kind takes baseline=on|off: a baseline is meant to "
+        "fail and is shown apart (naive is one unless baseline=off)",
     )
     ev.add_argument(
         "--mode",
