@@ -18,6 +18,7 @@ from typing import Any
 
 from healthd import __version__
 from healthd.logging import redact_text
+from healthd.memory import SUBJECT
 from healthd.report.assets import STATIC, static_text
 from healthd.report.html import render_body
 from healthd.report.view import page_model
@@ -133,7 +134,7 @@ def verdicts(view: Mapping[str, Any], now: float) -> list[Verdict]:
     for name, row in view["targets"].items():
         runs = run_crossings(book, row.last_run, row.last_success, now)
         metrics = row.results["metrics"]["all"] if row.results else None
-        out.append(judge(name, roles.get(name, "subject"), metrics, runs, book))
+        out.append(judge(name, roles.get(name, SUBJECT), metrics, runs, book))
     return out
 
 

@@ -737,3 +737,29 @@ def test_baseline_switch_on_the_command_line_target_spec():
     build_memory(spec).close()  # the switch is healthd's, never passed to the memory
     with pytest.raises(Exception, match="baseline='maybe': expected on or off"):
         parse_target("naive:baseline=maybe")
+
+
+def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
+    """No run for more than twice the schedule: / says HealthdNoRecentSuccess, though no
+    run has finished since (the page is rebuilt at least once a minute)."""
+    from healthd.daemon.state import SourceRow, TargetRow
+    from healthd.report.live import live_html
+    from healthd.scoring import DEFAULT_WINDOWS
+    from healthd.verdict import alert_book
+
+    twice = 2 * alert_book().thresholds["schedule_seconds"]
+    view = {
+        "targets": {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
+        "sources": {"git": SourceRow("git", up=0)},
+        "roles": {"mem": "subject"},
+        "pages": {},
+        "windows": DEFAULT_WINDOWS,
+        "missed_runs": 0,
+        "runs_completed": 1,
+        "last_run": None,
+        "history": [],
+    }
+    fresh = live_html(view, True, now=1000.0 + twice)
+    assert "HealthdNoRecentSuccess" not in fresh and "source git is down" in fresh
+    late = live_html(view, True, now=1000.0 + twice + 60)
+    assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late
