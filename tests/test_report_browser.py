@@ -115,7 +115,9 @@ def test_final_table_marks_where_targets_disagree(browser, report_file):
     cells = row.locator("td.num")
     assert cells.all_inner_texts() == ["0.000", "1.000", "1.000"]
     assert cells.nth(0).get_attribute("class").split() == ["num", "best"]
-    assert "worst" in cells.nth(1).get_attribute("class")
+    assert cells.nth(2).get_attribute("class").split() == ["num", "worst"]
+    # the naive baseline is shown, never judged: its cell is no alarm
+    assert cells.nth(1).get_attribute("class").split() == ["num", "baseline"]
 
 
 def _top(page, selector):

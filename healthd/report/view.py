@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from healthd.memory import target_role
+from healthd.memory import BASELINE, target_role
 from healthd.model import ChangeEvent
 from healthd.report.downsample import keep_positions
 from healthd.report.failures import (
@@ -96,24 +96,28 @@ def _series(
     return out
 
 
-def final_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Rows of (domain, metric) with every target's final value side by side; where targets
-    disagree, the best and worst values are marked."""
+def final_table(report: Mapping[str, Any], baselines: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Rows of (domain, metric) with every target's final value side by side; where the
+    real targets disagree, their best and worst values are marked. A baseline's cells (by
+    target name in ``baselines``) are marked ``baseline``, never best or worst: failing is
+    what it is there for."""
     targets = report["targets"]
+    judged = [t["name"] not in baselines for t in targets]
     rows = []
     for bucket in BUCKETS:
         for name in METRICS:
             values = [t["final"]["metrics"][bucket][name] for t in targets]
-            present = [v for v in values if v is not None]
-            differs = len(set(values)) > 1
+            compared = [v for v, j in zip(values, judged, strict=True) if j]
+            present = [v for v in compared if v is not None]
+            differs = len(set(compared)) > 1
             best = worst = None
             if differs and present:
                 best = max(present) if _HIGHER_IS_BETTER[name] else min(present)
                 worst = min(present) if _HIGHER_IS_BETTER[name] else max(present)
             cells = []
-            for value in values:
-                mark = ""
-                if differs:
+            for value, judge_it in zip(values, judged, strict=True):
+                mark = "" if judge_it else "baseline"
+                if differs and judge_it:
                     mark = "best" if value == best else "worst" if value == worst else "differs"
                 cells.append({"value": value, "mark": mark})
             rows.append({"domain": bucket, "metric": name, "differs": differs, "cells": cells})
@@ -290,6 +294,6 @@ def page_model(
         "named_events": bool(by_id),
         "windows": {d: int(w.total_seconds()) for d, w in windows.items()},
         "targets": targets,
-        "final": final_table(report),
+        "final": final_table(report, {n for n, r in roles.items() if r == BASELINE}),
         **drill_down(found, [t["name"] for t in report["targets"]]),
     }
