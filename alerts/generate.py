@@ -4,15 +4,22 @@
     python alerts/generate.py [--out DIR] [--runbook-url URL]
 
 writes ``alerts.rules.yml`` (the alerts) and ``recording.rules.yml`` (recording rules the
-dashboards read) into ``alerts/`` (or DIR). Both outputs are committed; the tests
-regenerate them into a temporary directory and fail when they differ from the committed
-ones, so a threshold is changed in ``thresholds.yml`` only.
+dashboards read) into ``alerts/`` (or DIR), and ``healthd/data/alerts.json`` (or
+``--data DIR``): the thresholds with each alert's severity, ``for`` and runbook link, which
+the verdict at the top of the daemon's `/` and of the HTML report reads, so the page and
+Prometheus judge by the same numbers. All outputs are committed; the tests regenerate them
+into a temporary directory and fail when they differ from the committed ones, so a
+threshold is changed in ``thresholds.yml`` only.
 
 Every alert has a ``for:``, a ``severity`` label and ``summary``, ``description`` and
 ``runbook_url`` annotations; the runbook URL ends in ``#<alert name in lower case>``, the
 anchor of the alert's section in ``docs/runbook.md``. ``--runbook-url`` (or
 ``HEALTHD_RUNBOOK_URL``) renders the rules for where a team reads the runbook, in place of
 ``thresholds.yml``'s ``runbook_url``.
+
+Every alert on a target's series selects ``role!="baseline"``: a baseline (``naive``, or a
+target declared ``baseline = true``) is a memory run beside the real ones to show what
+failing looks like, so its numbers are meant to cross every threshold and must page nobody.
 
 Aggregations use ``without (...)`` (never ``by (target)`` alone), and the ratio alerts keep
 every label of the series, so the same rules work for one sidecar or a fleet of them with
@@ -22,6 +29,7 @@ extra labels (namespace, pod, project) added by the scrape configuration.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -31,6 +39,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 THRESHOLDS = HERE / "thresholds.yml"
+DATA = HERE.parent / "healthd" / "data"
+DATA_FILE = "alerts.json"
 ALERTS_FILE = "alerts.rules.yml"
 RECORDING_FILE = "recording.rules.yml"
 HEADER = (
@@ -54,8 +64,28 @@ def seconds_to_duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+#: The selector every alert on a target's series carries: baselines never page.
+SUBJECTS = 'role!="baseline"'
+#: The ratio alerts and whether a high value is good, for the per-role recording rules.
+RATIO_DIRECTION = {
+    "freshness": True,
+    "consistency": True,
+    "coverage": True,
+    "forgetting": True,
+    "contamination": False,
+}
+
+
 #: name -> (expr, record help) of the recording rules. Dashboards read these.
 def recording_rules() -> list[dict[str, str]]:
+    worst = [
+        {
+            "record": f"role:healthd_{ratio}_ratio:{'min' if up else 'max'}",
+            "expr": f"{'min' if up else 'max'} without (target) "
+            f'(healthd_{ratio}_ratio{{domain="all"}})',
+        }
+        for ratio, up in RATIO_DIRECTION.items()
+    ]
     return [
         {
             "record": "target:healthd_runs_failure:ratio_rate1h",
@@ -81,6 +111,8 @@ def recording_rules() -> list[dict[str, str]]:
             "record": "target:healthd_probe_set_versions:count1d",
             "expr": "count without (version) (count_over_time(healthd_probe_set_info[1d]))",
         },
+        # the worst target of each role (subjects and baselines apart) per sidecar
+        *worst,
     ]
 
 
@@ -106,11 +138,12 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
     fr, co, ct, cv = t["freshness"], t["consistency"], t["contamination"], t["coverage"]
     stale_after = 2 * int(t["schedule_seconds"])
     tgt = "{{ $labels.target }}"
+    sel = f'domain="all",{SUBJECTS}'
     val_pct = "{{ $value | humanizePercentage }}"
     return [
         _alert(
             "HealthdFreshnessLow",
-            f'healthd_freshness_ratio{{domain="all"}} < {fr["min"]}',
+            f"healthd_freshness_ratio{{{sel}}} < {fr['min']}",
             fr["for"],
             "critical",
             f"Memory of {tgt} serves facts nobody has re-validated",
@@ -121,7 +154,7 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdConsistencyLow",
-            f'healthd_consistency_ratio{{domain="all"}} < {co["min"]}',
+            f"healthd_consistency_ratio{{{sel}}} < {co['min']}",
             co["for"],
             "critical",
             f"Memory of {tgt} serves facts that are no longer true",
@@ -133,8 +166,8 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         _alert(
             "HealthdConsistencyDropped",
             "(\n"
-            '  healthd_consistency_ratio{domain="all"} offset 1d\n'
-            '  - healthd_consistency_ratio{domain="all"}\n'
+            f"  healthd_consistency_ratio{{{sel}}} offset 1d\n"
+            f"  - healthd_consistency_ratio{{{sel}}}\n"
             f") > {co['max_drop_1d']}\n"
             "unless ignoring (domain)\n"
             "  (target:healthd_probe_set_versions:count1d > 1)\n",
@@ -149,13 +182,13 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdContaminationRising",
-            f'healthd_contamination_ratio{{domain="all"}} > {ct["max"]}\n'
+            f"healthd_contamination_ratio{{{sel}}} > {ct['max']}\n"
             "or\n"
             "(\n"
-            '  healthd_contamination_ratio{domain="all"}\n'
+            f"  healthd_contamination_ratio{{{sel}}}\n"
             "  and\n"
-            '  (healthd_contamination_ratio{domain="all"}\n'
-            f'   - healthd_contamination_ratio{{domain="all"}} offset {ct["rise_window"]})'
+            f"  (healthd_contamination_ratio{{{sel}}}\n"
+            f"   - healthd_contamination_ratio{{{sel}}} offset {ct['rise_window']})"
             f" > {ct['max_rise']}\n"
             ")\n",
             ct["for"],
@@ -169,13 +202,13 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdCoverageCollapsing",
-            f'healthd_coverage_ratio{{domain="all"}} < {cv["min"]}\n'
+            f"healthd_coverage_ratio{{{sel}}} < {cv['min']}\n"
             "or\n"
             "(\n"
-            '  healthd_coverage_ratio{domain="all"}\n'
+            f"  healthd_coverage_ratio{{{sel}}}\n"
             "  and\n"
-            f'  (healthd_coverage_ratio{{domain="all"}} offset {cv["drop_window"]}\n'
-            f'   - healthd_coverage_ratio{{domain="all"}}) > {cv["max_drop"]}\n'
+            f"  (healthd_coverage_ratio{{{sel}}} offset {cv['drop_window']}\n"
+            f"   - healthd_coverage_ratio{{{sel}}}) > {cv['max_drop']}\n"
             ")\n",
             cv["for"],
             "warning",
@@ -203,7 +236,7 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdNoRecentSuccess",
-            f"time() - healthd_last_success_timestamp_seconds > {stale_after}",
+            f"time() - healthd_last_success_timestamp_seconds{{{SUBJECTS}}} > {stale_after}",
             t["runs"]["no_success_for"],
             "critical",
             f"No successful healthd run for {tgt} in twice the schedule",
@@ -214,9 +247,11 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdRunsFailing",
-            "healthd_last_run_timestamp_seconds > healthd_last_success_timestamp_seconds\n"
+            f"healthd_last_run_timestamp_seconds{{{SUBJECTS}}}\n"
+            "  > healthd_last_success_timestamp_seconds\n"
             "or\n"
-            "(healthd_last_run_timestamp_seconds unless healthd_last_success_timestamp_seconds)\n",
+            f"(healthd_last_run_timestamp_seconds{{{SUBJECTS}}}\n"
+            "  unless healthd_last_success_timestamp_seconds)\n",
             t["runs"]["failing_for"],
             "warning",
             f"healthd runs of {tgt} are failing",
@@ -293,9 +328,30 @@ def render(thresholds: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def package_data(thresholds: dict[str, Any]) -> str:
+    """The thresholds and each alert's severity, ``for`` and runbook link, as the package
+    ships them for the verdict on the pages."""
+    alerts = {
+        rule["alert"]: {
+            "severity": rule["labels"]["severity"],
+            "for": rule["for"],
+            "runbook_url": rule["annotations"]["runbook_url"],
+        }
+        for rule in alert_rules(thresholds)
+    }
+    doc = {
+        "generated_by": "alerts/generate.py from alerts/thresholds.yml: do not edit",
+        "selects": SUBJECTS,
+        "thresholds": thresholds,
+        "alerts": alerts,
+    }
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--thresholds", type=Path, default=THRESHOLDS)
     parser.add_argument(
         "--runbook-url",
@@ -308,8 +364,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.runbook_url:
         thresholds["runbook_url"] = args.runbook_url
     args.out.mkdir(parents=True, exist_ok=True)
+    thresholds = load_thresholds(args.thresholds)
     for name, text in render(thresholds).items():
         (args.out / name).write_text(text)
+    args.data.mkdir(parents=True, exist_ok=True)
+    (args.data / DATA_FILE).write_text(package_data(thresholds))
     return 0
 
 

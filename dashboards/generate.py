@@ -19,7 +19,12 @@ Conventions, so the dashboards work unchanged for one sidecar or a fleet:
   "All" = ``.*``) and, for the per-domain views, ``domain``;
 * no aggregation drops the labels that tell sidecars apart (no ``sum by (target)`` alone);
 * the expensive look-backs (1h rates, 1d probe-set changes) read recording rules from
-  ``alerts/recording.rules.yml``.
+  ``alerts/recording.rules.yml``;
+* baselines apart: the memory-health panels coloured by the alert thresholds show the real
+  targets (``role!="baseline"``); the baselines (``naive``, or a target declared
+  ``baseline = true``), meant to fail, have their own row in a neutral colour;
+* every panel links to its runbook entry (``docs/runbook.md``) and every value to the
+  sidecar's own page (``/`` of the series' ``instance``, over ``$healthd_scheme``).
 """
 
 from __future__ import annotations
@@ -59,8 +64,28 @@ RATIO_HELP = {
 
 SCOPE = 'job=~"$job", instance=~"$instance"'
 SEL = f'{SCOPE}, target=~"$target"'
+SUBJECTS = f'{SEL}, role!="baseline"'
+BASELINES = f'{SEL}, role="baseline"'
 
-GREEN, YELLOW, RED = "green", "yellow", "red"
+GREEN, YELLOW, RED, NEUTRAL = "green", "yellow", "red", "blue"
+
+#: panel title -> the alert whose runbook entry it links to (others: the runbook's start)
+PANEL_ALERTS = {
+    "Freshness": "HealthdFreshnessLow",
+    "Freshness by domain": "HealthdFreshnessLow",
+    "Consistency": "HealthdConsistencyLow",
+    "Consistency by domain": "HealthdConsistencyLow",
+    "Contamination next to consistency": "HealthdContaminationRising",
+    "Contamination": "HealthdContaminationRising",
+    "Contamination by domain": "HealthdContaminationRising",
+    "Coverage": "HealthdCoverageCollapsing",
+    "Coverage by domain": "HealthdCoverageCollapsing",
+    "Last success age": "HealthdNoRecentSuccess",
+    "Run failure ratio (1h)": "HealthdRunsFailing",
+    "Runs by result": "HealthdRunsFailing",
+    "Sources": "HealthdSourceDown",
+    "Source up": "HealthdSourceDown",
+}
 
 
 def load_thresholds(path: Path = THRESHOLDS) -> dict[str, Any]:
@@ -239,6 +264,16 @@ def variables() -> list[Any]:
             f"label_values(healthd_consistency_ratio{{{SEL}}}, domain)",
             "Fact domain: all (every domain pooled), tech, ownership, decision, requirement",
         ).current(dm.VariableOption(text=["all"], value=["all"])),
+        (
+            db.CustomVariable("healthd_scheme")
+            .label("healthd page scheme")
+            .description(
+                "How the sidecars serve their page at / (https with a web config file): "
+                "the values' links open <scheme>://<instance>/"
+            )
+            .values("http,https")
+            .current(dm.VariableOption(text="http", value="http"))
+        ),
     ]
 
 
@@ -285,13 +320,14 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
         "healthd / operations",
     )
 
-    d = d.with_row(db.Row("Now: every domain pooled (domain=all)"))
+    d = d.with_row(db.Row("Now: every domain pooled (domain=all), baselines left out"))
     for ratio in RATIOS:
         d = d.with_panel(
             stat_panel(
                 ratio.capitalize(),
-                RATIO_HELP[ratio] + " Absent (no data) when there is nothing to measure yet.",
-                [query(f'healthd_{ratio}_ratio{{{SEL}, domain="all"}}', "{{target}}")],
+                RATIO_HELP[ratio] + " Absent (no data) when there is nothing to measure yet. "
+                "Red where the alert's threshold is crossed; baselines are in their own row.",
+                [query(f'healthd_{ratio}_ratio{{{SUBJECTS}, domain="all"}}', "{{target}}")],
                 unit="percentunit",
                 thresholds=ratio_steps(ratio, t),
                 w=4,
@@ -304,10 +340,34 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
             "Conflicts",
             "Probes whose answer holds two or more values for a single-valued key "
             "(contradiction inside the store).",
-            [query(f'healthd_conflicts{{{SEL}, domain="all"}}', "{{target}}")],
+            [query(f'healthd_conflicts{{{SUBJECTS}, domain="all"}}', "{{target}}")],
             unit="none",
             thresholds=steps((None, GREEN), (1, RED)),
             w=4,
+        )
+    )
+
+    d = d.with_row(db.Row("Baselines: meant to fail, shown for comparison (no alert selects them)"))
+    d = d.with_panel(
+        stat_panel(
+            "Baselines",
+            "Targets marked as baselines (naive, or `baseline = true`): memories run beside "
+            "the real ones to show what failing looks like. Their low numbers are expected, "
+            "so they are not coloured by the alert thresholds and no alert selects them.",
+            [
+                query(
+                    f'healthd_{ratio}_ratio{{{BASELINES}, domain="all"}}',
+                    f"{{{{target}}}} {ratio}",
+                    chr(ord("A") + i),
+                )
+                for i, ratio in enumerate(RATIOS)
+            ],
+            unit="percentunit",
+            thresholds=steps((None, NEUTRAL)),
+            w=24,
+            h=4,
+            lo=0,
+            hi=1,
         )
     )
 
@@ -317,15 +377,15 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
             "Contamination next to consistency",
             "Contamination (stale facts leaking into answers) rises at a change the memory "
             "misses, before consistency falls far: watch the dashed lines climb before the "
-            "solid ones sink.",
+            "solid ones sink. Baselines left out.",
             [
                 query(
-                    f'healthd_consistency_ratio{{{SEL}, domain=~"$domain"}}',
+                    f'healthd_consistency_ratio{{{SUBJECTS}, domain=~"$domain"}}',
                     "consistency {{target}} · {{domain}}",
                     "A",
                 ),
                 query(
-                    f'healthd_contamination_ratio{{{SEL}, domain=~"$domain"}}',
+                    f'healthd_contamination_ratio{{{SUBJECTS}, domain=~"$domain"}}',
                     "contamination {{target}} · {{domain}}",
                     "B",
                 ),
@@ -354,7 +414,7 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
                 [
                     query(
                         f'healthd_{ratio}_ratio{{{SEL}, domain=~"$domain"}}',
-                        "{{target}} · {{domain}}",
+                        "{{target}} ({{role}}) · {{domain}}",
                     )
                 ],
                 unit="percentunit",
@@ -633,6 +693,26 @@ def _number(panels: list[dict[str, Any]]) -> None:
         panel["id"] = i
 
 
+def _link(panel: dict[str, Any], runbook: str) -> None:
+    """A panel's links: its alert's runbook entry; each value's: its sidecar's page at /."""
+    alert = PANEL_ALERTS.get(panel["title"])
+    panel["links"] = [
+        {
+            "title": f"Runbook: {alert}" if alert else "Runbook",
+            "url": f"{runbook}#{alert.lower()}" if alert else runbook,
+            "targetBlank": True,
+        }
+    ]
+    defaults = panel.setdefault("fieldConfig", {}).setdefault("defaults", {})
+    defaults["links"] = [
+        {
+            "title": "healthd page of ${__field.labels.instance}: verdict, runs, failing probes",
+            "url": "${healthd_scheme}://${__field.labels.instance}/",
+            "targetBlank": True,
+        }
+    ]
+
+
 def render(thresholds: dict[str, Any]) -> dict[str, str]:
     encoder = JSONEncoder(sort_keys=True, indent=2)
     out = {}
@@ -642,6 +722,9 @@ def render(thresholds: dict[str, Any]) -> dict[str, str]:
     ):
         doc = json.loads(encoder.encode(builder.build()))
         _number(doc["panels"])  # stable ids in layout order, rows included
+        for panel in doc["panels"]:
+            if panel["type"] != "row":
+                _link(panel, thresholds["runbook_url"])
         out[name] = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     return out
 

@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
         "top_k, dimensions; extra graphiti), agentcore (memory_id, namespace_prefix, shadow, "
         "mode = native/managed, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
         "consistency_wait_seconds, max_attempts, timeout_seconds; extra agentcore), and any a "
-        "plugin registers",
+        "plugin registers. Any kind takes baseline=on|off: a baseline is meant to fail and is "
+        "shown apart (naive is one unless baseline=off)",
     )
     ev.add_argument(
         "--mode",
@@ -381,7 +382,7 @@ def _evaluate_configured(
         options = dict(target.options)
         if "path" in options:
             options["path"] = ":memory:"  # never touch a daemon's persistent shadow
-        spec = TargetSpec(target.kind, options, name)
+        spec = TargetSpec(target.kind, options, name, target.baseline)
         specs.append(spec)
         memories.append(build_memory(spec, **_scratch_store(spec)))
     events = configured_events(settings)
@@ -487,6 +488,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             probes = build_probe_set(timeline.read(), extra)
             count = len(timeline)
             events = timeline
+        roles = {spec.label: spec.role for spec in specs}
         if not count:
             where = args.timeline or ("the configured sources" if args.config else "the timeline")
             raise HealthdError(f"timeline is empty: {where} gave no event to replay")
@@ -551,7 +553,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         stack.close()  # the progress display ends before the report is written
         out = files.enter_context(_open_output(args.output)) if args.output else sys.stdout
         if args.format == "json":
-            write_report_json(out, results, spools, version, len(probes))
+            write_report_json(out, results, spools, version, len(probes), roles)
         else:
             console = (
                 _Console(file=out, width=110)
@@ -570,7 +572,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.html:
         from healthd.report import render_report, write_html
 
-        report = report_json(results, version, len(probes))
+        report = report_json(results, version, len(probes), roles)
         for target, sampler in zip(report["targets"], samplers, strict=True):
             sampler.fill(target)
         html = render_report(

@@ -77,6 +77,15 @@ class TargetConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
     kind: str
     shadow: bool = False
+    #: a baseline (a memory meant to fail, shown for comparison): no alert selects it;
+    #: unset means by kind (``naive`` is one)
+    baseline: bool | None = None
+
+    @property
+    def role(self) -> str:
+        from healthd.memory import target_role
+
+        return target_role(self.kind, self.baseline)
 
     @model_validator(mode="after")
     def _must_be_shadow(self) -> TargetConfig:

@@ -116,11 +116,14 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
     assert isinstance(report["probe_set"]["version"], str) and report["probe_set"]["count"] > 0
     assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
     for target_report in report["targets"]:
-        # Extended for served text (the reader's label and how the served items were read)
-        # and for the retrieval fingerprint.
+        # Extended for served text (the reader's label and how the served items were read),
+        # the retrieval fingerprint and the target's role.
         assert set(target_report) == {
-            "name", "kind", "reader", "reading", "stages", "final", "retrieval"
+            "name", "kind", "role", "reader", "reading", "stages", "final", "retrieval"
         }  # fmt: skip
+        assert target_report["role"] == (
+            "baseline" if target_report["kind"] == "naive" else "subject"
+        )
         assert target_report["reader"] == "default-1"
         assert target_report["reading"] == {"items": 0, "unread": 0, "metadata_mismatch": 0}
         assert target_report["retrieval"] == {

@@ -59,18 +59,20 @@ KINDS = ["stale", "contaminated", "missed", "conflicting"]
 
 
 def drill_rows(data: dict) -> list[dict]:
-    """The drill-down's rows as the page shows them."""
+    """The drill-down's failures, one per probe and kind (the page shows a probe's kinds in
+    one row)."""
     out = []
-    for slot, kind, layer in data["failures"]:
-        target, domain, pid, question, key, expected, facts, hidden, served = data["probes"][slot]
-        out.append(
-            {
-                "target": data["targets"][target]["name"], "kind": KINDS[kind], "domain": domain,
-                "id": pid, "question": question, "key": key, "expected": expected,
-                "facts": facts, "hidden": hidden, "layer": layer,
-                "offending": [f for f in facts if f[7] & (1 << kind)],
-            }
-        )  # fmt: skip
+    for slot, kinds in data["failures"]:
+        for kind, layer in kinds:
+            target, domain, pid, question, key, expected, facts, hidden, _ = data["probes"][slot]
+            out.append(
+                {
+                    "target": data["targets"][target]["name"], "kind": KINDS[kind], "domain": domain,
+                    "id": pid, "question": question, "key": key, "expected": expected,
+                    "facts": facts, "hidden": hidden, "layer": layer,
+                    "offending": [f for f in facts if f[7] & (1 << kind)],
+                }
+            )  # fmt: skip
     return out
 
 

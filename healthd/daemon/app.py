@@ -48,6 +48,7 @@ from healthd.errors import ConfigError, HealthdError
 from healthd.exporters.prometheus import build_registry
 from healthd.exporters.tracing import build_tracer_provider, get_tracer, traces_endpoint
 from healthd.logging import configure_logging, get_logger, redact_text
+from healthd.memory import SUBJECT
 from healthd.settings import Settings, load_settings
 
 log = get_logger("healthd.daemon")
@@ -227,7 +228,9 @@ class Daemon:
 
     def _observe(self, target: str, seconds: float) -> None:
         if self._histogram is not None:
-            self._histogram.labels(target=target).observe(seconds)
+            config = self.settings.targets.get(target)
+            role = config.role if config is not None else SUBJECT
+            self._histogram.labels(target=target, role=role).observe(seconds)
 
     def _on_missed(self, event: JobExecutionEvent) -> None:
         reason = "still running" if event.code == EVENT_JOB_MAX_INSTANCES else "missed"

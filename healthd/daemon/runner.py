@@ -1023,6 +1023,7 @@ class Runner:
                 "target": {
                     "name": t.name,
                     "kind": t.kind,
+                    "role": self.settings.targets[t.name].role,
                     "stages": stages,
                     "final": {
                         "metrics": results["metrics"],
@@ -1113,6 +1114,7 @@ class Runner:
                 "history": list(self.history),
                 "pages": _Pages(self),
                 "windows": self.settings.staleness.windows(),
+                "roles": {name: self.settings.targets[name].role for name in self.targets},
             }
 
     def ready(self) -> bool:

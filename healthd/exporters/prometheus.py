@@ -1,5 +1,9 @@
 """Prometheus metrics, on a registry passed in (never the global one).
 
+Every series of a target carries ``target`` and ``role`` (``baseline`` for a memory run
+beside the real ones to show what failing looks like, ``subject`` otherwise), so alerts and
+dashboards can leave baselines out with ``role!="baseline"``.
+
 Gauges and counters are built at scrape time from the runner's last results (and the
 counters it keeps in the state file, so they survive a restart); a ``null`` metric is
 absent, never 0. The run-duration histogram is observed by the runner as runs finish.
@@ -16,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from healthd import __version__
+from healthd.memory import SUBJECT
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.scoring import BUCKETS
 
@@ -103,95 +108,105 @@ class HealthdCollector(Collector):
                 f"healthd_{r}_ratio",
                 f"{r.capitalize()} of the shadow memory at the newest "
                 "stage (0..1), per domain; absent when there is nothing to measure",
-                labels=["target", "domain"],
+                labels=["target", "role", "domain"],
             )
             for r in RATIOS
         }
         conflicts = GaugeMetricFamily(
             "healthd_conflicts",
             "Probes whose answer holds two or more values for a single-valued key, per domain",
-            labels=["target", "domain"],
+            labels=["target", "role", "domain"],
         )
         probes = GaugeMetricFamily(
-            "healthd_probes", "Probes in P_i (keys asserted so far)", labels=["target"]
+            "healthd_probes", "Probes in P_i (keys asserted so far)", labels=["target", "role"]
         )
         lag = GaugeMetricFamily(
             "healthd_timeline_lag_seconds",
             "Now minus the event time of the newest real change replayed "
             "(revalidation sweeps left out; the newest event when there is none)",
-            labels=["target"],
+            labels=["target", "role"],
         )
         runs = CounterMetricFamily(
-            "healthd_runs", "Runs per target by result", labels=["target", "result"]
+            "healthd_runs", "Runs per target by result", labels=["target", "role", "result"]
         )
         last_run = GaugeMetricFamily(
             "healthd_last_run_timestamp_seconds",
             "When the last run of the target ended",
-            labels=["target"],
+            labels=["target", "role"],
         )
         last_ok = GaugeMetricFamily(
             "healthd_last_success_timestamp_seconds",
             "When the last successful run of the target ended",
-            labels=["target"],
+            labels=["target", "role"],
         )
         replayed = CounterMetricFamily(
             "healthd_events_replayed",
             "Events replayed into the target's shadow, each counted once",
-            labels=["target"],
+            labels=["target", "role"],
         )
         info = GaugeMetricFamily(
             "healthd_probe_set_info",
             "The probe set and evaluation "
             "policy a target's numbers are measured against: "
             "<probe set hash>-<policy hash>[-<retrieval fingerprint>]",
-            labels=["target", "version"],
+            labels=["target", "role", "version"],
         )
         retrieval = GaugeMetricFamily(
             "healthd_retrieval_info",
             "What the target's retrieval ran on in its last successful run: embedding model, "
             "its dimensions, the libraries that embed and rank, the reader of served items",
-            labels=["target", "embedder", "dimensions", "libraries", "reader", "fingerprint"],
+            labels=[
+                "target",
+                "role",
+                "embedder",
+                "dimensions",
+                "libraries",
+                "reader",
+                "fingerprint",
+            ],
         )
         retrieval_changes = CounterMetricFamily(
             "healthd_retrieval_changes",
             "Times the target's retrieval fingerprint changed, each starting a new baseline",
-            labels=["target"],
+            labels=["target", "role"],
         )
         changed_items = GaugeMetricFamily(
             "healthd_retrieval_changed_items",
             "Served items written under another retrieval fingerprint at the newest stage "
             "(counted apart from stale facts)",
-            labels=["target"],
+            labels=["target", "role"],
         )
+        roles = view.get("roles", {})
         for name, row in targets.items():
             res = row.results
-            runs.add_metric([name, "success"], row.runs_success)
-            runs.add_metric([name, "failure"], row.runs_failure)
-            replayed.add_metric([name], row.events_replayed)
+            who = [name, roles.get(name, SUBJECT)]
+            runs.add_metric([*who, "success"], row.runs_success)
+            runs.add_metric([*who, "failure"], row.runs_failure)
+            replayed.add_metric(who, row.events_replayed)
             if row.last_run is not None:
-                last_run.add_metric([name], row.last_run)
+                last_run.add_metric(who, row.last_run)
             if row.last_success is not None:
-                last_ok.add_metric([name], row.last_success)
+                last_ok.add_metric(who, row.last_success)
             if not res:
                 continue
             for bucket in BUCKETS:
                 values = res["metrics"][bucket]
                 for r in RATIOS:
                     if values[r] is not None:
-                        ratios[r].add_metric([name, bucket], values[r])
-                conflicts.add_metric([name, bucket], values["conflicts"])
-            probes.add_metric([name], res["probes"])
+                        ratios[r].add_metric([*who, bucket], values[r])
+                conflicts.add_metric([*who, bucket], values["conflicts"])
+            probes.add_metric(who, res["probes"])
             newest = res.get("newest_change")
             if newest is None:
                 newest = res.get("newest_event")
             if newest is not None:
-                lag.add_metric([name], now - newest)
-            info.add_metric([name, res["info_version"]], 1)
+                lag.add_metric(who, now - newest)
+            info.add_metric([*who, res["info_version"]], 1)
             if isinstance(res.get("retrieval"), dict):
                 fingerprint = RetrievalFingerprint.from_json(res["retrieval"])
                 retrieval.add_metric(
                     [
-                        name,
+                        *who,
                         fingerprint.embedder,
                         str(fingerprint.dimensions),
                         fingerprint.libraries_label,
@@ -200,29 +215,29 @@ class HealthdCollector(Collector):
                     ],
                     1,
                 )
-                retrieval_changes.add_metric([name], res.get("retrieval_changes", 0))
-                changed_items.add_metric([name], res.get("retrieval_changed_items", 0))
+                retrieval_changes.add_metric(who, res.get("retrieval_changes", 0))
+                changed_items.add_metric(who, res.get("retrieval_changed_items", 0))
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
-        yield from _last_change(targets)
+        yield from _last_change(targets, roles)
         rebuilds = CounterMetricFamily(
             "healthd_shadow_rebuilds",
             "Persistent shadows found corrupt, moved aside and rebuilt from the state file "
             "since the process started",
-            labels=["target"],
+            labels=["target", "role"],
         )
         for name, count in view.get("shadow_rebuilds", {}).items():
-            rebuilds.add_metric([name], count)
+            rebuilds.add_metric([name, roles.get(name, SUBJECT)], count)
         yield rebuilds
         pending = GaugeMetricFamily(
             "healthd_replay_pending_events",
             "Events a replay in progress has still to apply to the target's shadow "
             "(0 when none is running)",
-            labels=["target"],
+            labels=["target", "role"],
         )
         in_progress = view.get("pending", {})
         for name in targets:
-            pending.add_metric([name], in_progress.get(name, 0))
+            pending.add_metric([name, roles.get(name, SUBJECT)], in_progress.get(name, 0))
         yield pending
 
         up = GaugeMetricFamily(
@@ -271,7 +286,7 @@ class HealthdCollector(Collector):
         yield build
 
 
-def _last_change(targets: dict[str, Any]) -> Iterable[Metric]:
+def _last_change(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:
     """The ratios and conflicts as they were at the newest real change, beside the ones
     after the revalidation sweeps that followed it (equal when none did)."""
     ratios = {
@@ -279,33 +294,34 @@ def _last_change(targets: dict[str, Any]) -> Iterable[Metric]:
             f"healthd_last_change_{r}_ratio",
             f"{r.capitalize()} at the stage of the newest real change (revalidation sweeps "
             "after it left out), per domain; absent when there is nothing to measure",
-            labels=["target", "domain"],
+            labels=["target", "role", "domain"],
         )
         for r in RATIOS
     }
     conflicts = GaugeMetricFamily(
         "healthd_last_change_conflicts",
         "Conflicts at the stage of the newest real change, per domain",
-        labels=["target", "domain"],
+        labels=["target", "role", "domain"],
     )
     when = GaugeMetricFamily(
         "healthd_last_change_timestamp_seconds",
         "Event time of the newest real change replayed (not a revalidation sweep)",
-        labels=["target"],
+        labels=["target", "role"],
     )
     for name, row in targets.items():
+        who = [name, roles.get(name, SUBJECT)]
         res = row.results or {}
         stage = res.get("last_change")
         if res.get("newest_change") is not None:
-            when.add_metric([name], res["newest_change"])
+            when.add_metric(who, res["newest_change"])
         if not stage:
             continue
         for bucket in BUCKETS:
             values = stage["metrics"][bucket]
             for r in RATIOS:
                 if values[r] is not None:
-                    ratios[r].add_metric([name, bucket], values[r])
-            conflicts.add_metric([name, bucket], values["conflicts"])
+                    ratios[r].add_metric([*who, bucket], values[r])
+            conflicts.add_metric([*who, bucket], values["conflicts"])
     yield from ratios.values()
     yield conflicts
     yield when
@@ -319,7 +335,7 @@ def build_registry(
     histogram = Histogram(
         "healthd_run_duration_seconds",
         "Duration of a target's run",
-        ["target"],
+        ["target", "role"],
         buckets=DURATION_BUCKETS,
         registry=registry,
     )

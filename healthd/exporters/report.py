@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from healthd.evaluator import ProbeReport, StageResult, TargetResult
+from healthd.memory import target_role
 from healthd.reading import ItemReading
 from healthd.scoring import BUCKETS, Metrics
 from healthd.timeline import format_timestamp
@@ -71,8 +72,13 @@ def stage_json(stage: StageResult) -> dict[str, Any]:
 
 
 def report_json(
-    results: Sequence[TargetResult], probe_set_version: str, probe_count: int
+    results: Sequence[TargetResult],
+    probe_set_version: str,
+    probe_count: int,
+    roles: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """The report; ``roles`` (by target name) say which targets are baselines, else their
+    kind does."""
     return {
         "probe_set": {"version": probe_set_version, "count": probe_count},
         "targets": [
@@ -81,6 +87,7 @@ def report_json(
                 "kind": result.kind,
                 "reader": result.reader,
                 "reading": result.reading.as_dict(),
+                "role": (roles or {}).get(result.name) or target_role(result.kind),
                 "stages": [stage_json(s) for s in result.stages],
                 "final": {
                     "metrics": metrics_json(result.metrics),
@@ -206,12 +213,13 @@ def write_report_json(
     spools: Sequence[StageSpool],
     probe_set_version: str,
     probe_count: int,
+    roles: Mapping[str, str] | None = None,
 ) -> None:
     """The bytes ``json.dump(report_json(...), out, indent=1)`` writes, with each target's
     stages streamed from its spool and its final probes written one at a time, so the
     report is never held whole."""
     bare = [dataclasses.replace(result, stages=[], probes=[]) for result in results]
-    report = report_json(bare, probe_set_version, probe_count)
+    report = report_json(bare, probe_set_version, probe_count, roles)
     for i, target in enumerate(report["targets"]):
         target["stages"] = f"\x00stages {i}\x00"
         target["final"]["probes"] = f"\x00probes {i}\x00"

@@ -3,6 +3,11 @@
 Adapters register by kind name; a target is written ``kind`` or ``kind:switch=value,...``
 (for example ``reference:ttl=off,supersession=off``). An unknown kind or switch fails with a
 :class:`TargetError` before anything runs.
+
+One switch belongs to healthd, not to the memory: ``baseline=on|off`` marks a target as a
+baseline, a memory run beside the real ones to show what failing looks like (``naive`` is
+one unless switched off). A baseline's series carry ``role="baseline"`` and no shipped alert
+selects them; everything else is a ``role="subject"``.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import TargetError
+from healthd.memory._options import switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
 
@@ -81,6 +87,21 @@ def retrieval_fingerprint(memory: Memory, reader: str | None = None) -> Retrieva
     return replace(declared, reader=reader) if reader else declared
 
 
+BASELINE_KINDS = frozenset({"naive"})
+BASELINE = "baseline"
+SUBJECT = "subject"
+
+
+def is_baseline(kind: str, baseline: bool | None = None) -> bool:
+    """Whether a target is a baseline: as declared, else by its kind."""
+    return kind in BASELINE_KINDS if baseline is None else baseline
+
+
+def target_role(kind: str, baseline: bool | None = None) -> str:
+    """The ``role`` label of a target's series: ``baseline`` or ``subject``."""
+    return BASELINE if is_baseline(kind, baseline) else SUBJECT
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     """A parsed ``kind:switch=value,...`` target."""
@@ -88,10 +109,15 @@ class TargetSpec:
     kind: str
     options: Mapping[str, str] = field(default_factory=dict)
     name: str = ""
+    baseline: bool | None = None  # None: by kind (see is_baseline)
 
     @property
     def label(self) -> str:
         return self.name or self.kind
+
+    @property
+    def role(self) -> str:
+        return target_role(self.kind, self.baseline)
 
 
 MemoryFactory = Callable[[Mapping[str, Any]], Memory]
@@ -129,7 +155,14 @@ def parse_target(text: str) -> TargetSpec:
         if name.strip() in options:
             raise TargetError(f"target {text!r}: switch {name.strip()!r} given twice")
         options[name.strip()] = value.strip()
-    return TargetSpec(kind, options, text.strip())
+    baseline = None
+    if BASELINE in options:
+        try:
+            baseline = switch(options, BASELINE, False)
+        except TargetError as exc:
+            raise TargetError(f"target {text!r}: {exc}") from None
+        del options[BASELINE]
+    return TargetSpec(kind, options, text.strip(), baseline)
 
 
 def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:

@@ -28,8 +28,92 @@ def _number(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+_SUBJECT_STATUS = {
+    "ok": "within every alert threshold",
+    "unmeasured": "nothing measured yet",
+}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _crossing(c: Mapping[str, Any]) -> str:
+    return (
+        f"<li class='crossing severity-{escape(c['severity'])}'>"
+        f"<a href='{escape(c['runbook'])}'>{escape(c['alert'])}</a> "
+        f"<span class='what'>{escape(c['what'])}</span> "
+        f"<span class='meta'>({escape(c['severity'])}; fires after {escape(c['after'])})</span>"
+        "</li>"
+    )
+
+
+def _verdict(model: Mapping[str, Any]) -> str:
+    """Per target, the alert thresholds it crosses now, with the runbook entry of each;
+    baselines apart, as what they are."""
+    rows = []
+    subjects = [v for v in model["verdict"] if v["status"] != "baseline"]
+    crossed = [v for v in subjects if v["status"] == "crossed"]
+    baselines = len(model["verdict"]) - len(subjects)
+    for v in sorted(model["verdict"], key=lambda v: v["status"] == "baseline"):
+        crossings = "".join(_crossing(c) for c in v["crossings"])
+        if v["status"] == "baseline":
+            head = (
+                "<span class='badge baseline'>baseline</span> meant to fail, shown for "
+                "comparison; no alert selects it"
+                + ("; it crosses, as expected:" if crossings else "")
+            )
+        elif v["status"] == "crossed":
+            head = "<span class='badge crossed'>crosses alert thresholds</span>"
+        else:
+            head = f"<span class='badge {v['status']}'>{_SUBJECT_STATUS[v['status']]}</span>"
+        rows.append(
+            f"<tr class='verdict-{v['status']}' data-target='{escape(v['target'])}'>"
+            f"<td>{escape(v['target'])}</td><td>{head}"
+            + (f"<ul>{crossings}</ul>" if crossings else "")
+            + "</td></tr>"
+        )
+    if crossed:
+        summary = (
+            f"{len(crossed)} of {_count(len(subjects), 'target')} "
+            f"{'crosses' if len(crossed) == 1 else 'cross'} an alert threshold now: "
+            + ", ".join(escape(v["target"]) for v in crossed)
+            + "."
+        )
+    elif subjects:
+        summary = (
+            f"{'The' if len(subjects) == 1 else 'All'} {_count(len(subjects), 'target')} "
+            f"{'is' if len(subjects) == 1 else 'are'} within every alert threshold."
+        )
+    else:
+        summary = "Only baselines here: nothing is watched."
+    if baselines:
+        summary += f" Beside {'it' if len(subjects) == 1 else 'them'}: " + _count(
+            baselines, "baseline"
+        )
+        summary += ", meant to fail."
+    extra = "".join(_crossing(c) for c in model.get("verdict_sources", ()))
+    return (
+        f"<section id='verdict'><h2>Verdict</h2>"
+        f"<p class='verdict-summary {'bad' if crossed or extra else 'good'}'>{summary}</p>"
+        + (f"<ul class='sources-crossed'>{extra}</ul>" if extra else "")
+        + "<table id='verdict-table'><thead><tr><th>target</th><th>alert thresholds crossed "
+        "now</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table><p class='meta'>The thresholds of the shipped alerts "
+        "(alerts/thresholds.yml); an alert fires once a crossing lasts its <code>for</code>. "
+        "Drops and rises against hours or a day before are judged by Prometheus only.</p>"
+        "</section>"
+    )
+
+
 def _final_table(model: Mapping[str, Any]) -> str:
-    head = "".join(f"<th>{escape(t['name'])}</th>" for t in model["targets"])
+    head = "".join(
+        f"<th>{escape(t['name'])}"
+        + (" <span class='badge baseline'>baseline</span>" if t["role"] == "baseline" else "")
+        + "</th>"
+        for t in model["targets"]
+    )
     rows = []
     for row in model["final"]:
         cells = "".join(
@@ -55,8 +139,13 @@ def _charts(model: Mapping[str, Any]) -> str:
         f"<span class='legend-events'>change events: {legend}</span></p>"
     ]
     for i, target in enumerate(model["targets"]):
+        badge = (
+            " <span class='badge baseline'>baseline: meant to fail</span>"
+            if target["role"] == "baseline"
+            else ""
+        )
         parts.append(
-            f"<h3>{escape(target['name'])} <span class='meta'>({escape(target['kind'])}, "
+            f"<h3>{escape(target['name'])}{badge} <span class='meta'>({escape(target['kind'])}, "
             f"{target['stages']} stages"
             + (f", final stage {escape(target['at'])}" if target["at"] else "")
             + f")</span></h3><div class='chart' data-target='{i}'></div>"
@@ -78,7 +167,7 @@ def _drill_down(model: Mapping[str, Any]) -> str:
     )
     head = "".join(
         f"<th data-sort='{c}'>{c}</th>"
-        for c in ("target", "kind", "domain", "question", "returned", "true", "layer")
+        for c in ("target", "failures", "domain", "question", "returned", "true")
     )
     return (
         "<p class='meta'>stale: returned a fact last validated longer ago than its domain's "
@@ -87,9 +176,12 @@ def _drill_down(model: Mapping[str, Any]) -> str:
         "a <code>reference</code> target with a forgetting mechanism switched off, a failure "
         "plain <code>reference</code> does not have in the same run.</p>"
         f"<div class='filters'>{selects}<label>text <input id='f-text' type='search'></label>"
+        "<label><input id='f-baselines' type='checkbox'> baselines' failures</label>"
         "</div><p id='failures-count' class='meta'></p>"
         f"<table id='failures'><thead><tr>{head}</tr></thead><tbody id='failures-body'>"
-        "</tbody></table><p><button id='failures-more' type='button' hidden>show more</button></p>"
+        "</tbody></table><p class='pager'><button id='failures-prev' type='button'>previous"
+        "</button> <span id='failures-page'></span> <button id='failures-next' type='button'>"
+        "next</button></p>"
     )
 
 
@@ -100,15 +192,16 @@ def _data_script(model: Mapping[str, Any]) -> str:
 
 
 def render_body(model: Mapping[str, Any], before: str = "", after: str = "") -> str:
-    """The page's sections; ``before`` and ``after`` (escaped HTML) go around the results."""
+    """The page's sections: the verdict first, then ``before`` (escaped HTML: the daemon's
+    runs and sources), the results, and ``after``."""
     probe_set = model["probe_set"]
     return (
-        f"<h1>{escape(model['title'])}</h1>{before}"
+        f"<h1>{escape(model['title'])}</h1>{_verdict(model)}{before}"
         f"<p class='meta'>probe set {escape(probe_set['version'])} ({probe_set['count']} "
         f"probes); {len(model['targets'])} target(s); — means nothing to measure.</p>"
         f"<h2>Over the stages</h2>{_charts(model)}"
         f"<h2>Final stage, side by side</h2>{_final_table(model)}"
-        f"<h2>Failing probes at the final stage</h2>{_drill_down(model)}"
+        f"<h2 id='drill-down'>Failing probes at the final stage</h2>{_drill_down(model)}"
         f"{after}{_data_script(model)}"
     )
 

@@ -9,16 +9,20 @@ is shown, so no token, header or URL with credentials reaches the page.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
 from healthd import __version__
 from healthd.logging import redact_text
+from healthd.memory import SUBJECT
 from healthd.report.assets import STATIC, static_text
 from healthd.report.html import render_body
 from healthd.report.view import page_model
+from healthd.verdict import Verdict, alert_book, judge, run_crossings, source_crossings
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 _TEXT = "text/plain; charset=utf-8"
@@ -148,7 +152,19 @@ def _history(view: Mapping[str, Any]) -> str:
     )
 
 
-def live_html(view: Mapping[str, Any], ready: bool) -> str:
+def verdicts(view: Mapping[str, Any], now: float) -> list[Verdict]:
+    """Every configured target's verdict from its last results and its runs."""
+    book = alert_book()
+    roles = view.get("roles", {})
+    out = []
+    for name, row in view["targets"].items():
+        runs = run_crossings(book, row.last_run, row.last_success, now)
+        metrics = row.results["metrics"]["all"] if row.results else None
+        out.append(judge(name, roles.get(name, SUBJECT), metrics, runs, book))
+    return out
+
+
+def live_html(view: Mapping[str, Any], ready: bool, now: float | None = None) -> str:
     pages = [p for p in view.get("pages", {}).values() if p is not None]
     version, count = "—", 0
     for row in view["targets"].values():
@@ -168,24 +184,27 @@ def live_html(view: Mapping[str, Any], ready: bool) -> str:
         target_options={p["target"]["name"]: p["options"] for p in pages},
         windows=view["windows"],
         title=f"healthd {__version__}: the last run of each target",
+        verdicts=verdicts(view, time.time() if now is None else now),
     )
+    model["verdict_sources"] = [
+        asdict(c)
+        for c in source_crossings(alert_book(), {n: s.up for n, s in view["sources"].items()})
+    ]
     model["live"] = {"marker": marker(view)}
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)}</title>"
         "<link rel='stylesheet' href='/static/uPlot.min.css'>"
         "<link rel='stylesheet' href='/static/page.css'></head><body>"
-        + render_body(
-            model, before=_status(view, ready) + _last_change(model), after=_history(view)
-        )
+        + render_body(model, before=_status(view, ready) + _last_change(model) + _history(view))
         + "<script src='/static/uPlot.iife.min.js'></script>"
         "<script src='/static/page.js'></script></body></html>\n"
     )
 
 
 class LiveSite:
-    """`/`, `/last-run` and `/static/*` as a WSGI fragment; the page is rebuilt only after a
-    run has finished."""
+    """`/`, `/last-run` and `/static/*` as a WSGI fragment; the page is rebuilt after a run
+    has finished, or when the minute changes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -211,7 +230,10 @@ class LiveSite:
         current = view()
         if path == "/last-run":
             return _send(start_response, "200 OK", _TEXT, marker(current).encode())
-        key = (f"{marker(current)}:{current['missed_runs']}", ready())
+        # rebuilt after a run, and at most once a minute in between: the verdict ages
+        # (HealthdNoRecentSuccess) while no run finishes
+        minute = int(time.time() // 60)
+        key = (f"{marker(current)}:{current['missed_runs']}:{minute}", ready())
         with self._lock:
             if self._cached is None or self._cached[0] != key:
                 self._cached = (key, live_html(current, key[1]).encode())

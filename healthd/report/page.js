@@ -18,22 +18,23 @@
     if (cls) node.className = cls;
     return node;
   }
-  function day(seconds) { return new Date(seconds * 1000).toISOString().slice(0, 10); }
   function fixed(v) { return v === null || v === undefined ? "—" : v.toFixed(3); }
 
-  function timeAt(series, x) {
-    var lo = 0, hi = series.x.length - 1;
-    if (hi < 0) return 0;
-    while (lo < hi) {
-      var mid = (lo + hi) >> 1;
-      if (series.x[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    return series.t[lo];
+  // stages at one instant (a sweep, a commit touching several facts) share an x: the
+  // cursor stands on the last of them, the state after all, and the hover names them all
+  function lastAt(series, i) {
+    while (i + 1 < series.t.length && series.t[i + 1] === series.t[i]) i++;
+    return i;
   }
 
   function describe(series, i) {
+    var first = i;
+    i = lastAt(series, i);
+    while (first > 0 && series.t[first - 1] === series.t[i]) first--;
     var ev = data.events[series.e[i]];
-    var parts = ["stage " + series.x[i], ev[0]];
+    var parts = first === i ? ["stage " + series.x[i], ev[0]]
+      : ["stages " + series.x[first] + "–" + series.x[i] + " (" + (i - first + 1) +
+         " at this time)", "last " + ev[0]];
     if (ev[1]) parts.push(ev[1], ev[2], ev[3]);
     parts.push(ev[4]);
     return parts.join(" · ");
@@ -46,7 +47,7 @@
     for (var i = 0; i < series.x.length; i++) {
       var ev = data.events[series.e[i]];
       ctx.fillStyle = EVENT_COLORS[ev[1]] || "#444";
-      var cx = Math.round(u.valToPos(series.x[i], "x", true));
+      var cx = Math.round(u.valToPos(series.t[i], "x", true));
       ctx.fillRect(cx - 1, bottom - size, 2, size);
     }
     ctx.restore();
@@ -60,26 +61,29 @@
     if (charts[index]) { charts[index].destroy(); charts[index] = null; }
     box.textContent = "";
     if (!series.x.length) { box.textContent = "no events replayed"; return; }
-    var idle = "Hover the chart to name a stage's event. Ticks along the bottom mark the change events.";
+    var idle = "Hover the chart to name a stage's event. The x axis is event time; ticks along the bottom mark the change events at their time.";
     hover.textContent = idle;
-    var defs = [{ label: "stage" }];
+    var defs = [{ label: "event time" }];
     data.ratios.forEach(function (m) {
       defs.push({ label: m, stroke: COLORS[m], width: 1.5, scale: "ratio",
                   value: function (u, v) { return fixed(v); } });
     });
     defs.push({ label: "conflicts", stroke: COLORS.conflicts, width: 1, dash: [4, 3], scale: "count",
                 value: function (u, v) { return v === null || v === undefined ? "—" : String(v); } });
-    var columns = [series.x].concat(data.ratios.map(function (m) { return series[m]; }), [series.conflicts]);
+    // x is the stage's event time, so spacing is time and each change sits at its moment
+    var columns = [series.t].concat(data.ratios.map(function (m) { return series[m]; }), [series.conflicts]);
     var opts = {
       width: Math.max(480, box.clientWidth || 960), height: 300,
-      scales: { x: { time: false }, ratio: { range: [0, 1] },
+      tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); },
+      scales: { x: { time: true }, ratio: { range: [0, 1] },
                 count: { range: function (u, lo, hi) { return [0, Math.max(1, hi || 0)]; } } },
       axes: [
-        { values: function (u, splits) { return splits.map(function (v) { return day(timeAt(series, v)); }); } },
+        {},
         { scale: "ratio", label: "ratio" },
         { scale: "count", side: 1, label: "conflicts", grid: { show: false } }
       ],
       series: defs,
+      cursor: { dataIdx: function (u, s, i) { return lastAt(series, i); } },
       hooks: {
         draw: [markEvents],
         setCursor: [function (u) {
@@ -102,35 +106,49 @@
   // data.probes: [target index, domain, id, question, key, expected, facts, facts left out,
   //               served items: [text, asserted, negated, unread, mismatch]]
   // facts: [value, status, newest validation, oldest, records, flags, key if another, kinds]
-  // data.failures: [probe slot, kind index, layer]
+  // data.failures: [probe slot, [[kind index, layer], ...]]: one row per failing probe
   var rows = data.failures.map(function (f) {
     var p = data.probes[f[0]];
-    return { target: data.targets[p[0]].name, kind: data.kinds[f[1]], bit: 1 << f[1],
+    var target = data.targets[p[0]];
+    var bits = 0;
+    f[1].forEach(function (k) { bits |= 1 << k[0]; });
+    return { target: target.name, baseline: target.role === "baseline", bits: bits,
+             kinds: f[1].map(function (k) { return data.kinds[k[0]]; }),
+             layers: f[1].map(function (k) { return k[1]; }),
              domain: p[1], id: p[2], question: p[3], key: p[4], expected: p[5],
-             facts: p[6], hidden: p[7], served: p[8] || [], layer: f[2] };
+             facts: p[6], hidden: p[7], served: p[8] || [] };
   });
   var SORT_KEYS = {
-    target: function (r) { return r.target; }, kind: function (r) { return data.kinds.indexOf(r.kind); },
+    target: function (r) { return r.target; },
+    failures: function (r) { return r.bits; },
     domain: function (r) { return r.domain; }, question: function (r) { return r.question; },
     returned: function (r) { return r.facts.length + r.hidden; },
-    "true": function (r) { return r.expected.join(", "); }, layer: function (r) { return r.layer; }
+    "true": function (r) { return r.expected.join(", "); }
   };
-  var PAGE = 300;
-  var shown = PAGE;
+  var PAGE = 50;
+  var page = 0;
   var sort = { column: "target", direction: 1 };
+  var baselineBox = document.getElementById("f-baselines");
+  // a baseline's failures are what it is for: hidden unless asked for or nothing else fails
+  baselineBox.checked = !rows.some(function (r) { return !r.baseline; });
 
   function fillSelect(id, values) {
     var select = document.getElementById(id);
     values.forEach(function (v) { var o = el("option", v); o.value = v; select.appendChild(o); });
-    select.addEventListener("change", function () { shown = PAGE; drawFailures(); });
+    select.addEventListener("change", function () { page = 0; drawFailures(); });
   }
 
-  function returnedCell(row) {
+  var FEW = 3;  // entries shown per probe until its row is opened; the rest are counted
+  var opened = {};
+
+  function returnedCell(row, bits) {
     var cell = el("td");
     if (!row.facts.length) { cell.appendChild(el("span", "nothing", "none")); return cell; }
     var list = el("ul");
-    row.facts.forEach(function (f) {
-      var item = el("li", null, f[7] & row.bit ? "offending" : "");
+    var open = opened[row.target + "\u0000" + row.id];
+    var shown = open ? row.facts : row.facts.slice(0, FEW);
+    shown.forEach(function (f) {
+      var item = el("li", null, f[7] & bits ? "offending" : "");
       item.appendChild(el("span", f[0], "value"));
       item.appendChild(el("span", f[1], "status status-" + f[1]));
       var when = f[4] > 1 && f[2] !== f[3] ? f[3] + " … " + f[2] : f[2];
@@ -140,7 +158,20 @@
       if (f[6]) item.appendChild(el("span", f[6], "key"));
       list.appendChild(item);
     });
-    if (row.hidden) list.appendChild(el("li", "… and " + row.hidden + " more", "none"));
+    var more = row.facts.length - shown.length;
+    if (more) {
+      var button = el("button", "… and " + (more + row.hidden) + " more", "more");
+      button.type = "button";
+      button.addEventListener("click", function () {
+        opened[row.target + "\u0000" + row.id] = true;
+        drawFailures();
+      });
+      var li = el("li", null, "none");
+      li.appendChild(button);
+      list.appendChild(li);
+    } else if (row.hidden) {
+      list.appendChild(el("li", "… and " + row.hidden + " more", "none"));
+    }
     cell.appendChild(list);
     if (row.served.length) {
       var said = el("ul", null, "served");
@@ -158,18 +189,34 @@
     return cell;
   }
 
+  function kindsCell(row) {
+    var cell = el("td", null, "kind");
+    row.kinds.forEach(function (kind, i) {
+      var tag = el("span", kind, "tag kind-" + kind);
+      if (row.layers[i]) tag.appendChild(el("span", " (" + row.layers[i] + " layer)", "layer"));
+      cell.appendChild(tag);
+    });
+    return cell;
+  }
+
   function drawFailures() {
     var want = {
       target: document.getElementById("f-target").value, kind: document.getElementById("f-kind").value,
       domain: document.getElementById("f-domain").value, layer: document.getElementById("f-layer").value,
       text: document.getElementById("f-text").value.trim().toLowerCase()
     };
+    var hiddenBaseline = 0;
     var matching = rows.filter(function (r) {
-      return (!want.target || r.target === want.target) && (!want.kind || r.kind === want.kind) &&
+      var ok = (!want.target || r.target === want.target) &&
+        (!want.kind || r.kinds.indexOf(want.kind) >= 0) &&
         (!want.domain || r.domain === want.domain) &&
-        (!want.layer || (want.layer === "(none)" ? !r.layer : r.layer === want.layer)) &&
+        (!want.layer || (want.layer === "(none)" ? r.layers.every(function (l) { return !l; })
+                                                 : r.layers.indexOf(want.layer) >= 0)) &&
         (!want.text || (r.question + " " + r.key + " " + r.expected.join(" ") + " " +
           r.facts.map(function (f) { return f[0]; }).join(" ")).toLowerCase().indexOf(want.text) >= 0);
+      // a target picked by name is shown, baseline or not
+      if (ok && r.baseline && !baselineBox.checked && !want.target) { hiddenBaseline++; return false; }
+      return ok;
     });
     var key = SORT_KEYS[sort.column];
     var order = matching.map(function (r, i) { return [key(r), i, r]; });
@@ -178,26 +225,33 @@
       if (a[0] > b[0]) return sort.direction;
       return a[1] - b[1];
     });
+    var pages = Math.max(1, Math.ceil(order.length / PAGE));
+    page = Math.min(page, pages - 1);
     var body = document.getElementById("failures-body");
     body.textContent = "";
-    order.slice(0, shown).forEach(function (item) {
+    order.slice(page * PAGE, (page + 1) * PAGE).forEach(function (item) {
       var r = item[2];
-      var tr = el("tr", null, "failure kind-" + r.kind);
-      tr.dataset.target = r.target; tr.dataset.kind = r.kind; tr.dataset.domain = r.domain; tr.dataset.probe = r.id;
-      tr.appendChild(el("td", r.target));
-      tr.appendChild(el("td", r.kind, "kind"));
+      var tr = el("tr", null, "failure" + (r.baseline ? " baseline" : ""));
+      tr.dataset.target = r.target; tr.dataset.kind = r.kinds.join(" ");
+      tr.dataset.domain = r.domain; tr.dataset.probe = r.id;
+      var who = el("td", r.target);
+      if (r.baseline) who.appendChild(el("span", "baseline", "badge baseline"));
+      tr.appendChild(who);
+      tr.appendChild(kindsCell(r));
       tr.appendChild(el("td", r.domain));
       var q = el("td"); q.appendChild(el("div", r.question)); q.appendChild(el("div", r.key, "key"));
       tr.appendChild(q);
-      tr.appendChild(returnedCell(r));
+      // what makes it fail is marked: for the failure picked, else for any of its kinds
+      tr.appendChild(returnedCell(r, want.kind ? 1 << data.kinds.indexOf(want.kind) : r.bits));
       tr.appendChild(el("td", r.expected.length ? r.expected.join(", ") : "nothing (ended)"));
-      tr.appendChild(el("td", r.layer));
       body.appendChild(tr);
     });
     document.getElementById("failures-count").textContent =
-      matching.length + " of " + rows.length + " failures match" +
-      (matching.length > shown ? "; showing " + shown : "");
-    document.getElementById("failures-more").hidden = matching.length <= shown;
+      matching.length + " of " + rows.length + " failing probes match" +
+      (hiddenBaseline ? "; " + hiddenBaseline + " of baselines (meant to fail) not shown" : "");
+    document.getElementById("failures-page").textContent = "page " + (page + 1) + " of " + pages;
+    document.getElementById("failures-prev").disabled = page === 0;
+    document.getElementById("failures-next").disabled = page >= pages - 1;
     document.querySelectorAll("#failures th[data-sort]").forEach(function (th) {
       th.classList.toggle("sorted", th.dataset.sort === sort.column);
       th.dataset.direction = th.dataset.sort === sort.column ? (sort.direction > 0 ? "asc" : "desc") : "";
@@ -212,10 +266,12 @@
   fillSelect("f-target", data.targets.map(function (t) { return t.name; }));
   fillSelect("f-kind", data.kinds);
   fillSelect("f-domain", data.buckets.slice(1));
-  var layers = unique(rows.map(function (r) { return r.layer; }));
+  var layers = unique([].concat.apply([], rows.map(function (r) { return r.layers; })));
   fillSelect("f-layer", layers.length ? ["(none)"].concat(layers) : []);
-  document.getElementById("f-text").addEventListener("input", function () { shown = PAGE; drawFailures(); });
-  document.getElementById("failures-more").addEventListener("click", function () { shown += PAGE; drawFailures(); });
+  document.getElementById("f-text").addEventListener("input", function () { page = 0; drawFailures(); });
+  baselineBox.addEventListener("change", function () { page = 0; drawFailures(); });
+  document.getElementById("failures-prev").addEventListener("click", function () { page--; drawFailures(); });
+  document.getElementById("failures-next").addEventListener("click", function () { page++; drawFailures(); });
   document.querySelectorAll("#failures th[data-sort]").forEach(function (th) {
     th.addEventListener("click", function () {
       sort.direction = sort.column === th.dataset.sort ? -sort.direction : 1;

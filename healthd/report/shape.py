@@ -16,6 +16,7 @@ from healthd.timeline import parse_timestamp
 
 RATIOS: tuple[str, ...] = ("freshness", "consistency", "coverage", "forgetting", "contamination")
 METRICS: tuple[str, ...] = (*RATIOS, "conflicts")
+ROLES: tuple[str, ...] = ("subject", "baseline")
 STATUSES = frozenset({"current", "superseded", "invalidated", "unknown"})
 
 
@@ -126,6 +127,10 @@ def check_report(value: Any) -> dict[str, Any]:
         target = _object(item, where)
         _string(_field(target, "name", where), f"{where}.name")
         _string(_field(target, "kind", where), f"{where}.kind")
+        if "role" in target and target["role"] not in ROLES:
+            raise ReportShapeError(
+                f"{where}.role: {target['role']!r} is not one of {', '.join(ROLES)}"
+            )
         previous = 0
         for s, stage_item in enumerate(_list(_field(target, "stages", where), f"{where}.stages")):
             at = f"{where}.stages[{s}]"

@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from healthd.memory import BASELINE, target_role
 from healthd.model import ChangeEvent
 from healthd.report.downsample import keep_positions
 from healthd.report.failures import (
@@ -23,12 +24,13 @@ from healthd.report.failures import (
 from healthd.report.shape import METRICS, RATIOS
 from healthd.scoring import BUCKETS, DEFAULT_WINDOWS
 from healthd.timeline import format_timestamp, parse_timestamp
+from healthd.verdict import Verdict, judge
 
 # Points over all charts of a page (targets x domains); each chart keeps at least the floor.
 POINT_BUDGET = 24_000
 CHART_FLOOR = 300
 CHART_CEILING = 2_000
-FACTS_SHOWN = 12  # per failing probe; the rest are counted
+FACTS_SHOWN = 12  # per failing probe in the model; the rest are counted
 _HIGHER_IS_BETTER = {
     "freshness": True,
     "consistency": True,
@@ -94,24 +96,28 @@ def _series(
     return out
 
 
-def final_table(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Rows of (domain, metric) with every target's final value side by side; where targets
-    disagree, the best and worst values are marked."""
+def final_table(report: Mapping[str, Any], baselines: Collection[str] = ()) -> list[dict[str, Any]]:
+    """Rows of (domain, metric) with every target's final value side by side; where the
+    real targets disagree, their best and worst values are marked. A baseline's cells (by
+    target name in ``baselines``) are marked ``baseline``, never best or worst: failing is
+    what it is there for."""
     targets = report["targets"]
+    judged = [t["name"] not in baselines for t in targets]
     rows = []
     for bucket in BUCKETS:
         for name in METRICS:
             values = [t["final"]["metrics"][bucket][name] for t in targets]
-            present = [v for v in values if v is not None]
-            differs = len(set(values)) > 1
+            compared = [v for v, j in zip(values, judged, strict=True) if j]
+            present = [v for v in compared if v is not None]
+            differs = len(set(compared)) > 1
             best = worst = None
             if differs and present:
                 best = max(present) if _HIGHER_IS_BETTER[name] else min(present)
                 worst = min(present) if _HIGHER_IS_BETTER[name] else max(present)
             cells = []
-            for value in values:
-                mark = ""
-                if differs:
+            for value, judge_it in zip(values, judged, strict=True):
+                mark = "" if judge_it else "baseline"
+                if differs and judge_it:
                     mark = "best" if value == best else "worst" if value == worst else "differs"
                 cells.append({"value": value, "mark": mark})
             rows.append({"domain": bucket, "metric": name, "differs": differs, "cells": cells})
@@ -170,7 +176,8 @@ def _served(probe: Mapping[str, Any]) -> list[list[Any]]:
 
 
 def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, list[Any]]:
-    """Each failing probe once (with what it returned), and a row per way it fails."""
+    """Each failing probe once (with what it returned), and one row for it listing every
+    way it fails: ``[probe slot, [[kind index, layer], ...]]``."""
     slots: dict[tuple[str, str], int] = {}
     masks: dict[tuple[str, str], dict[int, int]] = {}
     for failure in found:
@@ -200,7 +207,8 @@ def drill_down(found: Sequence[Failure], targets: Sequence[str]) -> dict[str, li
                     _served(probe),
                 ]
             )
-        rows.append([slots[where], KINDS.index(failure.kind), failure.layer or ""])
+            rows.append([slots[where], []])
+        rows[slots[where]][1].append([KINDS.index(failure.kind), failure.layer or ""])
     return {"probes": probes, "failures": rows}
 
 
@@ -231,6 +239,21 @@ def failures(
     return attribute_layers(out, switched)
 
 
+_ON = frozenset({"on", "true", "yes", "1"})
+
+
+def report_role(target: Mapping[str, Any], options: Mapping[str, Any] | None) -> str:
+    """A report target's role: as the report says, else from a ``baseline`` switch in its
+    options (or its ``kind:switch=value`` name), else by its kind."""
+    role = target.get("role")
+    if isinstance(role, str):
+        return role
+    if options is None:
+        options = label_options(target["name"])
+    raw = options.get("baseline")
+    return target_role(target["kind"], None if raw is None else str(raw).strip().lower() in _ON)
+
+
 def page_model(
     report: Mapping[str, Any],
     *,
@@ -239,10 +262,12 @@ def page_model(
     target_options: Mapping[str, Mapping[str, Any]] | None = None,
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
     title: str = "healthd report",
+    verdicts: Sequence[Verdict] | None = None,
 ) -> dict[str, Any]:
     """Everything the page draws. ``events`` (the replayed timeline) names each stage's event
     on hover and, unless ``multi_valued`` is given, says which keys hold several values;
-    without it, stages show their id."""
+    without it, stages show their id. ``verdicts`` (the daemon's, with its runs) replace
+    the verdict judged from each target's final numbers."""
     by_id = {event.id: event for event in events}
     if multi_valued is None:
         multi_valued = {event.fact.key for event in events if event.multi_valued}
@@ -250,6 +275,9 @@ def page_model(
     event_slot: dict[str, int] = {}
     event_rows: list[list[str]] = []
     targets = []
+    roles = {
+        t["name"]: report_role(t, (target_options or {}).get(t["name"])) for t in report["targets"]
+    }
     for target in report["targets"]:
         stages = target["stages"]
         # stages downsampled as they streamed (exporters.report.StageSampler): the same
@@ -259,6 +287,7 @@ def page_model(
             {
                 "name": target["name"],
                 "kind": target["kind"],
+                "role": roles[target["name"]],
                 "stages": target.get("stage_count", len(stages)),
                 "at": stages[-1]["timestamp"] if stages else None,
                 "series": {
@@ -275,7 +304,15 @@ def page_model(
             }
         )
     found = failures(report, windows, multi_valued, target_options)
+    if verdicts is None:
+        verdicts = [
+            judge(
+                t["name"], roles[t["name"]], t["final"]["metrics"]["all"] if t["stages"] else None
+            )
+            for t in report["targets"]
+        ]
     return {
+        "verdict": [v.as_dict() for v in verdicts],
         "title": title,
         "probe_set": dict(report["probe_set"]),
         "buckets": list(BUCKETS),
@@ -285,7 +322,7 @@ def page_model(
         "named_events": bool(by_id),
         "windows": {d: int(w.total_seconds()) for d, w in windows.items()},
         "targets": targets,
-        "final": final_table(report),
+        "final": final_table(report, {n for n, r in roles.items() if r == BASELINE}),
         "last_change": last_change_table(report),
         **drill_down(found, [t["name"] for t in report["targets"]]),
     }

@@ -168,7 +168,16 @@ def parse_metrics(text: str) -> dict[tuple[str, frozenset], float]:
 
 
 def sample(metrics: dict, name: str, **labels: str) -> float | None:
-    return metrics.get((name, frozenset(labels.items())))
+    """The value of the one series of ``name`` with these labels; a target's ``role`` need
+    not be named (it follows from the target)."""
+    wanted = set(labels.items())
+    found = [
+        value
+        for (n, have), value in metrics.items()
+        if n == name and wanted <= have and not {k for k, _ in have - wanted} - {"role"}
+    ]
+    assert len(found) <= 1, f"{name}{labels}: {len(found)} series"
+    return found[0] if found else None
 
 
 @pytest.fixture

@@ -732,3 +732,74 @@ def test_a_skipped_input_met_on_every_pull_is_logged_once_and_counted_once(tmp_p
     runner.close()
     state.close()
     configure_logging("info", "console", io.StringIO())
+
+
+# -- baselines -------------------------------------------------------------------------------
+
+
+def test_baselines_carry_role_baseline_on_every_target_series(tmp_path, monkeypatch):
+    """naive is a baseline by default; `baseline = true` makes any target one, `false`
+    makes naive a subject; every series of a target says which (role label)."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    targets = {
+        "reference": {"kind": "reference", "shadow": True},
+        "naive": {"kind": "naive", "shadow": True},
+        "plain": {"kind": "reference", "shadow": True, "ttl": "off", "baseline": True},
+        "watched": {"kind": "naive", "shadow": True, "baseline": False},
+    }
+    runner, state = _runner(tmp_path, targets=targets)
+    registry, histogram = build_registry(runner.view)
+    runner.run_once()
+    histogram.labels(target="naive", role="baseline").observe(0.1)
+    roles = {"reference": "subject", "naive": "baseline", "plain": "baseline"}
+    roles["watched"] = "subject"
+    seen = 0
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for s in family.samples:
+            if "target" in s.labels:
+                assert s.labels.get("role") == roles[s.labels["target"]], (s.name, s.labels)
+                seen += 1
+    assert seen > 100
+    runner.close()
+    state.close()
+    # the environment can switch it, like any target option
+    monkeypatch.setenv("HEALTHD_TARGETS__NAIVE__BASELINE", "false")
+    assert load_settings(str(toml_config(tmp_path, port=1))).targets["naive"].role == "subject"
+
+
+def test_baseline_switch_on_the_command_line_target_spec():
+    assert parse_target("naive").role == "baseline"
+    assert parse_target("naive:baseline=off").role == "subject"
+    spec = parse_target("reference:ttl=off,baseline=on")
+    assert spec.role == "baseline" and dict(spec.options) == {"ttl": "off"}
+    build_memory(spec).close()  # the switch is healthd's, never passed to the memory
+    with pytest.raises(Exception, match="baseline='maybe': expected on or off"):
+        parse_target("naive:baseline=maybe")
+
+
+def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
+    """No run for more than twice the schedule: / says HealthdNoRecentSuccess, though no
+    run has finished since (the page is rebuilt at least once a minute)."""
+    from healthd.daemon.state import SourceRow, TargetRow
+    from healthd.report.live import live_html
+    from healthd.scoring import DEFAULT_WINDOWS
+    from healthd.verdict import alert_book
+
+    twice = 2 * alert_book().thresholds["schedule_seconds"]
+    view = {
+        "targets": {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
+        "sources": {"git": SourceRow("git", up=0)},
+        "roles": {"mem": "subject"},
+        "pages": {},
+        "windows": DEFAULT_WINDOWS,
+        "missed_runs": 0,
+        "runs_completed": 1,
+        "last_run": None,
+        "history": [],
+    }
+    fresh = live_html(view, True, now=1000.0 + twice)
+    assert "HealthdNoRecentSuccess" not in fresh and "source git is down" in fresh
+    late = live_html(view, True, now=1000.0 + twice + 60)
+    assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late

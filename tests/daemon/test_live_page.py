@@ -44,6 +44,24 @@ def test_live_page_shows_the_last_runs_served_by_the_daemon_alone(start_daemon, 
     ]
     page.screenshot(path=str(tmp_path / "live.png"), full_page=True)
 
+    # verdict first, then the runs and sources, then the results and the drill-down
+    def top(selector):
+        return page.locator(selector).first.bounding_box()["y"]
+
+    assert top("#verdict") < top("#targets") < top("#runs") < top("#sources") < top(".chart")
+    assert top("#sources") < top("#failures") and top("#verdict") < 200
+    summary = page.locator(".verdict-summary").inner_text()
+    assert summary.startswith("1 of 2 targets crosses an alert threshold now: no-supersession.")
+    naive = page.locator("#verdict-table tr[data-target='naive']")
+    assert (
+        naive.get_attribute("class") == "verdict-baseline" and "meant to fail" in naive.inner_text()
+    )
+    assert "HealthdConsistencyLow" in naive.inner_text()  # crossed, and said to be expected
+    assert (
+        "within every alert threshold"
+        in page.locator("#verdict-table tr[data-target='reference']").inner_text()
+    )
+
     # the next run reloads the page by itself
     before = page.locator("#runs tbody tr").count()
     page.wait_for_function(
@@ -80,6 +98,11 @@ def test_live_page_names_failures_but_never_a_secret(start_daemon, browser, tmp_
     failed = page.locator("#runs tbody tr").first.inner_text()
     assert "failure (broken)" in failed and "upstream rejected" in failed
     assert "down" in page.locator("#sources tbody tr", has_text="gone").inner_text()
+    # the verdict names the failing runs and the source down, with their runbook entries
+    broken = page.locator("#verdict-table tr[data-target='broken']")
+    assert "HealthdRunsFailing" in broken.inner_text()
+    assert broken.locator("a").first.get_attribute("href").endswith("#healthdrunsfailing")
+    assert "source gone is down" in page.locator("#verdict .sources-crossed").inner_text()
     assert page.locator(".chart canvas").count() == 1  # broken never had a successful run
     assert daemon.get("/static/nope.js").status_code == 404
     assert daemon.stop()[0] == 0

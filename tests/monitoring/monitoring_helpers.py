@@ -213,9 +213,14 @@ def healthd_env() -> dict[str, str]:
     return env
 
 
+#: the targets of the monitoring tests' daemon: the built-in ones (naive a baseline) and a
+#: naive memory declared a real target, which degrades and must page
+TARGETS = ("reference", "naive", "watched")
+
+
 def write_healthd_config(directory: Path, port: int) -> Path:
-    """The built-in default sources and targets (the bundled example against reference and
-    naive), every 2 seconds, served on 127.0.0.1:port."""
+    """The bundled example against reference, naive (a baseline) and watched (a naive
+    memory declared `baseline = false`), every 2 seconds, served on 127.0.0.1:port."""
     config = directory / "healthd.toml"
     config.write_text(
         "\n".join(
@@ -232,6 +237,17 @@ def write_healthd_config(directory: Path, port: int) -> Path:
                 "",
                 "[logging]",
                 'format = "json"',
+                "",
+                "[targets.reference]",
+                'kind = "reference"',
+                "shadow = true",
+                "[targets.naive]",
+                'kind = "naive"',
+                "shadow = true",
+                "[targets.watched]",
+                'kind = "naive"',
+                "shadow = true",
+                "baseline = false",
                 "",
             ]
         )
@@ -259,7 +275,7 @@ def start_healthd(directory: Path) -> tuple[Process, str]:
     wait_for(
         lambda: _both_ran(requests.get(url + "/metrics", timeout=5).text),
         timeout=60,
-        what="a successful run of both targets",
+        what="a successful run of every target",
         proc=proc,
     )
     return proc, url
@@ -267,8 +283,8 @@ def start_healthd(directory: Path) -> tuple[Process, str]:
 
 def _both_ran(text: str) -> bool:
     return all(
-        re.search(rf'^healthd_last_success_timestamp_seconds\{{target="{t}"\}}', text, re.M)
-        for t in ("reference", "naive")
+        re.search(rf'^healthd_last_success_timestamp_seconds\{{[^}}]*target="{t}"', text, re.M)
+        for t in TARGETS
     )
 
 

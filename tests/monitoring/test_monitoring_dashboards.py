@@ -209,3 +209,45 @@ def test_provisioning_loads_the_dashboards_and_a_prometheus_datasource_with_a_fi
     # a dashboard JSON is what Grafana's file provider reads: an object with uid and panels
     for doc in dashboards().values():
         assert json.loads(json.dumps(doc))["uid"]
+
+
+def test_baselines_are_apart_from_the_targets_the_alert_colours_judge():
+    doc = dashboards()[MEMORY]
+    stats = {p["title"]: p for p in panels(doc) if p["type"] == "stat"}
+    for title in [r.capitalize() for r in RATIOS] + ["Conflicts"]:
+        for target in stats[title]["targets"]:
+            assert 'role!="baseline"' in target["expr"], title  # coloured by the alerts
+    baselines = stats["Baselines"]
+    exprs = [t["expr"] for t in baselines["targets"]]
+    assert len(exprs) == len(RATIOS) and all('role="baseline"' in e for e in exprs)
+    steps = baselines["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert {s["color"] for s in steps} == {"blue"}  # never red: failing is what it is for
+    rows = [p["title"] for p in doc["panels"] if p["type"] == "row"]
+    assert any(r.startswith("Baselines: meant to fail") for r in rows)
+
+
+def test_every_panel_links_to_its_runbook_entry_and_values_to_the_sidecar_page():
+    from monitoring_helpers import RUNBOOK
+
+    anchors = {
+        "#" + line[3:].strip().lower()
+        for line in RUNBOOK.read_text().splitlines()
+        if line.startswith("## ")
+    }
+    base = yaml.safe_load((ROOT / "alerts" / "thresholds.yml").read_text())["runbook_url"]
+    linked = set()
+    for doc in dashboards().values():
+        variables = {v["name"] for v in doc["templating"]["list"]}
+        assert "healthd_scheme" in variables
+        for panel in panels(doc):
+            if panel["type"] == "row":
+                continue
+            (link,) = panel["links"]
+            url, _, anchor = link["url"].partition("#")
+            assert url == base, panel["title"]
+            if anchor:
+                assert "#" + anchor in anchors, (panel["title"], anchor)
+                linked.add(anchor)
+            (value_link,) = panel["fieldConfig"]["defaults"]["links"]
+            assert value_link["url"] == "${healthd_scheme}://${__field.labels.instance}/"
+    assert {"healthdconsistencylow", "healthdrunsfailing", "healthdsourcedown"} <= linked

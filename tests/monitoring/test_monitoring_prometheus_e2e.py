@@ -1,8 +1,9 @@
 """End to end with a real Prometheus (Debian's `prometheus`): it scrapes a running
 `healthd run` every second and loads a copy of alerts/ whose `for:` is shortened. Every
-dashboard panel query (and variable query) returns data through the HTTP API, and the
-degrading `naive` target raises the consistency and contamination alerts while the healthy
-`reference` target does not."""
+dashboard panel query (and variable query) returns data through the HTTP API (a baseline's
+only in the baselines' panels), and the degrading `watched` target (a naive memory declared
+a real target) raises the consistency and contamination alerts while the healthy
+`reference` and the `naive` baseline, failing as much as `watched`, raise none."""
 
 from __future__ import annotations
 
@@ -115,7 +116,12 @@ def _all_queries():
 @pytest.mark.parametrize("target,domain", [(".*", ".*"), ("reference", "all"), ("naive", "all")])
 def test_every_dashboard_query_returns_data(prometheus, target, domain):
     url, proc = prometheus
-    pending = {(n, t, substitute(e, target=target, domain=domain)) for n, t, e in _all_queries()}
+    queries = {(n, t, substitute(e, target=target, domain=domain)) for n, t, e in _all_queries()}
+    # baselines apart: a baseline has data only in the baselines' panels, a real target only
+    # outside them
+    apart = 'role!="baseline"' if target == "naive" else 'role="baseline"'
+    empty = {q for q in queries if target != ".*" and apart in q[2]}
+    pending = queries - empty
 
     def all_answered():
         for item in sorted(pending):
@@ -127,44 +133,47 @@ def test_every_dashboard_query_returns_data(prometheus, target, domain):
         wait_for(all_answered, timeout=45, what="data for every panel query", proc=proc, interval=1)
     except AssertionError as exc:
         raise AssertionError(f"queries with no data: {sorted(pending)}") from exc
+    assert not [q for q in sorted(empty) if _query(url, q[2])]
 
 
 def test_degrading_target_raises_consistency_and_contamination_alerts(prometheus):
     url, proc = prometheus
 
-    def naive_alerts():
+    def watched_alerts():
         alerts = requests.get(url + "/api/v1/alerts", timeout=5).json()["data"]["alerts"]
         got = {
             a["labels"]["alertname"]
             for a in alerts
-            if a["labels"].get("target") == "naive" and a["state"] in ("pending", "firing")
+            if a["labels"].get("target") == "watched" and a["state"] == "firing"
         }
         return alerts if set(DEGRADING_ALERTS) <= got else None
 
     alerts = wait_for(
-        naive_alerts,
+        watched_alerts,
         timeout=45,
-        what="consistency and contamination alerts for target naive",
+        what="consistency and contamination alerts for target watched",
         proc=proc,
         interval=0.5,
     )
     for alert in alerts:
         if (
             alert["labels"]["alertname"] in DEGRADING_ALERTS
-            and alert["labels"].get("target") == "naive"
+            and alert["labels"].get("target") == "watched"
         ):
             assert alert["labels"]["domain"] == "all"
             assert alert["labels"]["job"] == "healthd"
+            assert alert["labels"]["role"] == "subject"
             assert alert["labels"]["severity"] in ("critical", "warning")
-            assert "naive" in alert["annotations"]["summary"]
+            assert "watched" in alert["annotations"]["summary"]
             assert alert["annotations"]["runbook_url"].endswith(
                 "#" + alert["labels"]["alertname"].lower()
             )
-    # the healthy reference target stays quiet on every memory-health alert
-    reference = [
-        a["labels"]["alertname"] for a in alerts if a["labels"].get("target") == "reference"
-    ]
-    assert reference == [], reference
+    # the healthy reference target stays quiet on every memory-health alert, and so does the
+    # naive baseline, whose numbers are those of watched
+    quiet = [a["labels"] for a in alerts if a["labels"].get("target") in ("reference", "naive")]
+    assert quiet == [], quiet
+    naive = _query(url, 'healthd_consistency_ratio{target="naive",domain="all"}')
+    assert naive and naive[0]["metric"]["role"] == "baseline" and float(naive[0]["value"][1]) < 0.9
     # and healthd is up: the scrape alerts stay quiet
     names = {a["labels"]["alertname"] for a in alerts}
     assert not names & {
