@@ -4,6 +4,7 @@ starts a new baseline that is logged and counted."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from dataclasses import replace
@@ -54,6 +55,14 @@ def _info(metrics, target):
     return rows[0]
 
 
+@pytest.fixture(autouse=True)
+def _logging_left_on_a_live_stream():
+    """These tests log to pytest's captured stderr, which is closed after each: later tests
+    must not log to it."""
+    yield
+    configure_logging("info", "console", io.StringIO())
+
+
 def _log_lines(capsys):
     out = capsys.readouterr()
     return [json.loads(line) for line in (out.out + out.err).splitlines() if line.startswith("{")]
@@ -76,7 +85,7 @@ def test_switching_a_mem0_target_to_another_embedder_starts_a_logged_counted_bas
     info = _info(metrics, "mem")
     assert info["embedder"] == "healthd-hashing" and info["dimensions"] == "256"
     assert "mem0ai==" in info["libraries"] and "qdrant-client==" in info["libraries"]
-    assert info["reader"] == "structured/1"
+    assert info["reader"] == "default-1"  # Mem0 serves text: the reader reads it
     # the reference memory embeds nothing, and says so
     assert _info(metrics, "reference")["embedder"] == "none"
     assert sample(metrics, "healthd_retrieval_changes_total", target="mem") == 0
