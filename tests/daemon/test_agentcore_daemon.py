@@ -81,6 +81,7 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
                             target="working",
                             result="success",
                         ),
+                        timeout=90.0,  # a first run over the example: slow on a busy machine
                         what="the working target succeeds",
                     )
                 assert daemon.proc.poll() is None
