@@ -132,6 +132,7 @@ def test_every_option_has_help_and_every_command_a_description():
         "report",
         "serve-memory",
         "healthcheck",
+        "reader-check",
     }
     for name, sub in commands.choices.items():
         assert sub.description, name
