@@ -364,7 +364,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.runbook_url:
         thresholds["runbook_url"] = args.runbook_url
     args.out.mkdir(parents=True, exist_ok=True)
-    thresholds = load_thresholds(args.thresholds)
     for name, text in render(thresholds).items():
         (args.out / name).write_text(text)
     args.data.mkdir(parents=True, exist_ok=True)

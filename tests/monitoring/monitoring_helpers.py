@@ -226,6 +226,7 @@ def write_healthd_config(directory: Path, port: int) -> Path:
         "\n".join(
             [
                 f"state_path = {json.dumps(str(directory / 'state' / 'state.sqlite'))}",
+                "example = true",
                 "",
                 "[schedule]",
                 'cron = "*/2 * * * * *"',

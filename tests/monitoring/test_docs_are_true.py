@@ -108,6 +108,7 @@ def test_sources_example_is_checkable_as_its_header_says(tmp_path):
         "HEALTHD_SOURCES__TIMELINE__PATH": str(timeline),
         "HEALTHD_SOURCES__REPO__PATH": str(checkout),
         "HEALTHD_SOURCES__DECISIONS__PATH": str(checkout),
+        "HEALTHD_SOURCES__CATALOG__PATH": str(checkout),
         **{name: "placeholder" for name in re.findall(r"'(\w+)' \(\w+\)", proc.stderr)},
     }
     checked = _healthd("check-config", "--config", str(sources), env=env)

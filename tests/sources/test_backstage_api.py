@@ -340,8 +340,8 @@ def test_malformed_entities_are_counted_skipped_once_each_and_keep_what_they_sai
     # the unreadable auth-service is not taken for removed; billing is read
     assert not any(e.fact.subject == "auth-service" for e in second.events)
     assert ("billing", "owner") in facts(second.events)
-    warnings = [r for r in logs if r["log_level"] == "warning"]
-    assert [w["event"] for w in warnings] == ["source_input_skipped"] * 3
+    # a source lists what it skipped; the runner reports each once (and counts it)
+    assert not [r for r in logs if r["log_level"] == "warning"]
 
 
 def test_options_are_checked(catalog) -> None:
