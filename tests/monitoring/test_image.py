@@ -184,7 +184,7 @@ def sidecar(podman, image, tmp_path) -> Iterator[tuple[str, str]]:
 
 def _metrics_after_a_run(url: str, target: str) -> str | None:
     text = requests.get(url + "/metrics", timeout=5).text
-    ran = f'healthd_last_success_timestamp_seconds{{target="{target}"}}' in text
+    ran = f'healthd_last_success_timestamp_seconds{{role="subject",target="{target}"}}' in text
     return text if ran else None
 
 
@@ -213,7 +213,7 @@ def test_the_image_runs_as_the_sidecar_with_a_mounted_config(podman, sidecar):
         )
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{_logs(podman, name)}") from None
-    assert 'healthd_freshness_ratio{domain="all",target="mounted"}' in metrics
+    assert 'healthd_freshness_ratio{domain="all",role="subject",target="mounted"}' in metrics
     assert 'target="naive"' not in metrics and 'target="reference"' not in metrics
     # the image's HEALTHCHECK asks the port of the configuration the daemon runs with
     health = _run([*podman, "healthcheck", "run", name], timeout=60)
