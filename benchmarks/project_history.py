@@ -9,8 +9,8 @@ changes come in bursts: a monorepo's bump day revises one dependency across many
 at one instant, a reorganisation moves the owners of many modules at once. A few changes
 are found late, with an event time before the newest one.
 
-``keys`` is the size the live set grows to (reached at about 60 % of the history and held
-there); ``events`` is the length. Written with nothing but the standard library, so the
+``keys`` is the size the live set grows to (steadily, reached at 60 % of the history and
+held there); ``events`` is the length. Written with nothing but the standard library, so the
 independent floor (``benchmarks/floor.py``) and healthd read the same file.
 
     python benchmarks/project_history.py EVENTS KEYS OUT.jsonl [--seed 7]
@@ -188,18 +188,18 @@ class _Project:
         while self.n < self.events:
             self.clock += self.step
             roll = self.rng.random()
-            growing = len(self.live) < self.keys
+            # the live set follows a ramp to ``keys`` at 60 % of the history, then holds:
+            # whatever was removed is made up for by new facts and modules coming back
+            wanted = max(3, self.keys * min(1.0, self.n / max(grow_until, 1)))
             if self.n % burst_every == burst_every - 1 and len(self.modules) > 5:
                 burst = self._bump_day() if self.rng.random() < 0.6 else self._reorganisation()
-            elif growing and (
-                roll < max(0.05, self.keys / max(grow_until, 1)) or len(self.live) < 3
-            ):
+            elif len(self.live) < wanted:
                 burst = self._new_module() if self.rng.random() < 0.12 else self._new_fact()
-            elif roll < 0.55:
+            elif roll < 0.60:
                 key = self._pick_live()
                 value, domain, deps = self.live[key]
                 burst = iter([self._event("revalidated", key, value, domain, deps=deps)])
-            elif roll < 0.92:
+            elif roll < 0.97:
                 key = self._pick_live()
                 late = None
                 if self.rng.random() < 0.03:  # found late, happened earlier
@@ -210,7 +210,7 @@ class _Project:
                     if key[1] != "exists"
                     else iter([self._event("revalidated", key, value, self.live[key][1])])
                 )
-            elif roll < 0.985 or len(self.modules) < 10:
+            elif roll < 0.995 or len(self.modules) < 10:
                 burst = self._remove_fact()
             else:
                 burst = self._remove_module()
