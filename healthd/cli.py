@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from healthd.errors import ConfigError, HealthdError, SourceError, shorten
 
@@ -46,7 +46,7 @@ def _load_events(path: str | None) -> list[ChangeEvent]:
     return read_timeline(path or example_timeline_path(), not_after=not_after)
 
 
-def _timeline_copy(path: str | None, copy: TextIO) -> TimelineCopy:
+def _timeline_copy(path: str | None, copy: BinaryIO) -> TimelineCopy:
     from healthd.timeline import DEFAULT_FUTURE_SKEW, TimelineCopy
 
     not_after = datetime.now(UTC) + DEFAULT_FUTURE_SKEW
@@ -484,7 +484,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             extra = load_probe_file(args.probes) if args.probes else []
             # Read once to check it and find the probes, then replayed from a private copy
             # for each target: the events are never all held at once.
-            copy = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
+            copy = files.enter_context(tempfile.TemporaryFile("w+b"))
             timeline = _timeline_copy(args.timeline, copy)
             probes = build_probe_set(timeline.read(), extra)
             count = len(timeline)

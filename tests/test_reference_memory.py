@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
-from healthd.errors import ShadowViolation, TargetError
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import build_memory, parse_target
 from healthd.memory.reference import MetadataFilter, ReferenceMemory
 from healthd.model import ChangeEvent, Probe
@@ -427,3 +427,35 @@ def test_a_reopened_shadow_reports_expiries_of_records_written_before(tmp_path) 
     assert again.changed_keys(day(40)) == set()
     assert again.changed_keys(day(91)) == {bob.key, alice.key}  # tech expiry, owners purge
     again.close()
+
+
+def test_a_private_database_commits_in_batches_and_answers_as_one_in_memory():
+    events = [
+        added("1", 0, exists),
+        added("2", 0, pg, deps=DEPS),
+        added("3", 1, node),
+        revised("4", 2, node, go),
+        revalidated("5", 3, pg, deps=DEPS),
+        invalidated("6", 4, exists),
+        added("7", 5, alice),
+        revised("8", 6, alice, bob),
+    ]
+    private = ReferenceMemory(path="")
+    private.private_batch = 3
+    feed(private, *events)
+    assert private._db.in_transaction  # the last two events wait for the next batch
+    reference = feed(ReferenceMemory(), *events)
+    for f in (pg, node, alice, exists):
+        for at in (1, 5, 7):
+            assert private.answer(probe_for(f), day(at)) == reference.answer(probe_for(f), day(at))
+
+
+def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error():
+    private = feed(ReferenceMemory(path=""), added("1", 0, node))
+    private._db.execute("DROP TABLE records_fts")  # the next record written cannot be indexed
+    with pytest.raises(MemoryAdapterError, match="applying 2"):
+        private.apply(added("2", 1, alice))
+    with pytest.raises(MemoryAdapterError, match="failed at 2; the private replay cannot go on"):
+        private.apply(added("3", 2, bob))
+    with pytest.raises(MemoryAdapterError, match="cannot go on"):
+        private.answer(probe_for(node), day(3))

@@ -160,7 +160,7 @@ def test_a_timeline_copy_replays_what_its_first_reading_checked(tmp_path):
 
     path = tmp_path / "t.jsonl"
     path.write_text(_timeline_text(5), encoding="utf-8")
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as copy:
+    with tempfile.TemporaryFile("w+b") as copy:
         timeline = TimelineCopy(str(path), copy)
         first = list(timeline.read())
         assert first == read_timeline(str(path)) and len(timeline) == 5
@@ -177,7 +177,7 @@ def test_a_timeline_copy_refuses_a_bad_line_on_its_first_reading(tmp_path):
 
     path = tmp_path / "t.jsonl"
     path.write_text(_timeline_text(3) + '{"id": "late"}\n', encoding="utf-8")
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as copy:
+    with tempfile.TemporaryFile("w+b") as copy:
         timeline = TimelineCopy(str(path), copy)
         with pytest.raises(TimelineError, match=r"line 4.*type"):
             list(timeline.read())

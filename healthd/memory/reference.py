@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from healthd._sqlite import savepoint, transaction
+from healthd._sqlite import _quiet, savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
@@ -167,6 +167,7 @@ class ReferenceMemory:
 
     kind = "reference"
     deadlines_compact_min = 4096  # entries in the expiry heap before it is first compacted
+    private_batch = 1000  # events per transaction on a private temporary database
 
     def __init__(
         self,
@@ -194,6 +195,12 @@ class ReferenceMemory:
         self.grace = grace
         self.top_k = top_k
         self._batched = False
+        # A private temporary database (``path=""``: `healthd evaluate`'s) is read by no one
+        # else and dropped on close: its writes are committed a batch of events at a time,
+        # and a failed write ends the replay (see :meth:`apply`).
+        self._private = path == ""
+        self._pending = 0
+        self._failed: str | None = None
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             if path not in ("", ":memory:"):
@@ -267,18 +274,39 @@ class ReferenceMemory:
         self._deadlines_loaded = False
 
     def apply(self, event: ChangeEvent) -> None:
+        if self._failed is not None:
+            raise MemoryAdapterError(self._failed)
         at = _ts(event.timestamp)
         self._clock = at if self._clock is None else max(self._clock, at)
         try:
-            with self._tx():
-                self._apply(event, at)
+            if self._private and not self._batched:
+                self._apply_in_batch(event, at)
+            else:
+                with self._tx():
+                    self._apply(event, at)
         except BaseException as exc:
             # The writes were rolled back: what the cache learnt from them is forgotten too.
             self._cache = _KeyCache()
             self._cache_complete = False
+            if self._private and not self._batched:
+                # The batch's earlier events went with it: this replay cannot go on.
+                _quiet(self._db, "ROLLBACK")
+                self._failed = (
+                    f"reference memory: a write failed at {event.id}; the private replay "
+                    "cannot go on"
+                )
             if isinstance(exc, sqlite3.Error):
                 raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
             raise
+
+    def _apply_in_batch(self, event: ChangeEvent, at: float) -> None:
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN")
+        self._apply(event, at)
+        self._pending += 1
+        if self._pending >= self.private_batch:
+            self._pending = 0
+            self._db.execute("COMMIT")
 
     def _apply(self, event: ChangeEvent, at: float) -> None:
         fact = event.fact
@@ -302,6 +330,8 @@ class ReferenceMemory:
         # live before soft-expired, newest first. Text relevance is not used here: bm25
         # weighs terms by statistics over the whole store, so unrelated writes could reorder
         # a key's records, which no change to the key would explain.
+        if self._failed is not None:
+            raise MemoryAdapterError(self._failed)
         return Answer(probe.id, tuple(self._key_records(probe.key, at, self.top_k)))
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
@@ -471,19 +501,19 @@ class ReferenceMemory:
         """``search("", filters=[subject equals, predicate equals])``, without building
         the filters for each probe: a probe names its key."""
         now = _ts(at)
-        records = self._cache.records.get(key)
+        records = self._cache.live.get(key)
         if records is None:
             rows = self._db.execute(
                 self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
             ).fetchall()
             return _ranked(rows, {}, now, k)
-        # The key's records as the cache holds them, in step with the table: the rows the
-        # query above would read, without the query.
+        # The key's active records as the cache holds them, in step with the table: the rows
+        # the query above would read, without the query.
         subject, predicate = key
         rows = []
         for record in records.values():
             domain, _, updated, expires, purge, state = record.columns[:6]
-            if state == "active" and (purge is None or purge > now):
+            if purge is None or purge > now:
                 rows.append(
                     (record.rid, subject, predicate, record.value, domain, record.created_at,
                      updated, expires, purge, state)
@@ -517,11 +547,11 @@ class ReferenceMemory:
     # -- writing --------------------------------------------------------------------------
 
     def _tx(self) -> AbstractContextManager[None]:
-        if not self._batched:
+        if not self._batched and not self._db.in_transaction:
             return transaction(self._db)
         if not self._db.in_transaction:
             self._db.execute("BEGIN")
-        return savepoint(self._db)
+        return savepoint(self._db)  # inside a batch
 
     # -- the per-key cache: what the tables say about a key, read once, kept in step ------
 
@@ -574,6 +604,7 @@ class ReferenceMemory:
         records = self._cache.records.get(key)
         if records is None and self._cache_complete:
             records = self._cache.records[key] = {}
+            self._cache.live[key] = {}
         elif records is None:
             records = {
                 opened_by: _Record(rid, list(rest), superseded_by, value, created)
@@ -585,6 +616,9 @@ class ReferenceMemory:
                 )
             }
             self._cache.records[key] = records
+            self._cache.live[key] = {
+                seq: record for seq, record in records.items() if record.columns[5] == "active"
+            }
         return records
 
     def _removals_of(self, key: FactKey) -> list[float]:
@@ -715,8 +749,10 @@ class ReferenceMemory:
         self._write(key, log, intervals, records)
         merged = [record.rid for record in existing.values()]  # openers now re-validating
         if merged:
+            live = self._cache.live[key]
             for seq in existing:
                 del records[seq]
+                live.pop(seq, None)
             marks = ",".join("?" * len(merged))
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
@@ -755,6 +791,7 @@ class ReferenceMemory:
     ) -> None:
         """Insert or update the records of ``intervals`` where they differ from the table."""
         multi = int(log.multi)
+        live = self._cache.live[key]
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
             expires_after, purge_after = log.expiry[validated.seq]
@@ -772,7 +809,9 @@ class ReferenceMemory:
             if found is None:
                 meta, event_id, written = self._origin(key, log, opener.seq)
                 rid = self._insert(key, opener, wanted, meta, event_id, written)
-                records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
+                record = records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
+                if wanted[5] == "active":
+                    live[opener.seq] = record
                 self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
                 moved = found.columns[3:5] != wanted[3:5]
@@ -791,6 +830,10 @@ class ReferenceMemory:
                         (*wanted, found.rid),
                     )
                 found.columns = wanted
+                if wanted[5] == "active":
+                    live[opener.seq] = found
+                else:
+                    live.pop(opener.seq, None)
                 if moved:  # after the record holds them: a compaction checks against it
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
         for interval in intervals:
@@ -993,6 +1036,9 @@ class _KeyCache:
 
     logs: dict[FactKey, _KeyLog] = field(default_factory=dict)
     records: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
+    # Of those, the ones whose state is active, by opener: what an answer reads, so its
+    # cost does not grow with the key's ended and superseded past.
+    live: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
     folds: dict[FactKey, Folding] = field(default_factory=dict)
