@@ -98,3 +98,13 @@ def test_reader_check_runs_it_and_prints_precision_and_recall_per_class():
     assert asserts["precision"] >= 0.97 and asserts["recall"] >= 0.95
     negates = result["classes"]["negates"]
     assert negates["precision"] >= 0.9 and negates["recall"] >= 0.9
+
+
+def test_evaluate_with_it_names_the_model_in_the_probe_set_version():
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--reader", "semantic", "--format", "json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    version = json.loads(done.stdout)["probe_set"]["version"]
+    assert version.endswith("+semantic-1:all-MiniLM-L6-v2")
