@@ -89,9 +89,9 @@ def test_an_unknown_reader_is_one_line_and_exit_2():
     done = healthd("reader-check", "--reader", "oracle")
     assert done.returncode == 2
     assert done.stderr == (
-        "healthd: error: reader 'oracle': unknown reader 'oracle'; known: default, llm\n"
+        "healthd: error: reader 'oracle': unknown reader 'oracle'; known: default, llm, semantic\n"
     )
-    assert reader_names() == ["default", "llm"]
+    assert reader_names() == ["default", "llm", "semantic"]
     done = healthd("evaluate", "--reader", "oracle")
     assert done.returncode == 2 and "unknown reader 'oracle'" in done.stderr
 

@@ -203,7 +203,11 @@ def versioned(probe_set_version: str, reader: Reader) -> str:
     return f"{probe_set_version}+{reader.label}"
 
 
-_BUILTIN = {"default": "healthd.reading.default", "llm": "healthd.reading.llm"}
+_BUILTIN = {
+    "default": "healthd.reading.default",
+    "llm": "healthd.reading.llm",
+    "semantic": "healthd.reading.semantic",
+}
 
 
 def _load_builtin(name: str | None = None) -> None:

@@ -54,7 +54,7 @@ def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tm
     config = toml_config(tmp_path, port=1, extra='reader = "oracle"')
     assert cli_main(["check-config", "--config", str(config)]) == 2
     err = capsys.readouterr().err
-    assert "reader: reader 'oracle': unknown reader 'oracle'; known: default, llm" in err
+    assert "reader: reader 'oracle': unknown reader 'oracle'; known: default, llm, semantic" in err
 
     settings = load_settings(str(toml_config(tmp_path, port=1)))
     state = StateStore(settings.state_path)
