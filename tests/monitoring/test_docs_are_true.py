@@ -181,7 +181,9 @@ def test_runbook_url_resolves_to_the_runbook_and_can_be_set_at_generation(tmp_pa
     for how in (["--runbook-url", url], []):
         env = {**os.environ, "HEALTHD_RUNBOOK_URL": url} if not how else healthd_env()
         out = tmp_path / ("flag" if how else "env")
-        generate = [sys.executable, str(ALERTS / "generate.py"), "--out", str(out), *how]
+        generate = [
+            sys.executable, str(ALERTS / "generate.py"), "--out", str(out), "--data", str(out), *how
+        ]  # fmt: skip
         proc = subprocess.run(generate, env=env, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         rules = yaml.safe_load((out / "alerts.rules.yml").read_text())["groups"][0]["rules"]
