@@ -335,32 +335,16 @@ def stream_timeline(
     *,
     max_line: int = DEFAULT_MAX_LINE,
     not_after: datetime | None = None,
-    copy_to: TextIO | None = None,
 ) -> Iterator[ChangeEvent]:
-    """:func:`read_timeline` one event at a time, each line also written to ``copy_to``."""
+    """:func:`read_timeline` one event at a time."""
     try:
         with open(path, encoding="utf-8") as handle:
             lines = _bounded_lines(handle, max_line)
-            yield from iter_timeline(
-                lines if copy_to is None else _copied(lines, copy_to),
-                origin=path,
-                max_line=max_line,
-                not_after=not_after,
-            )
+            yield from iter_timeline(lines, origin=path, max_line=max_line, not_after=not_after)
     except OSError as exc:
         raise TimelineError(f"cannot read timeline: {exc.strerror}", origin=path) from None
     except UnicodeDecodeError as exc:
         raise TimelineError(f"not UTF-8 text: {exc.reason}", origin=path) from None
-
-
-def _copied(lines: Iterable[str], copy: TextIO) -> Iterator[str]:
-    for line in lines:
-        try:
-            copy.write(line)
-            copy.write("\n")
-        except OSError as exc:
-            raise HealthdError(f"cannot keep a copy of the timeline: {exc.strerror}") from None
-        yield line
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
