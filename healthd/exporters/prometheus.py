@@ -189,12 +189,7 @@ class HealthdCollector(Collector):
                 last_ok.add_metric(who, row.last_success)
             if not res:
                 continue
-            for bucket in BUCKETS:
-                values = res["metrics"][bucket]
-                for r in RATIOS:
-                    if values[r] is not None:
-                        ratios[r].add_metric([*who, bucket], values[r])
-                conflicts.add_metric([*who, bucket], values["conflicts"])
+            _add_stage(ratios, conflicts, who, res["metrics"])
             probes.add_metric(who, res["probes"])
             newest = res.get("newest_change")
             if newest is None:
@@ -286,6 +281,21 @@ class HealthdCollector(Collector):
         yield build
 
 
+def _add_stage(
+    ratios: dict[str, GaugeMetricFamily],
+    conflicts: GaugeMetricFamily,
+    who: list[str],
+    metrics: dict[str, Any],
+) -> None:
+    """One stage's ratios (those with something to measure) and conflicts, per domain."""
+    for bucket in BUCKETS:
+        values = metrics[bucket]
+        for r in RATIOS:
+            if values[r] is not None:
+                ratios[r].add_metric([*who, bucket], values[r])
+        conflicts.add_metric([*who, bucket], values["conflicts"])
+
+
 def _last_change(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:
     """The ratios and conflicts as they were at the newest real change, beside the ones
     after the revalidation sweeps that followed it (equal when none did)."""
@@ -316,12 +326,7 @@ def _last_change(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Met
             when.add_metric(who, res["newest_change"])
         if not stage:
             continue
-        for bucket in BUCKETS:
-            values = stage["metrics"][bucket]
-            for r in RATIOS:
-                if values[r] is not None:
-                    ratios[r].add_metric([*who, bucket], values[r])
-            conflicts.add_metric([*who, bucket], values["conflicts"])
+        _add_stage(ratios, conflicts, who, stage["metrics"])
     yield from ratios.values()
     yield conflicts
     yield when
