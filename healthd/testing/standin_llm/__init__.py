@@ -1,0 +1,239 @@
+"""A stand-in for a team's LLM: an OpenAI-compatible server on 127.0.0.1, for offline tests.
+
+It is not a language model. Chat completions are answered deterministically from the
+request's messages by *responders*, one per product prompt it recognises (each module of this
+package with a ``respond(request)`` function: Mem0's extraction prompt, Graphiti's entity and
+edge prompts, ...); a prompt no responder recognises is answered 400, never with a guess.
+Embeddings are real: all-MiniLM-L6-v2 run offline (model ``all-MiniLM-L6-v2``, the default),
+or the hashing embedder (model ``healthd-hashing``) where a test only needs plumbing.
+
+Figures computed through it measure a product's pipeline with this stand-in deciding what
+its LLM would have decided; they are labelled as such wherever they are shown.
+
+    python -m healthd.testing.standin_llm --port 8011    # prints its base URL
+
+Faults on demand (``fault``): ``garbage`` answers 200 with a body that is not JSON,
+``error`` answers 500, ``none`` (the default) answers properly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from healthd.memory._embedding import HASHING_MODEL, hash_embeddings
+
+MAX_BODY = 8 * 1024 * 1024
+FAULTS = ("none", "garbage", "error")
+MINILM_MODELS = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+
+Responder = Callable[[Mapping[str, Any]], str | None]
+
+
+class UnknownPrompt(ValueError):
+    """No responder recognises the request's prompt."""
+
+
+def responders() -> list[Responder]:
+    """Every ``respond`` of this package's modules, in module name order."""
+    found: list[Responder] = []
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module.name.startswith("_"):
+            continue
+        loaded = importlib.import_module(f"{__name__}.{module.name}")
+        respond = getattr(loaded, "respond", None)
+        if callable(respond):
+            found.append(respond)
+    return found
+
+
+def message_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The messages' text, in order (content given as a string or as typed parts)."""
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return "\n".join(parts)
+
+
+def complete(request: Mapping[str, Any], found: Sequence[Responder]) -> str:
+    for respond in found:
+        content = respond(request)
+        if content is not None:
+            return content
+    raise UnknownPrompt("no stand-in responder recognises this prompt")
+
+
+def embed(model: str, texts: Sequence[str], dimensions: int | None) -> list[list[float]]:
+    if model == HASHING_MODEL:
+        return hash_embeddings(texts, dimensions or 256)
+    if model in MINILM_MODELS:
+        from healthd.memory import _minilm
+
+        return _minilm.load().encode(texts)
+    raise ValueError(
+        f"unknown embedding model {model!r}: use {MINILM_MODELS[0]} or {HASHING_MODEL}"
+    )
+
+
+class StandInLLM:
+    """The server; ``requests`` keeps every request body received, in order, for tests."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, fault: str = "none") -> None:
+        if fault not in FAULTS:
+            raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
+        self.fault = fault
+        self._host = host
+        self.requests: list[dict[str, Any]] = []
+        self._responders = responders()
+        self._lock = threading.Lock()
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                stand_in._handle(self)
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self._host}:{self.server.server_port}/v1"
+
+    def start(self) -> StandInLLM:
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> StandInLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            _send(handler, 413, {"error": {"message": f"body over {MAX_BODY} bytes"}})
+            return
+        try:
+            body = json.loads(handler.rfile.read(length) or b"{}")
+        except ValueError:
+            _send(handler, 400, {"error": {"message": "request body is not JSON"}})
+            return
+        if not isinstance(body, dict):
+            _send(handler, 400, {"error": {"message": "request body is not a JSON object"}})
+            return
+        with self._lock:
+            self.requests.append({"path": handler.path, **body})
+        if self.fault == "garbage":
+            _send_raw(handler, 200, b"<html>this is not JSON")
+            return
+        if self.fault == "error":
+            _send(handler, 500, {"error": {"message": "stand-in told to fail"}})
+            return
+        path = handler.path.split("?", 1)[0].rstrip("/")
+        try:
+            if path.endswith("/chat/completions"):
+                _send(handler, 200, self._chat(body))
+            elif path.endswith("/embeddings"):
+                _send(handler, 200, _embeddings(body))
+            else:
+                _send(handler, 404, {"error": {"message": f"no route {path}"}})
+        except (UnknownPrompt, ValueError, TypeError, KeyError) as exc:
+            _send(handler, 400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+
+    def _chat(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise ValueError("messages must be a list")
+        content = complete(body, self._responders)
+        words = len(message_text(messages).split())
+        return {
+            "id": f"standin-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model", "standin")),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": words,
+                "completion_tokens": len(content.split()),
+                "total_tokens": words + len(content.split()),
+            },
+        }
+
+
+def _embeddings(body: Mapping[str, Any]) -> dict[str, Any]:
+    texts = body.get("input")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ValueError("input must be a string or a list of strings")
+    model = str(body.get("model", MINILM_MODELS[0]))
+    dimensions = body.get("dimensions")
+    vectors = embed(model, texts, dimensions if isinstance(dimensions, int) else None)
+    return {
+        "object": "list",
+        "model": model,
+        "data": [
+            {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+        ],
+        "usage": {"prompt_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, payload: Mapping[str, Any]) -> None:
+    _send_raw(handler, status, json.dumps(payload).encode())
+
+
+def _send_raw(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m healthd.testing.standin_llm",
+        description="An OpenAI-compatible stand-in for a team's LLM (not a model), on 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free)")
+    parser.add_argument("--fault", choices=FAULTS, default="none", help="answer with this fault")
+    args = parser.parse_args(argv)
+    server = StandInLLM(port=args.port, fault=args.fault)
+    print(server.base_url, flush=True)
+    try:
+        server.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server.server_close()
+    return 0
