@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from random_timelines import EXAMPLES
 from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 from healthd.model import FactKey
@@ -152,7 +153,7 @@ def test_folding_only_what_changed_matches_refolding_every_dependent() -> None:
 
     rng = random.Random(3)
     base = datetime(2026, 1, 1, tzinfo=UTC)
-    for _ in range(200):
+    for _ in range(min(200, max(25, EXAMPLES // 10))):  # 25 per mutant in a mutation run
         fast, oracle = GroundTruth(), GroundTruth()
         oracle._cyclic = True  # the path that refolds every dependent on every change
         events = []

@@ -8,7 +8,7 @@ whenever it changes, which is what makes every arrival order give the same recor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from healthd.model import Domain, FactKey
@@ -43,32 +43,18 @@ class Validity:
     superseded_by: int | None = None  # the opener seq of the interval that replaced it
 
 
-def fold(
-    ops: Iterable[LogOp],
-    *,
-    multi: bool,
-    supersession: bool,
-    cascade: Callable[[LogOp], Cut | None],
-) -> list[Validity]:
-    """The key's intervals, in order of start.
-
-    An assertion of a value already held re-validates it. With ``supersession`` a new value
-    of a single-valued key ends the values held. An end closes its value if held. ``cascade``
-    gives, for an opening assertion, the first instant after it at which a dependency was
-    left with no value: the interval ends there unless something ends it first, and an
-    assertion at or after that instant starts the value afresh.
-    """
-    folding = Folding(multi=multi, supersession=supersession)
-    for op in sorted(ops, key=lambda o: (o.at, o.seq)):
-        folding.step(op, cascade)
-    folding.close()
-    return folding.intervals
-
-
 class Folding:
-    """:func:`fold` one operation at a time, kept between calls: an operation that lands
-    after every other one of its key (and after every cascade end already applied) is
-    folded in alone and gives what folding the whole log again would give."""
+    """A key's log folded into its intervals (in order of start), one operation at a time.
+
+    Operations are stepped in event-time order (``(at, seq)``), then :meth:`close` applies
+    the cascade ends still pending. An assertion of a value already held re-validates it.
+    With ``supersession`` a new value of a single-valued key ends the values held. An end
+    closes its value if held. ``cascade`` gives, for an opening assertion, the first instant
+    after it at which a dependency was left with no value: the interval ends there unless
+    something ends it first, and an assertion at or after that instant starts the value
+    afresh. The fold is kept between calls: an operation that lands after every other one
+    of its key (and after every cascade end already applied) is folded in alone and gives
+    what folding the whole log again would give."""
 
     __slots__ = ("cut_until", "cuts", "held", "intervals", "last", "multi", "supersession")
 
