@@ -459,3 +459,18 @@ def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_err
         private.apply(added("3", 2, bob))
     with pytest.raises(MemoryAdapterError, match="cannot go on"):
         private.answer(probe_for(node), day(3))
+
+
+@pytest.mark.parametrize("removal_first", [True, False])
+def test_a_dependent_asserted_at_the_instant_its_dependency_goes_holds_afresh(removal_first):
+    """A cascade ends the dependent at the removal; an assertion at that same instant starts
+    it afresh (as truth says), whether the removal arrives before it or after it."""
+    removal = invalidated("3", 5, exists)
+    again = added("4", 5, pg, DEPS)
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, exists),
+        added("2", 0, pg, DEPS),
+        *([removal, again] if removal_first else [again, removal]),
+    )
+    assert values(memory, pg, 6) == ["13"]
