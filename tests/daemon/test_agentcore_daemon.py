@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agentcore_fixtures import DUMMY_AWS, MEMORY_ID
 from daemon_helpers import Daemon, free_port, sample, toml_config
 
+from healthd.memory._agentcore_records import FILTER_KEYS
 from healthd.testing.agentcore import AgentCoreEmulator
 
 
@@ -40,7 +41,7 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
     with AgentCoreEmulator() as closed:
         unreachable = closed.url
     with AgentCoreEmulator() as emulator:
-        emulator.create_memory(MEMORY_ID)
+        emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
         runs = {
             "with_credentials": (
                 {"unknown": _target(emulator.url, "unknown_memory-0000000000"),
