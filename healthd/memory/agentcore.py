@@ -18,6 +18,15 @@ Two modes, because the difference is a finding:
   (``BatchUpdateMemoryRecords``), an ended key's dependents are deleted too, and a backdated
   event never overrides a newer one.
 
+Writes are held and sent up to 100 records a call (``MAX_BATCH``), at the latest before the
+next read; a record changed or deleted before it was sent is sent once as it ended, or not
+at all. Before its first write or read the adapter reads the memory (control plane
+``GetMemory``): the keys healthd filters on must be indexed (declaring them is the team's
+call: indexed keys are permanent), a ``strategy_id`` must be one of the memory's strategies,
+and a preflight record written with it must come back with healthd's metadata (a strategy
+keeps only its schema's keys). A wait (``consistency_wait_seconds``) lasts until an answer
+holds each record healthd wrote for the key with the validation time it wrote last.
+
 healthd writes only under ``namespace_prefix``, which must be declared ``shadow``; ``reset``
 lists the prefix and deletes only records whose namespace is the prefix or lies under it
 (``namespacePath`` is a string-prefix match, so ``shadow`` would also find ``shadow2``).
@@ -348,6 +357,8 @@ class AgentCoreMemory:
         try:
             if self._client_obj is not None:
                 self.flush()
+        except MemoryAdapterError as exc:  # the run has ended: say what was not sent
+            log.warning("agentcore writes not sent at close", error=str(exc))
         finally:
             for client in (self._client_obj, self._control_obj):
                 if client is not None:
