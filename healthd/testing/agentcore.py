@@ -134,21 +134,22 @@ class Record:
 
 @dataclass
 class Strategy:
-    """A memory strategy as ``GetMemory`` describes it; ``schema`` maps the metadata keys
-    its records keep to their types (records written with it keep no other key)."""
+    """A memory strategy as ``GetMemory`` describes it (``MemoryStrategy``); ``schema`` maps
+    the metadata keys its records keep to their types (its records keep no other key)."""
 
     strategy_id: str
-    namespaces: list[str]
+    namespace: str = "/strategies/{memoryStrategyId}/actors/{actorId}"
     type: str = "SEMANTIC"
+    name: str = "facts"
     schema: dict[str, str] = field(default_factory=dict)
 
     def describe(self, created: float) -> dict[str, Any]:
         out: dict[str, Any] = {
             "strategyId": self.strategy_id,
-            "name": self.strategy_id.rsplit("-", 1)[0],
+            "name": self.name,
             "type": self.type,
-            "namespaces": list(self.namespaces),
-            "namespaceTemplates": list(self.namespaces),
+            "namespaces": [self.namespace],
+            "namespaceTemplates": [self.namespace],
             "status": "ACTIVE",
             "createdAt": created,
             "updatedAt": created,

@@ -25,7 +25,7 @@ def strict(aws_env):
         emu.create_memory(
             MEMORY_ID,
             indexed_keys={"topic": "STRING", "n": "NUMBER"},
-            strategies=[Strategy(STRATEGY, ["facts/{actorId}"], schema={"topic": "STRING"})],
+            strategies=[Strategy(STRATEGY, "facts/{actorId}", schema={"topic": "STRING"})],
         )
         yield emu
 

@@ -94,7 +94,7 @@ def test_a_strategy_schema_that_drops_healthds_keys_fails_the_run_before_any_wri
         emu.create_memory(
             MEMORY_ID,
             indexed_keys=FILTER_KEYS,
-            strategies=[Strategy(STRATEGY, ["facts/{actorId}"], schema={"topic": "STRING"})],
+            strategies=[Strategy(STRATEGY, "facts/{actorId}", schema={"topic": "STRING"})],
         )
         line = _one_line(_cli(emu, target_text(emu, mode="managed", strategy_id=STRATEGY)))
         assert f"strategy {STRATEGY!r} drops healthd's metadata healthd_domain" in line
@@ -107,7 +107,7 @@ def test_a_strategy_keeping_healthds_keys_passes_the_preflight_and_scores(aws_en
         emu.create_memory(
             MEMORY_ID,
             indexed_keys=FILTER_KEYS,
-            strategies=[Strategy(STRATEGY, ["facts/{actorId}"], schema=HEALTHD_SCHEMA)],
+            strategies=[Strategy(STRATEGY, "facts/{actorId}", schema=HEALTHD_SCHEMA)],
         )
         result = _cli(emu, target_text(emu, mode="managed", strategy_id=STRATEGY))
         assert result.returncode == 0, result.stderr

@@ -49,7 +49,7 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
         emulator.create_memory(
             MEMORY_ID,
             indexed_keys=FILTER_KEYS,
-            strategies=[Strategy(STRATEGY, ["topics"], schema={"topic": "STRING"})],
+            strategies=[Strategy(STRATEGY, "topics", schema={"topic": "STRING"})],
         )
         emulator.create_memory(UNINDEXED)
         runs = {
