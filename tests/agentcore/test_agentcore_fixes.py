@@ -196,3 +196,15 @@ def test_a_record_changed_before_it_is_sent_is_sent_once_as_it_ended(emulator):
     assert record.metadata["healthd_validated_at"] == {"numberValue": day(2).timestamp()}
     assert _calls(emulator, "/memoryRecords/batchCreate") == 1
     assert _calls(emulator, "/memoryRecords/batchUpdate") == 0
+
+
+def test_writes_held_for_a_batch_are_sent_at_close_so_nothing_is_lost(emulator):
+    first = agentcore(emulator, mode="managed")
+    first.reset()
+    first.apply(added("a", 1, fact("auth", "language", "go")))
+    assert emulator.stored(MEMORY_ID) == []  # held for the batch
+    first.close()
+    (record,) = emulator.stored(MEMORY_ID)
+    assert record.content == "auth language: go"
+    later = agentcore(emulator, mode="managed")
+    assert [f.value for f in later.answer(probe("auth", "language"), day(2)).facts] == ["go"]
