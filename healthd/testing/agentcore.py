@@ -5,8 +5,9 @@ codes from botocore's ``bedrock-agentcore`` 2024-02-28 model) for exactly the op
 healthd's ``agentcore`` adapter uses: ``BatchCreateMemoryRecords``,
 ``BatchUpdateMemoryRecords``, ``BatchDeleteMemoryRecords``, ``RetrieveMemoryRecords`` and
 ``ListMemoryRecords``, and the control plane's ``GetMemory`` (``bedrock-agentcore-control``
-2023-06-05) for a memory's indexed keys and strategies. Point real boto3 at it with ``endpoint_url`` and any dummy
-credentials; requests must carry a SigV4 ``Authorization`` header (not verified).
+2023-06-05) for a memory's indexed keys and strategies. Point real boto3 at it with
+``endpoint_url`` and any dummy credentials; requests must carry a SigV4 ``Authorization``
+header (not verified).
 
 Semantics, as the AgentCore documents describe them:
 
