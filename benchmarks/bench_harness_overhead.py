@@ -36,6 +36,7 @@ from bench_evaluator import generate  # noqa: E402
 from healthd.cli import example_timeline_path  # noqa: E402
 from healthd.evaluator import evaluate  # noqa: E402
 from healthd.memory import build_memory, parse_target  # noqa: E402
+from healthd.memory._agentcore_records import FILTER_KEYS  # noqa: E402
 from healthd.model import ChangeEvent  # noqa: E402
 from healthd.probes import build_probe_set  # noqa: E402
 from healthd.timeline import read_timeline  # noqa: E402
@@ -93,7 +94,13 @@ def main() -> int:
     with (
         server("-m", "healthd", "serve-memory", "--port", "0") as memory_url,
         server(
-            "-m", "healthd.testing.agentcore", "--port", "0", "--memory-id", MEMORY_ID
+            "-m",
+            "healthd.testing.agentcore",
+            "--port",
+            "0",
+            "--memory-id",
+            MEMORY_ID,
+            *(f"--indexed-key={k}:{t}" for k, t in FILTER_KEYS.items()),
         ) as ac_url,
     ):
         agentcore = (

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from healthd.memory import build_memory, parse_target
+from healthd.memory._agentcore_records import FILTER_KEYS
 from healthd.memory.agentcore import AgentCoreMemory
 from healthd.testing.agentcore import AgentCoreEmulator
 
@@ -42,7 +43,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 @pytest.fixture
 def emulator(aws_env: dict[str, str]) -> Iterator[AgentCoreEmulator]:
     with AgentCoreEmulator() as emu:
-        emu.create_memory(MEMORY_ID)
+        emu.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
         yield emu
 
 

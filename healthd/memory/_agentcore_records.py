@@ -20,6 +20,11 @@ EVENT_ID_KEY = "healthd_event_id"
 VALIDATED_KEY = "healthd_validated_at"
 WRITTEN_KEY = "healthd_written_at"
 EXPIRY_KEY = "healthd_expiry_days"
+#: The keys healthd filters on, which the memory must index (the service filters on
+#: indexed keys only), with their control-plane types.
+FILTER_KEYS = {SUBJECT_KEY: "STRING", PREDICATE_KEY: "STRING", VALIDATED_KEY: "NUMBER"}
+#: The service's limit on a record's text (``MemoryContentTextString``).
+MAX_TEXT = 16_000
 
 COMPONENT = re.compile(r"[a-zA-Z0-9_-]+")
 META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")

@@ -18,6 +18,15 @@ Two modes, because the difference is a finding:
   (``BatchUpdateMemoryRecords``), an ended key's dependents are deleted too, and a backdated
   event never overrides a newer one.
 
+Writes are held and sent up to 100 records a call (``MAX_BATCH``), at the latest before the
+next read; a record changed or deleted before it was sent is sent once as it ended, or not
+at all. Before its first write or read the adapter reads the memory (control plane
+``GetMemory``): the keys healthd filters on must be indexed (declaring them is the team's
+call: indexed keys are permanent), a ``strategy_id`` must be one of the memory's strategies,
+and a preflight record written with it must come back with healthd's metadata (a strategy
+keeps only its schema's keys). A wait (``consistency_wait_seconds``) lasts until an answer
+holds each record healthd wrote for the key with the validation time it wrote last.
+
 healthd writes only under ``namespace_prefix``, which must be declared ``shadow``; ``reset``
 lists the prefix and deletes only records whose namespace is the prefix or lies under it
 (``namespacePath`` is a string-prefix match, so ``shadow`` would also find ``shadow2``).
@@ -38,7 +47,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -51,6 +60,8 @@ from healthd.logging import get_logger
 from healthd.memory import register_memory
 from healthd.memory._agentcore_records import (
     EXPIRY_KEY,
+    FILTER_KEYS,
+    MAX_TEXT,
     PREDICATE_KEY,
     SUBJECT_KEY,
     VALIDATED_KEY,
@@ -71,6 +82,9 @@ log = get_logger("healthd.memory.agentcore")
 #: The first botocore whose ``bedrock-agentcore`` model has ``recordExpirySpecification``.
 MIN_BOTOCORE = "1.43.112"
 SERVICE = "bedrock-agentcore"
+CONTROL_SERVICE = "bedrock-agentcore-control"
+MAX_INDEXED_KEYS = 10
+PREFLIGHT = "healthd-preflight"  # the preflight record's namespace component, under the prefix
 MAX_BATCH = 100
 MAX_FILTERS = 5
 MAX_TOP_K = 100
@@ -131,12 +145,35 @@ class AgentCoreOptions(BaseModel):
 
 @dataclass
 class _Record:
-    id: str
+    id: str  # the request identifier until the service has created it
     value: str
     domain: str
     validated_at: float
     written_at: float
     expires_wall: float | None = None  # the service's wall-clock expiry of the record
+
+
+@dataclass
+class _Write:
+    key: FactKey
+    record: _Record
+    item: dict[str, Any]
+    what: str
+
+
+@dataclass
+class _Pending:
+    """Writes not sent yet, at most one per record: a later change to the same record is
+    folded into it, so each kind goes out in batches of up to 100 records a call."""
+
+    creates: dict[str, _Write] = field(default_factory=dict)  # by request identifier
+    updates: dict[str, _Write] = field(default_factory=dict)  # by record id
+    deletes: dict[str, _Write] = field(default_factory=dict)  # by record id
+
+    def clear(self) -> None:
+        self.creates.clear()
+        self.updates.clear()
+        self.deletes.clear()
 
 
 class AgentCoreMemory:
@@ -173,6 +210,9 @@ class AgentCoreMemory:
         self._sequence = 0
         self._expiry_checked = False
         self._knows_contents = False  # until a reset, records may predate this instance
+        self._pending = _Pending()
+        self._memory_checked = False
+        self._control_obj: Any = None
         self.expiry_populations: Counter[int | None] = Counter()
         self.foreign_records = 0
         self.unsettled_reads = 0
@@ -180,6 +220,8 @@ class AgentCoreMemory:
     # -- Memory protocol ------------------------------------------------------------------
 
     def reset(self) -> None:
+        self._check_memory()
+        self._pending.clear()  # never sent: nothing to undo
         mine = [s for s in self._list_prefix() if under(s, self.prefix)]
         self._delete([(s["memoryRecordId"], namespace_of(s)) for s in mine], "reset")
         self._index.clear()
@@ -201,6 +243,7 @@ class AgentCoreMemory:
     def apply(self, event: ChangeEvent) -> None:
         at = event.timestamp.timestamp()
         self._clock = at if self._clock is None else max(self._clock, at)
+        self._check_memory()
         if not self._expiry_checked:
             self._check_expiry_populations()
         what = f"apply {event.id}"
@@ -226,20 +269,26 @@ class AgentCoreMemory:
             self._end(event.fact, at, what)
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
+        self._check_memory()
+        self.flush()
         key = probe.key
         now = self._wall()
+        # each record healthd wrote for the key, with the validation time it wrote last:
+        # an answer still showing an earlier version is not settled either
         expected = {
-            rid
+            rid: r.validated_at
             for rid, r in self._index.get(key, {}).items()
-            if r.expires_wall is None or r.expires_wall > now
+            if (r.expires_wall is None or r.expires_wall > now) and r.validated_at <= at.timestamp()
         }
         want = min(len(expected), self.options.top_k)
         summaries = self._retrieve(probe, at)
         if self.options.consistency_wait_seconds > 0 and self._knows_contents:
 
             def settled() -> bool:
-                ids = {s["memoryRecordId"] for s in summaries}
-                return len(ids) == want and ids <= expected
+                versions = {
+                    (s["memoryRecordId"], number_value(s, VALIDATED_KEY)) for s in summaries
+                }
+                return len(versions) == want and versions <= expected.items()
 
             if not settled():
                 deadline = self._monotonic() + self.options.consistency_wait_seconds
@@ -280,16 +329,48 @@ class AgentCoreMemory:
                 changed.add(key)
         return changed
 
+    def flush(self) -> None:
+        """Send the writes not sent yet, in batches of up to 100 records a call. Reads do
+        this first, so an answer always reflects every event applied."""
+        pending = self._pending
+        for kind, operation in (
+            (pending.deletes, "batch_delete_memory_records"),
+            (pending.updates, "batch_update_memory_records"),
+        ):
+            while kind:
+                chunk = [kind.pop(rid) for rid in list(kind)[:MAX_BATCH]]
+                updating = operation == "batch_update_memory_records"
+                self._batch(
+                    operation,
+                    [w.item for w in chunk],
+                    {w.record.id: w.what for w in chunk},
+                    missing_ok=not updating,
+                )
+                if updating:
+                    for write in chunk:
+                        self._stamp_on_update(write.key, write.record)
+        while pending.creates:
+            chunk = [pending.creates.pop(rid) for rid in list(pending.creates)[:MAX_BATCH]]
+            self._create_batch(chunk)
+
     def close(self) -> None:
-        if self._client_obj is not None:
-            self._client_obj.close()
-            self._client_obj = None
+        try:
+            if self._client_obj is not None:
+                self.flush()
+        except MemoryAdapterError as exc:  # the run has ended: say what was not sent
+            log.warning("agentcore writes not sent at close", error=str(exc))
+        finally:
+            for client in (self._client_obj, self._control_obj):
+                if client is not None:
+                    client.close()
+            self._client_obj = self._control_obj = None
 
     # -- expiry -----------------------------------------------------------------------------
 
     def expiry_report(self) -> Counter[int | None]:
         """Records under the prefix by the expiry (days) they were written with; None for
         records written without one."""
+        self.flush()
         populations: Counter[int | None] = Counter()
         for summary in self._list_prefix():
             if under(summary, self.prefix):
@@ -358,76 +439,116 @@ class AgentCoreMemory:
         written = self._clock if self._clock is not None else at
         self._sequence += 1
         request_id = f"{component(event_id)[:60]}-{self._sequence}"
-        record: dict[str, Any] = {
+        record = _Record(request_id, fact.value, fact.domain, at, written)
+        item: dict[str, Any] = {
             "requestIdentifier": request_id,
             "namespaces": [self._namespace(fact.key)],
-            "content": {"text": content(fact)},
+            "content": {"text": self._text(fact, what)},
             "timestamp": datetime.fromtimestamp(at, tz=UTC),
             "metadata": self._metadata(fact, event_id, at, written, what),
         }
         if self.options.strategy_id:
-            record["memoryStrategyId"] = self.options.strategy_id
+            item["memoryStrategyId"] = self.options.strategy_id
+        self._index.setdefault(fact.key, {})[request_id] = record
+        self._touched.add(fact.key)
+        self._pending.creates[request_id] = _Write(fact.key, record, item, what)
+        if len(self._pending.creates) >= MAX_BATCH:
+            self.flush()
+
+    def _create_batch(self, writes: list[_Write]) -> None:
+        """Create ``writes`` in one call; records in ``failedRecords`` are sent again, a
+        bounded number of times, then reported (matched by request identifier)."""
         extra: dict[str, Any] = {}
         if self.options.record_expiry_days is not None:
             extra["recordExpirySpecification"] = {
                 "recordExpiryDurationDays": self.options.record_expiry_days
             }
-        pending = [record]
+        pending = {w.item["requestIdentifier"]: w for w in writes}
         for attempt in range(1, self.options.max_attempts + 1):
             response = self._call(
                 "batch_create_memory_records",
-                what,
+                next(iter(pending.values())).what,
                 memoryId=self.options.memory_id,
-                records=pending,
+                records=[w.item for w in pending.values()],
                 **extra,
             )
             for done in response.get("successfulRecords", []):
-                if done.get("requestIdentifier") == request_id:
-                    self._remember(
-                        fact, _Record(done["memoryRecordId"], fact.value, fact.domain, at, written)
-                    )
-                    return
+                write = pending.pop(done.get("requestIdentifier"), None)
+                if write is not None:
+                    self._created(write, done["memoryRecordId"])
+            if not pending:
+                return
             failures = {f.get("requestIdentifier"): f for f in response.get("failedRecords", [])}
-            failure = failures.get(request_id)
-            if failure is None:
-                raise MemoryAdapterError(
-                    f"agentcore memory: {what}: the service answered neither success nor "
-                    f"failure for record {request_id}"
-                )
-            if attempt == self.options.max_attempts:
-                raise MemoryAdapterError(
-                    f"agentcore memory: {what}: the service failed record {request_id} "
-                    f"{attempt} times (failedRecords: {failure.get('errorCode')} "
-                    f"{failure.get('errorMessage', '')})"
-                )
+            for request_id, write in pending.items():
+                failure = failures.get(request_id)
+                if failure is None:
+                    raise MemoryAdapterError(
+                        f"agentcore memory: {write.what}: the service answered neither "
+                        f"success nor failure for record {request_id}"
+                    )
+                if attempt == self.options.max_attempts:
+                    raise MemoryAdapterError(
+                        f"agentcore memory: {write.what}: the service failed record "
+                        f"{request_id} {attempt} times (failedRecords: "
+                        f"{failure.get('errorCode')} {failure.get('errorMessage', '')})"
+                    )
             self._sleep(0.05 * 2 ** (attempt - 1))
 
+    def _created(self, write: _Write, record_id: str) -> None:
+        records = self._index.get(write.key, {})
+        if records.get(write.record.id) is write.record:
+            del records[write.record.id]
+        write.record.id = record_id
+        records[record_id] = write.record
+        self._index[write.key] = records
+        if self.options.record_expiry_days is not None:
+            self._stamp_expiry(write.key, write.record, self.options.record_expiry_days)
+
     def _update(self, fact: Fact, record: _Record, at: float, event_id: str, what: str) -> None:
+        text = self._text(fact, what)
+        metadata = self._metadata(fact, event_id, at, record.written_at, what)
+        timestamp = datetime.fromtimestamp(at, tz=UTC)
+        record.validated_at = at
+        self._touched.add(fact.key)
+        create = self._pending.creates.get(record.id)
+        if create is not None:  # not sent yet: send it as it is now
+            create.item.update(content={"text": text}, metadata=metadata, timestamp=timestamp)
+            return
+        namespace = self._namespace(fact.key)
         item: dict[str, Any] = {
             "memoryRecordId": record.id,
-            "timestamp": datetime.fromtimestamp(at, tz=UTC),
-            "content": {"text": content(fact)},
-            "namespaces": [self._namespace(fact.key)],
-            "metadata": self._metadata(fact, event_id, at, record.written_at, what),
+            "timestamp": timestamp,
+            "content": {"text": text},
+            "namespaces": [namespace],
+            "sourceNamespaces": [namespace],  # what IAM namespace conditions are checked on
+            "metadata": metadata,
         }
         if self.options.strategy_id:
             item["memoryStrategyId"] = self.options.strategy_id
-        self._batch("batch_update_memory_records", [item], what, missing_ok=False)
-        record.validated_at = at
-        self._touched.add(fact.key)
+        self._pending.updates[record.id] = _Write(fact.key, record, item, what)
+        if len(self._pending.updates) >= MAX_BATCH:
+            self.flush()
+
+    def _stamp_on_update(self, key: FactKey, record: _Record) -> None:
         if record.expires_wall is not None and self.options.record_expiry_days is not None:
             # an update without an expiry specification re-applies the record's last one
-            self._stamp_expiry(fact.key, record, self.options.record_expiry_days)
+            self._stamp_expiry(key, record, self.options.record_expiry_days)
 
     def _delete_records(self, key: FactKey, records: Sequence[_Record], what: str) -> None:
         if not records:
             return
         namespace = self._namespace(key)
-        self._delete([(r.id, namespace) for r in records], what)
         index = self._index.get(key, {})
         for record in records:
             index.pop(record.id, None)
+            if self._pending.creates.pop(record.id, None) is not None:
+                continue  # never sent: nothing to delete
+            self._pending.updates.pop(record.id, None)
+            item = {"memoryRecordId": record.id, "namespace": namespace}
+            self._pending.deletes[record.id] = _Write(key, record, item, what)
         self._touched.add(key)
+        if len(self._pending.deletes) >= MAX_BATCH:
+            self.flush()
 
     def _delete(self, records: Sequence[tuple[str, str]], what: str) -> None:
         items = [{"memoryRecordId": rid, "namespace": ns} for rid, ns in records]
@@ -435,18 +556,32 @@ class AgentCoreMemory:
             self._batch(
                 "batch_delete_memory_records",
                 items[start : start + MAX_BATCH],
-                what,
+                {},
                 missing_ok=True,
+                what=what,
             )
 
     def _batch(
-        self, operation: str, items: list[dict[str, Any]], what: str, *, missing_ok: bool
+        self,
+        operation: str,
+        items: list[dict[str, Any]],
+        whats: Mapping[str, str],
+        *,
+        missing_ok: bool,
+        what: str = "",
     ) -> None:
         """One batch call; records in ``failedRecords`` are sent again, a bounded number of
-        times, then reported. A delete of a record that is already gone is done."""
+        times, then reported with what wrote them (``whats`` by record id, else ``what``).
+        A delete of a record that is already gone is done."""
         pending = items
         for attempt in range(1, self.options.max_attempts + 1):
-            response = self._call(operation, what, memoryId=self.options.memory_id, records=pending)
+            first_id = pending[0]["memoryRecordId"]
+            response = self._call(
+                operation,
+                whats.get(first_id, what),
+                memoryId=self.options.memory_id,
+                records=pending,
+            )
             failed = [
                 f
                 for f in response.get("failedRecords", [])
@@ -458,9 +593,10 @@ class AgentCoreMemory:
             pending = [item for item in pending if item["memoryRecordId"] in retry]
             if attempt == self.options.max_attempts or not pending:
                 first = failed[0]
+                rid = first.get("memoryRecordId")
                 raise MemoryAdapterError(
-                    f"agentcore memory: {what}: {operation} failed {len(failed)} record(s) "
-                    f"{attempt} times, e.g. {first.get('memoryRecordId')}: "
+                    f"agentcore memory: {whats.get(rid, what)}: {operation} failed "
+                    f"{len(failed)} record(s) {attempt} times, e.g. {rid}: "
                     f"{first.get('errorCode')} {first.get('errorMessage', '')}"
                 )
             self._sleep(0.05 * 2 ** (attempt - 1))
@@ -534,7 +670,133 @@ class AgentCoreMemory:
             self._region = self._client_obj.meta.region_name
         return self._client_obj
 
-    def _call(self, operation: str, what: str, **kwargs: Any) -> dict[str, Any]:
+    def _control(self) -> Any:
+        """The control-plane client (``GetMemory``), at ``endpoint_url`` too when set."""
+        if self._control_obj is None:
+            self._client()  # the model check and the region come with the data-plane client
+            self._control_obj = _make_client(self.options, self._session, CONTROL_SERVICE)
+        return self._control_obj
+
+    # -- before the first write: the memory's configuration, and a strategy's schema ----------
+
+    def _check_memory(self) -> None:
+        """Once per instance, before anything is written or read: the memory must index the
+        keys healthd filters on, and a ``strategy_id`` must be one of its strategies and keep
+        healthd's metadata on the records written with it."""
+        if self._memory_checked:
+            return
+        memory = self._call(
+            "get_memory",
+            f"reading the configuration of memory {self.options.memory_id!r} (GetMemory)",
+            client=self._control(),
+            memoryId=self.options.memory_id,
+        )["memory"]
+        indexed = {k.get("key"): k.get("type") for k in memory.get("indexedKeys") or []}
+        missing = {k: t for k, t in FILTER_KEYS.items() if indexed.get(k) != t}
+        if missing:
+            free = MAX_INDEXED_KEYS - len(indexed)
+            wrong = [f"{k} is indexed as {indexed[k]}" for k in missing if k in indexed]
+            declare = " ".join(f"key={k},type={t}" for k, t in missing.items())
+            raise MemoryAdapterError(
+                f"agentcore memory: memory {self.options.memory_id!r} does not index "
+                f"{', '.join(f'{k} ({t})' for k, t in missing.items())}, which healthd filters "
+                f"on, and the service filters on indexed keys only"
+                + (f" ({'; '.join(wrong)})" if wrong else "")
+                + f". Declaring them takes {len(missing)} of the memory's {MAX_INDEXED_KEYS} "
+                f"indexed-key slots ({free} free) for good: indexed keys cannot be removed. "
+                f"To declare them: aws bedrock-agentcore-control update-memory --memory-id "
+                f"{self.options.memory_id} --add-indexed-keys {declare}"
+            )
+        log.info(
+            "agentcore memory indexes healthd's keys",
+            memory_id=self.options.memory_id,
+            indexed_keys=sorted(FILTER_KEYS),
+            note="indexed keys are permanent: they keep their slots after healthd is gone",
+        )
+        if self.options.strategy_id:
+            strategies = [s.get("strategyId") for s in memory.get("strategies") or []]
+            if self.options.strategy_id not in strategies:
+                raise MemoryAdapterError(
+                    f"agentcore memory: memory {self.options.memory_id!r} has no strategy "
+                    f"{self.options.strategy_id!r} (strategy_id); its strategies: "
+                    f"{', '.join(map(str, strategies)) or 'none'}"
+                )
+            self._preflight(self.options.strategy_id)
+        self._memory_checked = True
+
+    def _preflight(self, strategy_id: str) -> None:
+        """Write one record with the strategy, read it back and delete it: a strategy whose
+        schema drops healthd's metadata would otherwise make every answer look empty or
+        foreign, and a run would score what it never measured."""
+        what = f"preflight of strategy {strategy_id!r}"
+        namespace = f"{self.prefix}/{PREFLIGHT}"
+        now = self._wall()
+        fact = Fact(PREFLIGHT, "schema", "healthd checks that its metadata is kept", "tech")
+        metadata = self._metadata(fact, PREFLIGHT, now, now, what)
+        response = self._call(
+            "batch_create_memory_records",
+            what,
+            memoryId=self.options.memory_id,
+            records=[
+                {
+                    "requestIdentifier": PREFLIGHT,
+                    "namespaces": [namespace],
+                    "content": {"text": content(fact)},
+                    "timestamp": datetime.fromtimestamp(now, tz=UTC),
+                    "metadata": metadata,
+                    "memoryStrategyId": strategy_id,
+                }
+            ],
+        )
+        created = [r["memoryRecordId"] for r in response.get("successfulRecords", [])]
+        if not created:
+            failed = (response.get("failedRecords") or [{}])[0]
+            raise MemoryAdapterError(
+                f"agentcore memory: {what}: the service did not create the preflight record "
+                f"({failed.get('errorCode')} {failed.get('errorMessage', '')})"
+            )
+        record_id = created[0]
+        try:
+            found = self._read_preflight(record_id, namespace, strategy_id, what)
+        finally:
+            self._delete([(record_id, namespace)], what)
+        dropped = sorted(set(metadata) - set(found.get("metadata") or {}))
+        if dropped:
+            raise MemoryAdapterError(
+                f"agentcore memory: strategy {strategy_id!r} drops healthd's metadata "
+                f"{', '.join(dropped)} from the records written with it (a record keeps only "
+                f"the keys of its strategy's schema): add them to the strategy's "
+                f"memoryRecordSchema, or leave strategy_id unset"
+            )
+
+    def _read_preflight(
+        self, record_id: str, namespace: str, strategy_id: str, what: str
+    ) -> dict[str, Any]:
+        deadline = self._monotonic() + self.options.consistency_wait_seconds
+        delay = 0.02
+        while True:
+            for summary in self._pages(
+                "list_memory_records",
+                what,
+                memoryId=self.options.memory_id,
+                namespace=namespace,
+                memoryStrategyId=strategy_id,
+                maxResults=100,
+            ):
+                if summary.get("memoryRecordId") == record_id:
+                    return summary
+            if self._monotonic() >= deadline:
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: the preflight record {record_id} was not "
+                    f"readable after {self.options.consistency_wait_seconds}s "
+                    "(consistency_wait_seconds)"
+                )
+            self._sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def _call(
+        self, operation: str, what: str, *, client: Any = None, **kwargs: Any
+    ) -> dict[str, Any]:
         from botocore.exceptions import (
             BotoCoreError,
             ClientError,
@@ -546,7 +808,7 @@ class AgentCoreMemory:
             ReadTimeoutError,
         )
 
-        client = self._client()
+        client = client or self._client()
         try:
             response: dict[str, Any] = getattr(client, operation)(**kwargs)
             return response
@@ -601,11 +863,15 @@ class AgentCoreMemory:
         except ValueError as exc:
             raise MemoryAdapterError(f"agentcore memory: {what}: {exc}") from None
 
-    def _remember(self, fact: Fact, record: _Record) -> None:
-        self._index.setdefault(fact.key, {})[record.id] = record
-        self._touched.add(fact.key)
-        if self.options.record_expiry_days is not None:
-            self._stamp_expiry(fact.key, record, self.options.record_expiry_days)
+    def _text(self, fact: Fact, what: str) -> str:
+        text = content(fact)
+        if len(text) > MAX_TEXT:
+            raise MemoryAdapterError(
+                f"agentcore memory: {what}: the record for {fact.subject} {fact.predicate} "
+                f"would hold {len(text):,} characters of text; AgentCore Memory takes at most "
+                f"{MAX_TEXT:,} a record"
+            )
+        return text
 
     def _stamp_expiry(self, key: FactKey, record: _Record, days: float) -> None:
         record.expires_wall = self._wall() + days * 86400.0
@@ -638,7 +904,7 @@ class AgentCoreMemory:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _make_client(options: AgentCoreOptions, session: Any) -> Any:
+def _make_client(options: AgentCoreOptions, session: Any, service: str = SERVICE) -> Any:
     try:
         import boto3
         from botocore.config import Config
@@ -661,11 +927,17 @@ def _make_client(options: AgentCoreOptions, session: Any) -> Any:
     )
     try:
         client = session.client(
-            SERVICE, region_name=region, endpoint_url=options.endpoint_url, config=config
+            service, region_name=region, endpoint_url=options.endpoint_url, config=config
         )
     except UnknownServiceError:
         client = None
-    _check_model(client)
+    if service == SERVICE:
+        _check_model(client)
+    elif client is None:
+        raise TargetError(
+            f"botocore does not ship the {service} model; install botocore>={MIN_BOTOCORE} "
+            "(pip install 'healthd[agentcore]')"
+        )
     return client
 
 

@@ -4,8 +4,10 @@ A small HTTP server speaking the service's REST-JSON protocol (paths, shapes and
 codes from botocore's ``bedrock-agentcore`` 2024-02-28 model) for exactly the operations
 healthd's ``agentcore`` adapter uses: ``BatchCreateMemoryRecords``,
 ``BatchUpdateMemoryRecords``, ``BatchDeleteMemoryRecords``, ``RetrieveMemoryRecords`` and
-``ListMemoryRecords``. Point real boto3 at it with ``endpoint_url`` and any dummy
-credentials; requests must carry a SigV4 ``Authorization`` header (not verified).
+``ListMemoryRecords``, and the control plane's ``GetMemory`` (``bedrock-agentcore-control``
+2023-06-05) for a memory's indexed keys and strategies. Point real boto3 at it with
+``endpoint_url`` and any dummy credentials; requests must carry a SigV4 ``Authorization``
+header (not verified).
 
 Semantics, as the AgentCore documents describe them:
 
@@ -16,12 +18,18 @@ Semantics, as the AgentCore documents describe them:
   LESS_THAN(_OR_EQUALS)), the system keys ``x-amz-agentcore-memory-createdAt`` and
   ``-updatedAt`` taking BEFORE/AFTER;
 * the service's limits the client does not check: 100 records a batch, 5 filters, topK 100,
-  20 metadata keys, the string patterns;
+  20 metadata keys, 16,000 characters of record text, 1,024 of namespace, 10,000 of search
+  query, the string patterns, no reserved ``x-amz-agentcore-memory-*`` metadata key written,
+  no request identifier twice in one batch, a client token reused only with the same body;
+* indexed keys: only the memory's indexed keys (and the system keys) can be filtered;
+* strategies: a record's ``memoryStrategyId`` must name one of the memory's strategies, and
+  a record written with one keeps only the metadata keys of that strategy's schema;
 * record expiry fixed per record when written (``recordExpirySpecification``); an update
   without one keeps the record's own;
 * ``failedRecords`` for records that cannot be written, ``clientToken`` idempotency;
 * on demand: throttling (429), server errors (500), failures of chosen records, and a
-  read-after-write delay (writes and deletes become visible to reads only after it).
+  read-after-write delay (creates, updates and deletes become visible to reads only after
+  it; until then reads see the record as it was).
 
 Ranking stands in for semantic similarity with word overlap between the query and the
 content, newest first on ties. Time comes from ``clock`` (seconds), which tests advance.
@@ -31,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import dataclasses
+import hashlib
 import json
 import re
 import sys
@@ -61,6 +71,12 @@ MAX_BATCH = 100
 MAX_FILTERS = 5
 MAX_TOP_K = 100
 MAX_METADATA_KEYS = 20
+MAX_TEXT = 16_000
+MAX_NAMESPACE = 1024
+MAX_QUERY = 10_000
+MAX_INDEXED_KEYS = 10
+RESERVED_PREFIX = "x-amz-agentcore-memory-"
+VALUE_TYPES = ("STRING", "STRINGLIST", "NUMBER")
 DEFAULT_PAGE = 20
 DAY = 86400.0
 
@@ -68,6 +84,8 @@ _NAMESPACE = re.compile(r"[a-zA-Z0-9/*][a-zA-Z0-9\-_/*]*(?::[a-zA-Z0-9\-_/*]+)*[
 _REQUEST_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
 _MEMORY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")
+_STRATEGY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")  # the control plane's
+_RECORD_STRATEGY_ID = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_]*")  # the data plane's, max 100
 _WORD = re.compile(r"\w+")
 
 
@@ -97,6 +115,7 @@ class Record:
     expiry_days: int | None
     visible_from: float
     deleted_at: float | None = None
+    shown: Record | None = None  # what reads see until visible_from (None: nothing)
 
     def summary(self, score: float | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -115,10 +134,46 @@ class Record:
 
 
 @dataclass
+class Strategy:
+    """A memory strategy as ``GetMemory`` describes it (``MemoryStrategy``); ``schema`` maps
+    the metadata keys its records keep to their types (its records keep no other key)."""
+
+    strategy_id: str
+    namespace: str = "/strategies/{memoryStrategyId}/actors/{actorId}"
+    type: str = "SEMANTIC"
+    name: str = "facts"
+    schema: dict[str, str] = field(default_factory=dict)
+
+    def describe(self, created: float) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "strategyId": self.strategy_id,
+            "name": self.name,
+            "type": self.type,
+            "namespaces": [self.namespace],
+            "namespaceTemplates": [self.namespace],
+            "status": "ACTIVE",
+            "createdAt": created,
+            "updatedAt": created,
+        }
+        if self.schema:
+            out["memoryRecordSchema"] = {
+                "metadataSchema": [
+                    {"key": k, "type": t, "extractionType": "STRICTLY_CONSISTENT"}
+                    for k, t in self.schema.items()
+                ]
+            }
+        return out
+
+
+@dataclass
 class MemoryStore:
     memory_id: str
     records: dict[str, Record] = field(default_factory=dict)
     tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
+    token_bodies: dict[str, str] = field(default_factory=dict)
+    indexed_keys: dict[str, str] = field(default_factory=dict)
+    strategies: dict[str, Strategy] = field(default_factory=dict)
+    created_at: float = 0.0
 
 
 class AgentCoreEmulator:
@@ -187,11 +242,29 @@ class AgentCoreEmulator:
         with self._lock:
             self._offset += seconds
 
-    def create_memory(self, memory_id: str) -> str:
+    def create_memory(
+        self,
+        memory_id: str,
+        *,
+        indexed_keys: dict[str, str] | None = None,
+        strategies: list[Strategy] | None = None,
+    ) -> str:
+        """A memory with ``indexed_keys`` (key: STRING, STRINGLIST or NUMBER; at most 10, as
+        the control plane allows) and ``strategies``."""
         if not _MEMORY_ID.fullmatch(memory_id):
             raise ValueError(f"memory id {memory_id!r} does not match the service's pattern")
+        keys = dict(indexed_keys or {})
+        if len(keys) > MAX_INDEXED_KEYS or any(t not in VALUE_TYPES for t in keys.values()):
+            raise ValueError(f"indexed keys: at most {MAX_INDEXED_KEYS}, typed {VALUE_TYPES}")
+        for strategy in strategies or ():
+            if not _STRATEGY_ID.fullmatch(strategy.strategy_id):
+                raise ValueError(f"strategy id {strategy.strategy_id!r} is not a strategy id")
         with self._lock:
-            self.memories.setdefault(memory_id, MemoryStore(memory_id))
+            store = self.memories.setdefault(memory_id, MemoryStore(memory_id))
+            store.created_at = store.created_at or self.now()
+            store.indexed_keys.update(keys)  # indexed keys are never removed
+            for strategy in strategies or ():
+                store.strategies[strategy.strategy_id] = strategy
         return memory_id
 
     def throttle_next(self, count: int) -> None:
@@ -276,12 +349,11 @@ class AgentCoreEmulator:
         if not isinstance(body, dict):
             raise _validation("the request body must be an object")
         parts = [unquote(p) for p in request.path.split("?")[0].split("/")]
+        if request.command == "GET" and len(parts) == 4 and parts[1:4:2] == ["memories", "details"]:
+            return 200, {"memory": self._describe(self._store(parts[2]))}
         if request.command != "POST" or len(parts) < 4 or parts[1] != "memories":
             raise ServiceError("UnknownOperationException", 404, f"no route for {request.path}")
-        memory_id, rest = parts[2], "/".join(parts[3:])
-        store = self.memories.get(memory_id)
-        if store is None:
-            raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
+        store, rest = self._store(parts[2]), "/".join(parts[3:])
         routes: dict[str, Callable[[MemoryStore, dict[str, Any]], tuple[int, dict[str, Any]]]]
         routes = {
             "memoryRecords/batchCreate": self._batch_create,
@@ -295,25 +367,57 @@ class AgentCoreEmulator:
             raise ServiceError("UnknownOperationException", 404, f"no route for {request.path}")
         return operation(store, body)
 
+    def _store(self, memory_id: str) -> MemoryStore:
+        store = self.memories.get(memory_id)
+        if store is None:
+            raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
+        return store
+
     # -- operations -------------------------------------------------------------------------
+
+    def _describe(self, store: MemoryStore) -> dict[str, Any]:
+        """``GetMemory``'s ``memory``: the parts of the control plane's shape the emulator
+        has (indexed keys, strategies with their namespaces and schemas)."""
+        out: dict[str, Any] = {
+            "arn": f"arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/{store.memory_id}",
+            "id": store.memory_id,
+            "name": store.memory_id.rsplit("-", 1)[0],
+            "eventExpiryDuration": 90,
+            "status": "ACTIVE",
+            "createdAt": store.created_at,
+            "updatedAt": store.created_at,
+            "strategies": [s.describe(store.created_at) for s in store.strategies.values()],
+        }
+        if store.indexed_keys:
+            out["indexedKeys"] = [{"key": k, "type": t} for k, t in store.indexed_keys.items()]
+        return out
 
     def _batch_create(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         token = body.get("clientToken")
         if isinstance(token, str) and token in store.tokens:
+            if store.token_bodies[token] != _digest(body):
+                raise ServiceError(
+                    "ValidationException", 400,
+                    f"clientToken {token!r} was used with another request body",
+                    reason="IdempotentParameterMismatchException",
+                )  # fmt: skip
             return 201, store.tokens[token]
         records = self._records_list(body)
         expiry_days = self._expiry(body, allow_remove=False)
         now = self.now()
         ok, failed = [], []
+        seen: set[str] = set()
         for item in records:
             rid = item.get("requestIdentifier")
             if not isinstance(rid, str) or not _REQUEST_ID.fullmatch(rid) or len(rid) > 80:
                 raise _validation(f"requestIdentifier {rid!r} does not match [a-zA-Z0-9_-]+")
+            if rid in seen:
+                raise _validation(f"requestIdentifier {rid!r} appears twice in one batch")
+            seen.add(rid)
             namespaces = self._namespaces(item.get("namespaces"))
-            content = (item.get("content") or {}).get("text")
-            if not isinstance(content, str) or not content:
-                raise _validation("content.text is required")
-            metadata = self._metadata(item.get("metadata"))
+            content = _text(item.get("content"))
+            strategy = self._strategy(store, item.get("memoryStrategyId"))
+            metadata = _kept(self._metadata(item.get("metadata")), strategy)
             if self._fail_records.get(rid, 0) > 0:
                 self._fail_records[rid] -= 1
                 failed.append(
@@ -328,7 +432,7 @@ class AgentCoreEmulator:
                 continue
             record = Record(
                 self._new_id(), namespaces, content, float(item.get("timestamp", now)),
-                str(item.get("memoryStrategyId") or "direct"), metadata, now, now,
+                strategy.strategy_id if strategy else "direct", metadata, now, now,
                 None if expiry_days is None else now + expiry_days * DAY, expiry_days,
                 now + self.read_after_write_delay,
             )  # fmt: skip
@@ -339,6 +443,7 @@ class AgentCoreEmulator:
         response = {"successfulRecords": ok, "failedRecords": failed}
         if isinstance(token, str):
             store.tokens[token] = response
+            store.token_bodies[token] = _digest(body)
         return 201, response
 
     def _batch_update(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -348,21 +453,30 @@ class AgentCoreEmulator:
         now = self.now()
         ok, failed = [], []
         for item in records:
+            content = _text(item["content"]) if "content" in item else None
+            namespaces = self._namespaces(item["namespaces"]) if "namespaces" in item else None
+            if "sourceNamespaces" in item:
+                self._namespaces(item["sourceNamespaces"])
+            metadata = self._metadata(item["metadata"]) if "metadata" in item else None
+            strategy = self._strategy(store, item.get("memoryStrategyId"))
             record = self._live(store, item.get("memoryRecordId"))
-            if record is None:
+            if record is None or (
+                "sourceNamespaces" in item and item["sourceNamespaces"] != record.namespaces
+            ):
                 failed.append(_failure(item.get("memoryRecordId"), 404, "record not found"))
                 continue
-            if "content" in item:
-                content = (item.get("content") or {}).get("text")
-                if not isinstance(content, str) or not content:
-                    raise _validation("content.text must be a non-empty string")
+            record.shown = self._snapshot(record, now)
+            record.visible_from = now + self.read_after_write_delay
+            if content is not None:
                 record.content = content
-            if "namespaces" in item:
-                record.namespaces = self._namespaces(item["namespaces"])
-            if "metadata" in item:
-                record.metadata = self._metadata(item["metadata"])
-            if "memoryStrategyId" in item:
-                record.strategy_id = str(item["memoryStrategyId"])
+            if namespaces is not None:
+                record.namespaces = namespaces
+            if strategy is not None:
+                record.strategy_id = strategy.strategy_id
+            if metadata is not None:
+                record.metadata = metadata
+            if record.strategy_id in store.strategies:
+                record.metadata = _kept(record.metadata, store.strategies[record.strategy_id])
             record.timestamp = float(item.get("timestamp", now))
             record.updated_at = now
             if spec is not None:
@@ -383,12 +497,17 @@ class AgentCoreEmulator:
             if record is None or (namespace is not None and namespace not in record.namespaces):
                 failed.append(_failure(item.get("memoryRecordId"), 404, "record not found"))
                 continue
+            record.shown = self._snapshot(record, now)
+            record.visible_from = now + self.read_after_write_delay
             record.deleted_at = now
             ok.append({"memoryRecordId": record.id, "status": "SUCCEEDED"})
         return 200, {"successfulRecords": ok, "failedRecords": failed}
 
     def _list(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         matches = self._select(store, body, body.get("metadataFilters"))
+        strategy = self._strategy(store, body.get("memoryStrategyId"))
+        if strategy is not None:
+            matches = [r for r in matches if r.strategy_id == strategy.strategy_id]
         matches.sort(key=lambda r: (r.created_at, r.id))
         return self._page(body, "list", [r.summary() for r in matches])
 
@@ -396,12 +515,18 @@ class AgentCoreEmulator:
         criteria = body.get("searchCriteria")
         if not isinstance(criteria, dict) or not isinstance(criteria.get("searchQuery"), str):
             raise _validation("searchCriteria.searchQuery is required")
+        if not 1 <= len(criteria["searchQuery"]) <= MAX_QUERY:
+            raise _validation(
+                f"searchCriteria.searchQuery has {len(criteria['searchQuery'])} characters; "
+                f"it must have 1 to {MAX_QUERY}"
+            )
         top_k = criteria.get("topK", 10)
         if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise _validation(f"searchCriteria.topK must be between 1 and {MAX_TOP_K}")
         matches = self._select(store, body, criteria.get("metadataFilters"))
-        if criteria.get("memoryStrategyId"):
-            matches = [r for r in matches if r.strategy_id == criteria["memoryStrategyId"]]
+        strategy = self._strategy(store, criteria.get("memoryStrategyId"))
+        if strategy is not None:
+            matches = [r for r in matches if r.strategy_id == strategy.strategy_id]
         words = set(_WORD.findall(criteria["searchQuery"].lower()))
         scored = []
         for record in matches:
@@ -450,10 +575,7 @@ class AgentCoreEmulator:
     def _namespaces(self, value: Any) -> list[str]:
         if not isinstance(value, list) or len(value) != 1:
             raise _validation("namespaces must hold exactly one namespace")
-        namespace = value[0]
-        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
-            raise _validation(f"namespace {namespace!r} does not match the namespace pattern")
-        return [namespace]
+        return [_namespace(value[0])]
 
     def _metadata(self, value: Any) -> dict[str, dict[str, Any]]:
         if value is None:
@@ -463,30 +585,57 @@ class AgentCoreEmulator:
         if len(value) > MAX_METADATA_KEYS:
             raise _validation(f"metadata has {len(value)} keys; the maximum is {MAX_METADATA_KEYS}")
         for key, item in value.items():
-            if not _META_STRING.fullmatch(key) or not 1 <= len(key) <= 128:
-                raise _validation(f"metadata key {key!r} does not match the key pattern")
+            _check_key(key, f"metadata key {key!r}")
+            if key.startswith(RESERVED_PREFIX):
+                raise _validation(f"metadata key {key!r} is reserved for the service")
             _check_metadata_value(item, f"metadata[{key}]")
         return dict(value)
 
-    def _visible(self, record: Record, now: float) -> bool:
-        if record.visible_from > now:
-            return False
-        if record.deleted_at is not None and record.deleted_at + self.read_after_write_delay <= now:
-            return False
-        return record.expires_at is None or record.expires_at > now
+    def _strategy(self, store: MemoryStore, strategy_id: Any) -> Strategy | None:
+        if strategy_id is None:
+            return None
+        if (
+            not isinstance(strategy_id, str)
+            or not _RECORD_STRATEGY_ID.fullmatch(strategy_id)
+            or len(strategy_id) > 100
+        ):
+            raise _validation(f"memoryStrategyId {strategy_id!r} does not match the pattern")
+        strategy = store.strategies.get(strategy_id)
+        if strategy is None:
+            raise _validation(
+                f"memoryStrategyId {strategy_id!r} is not a strategy of memory {store.memory_id}"
+            )
+        return strategy
+
+    def _snapshot(self, record: Record, now: float) -> Record | None:
+        view = self._view(record, now)
+        if view is None:
+            return None
+        return dataclasses.replace(
+            view, namespaces=list(view.namespaces), metadata=dict(view.metadata), shown=None
+        )
+
+    def _view(self, record: Record, now: float) -> Record | None:
+        """The record as reads see it at ``now``: its last change shows only from
+        ``visible_from``, until then what was shown before."""
+        view = record.shown if record.visible_from > now else record
+        if view is None or view.deleted_at is not None:
+            return None
+        return view if view.expires_at is None or view.expires_at > now else None
 
     def _select(self, store: MemoryStore, body: dict[str, Any], filters: Any) -> list[Record]:
         namespace, path = body.get("namespace"), body.get("namespacePath")
         if namespace is None and path is None:
             raise _validation("either namespace or namespacePath is required")
         for name in (namespace, path):
-            if name is not None and (not isinstance(name, str) or not _NAMESPACE.fullmatch(name)):
-                raise _validation(f"namespace {name!r} does not match the namespace pattern")
-        checks = _filters(filters)
+            if name is not None:
+                _namespace(name)
+        checks = _filters(filters, store.indexed_keys)
         now = self.now()
         out = []
-        for record in store.records.values():
-            if not self._visible(record, now):
+        for stored in store.records.values():
+            record = self._view(stored, now)
+            if record is None:
                 continue
             if namespace is not None and namespace not in record.namespaces:
                 continue
@@ -516,6 +665,40 @@ class AgentCoreEmulator:
         if start + size < len(items):
             out["nextToken"] = base64.urlsafe_b64encode(f"{what}:{start + size}".encode()).decode()
         return 200, out
+
+
+def _namespace(value: Any) -> str:
+    if not isinstance(value, str) or not _NAMESPACE.fullmatch(value):
+        raise _validation(f"namespace {value!r} does not match the namespace pattern")
+    if len(value) > MAX_NAMESPACE:
+        raise _validation(f"namespace has {len(value)} characters; the maximum is {MAX_NAMESPACE}")
+    return value
+
+
+def _text(content: Any) -> str:
+    text = content.get("text") if isinstance(content, dict) else None
+    if not isinstance(text, str) or not text:
+        raise _validation("content.text is required")
+    if len(text) > MAX_TEXT:
+        raise _validation(f"content.text has {len(text)} characters; the maximum is {MAX_TEXT}")
+    return text
+
+
+def _check_key(key: Any, what: str) -> None:
+    if not isinstance(key, str) or not 1 <= len(key) <= 128 or not _META_STRING.fullmatch(key):
+        raise _validation(f"{what} does not match the metadata key pattern")
+
+
+def _kept(metadata: dict[str, dict[str, Any]], strategy: Strategy | None) -> dict[str, Any]:
+    """The metadata a record keeps: with a strategy, only its schema's keys."""
+    if strategy is None:
+        return metadata
+    return {k: v for k, v in metadata.items() if k in strategy.schema}
+
+
+def _digest(body: dict[str, Any]) -> str:
+    canonical = {k: v for k, v in body.items() if k != "clientToken"}
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
 
 
 def _failure(record_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -570,24 +753,25 @@ def _metadata_of(record: Record, key: str) -> tuple[str, Any] | None:
     return kind, value
 
 
-def _filters(value: Any) -> list[Callable[[Record], bool]]:
+def _filters(value: Any, indexed: dict[str, str]) -> list[Callable[[Record], bool]]:
     if value is None:
         return []
     if not isinstance(value, list) or not value:
         raise _validation("metadataFilters must be a non-empty list")
     if len(value) > MAX_FILTERS:
         raise _validation(f"metadataFilters has {len(value)} filters; the maximum is {MAX_FILTERS}")
-    return [_one_filter(f, i) for i, f in enumerate(value)]
+    return [_one_filter(f, i, indexed) for i, f in enumerate(value)]
 
 
-def _one_filter(expression: Any, index: int) -> Callable[[Record], bool]:
+def _one_filter(expression: Any, index: int, indexed: dict[str, str]) -> Callable[[Record], bool]:
     where = f"metadataFilters[{index}]"
     if not isinstance(expression, dict):
         raise _validation(f"{where} must be an object")
     key = (expression.get("left") or {}).get("metadataKey")
     operator = expression.get("operator")
-    if not isinstance(key, str) or not key:
-        raise _validation(f"{where}.left.metadataKey is required")
+    _check_key(key, f"{where}.left.metadataKey {key!r}")
+    if key not in indexed and key not in (CREATED_AT_KEY, UPDATED_AT_KEY):
+        raise _validation(f"{where}: metadata key {key!r} is not an indexed key of this memory")
     if operator not in OPERATORS:
         raise _validation(f"{where}.operator {operator!r} is not one of {', '.join(OPERATORS)}")
     if operator in ("EXISTS", "NOT_EXISTS"):
@@ -659,11 +843,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory-id", action="append", default=[], help="memory to create (repeatable)"
     )
+    parser.add_argument(
+        "--indexed-key",
+        action="append",
+        default=[],
+        metavar="KEY:TYPE",
+        help="a metadata key the memories index for filtering, TYPE one of "
+        f"{', '.join(VALUE_TYPES)} (repeatable; only indexed keys can be filtered)",
+    )
     parser.add_argument("--read-after-write-delay", type=float, default=0.0)
     args = parser.parse_args(argv)
+    indexed: dict[str, str] = {}
+    for text in args.indexed_key:
+        key, _, kind = text.rpartition(":")
+        if not key or kind not in VALUE_TYPES:
+            parser.error(f"--indexed-key {text!r}: expected KEY:TYPE, TYPE one of {VALUE_TYPES}")
+        indexed[key] = kind
     emulator = AgentCoreEmulator(port=args.port, read_after_write_delay=args.read_after_write_delay)
     for memory_id in args.memory_id:
-        emulator.create_memory(memory_id)
+        emulator.create_memory(memory_id, indexed_keys=indexed)
     print(f"agentcore emulator on {emulator.url}", file=sys.stderr, flush=True)
     try:
         emulator.server.serve_forever()

@@ -18,7 +18,12 @@ TARGETS = [
 
 
 def _evaluate(emulator, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**no_aws_env(), **DUMMY_AWS, "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": emulator.url}
+    env = {
+        **no_aws_env(),
+        **DUMMY_AWS,
+        "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": emulator.url,
+        "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL": emulator.url,
+    }
     args = [a for t in TARGETS for a in ("--target", t)]
     return subprocess.run(
         [sys.executable, "-m", "healthd", "evaluate", *args, *extra],

@@ -54,6 +54,9 @@ def _f(key, operator, value=None):
 
 
 def test_every_metadata_operator_filters_as_documented(client, emulator):
+    emulator.create_memory(
+        MEMORY_ID, indexed_keys={"n": "NUMBER", "tags": "STRINGLIST", "s": "STRING"}
+    )
     _create(
         client,
         "t/a",

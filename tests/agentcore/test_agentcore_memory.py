@@ -20,6 +20,7 @@ from healthd.cli import example_timeline_path
 from healthd.errors import MemoryAdapterError, TargetError
 from healthd.evaluator import evaluate
 from healthd.memory import build_memory, parse_target
+from healthd.memory._agentcore_records import FILTER_KEYS
 from healthd.memory.agentcore import AgentCoreMemory, AgentCoreOptions
 from healthd.model import Probe
 from healthd.probes import build_probe_set
@@ -35,6 +36,21 @@ def probe(subject: str, predicate: str) -> Probe:
     return Probe(
         f"p-{subject}-{predicate}", f"What is {predicate} of {subject}?", subject, predicate, "tech"
     )
+
+
+def described(indexed: dict[str, str], strategies: list[dict] | None = None) -> dict:
+    """A ``GetMemory`` answer as the control plane's model shapes it."""
+    return {
+        "arn": f"arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/{MEMORY_ID}",
+        "id": MEMORY_ID,
+        "name": "healthd_shadow",
+        "eventExpiryDuration": 90,
+        "status": "ACTIVE",
+        "createdAt": 0,
+        "updatedAt": 0,
+        "strategies": strategies or [],
+        "indexedKeys": [{"key": k, "type": t} for k, t in indexed.items()],
+    }
 
 
 def values(memory: AgentCoreMemory, subject: str, predicate: str, at: float = 400) -> list[str]:
@@ -71,6 +87,7 @@ def test_each_fact_is_one_record_in_its_keys_namespace_with_replayed_time_as_num
     memory = agentcore(emulator)
     memory.reset()
     memory.apply(added("e/1", 5, fact("billing.v2", "dependency:postgres", "p99 < 300 ms")))
+    memory.flush()  # writes go out in batches, at the latest before the next read
     (stored,) = emulator.stored(MEMORY_ID)
     assert stored.namespaces[0].startswith(PREFIX + "/billing_v2-")
     assert stored.metadata["healthd_validated_at"] == {"numberValue": day(5).timestamp()}
@@ -189,10 +206,11 @@ def test_throttling_and_server_errors_are_retried_by_botocore_within_a_bound(emu
     memory.apply(added("a", 1, fact("auth", "language", "go")))
     assert values(memory, "auth", "language") == ["go"]
     emulator.throttle_next(3)
+    memory.apply(added("b", 2, fact("auth", "owners", "@bob")))
     with pytest.raises(
-        MemoryAdapterError, match=r"ThrottledException \(HTTP 429\) after 3 attempt"
+        MemoryAdapterError, match=r"apply b: ThrottledException \(HTTP 429\) after 3 attempt"
     ):
-        memory.apply(added("b", 2, fact("auth", "owners", "@bob")))
+        values(memory, "auth", "owners")
 
 
 def test_a_partially_failed_batch_is_retried_and_never_duplicated(emulator):
@@ -200,6 +218,7 @@ def test_a_partially_failed_batch_is_retried_and_never_duplicated(emulator):
     memory.reset()
     emulator.fail_records("a-1", times=2)
     memory.apply(added("a", 1, fact("auth", "language", "go")))
+    memory.flush()
     assert len(emulator.stored(MEMORY_ID)) == 1
     assert values(memory, "auth", "language") == ["go"]
 
@@ -208,15 +227,16 @@ def test_a_record_the_service_keeps_failing_is_reported_not_dropped(emulator):
     memory = agentcore(emulator, max_attempts=2)
     memory.reset()
     emulator.fail_records("ev-9-1", times=5)
+    memory.apply(added("ev-9", 1, fact("auth", "language", "go")))
     with pytest.raises(
         MemoryAdapterError, match=r"apply ev-9: the service failed record ev-9-1 2 times"
     ):
-        memory.apply(added("ev-9", 1, fact("auth", "language", "go")))
+        values(memory, "auth", "language")
 
 
 def test_bounded_polling_waits_out_the_read_after_write_delay(aws_env):
     with AgentCoreEmulator(read_after_write_delay=0.4) as emu:
-        emu.create_memory(MEMORY_ID)
+        emu.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
         eager = agentcore(emu)
         eager.reset()
         eager.apply(added("a", 1, fact("auth", "language", "go")))
@@ -239,7 +259,8 @@ def test_error_shapes_the_emulator_cannot_produce_become_one_clear_error(aws_env
         )
     )
     client = memory._client()
-    with Stubber(client) as stub:
+    with Stubber(client) as stub, Stubber(memory._control()) as control:
+        control.add_response("get_memory", {"memory": described(indexed=FILTER_KEYS)})
         stub.add_client_error(
             "list_memory_records",
             service_error_code="ServiceQuotaExceededException",
@@ -256,8 +277,9 @@ def test_error_shapes_the_emulator_cannot_produce_become_one_clear_error(aws_env
             "batch_create_memory_records",
             {"successfulRecords": [], "failedRecords": []},
         )
+        memory.apply(added("a", 1, fact("auth", "language", "go")))
         with pytest.raises(MemoryAdapterError, match="neither success nor failure"):
-            memory.apply(added("a", 1, fact("auth", "language", "go")))
+            memory.flush()
 
 
 # -- record expiry: fixed per record at write time --------------------------------------------
@@ -307,10 +329,12 @@ def test_an_expiry_passing_on_the_service_is_a_changed_key_and_no_reason_to_wait
     memory.reset()
     memory.apply(added("a", 1, fact("auth", "language", "go")))
     memory.apply(added("b", 1, fact("auth", "owners", "@ann", "ownership")))
+    memory.flush()  # the service's clock starts a record's expiry when it receives it
     assert memory.changed_keys(day(1)) == {("auth", "language"), ("auth", "owners")}
     assert memory.changed_keys(day(1)) == set()
     emulator.advance(20 * DAY)
     memory.apply(revalidated("c", 2, fact("auth", "owners", "@ann", "ownership")))  # re-stamped
+    memory.flush()
     memory.changed_keys(day(2))
     emulator.advance(12 * DAY)  # 32 days after the first writes, 12 after the update
     assert memory.changed_keys(day(2)) == {("auth", "language")}

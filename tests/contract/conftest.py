@@ -22,6 +22,7 @@ from serve_memory_process import serve_memory
 from timeline_builders import added, day, fact
 
 from healthd.memory import Memory, build_memory, parse_target
+from healthd.memory._agentcore_records import FILTER_KEYS
 from healthd.model import Probe
 from healthd.testing.agentcore import AgentCoreEmulator
 
@@ -130,7 +131,7 @@ def _agentcore(mode: str, honours: bool, forgets: bool) -> Callable[[Path], Any]
     @contextmanager
     def factory(tmp_path: Path) -> Iterator[ContractTarget]:
         with AgentCoreEmulator() as emulator:
-            emulator.create_memory(MEMORY_ID)
+            emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
             outside: list[str] = []
 
             def write_outside() -> None:

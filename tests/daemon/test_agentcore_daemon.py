@@ -1,5 +1,6 @@
-"""The daemon with `agentcore` targets whose memory is unknown, whose endpoint is unreachable,
-or with no AWS credentials: each run fails as a metric and a log line; the daemon keeps
+"""The daemon with `agentcore` targets whose memory is unknown, does not index healthd's
+keys, or has a strategy whose schema drops them, whose endpoint is unreachable, or with no
+AWS credentials: each run fails as a metric and a log line; the daemon keeps
 serving and never shows the secret."""
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agentcore_fixtures import DUMMY_AWS, MEMORY_ID
 from daemon_helpers import Daemon, free_port, sample, toml_config
 
-from healthd.testing.agentcore import AgentCoreEmulator
+from healthd.memory._agentcore_records import FILTER_KEYS
+from healthd.testing.agentcore import AgentCoreEmulator, Strategy
+
+UNINDEXED = "unindexed_memory-0123456789"
+STRATEGY = "topics_only-a1b2c3d4e5"
 
 
-def _target(endpoint: str, memory_id: str = MEMORY_ID) -> dict[str, object]:
+def _target(endpoint: str, memory_id: str = MEMORY_ID, **extra: object) -> dict[str, object]:
     return {
         "kind": "agentcore",
         "shadow": True,
@@ -26,6 +31,7 @@ def _target(endpoint: str, memory_id: str = MEMORY_ID) -> dict[str, object]:
         "endpoint_url": endpoint,
         "max_attempts": 2,
         "timeout_seconds": 2,
+        **extra,
     }
 
 
@@ -40,10 +46,18 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
     with AgentCoreEmulator() as closed:
         unreachable = closed.url
     with AgentCoreEmulator() as emulator:
-        emulator.create_memory(MEMORY_ID)
+        emulator.create_memory(
+            MEMORY_ID,
+            indexed_keys=FILTER_KEYS,
+            strategies=[Strategy(STRATEGY, "topics", schema={"topic": "STRING"})],
+        )
+        emulator.create_memory(UNINDEXED)
         runs = {
             "with_credentials": (
                 {"unknown": _target(emulator.url, "unknown_memory-0000000000"),
+                 "unindexed": _target(emulator.url, UNINDEXED),
+                 "schema": _target(emulator.url, strategy_id=STRATEGY,
+                                   namespace_prefix="healthd/schema"),
                  "unreachable": _target(unreachable),
                  "working": _target(emulator.url)},
                 DUMMY_AWS,
@@ -65,7 +79,9 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
                     if name == "with_credentials" and target == "working":
                         continue
                     daemon.wait_until(
-                        lambda t=target, d=daemon: _failures(d, t) >= 1, what=f"{target} fails"
+                        lambda t=target, d=daemon: _failures(d, t) >= 1,
+                        timeout=60.0,  # five targets' first runs, one after another
+                        what=f"{target} fails",
                     )
                     failed = [
                         line["error"]
@@ -96,4 +112,9 @@ def test_agentcore_failures_are_failed_runs_not_crashes(tmp_path, monkeypatch):
         "memory 'unknown_memory-0000000000' not found" in messages[("with_credentials", "unknown")]
     )
     assert f"cannot reach {unreachable}" in messages[("with_credentials", "unreachable")]
+    assert "does not index healthd_subject (STRING)" in messages[("with_credentials", "unindexed")]
+    assert (
+        f"strategy '{STRATEGY}' drops healthd's metadata"
+        in messages[("with_credentials", "schema")]
+    )
     assert "no AWS credentials found" in messages[("without_credentials", "working")]
