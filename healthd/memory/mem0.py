@@ -32,11 +32,12 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.memory import register_memory
 from healthd.memory._embedding import Embedder, HashingEmbedder, embedder_from_options
 from healthd.memory._mem0_config import team_config, turn
@@ -102,7 +103,34 @@ def _import_mem0() -> Any:
     require_extra("langchain.embeddings.base", "mem0", "mem0")
     for name in _QUIET_LOGGERS:  # optional-feature notices (spaCy, fastembed) are not errors
         logging.getLogger(name).setLevel(logging.ERROR)
+    mem0_logger = logging.getLogger("mem0")
+    if _MEM0_ERRORS not in mem0_logger.handlers:
+        mem0_logger.addHandler(_MEM0_ERRORS)
+        mem0_logger.propagate = False
     return module
+
+
+class _Mem0Errors(logging.Handler):
+    """What Mem0 logs as an error, kept per thread for the adapter to raise. Mem0 logs and
+    swallows some failures (an extraction answer it cannot parse becomes "nothing to
+    remember"; a memory the vector store refused is dropped): healthd fails the run on them
+    instead, and says them once, in its own error line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self._local = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self._local, "message", None) is None:  # the first says what went wrong
+            self._local.message = record.getMessage()
+
+    def drain(self) -> str | None:
+        message: str | None = getattr(self._local, "message", None)
+        self._local.message = None
+        return message
+
+
+_MEM0_ERRORS = _Mem0Errors()
 
 
 def _langchain_embeddings(embedder: Embedder) -> Any:
@@ -208,9 +236,9 @@ class Mem0Memory:
         # may hold someone's real memories, so writing there takes an explicit shadow=on.
         ephemeral = path == IN_MEMORY and not {"vector_store", "history_db_path"} & set(team)
         if not (shadow if shadow is not None else ephemeral):
-            where = "the team's Mem0 store" if ephemeral is False and path == IN_MEMORY else path
+            where = "the team's Mem0 store" if path == IN_MEMORY else repr(path)
             raise ShadowViolation(
-                f"mem0 scope {self._scope} in {where!r} is not declared shadow "
+                f"mem0 scope {self._scope} in {where} is not declared shadow "
                 "(set shadow=on for a scope healthd owns)"
             )
         mem0 = _import_mem0()
@@ -292,6 +320,7 @@ class Mem0Memory:
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
         try:
+            _MEM0_ERRORS.drain()
             if self.ingest == "messages":
                 self._apply_messages(event, now)
             elif self.mode == "native":
@@ -356,6 +385,9 @@ class Mem0Memory:
         The metadata (the event's key and replay times) lands on whatever it extracts."""
         metadata = self._metadata(event.id, event.fact, now, now)
         self._memory.add([turn(event)], infer=True, metadata=metadata, **self._scope)
+        swallowed = _MEM0_ERRORS.drain()
+        if swallowed is not None:
+            raise MemoryAdapterError(f"Mem0 logged and went on: {shorten(swallowed, 200)}")
 
     def _apply_native(self, event: ChangeEvent, now: datetime) -> None:
         if event.type in ("added", "revised"):

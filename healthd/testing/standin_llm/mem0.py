@@ -24,6 +24,7 @@ SYSTEM_MARK = "You are a Memory Extractor"
 _SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
 TURN = re.compile(r"^\((\d{4}-\d{2}-\d{2})[^)]*\) (\S.*)$")
 _NO_LONGER = re.compile(r"[Ii]t is no longer true that (.+?)(?=;|\.\s|\.$|$)")
+_REPLACING = re.compile(r" \(replacing [^)]*\)$")
 _GROUNDED = re.compile(r"^As of (\d{4}-\d{2}-\d{2}), (.*)$", re.DOTALL)
 
 
@@ -121,4 +122,7 @@ def _body(text: str) -> str:
 
 
 def _same(statement: str, memory: str) -> bool:
-    return _body(statement) == _body(memory)
+    """The new statement says nothing the memory does not: the same words, or the memory's
+    words with the transition it adds ("... @bob (replacing @alice)" covers "... @bob")."""
+    new, known = _body(statement), _body(memory)
+    return new == known or new == _REPLACING.sub("", known)
