@@ -327,6 +327,9 @@ class Mem0Memory:
                 self._apply_native(event, now)
             else:
                 self._apply_managed(event, now)
+            swallowed = _MEM0_ERRORS.drain()
+            if swallowed is not None:
+                raise MemoryAdapterError(f"Mem0 logged and went on: {shorten(swallowed, 200)}")
         except Exception as exc:
             raise MemoryAdapterError(
                 f"mem0 apply of event {event.id!r}: {first_line(exc)}"
@@ -385,9 +388,6 @@ class Mem0Memory:
         The metadata (the event's key and replay times) lands on whatever it extracts."""
         metadata = self._metadata(event.id, event.fact, now, now)
         self._memory.add([turn(event)], infer=True, metadata=metadata, **self._scope)
-        swallowed = _MEM0_ERRORS.drain()
-        if swallowed is not None:
-            raise MemoryAdapterError(f"Mem0 logged and went on: {shorten(swallowed, 200)}")
 
     def _apply_native(self, event: ChangeEvent, now: datetime) -> None:
         if event.type in ("added", "revised"):
