@@ -373,3 +373,68 @@ def test_live_mem0_extraction_through_the_teams_llm() -> None:
         assert any("alice" in r.item.text.lower() for r in probe.served)
     finally:
         memory.close()
+
+
+# --- the README's comparison -------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_readme_comparison_on_the_bundled_example() -> None:
+    """`python scripts/with_standin_llm.py healthd evaluate --config config/mem0-team.toml`,
+    as the README gives it: Mem0's own pipeline (through the stand-in LLM and the real
+    all-MiniLM-L6-v2) forgets nothing; healthd's decisions are the upper bound."""
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if k != "MEM0_TELEMETRY"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(root / "scripts" / "with_standin_llm.py"),
+            sys.executable,
+            "-m",
+            "healthd",
+            "evaluate",
+            "--config",
+            str(root / "config" / "mem0-team.toml"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    final = {
+        t["name"]: {k: round(v, 3) for k, v in t["final"]["metrics"]["all"].items()}
+        for t in json.loads(done.stdout)["targets"]
+    }
+    columns = ("freshness", "consistency", "coverage", "forgetting", "contamination")
+    rows = {name: tuple(final[name][c] for c in columns) for name in final}
+    assert rows == {
+        "mem0-messages": (0.160, 0.480, 1.0, 0.0, 0.682),
+        "mem0-facts-managed": (0.750, 0.800, 1.0, 0.765, 0.182),
+        "mem0-facts-native": (0.212, 0.515, 1.0, 0.0, 0.682),
+    }
+
+
+def test_an_llm_that_never_answers_fails_the_write_within_timeout_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener that accepts connections and never answers: Mem0 would leave the OpenAI
+    SDK's ten-minute timeout (three times, with retries); healthd's ``timeout_seconds``
+    bounds each call."""
+    monkeypatch.setenv(KEY_VAR, "sk-standin-not-a-secret-0000")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        table = team_table(f"http://127.0.0.1:{silent.getsockname()[1]}/v1")
+        table["embedder"] = {
+            "provider": "langchain",
+            "config": {"model": _langchain_embeddings(HashingEmbedder()), "embedding_dims": 256},
+        }
+        memory = messages_target(table, timeout_seconds="1")
+        try:
+            with pytest.raises(MemoryAdapterError, match="timed out"):
+                memory.apply(EVENTS[0])
+        finally:
+            memory.close()

@@ -248,14 +248,16 @@ class Mem0Memory:
         self.embedder = None if "embedder" in team else (embedder or HashingEmbedder())
         self._rerank = "reranker" in team
         directory, self._scratch = shadow_directory(path, "mem0")
-        config = mem0_config(directory, self.embedder, team)
         try:
-            self._memory = mem0.Memory.from_config(config)
+            self._memory = mem0.Memory.from_config(mem0_config(directory, self.embedder, team))
+        except TargetError:
+            self._cleanup()
+            raise
         except Exception as exc:
             self._cleanup()
-            raise TargetError(
+            raise TargetError(  # pydantic's ValidationError is a ValueError
                 f"mem0 configuration refused by Mem0: {_config_error(exc)}"
-                if team
+                if team and isinstance(exc, ValueError)
                 else f"mem0 store in {path!r} cannot be opened: {first_line(exc)}"
             ) from None
         _bound(self._memory, timeout_seconds)
