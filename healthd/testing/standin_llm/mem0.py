@@ -8,9 +8,10 @@ Memory Extractor ...") and a user prompt of sections (``## Existing Memories`` a
 This is not a model. It extracts deterministically from the turns healthd renders for a
 timeline event, ``(2024-03-01 09:00 UTC) Billing is owned by @bob.``: one memory per turn,
 the statement grounded in its date as the prompt asks ("As of 2024-03-01, billing is owned
-by @bob."), skipped when an existing memory already states it (the prompt's deduplication
-rule); it links nothing. A prompt that is not Mem0's is not its to answer (``None``); Mem0's prompt with a turn it cannot read is refused with an
-error rather than guessed at.
+by @bob."), "it is no longer true that X is Y" said as "X is no longer Y", skipped when
+an existing memory already states it (the prompt's deduplication rule); it links nothing.
+A prompt that is not Mem0's is not its to answer (``None``); Mem0's prompt with a turn it
+cannot read is refused with an error rather than guessed at.
 """
 
 from __future__ import annotations
