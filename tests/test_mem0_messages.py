@@ -111,7 +111,9 @@ def test_the_teams_llm_embedder_and_vector_store_are_what_mem0_runs_with(
         for event in EVENTS:
             replay.step(event)
         reports = {p.probe.subject: p for p in replay.report()}
-        assert memory.retrieval_fingerprint().embedder == "openai:healthd-hashing"
+        fingerprint = memory.retrieval_fingerprint()
+        assert fingerprint.embedder == "openai:healthd-hashing"
+        assert ("extraction_llm", "openai:team-extractor-7b") in fingerprint.libraries
     finally:
         memory.close()
     chats = [r for r in llm.requests if r["path"].endswith("/chat/completions")]

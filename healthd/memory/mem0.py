@@ -271,6 +271,9 @@ class Mem0Memory:
 
     def _retrieval(self, team: Mapping[str, Any]) -> RetrievalFingerprint:
         libraries = package_versions("mem0ai", "qdrant-client")
+        if self.ingest == "messages":  # the extraction decides what there is to retrieve
+            llm = self._memory.llm.config
+            libraries["extraction_llm"] = f"{team['llm']['provider']}:{llm.model}"
         if self.embedder is not None:
             return RetrievalFingerprint.of(
                 self.embedder.model,
