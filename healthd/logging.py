@@ -49,6 +49,11 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+def secret_key(name: str) -> bool:
+    """Whether a configuration key names a secret (``api_key``, ``password``, ...)."""
+    return _SECRET_KEY.search(name) is not None
+
+
 def redact_text(text: str) -> str:
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)

@@ -10,13 +10,20 @@ so answers map back to facts and a record embedded by another model is told apar
 Probes are Mem0 ``search`` calls scoped to the shadow's ``user_id`` (and ``agent_id``/
 ``run_id`` when given) with metadata filters on the probe's subject and predicate.
 
-Two modes:
-- ``native``: add only, as most deployments use Mem0's ``add``; a revision adds the new
-  value beside the old, an invalidation or a revalidation writes nothing (Mem0's
-  add path with ``infer=False`` has no notion of either).
-- ``managed``: the adapter calls Mem0's own ``update`` on a revision (the old memory becomes
-  the new value) and a revalidation, and ``delete`` on an invalidation. Nothing cascades
-  along ``depends_on``: Mem0 has no dependencies between memories.
+Two ingestions:
+- ``ingest=messages``: Mem0 as a team runs it. Each event is the user's turn of a
+  conversation, stamped with its event time, written with ``add(messages, infer=True)``:
+  Mem0's own LLM extraction decides what is stored (Mem0 2.2 adds only; it never updates or
+  deletes on its own). Probes are Mem0 searches over the shadow scope, as an assistant asks,
+  with no filter of healthd's; the reader reads what comes back. The team's LLM, embedder,
+  vector store and reranker come from ``[targets.NAME.mem0]``, passed to
+  ``Memory.from_config`` (secrets only as ``*_env`` names of environment variables).
+- ``ingest=facts`` (the default): healthd writes each fact as the answer to its own probe
+  question with ``infer=False`` and probes filter on its key, in one of two modes:
+  ``native``, add only (a revision adds the new value beside the old, an invalidation or a
+  revalidation writes nothing); ``managed``, where the adapter calls Mem0's own ``update`` on
+  a revision and a revalidation and ``delete`` on an invalidation: healthd's decisions, an
+  upper bound of what Mem0 could serve. Nothing cascades along ``depends_on``.
 """
 
 from __future__ import annotations
@@ -25,13 +32,15 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.memory import register_memory
 from healthd.memory._embedding import Embedder, HashingEmbedder, embedder_from_options
+from healthd.memory._mem0_config import team_config, turn
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
@@ -56,6 +65,9 @@ from healthd.model import (
 DEFAULT_USER = "healthd-shadow"
 COLLECTION = "healthd_shadow"
 MODES = ("native", "managed")
+INGESTS = ("facts", "messages")
+MEM0_TOP_K = 20  # Mem0's own search default, what a team's assistant gets
+DEFAULT_TIMEOUT = 60
 # A closed local port: Mem0 insists on building an LLM client, which infer=False never calls;
 # if anything ever did, it would fail here at once instead of reaching a network.
 _UNUSED_LLM_URL = "http://127.0.0.1:9/v1"
@@ -69,6 +81,9 @@ _SWITCHES = {
     "top_k",
     "embedder",
     "dimensions",
+    "ingest",
+    "mem0",
+    "timeout_seconds",
 }
 _QUIET_LOGGERS = ("mem0", "qdrant_client", "httpx", "posthog")
 
@@ -88,7 +103,34 @@ def _import_mem0() -> Any:
     require_extra("langchain.embeddings.base", "mem0", "mem0")
     for name in _QUIET_LOGGERS:  # optional-feature notices (spaCy, fastembed) are not errors
         logging.getLogger(name).setLevel(logging.ERROR)
+    mem0_logger = logging.getLogger("mem0")
+    if _MEM0_ERRORS not in mem0_logger.handlers:
+        mem0_logger.addHandler(_MEM0_ERRORS)
+        mem0_logger.propagate = False
     return module
+
+
+class _Mem0Errors(logging.Handler):
+    """What Mem0 logs as an error, kept per thread for the adapter to raise. Mem0 logs and
+    swallows some failures (an extraction answer it cannot parse becomes "nothing to
+    remember"; a memory the vector store refused is dropped): healthd fails the run on them
+    instead, and says them once, in its own error line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self._local = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self._local, "message", None) is None:  # the first says what went wrong
+            self._local.message = record.getMessage()
+
+    def drain(self) -> str | None:
+        message: str | None = getattr(self._local, "message", None)
+        self._local.message = None
+        return message
+
+
+_MEM0_ERRORS = _Mem0Errors()
 
 
 def _langchain_embeddings(embedder: Embedder) -> Any:
@@ -104,17 +146,27 @@ def _langchain_embeddings(embedder: Embedder) -> Any:
     return LocalEmbeddings()
 
 
-def mem0_config(directory: str, embedder: Embedder | None = None) -> dict[str, Any]:
-    """Mem0's configuration for a store in ``directory``: Qdrant in local path mode, the
-    local embedder (the hashing one when none is given), and an LLM client that is never
-    called."""
-    embedder = embedder or HashingEmbedder()
-    dimensions = embedder.dimensions
-    return {
-        "embedder": {
+def mem0_config(
+    directory: str,
+    embedder: Embedder | None = None,
+    team: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Mem0's configuration: the team's sections as given, and for each one it leaves out
+    healthd's offline default in ``directory``: Qdrant in local path mode, the local
+    embedder (the hashing one when none is given), an LLM client that is never called."""
+    team = dict(team or {})
+    if "embedder" in team:
+        dimensions = _team_dimensions(team)
+        local: dict[str, Any] = {}
+    else:
+        embedder = embedder or HashingEmbedder()
+        dimensions = embedder.dimensions
+        local = {
             "provider": "langchain",
             "config": {"model": _langchain_embeddings(embedder), "embedding_dims": dimensions},
-        },
+        }
+    config: dict[str, Any] = {
+        "embedder": local,
         "vector_store": {
             "provider": "qdrant",
             "config": {
@@ -130,6 +182,24 @@ def mem0_config(directory: str, embedder: Embedder | None = None) -> dict[str, A
         },
         "history_db_path": os.path.join(directory, "history.db"),
     }
+    config.update(team)
+    return config
+
+
+def _team_dimensions(team: Mapping[str, Any]) -> int:
+    """The team embedder's vector size, which healthd's default vector store is made with."""
+    dims = (team["embedder"].get("config") or {}).get("embedding_dims")
+    if dims is None and "vector_store" not in team:
+        raise TargetError(
+            "mem0.embedder.config.embedding_dims: needed when healthd makes the vector "
+            "store (no mem0.vector_store): the size of the embedder's vectors"
+        )
+    try:
+        return int(dims) if dims is not None else 0
+    except (TypeError, ValueError):
+        raise TargetError(
+            f"mem0.embedder.config.embedding_dims: {dims!r} is not a number"
+        ) from None
 
 
 class Mem0Memory:
@@ -139,6 +209,7 @@ class Mem0Memory:
         self,
         *,
         mode: str = "native",
+        ingest: str = "facts",
         path: str = IN_MEMORY,
         user_id: str = DEFAULT_USER,
         agent_id: str | None = None,
@@ -146,41 +217,75 @@ class Mem0Memory:
         shadow: bool | None = None,
         top_k: int = 5,
         embedder: Embedder | None = None,
+        team: Mapping[str, Any] | None = None,
+        timeout_seconds: float = DEFAULT_TIMEOUT,
     ) -> None:
         if mode not in MODES:
             raise TargetError(f"switch mode={mode!r}: expected one of {', '.join(MODES)}")
+        if ingest not in INGESTS:
+            raise TargetError(f"switch ingest={ingest!r}: expected one of {', '.join(INGESTS)}")
+        team = dict(team or {})
+        if ingest == "messages" and "llm" not in team:
+            raise TargetError(
+                "ingest=messages: Mem0's extraction needs the team's LLM, a "
+                "[targets.NAME.mem0.llm] table (provider and config)"
+            )
         scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         self._scope = {k: v for k, v in scope.items() if v}
-        # An ephemeral store is healthd's own; a store on disk may hold someone's real
-        # memories, so writing to it takes an explicit shadow=on.
-        if not (shadow if shadow is not None else path == IN_MEMORY):
+        # An ephemeral store is healthd's own; a store on disk or the team's own vector store
+        # may hold someone's real memories, so writing there takes an explicit shadow=on.
+        ephemeral = path == IN_MEMORY and not {"vector_store", "history_db_path"} & set(team)
+        if not (shadow if shadow is not None else ephemeral):
+            where = "the team's Mem0 store" if path == IN_MEMORY else repr(path)
             raise ShadowViolation(
-                f"mem0 scope {self._scope} in {path!r} is not declared shadow "
+                f"mem0 scope {self._scope} in {where} is not declared shadow "
                 "(set shadow=on for a scope healthd owns)"
             )
         mem0 = _import_mem0()
         self.mode = mode
+        self.ingest = ingest
         self.top_k = top_k
-        self.embedder = embedder or HashingEmbedder()
-        self._fingerprint = RetrievalFingerprint.of(
-            self.embedder.model,
-            self.embedder.dimensions,
-            {**package_versions("mem0ai", "qdrant-client"), **self.embedder.libraries},
-        )
+        self.embedder = None if "embedder" in team else (embedder or HashingEmbedder())
+        self._rerank = "reranker" in team
         directory, self._scratch = shadow_directory(path, "mem0")
-        config = mem0_config(directory, self.embedder)
         try:
-            self._memory = mem0.Memory.from_config(config)
+            self._memory = mem0.Memory.from_config(mem0_config(directory, self.embedder, team))
+        except TargetError:
+            self._cleanup()
+            raise
         except Exception as exc:
             self._cleanup()
-            raise TargetError(
-                f"mem0 store in {path!r} cannot be opened: {first_line(exc)}"
+            raise TargetError(  # pydantic's ValidationError is a ValueError
+                f"mem0 configuration refused by Mem0: {_config_error(exc)}"
+                if team and isinstance(exc, ValueError)
+                else f"mem0 store in {path!r} cannot be opened: {first_line(exc)}"
             ) from None
+        _bound(self._memory, timeout_seconds)
+        self._fingerprint = self._retrieval(team)
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
-        if path != IN_MEMORY:
+        if path != IN_MEMORY and "vector_store" not in team:
             self._check_dimensions(path)
+        if not ephemeral:
             self._resume_clock()
+
+    def _retrieval(self, team: Mapping[str, Any]) -> RetrievalFingerprint:
+        libraries = package_versions("mem0ai", "qdrant-client")
+        if self.ingest == "messages":  # the extraction decides what there is to retrieve
+            llm = self._memory.llm.config
+            libraries["extraction_llm"] = f"{team['llm']['provider']}:{llm.model}"
+        if self.embedder is not None:
+            return RetrievalFingerprint.of(
+                self.embedder.model,
+                self.embedder.dimensions,
+                {**libraries, **self.embedder.libraries},
+            )
+        used = self._memory.embedding_model.config  # Mem0's, with its defaults filled in
+        return RetrievalFingerprint.of(
+            f"{team['embedder']['provider']}:{used.model}",
+            int(used.embedding_dims or 0),
+            libraries,
+        )
 
     def _check_dimensions(self, path: str) -> None:
         """A store's collection keeps the vector size it was made with (and may hold other
@@ -188,11 +293,12 @@ class Mem0Memory:
         there, which is said at once rather than at the first write."""
         client = self._memory.vector_store.client
         stored = client.get_collection(COLLECTION).config.params.vectors.size
-        if stored != self.embedder.dimensions:
+        used = self._fingerprint
+        if stored != used.dimensions:
             self.close()
             raise TargetError(
                 f"mem0 store in {path!r} holds vectors of {stored} dimensions; embedder "
-                f"{self.embedder.model} makes {self.embedder.dimensions}: use a new path, or "
+                f"{used.embedder} makes {used.dimensions}: use a new path, or "
                 f"the embedder it was written with (embedder=hashing,dimensions={stored} "
                 "for a store written by healthd before the model embedder)"
             )
@@ -219,21 +325,32 @@ class Mem0Memory:
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
         try:
-            if self.mode == "native":
+            _MEM0_ERRORS.drain()
+            if self.ingest == "messages":
+                self._apply_messages(event, now)
+            elif self.mode == "native":
                 self._apply_native(event, now)
             else:
                 self._apply_managed(event, now)
+            swallowed = _MEM0_ERRORS.drain()
+            if swallowed is not None:
+                raise MemoryAdapterError(f"Mem0 logged and went on: {shorten(swallowed, 200)}")
         except Exception as exc:
             raise MemoryAdapterError(
                 f"mem0 apply of event {event.id!r}: {first_line(exc)}"
             ) from exc
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
-        filters = {**self._scope, "subject": probe.subject, "predicate": probe.predicate}
         try:
-            found = self._memory.search(
-                probe.question, filters=filters, top_k=self.top_k, threshold=0.0
-            )
+            if self.ingest == "messages":  # as an assistant asks: the question, in its scope
+                found = self._memory.search(
+                    probe.question, filters=dict(self._scope), top_k=self.top_k, rerank=self._rerank
+                )
+            else:
+                filters = {**self._scope, "subject": probe.subject, "predicate": probe.predicate}
+                found = self._memory.search(
+                    probe.question, filters=filters, top_k=self.top_k, threshold=0.0
+                )
         except Exception as exc:
             raise MemoryAdapterError(
                 f"mem0 search for probe {probe.id!r}: {first_line(exc)}"
@@ -252,11 +369,12 @@ class Mem0Memory:
     def retrieval_fingerprint(self) -> RetrievalFingerprint:
         return self._fingerprint
 
-    def changed_keys(self, at: datetime) -> set[FactKey]:
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """Mem0 answers change only when healthd writes (no expiry is set), and healthd knows
-        which keys it wrote."""
+        which keys it wrote; but what Mem0 extracts from a message may answer any probe's
+        unfiltered search, so with ``ingest=messages`` it cannot tell."""
         changed, self._touched = self._touched, set()
-        return changed
+        return None if self.ingest == "messages" else changed
 
     def close(self) -> None:
         memory = getattr(self, "_memory", None)
@@ -268,7 +386,13 @@ class Mem0Memory:
             self._memory = None
         self._cleanup()
 
-    # --- modes ---------------------------------------------------------------------------
+    # --- ingestions ----------------------------------------------------------------------
+
+    def _apply_messages(self, event: ChangeEvent, now: datetime) -> None:
+        """The event as a turn of conversation; Mem0's extraction decides what it keeps.
+        The metadata (the event's key and replay times) lands on whatever it extracts."""
+        metadata = self._metadata(event.id, event.fact, now, now)
+        self._memory.add([turn(event)], infer=True, metadata=metadata, **self._scope)
 
     def _apply_native(self, event: ChangeEvent, now: datetime) -> None:
         if event.type in ("added", "revised"):
@@ -350,6 +474,30 @@ class Mem0Memory:
             self._scratch = None
 
 
+def _config_error(exc: Exception) -> str:
+    """Mem0's refusal of a configuration as one line: pydantic's first error with where it
+    is, or the exception's first line."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+        except (TypeError, IndexError, ValueError):
+            return first_line(exc)
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
+    return first_line(exc)
+
+
+def _bound(memory: Any, timeout_seconds: float) -> None:
+    """Mem0 builds its OpenAI-compatible clients with the SDK's ten-minute timeout and no
+    way to set it: a hung endpoint would wedge the run, so they get healthd's."""
+    for part in (memory.llm, memory.embedding_model):
+        client = getattr(part, "client", None)
+        with_options = getattr(client, "with_options", None)
+        if callable(with_options):
+            part.client = with_options(timeout=timeout_seconds)
+
+
 def _served(row: Mapping[str, Any], fingerprint: RetrievalFingerprint) -> ServedItem:
     """A Mem0 memory as served: its text, and the times healthd stamped on it (a memory
     healthd did not write has only Mem0's own ``created_at``); flagged when it was written
@@ -386,13 +534,25 @@ def _when(at: datetime | None) -> float:
 def mem0_memory(options: Mapping[str, Any]) -> Mem0Memory:
     reject_unknown(options, _SWITCHES, "mem0")
     shadow = switch(options, "shadow", True) if "shadow" in options else None
+    ingest = str(options.get("ingest", "facts"))
+    if ingest == "messages" and "mode" in options:
+        raise TargetError(
+            "switch mode: it chooses healthd's writes with ingest=facts; with "
+            "ingest=messages Mem0's own extraction decides"
+        )
+    team = team_config(options["mem0"], os.environ) if "mem0" in options else {}
+    if "embedder" in team and {"embedder", "dimensions"} & set(options):
+        raise TargetError("switch embedder: the team's embedder is mem0.embedder; give one")
     return Mem0Memory(
         mode=str(options.get("mode", "native")),
+        ingest=ingest,
         path=str(options.get("path", IN_MEMORY)),
         user_id=str(options.get("user_id", DEFAULT_USER)),
         agent_id=str(options["agent_id"]) if options.get("agent_id") else None,
         run_id=str(options["run_id"]) if options.get("run_id") else None,
         shadow=shadow,
-        top_k=integer(options, "top_k", 5),
-        embedder=embedder_from_options(options),
+        top_k=integer(options, "top_k", MEM0_TOP_K if ingest == "messages" else 5),
+        embedder=None if "embedder" in team else embedder_from_options(options),
+        team=team,
+        timeout_seconds=integer(options, "timeout_seconds", DEFAULT_TIMEOUT),
     )

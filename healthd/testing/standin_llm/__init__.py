@@ -13,7 +13,8 @@ its LLM would have decided; they are labelled as such wherever they are shown.
     python -m healthd.testing.standin_llm --port 8011    # prints its base URL
 
 Faults on demand (``fault``): ``garbage`` answers 200 with a body that is not JSON,
-``error`` answers 500, ``none`` (the default) answers properly.
+``error`` answers 500, ``prose`` answers a well-formed chat completion whose content is
+prose instead of the JSON the prompt asks for, ``none`` (the default) answers properly.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import Any
 from healthd.memory._embedding import HASHING_MODEL, hash_embeddings
 
 MAX_BODY = 8 * 1024 * 1024
-FAULTS = ("none", "garbage", "error")
+FAULTS = ("none", "garbage", "error", "prose")
+PROSE = "Sure! Here is what I remember about that conversation."
 MINILM_MODELS = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
 Responder = Callable[[Mapping[str, Any]], str | None]
@@ -167,7 +169,7 @@ class StandInLLM:
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise ValueError("messages must be a list")
-        content = complete(body, self._responders)
+        content = PROSE if self.fault == "prose" else complete(body, self._responders)
         words = len(message_text(messages).split())
         return {
             "id": f"standin-{len(self.requests)}",

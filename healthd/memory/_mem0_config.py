@@ -1,0 +1,79 @@
+"""A team's Mem0 configuration (``[targets.NAME.mem0]``) made into what ``Memory.from_config``
+takes, and a timeline event made into the conversation turn Mem0's extraction reads. Pure:
+the environment is passed in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC
+from typing import Any
+
+from healthd.errors import TargetError
+from healthd.logging import secret_key
+from healthd.model import ChangeEvent
+from healthd.reading.render import statement
+
+#: the top-level keys of Mem0 2.2's ``MemoryConfig`` a team may set (``version`` is Mem0's)
+SECTIONS = ("embedder", "vector_store", "llm", "reranker", "history_db_path", "custom_instructions")
+ENV_SUFFIX = "_env"
+
+
+def resolve_secrets(value: Any, env: Mapping[str, str], where: str) -> Any:
+    """``value`` with every ``NAME_env = "VAR"`` replaced by ``NAME`` = the variable's value; a
+    secret given in the file itself (``api_key = "sk-..."``) is refused, naming its key only."""
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            path = f"{where}.{key}"
+            if key.endswith(ENV_SUFFIX) and len(key) > len(ENV_SUFFIX):
+                name = key[: -len(ENV_SUFFIX)]
+                if name in value:
+                    raise TargetError(f"{path}: give {name} or {key}, not both")
+                if not isinstance(item, str) or not item:
+                    raise TargetError(f"{path}: expected the name of an environment variable")
+                if item not in env:
+                    raise TargetError(f"{path}: environment variable {item} is not set")
+                out[name] = env[item]
+            elif isinstance(item, str) and item and secret_key(key):
+                raise TargetError(
+                    f"{path}: a secret is not written in the configuration; name the "
+                    f'environment variable that holds it ({key}{ENV_SUFFIX} = "VAR")'
+                )
+            else:
+                out[key] = resolve_secrets(item, env, path)
+        return out
+    if isinstance(value, list):
+        return [resolve_secrets(v, env, where) for v in value]
+    return value
+
+
+def team_config(table: Any, env: Mapping[str, str]) -> dict[str, Any]:
+    """The team's sections, checked and with secrets read from ``env``."""
+    if not isinstance(table, Mapping):
+        raise TargetError(
+            "switch mem0: Mem0's configuration is a table, [targets.NAME.mem0] in the "
+            "config file (with embedder, vector_store, llm sections as Mem0 documents them)"
+        )
+    for key, section in table.items():
+        if key == "graph_store":
+            raise TargetError(
+                "mem0.graph_store: Mem0 2.2 has no graph store (its MemoryConfig has no "
+                "graph_store); a graph memory is the graphiti target"
+            )
+        if key not in SECTIONS:
+            raise TargetError(f"mem0.{key}: not a Mem0 setting; known: {', '.join(SECTIONS)}")
+        if key in ("embedder", "vector_store", "llm", "reranker"):
+            if not isinstance(section, Mapping) or "provider" not in section:
+                raise TargetError(f"mem0.{key}: expected a table with provider and config")
+            unknown = sorted(set(section) - {"provider", "config"})
+            if unknown:
+                raise TargetError(f"mem0.{key}.{unknown[0]}: expected provider and config only")
+    resolved: dict[str, Any] = resolve_secrets(table, env, "mem0")
+    return resolved
+
+
+def turn(event: ChangeEvent) -> dict[str, str]:
+    """The event as the user's turn in a conversation, stamped with its event time (Mem0's
+    own Observation Date is the wall clock's day, so the time travels in the text)."""
+    at = event.timestamp.astimezone(UTC)
+    return {"role": "user", "content": f"({at:%Y-%m-%d %H:%M} UTC) {statement(event)}"}

@@ -1,0 +1,37 @@
+"""Run a command with the stand-in LLM (healthd.testing.standin_llm, not a model) serving the
+TEAM_LLM_* and TEAM_EMBEDDING_* variables that config/mem0-team.toml reads, then stop it.
+
+    python scripts/with_standin_llm.py healthd evaluate --config config/mem0-team.toml
+
+Chat completions are answered by the stand-in's responders (deterministic extraction from
+healthd's own sentences); embeddings are the real all-MiniLM-L6-v2. Figures computed this way
+are labelled "(stand-in LLM)".
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from healthd.testing.standin_llm import MINILM_MODELS, StandInLLM
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    with StandInLLM() as llm:
+        env = dict(
+            os.environ,
+            TEAM_LLM_BASE_URL=llm.base_url,
+            TEAM_LLM_MODEL="healthd-standin",
+            TEAM_LLM_API_KEY="standin-not-a-secret",
+            TEAM_EMBEDDING_BASE_URL=llm.base_url,
+            TEAM_EMBEDDING_MODEL=MINILM_MODELS[0],
+        )
+        return subprocess.run(argv, check=False, env=env).returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

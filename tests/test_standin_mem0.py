@@ -1,0 +1,103 @@
+"""The stand-in's Mem0 responder answers Mem0 2.2's own extraction prompt (built here by
+Mem0's own functions) in the JSON shape Mem0 parses, deterministically, and never guesses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from healthd.testing.standin_llm import StandInLLM, UnknownPrompt, complete, responders
+from healthd.testing.standin_llm.mem0 import UnreadableTurn, respond
+
+prompts = pytest.importorskip("mem0.configs.prompts", reason="the mem0 extra is not installed")
+utils = pytest.importorskip("mem0.memory.utils")
+
+
+def mem0_request(turns: list[str], existing: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """The chat request Mem0's ``add(infer=True)`` sends, made as Mem0 makes it."""
+    messages = [{"role": "user", "content": text} for text in turns]
+    user = prompts.generate_additive_extraction_prompt(
+        existing_memories=existing or [],
+        new_messages=utils.parse_messages(messages),
+        last_k_messages=[],
+    )
+    return {
+        "model": "team-extractor",
+        "messages": [
+            {"role": "system", "content": prompts.ADDITIVE_EXTRACTION_PROMPT},
+            {"role": "user", "content": user},
+        ],
+        "response_format": {"type": "json_object"},
+    }
+
+
+def test_one_grounded_memory_per_turn_in_mem0s_json_shape() -> None:
+    answer = respond(
+        mem0_request(
+            [
+                "(2026-03-01 09:00 UTC) Billing is owned by @alice and @bob.",
+                "(2026-03-02 10:00 UTC) It is no longer true that auth-service depends on kafka 3.1.",
+            ]
+        )
+    )
+    assert answer is not None
+    assert json.loads(answer) == {
+        "memory": [
+            {
+                "id": "0",
+                "text": "As of 2026-03-01, billing is owned by @alice and @bob.",
+                "attributed_to": "user",
+                "linked_memory_ids": [],
+            },
+            {
+                "id": "1",
+                "text": "As of 2026-03-02, auth-service no longer depends on kafka 3.1.",
+                "attributed_to": "user",
+                "linked_memory_ids": [],
+            },
+        ]
+    }
+    assert respond(mem0_request(["(2026-03-01 09:00 UTC) Billing is owned by @alice."])) == (
+        respond(mem0_request(["(2026-03-01 09:00 UTC) Billing is owned by @alice."]))
+    )
+
+
+def test_what_an_existing_memory_already_says_is_not_extracted_again() -> None:
+    existing = [
+        {"id": "0", "text": "As of 2026-03-01, billing is owned by @bob (replacing @alice)."}
+    ]
+    again = respond(mem0_request(["(2026-04-01 09:00 UTC) Billing is owned by @bob."], existing))
+    assert again is not None and json.loads(again) == {"memory": []}
+    changed = respond(
+        mem0_request(["(2026-04-01 09:00 UTC) Billing is owned by @carol."], existing)
+    )
+    assert changed is not None and len(json.loads(changed)["memory"]) == 1
+
+
+def test_another_prompt_is_not_its_own_and_an_unknown_turn_is_refused() -> None:
+    other = {"messages": [{"role": "user", "content": "What is the capital of France?"}]}
+    assert respond(other) is None
+    with pytest.raises(UnknownPrompt):
+        complete(other, responders())
+    with pytest.raises(UnreadableTurn, match="cannot read this turn"):
+        respond(mem0_request(["I moved billing over to Carol last week"]))
+
+
+def test_served_over_http_as_mem0s_openai_client_asks() -> None:
+    from openai import OpenAI
+
+    with StandInLLM() as server:
+        client = OpenAI(base_url=server.base_url, api_key="not-a-key", max_retries=0)
+        request = mem0_request(["(2026-03-01 09:00 UTC) Auth-service is written in go."])
+        done = client.chat.completions.create(
+            model=request["model"],
+            messages=request["messages"],
+            response_format={"type": "json_object"},
+        )
+    content = done.choices[0].message.content
+    assert content is not None
+    assert json.loads(content)["memory"][0]["text"] == (
+        "As of 2026-03-01, auth-service is written in go."
+    )
