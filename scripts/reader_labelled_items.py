@@ -984,11 +984,48 @@ LATER: list[tuple[str, str, str, list[str], list[str]]] = [
     ("summary", "search", "Tom owns search-api. Maria owns analytics.", ["@tom"], []),
 ]
 
+# healthd's own statements (healthd/reading/render.py), the ``text`` the HTTP contract sends
+# with each applied event, so a memory that stores text serves them back; added after the
+# last 45, and scored before the reader was changed for them.
+RENDERED: list[tuple[str, str, str, list[str], list[str]]] = [
+    ("rendered", "billing", "Billing is owned by @bob.", ["@bob"], []),
+    (
+        "rendered",
+        "billing",
+        "It is no longer true that billing is owned by @alice.",
+        [],
+        ["@alice"],
+    ),
+    (
+        "rendered",
+        "auth",
+        "It is no longer true that auth-service is written in node.",
+        [],
+        ["node"],
+    ),
+    ("rendered", "v1exists", "It is no longer true that payments-v1 exists.", [], ["true"]),
+    (
+        "rendered",
+        "billing",
+        "Billing is owned by @bob and @carol (replacing @alice).",
+        ["@bob @carol"],
+        ["@alice"],
+    ),
+    ("rendered", "auth", "Auth-service is written in go (replacing node).", ["go"], ["node"]),
+    (
+        "rendered",
+        "broker",
+        "The broker of messaging is sqs; it is no longer true that the broker of messaging is kafka.",
+        ["sqs"],
+        ["kafka"],
+    ),
+]
+
 
 def main(out: str) -> int:
     lines = []
     counters: dict[str, int] = {}
-    for source, key, text, asserts, negates in ITEMS + LATER:
+    for source, key, text, asserts, negates in ITEMS + LATER + RENDERED:
         subject, predicate, values = KEYS[key]
         counters[source] = counters.get(source, 0) + 1
         lines.append(

@@ -262,3 +262,34 @@ def test_the_page_shows_served_text_and_its_reading(browser, tmp_path):
     said = row.locator("ul.served li").all_inner_texts()
     assert any("Alice looks after billing." in s and "read as: asserts @alice" in s for s in said)
     assert visit.console_errors == []
+
+
+def test_the_default_reader_reads_each_statement_healthd_sends_as_it_is_meant():
+    """A memory that stores the applied event's ``text`` serves healthd's own words back:
+    an ended value must read as past ("It is no longer true that ..."), a new one as held."""
+    from collections import defaultdict
+
+    from healthd.reading import build_reader
+    from healthd.reading.render import statement
+
+    reader = build_reader("default")
+    held = defaultdict(set)
+    for event in EVENTS:
+        for f in (event.fact, event.previous):
+            if f is not None:
+                held[f.key].add(f.value)
+    kinds = set()
+    for event in EVENTS:
+        text = statement(event)
+        reading = reader.read(text, event.fact.key, sorted(held[event.fact.key]))
+        if event.type == "invalidated":
+            assert event.fact.value in reading.negated, text
+            assert event.fact.value not in reading.asserted, text
+        else:
+            assert event.fact.value in reading.asserted, text
+        if event.previous is not None and event.previous.value != event.fact.value:
+            before = event.previous
+            old = reader.read(text, before.key, sorted(held[before.key]))
+            assert before.value in old.negated and before.value not in old.asserted, text
+        kinds.add((event.type, event.previous is not None and event.previous.key != event.fact.key))
+    assert ("invalidated", False) in kinds and ("revised", False) in kinds

@@ -39,7 +39,7 @@ from healthd.reading._match import (
 )
 
 NAME = "default"
-VERSION = "1"
+VERSION = "2"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=\))\s*-\s+|\s+[-–—]\s+(?=[A-Z])")
 _CLAUSE = re.compile(
@@ -120,6 +120,12 @@ _LIST_GAP = re.compile(r"^\s*(?:,|/|&|\band\b|\bor\b|,\s*(?:and|or)\b)\s*$", re.
 _FRAME_PAST = re.compile(
     r"^\W*(?:until\s+recently|previously|formerly|in\s+the\s+past|historically|originally|"
     r"at\s+one\s+point|back\s+then|earlier|once)\s*[,:;-]",
+    re.IGNORECASE,
+)
+# A clause that says what follows is no longer so: "it is no longer true that ...", the way
+# healthd's own statements (reading/render.py) word an end.
+_CLAUSE_NOT_SO = re.compile(
+    r"^\W*it(?:\s+is|['’]s)\s+(?:no\s+longer|not)\s+(?:true|the\s+case)\s+that\b",
     re.IGNORECASE,
 )
 _POST_PAST_FIRST = re.compile(
@@ -287,7 +293,7 @@ class DefaultReader:
             framed = _FRAME_PAST.match(sentence) is not None
             for clause in _clauses(sentence):
                 readings = _read_clause(clause, values)
-                if framed:
+                if framed or _CLAUSE_NOT_SO.match(clause):
                     readings = [(m, PAST if r == ASSERTED else r) for m, r in readings]
                 for mention, reading in readings:
                     last[mention.value] = reading
@@ -330,7 +336,7 @@ def _read_existence(text: str, subject: str, values: Sequence[str]) -> Reading:
             if _GONE.search(clause):
                 state = False
             elif _ALIVE.search(clause):
-                state = not framed
+                state = not (framed or _CLAUSE_NOT_SO.match(clause))
     if state is None:
         return Reading()
     yes = tuple(v for v in values if v.lower() == "true")
