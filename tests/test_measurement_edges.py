@@ -207,3 +207,21 @@ def test_a_cascade_rescores_the_coverage_of_a_probe_whose_answer_is_empty(mode):
     result = stages(events, ScriptedMemory({"1": served}), mode)
     assert result[1].metrics["all"].coverage == 0.5
     assert result[2].metrics["all"].coverage is None  # nothing is current any more
+
+
+def test_a_served_value_the_key_never_held_is_reported_unknown(mode):
+    """The report's drill-down says what each served fact was at the stage: a value the
+    timeline never gave the key is ``unknown``, not current, superseded or invalidated."""
+    events = [added("1", 1, a1), revised("2", 2, a1, fact("a", "lang", "2"))]
+    script = {
+        "1": {A: [record(a1, 1)]},
+        "2": {A: [record(fact("a", "lang", "made-up"), 2), record(a1, 1)]},
+    }
+    result = evaluate(
+        events, ScriptedMemory(script), build_probe_set(events), name="s", kind="s", mode=mode
+    )
+    (probe,) = result.probes
+    assert [(f.value, status) for f, status in probe.retrieved] == [
+        ("made-up", "unknown"),
+        ("1", "superseded"),
+    ]
