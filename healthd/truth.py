@@ -354,10 +354,6 @@ class GroundTruth:
         """The values the key holds from its latest event on (``current`` at ``latest``)."""
         return self._fold(key, frozenset()).open_.keys()
 
-    def intervals(self, key: FactKey) -> list[Interval]:
-        """The key's intervals with cascaded ends applied."""
-        return self._fold(key, frozenset()).intervals
-
     def status(self, fact: Fact, at: datetime) -> Status:
         return self.status_of(fact.key, fact.value, at)
 
