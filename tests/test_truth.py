@@ -206,3 +206,18 @@ def test_a_cascade_reaches_the_dependents_of_a_key_first_refolded_through_anothe
     truth.apply(invalidated("e5", 5, fact("c", "exists", "1")))
     assert truth.status_of(FactKey("a", "exists"), "1", day(5)) == "invalidated"
     assert truth.status_of(FactKey("c", "tags"), "1", day(5)) == "invalidated"
+
+
+def test_truth_answers_for_a_past_instant_as_well_as_for_its_latest():
+    """``current`` at an earlier instant holds what held then: a value from its start
+    (inclusive) to its end (exclusive), as whole facts of the key."""
+    x, y = fact("s", "p", "x"), fact("s", "p", "y")
+    truth = GroundTruth()
+    for event in (added("1", 1, x), revised("2", 5, x, y), added("3", 9, fact("t", "q", "z"))):
+        truth.apply(event)
+    key = FactKey("s", "p")
+    assert truth.current(key, day(0.5)) == []
+    assert truth.current(key, day(1)) == [x]
+    assert truth.current(key, day(3)) == [x]
+    assert truth.current(key, day(5)) == [y]
+    assert truth.current(key, day(9)) == [y]
