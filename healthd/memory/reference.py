@@ -234,6 +234,7 @@ class ReferenceMemory:
         self._seq: int = log[1] or 0
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
+        self._asked_at: tuple[datetime | None, float] = (None, 0.0)
         self._cache = _KeyCache()
         # True while every row of the namespace was written by this process, through the
         # cache: a key the cache does not hold then has no rows, and nothing is read back.
@@ -502,7 +503,9 @@ class ReferenceMemory:
     def _key_records(self, key: FactKey, at: datetime, k: int) -> list[RetrievedFact]:
         """``search("", filters=[subject equals, predicate equals])``, without building
         the filters for each probe: a probe names its key."""
-        now = _ts(at)
+        if at is not self._asked_at[0]:  # a stage asks its probes at one instant
+            self._asked_at = (at, _ts(at))
+        now = self._asked_at[1]
         records = self._cache.live.get(key)
         if records is None:
             rows = self._db.execute(
