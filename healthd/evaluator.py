@@ -469,6 +469,8 @@ class Replay:
             for index, amount in new.cells:
                 counts[index] += amount
         self._scores[pid] = new
+        if old is not None and old.stale_after == new.stale_after:
+            return  # its entry in the staleness heap still stands (a popped one moved it)
         version = self._versions.get(pid, 0) + 1
         self._versions[pid] = version
         if new.stale_after is not None:
