@@ -420,6 +420,8 @@ class Replay:
             else:
                 del self._served[probe.id]
                 self._readings.pop(probe.id, None)
+        if probe.id in self._answer_keys and facts == self._answers.get(probe.id):
+            return  # the same answer: the same keys (most re-asks)
         keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
         old = self._answer_keys.get(probe.id)
         if keys != old:
@@ -467,6 +469,8 @@ class Replay:
             for index, amount in new.cells:
                 counts[index] += amount
         self._scores[pid] = new
+        if old is not None and old.stale_after == new.stale_after:
+            return  # its entry in the staleness heap still stands (a popped one moved it)
         version = self._versions.get(pid, 0) + 1
         self._versions[pid] = version
         if new.stale_after is not None:

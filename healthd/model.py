@@ -72,21 +72,22 @@ class ChangeEvent:
     metadata: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:
-        where = f"event {self.id!r}"
         if self.type not in EVENT_TYPES:
             raise TimelineError(
                 f"unknown type {self.type!r} (expected one of {', '.join(EVENT_TYPES)})",
-                origin=where,
+                origin=f"event {self.id!r}",
                 field="type",
             )
         if self.type == "revised" and self.previous is None:
             raise TimelineError(
-                "missing (required on a revised event)", origin=where, field="previous"
+                "missing (required on a revised event)",
+                origin=f"event {self.id!r}",
+                field="previous",
             )
         if self.type != "revised" and self.previous is not None:
             raise TimelineError(
                 f"only a revised event has a previous fact, this one is {self.type!r}",
-                origin=where,
+                origin=f"event {self.id!r}",
                 field="previous",
             )
 

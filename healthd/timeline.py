@@ -396,12 +396,16 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
     )
 
 
+_COPY_BLOCK = 256  # events per marshal record in a timeline copy: one read call per block
+
+
 class TimelineCopy:
     """A timeline file read once, checked as :func:`read_timeline` checks it, into a private
     copy that can then be replayed any number of times without holding every event in
     memory. Later readings see the events the first one checked, even if the file changes
     meanwhile or is a pipe. The copy holds each event as parsed (a compact binary record),
-    so a replay does not parse and check the JSON again."""
+    so a replay does not parse and check the JSON again; blocks of records are written and
+    read at once, since marshal reads a file object in many small calls."""
 
     def __init__(
         self,
@@ -422,15 +426,24 @@ class TimelineCopy:
         if self._count is not None:
             raise RuntimeError("a timeline copy is read from its file once")
         count = 0
+        block: list[_Compact] = []
         for event in stream_timeline(self.path, max_line=self._max_line, not_after=self._not_after):
-            try:
-                marshal.dump(_compact(event), self._copy)
-            except OSError as exc:
-                raise HealthdError(f"cannot keep a copy of the timeline: {exc.strerror}") from None
+            block.append(_compact(event))
+            if len(block) == _COPY_BLOCK:
+                self._write(block)
+                block = []
             count += 1
             yield event
+        if block:
+            self._write(block)
         self._copy.flush()
         self._count = count
+
+    def _write(self, block: list[_Compact]) -> None:
+        try:
+            marshal.dump(block, self._copy)
+        except OSError as exc:
+            raise HealthdError(f"cannot keep a copy of the timeline: {exc.strerror}") from None
 
     def __len__(self) -> int:
         if self._count is None:
@@ -448,8 +461,9 @@ class TimelineCopy:
     def _replay(self, count: int) -> Iterator[ChangeEvent]:
         shared = _Shared()
         load, copy = marshal.load, self._copy
-        for _ in range(count):
-            yield _uncompact(load(copy), shared)
+        for _ in range(0, count, _COPY_BLOCK):
+            for row in load(copy):
+                yield _uncompact(row, shared)
 
 
 def loads_timeline(text: str, *, origin: str | None = None) -> list[ChangeEvent]:

@@ -73,7 +73,7 @@ class _Folded:
     """A key's fold, kept so that an operation landing after every other one (the usual
     case: events mostly arrive in time order) is folded in alone, not from the start."""
 
-    __slots__ = ("by_value", "cut_until", "cuts", "intervals", "last", "open_")
+    __slots__ = ("by_value", "cut_until", "cuts", "held", "intervals", "last", "open_")
 
     def __init__(self) -> None:
         self.intervals: list[Interval] = []
@@ -82,6 +82,18 @@ class _Folded:
         self.cuts: dict[str, tuple[datetime, str]] = {}
         self.last: tuple[datetime, int] | None = None
         self.cut_until: datetime | None = None  # the latest cascade end applied after `last`
+        self.held: tuple[Fact, ...] | None = None  # open_ as facts in order of value, once asked
+
+    def held_facts(self, key: FactKey) -> tuple[Fact, ...]:
+        """The values held after the last operation, as facts in order of value: asked for
+        every scoring of the key's probes, built again only after open_ changed."""
+        held = self.held
+        if held is None:
+            open_ = self.open_
+            held = self.held = tuple(
+                Fact(key.subject, key.predicate, v, open_[v].domain) for v in sorted(open_)
+            )
+        return held
 
     def resumable(self, op: _Op) -> bool:
         return (self.last is None or self.last < (op.at, op.seq)) and (
@@ -93,6 +105,7 @@ class _Folded:
             return
         for value, (at, reason) in list(self.cuts.items()):
             if until is None or at <= until:
+                self.held = None
                 interval = self.open_.pop(value)
                 interval.end, interval.end_kind, interval.reason = at, "invalidated", reason
                 del self.cuts[value]
@@ -112,6 +125,7 @@ class _Folded:
         if op.assert_:
             if op.value in open_:
                 return
+            self.held = None
             if not multi:
                 for other in open_.values():
                     other.end, other.end_kind = op.at, "superseded"
@@ -129,6 +143,7 @@ class _Folded:
             ended = open_.pop(op.value, None)
             cuts.pop(op.value, None)
             if ended is not None:
+                self.held = None
                 ended.end, ended.end_kind, ended.reason = op.at, op.end_kind, op.reason
 
 
@@ -382,8 +397,7 @@ class GroundTruth:
         """The facts the key holds at ``at``, in order of value."""
         folded = self._fold(key, frozenset())
         if self.latest is not None and at >= self.latest:
-            held = folded.open_
-            return [Fact(key.subject, key.predicate, v, held[v].domain) for v in sorted(held)]
+            return list(folded.held_facts(key))
         found = {
             i.value: i.domain
             for i in folded.intervals

@@ -58,5 +58,30 @@ def test_the_floor_reads_the_same_file_without_healthd(tmp_path):
         check=True,
     )
     counts = json.loads(done.stdout)
-    assert counts["events"] == 3000 and counts["cascaded"] > 0
+    assert counts["events"] == 3000 and counts["keys"] > 200
     assert counts["right"] > 10 * counts["wrong"]
+
+
+def test_the_floor_computes_healthds_final_metrics_on_its_own(tmp_path):
+    """Every metric of every domain, forgetting included, from the floor's own fold and
+    answers: a floor that computed something else would be no floor for healthd."""
+    path = tmp_path / "history.jsonl"
+    write(4000, 300, str(path))
+    report = tmp_path / "report.json"
+    subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--timeline", str(path), "--target",
+         "reference", "--format", "json", "--output", str(report)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    healthd = json.loads(report.read_text())["targets"][0]["final"]["metrics"]
+    done = subprocess.run(
+        [sys.executable, "-I", str(BENCH / "floor.py"), str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    floor = json.loads(done.stdout)["metrics"]
+    assert floor == healthd
+    # not a vacuous agreement: the history ends facts, forgets them, and lets some expire
+    assert floor["all"]["forgetting"] is not None
+    assert 0 < floor["all"]["freshness"] < 1 and 0 < floor["all"]["coverage"] < 1

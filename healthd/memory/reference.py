@@ -24,6 +24,7 @@ with no value, whatever that key holds now. A dependency cycle cascades nothing.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import json
 import re
@@ -148,6 +149,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 """
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_SEPARATORS = re.compile(r"[_\-:./]+")
 
 
 def _ts(at: datetime) -> float:
@@ -159,7 +161,7 @@ def _dt(value: float) -> datetime:
 
 
 def _content(fact: Fact) -> str:
-    return " ".join((fact.subject, re.sub(r"[_\-:./]+", " ", fact.predicate), fact.value))
+    return " ".join((fact.subject, _SEPARATORS.sub(" ", fact.predicate), fact.value))
 
 
 class ReferenceMemory:
@@ -232,6 +234,7 @@ class ReferenceMemory:
         self._seq: int = log[1] or 0
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
+        self._asked_at: tuple[datetime | None, float] = (None, 0.0)
         self._cache = _KeyCache()
         # True while every row of the namespace was written by this process, through the
         # cache: a key the cache does not hold then has no rows, and nothing is read back.
@@ -500,7 +503,9 @@ class ReferenceMemory:
     def _key_records(self, key: FactKey, at: datetime, k: int) -> list[RetrievedFact]:
         """``search("", filters=[subject equals, predicate equals])``, without building
         the filters for each probe: a probe names its key."""
-        now = _ts(at)
+        if at is not self._asked_at[0]:  # a stage asks its probes at one instant
+            self._asked_at = (at, _ts(at))
+        now = self._asked_at[1]
         records = self._cache.live.get(key)
         if records is None:
             rows = self._db.execute(
@@ -508,17 +513,15 @@ class ReferenceMemory:
             ).fetchall()
             return _ranked(rows, {}, now, k)
         # The key's active records as the cache holds them, in step with the table: the rows
-        # the query above would read, without the query.
-        subject, predicate = key
-        rows = []
+        # the query above would read, without the query, ranked as _ranked ranks them.
+        ranked = []
         for record in records.values():
-            domain, _, updated, expires, purge, state = record.columns[:6]
+            _, _, updated, expires, purge = record.columns[:5]
             if purge is None or purge > now:
-                rows.append(
-                    (record.rid, subject, predicate, record.value, domain, record.created_at,
-                     updated, expires, purge, state)
-                )  # fmt: skip
-        return _ranked(rows, {}, now, k)
+                soft = expires is not None and expires <= now
+                ranked.append((soft, -updated, -record.rid, record))
+        ranked.sort(key=_rank_key)
+        return [record.served(key, soft) for soft, _, _, record in ranked[:k]]
 
     def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
         if flt.op in ("before", "after"):
@@ -672,7 +675,7 @@ class ReferenceMemory:
                 int(multi),
                 op.end_state,
                 op.reason,
-                json.dumps([list(k) for k in op.depends_on]) if op.depends_on else "[]",
+                _deps_json(op.depends_on),
                 meta,
                 event.id,
                 self._clock,
@@ -904,7 +907,7 @@ class ReferenceMemory:
                 "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
                 [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on],
             )
-        metadata: dict[str, str] = json.loads(meta)
+        metadata: dict[str, str] = json.loads(meta) if meta != "{}" else {}
         if metadata:
             self._db.executemany(
                 "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
@@ -1027,6 +1030,28 @@ class _Record:
     superseded_by: int | None
     value: str
     created_at: float
+    # the last fact served from this record while active, with its validation and softness:
+    # a record is served again and again between the writes that change it
+    _served: tuple[float, bool, RetrievedFact] | None = None
+
+    def served(self, key: FactKey, soft: bool) -> RetrievedFact:
+        """The record as an active one is served (the row _ranked would turn into it)."""
+        updated = self.columns[2]
+        last = self._served
+        if last is not None and last[0] == updated and last[1] == soft:
+            return last[2]
+        fact = RetrievedFact(
+            key.subject,
+            key.predicate,
+            self.value,
+            self.columns[0],
+            f"ref-{self.rid}",
+            _dt(self.created_at),
+            _dt(updated),
+            _FLAGS[soft, False],
+        )
+        self._served = (updated, soft, fact)
+        return fact
 
 
 @dataclass(slots=True)
@@ -1053,6 +1078,10 @@ _FLAGS = {
 }
 
 
+def _rank_key(entry: tuple[bool, float, int, _Record]) -> tuple[bool, float, int]:
+    return entry[0], entry[1], entry[2]
+
+
 def _ranked(
     rows: list[Any], scores: Mapping[int, float], now: float, k: int
 ) -> list[RetrievedFact]:
@@ -1076,6 +1105,12 @@ def _ranked(
             )
         )
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _deps_json(depends_on: tuple[FactKey, ...]) -> str:
+    """A log entry's dependencies as stored: a few distinct lists, written over and over."""
+    return json.dumps([list(k) for k in depends_on])
 
 
 def _no_cut(op: LogOp) -> Cut | None:
