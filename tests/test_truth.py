@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from random_timelines import EXAMPLES
 from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
@@ -221,3 +222,19 @@ def test_truth_answers_for_a_past_instant_as_well_as_for_its_latest():
     assert truth.current(key, day(3)) == [x]
     assert truth.current(key, day(5)) == [y]
     assert truth.current(key, day(9)) == [y]
+
+
+@pytest.mark.parametrize("removal_first", [True, False])
+def test_a_dependent_asserted_at_the_instant_its_dependency_goes_holds_afresh(removal_first):
+    """A cascade ends the dependent at the removal; an assertion at that very instant starts
+    it afresh, whichever of the two arrives first."""
+    exists = fact("payments-v1", "exists", "true")
+    pg = fact("payments-v1", "dependency:postgres", "13")
+    deps = [("payments-v1", "exists")]
+    removal, again = invalidated("3", 5, exists), added("4", 5, pg, deps)
+    truth = GroundTruth()
+    for event in (added("1", 0, exists), added("2", 0, pg, deps)):
+        truth.apply(event)
+    for event in [removal, again] if removal_first else [again, removal]:
+        truth.apply(event)
+    assert truth.status_of(pg.key, "13", day(6)) == "current"
