@@ -123,8 +123,8 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
         lambda: (m := first.scrape()) and runs(m, "reference") >= 2 and m, what="two runs"
     )
     assert sample(before, "healthd_events_replayed_total", target="reference") == 100
-    runs = [l for l in first.log_lines() if l.get("event") == "run"]
-    assert runs[0]["replayed"] == 100 and all(l["replayed"] == 0 for l in runs[1:])
+    logged = [l for l in first.log_lines() if l.get("event") == "run"]
+    assert logged[0]["replayed"] == 100 and all(l["replayed"] == 0 for l in logged[1:])
     assert first.stop()[0] == 0
 
     second = start_daemon(config, port=first.port, log_name="second.log")
