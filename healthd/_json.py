@@ -2,7 +2,8 @@
 
 ``json.loads`` fails in three ways besides :class:`json.JSONDecodeError`: a nesting deeper
 than the interpreter's recursion limit (:class:`RecursionError`) and an integer longer than
-``sys.get_int_max_str_digits()`` digits (a plain :class:`ValueError`). Callers turn the one
+``sys.get_int_max_str_digits()`` digits (a plain :class:`ValueError`); given bytes, also
+bytes that do not decode (:class:`UnicodeDecodeError`). Callers turn the one
 :class:`BadJSON` into their own error naming the file and line.
 """
 
@@ -30,5 +31,7 @@ def loads(text: str | bytes) -> Any:
         raise BadJSON(exc.msg, exc.lineno, exc.colno) from None
     except RecursionError:
         raise BadJSON("nested too deeply") from None
+    except UnicodeDecodeError:  # bytes in none of the encodings JSON text may use
+        raise BadJSON("not UTF-8 text") from None
     except ValueError as exc:  # an integer past the interpreter's digit limit
         raise BadJSON(f"a number too long to read ({str(exc).split(':')[0]})") from None

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from healthd import _json
 from healthd.errors import HealthdError
 from healthd.memory.reference import ReferenceMemory
 from healthd.model import DOMAINS, Probe
@@ -77,14 +78,17 @@ class MemoryServer:
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         try:
-            length = int(request.headers.get("Content-Length") or 0)
+            declared = request.headers.get("Content-Length") or "0"
+            if not declared.isascii() or not declared.isdigit():
+                raise BadRequest(400, f"Content-Length {declared[:40]!r} is not a byte count")
+            length = int(declared[:20])
             if length > _MAX_BODY:
                 raise BadRequest(413, f"request body over {_MAX_BODY} bytes")
             raw = request.rfile.read(length) if length else b""
             try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                raise BadRequest(400, "request body is not JSON") from None
+                body = _json.loads(raw) if raw else None
+            except _json.BadJSON as exc:
+                raise BadRequest(400, f"request body is not JSON: {exc}") from None
             with self._lock:
                 status, payload = self.route(request.command, request.path, body)
         except BadRequest as exc:

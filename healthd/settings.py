@@ -200,6 +200,7 @@ class Settings(BaseSettings):
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
     forgetting_window: int = Field(3, ge=1)
     checkpoint_events: int = Field(1000, ge=1)
+    warm_keys: int = Field(10000, ge=1)
     max_future_skew: Duration = timedelta(days=1)
     mode: Literal["full", "incremental"] = "incremental"
     server: ServerConfig = Field(default_factory=ServerConfig)

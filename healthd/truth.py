@@ -10,6 +10,7 @@ change of that key's value does not cascade).
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -167,6 +168,8 @@ class GroundTruth:
         self._cycle_cut = False
         self._cyclic = False
         self._pushed: dict[FactKey, list[tuple[_Op, bool]]] = {}
+        # Keys whose operations are held, least recently given one or folded first
+        self._warm: dict[FactKey, None] = {}
         self.latest: datetime | None = None
         for event in events:
             self.apply(event)
@@ -283,6 +286,9 @@ class GroundTruth:
         return self._seq
 
     def _history(self, key: FactKey, multi: bool) -> _KeyHistory:
+        warm = self._warm
+        warm.pop(key, None)
+        warm[key] = None
         history = self._keys.get(key)
         if history is None:
             history = self._keys[key] = _KeyHistory()
@@ -412,6 +418,9 @@ class GroundTruth:
         history = self._keys.get(key)
         if history is None:
             return _Folded()
+        warm = self._warm
+        warm.pop(key, None)
+        warm[key] = None
         visiting = visiting | {key}
         outer_cut, self._cycle_cut = self._cycle_cut, False
         own = history.fold(self._cascade(visiting))
@@ -452,6 +461,24 @@ class GroundTruth:
     def operations(self, key: FactKey) -> list[Operation]:
         """The key's operations in order of event time, as :meth:`from_stored` reads them."""
         return [Operation(*op) for op in self._keys[key].ops]
+
+    def release(self, keep: int, load: Callable[[FactKey], Iterable[OperationRow]]) -> int:
+        """Let go of the operations and folds of every key but the ``keep`` given an
+        operation or folded last; ``load`` reads a key's operations back when it is next
+        needed, so every operation of the keys let go must be where ``load`` reads (as
+        :meth:`from_stored`). What a key's dependents' cascades read (the instants it is
+        left with no value) is kept. How many keys were let go."""
+        warm = self._warm
+        cold = list(itertools.islice(warm, max(0, len(warm) - keep)))
+        for key in cold:
+            del warm[key]
+            history = self._keys[key]
+            stored = _StoredHistory(key, load)
+            stored.multi, stored.asserted = history.multi, history.asserted
+            stored.values, stored.rank = history.values, history.rank
+            self._keys[key] = stored
+            self._effective.pop(key, None)
+        return len(cold)
 
     @classmethod
     def from_stored(

@@ -75,3 +75,52 @@ def test_a_port_in_use_is_one_line_and_exit_2():
     assert result.stderr.strip().splitlines() == [
         f"healthd: error: serve-memory: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"id": ' + b"7" * 5000 + b"}", "a number too long to read"),
+        (b"\xff{}", "not JSON"),
+    ],
+    ids=["deep", "long-number", "not-utf8"],
+)
+def test_a_body_json_cannot_read_is_a_400_with_one_line_and_the_server_goes_on(body, reason):
+    with serve_memory() as (url, proc):
+        base = f"{url}/v1/namespaces/healthd%2Fshadow"
+        assert requests.post(f"{base}/reset", timeout=5).status_code == 204
+        for operation in ("events", "query", "changes"):
+            answer = requests.post(
+                f"{base}/{operation}",
+                data=body,
+                headers={"Content-Type": "application/json"},
+                timeout=10,
+            )
+            assert answer.status_code == 400, answer.text
+            message = answer.json()["message"]
+            assert message.startswith("request body is not JSON") and reason in message
+            assert "\n" not in message
+        still = requests.post(f"{base}/changes", json={"until": "2024-01-01T00:00:00Z"}, timeout=5)
+        assert still.status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert proc.stderr is not None
+        assert b"Traceback" not in proc.stderr.read()
+
+
+@pytest.mark.parametrize("length", ["-5", "many", "1e3"])
+def test_a_content_length_that_is_no_byte_count_is_a_400(length):
+    import socket
+
+    with serve_memory() as (url, proc):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/namespaces/x/changes HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Length: " + length.encode() + b"\r\nConnection: close\r\n\r\n{}"
+            )
+            head = sock.makefile("rb").read()
+        assert head.startswith(b"HTTP/1.1 400 "), head[:200]
+        assert b"is not a byte count" in head
+        assert proc.poll() is None

@@ -183,6 +183,14 @@ class ReplayStore:
         latest = truth.latest.isoformat() if truth.latest is not None else None
         return {**replay.counters(), "truth_seq": top, "latest": latest}
 
+    def release(self, replay: Replay, keep: int) -> int:
+        """Let the replay's truth go of the operations of all but ``keep`` keys, read back
+        from the stored rows when next needed. Only once :meth:`save` stored every key's
+        operations (else nothing is let go)."""
+        if self._keys:
+            return 0
+        return replay.truth.release(keep, self._operations)
+
     def _operations(self, key: FactKey) -> list[OperationRow]:
         """A key's stored operations (read when truth first needs them)."""
         parse = datetime.fromisoformat

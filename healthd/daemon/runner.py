@@ -55,6 +55,7 @@ from healthd.logging import get_logger, redact_text
 from healthd.memory import (
     Checkpointed,
     Memory,
+    Releasing,
     RunScoped,
     TargetSpec,
     build_memory,
@@ -399,6 +400,17 @@ class Runner:
         else:
             checkpoint["snapshot"] = t.replay.snapshot()
         t.memory.commit(checkpoint)
+        self._release(t)
+
+    def _release(self, t: TargetRuntime) -> None:
+        """Hold in full only the keys used last: what the shadow and the replay's stored
+        rows hold is read back when next needed, so memory follows the keys in use, not the
+        whole history (README, "Memory bounds")."""
+        keep = self.settings.warm_keys
+        if t.store is not None and t.replay is not None:
+            t.store.release(t.replay, keep)
+        if isinstance(t.memory, Releasing):
+            t.memory.release(keep)
 
     def _replay_options(self) -> dict[str, Any]:
         return {
@@ -1041,6 +1053,7 @@ class Runner:
                 "options": dict(t.options),
             }
             t.page_built = t.page_wanted
+            self._release(t)  # the page read every probe's key
             return t.page
         finally:
             self._replay_lock.release()

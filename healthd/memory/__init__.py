@@ -57,6 +57,14 @@ class RunScoped(Protocol):
 
 
 @runtime_checkable
+class Releasing(Protocol):
+    """A memory that caches per key what its own store holds, and can let go of it."""
+
+    def release(self, keep: int) -> int:
+        """Keep the cache of only the ``keep`` keys used last; how many were let go."""
+
+
+@runtime_checkable
 class Checkpointed(Protocol):
     """A persistent memory whose writes can be made durable in batches, each with a
     checkpoint saying how far the replay had got, so a killed run resumes from there."""

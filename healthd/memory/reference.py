@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import functools
 import heapq
+import itertools
 import json
 import re
 import sqlite3
@@ -559,6 +560,7 @@ class ReferenceMemory:
     # -- the per-key cache: what the tables say about a key, read once, kept in step ------
 
     def _log_of(self, key: FactKey) -> _KeyLog:
+        self._cache.touch(key)
         log = self._cache.logs.get(key)
         if log is None:
             log = _KeyLog()
@@ -605,6 +607,8 @@ class ReferenceMemory:
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
         records = self._cache.records.get(key)
+        if records is None:
+            self._cache.touch(key)
         if records is None and self._cache_complete:
             records = self._cache.records[key] = {}
             self._cache.live[key] = {}
@@ -626,6 +630,8 @@ class ReferenceMemory:
 
     def _removals_of(self, key: FactKey) -> list[float]:
         known = self._cache.removals.get(key)
+        if known is None:
+            self._cache.touch(key)
         if known is None and self._cache_complete:
             known = self._cache.removals[key] = []
         elif known is None:
@@ -979,6 +985,16 @@ class ReferenceMemory:
         )
         return [FactKey(s, p) for s, p in rows]
 
+    def release(self, keep: int) -> int:
+        """Let go of the per-key cache but for the ``keep`` keys read or written last (call
+        it between events); what is let go is read back from the tables when next needed,
+        so memory follows the keys in use, not every key the shadow has seen. How many keys
+        were let go."""
+        released = self._cache.release(keep)
+        if released:
+            self._cache_complete = False  # a key the cache does not hold may have rows now
+        return released
+
     def state_db(self) -> sqlite3.Connection:
         """The shadow's own database, for state a caller keeps beside the shadow (in tables
         of its own): what it writes there in batched mode is made durable by the next
@@ -1067,6 +1083,24 @@ class _KeyCache:
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
     folds: dict[FactKey, Folding] = field(default_factory=dict)
+    # The keys held above, least recently read or written first (see ReferenceMemory.release)
+    warm: dict[FactKey, None] = field(default_factory=dict)
+
+    def touch(self, key: FactKey) -> None:
+        warm = self.warm
+        warm.pop(key, None)
+        warm[key] = None
+
+    def release(self, keep: int) -> int:
+        """Forget every key but the ``keep`` used last; how many were forgotten."""
+        warm = self.warm
+        cold = list(itertools.islice(warm, max(0, len(warm) - keep)))
+        for key in cold:
+            del warm[key]
+            for table in (self.logs, self.records, self.live, self.removals, self.deps):
+                table.pop(key, None)
+            self.folds.pop(key, None)
+        return len(cold)
 
 
 _FLAGS = {

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 EXAMPLE = ROOT / "healthd" / "data" / "example_timeline.jsonl"
+#: The bundled example's lines, good input to put bad lines among.
+GOOD = EXAMPLE.read_text().splitlines(keepends=True)
 PYTHON = sys.executable
 
 
@@ -130,6 +133,16 @@ class Daemon:
 
     def scrape(self) -> dict[tuple[str, frozenset], float]:
         return parse_metrics(self.get("/metrics").text)
+
+    def wait_runs(
+        self, target: str, at_least: int = 1, result: str = "success", timeout: float = 15.0
+    ) -> dict[tuple[str, frozenset], float]:
+        """The first scrape showing ``at_least`` runs of ``target`` ending in ``result``."""
+        return self.wait_until(
+            lambda: (m := self.scrape()) and runs(m, target, result) >= at_least and m,
+            timeout=timeout,
+            what=f"{at_least} {result} runs of {target}",
+        )
 
     def families(self) -> dict[str, Any]:
         return {f.name: f for f in text_string_to_metric_families(self.get("/metrics").text)}
@@ -268,13 +281,113 @@ def evaluated_metrics(timeline: Path, target: str = "reference") -> dict[str, An
     return json.loads(done.stdout)["targets"][0]["final"]["metrics"]
 
 
-def assert_metrics_equal_evaluate(metrics: dict, timeline: Path, target: str = "reference") -> None:
-    """The daemon's ratio and conflict gauges for ``target`` are what `healthd evaluate`
-    says of ``timeline`` (a ratio that is null there is absent here)."""
+def assert_metrics_equal_evaluate(
+    metrics: dict, timeline: Path, target: str = "reference", *, named: str | None = None
+) -> None:
+    """The daemon's ratio and conflict gauges for ``target`` (called ``named`` in the
+    daemon, if that differs) are what `healthd evaluate` says of ``timeline`` (a ratio that
+    is null there is absent here)."""
     final = evaluated_metrics(timeline, target)
+    label = named or target
     for bucket in METRIC_BUCKETS:
         for ratio in METRIC_RATIOS:
-            got = sample(metrics, f"healthd_{ratio}_ratio", target=target, domain=bucket)
-            assert got == final[bucket][ratio], (target, bucket, ratio)
-    got = sample(metrics, "healthd_conflicts", target=target, domain="all")
+            got = sample(metrics, f"healthd_{ratio}_ratio", target=label, domain=bucket)
+            assert got == final[bucket][ratio], (label, bucket, ratio)
+    got = sample(metrics, "healthd_conflicts", target=label, domain="all")
     assert got == final["all"]["conflicts"]
+
+
+def runs(metrics: dict, target: str, result: str = "success") -> float:
+    """``healthd_runs_total`` of the target with that result (0 before the first)."""
+    return sample(metrics, "healthd_runs_total", target=target, result=result) or 0
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    """The one line a CLI run that refused its input wrote, having exited 2, no traceback."""
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr[:2000]
+    return lines[0]
+
+
+def poison_event(timestamp: str, event_id: str = "poison") -> str:
+    """A timeline line, good but for what ``timestamp`` may make it."""
+    return json.dumps(
+        {
+            "id": event_id,
+            "type": "added",
+            "timestamp": timestamp,
+            "source": "file",
+            "fact": {"subject": "x", "predicate": "owner", "value": "y", "domain": "ownership"},
+        }
+    )
+
+
+class SilentListener:
+    """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def start_with_hung_remote(
+    start_daemon: Any, tmp: Path, silent: SilentListener, **git: Any
+) -> Daemon:
+    """A daemon over the example and a git source (options ``git``) whose remote never
+    answers, into the naive target."""
+    return start_daemon(
+        sources={
+            "example": {"kind": "file", "path": str(EXAMPLE)},
+            "repo": {
+                "kind": "git",
+                "url": f"http://127.0.0.1:{silent.port}/repo.git",
+                "cache_dir": str(tmp / "cache"),
+                **git,
+            },
+        },
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+
+
+def start_with_http_memory(
+    start_daemon: Any,
+    timeline: Path,
+    service: Any,
+    *,
+    beside: dict[str, dict[str, Any]] | None = None,
+    **options: Any,
+) -> Daemon:
+    """A daemon reading ``timeline`` into the http target ``team``: the shadow namespace of
+    ``service`` (a MemoryService), with ``options``, and the targets ``beside``."""
+    team = {"kind": "http", "base_url": service.url, "namespace": "shadow", "shadow": True}
+    return start_daemon(
+        sources={"tl": {"kind": "file", "path": str(timeline)}},
+        targets={"team": {**team, **options}, **(beside or {})},
+    )
+
+
+@pytest.fixture
+def silent():
+    listener = SilentListener()
+    yield listener
+    listener.close()

@@ -5,80 +5,51 @@ from __future__ import annotations
 
 import json
 
-from daemon_helpers import EXAMPLE, run_cli, sample, toml_config
-
-GOOD = EXAMPLE.read_text().splitlines(keepends=True)
-
-
-def _one_line_error(result) -> str:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr[:2000]
-    return lines[0]
-
-
-def _event(timestamp: str, event_id: str = "poison") -> str:
-    return json.dumps(
-        {
-            "id": event_id,
-            "type": "added",
-            "timestamp": timestamp,
-            "source": "file",
-            "fact": {"subject": "x", "predicate": "owner", "value": "y", "domain": "ownership"},
-        }
-    )
+from daemon_helpers import GOOD, one_line_error, poison_event, run_cli, runs, sample, toml_config
 
 
 def test_an_event_far_in_the_future_is_refused_naming_the_line(tmp_path):
     timeline = tmp_path / "t.jsonl"
     for stamp in ("9999-12-31T00:00:00Z", "2300-01-01T00:00:00Z"):
-        timeline.write_text("".join(GOOD[:3]) + _event(stamp) + "\n")
-        line = _one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+        timeline.write_text("".join(GOOD[:3]) + poison_event(stamp) + "\n")
+        line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
         assert f"{timeline}, line 4, field 'timestamp'" in line and "in the future" in line
 
 
 def test_deeply_nested_json_and_non_utf8_bytes_are_one_line_each(tmp_path):
     deep = tmp_path / "deep.jsonl"
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
-    assert "line 1: invalid JSON: nested too deeply" in _one_line_error(
+    assert "line 1: invalid JSON: nested too deeply" in one_line_error(
         run_cli("evaluate", "--timeline", str(deep))
     )
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes("".join(GOOD[:2]).encode() + b'{"id": "caf\xe9"}\n')
     config = toml_config(tmp_path, sources={"f": {"kind": "file", "path": str(binary)}})
     for command in (["evaluate"], ["timeline"]):
-        line = _one_line_error(run_cli(*command, "--config", str(config)))
+        line = one_line_error(run_cli(*command, "--config", str(config)))
         assert f"{binary}, line 3: not UTF-8 text" in line
 
 
 def test_a_huge_line_is_refused_and_errors_quote_values_short(tmp_path):
     huge = tmp_path / "huge.jsonl"
     huge.write_text('{"id": "' + "x" * 3_000_000 + '"}\n')
-    line = _one_line_error(run_cli("evaluate", "--timeline", str(huge)))
+    line = one_line_error(run_cli("evaluate", "--timeline", str(huge)))
     assert "line 1: line is longer than the limit of 1048576 characters" in line
     bad_value = tmp_path / "value.jsonl"
     bad_value.write_text(
         json.dumps({"id": "a", "type": "z" * 900_000, "timestamp": "2026-01-01T00:00:00Z"}) + "\n"
     )
-    line = _one_line_error(run_cli("evaluate", "--timeline", str(bad_value)))
+    line = one_line_error(run_cli("evaluate", "--timeline", str(bad_value)))
     assert "field 'type'" in line and "more characters" in line and len(line) < 1000
 
 
 def test_the_daemon_refuses_a_poisoned_event_and_measures_the_rest(start_daemon, tmp_path):
     timeline = tmp_path / "t.jsonl"
-    timeline.write_text("".join(GOOD[:100]) + _event("9999-12-31T00:00:00Z") + "\n")
+    timeline.write_text("".join(GOOD[:100]) + poison_event("9999-12-31T00:00:00Z") + "\n")
     daemon = start_daemon(sources={"tl": {"kind": "file", "path": str(timeline)}})
     daemon.wait_ready()
-    metrics = daemon.wait_until(
-        lambda: (
-            (m := daemon.scrape())
-            and (sample(m, "healthd_runs_total", target="reference", result="success") or 0) >= 2
-            and m
-        ),
-        what="two runs",
-    )
-    assert (sample(metrics, "healthd_runs_total", target="reference", result="failure") or 0) == 0
+    metrics = daemon.wait_runs("reference", 2)
+    assert runs(metrics, "reference", "failure") == 0
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == 100
     refused = [
         l
@@ -92,7 +63,7 @@ def test_the_daemon_refuses_a_poisoned_event_and_measures_the_rest(start_daemon,
 def test_an_empty_timeline_is_said_on_stderr(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    line = _one_line_error(run_cli("evaluate", "--timeline", str(empty)))
+    line = one_line_error(run_cli("evaluate", "--timeline", str(empty)))
     assert "timeline is empty" in line and str(empty) in line
 
 

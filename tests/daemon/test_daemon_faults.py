@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import socket
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
-
-
-def _runs(metrics, target, result):
-    return sample(metrics, "healthd_runs_total", target=target, result=result) or 0
+from daemon_helpers import (
+    EXAMPLE,
+    free_port,
+    run_cli,
+    runs,
+    sample,
+    start_with_http_memory,
+    start_with_hung_remote,
+    toml_config,
+)
+from memory_service import MemoryService
 
 
 def test_a_state_file_overwritten_while_running_counts_failed_runs(start_daemon, tmp_path):
@@ -26,8 +31,8 @@ def test_a_state_file_overwritten_while_running_counts_failed_runs(start_daemon,
     metrics = daemon.wait_until(
         lambda: (
             (m := daemon.scrape())
-            and _runs(m, "reference", "failure") >= 2
-            and _runs(m, "naive", "failure") >= 2
+            and runs(m, "reference", "failure") >= 2
+            and runs(m, "naive", "failure") >= 2
             and m
         ),
         what="failed runs counted",
@@ -36,12 +41,12 @@ def test_a_state_file_overwritten_while_running_counts_failed_runs(start_daemon,
     failed = [l for l in daemon.log_lines() if l.get("event") == "run failed"]
     assert failed and "state file" in failed[0]["error"]
     assert not any(l.get("event") == "run crashed" for l in daemon.log_lines())
-    success = _runs(metrics, "reference", "success")
+    success = runs(metrics, "reference", "success")
     again = daemon.wait_until(
-        lambda: (m := daemon.scrape()) and _runs(m, "reference", "failure") >= 3 and m,
+        lambda: (m := daemon.scrape()) and runs(m, "reference", "failure") >= 3 and m,
         what="a third failed run",
     )
-    assert _runs(again, "reference", "success") == success  # no success while it cannot write
+    assert runs(again, "reference", "success") == success  # no success while it cannot write
     assert daemon.stop()[0] == 0
 
 
@@ -72,59 +77,15 @@ def test_another_applications_database_is_refused_untouched(tmp_path):
     assert tables == [("users",)]
 
 
-class SilentListener:
-    """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.held: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
-
-
-@pytest.fixture
-def silent():
-    listener = SilentListener()
-    yield listener
-    listener.close()
-
-
 def test_a_git_remote_that_never_answers_times_out_and_sigterm_is_prompt(
     start_daemon, tmp_path, silent
 ):
-    daemon = start_daemon(
-        sources={
-            "example": {"kind": "file", "path": str(EXAMPLE)},
-            "repo": {
-                "kind": "git",
-                "url": f"http://127.0.0.1:{silent.port}/repo.git",
-                "cache_dir": str(tmp_path / "cache"),
-                "timeout_seconds": 2,
-            },
-        },
-        targets={"naive": {"kind": "naive", "shadow": True}},
-    )
+    daemon = start_with_hung_remote(start_daemon, tmp_path, silent, timeout_seconds=2)
     metrics = daemon.wait_until(
         lambda: (
             (m := daemon.scrape())
             and sample(m, "healthd_source_up", source="repo") == 0
-            and _runs(m, "naive", "success") >= 1  # the other source and the target ran
+            and runs(m, "naive", "success") >= 1  # the other source and the target ran
             and m
         ),
         timeout=30,
@@ -170,11 +131,6 @@ def test_a_failed_rollback_does_not_mask_the_first_error(tmp_path):
 
 
 def test_a_namespace_that_stops_being_a_shadow_gets_no_more_writes(start_daemon, tmp_path):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from memory_service import MemoryService
-
     class FlippingService(MemoryService):
         """Says the namespace is no longer a shadow once flipped, but accepts writes anyway."""
 
@@ -189,27 +145,16 @@ def test_a_namespace_that_stops_being_a_shadow_gets_no_more_writes(start_daemon,
     timeline = tmp_path / "timeline.jsonl"
     timeline.write_text("".join(lines[:100]))
     with FlippingService() as service:
-        daemon = start_daemon(
-            sources={"tl": {"kind": "file", "path": str(timeline)}},
-            targets={
-                "team": {
-                    "kind": "http",
-                    "base_url": service.url,
-                    "namespace": "shadow",
-                    "shadow": True,
-                },
-                "naive": {"kind": "naive", "shadow": True},
-            },
+        daemon = start_with_http_memory(
+            start_daemon, timeline, service, beside={"naive": {"kind": "naive", "shadow": True}}
         )
-        daemon.wait_until(
-            lambda: _runs(daemon.scrape(), "team", "success") >= 1, what="a first run"
-        )
+        daemon.wait_until(lambda: runs(daemon.scrape(), "team", "success") >= 1, what="a first run")
         with service._lock:
             service.flipped = True
             flipped_at = len(service.requests)
         timeline.write_text("".join(lines))  # 35 new events to write
         metrics = daemon.wait_until(
-            lambda: (m := daemon.scrape()) and _runs(m, "team", "failure") >= 2 and m,
+            lambda: (m := daemon.scrape()) and runs(m, "team", "failure") >= 2 and m,
             what="failed runs after the flip",
         )
         with service._lock:

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import time
 
-from daemon_helpers import EXAMPLE, free_port, run_cli, sample, toml_config
+from daemon_helpers import EXAMPLE, free_port, run_cli, runs, sample, toml_config
 
 from healthd.exporters.prometheus import METRIC_NAMES
 from healthd.scoring import BUCKETS
@@ -17,16 +17,12 @@ from healthd.scoring import BUCKETS
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
 
 
-def _runs(metrics, target, result="success"):
-    return sample(metrics, "healthd_runs_total", target=target, result=result) or 0
-
-
 def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_daemon, tmp_path):
     daemon = start_daemon()
     daemon.wait_ready()  # ready once the first target's results are served: wait for all
     metrics = daemon.wait_until(
         lambda: (
-            (m := daemon.scrape()) and all(_runs(m, t) >= 1 for t in ("reference", "naive")) and m
+            (m := daemon.scrape()) and all(runs(m, t) >= 1 for t in ("reference", "naive")) and m
         ),
         what="a first run of every target",
     )
@@ -54,7 +50,7 @@ def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_dae
         )
         assert sample(metrics, "healthd_probes", target=name) == len(target["final"]["probes"])
         assert sample(metrics, "healthd_events_replayed_total", target=name) == 135
-        assert _runs(metrics, name) >= 1
+        assert runs(metrics, name) >= 1
         assert sample(metrics, "healthd_runs_total", target=name, result="failure") == 0
         lag = sample(metrics, "healthd_timeline_lag_seconds", target=name)
         assert abs(lag - (time.time() - 1795845600.0)) < 60  # newest event 2026-11-28T06:00Z
@@ -124,17 +120,17 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
     first = start_daemon(config, port=port, log_name="first.log")
     first.wait_ready()
     before = first.wait_until(
-        lambda: (m := first.scrape()) and _runs(m, "reference") >= 2 and m, what="two runs"
+        lambda: (m := first.scrape()) and runs(m, "reference") >= 2 and m, what="two runs"
     )
     assert sample(before, "healthd_events_replayed_total", target="reference") == 100
-    runs = [l for l in first.log_lines() if l.get("event") == "run"]
-    assert runs[0]["replayed"] == 100 and all(l["replayed"] == 0 for l in runs[1:])
+    logged = [l for l in first.log_lines() if l.get("event") == "run"]
+    assert logged[0]["replayed"] == 100 and all(l["replayed"] == 0 for l in logged[1:])
     assert first.stop()[0] == 0
 
     second = start_daemon(config, port=first.port, log_name="second.log")
     second.wait_ready()  # at once: the restored results are served
     after = second.wait_until(
-        lambda: (m := second.scrape()) and _runs(m, "reference") > _runs(before, "reference") and m,
+        lambda: (m := second.scrape()) and runs(m, "reference") > runs(before, "reference") and m,
         what="a run after the restart",
     )
     for key, value in before.items():
@@ -145,7 +141,7 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
             "healthd_source_events_total",
         ):
             assert after.get(key) == value, key
-    assert _runs(after, "reference") > _runs(before, "reference")
+    assert runs(after, "reference") > runs(before, "reference")
     log = second.log_lines()
     assert any(l.get("event") == "shadow restored" and l.get("replayed") == 0 for l in log)
     assert all(l["replayed"] == 0 for l in log if l.get("event") == "run")
@@ -189,7 +185,7 @@ def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_pa
         lambda: (
             (m := daemon.scrape())
             and (sample(m, "healthd_scheduler_missed_runs_total") or 0) >= 2
-            and _runs(m, "naive") >= 1
+            and runs(m, "naive") >= 1
             and m
         ),
         timeout=15,
@@ -216,11 +212,11 @@ def test_failing_target_and_source_do_not_stop_the_daemon(start_daemon, tmp_path
     )
     daemon.wait_ready()
     metrics = daemon.wait_until(
-        lambda: (m := daemon.scrape()) and _runs(m, "broken", "failure") >= 3 and m,
+        lambda: (m := daemon.scrape()) and runs(m, "broken", "failure") >= 3 and m,
         what="three failed runs",
     )
-    assert _runs(metrics, "broken") == 0
-    assert _runs(metrics, "naive") >= 3
+    assert runs(metrics, "broken") == 0
+    assert runs(metrics, "naive") >= 3
     assert sample(metrics, "healthd_source_up", source="gone") == 0
     assert sample(metrics, "healthd_source_up", source="example") == 1
     assert sample(metrics, "healthd_freshness_ratio", target="broken", domain="all") is None
@@ -242,7 +238,7 @@ def test_failing_target_and_source_do_not_stop_the_daemon(start_daemon, tmp_path
 
 def test_not_ready_while_every_target_fails(start_daemon, tmp_path):
     daemon = start_daemon(targets={"broken": {"kind": "exploding", "shadow": True}})
-    daemon.wait_until(lambda: _runs(daemon.scrape(), "broken", "failure") >= 1, what="a failed run")
+    daemon.wait_until(lambda: runs(daemon.scrape(), "broken", "failure") >= 1, what="a failed run")
     assert daemon.get("/readyz").status_code == 503
     assert daemon.get("/healthz").status_code == 200
     assert daemon.stop(signal.SIGINT)[0] == 0
@@ -252,7 +248,7 @@ def test_sigterm_during_runs_exits_0_and_leaves_the_state_file_intact(start_daem
     daemon = start_daemon()
     daemon.wait_ready()  # ready once the first target's results are served
     daemon.wait_until(
-        lambda: all(_runs(daemon.scrape(), t) >= 1 for t in ("reference", "naive")),
+        lambda: all(runs(daemon.scrape(), t) >= 1 for t in ("reference", "naive")),
         what="a first run of every target",
     )
     code, took = daemon.stop()
@@ -320,10 +316,10 @@ def test_not_ready_when_every_source_is_down_and_nothing_was_measured(start_daem
         targets={"reference": {"kind": "reference", "shadow": True}},
     )
     metrics = daemon.wait_until(
-        lambda: (m := daemon.scrape()) and _runs(m, "reference", "failure") >= 2 and m,
+        lambda: (m := daemon.scrape()) and runs(m, "reference", "failure") >= 2 and m,
         what="two runs",
     )
-    assert _runs(metrics, "reference") == 0  # a run whose every source failed is no success
+    assert runs(metrics, "reference") == 0  # a run whose every source failed is no success
     assert sample(metrics, "healthd_source_up", source="gone") == 0
     assert daemon.get("/readyz").status_code == 503
     assert "down" in daemon.get("/").text
@@ -348,7 +344,7 @@ def test_restored_results_are_ready_without_a_run_on_start(start_daemon, tmp_pat
     second.wait_until(lambda: second.get("/healthz").status_code == 200, what="server up")
     assert second.get("/readyz").status_code == 200
     after = second.scrape()
-    assert _runs(after, "reference") == _runs(before, "reference")  # no run happened
+    assert runs(after, "reference") == runs(before, "reference")  # no run happened
     for bucket in BUCKETS:
         for ratio in RATIOS:
             key = (

@@ -803,3 +803,61 @@ def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
     assert "HealthdNoRecentSuccess" not in fresh and "source git is down" in fresh
     late = live_html(view, True, now=1000.0 + twice + 60)
     assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late
+
+
+def test_a_daemon_holding_few_keys_warm_reports_what_one_holding_all_reports(tmp_path):
+    """With ``warm_keys`` far below the keys seen (a project history: cascades from a shared
+    module, late events, bursts), the keys let go are read back from the shadow and the
+    replay's stored rows when next needed: the same metrics and final probes as evaluate,
+    the next run included, while no more than ``warm_keys`` keys are held in full."""
+    import sys
+
+    from healthd.exporters.report import probe_json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from project_history import write
+
+    full = tmp_path / "full.jsonl"
+    write(1500, 60, str(full))
+    lines = full.read_text().splitlines(keepends=True)
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(lines[:1000]))
+    runner, state = _runner(
+        tmp_path,
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+        extra="checkpoint_events = 7\nwarm_keys = 3",
+    )
+    t = runner.targets["reference"]
+    for upto in (1000, 1500):
+        timeline.write_text("".join(lines[:upto]))
+        runner.run_once()
+        assert _held(t) <= 3
+        events = read_timeline(str(timeline))
+        straight = evaluate(
+            events,
+            build_memory(parse_target("reference")),
+            build_probe_set(events),
+            name="reference",
+            kind="reference",
+            keep_stages=False,
+        )
+        assert t.row.results["metrics"] == metrics_json(straight.metrics)
+        page = runner.view()["pages"]["reference"]["target"]["final"]
+        assert json.dumps(page["probes"]) == json.dumps([probe_json(p) for p in straight.probes])
+        assert len(t.replay.truth._keys) > 50 and _held(t) <= 3
+    runner.close()
+    state.close()
+
+
+def _held(t) -> int:
+    """The most keys the replay's truth or the shadow's cache holds in full."""
+    from healthd.truth import _StoredHistory
+
+    truth, memory = t.replay.truth, t.memory
+    loaded = [
+        k
+        for k, h in truth._keys.items()
+        if not isinstance(h, _StoredHistory) or object.__getattribute__(h, "_load") is None
+    ]
+    return max(len(loaded), len(memory._cache.logs), len(memory._cache.records))

@@ -9,35 +9,18 @@ import socket
 import pytest
 from daemon_helpers import (
     EXAMPLE,
+    GOOD,
     assert_metrics_equal_evaluate,
-    evaluated_metrics,
+    one_line_error,
+    poison_event,
     run_cli,
+    runs,
     sample,
+    start_with_http_memory,
+    start_with_hung_remote,
     toml_config,
 )
-
-GOOD = EXAMPLE.read_text().splitlines(keepends=True)
-
-
-def _one_line_error(result) -> str:
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert result.returncode == 2, result.stderr[-3000:]
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr[:2000]
-    return lines[0]
-
-
-def _event(timestamp: str, event_id: str = "poison") -> str:
-    return json.dumps(
-        {
-            "id": event_id,
-            "type": "added",
-            "timestamp": timestamp,
-            "source": "file",
-            "fact": {"subject": "x", "predicate": "owner", "value": "y", "domain": "ownership"},
-        }
-    )
-
+from memory_service import MemoryService
 
 OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
 
@@ -45,26 +28,26 @@ OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
 @pytest.mark.parametrize("stamp", OUT_OF_RANGE)
 def test_a_timestamp_out_of_range_in_utc_is_refused_naming_file_line_and_field(tmp_path, stamp):
     timeline = tmp_path / "t.jsonl"
-    timeline.write_text("".join(GOOD[:3]) + _event(stamp) + "\n")
-    line = _one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    timeline.write_text("".join(GOOD[:3]) + poison_event(stamp) + "\n")
+    line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
     assert f"{timeline}, line 4, field 'timestamp'" in line and "out of range" in line
 
 
 def test_a_number_past_the_digit_limit_is_one_line_naming_the_line(tmp_path):
     timeline = tmp_path / "t.jsonl"
     timeline.write_text("".join(GOOD[:2]) + '{"id": ' + "9" * 5000 + "}\n")
-    line = _one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
     assert f"{timeline}, line 3: invalid JSON: a number too long" in line
 
 
 def test_a_probe_file_nested_too_deep_or_not_utf8_is_one_line(tmp_path):
     deep = tmp_path / "deep.jsonl"
     deep.write_text("[" * 10_000 + "]" * 10_000 + "\n")
-    line = _one_line_error(run_cli("evaluate", "--probes", str(deep)))
+    line = one_line_error(run_cli("evaluate", "--probes", str(deep)))
     assert f"{deep}, line 1: invalid JSON: nested too deeply" in line
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(b'{"question": "\xff"}\n')
-    line = _one_line_error(run_cli("evaluate", "--probes", str(binary)))
+    line = one_line_error(run_cli("evaluate", "--probes", str(binary)))
     assert f"{binary}: not UTF-8 text" in line
 
 
@@ -72,11 +55,11 @@ def test_report_from_deep_or_huge_number_json_is_one_line(tmp_path):
     html = tmp_path / "out.html"
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 10_000 + "]" * 10_000)
-    line = _one_line_error(run_cli("report", "--from", str(deep), "--html", str(html)))
+    line = one_line_error(run_cli("report", "--from", str(deep), "--html", str(html)))
     assert f"{deep}: not JSON: nested too deeply" in line
     number = tmp_path / "number.json"
     number.write_text('{"probe_set": ' + "7" * 5000 + "}")
-    line = _one_line_error(run_cli("report", "--from", str(number), "--html", str(html)))
+    line = one_line_error(run_cli("report", "--from", str(number), "--html", str(html)))
     assert f"{number}: not JSON: a number too long" in line
     assert not html.exists()
 
@@ -85,7 +68,7 @@ def test_report_from_deep_or_huge_number_json_is_one_line(tmp_path):
 def test_a_config_nested_too_deep_is_one_line(tmp_path, command):
     config = tmp_path / "deep.toml"
     config.write_text("a = " + "[" * 10_000 + "]" * 10_000 + "\n")
-    line = _one_line_error(run_cli(command, "--config", str(config)))
+    line = one_line_error(run_cli(command, "--config", str(config)))
     assert line == f"healthd: error: {config}: not valid TOML: nested too deeply"
 
 
@@ -95,11 +78,11 @@ def test_a_port_in_use_or_an_address_that_cannot_be_bound_is_one_line(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         config = toml_config(tmp_path, port=port)
-        line = _one_line_error(run_cli("run", "--config", str(config)))
+        line = one_line_error(run_cli("run", "--config", str(config)))
         assert line == f"healthd: error: cannot listen on 127.0.0.1:{port}: Address already in use"
     # TEST-NET-3 (RFC 5737): never an address of this machine
     config.write_text(config.read_text().replace('host = "127.0.0.1"', 'host = "203.0.113.7"'))
-    line = _one_line_error(run_cli("run", "--config", str(config)))
+    line = one_line_error(run_cli("run", "--config", str(config)))
     assert line.startswith("healthd: error: cannot listen on 203.0.113.7:")
     assert "Cannot assign requested address" in line
 
@@ -111,20 +94,13 @@ def test_the_daemon_skips_a_line_out_of_range_and_measures_every_good_line(
     good = tmp_path / "good.jsonl"
     good.write_text("".join(GOOD))
     timeline = tmp_path / "t.jsonl"
-    timeline.write_text("".join(GOOD[:60]) + _event(stamp) + "\n" + "".join(GOOD[60:]))
+    timeline.write_text("".join(GOOD[:60]) + poison_event(stamp) + "\n" + "".join(GOOD[60:]))
     daemon = start_daemon(
         sources={"tl": {"kind": "file", "path": str(timeline)}},
         targets={"reference": {"kind": "reference", "shadow": True}},
     )
     daemon.wait_ready()
-    metrics = daemon.wait_until(
-        lambda: (
-            (m := daemon.scrape())
-            and (sample(m, "healthd_runs_total", target="reference", result="success") or 0) >= 2
-            and m
-        ),
-        what="two runs",
-    )
+    metrics = daemon.wait_runs("reference", 2)
     assert sample(metrics, "healthd_source_up", source="tl") == 1
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == len(GOOD)
     refused = [
@@ -150,7 +126,7 @@ def _config_without_sources(tmp_path, extra: str = "") -> str:
 @pytest.mark.parametrize("command", [["check-config"], ["run"], ["evaluate"], ["timeline"]])
 def test_a_config_without_sources_is_refused_not_the_example_measured(tmp_path, command):
     config = _config_without_sources(tmp_path)
-    line = _one_line_error(run_cli(*command, "--config", config))
+    line = one_line_error(run_cli(*command, "--config", config))
     assert line.startswith(f"healthd: error: {config}: sources: none configured;")
     assert "example = true" in line
     assert not (tmp_path / "state").exists()
@@ -178,23 +154,13 @@ def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path):
             f'state_path = "{tmp_path}/state/state.sqlite"', f'state_path = "{directory}"'
         )
     )
-    checked = _one_line_error(run_cli("check-config", "--config", str(config)))
+    checked = one_line_error(run_cli("check-config", "--config", str(config)))
     assert checked == f"healthd: error: {config}: state_path: {directory}: is a directory"
-    ran = _one_line_error(run_cli("run", "--config", str(config)))
+    ran = one_line_error(run_cli("run", "--config", str(config)))
     assert ran == f"healthd: error: {directory}: cannot open state file: is a directory"
 
 
-def _runs(metrics, target: str, result: str) -> float:
-    return sample(metrics, "healthd_runs_total", target=target, result=result) or 0
-
-
 def test_an_http_memory_answering_too_much_fails_the_run_without_reading_it(start_daemon, tmp_path):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from memory_service import MemoryService
-
     class FloodingService(MemoryService):
         """Answers every query with a 4 MiB body while ``flooding``."""
 
@@ -208,35 +174,16 @@ def test_an_http_memory_answering_too_much_fails_the_run_without_reading_it(star
     timeline = tmp_path / "timeline.jsonl"
     timeline.write_text("".join(GOOD))
     with FloodingService() as service:
-        daemon = start_daemon(
-            sources={"tl": {"kind": "file", "path": str(timeline)}},
-            targets={
-                "team": {
-                    "kind": "http",
-                    "base_url": service.url,
-                    "namespace": "shadow",
-                    "shadow": True,
-                    "max_response_bytes": 1 << 20,
-                },
-            },
-        )
-        daemon.wait_until(lambda: _runs(daemon.scrape(), "team", "failure") >= 1, what="a failure")
+        daemon = start_with_http_memory(start_daemon, timeline, service, max_response_bytes=1 << 20)
+        daemon.wait_until(lambda: runs(daemon.scrape(), "team", "failure") >= 1, what="a failure")
         failed = [e["error"] for e in daemon.log_lines() if e.get("event") == "run failed"]
         assert failed and "returned a body over max_response_bytes=1048576" in failed[0], failed
         service.flooding = False  # the fault is cleared: the next run measures
-        metrics = daemon.wait_until(
-            lambda: (m := daemon.scrape()) and _runs(m, "team", "success") >= 1 and m,
-            timeout=60,
-            what="a successful run",
-        )
+        metrics = daemon.wait_runs("team", timeout=60)
         assert sample(metrics, "healthd_events_replayed_total", target="team") == len(GOOD)
         assert daemon.stop()[0] == 0
     # the service is the reference memory over HTTP: the same numbers as evaluating it
-    final = evaluated_metrics(timeline)
-    for bucket in ("all", "tech", "ownership", "decision", "requirement"):
-        for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
-            got = sample(metrics, f"healthd_{ratio}_ratio", target="team", domain=bucket)
-            assert got == final[bucket][ratio], (bucket, ratio)
+    assert_metrics_equal_evaluate(metrics, timeline, named="team")
 
 
 def test_a_named_pipe_as_a_timeline_is_refused_and_never_blocks_a_run(start_daemon, tmp_path):
@@ -250,7 +197,7 @@ def test_a_named_pipe_as_a_timeline_is_refused_and_never_blocks_a_run(start_daem
     )
     metrics = daemon.wait_until(
         # every source failed: each run ends, as a failure, instead of blocking on the pipe
-        lambda: (m := daemon.scrape()) and _runs(m, "reference", "failure") >= 2 and m,
+        lambda: (m := daemon.scrape()) and runs(m, "reference", "failure") >= 2 and m,
         what="two runs past the pipe",
     )
     assert sample(metrics, "healthd_source_up", source="tl") == 0
@@ -296,7 +243,7 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon
     targets = {"reference": {"kind": "reference", "shadow": True}}
     sources = {"tl": {"kind": "file", "path": str(timeline)}}
     first = start_daemon(sources=sources, targets=targets, log_name="first.log")
-    first.wait_until(lambda: _runs(first.scrape(), "reference", "success") >= 1, what="a run")
+    first.wait_until(lambda: runs(first.scrape(), "reference", "success") >= 1, what="a run")
     assert first.stop()[0] == 0
     shadow = tmp_path / "state" / "shadows" / "reference.sqlite"
     _corrupt_pages(shadow)
@@ -306,13 +253,13 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon
         lambda: (
             (m := second.scrape())
             and sample(m, "healthd_events_replayed_total", target="reference") == len(GOOD)
-            and _runs(m, "reference", "success") >= 2
+            and runs(m, "reference", "success") >= 2
             and m
         ),
         timeout=30,
         what="the shadow rebuilt and the new events replayed",
     )
-    assert _runs(metrics, "reference", "failure") == 0
+    assert runs(metrics, "reference", "failure") == 0
     assert sample(metrics, "healthd_shadow_rebuilds_total", target="reference") == 1
     aside = [
         e for e in second.log_lines() if e.get("event") == "shadow corrupt: moved aside, rebuilt"
@@ -324,12 +271,7 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon
 
 
 def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(start_daemon, tmp_path):
-    import sys
     import time
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from memory_service import MemoryService
 
     class FlipsMidRun(MemoryService):
         """Says the namespace is no longer a shadow after its 20th write, but takes writes
@@ -353,20 +295,9 @@ def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(star
     timeline = tmp_path / "timeline.jsonl"
     timeline.write_text("".join(GOOD))
     with FlipsMidRun() as service:
-        daemon = start_daemon(
-            sources={"tl": {"kind": "file", "path": str(timeline)}},
-            targets={
-                "team": {
-                    "kind": "http",
-                    "base_url": service.url,
-                    "namespace": "shadow",
-                    "shadow": True,
-                    "shadow_recheck_seconds": 0.5,
-                }
-            },
-        )
+        daemon = start_with_http_memory(start_daemon, timeline, service, shadow_recheck_seconds=0.5)
         daemon.wait_until(
-            lambda: _runs(daemon.scrape(), "team", "failure") >= 1, timeout=30, what="a failure"
+            lambda: runs(daemon.scrape(), "team", "failure") >= 1, timeout=30, what="a failure"
         )
         # at most one recheck interval of writes (0.5 s / 20 ms) after the flip
         assert service.writes_after_flip <= 30, service.writes_after_flip
@@ -374,72 +305,29 @@ def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(star
         failed = [e["error"] for e in daemon.log_lines() if e.get("event") == "run failed"]
         assert "is not a shadow" in failed[0]
         service.flip_after = None  # the fault is cleared: a shadow again
-        metrics = daemon.wait_until(
-            lambda: (m := daemon.scrape()) and _runs(m, "team", "success") >= 1 and m,
-            timeout=60,
-            what="a successful run",
-        )
+        metrics = daemon.wait_runs("team", timeout=60)
         assert daemon.stop()[0] == 0
-    final = evaluated_metrics(timeline)
-    for bucket in ("all", "tech", "ownership", "decision", "requirement"):
-        for ratio in ("freshness", "consistency", "coverage", "forgetting", "contamination"):
-            got = sample(metrics, f"healthd_{ratio}_ratio", target="team", domain=bucket)
-            assert got == final[bucket][ratio], (bucket, ratio)
+    assert_metrics_equal_evaluate(metrics, timeline, named="team")
 
 
 def test_a_hung_git_remote_is_visible_while_it_waits_and_ends_after_stall_seconds(
-    start_daemon, tmp_path
+    start_daemon, tmp_path, silent
 ):
-    import threading
-
-    listener = socket.socket()  # accepts and never answers
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        daemon = start_daemon(
-            sources={
-                "example": {"kind": "file", "path": str(EXAMPLE)},
-                "repo": {
-                    "kind": "git",
-                    "url": f"http://127.0.0.1:{listener.getsockname()[1]}/repo.git",
-                    "cache_dir": str(tmp_path / "cache"),
-                    "stall_seconds": 3,
-                },
-            },
-            targets={"naive": {"kind": "naive", "shadow": True}},
-        )
-        waiting = daemon.wait_until(
-            lambda: (
-                (m := daemon.scrape())
-                and (sample(m, "healthd_source_pull_seconds", source="repo") or 0) > 1
-                and m
-            ),
-            what="the hung pull shown while it waits",
-        )
-        assert sample(waiting, "healthd_source_up", source="repo") == 0  # not missing
-        assert sample(waiting, "healthd_source_pull_seconds", source="example") == 0
-        metrics = daemon.wait_until(
-            lambda: (m := daemon.scrape()) and _runs(m, "naive", "success") >= 1 and m,
-            timeout=20,
-            what="the run past the stalled remote",
-        )
-        failed = [e for e in daemon.log_lines() if e.get("event") == "source failed"]
-        assert failed and failed[0]["source"] == "repo"
-        assert "Operation too slow" in failed[0]["error"], failed[0]
-        assert sample(metrics, "healthd_source_up", source="repo") == 0
-        assert daemon.stop()[0] == 0
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
+    daemon = start_with_hung_remote(start_daemon, tmp_path, silent, stall_seconds=3)
+    waiting = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and (sample(m, "healthd_source_pull_seconds", source="repo") or 0) > 1
+            and m
+        ),
+        what="the hung pull shown while it waits",
+    )
+    assert sample(waiting, "healthd_source_up", source="repo") == 0  # not missing
+    assert sample(waiting, "healthd_source_pull_seconds", source="example") == 0
+    metrics = daemon.wait_runs("naive", timeout=20)
+    failed = [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+    assert failed and failed[0]["source"] == "repo"
+    assert "Operation too slow" in failed[0]["error"], failed[0]
+    assert sample(metrics, "healthd_source_up", source="repo") == 0
+    assert daemon.stop()[0] == 0
     assert_metrics_equal_evaluate(metrics, EXAMPLE, target="naive")

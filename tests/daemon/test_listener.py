@@ -16,16 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 import bcrypt
 import pytest
 import requests
-from daemon_helpers import Daemon, free_port, parse_metrics, run_cli, sample, toml_config
+from daemon_helpers import Daemon, free_port, parse_metrics, run_cli, runs, sample, toml_config
 from prometheus_client import CollectorRegistry, Gauge
 
 from healthd.cli import main as cli_main
 from healthd.daemon import server
 from healthd.settings import load_settings
-
-
-def _runs(metrics, target):
-    return sample(metrics, "healthd_runs_total", target=target, result="success") or 0
 
 
 @pytest.fixture
@@ -217,7 +213,7 @@ def test_sighup_and_post_reload_apply_a_good_configuration_and_refuse_a_bad_one(
     assert sample(metrics, "healthd_config_last_reload_successful") == 0
     failed = [l for l in daemon.log_lines() if "reload failed" in l.get("event", "")]
     assert failed and "targets.naive" in failed[0]["error"]
-    assert daemon.proc.poll() is None and _runs(daemon.scrape(), "naive") >= 1  # still running
+    assert daemon.proc.poll() is None and runs(daemon.scrape(), "naive") >= 1  # still running
 
     refused = requests.post(daemon.url + "/-/reload", timeout=10)
     assert refused.status_code == 500 and "targets.naive" in refused.text
@@ -226,7 +222,7 @@ def test_sighup_and_post_reload_apply_a_good_configuration_and_refuse_a_bad_one(
     config.write_text(good + '\n[targets.reference]\nkind = "reference"\nshadow = true\n')
     assert requests.post(daemon.url + "/-/reload", timeout=30).status_code == 200
     metrics = daemon.wait_until(
-        lambda: (m := daemon.scrape()) and _runs(m, "reference") >= 1 and m,
+        lambda: (m := daemon.scrape()) and runs(m, "reference") >= 1 and m,
         what="the added target's first run",
     )
     assert sample(metrics, "healthd_config_last_reload_successful") == 1

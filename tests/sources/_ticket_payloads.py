@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+import requests
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -307,6 +308,24 @@ def jira_item(
     }
 
 
+def jira_resolved(
+    hid: int,
+    created: str,
+    status: str,
+    resolution: str,
+    *,
+    status_id: str = "10001",
+    resolution_id: str = "10000",
+) -> dict[str, Any]:
+    """A changelog entry moving an issue from To Do to ``status``, resolved as ``resolution``."""
+    return jira_history(
+        hid,
+        created,
+        jira_item("status", "1", "To Do", status_id, status),
+        jira_item("resolution", None, None, resolution_id, resolution),
+    )
+
+
 def jira_user(name: str) -> dict[str, Any]:
     return {
         "self": f"https://jira.example.com/rest/api/2/user?username={name}",
@@ -500,6 +519,29 @@ class Sleeps:
 
     def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+def ticket_source(
+    source: Callable[..., Any],
+    options: Callable[..., Any],
+    name: str,
+    settings: dict[str, Any],
+    environ: dict[str, str],
+    sleeps: Sleeps | None = None,
+) -> Any:
+    """A ticket source as the tests build it: two retries half a second apart and at most
+    10 s of rate-limit wait unless ``settings`` say otherwise, a fresh session, a sleep that
+    records, a fixed clock and jitter, and ``environ`` for its secrets."""
+    retries = {"max_retries": 2, "backoff_seconds": 0.5, "max_rate_limit_wait_seconds": 10}
+    return source(
+        name,
+        options(**{**retries, **settings}),
+        session=requests.Session(),
+        sleep=sleeps or Sleeps(),
+        clock=lambda: 1_700_000_000.0,
+        rng=lambda: 0.5,
+        environ=environ,
+    )
 
 
 def run_all(

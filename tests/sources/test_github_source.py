@@ -7,7 +7,6 @@ import logging
 from datetime import UTC, datetime
 
 import pytest
-import requests
 from _ticket_payloads import (
     SECRET,
     FakeGitHub,
@@ -21,6 +20,7 @@ from _ticket_payloads import (
     labeled,
     renamed,
     run_all,
+    ticket_source,
 )
 from werkzeug import Response
 
@@ -218,24 +218,10 @@ def gh(api_server):  # noqa: F811
 
 
 def make(gh: FakeGitHub, sleeps: Sleeps | None = None, **options) -> GitHubSource:
-    settings = dict(
-        repo=REPO,
-        base_url=gh.base_url,
-        token_env="GH_TEST_TOKEN",
-        per_page=2,
-        max_retries=2,
-        backoff_seconds=0.5,
-        max_rate_limit_wait_seconds=10,
-    )
-    opts = GitHubOptions(**{**settings, **options})
-    return GitHubSource(
-        "tickets",
-        opts,
-        session=requests.Session(),
-        sleep=sleeps or Sleeps(),
-        clock=lambda: 1_700_000_000.0,
-        rng=lambda: 0.5,
-        environ={"GH_TEST_TOKEN": SECRET},
+    settings = dict(repo=REPO, base_url=gh.base_url, token_env="GH_TEST_TOKEN", per_page=2)
+    environ = {"GH_TEST_TOKEN": SECRET}
+    return ticket_source(
+        GitHubSource, GitHubOptions, "tickets", {**settings, **options}, environ, sleeps
     )
 
 

@@ -6,7 +6,6 @@ import base64
 import json
 
 import pytest
-import requests
 from _ticket_payloads import (
     SECRET,
     FakeJira,
@@ -16,7 +15,9 @@ from _ticket_payloads import (
     jira_history,
     jira_issue,
     jira_item,
+    jira_resolved,
     run_all,
+    ticket_source,
 )
 
 from healthd.errors import ConfigError
@@ -49,12 +50,7 @@ def populate(jira: FakeJira) -> None:
                     10010, T(2), jira_item("summary", None, "Refund API", None, "Refund API v2")
                 ),
                 jira_history(10011, T(3), jira_item("assignee", "alice", "Alice", "bob", "Bob")),
-                jira_history(
-                    10012,
-                    T(4),
-                    jira_item("status", "1", "To Do", "10001", "Done"),
-                    jira_item("resolution", None, None, "10000", "Done"),
-                ),
+                jira_resolved(10012, T(4), "Done", "Done"),
             ],
         )
     )
@@ -69,11 +65,8 @@ def populate(jira: FakeJira) -> None:
             created=T(2),
             updated=T(5),
             histories=[
-                jira_history(
-                    10020,
-                    T(5),
-                    jira_item("status", "1", "To Do", "6", "Closed"),
-                    jira_item("resolution", None, None, "10001", "Won't Do"),
+                jira_resolved(
+                    10020, T(5), "Closed", "Won't Do", status_id="6", resolution_id="10001"
                 ),
             ],
         )
@@ -161,20 +154,9 @@ def make(jira: FakeJira, sleeps: Sleeps | None = None, **options) -> JiraSource:
         user_env="JIRA_TEST_USER",
         token_env="JIRA_TEST_TOKEN",
         page_size=2,
-        max_retries=2,
-        backoff_seconds=0.5,
-        max_rate_limit_wait_seconds=10,
     )
-    opts = JiraOptions(**{**settings, **options})
-    return JiraSource(
-        "jira",
-        opts,
-        session=requests.Session(),
-        sleep=sleeps or Sleeps(),
-        clock=lambda: 1_700_000_000.0,
-        rng=lambda: 0.5,
-        environ={"JIRA_TEST_USER": "healthd-bot", "JIRA_TEST_TOKEN": SECRET},
-    )
+    environ = {"JIRA_TEST_USER": "healthd-bot", "JIRA_TEST_TOKEN": SECRET}
+    return ticket_source(JiraSource, JiraOptions, "jira", {**settings, **options}, environ, sleeps)
 
 
 def test_maps_changelog_to_the_exact_change_events_with_history_times(jira):
@@ -505,14 +487,7 @@ def test_resolving_a_components_last_open_issue_keeps_its_owner_until_another_cl
             resolution="Done",
             created=T(1),
             updated=T(4),
-            histories=[
-                jira_history(
-                    10200,
-                    T(4),
-                    jira_item("status", "1", "To Do", "10001", "Done"),
-                    jira_item("resolution", None, None, "10000", "Done"),
-                )
-            ],
+            histories=[jira_resolved(10200, T(4), "Done", "Done")],
         )
     )
     source = make(jira)
