@@ -43,6 +43,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from healthd.testing.agentcore_events import EventPlane
+
 CREATED_AT_KEY = "x-amz-agentcore-memory-createdAt"
 UPDATED_AT_KEY = "x-amz-agentcore-memory-updatedAt"
 OPERATORS = (
@@ -142,6 +144,7 @@ class AgentCoreEmulator:
         self._fail_records: dict[str, int] = {}
         self._counter = 0
         self._lock = threading.Lock()
+        self.events = EventPlane(self)  # events, GetMemory and strategies
         emulator = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -155,6 +158,9 @@ class AgentCoreEmulator:
                 emulator._handle(self)
 
             def do_GET(self) -> None:
+                emulator._handle(self)
+
+            def do_DELETE(self) -> None:
                 emulator._handle(self)
 
         self.server = ThreadingHTTPServer((host, port), Handler)
@@ -276,6 +282,9 @@ class AgentCoreEmulator:
         if not isinstance(body, dict):
             raise _validation("the request body must be an object")
         parts = [unquote(p) for p in request.path.split("?")[0].split("/")]
+        routed = self.events.route(request.command, parts, body)
+        if routed is not None:
+            return routed
         if request.command != "POST" or len(parts) < 4 or parts[1] != "memories":
             raise ServiceError("UnknownOperationException", 404, f"no route for {request.path}")
         memory_id, rest = parts[2], "/".join(parts[3:])
