@@ -147,6 +147,8 @@ class EventPlane:
         self.consolidation_delay = consolidation_delay
         self.memories: dict[str, ShortTermMemory] = {}
         self.consolidations: list[tuple[str, str, str]] = []  # (event id, decision, record id)
+        self.bodies: list[tuple[str, str, dict[str, Any]]] = []  # (method, path, body): tests
+        self._served_as: dict[str, str] = {}
         self._sequence = 0
 
     # -- control (tests) ----------------------------------------------------------------------
@@ -175,6 +177,11 @@ class EventPlane:
         memory.updated_at = now
         return memory
 
+    def break_isolation(self, asked: str, served: str) -> None:
+        """A fault: answer a retrieval in namespace ``asked`` from namespace ``served``, as a
+        memory whose actor isolation is broken would."""
+        self._served_as[asked] = served
+
     def events(self, memory_id: str) -> list[Event]:
         """Every event not deleted, expired or not (for assertions)."""
         return list(self.memories[memory_id].events)
@@ -187,9 +194,12 @@ class EventPlane:
         """The answer to a request this plane serves, None for another's; consolidation that
         has come due runs first, so every read sees it."""
         self.consolidate_due()
+        self.bodies.append((method, "/".join(parts), dict(body)))
         if len(parts) < 4 or parts[1] != "memories":
             return None
         memory_id, rest = parts[2], list(parts[3:])
+        if rest == ["retrieve"] and body.get("namespace") in self._served_as:
+            body["namespace"] = self._served_as[body["namespace"]]
         store = self._emulator.memories.get(memory_id)
         memory = self.memories.get(memory_id)
         if method == "GET" and rest == ["details"]:
