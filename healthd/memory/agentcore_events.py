@@ -360,6 +360,9 @@ class AgentCoreEventsMemory:
                 report.since[days] = written
         return report
 
+    def event_expiry_report(self) -> dict[str, Any]:
+        return self.event_expiry().as_json()
+
     # -- consolidation and isolation ----------------------------------------------------------
 
     def _settle(self) -> None:
