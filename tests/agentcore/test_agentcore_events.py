@@ -5,6 +5,8 @@ deterministic stand-in for the service's model."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 
@@ -334,3 +336,41 @@ def test_bad_input_is_one_line_and_exit_2_from_the_cli(emulator):
         assert len(lines) == 1 and message in lines[0], result.stderr
         assert DUMMY_AWS["AWS_SECRET_ACCESS_KEY"] not in result.stderr + result.stdout
     assert emulator.events.events(MEMORY_ID) == []
+
+
+# -- the real service --------------------------------------------------------------------------
+
+
+def _live_reason() -> str | None:
+    for name in ("HEALTHD_AGENTCORE_MEMORY_ID", "HEALTHD_AGENTCORE_STRATEGY_ID"):
+        if not os.environ.get(name):
+            return f"{name} is not set"
+    try:
+        credentials = boto3.Session().get_credentials()
+    except Exception as exc:  # a broken profile is a reason to skip, not to fail collection
+        return f"AWS credentials unusable: {type(exc).__name__}"
+    if credentials is None:
+        return "no AWS credentials in the standard chain"
+    return None
+
+
+@pytest.mark.skipif(_live_reason() is not None, reason=f"live AgentCore test: {_live_reason()}")
+def test_live_agentcore_events_round_trip():  # pragma: no cover - needs AWS
+    memory = build_memory(
+        parse_target(
+            f"agentcore:mode=events,memory_id={os.environ['HEALTHD_AGENTCORE_MEMORY_ID']},"
+            f"strategy_id={os.environ['HEALTHD_AGENTCORE_STRATEGY_ID']},"
+            "actor_id=healthd-live-test-shadow,shadow=on,consistency_wait_seconds=120"
+        )
+    )
+    assert isinstance(memory, AgentCoreEventsMemory)
+    try:
+        memory.reset()
+        memory.apply(added("live-1", 1, AUTH_GO))
+        probe = Probe("p-live", "What language is auth-service written in?", "auth-service",
+                      "language", "tech")  # fmt: skip
+        assert any(re.search(r"\bgo\b", text, re.I) for text in texts(memory, probe))
+        assert memory.isolation_checks == 1
+    finally:
+        memory.reset()
+        memory.close()
