@@ -113,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         "embedder = minilm/hashing, dimensions; extra mem0), graphiti (search = "
         "default/valid, path, group_id, shadow, top_k, embedder = minilm/hashing, dimensions; "
         "extra graphiti), agentcore (memory_id, namespace_prefix, shadow, "
-        "mode = native/managed, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
-        "consistency_wait_seconds, max_attempts, timeout_seconds; extra agentcore), and any a "
+        "mode = native/managed/events, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
+        "consistency_wait_seconds, max_attempts, timeout_seconds; events: actor_id, "
+        "isolation_actor_id, control_endpoint_url; extra agentcore), and any a "
         "plugin registers. Any kind takes baseline=on|off: a baseline is meant to fail and is "
         "shown apart (naive is one unless baseline=off)",
     )

@@ -261,7 +261,8 @@ class AgentCoreEventsMemory:
         foreign = [e for e in events if EVENT_ID_KEY not in (e.get("metadata") or {})]
         if foreign:
             raise ShadowViolation(
-                f"actor {self.actor!r} holds {len(foreign)} event(s) healthd did not write "
+                f"agentcore memory: actor {self.actor!r} holds {len(foreign)} event(s) healthd "
+                "did not write "
                 f"(e.g. in session {foreign[0].get('sessionId')!r}): it is not a shadow actor; "
                 "nothing was deleted"
             )
