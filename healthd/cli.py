@@ -454,7 +454,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         report_json,
         write_report_json,
     )
-    from healthd.memory import build_memory, parse_target
+    from healthd.memory import EventExpiryReporting, build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
     from healthd.reading import build_reader, versioned
     from healthd.scoring import DEFAULT_WINDOWS
@@ -550,6 +550,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         reader=reader,
                     )
                 )
+                if isinstance(memory, EventExpiryReporting):
+                    results[-1].event_expiry = memory.event_expiry_report()
             finally:
                 memory.close()
         stack.close()  # the progress display ends before the report is written

@@ -5,6 +5,7 @@ deterministic stand-in for the service's model."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -374,3 +375,26 @@ def test_live_agentcore_events_round_trip():  # pragma: no cover - needs AWS
     finally:
         memory.reset()
         memory.close()
+
+
+def test_the_json_report_gives_the_events_per_expiry(emulator, tmp_path):
+    configure(emulator, expiry=30)
+    timeline = tmp_path / "timeline.jsonl"
+    lines = [
+        {"id": "t1", "type": "added", "timestamp": "2026-01-01T00:00:00Z", "source": "git",
+         "fact": {"subject": "billing", "predicate": "owner", "value": "@alice", "domain": "ownership"}},
+        {"id": "t2", "type": "added", "timestamp": "2026-01-02T00:00:00Z", "source": "git",
+         "fact": {"subject": "auth", "predicate": "language", "value": "go", "domain": "tech"}},
+    ]  # fmt: skip
+    timeline.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--timeline", str(timeline),
+         "--target", target(emulator), "--format", "json"],
+        capture_output=True, text=True, env={**no_aws_env(), **DUMMY_AWS}, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (report,) = json.loads(result.stdout)["targets"]
+    expiry = report["event_expiry"]
+    assert (expiry["current_days"], expiry["populations"]) == (30, {"30": 2})
+    assert list(expiry["since"]) == ["30"]
+    assert report["final"]["metrics"]["all"]["consistency"] == 1.0
