@@ -18,6 +18,9 @@ what it measures is what the memory's own strategy makes of that.
   named must exist and file records per actor (``{actorId}`` in its namespace, no
   ``{sessionId}``); ``eventExpiryDuration`` is noted on every event, so a change of it
   shows as two populations of events, each keeping the expiry it was created with.
+* Incremental scoring asks again only when the strategy's records for the actor changed:
+  a stage whose event was a NO-OP asks nothing; any other asks every probe (a consolidated
+  record may enter any answer).
 * Each run checks actor isolation: the first probe is asked again as another actor, whose
   answer must hold nothing of the shadow actor's.
 
@@ -44,7 +47,7 @@ from healthd._http import check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.logging import get_logger
 from healthd.memory._agentcore_records import encode
-from healthd.model import Answer, ChangeEvent, Probe, ServedItem
+from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
 from healthd.reading.render import statement
 
 log = get_logger("healthd.memory.agentcore")
@@ -179,6 +182,7 @@ class AgentCoreEventsMemory:
         self.expiry_changes: list[tuple[float, int | None, int]] = []
         self._record_ids: set[str] = set()
         self._snapshot: tuple[tuple[str, str], ...] | None = None
+        self._seen: tuple[tuple[str, str], ...] | None = None
         self._pending = False
         self._isolation_checked = False
         self.isolation_checks = 0
@@ -290,6 +294,7 @@ class AgentCoreEventsMemory:
             )
         self._record_ids.clear()
         self._snapshot = None
+        self._seen = None
         self._pending = False
         self.events_written = 0
 
@@ -337,6 +342,19 @@ class AgentCoreEventsMemory:
         if not self._isolation_checked:
             self._check_isolation(question, probe.id)
         return Answer(probe.id, (), tuple(items))
+
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
+        """No key when the strategy's records for the actor are as they were at the last call
+        (a NO-OP changes no answer: retrieval over the same records is the same); otherwise
+        None, since a consolidated record may enter any probe's answer."""
+        self._open_run()
+        if self._pending:
+            self._settle()
+        listing = self._listing()
+        if listing == self._seen:
+            return set()
+        self._seen = listing
+        return None
 
     def close(self) -> None:
         for client in self._clients.values():

@@ -213,6 +213,26 @@ def test_consistency_wait_covers_the_strategys_asynchronous_consolidation(emulat
     patient.close()
 
 
+def test_incremental_scoring_gives_the_full_replays_numbers_and_skips_no_op_stages(emulator):
+    configure(emulator)
+    events = [*EVENTS[:4], revalidated("e6", 6, BILLING_BOB), revalidated("e7", 7, BILLING_BOB)]
+    probes = build_probe_set(events)
+    results = {}
+    asked = {}
+    for mode in ("full", "incremental"):
+        before = len(bodies(emulator, "/retrieve"))
+        memory = events_memory(emulator)
+        try:
+            results[mode] = evaluate(events, memory, probes, name=mode, kind="agentcore", mode=mode)
+        finally:
+            memory.close()
+        asked[mode] = len(bodies(emulator, "/retrieve")) - before
+    full, incremental = results["full"], results["incremental"]
+    assert [s.counts for s in incremental.stages] == [s.counts for s in full.stages]
+    assert incremental.metrics == full.metrics
+    assert asked["incremental"] < asked["full"]  # the NO-OP stages asked nothing again
+
+
 # -- event expiry belongs to each event -----------------------------------------------------------
 
 
