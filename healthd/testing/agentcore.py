@@ -163,6 +163,9 @@ class AgentCoreEmulator:
             def do_DELETE(self) -> None:
                 emulator._handle(self)
 
+            def do_PUT(self) -> None:
+                emulator._handle(self)
+
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://{host}:{self.server.server_address[1]}"

@@ -204,6 +204,8 @@ class EventPlane:
         memory = self.memories.get(memory_id)
         if method == "GET" and rest == ["details"]:
             return 200, {"memory": self._describe(memory_id, memory)}
+        if method == "PUT" and rest == ["update"]:
+            return self._update_memory(memory_id, memory, body)
         events_route = (method == "POST" and rest == ["events"]) or (
             len(rest) >= 3 and rest[0] == "actor" and rest[2] == "sessions"
         )
@@ -248,6 +250,40 @@ class EventPlane:
         return out
 
     # -- operations ---------------------------------------------------------------------------
+
+    def _update_memory(
+        self, memory_id: str, memory: ShortTermMemory | None, body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """``UpdateMemory``: the emulator changes ``eventExpiryDuration`` and
+        ``addIndexedKeys`` (indexed keys are only ever added); other members are refused."""
+        self._describe(memory_id, memory)  # ResourceNotFoundException first
+        assert memory is not None
+        unsupported = sorted(
+            set(body) - {"memoryId", "clientToken", "eventExpiryDuration", "addIndexedKeys"}
+        )
+        if unsupported:
+            raise _validation(f"the emulator does not change {', '.join(unsupported)}")
+        days = body.get("eventExpiryDuration")
+        if days is not None:
+            if not isinstance(days, int) or isinstance(days, bool) or not 3 <= days <= 3650:
+                raise _validation("eventExpiryDuration must be between 3 and 3650 days")
+            memory.event_expiry_days = days
+        added = body.get("addIndexedKeys") or []
+        keys = {k.get("key") for k in memory.indexed_keys}
+        if len(keys) + len(added) > 10:
+            raise _validation("a memory has at most 10 indexed keys")
+        for key in added:
+            if not isinstance(key, dict) or key.get("type") not in (
+                "STRING",
+                "STRINGLIST",
+                "NUMBER",
+            ):
+                raise _validation("addIndexedKeys entries need a key and a type")
+            if key.get("key") in keys:
+                raise _validation(f"indexed key {key.get('key')!r} exists already")
+            memory.indexed_keys.append({"key": str(key["key"]), "type": str(key["type"])})
+        memory.updated_at = self._emulator.now()
+        return 202, {"memory": self._describe(memory_id, memory)}
 
     def _create_event(
         self, memory: ShortTermMemory, body: dict[str, Any]

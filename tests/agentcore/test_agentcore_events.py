@@ -289,6 +289,51 @@ def test_a_new_process_notices_a_change_made_since_the_last_events(emulator):
     restarted.close()
 
 
+# -- the emulator refuses what the service's model refuses ---------------------------------------
+
+
+def test_the_emulators_events_and_control_plane_refuse_what_the_model_refuses(emulator):
+    from botocore.exceptions import ClientError
+
+    configure(emulator)
+    data = data_client(emulator)
+    control = boto3.client(
+        "bedrock-agentcore-control", endpoint_url=emulator.url, region_name="us-east-1"
+    )
+    turn = [{"conversational": {"role": "USER", "content": {"text": "Billing is owned by @bob."}}}]
+    good = {"memoryId": MEMORY_ID, "actorId": ACTOR, "sessionId": "s1", "eventTimestamp": day(1),
+            "payload": turn}  # fmt: skip
+    bad = [
+        ({**good, "actorId": "an actor"}, "actorId 'an actor' does not match"),
+        ({**good, "sessionId": "s/1"}, "sessionId 's/1' does not match"),
+        ({**good, "payload": turn * 101}, "at most 100 items"),
+        ({**good, "metadata": {f"k{i}": {"stringValue": "v"} for i in range(16)}},
+         "at most 15 keys"),
+        ({**good, "metadata": {"k": {"stringValue": "a;b"}}}, "value pattern"),
+        ({**good, "payload": [{"conversational": {"role": "BOT", "content": {"text": "x"}}}]},
+         "role must be one of"),
+    ]  # fmt: skip
+    for request, message in bad:
+        with pytest.raises(ClientError, match=message):
+            data.create_event(**request)
+    data.create_event(**good, clientToken="t" * 33)
+    with pytest.raises(ClientError, match="clientToken was used with another request"):
+        data.create_event(**{**good, "sessionId": "s2"}, clientToken="t" * 33)
+    assert len(emulator.events.events(MEMORY_ID)) == 1
+    with pytest.raises(ClientError, match="between 3 and 3650 days"):
+        control.update_memory(memoryId=MEMORY_ID, eventExpiryDuration=4000)
+    with pytest.raises(ClientError, match="the emulator does not change description"):
+        control.update_memory(memoryId=MEMORY_ID, description="x")
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        control.get_memory(memoryId="unknown_memory-0000000000")
+    assert (
+        control.update_memory(memoryId=MEMORY_ID, eventExpiryDuration=3)["memory"][
+            "eventExpiryDuration"
+        ]
+        == 3
+    )
+
+
 # -- bad input -----------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import boto3
 from agentcore_fixtures import DUMMY_AWS, MEMORY_ID
 from daemon_helpers import Daemon, free_port, sample, toml_config
 
@@ -91,7 +92,15 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
                 in (failed[0])
             )
 
-            emulator.events.configure(MEMORY_ID, event_expiry_days=90)  # UpdateMemory
+            control = boto3.client(
+                "bedrock-agentcore-control",
+                endpoint_url=emulator.url,
+                region_name="us-east-1",
+                aws_access_key_id=DUMMY_AWS["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=DUMMY_AWS["AWS_SECRET_ACCESS_KEY"],
+            )
+            updated = control.update_memory(memoryId=MEMORY_ID, eventExpiryDuration=90)
+            assert updated["memory"]["eventExpiryDuration"] == 90
             with timeline.open("a") as out:
                 out.write(_event(3, "@carol", "@bob"))
             daemon.wait_until(lambda: events("90") == 1, timeout=60, what="1 event under 90 days")
