@@ -292,6 +292,8 @@ class AgentCoreEventsMemory:
                 memoryId=self.options.memory_id,
                 records=ids[start : start + MAX_BATCH],
             )
+        if ids and self.options.consistency_wait_seconds > 0:
+            self._wait_until_gone({i["memoryRecordId"] for i in ids})
         self._record_ids.clear()
         self._snapshot = None
         self._seen = None
@@ -400,6 +402,18 @@ class AgentCoreEventsMemory:
             delay = min(delay * 2, 1.0)
         self._pending = False
         self._snapshot = None
+
+    def _wait_until_gone(self, deleted: set[str]) -> None:
+        deadline = self._monotonic() + self.options.consistency_wait_seconds
+        delay = 0.02
+        while any(r["memoryRecordId"] in deleted for r in self._records()):
+            if self._monotonic() >= deadline:
+                raise MemoryAdapterError(
+                    "agentcore memory: reset: deleted records still listed after "
+                    f"{self.options.consistency_wait_seconds}s (consistency_wait_seconds)"
+                )
+            self._sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def _check_isolation(self, question: str, probe_id: str) -> None:
         self._isolation_checked = True
