@@ -66,6 +66,7 @@ EVENT_EXPIRY_NAMES = (
     "healthd_memory_event_expiry_days",
     "healthd_memory_events",
     "healthd_memory_event_expiry_since_timestamp_seconds",
+    "healthd_memory_failed_extractions",
 )
 
 #: Every metric healthd exports, for the README and for the tests.
@@ -325,18 +326,25 @@ def _event_expiry(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Me
         "setting took effect for the events from then on",
         labels=["target", "role", "expiry_days"],
     )
+    failed = GaugeMetricFamily(
+        "healthd_memory_failed_extractions",
+        "The last run's events the memory reports it failed to extract into records",
+        labels=["target", "role"],
+    )
     for name, row in targets.items():
         report = (row.results or {}).get("event_expiry")
         if not isinstance(report, dict):
             continue
         who = [name, roles.get(name, SUBJECT)]
+        if report.get("failed_extractions") is not None:
+            failed.add_metric(who, report["failed_extractions"])
         if report.get("current_days") is not None:
             setting.add_metric(who, report["current_days"])
         for days, count in (report.get("populations") or {}).items():
             events.add_metric([*who, str(days)], count)
         for days, at in (report.get("since") or {}).items():
             since.add_metric([*who, str(days)], at)
-    yield from (setting, events, since)
+    yield from (setting, events, since, failed)
 
 
 def _last_change(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:

@@ -382,7 +382,40 @@ class AgentCoreEventsMemory:
         return report
 
     def event_expiry_report(self) -> dict[str, Any]:
-        return self.event_expiry().as_json()
+        """The events per expiry, and how many of this run's events the memory reports it
+        failed to extract (``failed_extractions``): a lost event, not a slow one."""
+        return {**self.event_expiry().as_json(), "failed_extractions": self.failed_extractions()}
+
+    def failed_extractions(self) -> int:
+        """Extraction jobs of this run's session the service lists as FAILED (logged)."""
+        if self.session_id is None:
+            return 0
+        jobs = list(
+            self._pages(
+                "list_memory_extraction_jobs",
+                "listing failed extraction jobs",
+                "jobs",
+                memoryId=self.options.memory_id,
+                filter={
+                    "strategyId": self.options.strategy_id,
+                    "actorId": self.actor,
+                    "sessionId": self.session_id,
+                    "status": "FAILED",
+                },
+                maxResults=50,
+            )
+        )
+        if jobs:
+            log.warning(
+                "agentcore extraction failed",
+                actor_id=self.actor,
+                session_id=self.session_id,
+                jobs=len(jobs),
+                reason=str(jobs[0].get("failureReason", ""))[:200],
+                note="the strategy made no record of these events; StartMemoryExtractionJob "
+                "retries them",
+            )
+        return len(jobs)
 
     # -- consolidation and isolation ----------------------------------------------------------
 

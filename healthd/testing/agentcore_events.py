@@ -149,6 +149,8 @@ class EventPlane:
         self.consolidations: list[tuple[str, str, str]] = []  # (event id, decision, record id)
         self.bodies: list[tuple[str, str, dict[str, Any]]] = []  # (method, path, body): tests
         self._served_as: dict[str, str] = {}
+        self._failing: list[str] = []
+        self.jobs: dict[str, list[dict[str, Any]]] = {}  # failed extraction jobs by memory
         self._sequence = 0
 
     # -- control (tests) ----------------------------------------------------------------------
@@ -182,6 +184,11 @@ class EventPlane:
         memory whose actor isolation is broken would."""
         self._served_as[asked] = served
 
+    def fail_extraction(self, text: str) -> None:
+        """A fault: the extraction of any event whose conversation contains ``text`` fails
+        (a FAILED job in ``ListMemoryExtractionJobs``, no record)."""
+        self._failing.append(text)
+
     def events(self, memory_id: str) -> list[Event]:
         """Every event not deleted, expired or not (for assertions)."""
         return list(self.memories[memory_id].events)
@@ -206,6 +213,8 @@ class EventPlane:
             return 200, {"memory": self._describe(memory_id, memory)}
         if method == "PUT" and rest == ["update"]:
             return self._update_memory(memory_id, memory, body)
+        if method == "POST" and rest == ["extractionJobs"]:
+            return self._list_jobs(memory_id, body)
         events_route = (method == "POST" and rest == ["events"]) or (
             len(rest) >= 3 and rest[0] == "actor" and rest[2] == "sessions"
         )
@@ -354,6 +363,25 @@ class EventPlane:
         ]
         return _page(body, "sessions", found, "sessionSummaries")
 
+    def _list_jobs(self, memory_id: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if memory_id not in self._emulator.memories:
+            from healthd.testing.agentcore import ServiceError
+
+            raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
+        wanted = body.get("filter") or {}
+        if not isinstance(wanted, dict):
+            raise _validation("filter must be an object")
+        keys = {"strategyId": "strategyId", "sessionId": "sessionId", "actorId": "actorId",
+                "status": "status"}  # fmt: skip
+        found = [
+            job
+            for job in self.jobs.get(memory_id, [])
+            if all(wanted.get(k) in (None, job.get(v)) for k, v in keys.items())
+        ]
+        if not 1 <= body.get("maxResults", 50) <= 50:
+            raise _validation("maxResults must be between 1 and 50")
+        return _page({**body, "maxResults": body.get("maxResults", 50)}, "jobs", found, "jobs")
+
     def _delete_event(
         self, memory: ShortTermMemory, actor: str, session: str, event_id: str
     ) -> tuple[int, dict[str, Any]]:
@@ -380,6 +408,23 @@ class EventPlane:
                 if event.consolidated or event.created_at + self.consolidation_delay > now:
                     continue
                 event.consolidated = True
+                text = _conversation(event.payload)
+                if any(part in text for part in self._failing):
+                    for strategy in memory.strategies:
+                        self.jobs.setdefault(memory.memory_id, []).append(
+                            {
+                                "jobID": f"job-{len(self.jobs.get(memory.memory_id, [])) + 1}",
+                                "messages": {
+                                    "messagesList": [{"eventId": event.event_id, "messageIndex": 0}]
+                                },
+                                "status": "FAILED",
+                                "failureReason": "model output could not be parsed",
+                                "strategyId": strategy.strategy_id,
+                                "sessionId": event.session_id,
+                                "actorId": event.actor_id,
+                            }
+                        )
+                    continue
                 for strategy in memory.strategies:
                     if strategy.type in ("SEMANTIC", "USER_PREFERENCE"):
                         self._consolidate(store, strategy, event, now)

@@ -233,6 +233,24 @@ def test_incremental_scoring_gives_the_full_replays_numbers_and_skips_no_op_stag
     assert asked["incremental"] < asked["full"]  # the NO-OP stages asked nothing again
 
 
+def test_an_event_the_strategy_fails_to_extract_is_reported_not_waited_for_forever(emulator):
+    configure(emulator)
+    emulator.events.fail_extraction("@bob")
+    memory = events_memory(emulator, consistency_wait_seconds=0.5)
+    memory.reset()
+    memory.apply(EVENTS[0])
+    assert texts(memory) == ["Billing is owned by @alice."]
+    memory.apply(EVENTS[2])
+    with capture_logs() as logs:
+        assert texts(memory) == ["Billing is owned by @alice."]  # the change was lost
+        report = memory.event_expiry_report()
+    assert report["failed_extractions"] == 1
+    (failed,) = [line for line in logs if line["event"] == "agentcore extraction failed"]
+    assert failed["jobs"] == 1 and failed["reason"] == "model output could not be parsed"
+    assert memory.unsettled_reads == 1  # the wait ran out: nothing changed
+    memory.close()
+
+
 # -- event expiry belongs to each event -----------------------------------------------------------
 
 
