@@ -80,6 +80,7 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
             daemon.wait_until(lambda: events("30") == 2, timeout=60, what="2 events under 30 days")
             metrics = daemon.scrape()
             assert sample(metrics, "healthd_memory_event_expiry_days", target="events") == 30
+            assert sample(metrics, "healthd_memory_failed_extractions", target="events") == 0
             failures = sample(metrics, "healthd_runs_total", target="nostrategy", result="failure")
             assert failures and failures >= 1
             failed = [
