@@ -59,6 +59,7 @@ EVENT_EXPIRY_KEY = "healthd_event_expiry_days"
 EVENT_WRITTEN_KEY = "healthd_written_at"
 MAX_TOP_K = 100
 MAX_BATCH = 100
+MAX_TURN = 100_000  # ContentTextString's maximum in the model
 
 _ACTOR_ID = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_/]*(?::[a-zA-Z0-9\-_/]+)*[a-zA-Z0-9\-_/]*")
 _STRATEGY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")
@@ -178,6 +179,7 @@ class AgentCoreEventsMemory:
         self._region: str | None = None
         self.session_id: str | None = None
         self.namespace: str | None = None
+        self._other_namespace: str | None = None
         self.event_expiry_days: int | None = None
         self.expiry_changes: list[tuple[float, int | None, int]] = []
         self._record_ids: set[str] = set()
@@ -207,6 +209,11 @@ class AgentCoreEventsMemory:
         memory_id = self.options.memory_id.rsplit("/", 1)[-1]
         what = f"reading the configuration of memory {memory_id!r}"
         memory = self._call("control", "get_memory", what, memoryId=memory_id)["memory"]
+        if memory.get("status") not in ("ACTIVE", "UPDATING"):
+            raise MemoryAdapterError(
+                f"agentcore memory: memory {memory_id!r} is {memory.get('status')}, not ACTIVE"
+                + (f" ({memory['failureReason']})" if memory.get("failureReason") else "")
+            )
         strategies = memory.get("strategies") or []
         found = [s for s in strategies if s.get("strategyId") == self.options.strategy_id]
         if not found:
@@ -216,6 +223,11 @@ class AgentCoreEventsMemory:
                 f"{self.options.strategy_id!r} (its strategies: {names})"
             )
         strategy = found[0]
+        if strategy.get("status", "ACTIVE") != "ACTIVE":
+            raise MemoryAdapterError(
+                f"agentcore memory: strategy {self.options.strategy_id!r} is "
+                f"{strategy.get('status')}, not ACTIVE"
+            )
         templates = strategy.get("namespaceTemplates") or strategy.get("namespaces") or []
         template = str(templates[0]) if templates else ""
         variables = set(_VARIABLE.findall(template))
@@ -284,14 +296,22 @@ class AgentCoreEventsMemory:
             r for r in self._records() if list(r.get("namespaces") or []) == [self.namespace]
         ]
         ids = [{"memoryRecordId": r["memoryRecordId"]} for r in records]
+        what = "reset: deleting the strategy's records for the shadow actor"
         for start in range(0, len(ids), MAX_BATCH):
-            self._call(
+            response = self._call(
                 "data",
                 "batch_delete_memory_records",
-                "reset: deleting the strategy's records for the shadow actor",
+                what,
                 memoryId=self.options.memory_id,
                 records=ids[start : start + MAX_BATCH],
             )
+            failed = [f for f in response.get("failedRecords", []) if f.get("errorCode") != 404]
+            if failed:
+                raise MemoryAdapterError(
+                    f"agentcore memory: {what}: {len(failed)} record(s) failed, e.g. "
+                    f"{failed[0].get('memoryRecordId')}: {failed[0].get('errorCode')} "
+                    f"{failed[0].get('errorMessage', '')}"
+                )
         if ids and self.options.consistency_wait_seconds > 0:
             self._wait_until_gone({i["memoryRecordId"] for i in ids})
         self._record_ids.clear()
@@ -310,6 +330,12 @@ class AgentCoreEventsMemory:
             event_id = encode(event.id, "event id")
         except ValueError as exc:
             raise MemoryAdapterError(f"agentcore memory: apply {event.id}: {exc}") from None
+        text = statement(event)
+        if len(text) > MAX_TURN:
+            raise MemoryAdapterError(
+                f"agentcore memory: apply {event.id}: the change renders to {len(text):,} "
+                f"characters; a conversational turn holds at most {MAX_TURN:,}"
+            )
         written = datetime.fromtimestamp(self._wall(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         self._call(
             "data",
@@ -319,7 +345,7 @@ class AgentCoreEventsMemory:
             actorId=self.actor,
             sessionId=self.session_id,
             eventTimestamp=event.timestamp,
-            payload=[{"conversational": {"role": "USER", "content": {"text": statement(event)}}}],
+            payload=[{"conversational": {"role": "USER", "content": {"text": text}}}],
             metadata={
                 EVENT_ID_KEY: {"stringValue": event_id},
                 EVENT_EXPIRY_KEY: {"stringValue": str(self.event_expiry_days)},

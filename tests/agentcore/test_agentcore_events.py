@@ -397,6 +397,17 @@ def test_an_actor_not_declared_shadow_or_holding_others_events_is_refused(emulat
         events_memory(emulator, actor_id="bad actor")
 
 
+def test_a_change_too_long_for_one_turn_is_one_clear_error_and_nothing_written(emulator):
+    configure(emulator)
+    memory = events_memory(emulator)
+    memory.reset()
+    huge = added("huge", 1, fact("auth-service", "requirement", "x" * 100_000, "requirement"))
+    with pytest.raises(MemoryAdapterError, match="apply huge: the change renders to 100,0"):
+        memory.apply(huge)
+    assert emulator.events.events(MEMORY_ID) == []
+    memory.close()
+
+
 def _cli(target_text: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "healthd", "evaluate", "--target", target_text],
