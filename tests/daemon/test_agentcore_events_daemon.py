@@ -1,6 +1,7 @@
 """The daemon with `agentcore:mode=events` targets against the emulator: the shadow actor's
 events are exported per `eventExpiryDuration` they were created under, across a change of the
-setting between runs; a memory without the strategy named is a failed run, not a crash."""
+setting between runs; a memory without the strategy named, and an actor holding events healthd
+did not write, are failed runs, not crashes, and nothing of the other actor is touched."""
 
 from __future__ import annotations
 
@@ -59,6 +60,19 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
         emulator.events.configure(
             MEMORY_ID, event_expiry_days=30, strategies=[Strategy(STRATEGY, "h/{actorId}")]
         )
+        boto3.client(
+            "bedrock-agentcore",
+            endpoint_url=emulator.url,
+            region_name="us-east-1",
+            aws_access_key_id=DUMMY_AWS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=DUMMY_AWS["AWS_SECRET_ACCESS_KEY"],
+        ).create_event(
+            memoryId=MEMORY_ID,
+            actorId="a-real-user",
+            sessionId="theirs",
+            eventTimestamp=1_767_000_000,
+            payload=[{"conversational": {"role": "USER", "content": {"text": "hello"}}}],
+        )
         port = free_port()
         config = toml_config(
             tmp_path,
@@ -67,6 +81,7 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
             targets={
                 "events": _target(emulator.url, "healthd-shadow"),
                 "nostrategy": _target(emulator.url, "healthd-other", "missing-a1b2c3d4e5"),
+                "notshadow": _target(emulator.url, "a-real-user"),
             },
         )
         daemon = Daemon(config, port, tmp_path / "daemon.log", **DUMMY_AWS)
@@ -92,6 +107,18 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
                 "has no strategy 'missing-a1b2c3d4e5' (its strategies: facts-a1b2c3d4e5)"
                 in (failed[0])
             )
+            daemon.wait_until(
+                lambda: sample(
+                    daemon.scrape(), "healthd_runs_total", target="notshadow", result="failure"
+                ),
+                what="the run as an actor holding others' events fails",
+            )
+            refused = [
+                line["error"]
+                for line in daemon.log_lines()
+                if line.get("event") == "run failed" and line.get("target") == "notshadow"
+            ]
+            assert "it is not a shadow actor; nothing was deleted" in refused[0]
 
             control = boto3.client(
                 "bedrock-agentcore-control",
@@ -133,4 +160,6 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
         finally:
             assert daemon.stop()[0] == 0
     # nothing was written as any actor but the declared shadow ones
-    assert {e.actor_id for e in emulator.events.events(MEMORY_ID)} == {"healthd-shadow"}
+    held = [(e.actor_id, e.session_id) for e in emulator.events.events(MEMORY_ID)]
+    assert {actor for actor, _ in held} == {"healthd-shadow", "a-real-user"}
+    assert [s for a, s in held if a == "a-real-user"] == ["theirs"]  # untouched
