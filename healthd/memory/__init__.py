@@ -62,8 +62,9 @@ class EventExpiryReporting(Protocol):
     ``eventExpiryDuration``): it reports its shadow's events per expiry."""
 
     def event_expiry_report(self) -> dict[str, Any]:
-        """``{"current_days": N, "populations": {"30": n, ...}, "since": {"30": t, ...}}``:
-        events held per expiry (days) and when the first of each was written (Unix time)."""
+        """``{"current_days": N, "populations": {"30": n, ...}, "since": {"30": t, ...},
+        "failed_extractions": n}``: events held per expiry (days), when the first of each
+        was written (Unix time), and the run's events the memory failed to extract."""
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import re
 import sys
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from healthd.testing.agentcore import AgentCoreEmulator, MemoryStore
 
 DAY = 86400.0
+KEPT = 50_000  # requests and consolidation decisions kept for tests
 MAX_PAYLOAD = 100
 MAX_EVENT_TEXT = 100_000
 MAX_EVENT_METADATA = 15
@@ -146,8 +148,9 @@ class EventPlane:
         self._emulator = emulator
         self.consolidation_delay = consolidation_delay
         self.memories: dict[str, ShortTermMemory] = {}
-        self.consolidations: list[tuple[str, str, str]] = []  # (event id, decision, record id)
-        self.bodies: list[tuple[str, str, dict[str, Any]]] = []  # (method, path, body): tests
+        # for tests, the newest only: (event id, decision, record id) and (method, path, body)
+        self.consolidations: deque[tuple[str, str, str]] = deque(maxlen=KEPT)
+        self.bodies: deque[tuple[str, str, dict[str, Any]]] = deque(maxlen=KEPT)
         self._served_as: dict[str, str] = {}
         self._failing: list[str] = []
         self.jobs: dict[str, list[dict[str, Any]]] = {}  # failed extraction jobs by memory
