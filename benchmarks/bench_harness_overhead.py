@@ -2,10 +2,13 @@
 ground truth, probes, scoring) and how much is spent inside the memory adapter's calls?
 
     .venv/bin/python benchmarks/bench_harness_overhead.py [--events 2000] [--keys 300] [--repeat 3]
+        [--only LABEL]
 
 The servers run in their own processes, as they would in production: `healthd serve-memory`
-for the `http` target and the AgentCore emulator (`python -m healthd.testing.agentcore`) for
-`agentcore` (native and managed), both on free 127.0.0.1 ports. Each target replays the
+for the `http` target and the AgentCore emulator with a semantic strategy (`python -m
+healthd.testing.agentcore_events`) for `agentcore` (native, managed and events: healthd's
+CreateEvent, the emulator's consolidation, its records retrieved), both on free 127.0.0.1
+ports. Each target replays the
 bundled example and a generated timeline (benchmarks/bench_evaluator.py's generator) in
 this process, its memory wrapped in a timer around reset, apply, answer and changed_keys.
 "time in adapter" is the sum of those calls (the adapter's own code, boto3's or requests'
@@ -42,6 +45,7 @@ from healthd.probes import build_probe_set  # noqa: E402
 from healthd.timeline import read_timeline  # noqa: E402
 
 MEMORY_ID = "healthd_bench-a1b2c3d4e5"
+STRATEGY_ID = "facts-a1b2c3d4e5"
 _URL = re.compile(rb"on (http://127\.0\.0\.1:\d+)")
 
 
@@ -80,6 +84,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--keys", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", default="", help="run only targets whose label contains this")
     args = parser.parse_args()
     os.environ.update(
         AWS_ACCESS_KEY_ID="bench",
@@ -95,12 +100,14 @@ def main() -> int:
         server("-m", "healthd", "serve-memory", "--port", "0") as memory_url,
         server(
             "-m",
-            "healthd.testing.agentcore",
+            "healthd.testing.agentcore_events",
             "--port",
             "0",
             "--memory-id",
             MEMORY_ID,
             *(f"--indexed-key={k}:{t}" for k, t in FILTER_KEYS.items()),
+            "--strategy-id",
+            STRATEGY_ID,
         ) as ac_url,
     ):
         agentcore = (
@@ -111,11 +118,17 @@ def main() -> int:
             "http (serve-memory)": f"http:base_url={memory_url},namespace=healthd/bench,shadow=on",
             "agentcore native (emulator)": f"agentcore:mode=native,{agentcore}",
             "agentcore managed (emulator)": f"agentcore:mode=managed,{agentcore}",
+            "agentcore events (emulator)": (
+                f"agentcore:mode=events,memory_id={MEMORY_ID},shadow=on,region=us-east-1,"
+                f"endpoint_url={ac_url},actor_id=healthd-bench,strategy_id={STRATEGY_ID}"
+            ),
         }
         print(f"{'target':30} {'timeline':22} {'total s':>8} {'adapter s':>9} {'calls':>7} "
               f"{'probe q':>7} {'healthd share':>13}")  # fmt: skip
         shares: dict[str, list[float]] = {}
         for label, target in targets.items():
+            if args.only not in label:
+                continue
             for timeline, events in timelines.items():
                 for _ in range(args.repeat):
                     total, adapter, calls, queries = measure(target, events)

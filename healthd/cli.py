@@ -114,8 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and a config file's mem0 table for Memory.from_config; extra mem0), graphiti (search = "
         "default/valid, path, group_id, shadow, top_k, embedder = minilm/hashing, dimensions; "
         "extra graphiti), agentcore (memory_id, namespace_prefix, shadow, "
-        "mode = native/managed, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
-        "consistency_wait_seconds, max_attempts, timeout_seconds; extra agentcore), and any a "
+        "mode = native/managed/events, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
+        "consistency_wait_seconds, max_attempts, timeout_seconds; events: actor_id, "
+        "isolation_actor_id, control_endpoint_url; extra agentcore), and any a "
         "plugin registers. Any kind takes baseline=on|off: a baseline is meant to fail and is "
         "shown apart (naive is one unless baseline=off)",
     )
@@ -454,7 +455,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         report_json,
         write_report_json,
     )
-    from healthd.memory import build_memory, parse_target
+    from healthd.memory import EventExpiryReporting, build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
     from healthd.reading import build_reader, versioned
     from healthd.scoring import DEFAULT_WINDOWS
@@ -550,6 +551,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         reader=reader,
                     )
                 )
+                if isinstance(memory, EventExpiryReporting):
+                    results[-1].event_expiry = memory.event_expiry_report()
             finally:
                 memory.close()
         stack.close()  # the progress display ends before the report is written

@@ -112,6 +112,8 @@ class TargetResult:
     retrieval: RetrievalFingerprint = UNDECLARED
     reader: str = DefaultReader().label  # the reader's label (a replay's default reader)
     reading: ReadingCounts = ReadingCounts()
+    # the shadow's raw events per expiry, for a memory that reports them (AgentCore events)
+    event_expiry: dict[str, Any] | None = None
 
     @property
     def retrieval_changed(self) -> int:

@@ -54,6 +54,7 @@ from healthd.exporters.report import metrics_json, probe_json, stage_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import (
     Checkpointed,
+    EventExpiryReporting,
     Memory,
     Releasing,
     RunScoped,
@@ -911,6 +912,8 @@ class Runner:
                     "swept": t.swept,
                     "newest_change": t.newest_change,
                 }
+                if isinstance(t.memory, EventExpiryReporting):
+                    results["event_expiry"] = t.memory.event_expiry_report()
                 span.set_attribute("healthd.probes", replay.active_probes)
                 span.set_attribute("healthd.probe_set.version", probes.version)
                 for name, value in results["metrics"]["all"].items():

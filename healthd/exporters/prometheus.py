@@ -61,6 +61,14 @@ RELOAD_NAMES = (
     "healthd_config_reload_failures_total",
 )
 
+#: Exported only for targets whose memory reports its events per expiry (AgentCore events).
+EVENT_EXPIRY_NAMES = (
+    "healthd_memory_event_expiry_days",
+    "healthd_memory_events",
+    "healthd_memory_event_expiry_since_timestamp_seconds",
+    "healthd_memory_failed_extractions",
+)
+
 #: Every metric healthd exports, for the README and for the tests.
 METRIC_NAMES = (
     *(f"healthd_{r}_ratio" for r in RATIOS),
@@ -215,6 +223,7 @@ class HealthdCollector(Collector):
         yield from ratios.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
         yield from _last_change(targets, roles)
+        yield from _event_expiry(targets, roles)
         rebuilds = CounterMetricFamily(
             "healthd_shadow_rebuilds",
             "Persistent shadows found corrupt, moved aside and rebuilt from the state file "
@@ -294,6 +303,48 @@ def _add_stage(
             if values[r] is not None:
                 ratios[r].add_metric([*who, bucket], values[r])
         conflicts.add_metric([*who, bucket], values["conflicts"])
+
+
+def _event_expiry(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:
+    """A memory's raw events by the expiry each was created under (AgentCore's
+    ``eventExpiryDuration``, fixed per event): the current setting alone does not say when
+    the history expires. Only targets that report it have these series."""
+    setting = GaugeMetricFamily(
+        "healthd_memory_event_expiry_days",
+        "The memory's current event expiry setting (days), read in the last successful run",
+        labels=["target", "role"],
+    )
+    events = GaugeMetricFamily(
+        "healthd_memory_events",
+        "The shadow's raw events the memory still holds, by the expiry (days) each was "
+        "created under",
+        labels=["target", "role", "expiry_days"],
+    )
+    since = GaugeMetricFamily(
+        "healthd_memory_event_expiry_since_timestamp_seconds",
+        "When the first event still held under each expiry was written: a change of the "
+        "setting took effect for the events from then on",
+        labels=["target", "role", "expiry_days"],
+    )
+    failed = GaugeMetricFamily(
+        "healthd_memory_failed_extractions",
+        "The last run's events the memory reports it failed to extract into records",
+        labels=["target", "role"],
+    )
+    for name, row in targets.items():
+        report = (row.results or {}).get("event_expiry")
+        if not isinstance(report, dict):
+            continue
+        who = [name, roles.get(name, SUBJECT)]
+        if report.get("failed_extractions") is not None:
+            failed.add_metric(who, report["failed_extractions"])
+        if report.get("current_days") is not None:
+            setting.add_metric(who, report["current_days"])
+        for days, count in (report.get("populations") or {}).items():
+            events.add_metric([*who, str(days)], count)
+        for days, at in (report.get("since") or {}).items():
+            since.add_metric([*who, str(days)], at)
+    yield from (setting, events, since, failed)
 
 
 def _last_change(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:

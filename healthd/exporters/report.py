@@ -103,6 +103,9 @@ def report_json(
                     if result.last_change is not None
                     else {}
                 ),
+                **(
+                    {"event_expiry": result.event_expiry} if result.event_expiry is not None else {}
+                ),
             }
             for result in results
         ],

@@ -65,6 +65,17 @@ class Releasing(Protocol):
 
 
 @runtime_checkable
+class EventExpiryReporting(Protocol):
+    """A memory whose raw events expire by the setting they were created under (AgentCore's
+    ``eventExpiryDuration``): it reports its shadow's events per expiry."""
+
+    def event_expiry_report(self) -> dict[str, Any]:
+        """``{"current_days": N, "populations": {"30": n, ...}, "since": {"30": t, ...},
+        "failed_extractions": n}``: events held per expiry (days), when the first of each
+        was written (Unix time), and the run's events the memory failed to extract."""
+
+
+@runtime_checkable
 class Checkpointed(Protocol):
     """A persistent memory whose writes can be made durable in batches, each with a
     checkpoint saying how far the replay had got, so a killed run resumes from there."""

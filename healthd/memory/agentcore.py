@@ -57,7 +57,7 @@ from healthd import __version__
 from healthd._http import check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.logging import get_logger
-from healthd.memory import register_memory
+from healthd.memory import Memory, register_memory
 from healthd.memory._agentcore_records import (
     EXPIRY_KEY,
     FILTER_KEYS,
@@ -958,7 +958,11 @@ def _check_model(client: Any) -> None:
 
 
 @register_memory("agentcore")
-def agentcore_memory(options: Mapping[str, Any]) -> AgentCoreMemory:
+def agentcore_memory(options: Mapping[str, Any]) -> Memory:
+    if str(options.get("mode", "")).strip() == "events":  # the documents' path: events
+        from healthd.memory.agentcore_events import events_memory
+
+        return events_memory(options)
     try:
         opts = AgentCoreOptions.model_validate(dict(options))
     except ValidationError as exc:

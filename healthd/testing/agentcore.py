@@ -53,6 +53,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from healthd.testing.agentcore_events import EventPlane, Strategy
+
 CREATED_AT_KEY = "x-amz-agentcore-memory-createdAt"
 UPDATED_AT_KEY = "x-amz-agentcore-memory-updatedAt"
 OPERATORS = (
@@ -134,38 +136,6 @@ class Record:
 
 
 @dataclass
-class Strategy:
-    """A memory strategy as ``GetMemory`` describes it (``MemoryStrategy``); ``schema`` maps
-    the metadata keys its records keep to their types (its records keep no other key)."""
-
-    strategy_id: str
-    namespace: str = "/strategies/{memoryStrategyId}/actors/{actorId}"
-    type: str = "SEMANTIC"
-    name: str = "facts"
-    schema: dict[str, str] = field(default_factory=dict)
-
-    def describe(self, created: float) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "strategyId": self.strategy_id,
-            "name": self.name,
-            "type": self.type,
-            "namespaces": [self.namespace],
-            "namespaceTemplates": [self.namespace],
-            "status": "ACTIVE",
-            "createdAt": created,
-            "updatedAt": created,
-        }
-        if self.schema:
-            out["memoryRecordSchema"] = {
-                "metadataSchema": [
-                    {"key": k, "type": t, "extractionType": "STRICTLY_CONSISTENT"}
-                    for k, t in self.schema.items()
-                ]
-            }
-        return out
-
-
-@dataclass
 class MemoryStore:
     memory_id: str
     records: dict[str, Record] = field(default_factory=dict)
@@ -197,6 +167,7 @@ class AgentCoreEmulator:
         self._fail_records: dict[str, int] = {}
         self._counter = 0
         self._lock = threading.Lock()
+        self.events = EventPlane(self)  # events, GetMemory and strategies
         emulator = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -210,6 +181,12 @@ class AgentCoreEmulator:
                 emulator._handle(self)
 
             def do_GET(self) -> None:
+                emulator._handle(self)
+
+            def do_DELETE(self) -> None:
+                emulator._handle(self)
+
+            def do_PUT(self) -> None:
                 emulator._handle(self)
 
         self.server = ThreadingHTTPServer((host, port), Handler)
@@ -349,8 +326,9 @@ class AgentCoreEmulator:
         if not isinstance(body, dict):
             raise _validation("the request body must be an object")
         parts = [unquote(p) for p in request.path.split("?")[0].split("/")]
-        if request.command == "GET" and len(parts) == 4 and parts[1:4:2] == ["memories", "details"]:
-            return 200, {"memory": self._describe(self._store(parts[2]))}
+        routed = self.events.route(request.command, parts, body)
+        if routed is not None:
+            return routed
         if request.command != "POST" or len(parts) < 4 or parts[1] != "memories":
             raise ServiceError("UnknownOperationException", 404, f"no route for {request.path}")
         store, rest = self._store(parts[2]), "/".join(parts[3:])
@@ -374,23 +352,6 @@ class AgentCoreEmulator:
         return store
 
     # -- operations -------------------------------------------------------------------------
-
-    def _describe(self, store: MemoryStore) -> dict[str, Any]:
-        """``GetMemory``'s ``memory``: the parts of the control plane's shape the emulator
-        has (indexed keys, strategies with their namespaces and schemas)."""
-        out: dict[str, Any] = {
-            "arn": f"arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/{store.memory_id}",
-            "id": store.memory_id,
-            "name": store.memory_id.rsplit("-", 1)[0],
-            "eventExpiryDuration": 90,
-            "status": "ACTIVE",
-            "createdAt": store.created_at,
-            "updatedAt": store.created_at,
-            "strategies": [s.describe(store.created_at) for s in store.strategies.values()],
-        }
-        if store.indexed_keys:
-            out["indexedKeys"] = [{"key": k, "type": t} for k, t in store.indexed_keys.items()]
-        return out
 
     def _batch_create(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         token = body.get("clientToken")
@@ -834,6 +795,30 @@ def _one_filter(expression: Any, index: int, indexed: dict[str, str]) -> Callabl
     return equals
 
 
+def indexed_keys(texts: list[str]) -> dict[str, str]:
+    """``--indexed-key KEY:TYPE`` options as ``create_memory`` takes them."""
+    indexed: dict[str, str] = {}
+    for text in texts:
+        key, _, kind = text.rpartition(":")
+        if not key or kind not in VALUE_TYPES:
+            raise ValueError(
+                f"--indexed-key {text!r}: expected KEY:TYPE, TYPE one of {VALUE_TYPES}"
+            )
+        indexed[key] = kind
+    return indexed
+
+
+def indexed_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--indexed-key",
+        action="append",
+        default=[],
+        metavar="KEY:TYPE",
+        help="a metadata key the memories index for filtering, TYPE one of "
+        f"{', '.join(VALUE_TYPES)} (repeatable; only indexed keys can be filtered)",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m healthd.testing.agentcore",
@@ -843,22 +828,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--memory-id", action="append", default=[], help="memory to create (repeatable)"
     )
-    parser.add_argument(
-        "--indexed-key",
-        action="append",
-        default=[],
-        metavar="KEY:TYPE",
-        help="a metadata key the memories index for filtering, TYPE one of "
-        f"{', '.join(VALUE_TYPES)} (repeatable; only indexed keys can be filtered)",
-    )
+    indexed_key_option(parser)
     parser.add_argument("--read-after-write-delay", type=float, default=0.0)
     args = parser.parse_args(argv)
-    indexed: dict[str, str] = {}
-    for text in args.indexed_key:
-        key, _, kind = text.rpartition(":")
-        if not key or kind not in VALUE_TYPES:
-            parser.error(f"--indexed-key {text!r}: expected KEY:TYPE, TYPE one of {VALUE_TYPES}")
-        indexed[key] = kind
+    try:
+        indexed = indexed_keys(args.indexed_key)
+    except ValueError as exc:
+        parser.error(str(exc))
     emulator = AgentCoreEmulator(port=args.port, read_after_write_delay=args.read_after_write_delay)
     for memory_id in args.memory_id:
         emulator.create_memory(memory_id, indexed_keys=indexed)

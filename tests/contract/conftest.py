@@ -153,6 +153,39 @@ def _agentcore(mode: str, honours: bool, forgets: bool) -> Callable[[Path], Any]
     return factory
 
 
+@contextmanager
+def agentcore_events_target(tmp_path: Path) -> Iterator[ContractTarget]:
+    """`agentcore:mode=events`: the emulator's stand-in strategy consolidates the events."""
+    from healthd.testing.agentcore_events import Strategy
+
+    with AgentCoreEmulator() as emulator:
+        emulator.events.configure(
+            MEMORY_ID, strategies=[Strategy("facts-a1b2c3d4e5", "healthd/{actorId}/facts")]
+        )
+        outside: list[str] = []
+
+        def write_outside() -> None:
+            for namespace in ("healthd/healthd-shadow2/facts", "healthd/a-real-user/facts"):
+                outside.append(emulator.put_record(MEMORY_ID, namespace, "not healthd's"))
+
+        def build(shadow: bool) -> Memory:
+            return build_memory(
+                parse_target(
+                    f"agentcore:mode=events,memory_id={MEMORY_ID},actor_id=healthd-shadow,"
+                    f"strategy_id=facts-a1b2c3d4e5,shadow={_switch(shadow)},"
+                    f"region=us-east-1,endpoint_url={emulator.url}"
+                )
+            )
+
+        yield ContractTarget(
+            "agentcore-events", build,
+            lambda: (sorted((r.id, r.content) for r in emulator.stored(MEMORY_ID)),
+                     [e.event_id for e in emulator.events.events(MEMORY_ID)]),
+            honours_event_time=False, forgets=True, write_outside=write_outside,
+            outside_intact=lambda: set(outside) <= {r.id for r in emulator.stored(MEMORY_ID)},
+        )  # fmt: skip
+
+
 def _tree_digest(path: Path) -> dict[str, str]:
     import hashlib
 
@@ -194,6 +227,7 @@ FACTORIES: dict[str, Callable[[Path], Any]] = {
     "http": http_target,
     "agentcore-native": _agentcore("native", honours=False, forgets=False),
     "agentcore-managed": _agentcore("managed", honours=True, forgets=True),
+    "agentcore-events": agentcore_events_target,
     "mem0-native": _embedded("mem0:mode=native", "mem0", honours=False, forgets=False),
     "mem0-managed": _embedded("mem0:mode=managed", "mem0", honours=False, forgets=True),
     "graphiti-default": _embedded("graphiti:search=default", "graphiti_core", False, False),
