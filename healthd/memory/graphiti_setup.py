@@ -135,7 +135,8 @@ def secret(name: str | None, where: str) -> str | None:
         return None
     value = os.environ.get(name)
     if not value:
-        raise TargetError(f"graphiti.{where}: environment variable {name} is not set")
+        table, key = where.rsplit(".", 1)
+        raise TargetError(f"graphiti.{table}: environment variable {name!r} ({key}) is not set")
     return value
 
 
