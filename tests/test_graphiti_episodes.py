@@ -334,6 +334,7 @@ def test_kuzu_runs_on_a_bounded_buffer_pool_as_graphitis_own_driver() -> None:
         assert default._driver.db.buffer_pool_size == 256 * 1024**2
         assert configured._driver.db.buffer_pool_size == 64 * 1024**2
         assert configured._driver.db.max_db_size == 1024**3
+        assert default._driver.db.checkpoint_threshold == 1024**2
         with pytest.warns(DeprecationWarning):
             stock = KuzuDriver(db=":memory:")
         # every operation Graphiti's own driver sets up, and nothing else

@@ -24,7 +24,8 @@ it and changes nothing else::
 
 Secrets are read only from the environment variables named by ``*_env`` keys, when the
 clients are built; a variable that is named but unset is one clear error. Kuzu's buffer pool
-defaults to 80 % of the machine's memory; healthd bounds it (:data:`KUZU_BUFFER_POOL`).
+defaults to 80 % of the machine's memory; healthd bounds it (:data:`KUZU_BUFFER_POOL`) and
+checkpoints often (:data:`KUZU_CHECKPOINT`) so that the bound holds.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from healthd.errors import TargetError
 from healthd.memory._embedding import Embedder
 
 KUZU_BUFFER_POOL = 256 * 1024**2
+# Pages changed since the last checkpoint stay in the buffer pool: Graphiti's full-text
+# index makes many per write, so with Kuzu's default (16 MiB of WAL) a bounded pool fills.
+KUZU_CHECKPOINT = 1024**2
 KUZU_MAX_DB_SIZE = 64 * 1024**3  # address space Kuzu reserves, not memory it uses
 _NO_KEY = "healthd-no-key"  # what an endpoint without authentication is sent
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB|TiB)?\s*$")
@@ -90,6 +94,7 @@ class DriverTable(_Table):
     provider: Literal["kuzu", "neo4j", "falkordb"] = "kuzu"
     buffer_pool_size: int = KUZU_BUFFER_POOL
     max_db_size: int = KUZU_MAX_DB_SIZE
+    checkpoint_threshold: int = KUZU_CHECKPOINT
     uri: str | None = None  # neo4j
     host: str | None = None  # falkordb
     port: int | None = None  # falkordb
@@ -104,6 +109,11 @@ class DriverTable(_Table):
         if size < 16 * 1024**2:
             raise ValueError("must be at least 16MiB")
         return size
+
+    @field_validator("checkpoint_threshold", mode="before")
+    @classmethod
+    def _wal_size(cls, value: Any) -> int:
+        return parse_size(value)
 
 
 class GraphitiTable(_Table):
@@ -251,7 +261,10 @@ def kuzu_driver(database: str, table: DriverTable) -> Any:
     driver.db.close()
     try:
         driver.db = kuzu.Database(
-            database, buffer_pool_size=table.buffer_pool_size, max_db_size=table.max_db_size
+            database,
+            buffer_pool_size=table.buffer_pool_size,
+            max_db_size=table.max_db_size,
+            checkpoint_threshold=table.checkpoint_threshold,
         )
     except RuntimeError as exc:
         raise TargetError(f"graphiti kuzu database cannot be opened: {exc}") from None
