@@ -382,3 +382,33 @@ def test_live_graphiti_with_the_teams_llm_ends_a_handed_over_ownership() -> None
         assert "bob" in texts.lower() and "alice" not in texts.lower()
     finally:
         memory.close()
+
+
+def test_the_stand_in_answers_graphitis_prompts_only_from_healthds_sentences() -> None:
+    from healthd.testing.standin_llm import graphiti as responder
+
+    def ask(schema: str, content: str) -> Any:
+        request = {
+            "messages": [{"role": "user", "content": content}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": schema}},
+        }
+        answer = responder.respond(request)
+        return None if answer is None else json.loads(answer)
+
+    text = '<TEXT>\nThe language of auth-service changed from "node" to "go".\n</TEXT>'
+    assert ask("ExtractedEntities", text)["extracted_entities"] == [
+        {"name": n, "entity_type_id": 0, "episode_indices": [0]}
+        for n in ("auth-service", "node", "go")
+    ]
+    assert ask("ExtractedEntities", "<TEXT>\nbob said hi\n</TEXT>") == {"extracted_entities": []}
+    decision = ask(
+        "EdgeDuplicate",
+        "<EXISTING FACTS>\n[{'idx': 0, 'fact': 'The language of auth-service is \"node\".'}]\n"
+        "</EXISTING FACTS>\n<FACT INVALIDATION CANDIDATES>\n"
+        "[{'idx': 1, 'fact': 'The language of billing is \"node\".'}]\n"
+        "</FACT INVALIDATION CANDIDATES>\n<NEW FACT>\n"
+        'The language of auth-service is "go".\n</NEW FACT>',
+    )
+    assert decision == {"duplicate_facts": [], "contradicted_facts": [0]}
+    assert ask("SomeoneElsesModel", text) is None  # another product's prompt: not ours
+    assert responder.respond({"messages": [{"role": "user", "content": "2+2?"}]}) is None
