@@ -242,6 +242,8 @@ class GraphitiMemory:
                     self._driver = kuzu_driver(database, table.driver)
         except (RuntimeError, TargetError) as exc:
             self._runner.close()
+            if self._scratch is not None:
+                self._scratch.cleanup()
             raise TargetError(
                 f"graphiti store {path!r} cannot be opened: {first_line(exc)}"
             ) from None

@@ -259,15 +259,12 @@ def kuzu_driver(database: str, table: DriverTable) -> Any:
     driver: Any = BoundedKuzuDriver(db=":memory:")
     driver.client.close()
     driver.db.close()
-    try:
-        driver.db = kuzu.Database(
-            database,
-            buffer_pool_size=table.buffer_pool_size,
-            max_db_size=table.max_db_size,
-            checkpoint_threshold=table.checkpoint_threshold,
-        )
-    except RuntimeError as exc:
-        raise TargetError(f"graphiti kuzu database cannot be opened: {exc}") from None
+    driver.db = kuzu.Database(
+        database,
+        buffer_pool_size=table.buffer_pool_size,
+        max_db_size=table.max_db_size,
+        checkpoint_threshold=table.checkpoint_threshold,
+    )
     driver.setup_schema()
     driver.client = kuzu.AsyncConnection(driver.db, max_concurrent_queries=1)
     return driver
