@@ -1,31 +1,45 @@
-"""The `graphiti` memory: Graphiti's temporal knowledge graph on its embedded Kuzu driver.
+"""The `graphiti` memory: Graphiti's temporal knowledge graph, embedded (Kuzu) or the team's.
 
-Facts are written as Graphiti's own entity nodes and entity edges, directly (no LLM
-extraction): the subject and the value are entity nodes, the fact is an edge named by the
-predicate, valid from the event's time. A revision invalidates the old edge with Graphiti's
-own ``resolve_edge_contradictions`` (``invalid_at`` = the new edge's ``valid_at``,
-``expired_at`` = when the graph learned it, here the replay clock); an invalidation sets
-both on the edge; a revalidation stamps the edge's ``validated_at`` attribute. Nothing
-cascades along ``depends_on``: Graphiti has no dependencies between edges.
+Two ways in, the switch ``ingest``:
 
-The embedder is a local one (all-MiniLM-L6-v2 by default, the hashing embedder with
-``embedder=hashing``), and the LLM and cross-encoder clients are passed explicitly as clients
-that refuse every call, so nothing can reach a network. Each edge's attributes carry the
-retrieval fingerprint it was written under.
+- ``episodes`` (Graphiti as a team runs it): each event is an episode, one sentence saying
+  what changed (:mod:`healthd.memory.graphiti_episodes`), given to ``add_episode`` with
+  ``reference_time`` = the event's time, under the team's LLM client, embedder and
+  cross-encoder (the ``[targets.NAME.graphiti]`` table, :mod:`healthd.memory.graphiti_setup`).
+  Graphiti's own extraction, deduplication and contradiction detection decide which edges
+  exist and which end; what is measured is the text of the edges its search serves, read
+  by the reader. An edge's write time is the time of the episode that first stated it, its
+  validation time that of the newest episode Graphiti merged into it.
+- ``edges`` (the default, an UPPER BOUND: healthd decides, as a perfect LLM would): facts are
+  written as Graphiti's own entity nodes and entity edges, directly: the subject and the
+  value are entity nodes, the fact is an edge named by the predicate, valid from the
+  event's time. A revision invalidates the old edge with Graphiti's own
+  ``resolve_edge_contradictions`` (``invalid_at`` = the new edge's ``valid_at``,
+  ``expired_at`` = when the graph learned it, here the replay clock); an invalidation sets
+  both on the edge; a revalidation stamps the edge's ``validated_at`` attribute. The LLM and
+  cross-encoder clients refuse every call. Each edge's attributes carry the retrieval
+  fingerprint it was written under.
 
-Probes run Graphiti's hybrid edge search (BM25 + cosine, RRF), filtered to the probe's
-predicate and subject node:
+Nothing cascades along ``depends_on``: Graphiti has no dependencies between edges. The
+embedder is a local one unless the table names the team's (all-MiniLM-L6-v2 by default,
+the hashing embedder with ``embedder=hashing``).
+
+Probes run Graphiti's hybrid edge search (BM25 + cosine, RRF); in ``edges`` mode filtered to
+the probe's predicate and subject node, in ``episodes`` mode over the group, with the
+question alone, as the team's agent asks:
 - ``search=default``: as Graphiti's ``search`` does by default, with no time filter, so
   invalidated edges are served beside current ones.
 - ``search=valid``: filtered to edges valid at the probe time (``valid_at <= t`` and
   ``invalid_at`` unset or after ``t``).
 
-The shadow scope is a ``group_id`` healthd owns; reset deletes only that group.
+The shadow scope is a ``group_id`` healthd owns; reset deletes only that group. Kuzu runs
+with a bounded buffer pool (256 MiB unless the table's ``driver.buffer_pool_size`` says).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import uuid
@@ -48,6 +62,17 @@ from healthd.memory._offline import (
 )
 from healthd.memory._options import integer, reject_unknown, switch
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint, changed_since
+from healthd.memory.graphiti_episodes import SOURCE_DESCRIPTION, episode_name, episode_text
+from healthd.memory.graphiti_setup import (
+    GraphitiTable,
+    cross_encoder,
+    kuzu_driver,
+    llm_client,
+    local_embedder,
+    parse_table,
+    remote_driver,
+    remote_embedder,
+)
 from healthd.model import (
     DOMAINS,
     RETRIEVAL_CHANGED,
@@ -57,11 +82,29 @@ from healthd.model import (
     FactKey,
     Probe,
     RetrievedFact,
+    ServedItem,
 )
 
 DEFAULT_GROUP = "healthd-shadow"
 SEARCHES = ("default", "valid")
-_SWITCHES = {"search", "path", "group_id", "shadow", "top_k", "embedder", "dimensions"}
+#: ``edges``: healthd writes edges and decides what ends (an upper bound); ``episodes``:
+#: Graphiti's own pipeline decides, with the team's LLM.
+INGESTS = ("edges", "episodes")
+_SWITCHES = {
+    "search",
+    "ingest",
+    "path",
+    "group_id",
+    "shadow",
+    "top_k",
+    "embedder",
+    "dimensions",
+    "graphiti",
+}
+# A Kuzu connection keeps memory outside the buffer pool for every query it has run (measured:
+# about a third of a MiB per replayed event, 3 GiB after 5,000); a fresh one every so many
+# calls lets it go (benchmarks/bench_graphiti.py).
+KUZU_CONNECTION_CALLS = 100
 _IDS = uuid.UUID("6f1c0c7e-4a57-4d0e-9a51-9b1f3f0c2d11")  # namespace of healthd's node/edge ids
 _T = TypeVar("_T")
 
@@ -81,12 +124,9 @@ def _import_graphiti() -> None:
     logging.getLogger("graphiti_core").setLevel(logging.CRITICAL)
 
 
-def _clients(embedder: Embedder) -> tuple[Any, Any, Any]:
-    """The local embedder as Graphiti's, and LLM and cross-encoder clients that refuse
-    every call."""
-    from graphiti_core.cross_encoder.client import CrossEncoderClient
+def _local_embedder(embedder: Embedder) -> Any:
+    """A local embedder as Graphiti's."""
     from graphiti_core.embedder.client import EmbedderClient
-    from graphiti_core.llm_client.client import LLMClient
 
     class LocalEmbedder(EmbedderClient):
         async def create(self, input_data: Any) -> list[float]:
@@ -96,6 +136,14 @@ def _clients(embedder: Embedder) -> tuple[Any, Any, Any]:
         async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
             return embedder.embed(input_data_list)
 
+    return LocalEmbedder()
+
+
+def _refusing_clients() -> tuple[Any, Any]:
+    """An LLM client and a cross-encoder that refuse every call."""
+    from graphiti_core.cross_encoder.client import CrossEncoderClient
+    from graphiti_core.llm_client.client import LLMClient
+
     class NoLLM(LLMClient):
         async def _generate_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
             raise MemoryAdapterError("graphiti asked for an LLM; healthd runs it without one")
@@ -104,7 +152,7 @@ def _clients(embedder: Embedder) -> tuple[Any, Any, Any]:
         async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
             raise MemoryAdapterError("graphiti asked for a cross-encoder; healthd has none")
 
-    return LocalEmbedder(), NoLLM(None), NoCrossEncoder()
+    return NoLLM(None), NoCrossEncoder()
 
 
 class GraphitiMemory:
@@ -114,61 +162,104 @@ class GraphitiMemory:
         self,
         *,
         search: str = "default",
+        ingest: str = "edges",
         path: str = IN_MEMORY,
         group_id: str = DEFAULT_GROUP,
         shadow: bool | None = None,
         top_k: int = 5,
         embedder: Embedder | None = None,
+        table: GraphitiTable | None = None,
     ) -> None:
         if search not in SEARCHES:
             raise TargetError(f"switch search={search!r}: expected one of {', '.join(SEARCHES)}")
-        if not (shadow if shadow is not None else path == IN_MEMORY):
+        if ingest not in INGESTS:
+            raise TargetError(f"switch ingest={ingest!r}: expected one of {', '.join(INGESTS)}")
+        table = table or GraphitiTable()
+        remote = table.driver.provider != "kuzu"
+        if not (shadow if shadow is not None else path == IN_MEMORY and not remote):
+            where = table.driver.provider if remote else repr(path)
             raise ShadowViolation(
-                f"graphiti group {group_id!r} in {path!r} is not declared shadow "
+                f"graphiti group {group_id!r} in {where} is not declared shadow "
                 "(set shadow=on for a group healthd owns)"
             )
+        if ingest == "episodes" and table.llm is None:
+            raise TargetError(
+                "ingest=episodes needs the team's LLM: a [targets.NAME.graphiti.llm] table "
+                "(client, model, base_url, api_key_env)"
+            )
+        if embedder is not None and table.embedder is not None:
+            raise TargetError("give the embedder either as a switch or in graphiti.embedder")
         _import_graphiti()
         from graphiti_core import Graphiti
-        from graphiti_core.driver.kuzu_driver import KuzuDriver
 
         self.search = search
+        self.ingest = ingest
         self.group_id = group_id
         self.top_k = top_k
-        self.embedder = embedder or HashingEmbedder()
-        self._fingerprint = RetrievalFingerprint.of(
-            self.embedder.model,
-            self.embedder.dimensions,
-            {**package_versions("graphiti-core", "kuzu"), **self.embedder.libraries},
-        )
+        self._provider = table.driver.provider
+        # Built first: a missing secret or a bad table fails before anything is opened.
+        if ingest == "episodes":
+            assert table.llm is not None
+            llm = llm_client(table.llm)
+            encoder = cross_encoder(table.cross_encoder) or _refusing_clients()[1]
+        else:
+            llm, encoder = _refusing_clients()
+        if table.embedder is not None and table.embedder.provider == "openai":
+            self.embedder: Embedder | None = None
+            embedder_client = remote_embedder(table.embedder)
+            model = f"openai-compatible:{table.embedder.model or 'text-embedding-3-small'}"
+            dimensions = table.embedder.dimensions or embedder_client.config.embedding_dim
+            libraries = package_versions("graphiti-core", "openai")
+        else:
+            if table.embedder is not None:
+                embedder = local_embedder(table.embedder)
+            self.embedder = embedder or HashingEmbedder()
+            embedder_client = _local_embedder(self.embedder)
+            model, dimensions = self.embedder.model, self.embedder.dimensions
+            libraries = {**package_versions("graphiti-core"), **self.embedder.libraries}
+        if not remote:
+            libraries["kuzu"] = package_versions("kuzu")["kuzu"]
+        if ingest == "episodes":
+            assert table.llm is not None  # the model that decides what is stored, too
+            libraries["llm"] = f"{table.llm.client}:{table.llm.model or 'default'}"
+        self._fingerprint = RetrievalFingerprint.of(model, dimensions, libraries)
         self._runner = asyncio.Runner()
         self._closed = False
+        self._calls = 0
         self._scratch = None
-        database = IN_MEMORY
-        if path != IN_MEMORY:
+        database = ""
+        if not remote:
+            # Even an ephemeral shadow is a database on disk (in a temporary directory): an
+            # in-memory Kuzu database must fit its buffer pool, one on disk spills.
             directory, self._scratch = shadow_directory(path, "graphiti")
             database = database_path(directory)
         try:
             with warnings.catch_warnings():  # Kuzu's deprecation notice is Graphiti's to give
                 warnings.simplefilter("ignore", DeprecationWarning)
-                self._driver = KuzuDriver(db=database)
-        except RuntimeError as exc:
+                if remote:
+                    self._driver = remote_driver(table.driver)
+                else:
+                    self._driver = kuzu_driver(database, table.driver)
+        except (RuntimeError, TargetError) as exc:
             self._runner.close()
+            if self._scratch is not None:
+                self._scratch.cleanup()
             raise TargetError(
                 f"graphiti store {path!r} cannot be opened: {first_line(exc)}"
             ) from None
-        embedder_client, llm, cross_encoder = _clients(self.embedder)
         self._graphiti = Graphiti(
             graph_driver=self._driver,
             embedder=embedder_client,
             llm_client=llm,
-            cross_encoder=cross_encoder,
+            cross_encoder=encoder,
         )
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
         self._nodes: set[str] = set()
+        self._episodes: dict[str, tuple[str, datetime]] = {}  # uuid: (event id, event time)
         try:
-            self._run(self._ensure_fulltext_indices())
-            if path != IN_MEMORY:
+            self._run(self._ensure_indices())
+            if path != IN_MEMORY or remote:
                 self._run(self._resume_clock())
         except Exception as exc:
             self.close()  # let go of the database before saying why
@@ -177,9 +268,14 @@ class GraphitiMemory:
             ) from None
 
     async def _resume_clock(self) -> None:
-        """A reopened shadow goes on from the newest replay time its edges carry."""
+        """A reopened shadow goes on from the newest replay time its edges carry (and knows
+        the events its episodes came from)."""
         from graphiti_core.edges import EntityEdge
         from graphiti_core.errors import GroupsEdgesNotFoundError
+        from graphiti_core.nodes import EpisodicNode
+
+        for episode in await EpisodicNode.get_by_group_ids(self._driver, [self.group_id]):
+            self._episodes[episode.uuid] = (episode.name, _utc(episode.valid_at))
 
         try:
             edges = await EntityEdge.get_by_group_ids(self._driver, [self.group_id])
@@ -202,12 +298,21 @@ class GraphitiMemory:
         self._clock.reset()
         self._touched.clear()
         self._nodes.clear()
+        self._episodes.clear()
 
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
-        self._call(self._apply(event, now), f"apply of event {event.id!r}")
+        if self.ingest == "episodes":
+            self._call(self._add_episode(event), f"add_episode of event {event.id!r}")
+        else:
+            self._call(self._apply(event, now), f"apply of event {event.id!r}")
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
+        if self.ingest == "episodes":
+            scored = self._call(self._search_group(probe, at), f"search for probe {probe.id!r}")
+            items = [self._served(edge, score) for edge, score in scored]
+            items.sort(key=lambda r: (-r[0], -_when(r[1].written_at), r[1].record_id))
+            return Answer(probe.id, (), tuple(item for _, item in items))
         edges = self._call(self._search(probe, at), f"search for probe {probe.id!r}")
         facts = [_retrieved(edge, self._fingerprint) for edge in edges]
         return Answer(probe.id, tuple(facts))
@@ -215,9 +320,12 @@ class GraphitiMemory:
     def retrieval_fingerprint(self) -> RetrievalFingerprint:
         return self._fingerprint
 
-    def changed_keys(self, at: datetime) -> set[FactKey]:
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """Answers change only when healthd writes: every edge's ``valid_at`` and
-        ``invalid_at`` are event times, never after the probe time ``at``."""
+        ``invalid_at`` are event times, never after the probe time ``at``. In ``episodes``
+        mode Graphiti decides which edges an episode touches: healthd cannot tell."""
+        if self.ingest == "episodes":
+            return None
         changed, self._touched = self._touched, set()
         return changed
 
@@ -225,11 +333,64 @@ class GraphitiMemory:
         if self._closed:
             return
         self._closed = True
-        self._driver.client.close()
-        self._driver.db.close()  # releases Kuzu's lock on its database file
+        if self._provider == "kuzu":
+            self._driver.client.close()
+            self._driver.db.close()  # releases Kuzu's lock on its database file
+        else:
+            try:
+                self._runner.run(self._driver.close())
+            except Exception:  # already gone: nothing more to release
+                pass
         self._runner.close()
         if self._scratch is not None:
             self._scratch.cleanup()
+
+    # --- episodes ------------------------------------------------------------------------
+
+    async def _add_episode(self, event: ChangeEvent) -> None:
+        from graphiti_core.nodes import EpisodeType
+
+        result = await self._graphiti.add_episode(
+            name=episode_name(event),
+            episode_body=episode_text(event),
+            source_description=SOURCE_DESCRIPTION,
+            reference_time=event.timestamp,
+            source=EpisodeType.text,
+            group_id=self.group_id,
+        )
+        self._episodes[result.episode.uuid] = (event.id, event.timestamp)
+
+    async def _search_group(self, probe: Probe, at: datetime) -> list[tuple[Any, float]]:
+        """Graphiti's search over the shadow group with the probe's question alone."""
+        from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
+
+        filters = self._time_filter(at)
+        config = EDGE_HYBRID_SEARCH_RRF.model_copy(update={"limit": self.top_k})
+        results = await self._graphiti.search_(
+            probe.question, config=config, group_ids=[self.group_id], search_filter=filters
+        )
+        missing = {u for e in results.edges for u in e.episodes} - set(self._episodes)
+        if missing:
+            from graphiti_core.nodes import EpisodicNode
+
+            for episode in await EpisodicNode.get_by_uuids(self._driver, sorted(missing)):
+                self._episodes[episode.uuid] = (episode.name, _utc(episode.valid_at))
+        return list(zip(results.edges, results.edge_reranker_scores, strict=True))
+
+    def _served(self, edge: Any, score: float) -> tuple[float, ServedItem]:
+        """An edge as the agent reads it: its fact. Written when the first episode that
+        stated it happened; validated when the newest episode merged into it did."""
+        told = sorted(self._episodes[u] for u in edge.episodes if u in self._episodes)
+        times = sorted(at for _, at in told)
+        first = min(told, key=lambda t: (t[1], t[0]))[0] if told else edge.uuid
+        digest = hashlib.sha256(f"{edge.name}\x1f{edge.fact}".encode()).hexdigest()[:8]
+        item = ServedItem(
+            str(edge.fact),
+            f"graphiti:{first}:{digest}",
+            times[0] if times else None,
+            times[-1] if times else None,
+        )
+        return round(score, 6), item
 
     # --- writes --------------------------------------------------------------------------
 
@@ -358,24 +519,10 @@ class GraphitiMemory:
 
     async def _search(self, probe: Probe, at: datetime) -> list[Any]:
         from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
-        from graphiti_core.search.search_filters import (
-            ComparisonOperator,
-            DateFilter,
-            SearchFilters,
-        )
 
-        filters = SearchFilters(
-            edge_types=[probe.predicate],
-            edge_source_node_uuids=[self._id("node", probe.subject)],
-        )
-        if self.search == "valid":
-            filters.valid_at = [
-                [DateFilter(date=at, comparison_operator=ComparisonOperator.less_than_equal)]
-            ]
-            filters.invalid_at = [
-                [DateFilter(comparison_operator=ComparisonOperator.is_null)],
-                [DateFilter(date=at, comparison_operator=ComparisonOperator.greater_than)],
-            ]
+        filters = self._time_filter(at)
+        filters.edge_types = [probe.predicate]
+        filters.edge_source_node_uuids = [self._id("node", probe.subject)]
         # The configuration Graphiti's own ``search`` uses, through ``search_`` for the scores.
         config = EDGE_HYBRID_SEARCH_RRF.model_copy(update={"limit": self.top_k})
         results = await self._graphiti.search_(
@@ -388,9 +535,31 @@ class GraphitiMemory:
         )
         return [edge for edge, _ in ranked]
 
+    def _time_filter(self, at: datetime) -> Any:
+        """No filter (``search=default``), or edges valid at ``at`` (``search=valid``)."""
+        from graphiti_core.search.search_filters import (
+            ComparisonOperator,
+            DateFilter,
+            SearchFilters,
+        )
+
+        filters = SearchFilters()
+        if self.search == "valid":
+            filters.valid_at = [
+                [DateFilter(date=at, comparison_operator=ComparisonOperator.less_than_equal)]
+            ]
+            filters.invalid_at = [
+                [DateFilter(comparison_operator=ComparisonOperator.is_null)],
+                [DateFilter(date=at, comparison_operator=ComparisonOperator.greater_than)],
+            ]
+        return filters
+
     # --- plumbing ------------------------------------------------------------------------
 
-    async def _ensure_fulltext_indices(self) -> None:
+    async def _ensure_indices(self) -> None:
+        if self._provider != "kuzu":
+            await self._graphiti.build_indices_and_constraints()
+            return
         rows, _, _ = await self._driver.execute_query("CALL SHOW_INDEXES() RETURN *")
         names = {row.get("index_name") for row in rows if isinstance(row, dict)}
         if "edge_name_and_fact" not in names:
@@ -405,6 +574,12 @@ class GraphitiMemory:
         return self._runner.run(coroutine)
 
     def _call(self, coroutine: Coroutine[Any, Any, _T], what: str) -> _T:
+        self._calls += 1
+        if self._provider == "kuzu" and self._calls % KUZU_CONNECTION_CALLS == 0:
+            import kuzu
+
+            self._driver.client.close()
+            self._driver.client = kuzu.AsyncConnection(self._driver.db, max_concurrent_queries=1)
         try:
             return self._run(coroutine)
         except MemoryAdapterError:
@@ -435,6 +610,10 @@ def _retrieved(edge: Any, fingerprint: RetrievalFingerprint) -> RetrievedFact:
     )
 
 
+def _when(at: datetime | None) -> float:
+    return at.timestamp() if at is not None else 0.0
+
+
 def _utc(at: datetime) -> datetime:
     """Kuzu gives back its timestamps without a zone; they were written in UTC."""
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
@@ -444,11 +623,15 @@ def _utc(at: datetime) -> datetime:
 def graphiti_memory(options: Mapping[str, Any]) -> GraphitiMemory:
     reject_unknown(options, _SWITCHES, "graphiti")
     shadow = switch(options, "shadow", True) if "shadow" in options else None
+    table = parse_table(options.get("graphiti"))
+    given = "embedder" in options or "dimensions" in options
     return GraphitiMemory(
         search=str(options.get("search", "default")),
+        ingest=str(options.get("ingest", "edges")),
         path=str(options.get("path", IN_MEMORY)),
         group_id=str(options.get("group_id", DEFAULT_GROUP)),
         shadow=shadow,
         top_k=integer(options, "top_k", 5),
-        embedder=embedder_from_options(options),
+        embedder=embedder_from_options(options) if given or table.embedder is None else None,
+        table=table,
     )

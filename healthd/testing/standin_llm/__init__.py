@@ -158,6 +158,8 @@ class StandInLLM:
         try:
             if path.endswith("/chat/completions"):
                 _send(handler, 200, self._chat(body))
+            elif path.endswith("/responses"):
+                _send(handler, 200, self._response(body))
             elif path.endswith("/embeddings"):
                 _send(handler, 200, _embeddings(body))
             else:
@@ -186,6 +188,47 @@ class StandInLLM:
             "usage": {
                 "prompt_tokens": words,
                 "completion_tokens": len(content.split()),
+                "total_tokens": words + len(content.split()),
+            },
+        }
+
+    def _response(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The Responses API (``/v1/responses``, what OpenAI's own clients such as
+        Graphiti's ``OpenAIClient`` call): its ``input`` is read as chat messages."""
+        given = body.get("input")
+        if isinstance(given, str):
+            given = [{"role": "user", "content": given}]
+        if not isinstance(given, list):
+            raise ValueError("input must be a string or a list of messages")
+        messages: list[Any] = given
+        if isinstance(body.get("instructions"), str):
+            messages = [{"role": "system", "content": body["instructions"]}, *messages]
+        content = complete({**body, "messages": messages}, self._responders)
+        words = len(message_text(messages).split())
+        number = len(self.requests)
+        return {
+            "id": f"resp_standin{number}",
+            "object": "response",
+            "created_at": time.time(),
+            "model": str(body.get("model", "standin")),
+            "status": "completed",
+            "output": [
+                {
+                    "type": "message",
+                    "id": f"msg_standin{number}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": content, "annotations": []}],
+                }
+            ],
+            "parallel_tool_calls": False,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": words,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": len(content.split()),
+                "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": words + len(content.split()),
             },
         }
