@@ -119,6 +119,24 @@ def test_a_multi_valued_declaration_carried_by_an_invalidation_counts():
     assert [f.value for f in truth.current(FactKey("s", "tags"), day(2))] == ["eu", "us"]
 
 
+def test_a_multi_valued_declaration_carried_by_a_revision_counts():
+    """The revision ends ``eu`` and declares the key multi-valued: a later ``apac`` joins
+    ``us`` instead of superseding it, in truth and in the reference memory alike."""
+    from healthd.memory.reference import ReferenceMemory
+    from healthd.model import Probe
+    from healthd.probes import generated_probe_id, question_for
+
+    eu, us, apac = (fact("s", "tags", v) for v in ("eu", "us", "apac"))
+    events = [added("1", 0, eu), revised("2", 1, eu, us, multi=True), added("3", 2, apac)]
+    key = FactKey("s", "tags")
+    assert [f.value for f in GroundTruth(events).current(key, day(3))] == ["apac", "us"]
+    memory = ReferenceMemory()
+    for event in events:
+        memory.apply(event)
+    probe = Probe(generated_probe_id(key), question_for("s", "tags", "tech"), "s", "tags", "tech")
+    assert sorted(f.value for f in memory.answer(probe, day(3)).facts) == ["apac", "us"]
+
+
 # -- scoring -------------------------------------------------------------------------------
 
 
