@@ -556,12 +556,12 @@ def _source_reachability(source: SourceConfig) -> list[str]:
     where = os.path.expanduser(path)
     if source.kind == "file":
         if not os.path.isfile(where):
-            problems.append(f"path: {path} does not exist or is not a file")
+            problems.append(f"path: {_shown(path)} does not exist or is not a file")
         return problems
     if source.kind not in ("git", "adr", "backstage"):
         return problems
     if not os.path.isdir(where):
-        problems.append(f"path: {path} does not exist or is not a directory")
+        problems.append(f"path: {_shown(path)} does not exist or is not a directory")
         return problems
     git = ["git", "-C", where]
     try:
@@ -569,7 +569,7 @@ def _source_reachability(source: SourceConfig) -> list[str]:
             [*git, "rev-parse", "--git-dir"], capture_output=True, timeout=30, check=False
         )
         if inside.returncode != 0:
-            problems.append(f"path: {path} is not a git repository")
+            problems.append(f"path: {_shown(path)} is not a git repository")
             return problems
         if source.kind == "adr":
             from healthd.sources.adr import records_problem
@@ -719,3 +719,9 @@ def _is_table(path: list[str], key: str) -> bool:
     if not path:
         return True
     return len(path) == 1 and path[0] in ("sources", "targets")
+
+
+def _shown(text: str) -> str:
+    """A value from the operator's file as it can be shown on one line: as written when it is
+    printable, quoted with its escapes when it holds a line break or other control character."""
+    return text if text.isprintable() else repr(text)

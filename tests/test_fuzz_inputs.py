@@ -179,3 +179,13 @@ def test_report_from(data: bytes) -> None:
         source = _file(tmp, "r.json", data)
         html = str(Path(tmp) / "r.html")
         _assert_one_line_or_success(*_cli("report", "--from", source, "--html", html))
+
+
+def test_a_source_path_holding_a_line_break_is_named_on_one_line() -> None:
+    """Found by the fuzzer: ``path = "\\r"`` split the error across two lines."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = _file(tmp, "c.toml", b'[sources.0]\nkind="file"\npath="a\\rb\\nc"')
+        code, stderr = _cli("check-config", "--config", config)
+    assert code == 2
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert "a\\rb\\nc' does not exist" in stderr
