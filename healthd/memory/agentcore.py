@@ -58,6 +58,7 @@ from healthd._http import check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.logging import get_logger
 from healthd.memory import Memory, register_memory
+from healthd.memory import _agentcore_client as agentcore_client
 from healthd.memory._agentcore_records import (
     EXPIRY_KEY,
     FILTER_KEYS,
@@ -94,10 +95,6 @@ _NAMESPACE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_/]*")
 _MEMORY_ID = re.compile(
     r"(arn:(aws|aws-cn|aws-us-gov):bedrock-agentcore:[a-z0-9-]+:[0-9]{12}:memory/)?"
     r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}"
-)
-_CREDENTIALS_HELP = (
-    "no AWS credentials found in the standard chain (environment, shared credentials and "
-    "config files, SSO, container or instance role)"
 )
 
 
@@ -797,56 +794,15 @@ class AgentCoreMemory:
     def _call(
         self, operation: str, what: str, *, client: Any = None, **kwargs: Any
     ) -> dict[str, Any]:
-        from botocore.exceptions import (
-            BotoCoreError,
-            ClientError,
-            ConnectTimeoutError,
-            EndpointConnectionError,
-            NoCredentialsError,
-            ParamValidationError,
-            PartialCredentialsError,
-            ReadTimeoutError,
+        return agentcore_client.call(
+            client or self._client(),
+            operation,
+            what,
+            memory_id=self.options.memory_id,
+            region=self._region,
+            max_attempts=self.options.max_attempts,
+            **kwargs,
         )
-
-        client = client or self._client()
-        try:
-            response: dict[str, Any] = getattr(client, operation)(**kwargs)
-            return response
-        except ClientError as exc:
-            raise MemoryAdapterError(
-                f"agentcore memory: {what}: {self._client_error(exc)}"
-            ) from None
-        except (NoCredentialsError, PartialCredentialsError):
-            raise MemoryAdapterError(f"agentcore memory: {what}: {_CREDENTIALS_HELP}") from None
-        except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError) as exc:
-            endpoint = client.meta.endpoint_url
-            raise MemoryAdapterError(
-                f"agentcore memory: {what}: cannot reach {endpoint} after "
-                f"{self.options.max_attempts} attempt(s) ({type(exc).__name__})"
-            ) from None
-        except ParamValidationError as exc:
-            detail = " ".join(str(exc).split())
-            raise MemoryAdapterError(f"agentcore memory: {what}: {detail}") from None
-        except BotoCoreError as exc:
-            raise MemoryAdapterError(
-                f"agentcore memory: {what}: {type(exc).__name__}: {exc}"
-            ) from None
-
-    def _client_error(self, exc: Any) -> str:
-        error = exc.response.get("Error", {})
-        code = error.get("Code", "error")
-        message = error.get("Message", "")
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if code == "ResourceNotFoundException":
-            return (
-                f"memory {self.options.memory_id!r} not found in region {self._region} "
-                f"(ResourceNotFoundException: {message})"
-            )
-        if code in ("AccessDeniedException", "UnrecognizedClientException"):
-            return f"access denied to memory {self.options.memory_id!r} ({code}: {message})"
-        if code in ("ThrottledException", "ThrottlingException") or (status or 0) >= 500:
-            return f"{code} (HTTP {status}) after {self.options.max_attempts} attempt(s): {message}"
-        return f"{code}: {message}"
 
     # -- encoding ---------------------------------------------------------------------------
 

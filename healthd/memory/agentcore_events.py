@@ -46,6 +46,7 @@ from healthd import __version__
 from healthd._http import check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.logging import get_logger
+from healthd.memory import _agentcore_client as agentcore_client
 from healthd.memory._agentcore_records import encode
 from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
 from healthd.reading.render import statement
@@ -68,10 +69,6 @@ _MEMORY_ID = re.compile(
     r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}"
 )
 _VARIABLE = re.compile(r"\{([a-zA-Z][a-zA-Z0-9]*)\}")
-_CREDENTIALS_HELP = (
-    "no AWS credentials found in the standard chain (environment, shared credentials and "
-    "config files, SSO, container or instance role)"
-)
 
 
 class EventsOptions(BaseModel):
@@ -612,55 +609,15 @@ class AgentCoreEventsMemory:
         return session.client(service, region_name=region, endpoint_url=endpoint, config=config)
 
     def _call(self, plane: str, operation: str, what: str, **kwargs: Any) -> dict[str, Any]:
-        from botocore.exceptions import (
-            BotoCoreError,
-            ClientError,
-            ConnectTimeoutError,
-            EndpointConnectionError,
-            NoCredentialsError,
-            ParamValidationError,
-            PartialCredentialsError,
-            ReadTimeoutError,
+        return agentcore_client.call(
+            self._client(plane),
+            operation,
+            what,
+            memory_id=self.options.memory_id,
+            region=self._region,
+            max_attempts=self.options.max_attempts,
+            **kwargs,
         )
-
-        client = self._client(plane)
-        try:
-            response: dict[str, Any] = getattr(client, operation)(**kwargs)
-            return response
-        except ClientError as exc:
-            raise MemoryAdapterError(
-                f"agentcore memory: {what}: {self._client_error(exc)}"
-            ) from None
-        except (NoCredentialsError, PartialCredentialsError):
-            raise MemoryAdapterError(f"agentcore memory: {what}: {_CREDENTIALS_HELP}") from None
-        except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError) as exc:
-            raise MemoryAdapterError(
-                f"agentcore memory: {what}: cannot reach {client.meta.endpoint_url} after "
-                f"{self.options.max_attempts} attempt(s) ({type(exc).__name__})"
-            ) from None
-        except ParamValidationError as exc:
-            detail = " ".join(str(exc).split())
-            raise MemoryAdapterError(f"agentcore memory: {what}: {detail}") from None
-        except BotoCoreError as exc:
-            raise MemoryAdapterError(
-                f"agentcore memory: {what}: {type(exc).__name__}: {exc}"
-            ) from None
-
-    def _client_error(self, exc: Any) -> str:
-        error = exc.response.get("Error", {})
-        code = error.get("Code", "error")
-        message = error.get("Message", "")
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if code == "ResourceNotFoundException":
-            return (
-                f"memory {self.options.memory_id!r} not found in region {self._region} "
-                f"(ResourceNotFoundException: {message})"
-            )
-        if code in ("AccessDeniedException", "UnrecognizedClientException"):
-            return f"access denied to memory {self.options.memory_id!r} ({code}: {message})"
-        if code in ("ThrottledException", "ThrottlingException") or (status or 0) >= 500:
-            return f"{code} (HTTP {status}) after {self.options.max_attempts} attempt(s): {message}"
-        return f"{code}: {message}"
 
 
 # -- helpers ------------------------------------------------------------------------------------
