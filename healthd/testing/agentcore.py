@@ -795,6 +795,17 @@ def _one_filter(expression: Any, index: int, indexed: dict[str, str]) -> Callabl
     return equals
 
 
+def serve(emulator: AgentCoreEmulator) -> None:
+    """Serve in the foreground, saying where, until interrupted (the emulator commands)."""
+    print(f"agentcore emulator on {emulator.url}", file=sys.stderr, flush=True)
+    try:
+        emulator.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.server.server_close()
+
+
 def indexed_keys(texts: list[str]) -> dict[str, str]:
     """``--indexed-key KEY:TYPE`` options as ``create_memory`` takes them."""
     indexed: dict[str, str] = {}
@@ -838,13 +849,7 @@ def main(argv: list[str] | None = None) -> int:
     emulator = AgentCoreEmulator(port=args.port, read_after_write_delay=args.read_after_write_delay)
     for memory_id in args.memory_id:
         emulator.create_memory(memory_id, indexed_keys=indexed)
-    print(f"agentcore emulator on {emulator.url}", file=sys.stderr, flush=True)
-    try:
-        emulator.server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        emulator.server.server_close()
+    serve(emulator)
     return 0
 
 

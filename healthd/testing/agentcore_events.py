@@ -611,7 +611,12 @@ def _page(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from healthd.testing.agentcore import AgentCoreEmulator, indexed_key_option, indexed_keys
+    from healthd.testing.agentcore import (
+        AgentCoreEmulator,
+        indexed_key_option,
+        indexed_keys,
+        serve,
+    )
 
     parser = argparse.ArgumentParser(
         prog="python -m healthd.testing.agentcore_events",
@@ -638,13 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         strategies=[Strategy(args.strategy_id, args.namespace)],
         indexed_keys=[{"key": k, "type": t} for k, t in indexed.items()],
     )
-    print(f"agentcore emulator on {emulator.url}", file=sys.stderr, flush=True)
-    try:
-        emulator.server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        emulator.server.server_close()
+    serve(emulator)
     return 0
 
 
