@@ -19,7 +19,8 @@ from timeline_builders import (
 
 from healthd.evaluator import Replay, evaluate
 from healthd.memory.naive import NaiveMemory
-from healthd.model import HISTORICAL, FactKey, RetrievedFact
+from healthd.memory.reference import ReferenceMemory
+from healthd.model import HISTORICAL, FactKey, Probe, RetrievedFact
 from healthd.probes import build_probe_set
 from healthd.truth import GroundTruth
 
@@ -32,8 +33,9 @@ def mode(request):
     return request.param
 
 
-def stages(events, memory, mode, **options):
-    replay = Replay(memory, build_probe_set(events), mode=mode, **options)
+def stages(events, memory, mode, probes=None, **options):
+    probes = build_probe_set(events) if probes is None else probes
+    replay = Replay(memory, probes, mode=mode, **options)
     return [replay.step(e) for e in events]
 
 
@@ -243,3 +245,62 @@ def test_a_served_value_the_key_never_held_is_reported_unknown(mode):
         ("made-up", "unknown"),
         ("1", "superseded"),
     ]
+
+
+# -- the daemon's paths: a probe set that grows, a restart ---------------------------------
+
+
+@pytest.mark.parametrize("memory", [ScriptedMemory, ReferenceMemory])
+def test_a_probe_added_for_a_key_already_held_counts_from_the_switch_as_if_always_there(memory):
+    events = [added("1", 0, a1), added("2", 1, b1), revised("3", 2, b1, b2)] + padding(0, 2)
+    asked_twice = Probe("b-by-hand", "What is b written in?", "b", "lang", "tech", origin="file")
+    grown = build_probe_set(events, [asked_twice])
+
+    def make():  # the scripted memory keeps serving b = 1 after the revision
+        return ScriptedMemory({"2": {B: [record(b1, 1)]}}) if memory is ScriptedMemory else memory()
+
+    always = stages(events, make(), "incremental", probes=grown)
+    replay = Replay(make(), build_probe_set(events))
+    late = [replay.step(e) for e in events[:3]]
+    if memory is ScriptedMemory:
+        assert late[-1].metrics["all"] != always[2].metrics["all"]
+    assert replay.update_probes(grown, {B}) == [asked_twice]
+    assert replay.metrics()["all"] == always[2].metrics["all"]
+    assert "b-by-hand" in [r.probe.id for r in replay.report()]
+    late += [replay.step(e) for e in events[3:]]
+    assert [s.counts for s in late[3:]] == [s.counts for s in always[3:]]
+
+
+def restarted(events, cut, memory, **options):
+    """The daemon's restart: a replay snapshot after ``cut`` events, restored beside the
+    same memory (which keeps what it was given) and fed the rest."""
+    replay = Replay(memory, build_probe_set(events), **options)
+    before = [replay.step(e) for e in events[:cut]]
+    snapshot = replay.snapshot()
+    replay = Replay.restore(memory, build_probe_set(events), events[:cut], snapshot, **options)
+    assert replay.stats.events == cut
+    assert replay.stats.probe_queries == snapshot["probe_queries"] + replay.active_probes
+    return before + [replay.step(e) for e in events[cut:]]
+
+
+@pytest.mark.parametrize(
+    "events, cut",
+    [
+        # a1 is current at the restart and revised away after it: judged once, after
+        ([added("1", 0, a1), revised("2", 1, a1, fact("a", "lang", "2"))] + padding(0, 2), 1),
+        # a1 was revised away (and judged) before the restart; the key moves again after it
+        (
+            [added("1", 0, a1), revised("2", 1, a1, fact("a", "lang", "2"))]
+            + padding(0, 2)
+            + [added("3", 5, fact("a", "lang", "3", "tech"), multi=True)]
+            + padding(2, 2),
+            4,
+        ),
+    ],
+    ids=["current at the restart", "ended before the restart"],
+)
+def test_a_restart_judges_each_ended_fact_exactly_once(events, cut):
+    straight = stages(events, NaiveMemory(), "incremental", forgetting_window=1)
+    after = restarted(events, cut, NaiveMemory(), forgetting_window=1)
+    assert straight[-1].metrics["all"].forgetting is not None
+    assert [s.counts for s in after] == [s.counts for s in straight]
