@@ -20,8 +20,8 @@ from timeline_builders import (
 from healthd.evaluator import Replay, evaluate
 from healthd.memory.naive import NaiveMemory
 from healthd.memory.reference import ReferenceMemory
-from healthd.model import HISTORICAL, FactKey, Probe, RetrievedFact
-from healthd.probes import build_probe_set
+from healthd.model import HISTORICAL, Answer, FactKey, Probe, RetrievedFact
+from healthd.probes import ProbeSet, build_probe_set
 from healthd.truth import GroundTruth
 
 A, B = FactKey("a", "lang"), FactKey("b", "lang")
@@ -271,36 +271,90 @@ def test_a_probe_added_for_a_key_already_held_counts_from_the_switch_as_if_alway
     assert [s.counts for s in late[3:]] == [s.counts for s in always[3:]]
 
 
-def restarted(events, cut, memory, **options):
-    """The daemon's restart: a replay snapshot after ``cut`` events, restored beside the
-    same memory (which keeps what it was given) and fed the rest."""
+def restarted(events, cut, memory, how, **options):
+    """The daemon's restart after ``cut`` events, beside the same memory (which keeps what
+    it was given): from a snapshot (the events applied again to truth, every probe asked
+    once), or resumed from the exported state as the persistent shadow's store reads it."""
     replay = Replay(memory, build_probe_set(events), **options)
     before = [replay.step(e) for e in events[:cut]]
-    snapshot = replay.snapshot()
-    replay = Replay.restore(memory, build_probe_set(events), events[:cut], snapshot, **options)
+    probes = build_probe_set(events)
+    if how == "snapshot":
+        snapshot = replay.snapshot()
+        replay = Replay.restore(memory, probes, events[:cut], snapshot, **options)
+        assert replay.stats.probe_queries == snapshot["probe_queries"] + replay.active_probes
+    else:
+        truth = GroundTruth()
+        for event in events[:cut]:
+            truth.apply(event)
+        counters, state = replay.counters(), (replay.was_current, replay.answers, replay.scores)
+        replay = Replay.resume(memory, probes, truth, counters, *map(dict, state), **options)
+        assert replay.stats.probe_queries == counters["probe_queries"]
     assert replay.stats.events == cut
-    assert replay.stats.probe_queries == snapshot["probe_queries"] + replay.active_probes
     return before + [replay.step(e) for e in events[cut:]]
 
 
+LANG_2 = fact("a", "lang", "2")
+
+
+@pytest.mark.parametrize("how", ["snapshot", "resume"])
 @pytest.mark.parametrize(
-    "events, cut",
+    "events, cut, memory",
     [
         # a1 is current at the restart and revised away after it: judged once, after
-        ([added("1", 0, a1), revised("2", 1, a1, fact("a", "lang", "2"))] + padding(0, 2), 1),
+        ([added("1", 0, a1), revised("2", 1, a1, LANG_2)] + padding(0, 2), 1, NaiveMemory),
         # a1 was revised away (and judged) before the restart; the key moves again after it
         (
-            [added("1", 0, a1), revised("2", 1, a1, fact("a", "lang", "2"))]
+            [added("1", 0, a1), revised("2", 1, a1, LANG_2)]
             + padding(0, 2)
-            + [added("3", 5, fact("a", "lang", "3", "tech"), multi=True)]
+            + [added("3", 5, fact("a", "lang", "3"), multi=True)]
             + padding(2, 2),
             4,
+            NaiveMemory,
         ),
+        # a's answer holds b's fact, and b is revised after the restart
+        (
+            [added("1", 0, a1), added("2", 1, b1), revised("3", 2, b1, b2)],
+            2,
+            lambda: ScriptedMemory(
+                {"1": {A: [record(a1, 0)]}, "2": {A: [record(a1, 0), record(b1, 1)]}}
+            ),
+        ),
+        # a's record goes stale after the restart, with nothing else said about a
+        ([added("1", 0, a1)] + padding(0, 2, at=400), 1, NaiveMemory),
     ],
-    ids=["current at the restart", "ended before the restart"],
+    ids=[
+        "current at the restart",
+        "ended before the restart",
+        "another key's fact served",
+        "stale after the restart",
+    ],
 )
-def test_a_restart_judges_each_ended_fact_exactly_once(events, cut):
-    straight = stages(events, NaiveMemory(), "incremental", forgetting_window=1)
-    after = restarted(events, cut, NaiveMemory(), forgetting_window=1)
-    assert straight[-1].metrics["all"].forgetting is not None
+def test_a_restart_changes_no_number(events, cut, memory, how):
+    straight = stages(events, memory(), "incremental", forgetting_window=1)
+    after = restarted(events, cut, memory(), how, forgetting_window=1)
+    assert straight[-1].metrics != straight[cut - 1].metrics  # the case moves a number
     assert [s.counts for s in after] == [s.counts for s in straight]
+
+
+class AnswersOneQuestion(ScriptedMemory):
+    """Serves its script only to probes of one origin; the other probe gets nothing."""
+
+    def __init__(self, script, origin):
+        super().__init__(script)
+        self.origin = origin
+
+    def answer(self, probe, at):
+        answer = super().answer(probe, at)
+        return answer if probe.origin == self.origin else Answer(probe.id, ())
+
+
+@pytest.mark.parametrize(("served_to", "forgetting"), [("generated", 0.0), ("file", 1.0)])
+def test_forgetting_asks_the_key_s_generated_probe_not_a_hand_written_one(served_to, forgetting):
+    """A probe file's own question about a key does not change how its ended facts are
+    judged: forgetting reads the answer of the key's generated probe."""
+    events = [added("1", 0, a1), invalidated("2", 1, a1)] + padding(0, 2)
+    by_hand = Probe("a-by-hand", "Which language is a in?", "a", "lang", "tech", origin="file")
+    memory = AnswersOneQuestion({"1": {A: [record(a1, 0)]}}, served_to)
+    probes = ProbeSet((by_hand, *build_probe_set(events)))  # whatever order they come in
+    result = stages(events, memory, "incremental", probes, forgetting_window=1)
+    assert result[-1].metrics["all"].forgetting == forgetting

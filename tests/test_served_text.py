@@ -293,3 +293,28 @@ def test_the_default_reader_reads_each_statement_healthd_sends_as_it_is_meant():
             assert before.value in old.negated and before.value not in old.asserted, text
         kinds.add((event.type, event.previous is not None and event.previous.key != event.fact.key))
     assert ("invalidated", False) in kinds and ("revised", False) in kinds
+
+
+class FixedTextMemory(ServedMemory):
+    """Serves the same items whatever it is given, and so reports no key changed."""
+
+    def changed_keys(self, at: datetime) -> set:
+        return set()
+
+
+def test_a_fixed_text_is_read_again_when_the_key_gains_the_value_it_names():
+    """The item names Carol before the timeline does; once Carol owns billing the same item,
+    never re-asked, serves her as current: incremental reads what full mode reads."""
+    events = _owner_events()
+    items = [ServedItem("Carol looks after billing", "r1", T0)]
+    runs = {
+        mode: evaluate(
+            events, FixedTextMemory(items), build_probe_set(events), name="m", kind="m", mode=mode
+        )
+        for mode in ("full", "incremental")
+    }
+    assert [s.counts for s in runs["incremental"].stages] == [s.counts for s in runs["full"].stages]
+    assert runs["incremental"].stages[0].metrics["all"].coverage == 0.0
+    (probe,) = runs["incremental"].probes
+    assert [(f.value, status) for f, status in probe.retrieved] == [("@carol", "current")]
+    assert runs["incremental"].metrics["all"].coverage == 1.0
