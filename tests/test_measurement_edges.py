@@ -4,6 +4,7 @@ one unguarded). Both evaluation modes must give the same numbers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -14,6 +15,7 @@ from timeline_builders import (
     fact,
     invalidated,
     record,
+    revalidated,
     revised,
 )
 
@@ -358,3 +360,27 @@ def test_forgetting_asks_the_key_s_generated_probe_not_a_hand_written_one(served
     probes = ProbeSet((by_hand, *build_probe_set(events)))  # whatever order they come in
     result = stages(events, memory, "incremental", probes, forgetting_window=1)
     assert result[-1].metrics["all"].forgetting == forgetting
+
+
+def swept(id, at, f):
+    event = revalidated(id, at, f)
+    return replace(event, metadata={**event.metadata, "revalidation": "sweep"})
+
+
+@pytest.mark.parametrize(
+    ("tail", "last_change"),
+    [
+        ([swept("3", 200, a1), swept("4", 300, a1)], "2"),  # sweeps after the last change
+        ([revalidated("3", 200, a1)], None),  # a revalidation seen in the world is a change
+        ([swept("3", 200, a1), added("4", 300, b1)], None),  # a change after the sweep
+        ([], None),
+    ],
+    ids=["sweeps last", "plain revalidation last", "change after a sweep", "no sweep"],
+)
+def test_the_last_change_before_trailing_revalidation_sweeps_is_reported(tail, last_change):
+    events = [added("1", 0, b1), added("2", 1, a1), *tail]
+    result = evaluate(events, NaiveMemory(), build_probe_set(events), name="n", kind="n")
+    assert result.events == len(events)
+    assert (result.last_change and result.last_change.event_id) == last_change
+    if last_change:  # scored both before and after the sweeps
+        assert result.last_change.metrics != result.metrics

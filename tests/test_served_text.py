@@ -14,6 +14,7 @@ from healthd.memory import build_memory, parse_target
 from healthd.memory.naive import NaiveMemory
 from healthd.model import Answer, ChangeEvent, Fact, Probe, ServedItem
 from healthd.probes import build_probe_set
+from healthd.reading import Reading
 from healthd.timeline import read_timeline
 
 EVENTS = read_timeline(example_timeline_path())
@@ -318,3 +319,39 @@ def test_a_fixed_text_is_read_again_when_the_key_gains_the_value_it_names():
     (probe,) = runs["incremental"].probes
     assert [(f.value, status) for f, status in probe.retrieved] == [("@carol", "current")]
     assert runs["incremental"].metrics["all"].coverage == 1.0
+
+
+class ReadsNothing:
+    """A reader that finds no value in any text."""
+
+    name, version, label = "nothing", "1", "nothing-1"
+
+    def read(self, text, key, values):
+        return Reading()
+
+
+def test_the_reader_given_is_the_one_that_reads():
+    events = _owner_events()
+    items = [ServedItem("Carol looks after billing", "r1", T0)]
+    result = evaluate(
+        events,
+        ServedMemory(items),
+        build_probe_set(events),
+        name="m",
+        kind="m",
+        reader=ReadsNothing(),
+    )
+    assert result.reader == "nothing-1"
+    assert (result.reading.items, result.reading.unread) == (1, 1)
+    assert result.probes[0].retrieved == ()
+
+
+def test_every_item_whose_text_contradicts_its_metadata_is_counted():
+    events = _owner_events()
+    meta = {"subject": "billing", "predicate": "owners", "domain": "ownership"}
+    items = [
+        ServedItem("Alice handed billing over to Carol", "r1", T0, None, {**meta, "value": "@bob"}),
+        ServedItem("Carol looks after billing", "r2", T0, None, {**meta, "value": "@alice"}),
+    ]
+    result = evaluate(events, ServedMemory(items), build_probe_set(events), name="m", kind="m")
+    assert result.reading.metadata_mismatch == 2
