@@ -20,10 +20,12 @@ from timeline_builders import (
 )
 
 from healthd.evaluator import Replay, evaluate
+from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.memory.naive import NaiveMemory
 from healthd.memory.reference import ReferenceMemory
 from healthd.model import HISTORICAL, Answer, FactKey, Probe, RetrievedFact
 from healthd.probes import ProbeSet, build_probe_set
+from healthd.reading.default import DefaultReader
 from healthd.truth import GroundTruth
 
 A, B = FactKey("a", "lang"), FactKey("b", "lang")
@@ -384,3 +386,17 @@ def test_the_last_change_before_trailing_revalidation_sweeps_is_reported(tail, l
     assert (result.last_change and result.last_change.event_id) == last_change
     if last_change:  # scored both before and after the sweeps
         assert result.last_change.metrics != result.metrics
+
+
+class DeclaresItsRetrieval(NaiveMemory):
+    def retrieval_fingerprint(self):
+        return RetrievalFingerprint.of("all-MiniLM-L6-v2", 384, {"qdrant-client": "1.12.0"})
+
+
+def test_the_result_carries_the_memory_s_retrieval_and_the_reader_that_read_it():
+    events = [added("1", 0, a1), added("2", 3, b1)]
+    result = evaluate(events, DeclaresItsRetrieval(), build_probe_set(events), name="n", kind="n")
+    assert result.at == day(3)
+    assert (result.retrieval.embedder, result.retrieval.dimensions) == ("all-MiniLM-L6-v2", 384)
+    assert result.retrieval.libraries == (("qdrant-client", "1.12.0"),)
+    assert result.retrieval.reader == result.reader == DefaultReader().label

@@ -72,3 +72,16 @@ def test_a_re_validated_record_is_still_purged_when_the_heap_is_compacted_as_it_
         for mode in ("full", "incremental")
     }
     assert reports["incremental"] == reports["full"]
+
+
+def test_a_staleness_instant_pushed_before_the_heap_is_compacted_still_comes():
+    """A quiet key's record, served unchanged, goes stale long after the heap was compacted
+    around it: incremental must still rescore it when its instant comes, as full mode does."""
+    quiet = added("q", 0, fact("quiet", "language", "go"))
+    events = [quiet, *_timeline(STALE_COMPACT_MIN + 100)]
+    events.append(added("late", 500, fact("late", "language", "go")))
+    reports = {
+        mode: _run(events, mode, ReferenceMemory(ttl=False))[2] for mode in ("full", "incremental")
+    }
+    assert reports["incremental"] == reports["full"]
+    assert reports["full"]["targets"][0]["final"]["metrics"]["all"]["freshness"] < 1.0
