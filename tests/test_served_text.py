@@ -342,7 +342,7 @@ def test_the_reader_given_is_the_one_that_reads():
         reader=ReadsNothing(),
     )
     assert result.reader == "nothing-1"
-    assert (result.reading.items, result.reading.unread) == (1, 1)
+    assert result.reading.as_dict() == {"items": 1, "unread": 1, "metadata_mismatch": 0}
     assert result.probes[0].retrieved == ()
 
 
