@@ -8,10 +8,11 @@ import pytest
 from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.evaluator import evaluate
 from healthd.memory import build_memory, parse_target
 from healthd.memory.reference import MetadataFilter, ReferenceMemory
 from healthd.model import ChangeEvent, Probe
-from healthd.probes import generated_probe_id, question_for
+from healthd.probes import build_probe_set, generated_probe_id, question_for
 
 node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
 alice = fact("billing", "owners", "@alice", "ownership")
@@ -474,3 +475,43 @@ def test_a_dependent_asserted_at_the_instant_its_dependency_goes_holds_afresh(re
         *([removal, again] if removal_first else [again, removal]),
     )
     assert values(memory, pg, 6) == ["13"]
+
+
+X1, X2, X3 = (fact("x", "v", v) for v in ("1", "2", "3"))
+Y1 = fact("y", "p", "1")
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # x is multi-valued: with x = 2 invalidated, x = 1 still holds, and so does y
+        [
+            added("x1", 0, X1, [("y", "p")], multi=True),
+            added("y1", 1, Y1, [("x", "v")]),
+            added("x2", 2, X2, [("y", "p")], multi=True),
+            invalidated("x2-", 3, X2),
+            revalidated("y1'", 1.5, Y1, [("x", "v")]),  # late: y is folded again
+        ],
+        # x is single-valued: revised, then its new value invalidated, x is left with
+        # nothing from day 3 to day 4, and y, which depends on it, ends on day 3
+        [
+            added("x1", 0, X1, [("y", "p")]),
+            added("y1", 1, Y1, [("x", "v")]),
+            revised("x2", 2, X1, X2, [("y", "p")]),
+            invalidated("x2-", 3, X2),
+            added("x3", 4, X3, [("y", "p")]),
+            revalidated("y1'", 1.5, Y1, [("x", "v")]),  # late: y is folded again
+        ],
+    ],
+    ids=["multi-valued", "superseded"],
+)
+def test_a_dependency_cycle_cascades_what_each_key_s_own_log_says(events):
+    """Around a cycle, a dependency is judged by its own log, folded as the key is (its
+    cardinality, supersession): the reference memory still serves exactly what holds."""
+    result = evaluate(
+        events, ReferenceMemory(ttl=False), build_probe_set(events), name="r", kind="r"
+    )
+    for stage in result.stages:
+        m = stage.metrics["all"]
+        assert m.consistency in (1.0, None) and m.coverage in (1.0, None)
+        assert m.contamination == 0.0
