@@ -450,9 +450,54 @@ def test_a_private_database_commits_in_batches_and_answers_as_one_in_memory():
             assert private.answer(probe_for(f), day(at)) == reference.answer(probe_for(f), day(at))
 
 
+def test_a_private_database_searches_as_one_in_memory_before_and_after_more_writes():
+    """Its full-text index is filled when a search first reads it, then brought up to date:
+    records written since, and a record a late event merged away, rank as they do in an
+    in-memory shadow (whose index is written with each record)."""
+    kotlin = fact("billing", "language", "kotlin")
+    postgres = fact("billing", "dependency:postgres", "16")
+    first = [added("1", 2, kotlin), added("2", 2, postgres), added("3", 2, node)]
+    later = [
+        revised("4", 3, node, go),
+        added("5", 1, kotlin),  # late: it opens kotlin's record, the day-2 one merges into it
+        added("6", 4, alice),
+        added("7", 4, fact("ledger", "dependency:postgres", "15")),
+    ]
+    private, reference = ReferenceMemory(path=""), ReferenceMemory()
+
+    def searched(memory):
+        return [
+            memory.search(query, at=day(5), k=10, history=history)
+            for query in ("postgres version", "billing kotlin", "auth language", "owners")
+            for history in (False, True)
+        ]
+
+    assert searched(feed(private, *first)) == searched(feed(reference, *first))
+    assert searched(feed(private, *later)) == searched(feed(reference, *later))
+    # ranked by the text: both postgres records first, the one written after the first search too
+    assert {r.value for r in private.search("postgres", at=day(5), k=10)[:2]} == {"16", "15"}
+
+
+def test_a_private_database_reads_back_what_its_cache_let_go_of():
+    events = [
+        added("1", 0, exists),
+        added("2", 0, pg, deps=DEPS),
+        added("3", 1, node),
+        revised("4", 2, node, go),
+    ]
+    after = [added("5", 1.5, node), invalidated("6", 4, exists), revalidated("7", 5, go)]
+    private, reference = feed(ReferenceMemory(path=""), *events), feed(ReferenceMemory(), *events)
+    assert private.release(0) == 3  # every key's log and records are read back from the tables
+    feed(private, *after)
+    feed(reference, *after)
+    for f in (pg, node, exists):
+        for at in (1, 3, 6):
+            assert private.answer(probe_for(f), day(at)) == reference.answer(probe_for(f), day(at))
+
+
 def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error():
     private = feed(ReferenceMemory(path=""), added("1", 0, node))
-    private._db.execute("DROP TABLE records_fts")  # the next record written cannot be indexed
+    private._db.execute("DROP TABLE key_log")  # the next event cannot be logged
     with pytest.raises(MemoryAdapterError, match="applying 2"):
         private.apply(added("2", 1, alice))
     with pytest.raises(MemoryAdapterError, match="failed at 2; the private replay cannot go on"):

@@ -99,8 +99,6 @@ CREATE TABLE IF NOT EXISTS records (
     opened_by INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_key ON records(namespace, subject, predicate, state);
-CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
-CREATE INDEX IF NOT EXISTS records_purge ON records(namespace, purge_at);
 CREATE TABLE IF NOT EXISTS record_deps (
     record_id INTEGER NOT NULL,
     namespace TEXT NOT NULL,
@@ -139,7 +137,6 @@ CREATE TABLE IF NOT EXISTS key_log (
     expires_after REAL,
     purge_after REAL
 );
-CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
 CREATE INDEX IF NOT EXISTS key_removals_key ON key_removals(namespace, subject, predicate);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -147,6 +144,20 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     clock REAL,
     body TEXT NOT NULL
 );
+"""
+# What a shadow reads a key's log and its records' deadlines back by once its per-key cache
+# has let go of them (after a restart or a release). A private database starts with a
+# complete cache: it creates key_log_key when it first reads a log back, and reads deadlines
+# back only at the start of a replay, with the table nearly empty.
+_SHARED_INDEXES = """
+CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
+CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
+CREATE INDEX IF NOT EXISTS records_purge ON records(namespace, purge_at);
+"""
+# A fold that opens a record at an older operation reads where it came from by its seq:
+# entries appended in seq order, so this index grows at one end, unlike key_log_key.
+_PRIVATE_INDEXES = """
+CREATE INDEX IF NOT EXISTS key_log_seq ON key_log(seq);
 """
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -161,8 +172,8 @@ def _dt(value: float) -> datetime:
     return datetime.fromtimestamp(value, tz=UTC)
 
 
-def _content(fact: Fact) -> str:
-    return " ".join((fact.subject, _SEPARATORS.sub(" ", fact.predicate), fact.value))
+def _content(subject: str, predicate: str, value: str) -> str:
+    return " ".join((subject, _SEPARATORS.sub(" ", predicate), value))
 
 
 class ReferenceMemory:
@@ -204,6 +215,7 @@ class ReferenceMemory:
         self._private = path == ""
         self._pending = 0
         self._failed: str | None = None
+        self._text_indexed = 0  # a private database's records up to this id are in records_fts
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             if path not in ("", ":memory:"):
@@ -216,7 +228,9 @@ class ReferenceMemory:
                 # deleted on close, so a long replay does not hold the whole store in RAM. Its
                 # journal stays in memory, as a ":memory:" database's does.
                 self._db.execute("PRAGMA journal_mode=MEMORY")
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(
+                _SCHEMA + (_PRIVATE_INDEXES if self._private else _SHARED_INDEXES)
+            )
             # A persistent shadow picks up its replay clock where it left off, so events
             # applied after a restart are written at the time they would have been without.
             row = self._db.execute(
@@ -268,6 +282,7 @@ class ReferenceMemory:
             self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
         self._clock = None
         self._seq = 0
+        self._text_indexed = 0
         self._touched.clear()
         self._asked_until = None
         self._cache = _KeyCache()
@@ -465,6 +480,8 @@ class ReferenceMemory:
         with ``history`` ended and purged records are returned too, flagged ``historical``.
         """
         now = _ts(at)
+        if self._private:
+            self._index_text()
         where = ["r.namespace = ?"]
         params: list[Any] = [self.namespace]
         for flt in filters:
@@ -493,6 +510,21 @@ class ReferenceMemory:
                 )
             )
         return _ranked(rows, scores, now, k)
+
+    def _index_text(self) -> None:
+        """Bring the full-text index up to the records table. A private database fills it
+        only when a search reads it: a probe's answer never does (see :meth:`answer`)."""
+        with self._tx():
+            rows = self._db.execute(
+                "SELECT id, subject, predicate, value FROM records WHERE id > ? ORDER BY id",
+                (self._text_indexed,),
+            ).fetchall()
+            self._db.executemany(
+                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                [(rid, _content(s, p, v)) for rid, s, p, v in rows],
+            )
+        if rows:
+            self._text_indexed = rows[-1][0]
 
     _KEY_SQL = (
         "SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, r.updated_at,"
@@ -568,6 +600,8 @@ class ReferenceMemory:
                 self._cache.logs[key] = log
                 return log
             expiries: dict[_Expiry, _Expiry] = {}
+            if self._private:
+                self._db.execute(_SHARED_INDEXES.strip().splitlines()[0])  # key_log_key
             for (
                 seq,
                 at,
@@ -898,10 +932,11 @@ class ReferenceMemory:
         )
         rid = cur.lastrowid
         assert rid is not None
-        fact = Fact(key.subject, key.predicate, opener.value, opener.domain)
-        self._db.execute(
-            "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
-        )
+        if not self._private or rid <= self._text_indexed:  # a rolled-back id used again
+            self._db.execute(
+                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                (rid, _content(key.subject, key.predicate, opener.value)),
+            )
         if opener.depends_on:
             known = self._depends_on(key)
             if any(
