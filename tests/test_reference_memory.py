@@ -429,6 +429,23 @@ def test_a_reopened_shadow_reports_expiries_of_records_written_before(tmp_path) 
     again.close()
 
 
+def test_changed_keys_reports_expiry_then_purge_of_live_records_only():
+    """A live record's key is reported when its expiry passes, then when its purge does; a
+    record ended before its expiry changes no answer when that instant passes, so its key
+    is not reported (its probe would be asked again for the same answer)."""
+    memory = ReferenceMemory()  # ownership: soft expiry after 30 days, purge after 60
+    memory.apply(added("1", 0, node))
+    memory.apply(invalidated("2", 1, node))  # node's record would have expired at day 90
+    memory.apply(added("3", 1, alice))
+    assert memory.changed_keys(day(1)) == {node.key, alice.key}
+    assert memory.changed_keys(day(20)) == set()
+    assert memory.changed_keys(day(40)) == {alice.key}  # soft-expired at day 31
+    assert memory.changed_keys(day(50)) == set()
+    assert memory.changed_keys(day(70)) == {alice.key}  # purged at day 61
+    assert values(memory, node, 89) == values(memory, node, 100) == []
+    assert memory.changed_keys(day(100)) == set()
+
+
 def test_a_private_database_commits_in_batches_and_answers_as_one_in_memory():
     events = [
         added("1", 0, exists),

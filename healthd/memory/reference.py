@@ -359,18 +359,20 @@ class ReferenceMemory:
         self._touched = set()
         since = self._asked_until
         if since is not None and until > since:
-            # Keys with a record whose expiry or purge falls in (since, until]: read from
-            # the instants every write pushed, each checked against the record as it is now.
+            # Keys with an active record whose expiry or purge falls in (since, until]: read
+            # from the instants writes pushed, each checked against the record as it is now.
             if not self._deadlines_loaded:
                 self._load_deadlines(since)
             heap = self._deadlines
             while heap and heap[0][0] <= until:
                 deadline, key, opener = heapq.heappop(heap)
-                if (
-                    deadline > since
-                    and key not in changed
-                    and self._has_deadline(key, opener, deadline)
-                ):
+                record = self._live_deadline(key, opener, deadline)
+                if record is None:
+                    continue
+                purge = record.columns[4]
+                if purge is not None and purge != deadline:  # its expiry: the purge is next
+                    heapq.heappush(heap, (purge, key, opener))
+                if deadline > since:
                     changed.add(key)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
@@ -380,8 +382,8 @@ class ReferenceMemory:
         """Deadlines of records written before this process: read once."""
         for subject, predicate, opener, expires, purge in self._db.execute(
             "SELECT subject, predicate, opened_by, expires_at, purge_at FROM records"
-            " WHERE namespace = ? "
-            "AND (expires_at > ? OR purge_at > ?)",
+            " WHERE namespace = ? AND state = 'active'"
+            " AND (expires_at > ? OR purge_at > ?)",
             (self.namespace, since, since),
         ):
             self._push_deadlines(FactKey(subject, predicate), opener, expires, purge)
@@ -390,10 +392,14 @@ class ReferenceMemory:
     def _push_deadlines(
         self, key: FactKey, opener: int, expires: float | None, purge: float | None
     ) -> None:
+        """Push the first instant at which the answer of an active record's key changes by
+        itself: its expiry (its purge is pushed when the expiry comes: most records are
+        validated again before they expire, and never need it)."""
+        at = expires if expires is not None else purge
+        if at is None:
+            return
         heap = self._deadlines
-        for at in (expires, purge):
-            if at is not None:
-                heapq.heappush(heap, (at, key, opener))
+        heapq.heappush(heap, (at, key, opener))
         if len(heap) >= self._deadlines_compact_at:
             self._compact_deadlines()
 
@@ -404,17 +410,21 @@ class ReferenceMemory:
         heap = [
             (at, key, opener)
             for at, key, opener in self._deadlines
-            if key not in records or self._has_deadline(key, opener, at)
+            if key not in records or self._live_deadline(key, opener, at) is not None
         ]
         heapq.heapify(heap)
         self._deadlines = heap
         self._deadlines_compact_at = max(self.deadlines_compact_min, 2 * len(heap))
 
-    def _has_deadline(self, key: FactKey, opener: int, at: float) -> bool:
-        """Whether the record ``opener`` opened still expires or is purged at ``at`` (a
-        re-validation pushes its new instants and leaves the old ones to be skipped here)."""
-        record = self._records_of(key).get(opener)
-        return record is not None and (record.columns[3] == at or record.columns[4] == at)
+    def _live_deadline(self, key: FactKey, opener: int, at: float) -> _Record | None:
+        """The record ``opener`` opened, if it is active and still expires or is purged at
+        ``at`` (a re-validation pushes its new instants and leaves the old ones to be skipped
+        here; the instants of an ended record change no answer)."""
+        self._records_of(key)
+        record = self._cache.live[key].get(opener)
+        if record is not None and (record.columns[3] == at or record.columns[4] == at):
+            return record
+        return None
 
     def close(self) -> None:
         """Close; writes of a batch not yet committed are discarded, so the shadow stays as
@@ -855,9 +865,9 @@ class ReferenceMemory:
                 record = records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
                 if wanted[5] == "active":
                     live[opener.seq] = record
-                self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
+                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
-                moved = found.columns[3:5] != wanted[3:5]
+                pushed = found.columns[3:5] == wanted[3:5] and found.columns[5] == "active"
                 if found.columns[:2] == wanted[:2] and found.columns[5:] == wanted[5:]:
                     # a re-validation: only the validation and its expiry instants move
                     self._db.execute(
@@ -875,10 +885,10 @@ class ReferenceMemory:
                 found.columns = wanted
                 if wanted[5] == "active":
                     live[opener.seq] = found
+                    if not pushed:  # after the record holds them: a compaction checks against it
+                        self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 else:
                     live.pop(opener.seq, None)
-                if moved:  # after the record holds them: a compaction checks against it
-                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
         for interval in intervals:
             if interval.superseded_by is not None:
                 record = records[interval.opener.seq]
