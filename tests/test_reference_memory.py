@@ -512,10 +512,21 @@ def test_a_private_database_reads_back_what_its_cache_let_go_of():
             assert private.answer(probe_for(f), day(at)) == reference.answer(probe_for(f), day(at))
 
 
-def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error():
-    private = feed(ReferenceMemory(path=""), added("1", 0, node))
-    private._db.execute("DROP TABLE key_log")  # the next event cannot be logged
-    with pytest.raises(MemoryAdapterError, match="applying 2"):
+@pytest.mark.parametrize(
+    ("table", "batch", "error"),
+    [("records", 1000, "applying 2: no such table"), ("key_log", 1, "writing a batch failed")],
+)
+def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error(
+    table, batch, error
+):
+    """Whether the write fails as it is made (records) or when the batch's deferred writes
+    are made at its end (the log)."""
+    private = ReferenceMemory(path="")
+    private.reset()  # as a replay starts: nothing is read back from the tables after this
+    private.private_batch = batch
+    feed(private, added("1", 0, node))
+    private._db.execute(f"DROP TABLE {table}")  # the next event cannot be written
+    with pytest.raises(MemoryAdapterError, match=error):
         private.apply(added("2", 1, alice))
     with pytest.raises(MemoryAdapterError, match="failed at 2; the private replay cannot go on"):
         private.apply(added("3", 2, bob))

@@ -216,6 +216,7 @@ class ReferenceMemory:
         self._pending = 0
         self._failed: str | None = None
         self._text_indexed = 0  # a private database's records up to this id are in records_fts
+        self._deferred = _Deferred()
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             if path not in ("", ":memory:"):
@@ -271,6 +272,7 @@ class ReferenceMemory:
 
     def reset(self) -> None:
         ns = (self.namespace,)
+        self._deferred.clear()  # rows of the namespace, about to go
         with self._tx():
             self._db.execute("DELETE FROM checkpoints WHERE namespace = ?", ns)
             ids = "SELECT id FROM records WHERE namespace = ?"
@@ -309,6 +311,7 @@ class ReferenceMemory:
             self._cache_complete = False
             if self._private and not self._batched:
                 # The batch's earlier events went with it: this replay cannot go on.
+                self._deferred.clear()
                 _quiet(self._db, "ROLLBACK")
                 self._failed = (
                     f"reference memory: a write failed at {event.id}; the private replay "
@@ -325,7 +328,42 @@ class ReferenceMemory:
         self._pending += 1
         if self._pending >= self.private_batch:
             self._pending = 0
+            self._flush()
             self._db.execute("COMMIT")
+
+    def _deferring(self) -> bool:
+        """Whether writes wait for the batch's end (a private database's replay): no one
+        reads them before, and a record validated again within the batch is written once."""
+        return self._private and not self._batched
+
+    def _flush(self) -> None:
+        """Write what the batch deferred; called before every read of the tables."""
+        deferred = self._deferred
+        try:
+            if deferred.log:
+                self._db.executemany(_LOG_SQL, deferred.log)
+            if deferred.deps:
+                self._db.executemany(_DEPS_SQL, deferred.deps)
+            if deferred.records:
+                moved, changed = [], []
+                for record, whole in deferred.records.values():
+                    if whole:
+                        changed.append((*record.columns, record.rid))
+                    else:
+                        moved.append((*record.columns[2:5], record.rid))
+                self._db.executemany(_VALIDATED_SQL, moved)
+                self._db.executemany(_UPDATE_SQL, changed)
+        except sqlite3.Error as exc:
+            # the batch's writes are lost with it: the replay cannot go on
+            self._cache = _KeyCache()
+            self._cache_complete = False
+            _quiet(self._db, "ROLLBACK")
+            self._failed = (
+                f"reference memory: writing a batch failed ({exc}); the private replay cannot go on"
+            )
+            raise MemoryAdapterError(self._failed) from exc
+        finally:
+            deferred.clear()
 
     def _apply(self, event: ChangeEvent, at: float) -> None:
         fact = event.fact
@@ -380,6 +418,7 @@ class ReferenceMemory:
 
     def _load_deadlines(self, since: float) -> None:
         """Deadlines of records written before this process: read once."""
+        self._flush()
         for subject, predicate, opener, expires, purge in self._db.execute(
             "SELECT subject, predicate, opened_by, expires_at, purge_at FROM records"
             " WHERE namespace = ? AND state = 'active'"
@@ -440,6 +479,7 @@ class ReferenceMemory:
 
     def batch_writes(self) -> None:
         """From now on writes become durable only at :meth:`commit`, all together."""
+        self._flush()
         self._batched = True
 
     def commit(self, checkpoint: Mapping[str, Any]) -> None:
@@ -490,6 +530,7 @@ class ReferenceMemory:
         with ``history`` ended and purged records are returned too, flagged ``historical``.
         """
         now = _ts(at)
+        self._flush()
         if self._private:
             self._index_text()
         where = ["r.namespace = ?"]
@@ -551,6 +592,7 @@ class ReferenceMemory:
         now = self._asked_at[1]
         records = self._cache.live.get(key)
         if records is None:
+            self._flush()
             rows = self._db.execute(
                 self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
             ).fetchall()
@@ -610,6 +652,7 @@ class ReferenceMemory:
                 self._cache.logs[key] = log
                 return log
             expiries: dict[_Expiry, _Expiry] = {}
+            self._flush()
             if self._private:
                 self._db.execute(_SHARED_INDEXES.strip().splitlines()[0])  # key_log_key
             for (
@@ -641,6 +684,7 @@ class ReferenceMemory:
         """Where operation ``seq`` of the key came from, for the record it opens."""
         origin = log.origins.get(seq)
         if origin is None:
+            self._flush()
             row = self._db.execute(
                 "SELECT metadata, event_id, written_at FROM key_log WHERE namespace = ?"
                 " AND subject = ? AND predicate = ? AND seq = ?",
@@ -657,6 +701,7 @@ class ReferenceMemory:
             records = self._cache.records[key] = {}
             self._cache.live[key] = {}
         elif records is None:
+            self._flush()
             records = {
                 opened_by: _Record(rid, list(rest), superseded_by, value, created)
                 for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
@@ -709,30 +754,29 @@ class ReferenceMemory:
         expires, purge = expiry
         log = self._log_of(fact.key)
         meta = json.dumps(dict(sorted(event.metadata.items()))) if event.metadata else "{}"
-        self._db.execute(
-            "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
-            " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
-            " expires_after, purge_after) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                self.namespace,
-                fact.subject,
-                fact.predicate,
-                op.seq,
-                op.at,
-                int(op.asserts),
-                op.value,
-                op.domain,
-                int(multi),
-                op.end_state,
-                op.reason,
-                _deps_json(op.depends_on),
-                meta,
-                event.id,
-                self._clock,
-                expires,
-                purge,
-            ),
+        row = (
+            self.namespace,
+            fact.subject,
+            fact.predicate,
+            op.seq,
+            op.at,
+            int(op.asserts),
+            op.value,
+            op.domain,
+            int(multi),
+            op.end_state,
+            op.reason,
+            _deps_json(op.depends_on),
+            meta,
+            event.id,
+            self._clock,
+            expires,
+            purge,
         )
+        if self._deferring():
+            self._deferred.log.append(row)
+        else:
+            self._db.execute(_LOG_SQL, row)
         assert self._clock is not None
         log.add(op, expiry, (meta, event.id, self._clock), multi)
 
@@ -806,6 +850,7 @@ class ReferenceMemory:
             for seq in existing:
                 del records[seq]
                 live.pop(seq, None)
+            self._flush()
             marks = ",".join("?" * len(merged))
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
@@ -868,20 +913,16 @@ class ReferenceMemory:
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
                 pushed = found.columns[3:5] == wanted[3:5] and found.columns[5] == "active"
-                if found.columns[:2] == wanted[:2] and found.columns[5:] == wanted[5:]:
-                    # a re-validation: only the validation and its expiry instants move
-                    self._db.execute(
-                        "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ?"
-                        " WHERE id = ?",
-                        (*wanted[2:5], found.rid),
-                    )
+                # a re-validation moves only the validation and its expiry instants
+                whole = found.columns[:2] != wanted[:2] or found.columns[5:] != wanted[5:]
+                if self._deferring():
+                    known = self._deferred.records.get(found.rid)
+                    whole = whole or (known is not None and known[1])
+                    self._deferred.records[found.rid] = (found, whole)
+                elif whole:
+                    self._db.execute(_UPDATE_SQL, (*wanted, found.rid))
                 else:
-                    self._db.execute(
-                        "UPDATE records SET domain = ?, multi = ?, updated_at = ?,"
-                        " expires_at = ?, purge_at = ?, state = ?, ended_at = ?, end_reason = ?"
-                        " WHERE id = ?",
-                        (*wanted, found.rid),
-                    )
+                    self._db.execute(_VALIDATED_SQL, (*wanted[2:5], found.rid))
                 found.columns = wanted
                 if wanted[5] == "active":
                     live[opener.seq] = found
@@ -954,10 +995,11 @@ class ReferenceMemory:
                 for d in opener.depends_on
             ):
                 self._acyclic = False  # a new cycle: earlier cascades may read differently
-            self._db.executemany(
-                "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
-                [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on],
-            )
+            deps = [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on]
+            if self._deferring():
+                self._deferred.deps.extend(deps)
+            else:
+                self._db.executemany(_DEPS_SQL, deps)
         metadata: dict[str, str] = json.loads(meta) if meta != "{}" else {}
         if metadata:
             self._db.executemany(
@@ -1022,6 +1064,7 @@ class ReferenceMemory:
         return seen
 
     def _dependents(self, key: FactKey) -> list[FactKey]:
+        self._flush()
         rows = self._db.execute(
             "SELECT DISTINCT r.subject, r.predicate FROM record_deps d JOIN records r "
             "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
@@ -1044,9 +1087,39 @@ class ReferenceMemory:
         """The shadow's own database, for state a caller keeps beside the shadow (in tables
         of its own): what it writes there in batched mode is made durable by the next
         :meth:`commit`, together with the shadow's writes, or not at all."""
+        self._flush()
         if self._batched and not self._db.in_transaction:
             self._db.execute("BEGIN")
         return self._db
+
+
+_LOG_SQL = (
+    "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
+    " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
+    " expires_after, purge_after) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_DEPS_SQL = "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)"
+_VALIDATED_SQL = "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ? WHERE id = ?"
+_UPDATE_SQL = (
+    "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?, purge_at = ?,"
+    " state = ?, ended_at = ?, end_reason = ? WHERE id = ?"
+)
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """A private replay's writes not yet made: log entries and dependencies to insert, and
+    the records whose columns changed (each written once, as it is then; ``True`` when more
+    than its validation moved)."""
+
+    log: list[tuple[Any, ...]] = field(default_factory=list)
+    deps: list[tuple[Any, ...]] = field(default_factory=list)
+    records: dict[int, tuple[_Record, bool]] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.log.clear()
+        self.deps.clear()
+        self.records.clear()
 
 
 _Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
