@@ -336,14 +336,19 @@ class ReferenceMemory:
         reads them before, and a record validated again within the batch is written once."""
         return self._private and not self._batched
 
-    def _flush(self) -> None:
-        """Write what the batch deferred; called before every read of the tables."""
+    def _flush(self, *, dependencies_only: bool = False) -> None:
+        """Write what the batch deferred; called before every read of the tables (before a
+        read of the dependencies alone, only those: records are inserted as they come)."""
         deferred = self._deferred
         try:
-            if deferred.log:
-                self._db.executemany(_LOG_SQL, deferred.log)
             if deferred.deps:
                 self._db.executemany(_DEPS_SQL, deferred.deps)
+                deferred.deps.clear()
+            if dependencies_only:
+                return
+            if deferred.log:
+                self._db.executemany(_LOG_SQL, deferred.log)
+                deferred.log.clear()
             if deferred.records:
                 moved, changed = [], []
                 for record, whole in deferred.records.values():
@@ -353,8 +358,10 @@ class ReferenceMemory:
                         moved.append((*record.columns[2:5], record.rid))
                 self._db.executemany(_VALIDATED_SQL, moved)
                 self._db.executemany(_UPDATE_SQL, changed)
+                deferred.records.clear()
         except sqlite3.Error as exc:
             # the batch's writes are lost with it: the replay cannot go on
+            deferred.clear()
             self._cache = _KeyCache()
             self._cache_complete = False
             _quiet(self._db, "ROLLBACK")
@@ -362,8 +369,6 @@ class ReferenceMemory:
                 f"reference memory: writing a batch failed ({exc}); the private replay cannot go on"
             )
             raise MemoryAdapterError(self._failed) from exc
-        finally:
-            deferred.clear()
 
     def _apply(self, event: ChangeEvent, at: float) -> None:
         fact = event.fact
@@ -1064,7 +1069,7 @@ class ReferenceMemory:
         return seen
 
     def _dependents(self, key: FactKey) -> list[FactKey]:
-        self._flush()
+        self._flush(dependencies_only=True)
         rows = self._db.execute(
             "SELECT DISTINCT r.subject, r.predicate FROM record_deps d JOIN records r "
             "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
