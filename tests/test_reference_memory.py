@@ -430,6 +430,23 @@ def test_a_reopened_shadow_reports_expiries_of_records_written_before(tmp_path) 
     again.close()
 
 
+def test_changed_keys_reports_expiry_then_purge_of_live_records_only():
+    """A live record's key is reported when its expiry passes, then when its purge does; a
+    record ended before its expiry changes no answer when that instant passes, so its key
+    is not reported (its probe would be asked again for the same answer)."""
+    memory = ReferenceMemory()  # ownership: soft expiry after 30 days, purge after 60
+    memory.apply(added("1", 0, node))
+    memory.apply(invalidated("2", 1, node))  # node's record would have expired at day 90
+    memory.apply(added("3", 1, alice))
+    assert memory.changed_keys(day(1)) == {node.key, alice.key}
+    assert memory.changed_keys(day(20)) == set()
+    assert memory.changed_keys(day(40)) == {alice.key}  # soft-expired at day 31
+    assert memory.changed_keys(day(50)) == set()
+    assert memory.changed_keys(day(70)) == {alice.key}  # purged at day 61
+    assert values(memory, node, 89) == values(memory, node, 100) == []
+    assert memory.changed_keys(day(100)) == set()
+
+
 def test_a_private_database_commits_in_batches_and_answers_as_one_in_memory():
     events = [
         added("1", 0, exists),
@@ -451,10 +468,66 @@ def test_a_private_database_commits_in_batches_and_answers_as_one_in_memory():
             assert private.answer(probe_for(f), day(at)) == reference.answer(probe_for(f), day(at))
 
 
-def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error():
-    private = feed(ReferenceMemory(path=""), added("1", 0, node))
-    private._db.execute("DROP TABLE records_fts")  # the next record written cannot be indexed
-    with pytest.raises(MemoryAdapterError, match="applying 2"):
+def test_a_private_database_searches_as_one_in_memory_before_and_after_more_writes():
+    """Its full-text index is filled when a search first reads it, then brought up to date:
+    records written since, and a record a late event merged away, rank as they do in an
+    in-memory shadow (whose index is written with each record)."""
+    kotlin = fact("billing", "language", "kotlin")
+    postgres = fact("billing", "dependency:postgres", "16")
+    first = [added("1", 2, kotlin), added("2", 2, postgres), added("3", 2, node)]
+    later = [
+        revised("4", 3, node, go),
+        added("5", 1, kotlin),  # late: it opens kotlin's record, the day-2 one merges into it
+        added("6", 4, alice),
+        added("7", 4, fact("ledger", "dependency:postgres", "15")),
+    ]
+    private, reference = ReferenceMemory(path=""), ReferenceMemory()
+
+    def searched(memory):
+        return [
+            memory.search(query, at=day(5), k=10, history=history)
+            for query in ("postgres version", "billing kotlin", "auth language", "owners")
+            for history in (False, True)
+        ]
+
+    assert searched(feed(private, *first)) == searched(feed(reference, *first))
+    assert searched(feed(private, *later)) == searched(feed(reference, *later))
+    # ranked by the text: both postgres records first, the one written after the first search too
+    assert {r.value for r in private.search("postgres", at=day(5), k=10)[:2]} == {"16", "15"}
+
+
+def test_a_private_database_reads_back_what_its_cache_let_go_of():
+    events = [
+        added("1", 0, exists),
+        added("2", 0, pg, deps=DEPS),
+        added("3", 1, node),
+        revised("4", 2, node, go),
+    ]
+    after = [added("5", 1.5, node), invalidated("6", 4, exists), revalidated("7", 5, go)]
+    private, reference = feed(ReferenceMemory(path=""), *events), feed(ReferenceMemory(), *events)
+    assert private.release(0) == 3  # every key's log and records are read back from the tables
+    feed(private, *after)
+    feed(reference, *after)
+    for f in (pg, node, exists):
+        for at in (1, 3, 6):
+            assert private.answer(probe_for(f), day(at)) == reference.answer(probe_for(f), day(at))
+
+
+@pytest.mark.parametrize(
+    ("table", "batch", "error"),
+    [("records", 1000, "applying 2: no such table"), ("key_log", 1, "writing a batch failed")],
+)
+def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error(
+    table, batch, error
+):
+    """Whether the write fails as it is made (records) or when the batch's deferred writes
+    are made at its end (the log)."""
+    private = ReferenceMemory(path="")
+    private.reset()  # as a replay starts: nothing is read back from the tables after this
+    private.private_batch = batch
+    feed(private, added("1", 0, node))
+    private._db.execute(f"DROP TABLE {table}")  # the next event cannot be written
+    with pytest.raises(MemoryAdapterError, match=error):
         private.apply(added("2", 1, alice))
     with pytest.raises(MemoryAdapterError, match="failed at 2; the private replay cannot go on"):
         private.apply(added("3", 2, bob))

@@ -62,3 +62,29 @@ def test_answers_read_from_the_key_cache_equal_the_table_s_on_random_timelines(
     finally:
         writer.close()
         reader.close()
+
+
+@settings(
+    max_examples=max(1, EXAMPLES // 4), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(events=timelines())
+def test_a_private_database_replays_as_one_in_memory_on_random_timelines(events):
+    """`evaluate`'s private database defers writes to each batch's end, keeps only the
+    indexes its reads use and fills its full-text index on demand. In small batches, with its
+    cache let go of every few events (so keys are read back from the tables between and
+    within batches), every stage and every final answer is an in-memory shadow's."""
+    probes = build_probe_set(events)
+
+    def replay(memory, on_stage=None):
+        return evaluate(
+            events, memory, probes, name="r", kind="reference", windows=SHORT_TTL,
+            on_stage=on_stage,
+        )  # fmt: skip
+
+    private = ReferenceMemory(path="", ttl_windows=SHORT_TTL, top_k=10)
+    private.private_batch = 3
+    released = replay(private, lambda stage: stage.index % 4 or private.release(2))
+    expected = replay(ReferenceMemory(ttl_windows=SHORT_TTL, top_k=10))
+    assert [s.counts for s in released.stages] == [s.counts for s in expected.stages]
+    assert released.probes == expected.probes
+    private.close()

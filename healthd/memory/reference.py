@@ -99,8 +99,6 @@ CREATE TABLE IF NOT EXISTS records (
     opened_by INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_key ON records(namespace, subject, predicate, state);
-CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
-CREATE INDEX IF NOT EXISTS records_purge ON records(namespace, purge_at);
 CREATE TABLE IF NOT EXISTS record_deps (
     record_id INTEGER NOT NULL,
     namespace TEXT NOT NULL,
@@ -139,7 +137,6 @@ CREATE TABLE IF NOT EXISTS key_log (
     expires_after REAL,
     purge_after REAL
 );
-CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
 CREATE INDEX IF NOT EXISTS key_removals_key ON key_removals(namespace, subject, predicate);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(content, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -147,6 +144,20 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     clock REAL,
     body TEXT NOT NULL
 );
+"""
+# What a shadow reads a key's log and its records' deadlines back by once its per-key cache
+# has let go of them (after a restart or a release). A private database starts with a
+# complete cache: it creates key_log_key when it first reads a log back, and reads deadlines
+# back only at the start of a replay, with the table nearly empty.
+_SHARED_INDEXES = """
+CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
+CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
+CREATE INDEX IF NOT EXISTS records_purge ON records(namespace, purge_at);
+"""
+# A fold that opens a record at an older operation reads where it came from by its seq:
+# entries appended in seq order, so this index grows at one end, unlike key_log_key.
+_PRIVATE_INDEXES = """
+CREATE INDEX IF NOT EXISTS key_log_seq ON key_log(seq);
 """
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -161,8 +172,8 @@ def _dt(value: float) -> datetime:
     return datetime.fromtimestamp(value, tz=UTC)
 
 
-def _content(fact: Fact) -> str:
-    return " ".join((fact.subject, _SEPARATORS.sub(" ", fact.predicate), fact.value))
+def _content(subject: str, predicate: str, value: str) -> str:
+    return " ".join((subject, _SEPARATORS.sub(" ", predicate), value))
 
 
 class ReferenceMemory:
@@ -204,6 +215,8 @@ class ReferenceMemory:
         self._private = path == ""
         self._pending = 0
         self._failed: str | None = None
+        self._text_indexed = 0  # a private database's records up to this id are in records_fts
+        self._deferred = _Deferred()
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             if path not in ("", ":memory:"):
@@ -216,7 +229,9 @@ class ReferenceMemory:
                 # deleted on close, so a long replay does not hold the whole store in RAM. Its
                 # journal stays in memory, as a ":memory:" database's does.
                 self._db.execute("PRAGMA journal_mode=MEMORY")
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(
+                _SCHEMA + (_PRIVATE_INDEXES if self._private else _SHARED_INDEXES)
+            )
             # A persistent shadow picks up its replay clock where it left off, so events
             # applied after a restart are written at the time they would have been without.
             row = self._db.execute(
@@ -257,6 +272,7 @@ class ReferenceMemory:
 
     def reset(self) -> None:
         ns = (self.namespace,)
+        self._deferred.clear()  # rows of the namespace, about to go
         with self._tx():
             self._db.execute("DELETE FROM checkpoints WHERE namespace = ?", ns)
             ids = "SELECT id FROM records WHERE namespace = ?"
@@ -268,6 +284,7 @@ class ReferenceMemory:
             self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
         self._clock = None
         self._seq = 0
+        self._text_indexed = 0
         self._touched.clear()
         self._asked_until = None
         self._cache = _KeyCache()
@@ -294,6 +311,7 @@ class ReferenceMemory:
             self._cache_complete = False
             if self._private and not self._batched:
                 # The batch's earlier events went with it: this replay cannot go on.
+                self._deferred.clear()
                 _quiet(self._db, "ROLLBACK")
                 self._failed = (
                     f"reference memory: a write failed at {event.id}; the private replay "
@@ -310,7 +328,47 @@ class ReferenceMemory:
         self._pending += 1
         if self._pending >= self.private_batch:
             self._pending = 0
+            self._flush()
             self._db.execute("COMMIT")
+
+    def _deferring(self) -> bool:
+        """Whether writes wait for the batch's end (a private database's replay): no one
+        reads them before, and a record validated again within the batch is written once."""
+        return self._private and not self._batched
+
+    def _flush(self, *, dependencies_only: bool = False) -> None:
+        """Write what the batch deferred; called before every read of the tables (before a
+        read of the dependencies alone, only those: records are inserted as they come)."""
+        deferred = self._deferred
+        try:
+            if deferred.deps:
+                self._db.executemany(_DEPS_SQL, deferred.deps)
+                deferred.deps.clear()
+            if dependencies_only:
+                return
+            if deferred.log:
+                self._db.executemany(_LOG_SQL, deferred.log)
+                deferred.log.clear()
+            if deferred.records:
+                moved, changed = [], []
+                for record, whole in deferred.records.values():
+                    if whole:
+                        changed.append((*record.columns, record.rid))
+                    else:
+                        moved.append((*record.columns[2:5], record.rid))
+                self._db.executemany(_VALIDATED_SQL, moved)
+                self._db.executemany(_UPDATE_SQL, changed)
+                deferred.records.clear()
+        except sqlite3.Error as exc:
+            # the batch's writes are lost with it: the replay cannot go on
+            deferred.clear()
+            self._cache = _KeyCache()
+            self._cache_complete = False
+            _quiet(self._db, "ROLLBACK")
+            self._failed = (
+                f"reference memory: writing a batch failed ({exc}); the private replay cannot go on"
+            )
+            raise MemoryAdapterError(self._failed) from exc
 
     def _apply(self, event: ChangeEvent, at: float) -> None:
         fact = event.fact
@@ -344,18 +402,20 @@ class ReferenceMemory:
         self._touched = set()
         since = self._asked_until
         if since is not None and until > since:
-            # Keys with a record whose expiry or purge falls in (since, until]: read from
-            # the instants every write pushed, each checked against the record as it is now.
+            # Keys with an active record whose expiry or purge falls in (since, until]: read
+            # from the instants writes pushed, each checked against the record as it is now.
             if not self._deadlines_loaded:
                 self._load_deadlines(since)
             heap = self._deadlines
             while heap and heap[0][0] <= until:
                 deadline, key, opener = heapq.heappop(heap)
-                if (
-                    deadline > since
-                    and key not in changed
-                    and self._has_deadline(key, opener, deadline)
-                ):
+                record = self._live_deadline(key, opener, deadline)
+                if record is None:
+                    continue
+                purge = record.columns[4]
+                if purge is not None and purge != deadline:  # its expiry: the purge is next
+                    heapq.heappush(heap, (purge, key, opener))
+                if deadline > since:
                     changed.add(key)
         if self._asked_until is None or until > self._asked_until:
             self._asked_until = until
@@ -363,10 +423,11 @@ class ReferenceMemory:
 
     def _load_deadlines(self, since: float) -> None:
         """Deadlines of records written before this process: read once."""
+        self._flush()
         for subject, predicate, opener, expires, purge in self._db.execute(
             "SELECT subject, predicate, opened_by, expires_at, purge_at FROM records"
-            " WHERE namespace = ? "
-            "AND (expires_at > ? OR purge_at > ?)",
+            " WHERE namespace = ? AND state = 'active'"
+            " AND (expires_at > ? OR purge_at > ?)",
             (self.namespace, since, since),
         ):
             self._push_deadlines(FactKey(subject, predicate), opener, expires, purge)
@@ -375,10 +436,14 @@ class ReferenceMemory:
     def _push_deadlines(
         self, key: FactKey, opener: int, expires: float | None, purge: float | None
     ) -> None:
+        """Push the first instant at which the answer of an active record's key changes by
+        itself: its expiry (its purge is pushed when the expiry comes: most records are
+        validated again before they expire, and never need it)."""
+        at = expires if expires is not None else purge
+        if at is None:
+            return
         heap = self._deadlines
-        for at in (expires, purge):
-            if at is not None:
-                heapq.heappush(heap, (at, key, opener))
+        heapq.heappush(heap, (at, key, opener))
         if len(heap) >= self._deadlines_compact_at:
             self._compact_deadlines()
 
@@ -389,17 +454,21 @@ class ReferenceMemory:
         heap = [
             (at, key, opener)
             for at, key, opener in self._deadlines
-            if key not in records or self._has_deadline(key, opener, at)
+            if key not in records or self._live_deadline(key, opener, at) is not None
         ]
         heapq.heapify(heap)
         self._deadlines = heap
         self._deadlines_compact_at = max(self.deadlines_compact_min, 2 * len(heap))
 
-    def _has_deadline(self, key: FactKey, opener: int, at: float) -> bool:
-        """Whether the record ``opener`` opened still expires or is purged at ``at`` (a
-        re-validation pushes its new instants and leaves the old ones to be skipped here)."""
-        record = self._records_of(key).get(opener)
-        return record is not None and (record.columns[3] == at or record.columns[4] == at)
+    def _live_deadline(self, key: FactKey, opener: int, at: float) -> _Record | None:
+        """The record ``opener`` opened, if it is active and still expires or is purged at
+        ``at`` (a re-validation pushes its new instants and leaves the old ones to be skipped
+        here; the instants of an ended record change no answer)."""
+        self._records_of(key)
+        record = self._cache.live[key].get(opener)
+        if record is not None and (record.columns[3] == at or record.columns[4] == at):
+            return record
+        return None
 
     def close(self) -> None:
         """Close; writes of a batch not yet committed are discarded, so the shadow stays as
@@ -415,6 +484,7 @@ class ReferenceMemory:
 
     def batch_writes(self) -> None:
         """From now on writes become durable only at :meth:`commit`, all together."""
+        self._flush()
         self._batched = True
 
     def commit(self, checkpoint: Mapping[str, Any]) -> None:
@@ -465,6 +535,9 @@ class ReferenceMemory:
         with ``history`` ended and purged records are returned too, flagged ``historical``.
         """
         now = _ts(at)
+        self._flush()
+        if self._private:
+            self._index_text()
         where = ["r.namespace = ?"]
         params: list[Any] = [self.namespace]
         for flt in filters:
@@ -494,6 +567,21 @@ class ReferenceMemory:
             )
         return _ranked(rows, scores, now, k)
 
+    def _index_text(self) -> None:
+        """Bring the full-text index up to the records table. A private database fills it
+        only when a search reads it: a probe's answer never does (see :meth:`answer`)."""
+        with self._tx():
+            rows = self._db.execute(
+                "SELECT id, subject, predicate, value FROM records WHERE id > ? ORDER BY id",
+                (self._text_indexed,),
+            ).fetchall()
+            self._db.executemany(
+                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                [(rid, _content(s, p, v)) for rid, s, p, v in rows],
+            )
+        if rows:
+            self._text_indexed = rows[-1][0]
+
     _KEY_SQL = (
         "SELECT r.id, r.subject, r.predicate, r.value, r.domain, r.created_at, r.updated_at,"
         " r.expires_at, r.purge_at, r.state FROM records r WHERE r.namespace = ? AND"
@@ -509,6 +597,7 @@ class ReferenceMemory:
         now = self._asked_at[1]
         records = self._cache.live.get(key)
         if records is None:
+            self._flush()
             rows = self._db.execute(
                 self._KEY_SQL, (self.namespace, key.subject, key.predicate, now)
             ).fetchall()
@@ -568,6 +657,9 @@ class ReferenceMemory:
                 self._cache.logs[key] = log
                 return log
             expiries: dict[_Expiry, _Expiry] = {}
+            self._flush()
+            if self._private:
+                self._db.execute(_SHARED_INDEXES.strip().splitlines()[0])  # key_log_key
             for (
                 seq,
                 at,
@@ -597,6 +689,7 @@ class ReferenceMemory:
         """Where operation ``seq`` of the key came from, for the record it opens."""
         origin = log.origins.get(seq)
         if origin is None:
+            self._flush()
             row = self._db.execute(
                 "SELECT metadata, event_id, written_at FROM key_log WHERE namespace = ?"
                 " AND subject = ? AND predicate = ? AND seq = ?",
@@ -613,6 +706,7 @@ class ReferenceMemory:
             records = self._cache.records[key] = {}
             self._cache.live[key] = {}
         elif records is None:
+            self._flush()
             records = {
                 opened_by: _Record(rid, list(rest), superseded_by, value, created)
                 for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
@@ -665,30 +759,29 @@ class ReferenceMemory:
         expires, purge = expiry
         log = self._log_of(fact.key)
         meta = json.dumps(dict(sorted(event.metadata.items()))) if event.metadata else "{}"
-        self._db.execute(
-            "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
-            " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
-            " expires_after, purge_after) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                self.namespace,
-                fact.subject,
-                fact.predicate,
-                op.seq,
-                op.at,
-                int(op.asserts),
-                op.value,
-                op.domain,
-                int(multi),
-                op.end_state,
-                op.reason,
-                _deps_json(op.depends_on),
-                meta,
-                event.id,
-                self._clock,
-                expires,
-                purge,
-            ),
+        row = (
+            self.namespace,
+            fact.subject,
+            fact.predicate,
+            op.seq,
+            op.at,
+            int(op.asserts),
+            op.value,
+            op.domain,
+            int(multi),
+            op.end_state,
+            op.reason,
+            _deps_json(op.depends_on),
+            meta,
+            event.id,
+            self._clock,
+            expires,
+            purge,
         )
+        if self._deferring():
+            self._deferred.log.append(row)
+        else:
+            self._db.execute(_LOG_SQL, row)
         assert self._clock is not None
         log.add(op, expiry, (meta, event.id, self._clock), multi)
 
@@ -762,6 +855,7 @@ class ReferenceMemory:
             for seq in existing:
                 del records[seq]
                 live.pop(seq, None)
+            self._flush()
             marks = ",".join("?" * len(merged))
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
@@ -821,30 +915,26 @@ class ReferenceMemory:
                 record = records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
                 if wanted[5] == "active":
                     live[opener.seq] = record
-                self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
+                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
             elif found.columns != wanted:
-                moved = found.columns[3:5] != wanted[3:5]
-                if found.columns[:2] == wanted[:2] and found.columns[5:] == wanted[5:]:
-                    # a re-validation: only the validation and its expiry instants move
-                    self._db.execute(
-                        "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ?"
-                        " WHERE id = ?",
-                        (*wanted[2:5], found.rid),
-                    )
+                pushed = found.columns[3:5] == wanted[3:5] and found.columns[5] == "active"
+                # a re-validation moves only the validation and its expiry instants
+                whole = found.columns[:2] != wanted[:2] or found.columns[5:] != wanted[5:]
+                if self._deferring():
+                    known = self._deferred.records.get(found.rid)
+                    whole = whole or (known is not None and known[1])
+                    self._deferred.records[found.rid] = (found, whole)
+                elif whole:
+                    self._db.execute(_UPDATE_SQL, (*wanted, found.rid))
                 else:
-                    self._db.execute(
-                        "UPDATE records SET domain = ?, multi = ?, updated_at = ?,"
-                        " expires_at = ?, purge_at = ?, state = ?, ended_at = ?, end_reason = ?"
-                        " WHERE id = ?",
-                        (*wanted, found.rid),
-                    )
+                    self._db.execute(_VALIDATED_SQL, (*wanted[2:5], found.rid))
                 found.columns = wanted
                 if wanted[5] == "active":
                     live[opener.seq] = found
+                    if not pushed:  # after the record holds them: a compaction checks against it
+                        self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 else:
                     live.pop(opener.seq, None)
-                if moved:  # after the record holds them: a compaction checks against it
-                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
         for interval in intervals:
             if interval.superseded_by is not None:
                 record = records[interval.opener.seq]
@@ -898,10 +988,11 @@ class ReferenceMemory:
         )
         rid = cur.lastrowid
         assert rid is not None
-        fact = Fact(key.subject, key.predicate, opener.value, opener.domain)
-        self._db.execute(
-            "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (rid, _content(fact))
-        )
+        if not self._private or rid <= self._text_indexed:  # a rolled-back id used again
+            self._db.execute(
+                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                (rid, _content(key.subject, key.predicate, opener.value)),
+            )
         if opener.depends_on:
             known = self._depends_on(key)
             if any(
@@ -909,10 +1000,11 @@ class ReferenceMemory:
                 for d in opener.depends_on
             ):
                 self._acyclic = False  # a new cycle: earlier cascades may read differently
-            self._db.executemany(
-                "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)",
-                [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on],
-            )
+            deps = [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on]
+            if self._deferring():
+                self._deferred.deps.extend(deps)
+            else:
+                self._db.executemany(_DEPS_SQL, deps)
         metadata: dict[str, str] = json.loads(meta) if meta != "{}" else {}
         if metadata:
             self._db.executemany(
@@ -977,6 +1069,7 @@ class ReferenceMemory:
         return seen
 
     def _dependents(self, key: FactKey) -> list[FactKey]:
+        self._flush(dependencies_only=True)
         rows = self._db.execute(
             "SELECT DISTINCT r.subject, r.predicate FROM record_deps d JOIN records r "
             "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
@@ -999,9 +1092,39 @@ class ReferenceMemory:
         """The shadow's own database, for state a caller keeps beside the shadow (in tables
         of its own): what it writes there in batched mode is made durable by the next
         :meth:`commit`, together with the shadow's writes, or not at all."""
+        self._flush()
         if self._batched and not self._db.in_transaction:
             self._db.execute("BEGIN")
         return self._db
+
+
+_LOG_SQL = (
+    "INSERT INTO key_log (namespace, subject, predicate, seq, at, asserts, value, domain,"
+    " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
+    " expires_after, purge_after) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_DEPS_SQL = "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)"
+_VALIDATED_SQL = "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ? WHERE id = ?"
+_UPDATE_SQL = (
+    "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?, purge_at = ?,"
+    " state = ?, ended_at = ?, end_reason = ? WHERE id = ?"
+)
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """A private replay's writes not yet made: log entries and dependencies to insert, and
+    the records whose columns changed (each written once, as it is then; ``True`` when more
+    than its validation moved)."""
+
+    log: list[tuple[Any, ...]] = field(default_factory=list)
+    deps: list[tuple[Any, ...]] = field(default_factory=list)
+    records: dict[int, tuple[_Record, bool]] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.log.clear()
+        self.deps.clear()
+        self.records.clear()
 
 
 _Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
