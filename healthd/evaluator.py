@@ -177,7 +177,6 @@ class Replay:
         self._versions: dict[str, int] = {}
         self._stale_heap: list[tuple[datetime, int, str]] = []
         self._stale_compact_at = STALE_COMPACT_MIN
-        self._heap_seq = 0
         self._by_fact_key: dict[FactKey, set[str]] = {}
         self._answer_keys: dict[str, frozenset[FactKey]] = {}  # the keys of each answer
         self._counts = [0] * SIZE

@@ -400,3 +400,44 @@ def test_the_result_carries_the_memory_s_retrieval_and_the_reader_that_read_it()
     assert (result.retrieval.embedder, result.retrieval.dimensions) == ("all-MiniLM-L6-v2", 384)
     assert result.retrieval.libraries == (("qdrant-client", "1.12.0"),)
     assert result.retrieval.reader == result.reader == DefaultReader().label
+
+
+class Untracked:
+    """A memory that cannot say which keys changed: the naive memory without changed_keys."""
+
+    kind = "untracked"
+
+    def __init__(self):
+        self.inner = NaiveMemory()
+
+    def reset(self):
+        self.inner.reset()
+
+    def apply(self, event):
+        self.inner.apply(event)
+
+    def answer(self, probe, at):
+        return self.inner.answer(probe, at)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_a_memory_that_cannot_say_what_changed_is_asked_everything_again():
+    events = [added("1", 0, a1), added("2", 1, b1), revised("3", 2, b1, b2)] + padding(0, 2)
+    incremental = stages(events, Untracked(), "incremental")
+    assert [s.counts for s in incremental] == [
+        s.counts for s in stages(events, Untracked(), "full")
+    ]
+    assert [s.index for s in incremental] == [1, 2, 3, 4, 5]
+
+
+def test_an_empty_timeline_has_no_instant_and_no_number():
+    result = evaluate([], NaiveMemory(), build_probe_set([]), name="n", kind="n")
+    assert result.at is None and result.stages == [] and result.events == 0
+    assert result.metrics["all"].consistency is None
+
+
+def test_an_unknown_mode_is_named():
+    with pytest.raises(ValueError, match="unknown mode 'partial'"):
+        Replay(NaiveMemory(), build_probe_set([]), mode="partial")
