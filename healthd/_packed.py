@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 T = TypeVar("T")
 
 #: Entries per packed block; the tail holds between BLOCK and 2 * BLOCK - 1 entries.
-BLOCK = 64
+BLOCK = 16
 
 
 class Codec(Protocol[T]):
