@@ -10,13 +10,16 @@ change of that key's value does not cascade).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
-from healthd.model import ChangeEvent, Domain, Fact, FactKey, Status
+from healthd._packed import PackedLog
+from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Status
 
 EndKind = Literal["superseded", "invalidated"]
 
@@ -49,11 +52,67 @@ class Interval:
     depends_on: tuple[FactKey, ...]
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+_DOMAINS: dict[str, Domain] = {domain: domain for domain in DOMAINS}
+_END_KINDS: dict[str | None, EndKind | None] = {
+    None: None,
+    "superseded": "superseded",
+    "invalidated": "invalidated",
+}
+
+
+def _op_order(op: _Op) -> tuple[datetime, int]:
+    return op.at, op.seq
+
+
+class _OpCodec:
+    """Operations as marshal takes them: the time as integer microseconds (exactly), the
+    dependencies as an index into one table of the distinct lists, strings interned back."""
+
+    __slots__ = ("_deps", "_index")
+
+    def __init__(self) -> None:
+        self._deps: list[tuple[FactKey, ...]] = []
+        self._index: dict[tuple[FactKey, ...], int] = {}
+
+    def pack(self, op: _Op) -> tuple[Any, ...]:
+        index = self._index.get(op.depends_on)
+        if index is None:
+            index = self._index[op.depends_on] = len(self._deps)
+            self._deps.append(op.depends_on)
+        return (
+            (op.at - _EPOCH) // _MICROSECOND,
+            op.seq,
+            op.assert_,
+            op.value,
+            op.domain,
+            op.end_kind,
+            op.reason,
+            index,
+        )
+
+    def unpack(self, row: tuple[Any, ...]) -> _Op:
+        micros, seq, assert_, value, domain, end_kind, reason, index = row
+        return _Op(
+            _EPOCH + micros * _MICROSECOND,
+            seq,
+            assert_,
+            sys.intern(value),
+            _DOMAINS[domain],
+            _END_KINDS[end_kind],
+            None if reason is None else sys.intern(reason),
+            self._deps[index],
+        )
+
+
 class _KeyHistory:
     __slots__ = ("asserted", "multi", "ops", "rank", "values")
 
-    def __init__(self) -> None:
-        self.ops: list[_Op] = []
+    def __init__(self, codec: _OpCodec) -> None:
+        self.ops: PackedLog[_Op] = PackedLog(codec, _op_order)
         self.multi = False
         self.asserted = False
         self.values: dict[str, Domain] = {}
@@ -130,7 +189,7 @@ class _Folded:
             if not multi:
                 for other in open_.values():
                     other.end, other.end_kind = op.at, "superseded"
-                    other.reason = f"replaced by {op.value!r}"
+                    other.reason = replaced_by(op.value)
                 open_.clear()
                 cuts.clear()
             interval = Interval(op.value, op.domain, op.at, None, None, None, op.depends_on)
@@ -160,6 +219,7 @@ class GroundTruth:
 
     def __init__(self, events: Iterable[ChangeEvent] = ()) -> None:
         self._keys: dict[FactKey, _KeyHistory] = {}
+        self._codec = _OpCodec()
         self._dependents: dict[FactKey, set[FactKey]] = {}
         self._depends: dict[FactKey, set[FactKey]] = {}
         self._effective: dict[FactKey, _Folded] = {}
@@ -202,7 +262,7 @@ class GroundTruth:
                     prev.value,
                     prev.domain,
                     "superseded",
-                    f"replaced by {fact.value!r}",
+                    replaced_by(fact.value),
                     (),
                 ),
                 False,
@@ -291,7 +351,7 @@ class GroundTruth:
         warm[key] = None
         history = self._keys.get(key)
         if history is None:
-            history = self._keys[key] = _KeyHistory()
+            history = self._keys[key] = _KeyHistory(self._codec)
         if multi and not history.multi:
             history.multi = True
             # Becoming multi-valued changes how every earlier assertion folds: no resuming.
@@ -306,11 +366,12 @@ class GroundTruth:
             history.rank[fact.value] = len(history.rank)
         history.asserted = history.asserted or op.assert_
         ops = history.ops
-        appended = not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq)
+        last = ops.last()
+        appended = last is None or (last.at, last.seq) <= (op.at, op.seq)
         if appended:
             ops.append(op)
         else:
-            bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
+            ops.insort(op)
         self._pushed.setdefault(key, []).append((op, appended))
         for dep in op.depends_on:
             dependents = self._dependents.setdefault(dep, set())
@@ -440,7 +501,7 @@ class GroundTruth:
                     continue
                 removed = self._first_removal(dep, interval.start, visiting)
                 if removed is not None and (first is None or removed < first[0]):
-                    first = (removed, f"{dep} was removed")
+                    first = (removed, was_removed(dep))
             return first
 
         return cascade
@@ -473,7 +534,7 @@ class GroundTruth:
         for key in cold:
             del warm[key]
             history = self._keys[key]
-            stored = _StoredHistory(key, load)
+            stored = _StoredHistory(key, load, self._codec)
             stored.multi, stored.asserted = history.multi, history.asserted
             stored.values, stored.rank = history.values, history.rank
             self._keys[key] = stored
@@ -496,7 +557,7 @@ class GroundTruth:
         this costs the number of keys, not of operations. Nothing is folded until read."""
         truth = cls()
         for key, multi, asserted, values in keys:
-            history = _StoredHistory(key, load)
+            history = _StoredHistory(key, load, truth._codec)
             history.multi, history.asserted = multi, asserted
             history.values = dict(values)
             history.rank = {value: rank for rank, (value, _) in enumerate(values)}
@@ -507,6 +568,19 @@ class GroundTruth:
         truth._seq, truth.latest = seq, latest
         truth._cyclic = any(key in truth._reaches(key) for key in truth._depends)
         return truth
+
+
+@functools.lru_cache(maxsize=4096)
+def replaced_by(value: str) -> str:
+    """The reason a superseded value ended: one string per value, not one per revision
+    (every revision's operation and interval keeps one, for the whole history)."""
+    return f"replaced by {value!r}"
+
+
+@functools.lru_cache(maxsize=4096)
+def was_removed(key: FactKey) -> str:
+    """The reason a cascade ended a fact, shared as :func:`replaced_by`."""
+    return f"{key} was removed"
 
 
 def _segment_ends(intervals: list[Interval]) -> list[datetime]:
@@ -558,23 +632,25 @@ class _StoredHistory(_KeyHistory):
 
     __slots__ = ("_key", "_load")
 
-    def __init__(self, key: FactKey, load: Callable[[FactKey], Iterable[OperationRow]]) -> None:
-        super().__init__()
+    def __init__(
+        self, key: FactKey, load: Callable[[FactKey], Iterable[OperationRow]], codec: _OpCodec
+    ) -> None:
+        super().__init__(codec)
         self._key = key
         self._load: Callable[[FactKey], Iterable[OperationRow]] | None = load
 
     @property
-    def ops(self) -> list[_Op]:
+    def ops(self) -> PackedLog[_Op]:
+        current: PackedLog[_Op] = _OPS_SLOT.__get__(self)
         load = self._load
         if load is not None:
             self._load = None
             ops = [_Op(*row) for row in load(self._key)]
             ops.sort()  # by (at, seq): seq is unique, so no later field is compared
-            _OPS_SLOT.__set__(self, ops)
-        current: list[_Op] = _OPS_SLOT.__get__(self)
+            current.replace(ops)
         return current
 
     @ops.setter
-    def ops(self, value: list[_Op]) -> None:
+    def ops(self, value: PackedLog[_Op]) -> None:
         self._load = None
         _OPS_SLOT.__set__(self, value)

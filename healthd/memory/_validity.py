@@ -8,6 +8,7 @@ whenever it changes, which is what makes every arrival order give the same recor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,9 @@ class LogOp:
     end_state: str = "invalidated"  # for an end: "invalidated" or "superseded"
     reason: str = ""
     depends_on: tuple[FactKey, ...] = ()
+    # for an assertion: how long after it a record soft-expires and is purged (None: never),
+    # as the memory's settings were when it was logged
+    expiry: tuple[float | None, float | None] = (None, None)
 
 
 @dataclass(slots=True)
@@ -41,6 +45,19 @@ class Validity:
     end_state: str | None = None
     end_reason: str | None = None
     superseded_by: int | None = None  # the opener seq of the interval that replaced it
+
+
+@functools.lru_cache(maxsize=4096)
+def revised_to(value: str) -> str:
+    """The reason a revision ended a record: one string per value, not one per revision
+    (every revision's log entry and interval keeps one, for the whole history)."""
+    return f"revised to {value!r}"
+
+
+@functools.lru_cache(maxsize=4096)
+def was_removed(key: FactKey) -> str:
+    """The reason a cascade ended a record, shared as :func:`revised_to`."""
+    return f"{key} was removed"
 
 
 class Folding:
@@ -99,7 +116,7 @@ class Folding:
             if self.supersession and not self.multi:
                 for replaced in held.values():
                     replaced.end, replaced.end_state = op.at, "superseded"
-                    replaced.end_reason = f"revised to {op.value!r}"
+                    replaced.end_reason = revised_to(op.value)
                     replaced.superseded_by = op.seq
                 held.clear()
                 cuts.clear()

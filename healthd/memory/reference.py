@@ -30,6 +30,7 @@ import itertools
 import json
 import re
 import sqlite3
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -37,11 +38,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from healthd._packed import PackedLog
 from healthd._sqlite import _quiet, savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
-from healthd.memory._validity import Cut, Folding, LogOp, Validity, removals
+from healthd.memory._validity import (
+    Cut,
+    Folding,
+    LogOp,
+    Validity,
+    removals,
+    revised_to,
+    was_removed,
+)
 from healthd.model import (
     DOMAINS,
     HISTORICAL,
@@ -261,6 +271,7 @@ class ReferenceMemory:
         self._deadlines_compact_at = self.deadlines_compact_min
         self._deadlines_loaded = False
         self._expiries: dict[tuple[timedelta, float], _Expiry] = {}
+        self._codec = _LogCodec()
 
     # -- settings -------------------------------------------------------------------------
 
@@ -377,7 +388,7 @@ class ReferenceMemory:
         elif event.previous is not None:  # a revision, which the model requires
             previous = event.previous
             if self.supersession:  # whatever the key's cardinality is or becomes
-                reason = f"revised to {fact.value!r}"
+                reason = revised_to(fact.value)
                 self._log_end(event, previous, at, "superseded", reason, False)
             self._log_assert(event, fact, at)
         else:
@@ -479,6 +490,12 @@ class ReferenceMemory:
             except sqlite3.Error:
                 pass
         self._db.close()
+        # What the cache and the expiry heap hold goes with the database (`healthd evaluate`
+        # keeps a closed memory while it replays the next target).
+        self._cache = _KeyCache()
+        self._cache_complete = False
+        self._deadlines = []
+        self._touched = set()
 
     # -- batched writes (Checkpointed) ----------------------------------------------------
 
@@ -652,11 +669,10 @@ class ReferenceMemory:
         self._cache.touch(key)
         log = self._cache.logs.get(key)
         if log is None:
-            log = _KeyLog()
+            log = _KeyLog(self._codec)
             if self._cache_complete:
                 self._cache.logs[key] = log
                 return log
-            expiries: dict[_Expiry, _Expiry] = {}
             self._flush()
             if self._private:
                 self._db.execute(_SHARED_INDEXES.strip().splitlines()[0])  # key_log_key
@@ -679,9 +695,11 @@ class ReferenceMemory:
                 (self.namespace, key.subject, key.predicate),
             ):
                 depends_on = tuple(FactKey(s, p) for s, p in json.loads(deps))
-                op = LogOp(seq, at, bool(asserts), value, domain, end_state, reason, depends_on)
-                expiry = (expires_after, purge_after)
-                log.add(op, expiries.setdefault(expiry, expiry), None, bool(is_multi))
+                expiry = self._codec.expiry((expires_after, purge_after))
+                op = LogOp(
+                    seq, at, bool(asserts), value, domain, end_state, reason, depends_on, expiry
+                )
+                log.add(op, None, bool(is_multi))
             self._cache.logs[key] = log
         return log
 
@@ -755,8 +773,7 @@ class ReferenceMemory:
         return found
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
-        expiry = self._expiry_after(fact.domain)
-        expires, purge = expiry
+        expires, purge = op.expiry
         log = self._log_of(fact.key)
         meta = json.dumps(dict(sorted(event.metadata.items()))) if event.metadata else "{}"
         row = (
@@ -783,14 +800,24 @@ class ReferenceMemory:
         else:
             self._db.execute(_LOG_SQL, row)
         assert self._clock is not None
-        log.add(op, expiry, (meta, event.id, self._clock), multi)
+        log.add(op, (meta, event.id, self._clock), multi)
 
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
 
     def _log_assert(self, event: ChangeEvent, fact: Fact, at: float) -> None:
-        op = LogOp(self._next_seq(), at, True, fact.value, fact.domain, "", "", event.depends_on)
+        op = LogOp(
+            self._next_seq(),
+            at,
+            True,
+            fact.value,
+            fact.domain,
+            "",
+            "",
+            event.depends_on,
+            self._expiry_after(fact.domain),
+        )
         self._log(event, fact, op, event.multi_valued)
 
     def _log_end(
@@ -799,7 +826,16 @@ class ReferenceMemory:
         self._log(
             event,
             fact,
-            LogOp(self._next_seq(), at, False, fact.value, fact.domain, state, reason),
+            LogOp(
+                self._next_seq(),
+                at,
+                False,
+                fact.value,
+                fact.domain,
+                state,
+                reason,
+                expiry=self._expiry_after(fact.domain),
+            ),
             multi,
         )
 
@@ -897,7 +933,7 @@ class ReferenceMemory:
         live = self._cache.live[key]
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
-            expires_after, purge_after = log.expiry[validated.seq]
+            expires_after, purge_after = validated.expiry
             wanted: list[Any] = [
                 opener.domain,
                 multi,
@@ -935,6 +971,7 @@ class ReferenceMemory:
                         self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 else:
                     live.pop(opener.seq, None)
+                    found._served = None  # an ended record is not served as active again
         for interval in intervals:
             if interval.superseded_by is not None:
                 record = records[interval.opener.seq]
@@ -1032,7 +1069,7 @@ class ReferenceMemory:
                     known = self._removals_of(dep)
                 index = bisect.bisect_right(known, op.at)
                 if index < len(known) and (first is None or known[index] < first[0]):
-                    first = (known[index], f"{dep} was removed")
+                    first = (known[index], was_removed(dep))
             return first
 
         return cut
@@ -1128,8 +1165,60 @@ class _Deferred:
 
 
 _Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
+_DOMAINS: dict[str, Domain] = {domain: domain for domain in DOMAINS}
 _NO_EXPIRY: _Expiry = (None, None)
 _Origin = tuple[str, str, float]  # metadata, event id, written at: a new record's columns
+
+
+def _log_order(op: LogOp) -> tuple[float, int]:
+    return op.at, op.seq
+
+
+class _LogCodec:
+    """Log entries as marshal takes them: the dependencies and the expiry as indexes into
+    tables of the distinct ones, strings interned back."""
+
+    __slots__ = ("_deps", "_expiries", "_index")
+
+    def __init__(self) -> None:
+        self._deps: list[tuple[FactKey, ...]] = []
+        self._index: dict[tuple[FactKey, ...], int] = {}
+        self._expiries: dict[_Expiry, _Expiry] = {}
+
+    def expiry(self, expiry: _Expiry) -> _Expiry:
+        """One tuple for each distinct expiry, however many entries share it."""
+        return self._expiries.setdefault(expiry, expiry)
+
+    def pack(self, op: LogOp) -> tuple[Any, ...]:
+        index = self._index.get(op.depends_on)
+        if index is None:
+            index = self._index[op.depends_on] = len(self._deps)
+            self._deps.append(op.depends_on)
+        return (
+            op.seq,
+            op.at,
+            op.asserts,
+            op.value,
+            op.domain,
+            op.end_state,
+            op.reason,
+            index,
+            op.expiry,
+        )
+
+    def unpack(self, row: tuple[Any, ...]) -> LogOp:
+        seq, at, asserts, value, domain, end_state, reason, index, expiry = row
+        return LogOp(
+            seq,
+            at,
+            asserts,
+            sys.intern(value),
+            _DOMAINS[domain],
+            sys.intern(end_state),
+            sys.intern(reason),
+            self._deps[index],
+            self.expiry(expiry),
+        )
 
 
 class _KeyLog:
@@ -1137,26 +1226,25 @@ class _KeyLog:
     operation came from is kept only until it is folded (the records it opens are written
     then); a later fold that opens a record at an older operation reads it from key_log."""
 
-    __slots__ = ("expiry", "fresh", "multi", "ops", "origins")
+    __slots__ = ("fresh", "multi", "ops", "origins")
 
-    def __init__(self) -> None:
-        self.ops: list[LogOp] = []
+    def __init__(self, codec: _LogCodec) -> None:
+        self.ops: PackedLog[LogOp] = PackedLog(codec, _log_order)
         self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
-        self.expiry: dict[int, _Expiry] = {}
         self.origins: dict[int, _Origin] = {}
         self.multi = False
 
-    def add(self, op: LogOp, expiry: _Expiry, origin: _Origin | None, multi: bool) -> None:
+    def add(self, op: LogOp, origin: _Origin | None, multi: bool) -> None:
         if not self.fresh:  # everything logged before was folded, its records written
             self.origins.clear()
         ops = self.ops
-        appended = not ops or (ops[-1].at, ops[-1].seq) <= (op.at, op.seq)
+        last = ops.last()
+        appended = last is None or (last.at, last.seq) <= (op.at, op.seq)
         if appended:
             ops.append(op)
         else:
-            bisect.insort(ops, op, key=lambda o: (o.at, o.seq))
+            ops.insort(op)
         self.fresh.append((op, appended))
-        self.expiry[op.seq] = expiry
         if origin is not None:
             self.origins[op.seq] = origin
         self.multi = self.multi or multi

@@ -1,0 +1,84 @@
+"""A long, ordered log kept packed: its entries but the newest few as marshal blocks.
+
+Ground truth and the reference memory each keep every operation of every key, for the
+whole history, because a late event can land anywhere in a key's past and the key is then
+folded again from its first operation. Held as Python objects, an operation costs about
+200 bytes (the object, its integers, its timestamp, its slot in a list); packed, a few
+dozen. Folding from the start unpacks the blocks again (entries built afresh, the same
+values); appending, the usual case, touches only the unpacked tail.
+"""
+
+from __future__ import annotations
+
+import bisect
+import marshal
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
+
+T = TypeVar("T")
+
+#: Entries per packed block; the tail holds between BLOCK and 2 * BLOCK - 1 entries.
+BLOCK = 16
+
+
+class Codec(Protocol[T]):
+    """How an entry is written as plain values marshal takes, and read back."""
+
+    def pack(self, entry: T) -> Any: ...
+
+    def unpack(self, row: Any) -> T: ...
+
+
+class PackedLog(Generic[T]):
+    """Entries in the order of ``key`` (appended in that order or inserted with
+    :meth:`insort`); iterating yields every entry, the packed ones unpacked afresh."""
+
+    __slots__ = ("_blocks", "_codec", "_key", "_tail")
+
+    def __init__(self, codec: Codec[T], key: Callable[[T], Any]) -> None:
+        self._codec = codec
+        self._key = key
+        self._blocks: list[bytes] = []
+        self._tail: list[T] = []
+
+    def __len__(self) -> int:
+        return len(self._blocks) * BLOCK + len(self._tail)
+
+    def __bool__(self) -> bool:
+        return bool(self._tail)  # the tail is never empty when there are packed blocks
+
+    def __iter__(self) -> Iterator[T]:
+        unpack = self._codec.unpack
+        for block in self._blocks:
+            for row in marshal.loads(block):
+                yield unpack(row)
+        yield from self._tail
+
+    def last(self) -> T | None:
+        return self._tail[-1] if self._tail else None
+
+    def append(self, entry: T) -> None:
+        """Add an entry that sorts at or after every other one."""
+        tail = self._tail
+        tail.append(entry)
+        if len(tail) >= 2 * BLOCK:
+            pack = self._codec.pack
+            self._blocks.append(marshal.dumps([pack(e) for e in tail[:BLOCK]]))
+            del tail[:BLOCK]
+
+    def insort(self, entry: T) -> None:
+        """Add an entry where its key sorts it (after entries with an equal key)."""
+        key, tail = self._key, self._tail
+        if not self._blocks or (tail and key(entry) >= key(tail[0])):
+            bisect.insort(tail, entry, key=key)
+            return
+        entries = list(self)
+        bisect.insort(entries, entry, key=key)
+        self.replace(entries)
+
+    def replace(self, entries: Iterable[T]) -> None:
+        """Hold ``entries`` (in order) instead."""
+        self._blocks = []
+        self._tail = []
+        for entry in entries:
+            self.append(entry)
