@@ -23,7 +23,7 @@ from healthd.evaluator import Replay, evaluate
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.memory.naive import NaiveMemory
 from healthd.memory.reference import ReferenceMemory
-from healthd.model import HISTORICAL, Answer, FactKey, Probe, RetrievedFact
+from healthd.model import HISTORICAL, RETRIEVAL_CHANGED, Answer, FactKey, Probe, RetrievedFact
 from healthd.probes import ProbeSet, build_probe_set
 from healthd.reading.default import DefaultReader
 from healthd.truth import GroundTruth
@@ -441,3 +441,10 @@ def test_an_empty_timeline_has_no_instant_and_no_number():
 def test_an_unknown_mode_is_named():
     with pytest.raises(ValueError, match="unknown mode 'partial'"):
         Replay(NaiveMemory(), build_probe_set([]), mode="partial")
+
+
+def test_served_facts_written_under_another_retrieval_are_counted_one_each():
+    events = [added("1", 0, a1), added("2", 1, b1)]
+    script = {"2": {A: [record(a1, 0, RETRIEVAL_CHANGED)], B: [record(b1, 1, RETRIEVAL_CHANGED)]}}
+    result = evaluate(events, ScriptedMemory(script), build_probe_set(events), name="s", kind="s")
+    assert result.retrieval_changed == 2

@@ -9,7 +9,7 @@ from text_memory_service import TextMemoryService
 
 from healthd.cli import example_timeline_path
 from healthd.errors import MemoryAdapterError, ReaderError
-from healthd.evaluator import evaluate
+from healthd.evaluator import Replay, evaluate
 from healthd.memory import build_memory, parse_target
 from healthd.memory.naive import NaiveMemory
 from healthd.model import Answer, ChangeEvent, Fact, Probe, ServedItem
@@ -355,3 +355,14 @@ def test_every_item_whose_text_contradicts_its_metadata_is_counted():
     ]
     result = evaluate(events, ServedMemory(items), build_probe_set(events), name="m", kind="m")
     assert result.reading.metadata_mismatch == 2
+
+
+def test_items_a_memory_no_longer_serves_leave_the_reading_counts():
+    events = _owner_events()
+    memory = ServedMemory([ServedItem("Prefers dark mode in the IDE", "r1", T0)])
+    replay = Replay(memory, build_probe_set(events))
+    replay.step(events[0])
+    assert replay.reading_counts().as_dict() == {"items": 1, "unread": 1, "metadata_mismatch": 0}
+    memory.items = ()  # the next answer serves nothing
+    replay.step(events[1])
+    assert replay.reading_counts().as_dict() == {"items": 0, "unread": 0, "metadata_mismatch": 0}
