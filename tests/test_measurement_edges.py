@@ -448,3 +448,9 @@ def test_served_facts_written_under_another_retrieval_are_counted_one_each():
     script = {"2": {A: [record(a1, 0, RETRIEVAL_CHANGED)], B: [record(b1, 1, RETRIEVAL_CHANGED)]}}
     result = evaluate(events, ScriptedMemory(script), build_probe_set(events), name="s", kind="s")
     assert result.retrieval_changed == 2
+
+
+def test_a_history_of_sweeps_alone_has_no_last_change():
+    events = [swept("1", 0, a1), swept("2", 1, a1)]
+    result = evaluate(events, NaiveMemory(), build_probe_set(events), name="n", kind="n")
+    assert result.last_change is None
