@@ -29,6 +29,26 @@ class Codec(Protocol[T]):
     def unpack(self, row: Any) -> T: ...
 
 
+class DependencyTable:
+    """Each distinct dependency list stored once; a packed operation keeps its index."""
+
+    __slots__ = ("_index", "_lists")
+
+    def __init__(self) -> None:
+        self._lists: list[tuple[Any, ...]] = []
+        self._index: dict[tuple[Any, ...], int] = {}
+
+    def index(self, deps: tuple[Any, ...]) -> int:
+        found = self._index.get(deps)
+        if found is None:
+            found = self._index[deps] = len(self._lists)
+            self._lists.append(deps)
+        return found
+
+    def __getitem__(self, index: int) -> tuple[Any, ...]:
+        return self._lists[index]
+
+
 class PackedLog(Generic[T]):
     """Entries in the order of ``key`` (appended in that order or inserted with
     :meth:`insort`); iterating yields every entry, the packed ones unpacked afresh."""

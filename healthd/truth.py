@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
-from healthd._packed import PackedLog
+from healthd._packed import DependencyTable, PackedLog
 from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Status
 
 EndKind = Literal["superseded", "invalidated"]
@@ -72,17 +72,13 @@ class _OpCodec:
     """Operations as marshal takes them: the time as integer microseconds (exactly), the
     dependencies as an index into one table of the distinct lists, strings interned back."""
 
-    __slots__ = ("_deps", "_index")
+    __slots__ = ("_deps",)
 
     def __init__(self) -> None:
-        self._deps: list[tuple[FactKey, ...]] = []
-        self._index: dict[tuple[FactKey, ...], int] = {}
+        self._deps = DependencyTable()
 
     def pack(self, op: _Op) -> tuple[Any, ...]:
-        index = self._index.get(op.depends_on)
-        if index is None:
-            index = self._index[op.depends_on] = len(self._deps)
-            self._deps.append(op.depends_on)
+        index = self._deps.index(op.depends_on)
         return (
             (op.at - _EPOCH) // _MICROSECOND,
             op.seq,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from healthd._packed import PackedLog
+from healthd._packed import DependencyTable, PackedLog
 from healthd._sqlite import _quiet, savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
@@ -1178,11 +1178,10 @@ class _LogCodec:
     """Log entries as marshal takes them: the dependencies and the expiry as indexes into
     tables of the distinct ones, strings interned back."""
 
-    __slots__ = ("_deps", "_expiries", "_index")
+    __slots__ = ("_deps", "_expiries")
 
     def __init__(self) -> None:
-        self._deps: list[tuple[FactKey, ...]] = []
-        self._index: dict[tuple[FactKey, ...], int] = {}
+        self._deps = DependencyTable()
         self._expiries: dict[_Expiry, _Expiry] = {}
 
     def expiry(self, expiry: _Expiry) -> _Expiry:
@@ -1190,10 +1189,7 @@ class _LogCodec:
         return self._expiries.setdefault(expiry, expiry)
 
     def pack(self, op: LogOp) -> tuple[Any, ...]:
-        index = self._index.get(op.depends_on)
-        if index is None:
-            index = self._index[op.depends_on] = len(self._deps)
-            self._deps.append(op.depends_on)
+        index = self._deps.index(op.depends_on)
         return (
             op.seq,
             op.at,
