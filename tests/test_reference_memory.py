@@ -209,6 +209,73 @@ def test_full_text_ranking_orders_the_results():
     assert memory.search("kotlin", at=day(1), k=1)[0].value == "kotlin"
 
 
+def test_equals_matches_a_whole_value_and_contains_any_part_of_it():
+    memory = ReferenceMemory()
+    memory.apply(ChangeEvent("1", "added", day(0), "t", alice, metadata={"team": "payments-core"}))
+
+    def found(flt):
+        return [r.subject for r in memory.search("", at=day(1), filters=[flt])]
+
+    assert found(MetadataFilter("team", "equals", "payments")) == []
+    assert found(MetadataFilter("team", "equals", "payments-core")) == ["billing"]
+    assert found(MetadataFilter("team", "contains", "payments")) == ["billing"]
+    assert found(MetadataFilter("value", "equals", "alice")) == []
+    assert found(MetadataFilter("value", "contains", "alice")) == ["billing"]
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [MetadataFilter("value", "before", day(5)), MetadataFilter("created_at", "after", "day 5")],
+)
+def test_a_time_filter_needs_a_time_column_and_a_datetime(flt):
+    with pytest.raises(
+        MemoryAdapterError,
+        match=f"^filter {flt.field} {flt.op}: before/after take created_at or updated_at "
+        "and a datetime$",
+    ):
+        ReferenceMemory().search("", at=day(1), filters=[flt])
+
+
+def test_a_search_serves_five_live_records_unless_asked_for_more_or_for_history():
+    go0, rust0 = fact("svc-0", "language", "go"), fact("svc-0", "language", "rust")
+    memory = feed(
+        ReferenceMemory(),
+        *(added(str(i), 0, fact(f"svc-{i}", "language", "go")) for i in range(7)),
+        revised("8", 1, go0, rust0),
+    )
+    assert len(memory.search("language", at=day(2))) == 5
+    assert len(memory.search("language", at=day(2), k=10)) == 7  # svc-0's go was revised away
+    assert len(memory.search("language", at=day(2), k=10, history=True)) == 8
+
+
+def test_text_relevance_outranks_recency_and_without_text_the_newest_record_comes_first():
+    postgres, kotlin = (
+        fact("billing", "dependency:postgres", "16"),
+        fact("ledger", "language", "kotlin"),
+    )
+    memory = feed(ReferenceMemory(), added("1", 0, postgres), added("2", 0, kotlin))
+    assert [r.value for r in memory.search("postgres", at=day(1), k=2)] == ["16", "kotlin"]
+    feed(memory, added("3", 0, alice))
+    assert memory.search("which postgres version", at=day(1))[0].value == "16"
+    assert [r.value for r in memory.search("", at=day(1))] == ["@alice", "kotlin", "16"]
+
+
+def test_a_record_is_soft_expired_at_the_very_instant_of_its_expiry_and_gone_at_its_purge():
+    """The same instants whether the key is held in the cache or read back from the table."""
+    memory, private = ReferenceMemory(), ReferenceMemory(path="")
+    for m in (memory, private):
+        m.set_ttl("ownership", timedelta(days=1))  # purged after 2 x 1 day (grace 1.0)
+        m.apply(added("1", 0, alice))
+    private.release(0)
+    for m in (memory, private):
+        assert [r.flags for r in m.answer(probe_for(alice), day(1)).facts] == [{"soft_expired"}]
+        assert [r.flags for r in m.search("owners", at=day(1))] == [{"soft_expired"}]
+        assert m.answer(probe_for(alice), day(2)).facts == ()
+        assert m.search("owners", at=day(2)) == []
+        [gone] = m.search("owners", at=day(2), history=True)
+        assert "historical" in gone.flags
+
+
 def test_changed_keys_reports_writes_and_expiries_once():
     memory = ReferenceMemory()
     memory.apply(added("1", 0, alice))
