@@ -276,6 +276,20 @@ def test_a_record_is_soft_expired_at_the_very_instant_of_its_expiry_and_gone_at_
         assert "historical" in gone.flags
 
 
+def test_a_record_soft_expired_this_very_instant_comes_after_one_still_live():
+    memory, private = ReferenceMemory(supersession=False), ReferenceMemory(path="")
+    for m in (memory, private):
+        m.set_ttl("ownership", timedelta(days=10))
+        m.apply(added("1", 0, bob, multi=True))
+        m.set_ttl("ownership", timedelta(days=1))
+        m.apply(added("2", 0.5, alice, multi=True))  # validated later, expires on day 1.5
+    private.release(0)
+    for m in (memory, private):
+        assert values(m, alice, 1.4) == ["@alice", "@bob"]  # the newest validation first
+        assert values(m, alice, 1.5) == ["@bob", "@alice"]
+        assert [r.value for r in m.search("owners", at=day(1.5))] == ["@bob", "@alice"]
+
+
 def test_changed_keys_reports_writes_and_expiries_once():
     memory = ReferenceMemory()
     memory.apply(added("1", 0, alice))

@@ -98,7 +98,9 @@ def test_a_commit_that_fails_names_the_cause_and_the_shadow_stays_at_its_last_ch
     reopened.close()
     feed(memory, *SECOND)  # the same batch again, on what the tables hold
     memory.commit({"run": 2})
-    assert served(memory) == {"auth": ["go"], "billing": [], "payments": ["16"]}
+    memory.close()
+    again = ReferenceMemory(path=str(tmp_path / "shadow.db"), ttl=False)
+    assert served(again) == {"auth": ["go"], "billing": [], "payments": ["16"]}
 
 
 def test_what_a_caller_writes_beside_the_shadow_is_durable_with_its_commit_only(tmp_path):
