@@ -155,11 +155,12 @@ def test_a_long_history_packed_away_is_read_back_with_each_entry_s_own_expiry():
     """A key's older log entries are packed into blocks; a late event refolds the whole log
     from them. Each entry keeps the TTL it was written with: the value added under a one-day
     TTL is purged long before the end, while the first one, written under 100 days and
-    validated daily since, is not."""
+    validated daily since, is not; and each keeps what it depends on."""
     kotlin, java = fact("billing", "language", "kotlin"), fact("billing", "language", "java")
     memory = ReferenceMemory(path="")
     memory.set_ttl("tech", timedelta(days=100))
-    memory.apply(added("1", 0, kotlin, multi=True))
+    memory.apply(added("0", 0, fact("billing", "exists", "true")))
+    memory.apply(added("1", 0, kotlin, deps=[("billing", "exists")], multi=True))
     memory.set_ttl("tech", timedelta(days=1))
     memory.apply(added("2", 0.5, java, multi=True))
     for n in range(1, 41):  # pushes the first entries into packed blocks
