@@ -656,8 +656,18 @@ Y1 = fact("y", "p", "1")
             added("x3", 4, X3, [("y", "p")]),
             revalidated("y1'", 1.5, Y1, [("x", "v")]),  # late: y is folded again
         ],
+        # x is single-valued: a second value added replaces the first, and with it
+        # invalidated x is left with nothing from day 3, so y ends on day 3 as well
+        [
+            added("x1", 0, X1, [("y", "p")]),
+            added("y1", 1, Y1, [("x", "v")]),
+            added("x2", 2, X2, [("y", "p")]),
+            invalidated("x2-", 3, X2),
+            added("x3", 4, X3, [("y", "p")]),
+            revalidated("y1'", 1.5, Y1, [("x", "v")]),  # late: y is folded again
+        ],
     ],
-    ids=["multi-valued", "superseded"],
+    ids=["multi-valued", "superseded", "replaced-by-an-addition"],
 )
 def test_a_dependency_cycle_cascades_what_each_key_s_own_log_says(events):
     """Around a cycle, a dependency is judged by its own log, folded as the key is (its
