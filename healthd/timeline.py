@@ -396,7 +396,8 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
     )
 
 
-_COPY_BLOCK = 256  # events per marshal record in a timeline copy: one read call per block
+_COPY_BLOCK = 256  # events per marshal record in a timeline copy
+_BLOCK_SIZE_BYTES = 8  # each record's length before it: the block is read in one call
 
 
 class TimelineCopy:
@@ -405,7 +406,8 @@ class TimelineCopy:
     memory. Later readings see the events the first one checked, even if the file changes
     meanwhile or is a pipe. The copy holds each event as parsed (a compact binary record),
     so a replay does not parse and check the JSON again; blocks of records are written and
-    read at once, since marshal reads a file object in many small calls."""
+    read at once, each after its length, since marshal reading a file object calls its
+    read method for every value (about 10 µs an event, against 1 from bytes)."""
 
     def __init__(
         self,
@@ -440,8 +442,10 @@ class TimelineCopy:
         self._count = count
 
     def _write(self, block: list[_Compact]) -> None:
+        data = marshal.dumps(block)
         try:
-            marshal.dump(block, self._copy)
+            self._copy.write(len(data).to_bytes(_BLOCK_SIZE_BYTES, "little"))
+            self._copy.write(data)
         except OSError as exc:
             raise HealthdError(f"cannot keep a copy of the timeline: {exc.strerror}") from None
 
@@ -460,9 +464,10 @@ class TimelineCopy:
 
     def _replay(self, count: int) -> Iterator[ChangeEvent]:
         shared = _Shared()
-        load, copy = marshal.load, self._copy
+        loads, read = marshal.loads, self._copy.read
         for _ in range(0, count, _COPY_BLOCK):
-            for row in load(copy):
+            size = int.from_bytes(read(_BLOCK_SIZE_BYTES), "little")
+            for row in loads(read(size)):
                 yield _uncompact(row, shared)
 
 
