@@ -448,6 +448,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
+    from healthd._collector import one_off_collection
     from healthd.evaluator import StageResult, evaluate
     from healthd.exporters.report import (
         StageSampler,
@@ -471,6 +472,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     named: list[ChangeEvent] = []  # the events the HTML report's charts name
     multi_valued: set[FactKey] = set()  # keys holding several values, for the HTML report
     with ExitStack() as files, ExitStack() as stack:
+        # the process ends after the report: see healthd._collector
+        files.enter_context(one_off_collection())
         events: Iterable[ChangeEvent]
         if args.config:
             specs, memories, listed, extra, windows = _evaluate_configured(args)

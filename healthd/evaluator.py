@@ -19,7 +19,7 @@ import heapq
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from healthd._collector import replay_collection
@@ -175,7 +175,8 @@ class Replay:
         self._read_with: dict[str, int] = {}
         self._scores: dict[str, ProbeScore] = {}
         self._versions: dict[str, int] = {}
-        self._stale_heap: list[tuple[datetime, int, str]] = []
+        # (instant in microseconds, version, probe id): integers compare faster than datetimes
+        self._stale_heap: list[tuple[int, int, str]] = []
         self._stale_compact_at = STALE_COMPACT_MIN
         self._by_fact_key: dict[FactKey, set[str]] = {}
         self._answer_keys: dict[str, frozenset[FactKey]] = {}  # the keys of each answer
@@ -476,7 +477,7 @@ class Replay:
         self._versions[pid] = version
         if new.stale_after is not None:
             heap = self._stale_heap
-            heapq.heappush(heap, (new.stale_after, version, pid))
+            heapq.heappush(heap, (_micros(new.stale_after), version, pid))
             if len(heap) >= self._stale_compact_at:
                 self._compact_stale_heap()
 
@@ -524,7 +525,8 @@ class Replay:
             for probe_id in self._by_fact_key.get(key, ()):
                 rescore[probe_id] = self._active[probe_id]
         heap = self._stale_heap
-        while heap and heap[0][0] < at:
+        now = _micros(at)
+        while heap and heap[0][0] < now:
             _, version, probe_id = heapq.heappop(heap)
             if self._versions.get(probe_id) == version:
                 rescore[probe_id] = self._active[probe_id]
@@ -612,11 +614,20 @@ class Replay:
         for probe_id, score in scores.items():
             replay._versions[probe_id] = 1
             if score.stale_after is not None:
-                replay._stale_heap.append((score.stale_after, 1, probe_id))
+                replay._stale_heap.append((_micros(score.stale_after), 1, probe_id))
         heapq.heapify(replay._stale_heap)
         if replay.at is not None and replay._tracker is not None:
             replay._tracker.changed_keys(replay.at)
         return replay
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _micros(at: datetime) -> int:
+    """``at`` as integer microseconds since the epoch: exact, and ordered as datetimes are."""
+    return (at - _EPOCH) // _MICROSECOND
 
 
 def evaluate(

@@ -595,21 +595,29 @@ def test_a_private_database_reads_back_what_its_cache_let_go_of():
 
 
 @pytest.mark.parametrize(
-    ("table", "batch", "error"),
-    [("records", 1000, "applying 2: no such table"), ("key_log", 1, "writing a batch failed")],
+    ("table", "batch", "ends", "error"),
+    [
+        # written as it is made: the instants a key is left with no value
+        ("key_removals", 1000, True, "applying 2: no such table"),
+        # read at once, the batch's inserts made first: the keys depending on a key left empty
+        ("records", 1000, True, "writing a batch failed"),
+        # deferred to the batch's end: the log, the records
+        ("key_log", 1, False, "writing a batch failed"),
+        ("records", 1, False, "writing a batch failed"),
+    ],
 )
 def test_a_failed_write_on_a_private_database_ends_its_replay_with_one_clear_error(
-    table, batch, error
+    table, batch, ends, error
 ):
-    """Whether the write fails as it is made (records) or when the batch's deferred writes
-    are made at its end (the log)."""
+    """Whether the write fails as it is made or when the batch's deferred writes are made at
+    its end; ``ends``: the event ends a key's only value, else it adds a new key."""
     private = ReferenceMemory(path="")
     private.reset()  # as a replay starts: nothing is read back from the tables after this
     private.private_batch = batch
     feed(private, added("1", 0, node))
     private._db.execute(f"DROP TABLE {table}")  # the next event cannot be written
     with pytest.raises(MemoryAdapterError, match=error):
-        private.apply(added("2", 1, alice))
+        private.apply(invalidated("2", 1, node) if ends else added("2", 1, alice))
     with pytest.raises(MemoryAdapterError, match="failed at 2; the private replay cannot go on"):
         private.apply(added("3", 2, bob))
     with pytest.raises(MemoryAdapterError, match="cannot go on"):

@@ -84,7 +84,17 @@ def test_a_private_database_replays_as_one_in_memory_on_random_timelines(events)
     private = ReferenceMemory(path="", ttl_windows=SHORT_TTL, top_k=10)
     private.private_batch = 3
     released = replay(private, lambda stage: stage.index % 4 or private.release(2))
-    expected = replay(ReferenceMemory(ttl_windows=SHORT_TTL, top_k=10))
+    shadow = ReferenceMemory(ttl_windows=SHORT_TTL, top_k=10)
+    expected = replay(shadow)
     assert [s.counts for s in released.stages] == [s.counts for s in expected.stages]
     assert released.probes == expected.probes
+    # the rows too: records inserted at a batch's end have the ids, columns and replacements
+    # those inserted as they came have
+    for rows in (
+        "SELECT * FROM records ORDER BY id",
+        "SELECT * FROM record_deps ORDER BY record_id, subject, predicate",
+    ):
+        assert private.state_db().execute(rows).fetchall() == (
+            shadow.state_db().execute(rows).fetchall()
+        )
     private.close()

@@ -170,6 +170,37 @@ def test_a_timeline_copy_replays_what_its_first_reading_checked(tmp_path):
         assert list(timeline) == first
 
 
+def test_a_timeline_copy_is_replayed_in_two_reads_a_block_not_one_a_value(tmp_path):
+    """A replay reads the copy a block of events at a time (marshal reading a file object
+    calls its read for every value: ten times the CPU of loading the block from bytes)."""
+    import io
+    import tempfile
+
+    from healthd.timeline import _COPY_BLOCK, TimelineCopy
+
+    class Counting(io.BufferedRandom):
+        reads = 0
+
+        def read(self, size=-1):
+            Counting.reads += 1
+            return super().read(size)
+
+        def readinto(self, buffer):
+            Counting.reads += 1
+            return super().readinto(buffer)
+
+    path = tmp_path / "t.jsonl"
+    events = 2 * _COPY_BLOCK + 3
+    path.write_text(_timeline_text(events), encoding="utf-8")
+    with tempfile.TemporaryFile("w+b", buffering=0) as raw:
+        copy = Counting(raw)
+        timeline = TimelineCopy(str(path), copy)
+        first = list(timeline.read())
+        Counting.reads = 0
+        assert list(timeline) == first and len(first) == events
+        assert Counting.reads <= 2 * 3
+
+
 def test_a_timeline_copy_refuses_a_bad_line_on_its_first_reading(tmp_path):
     import tempfile
 

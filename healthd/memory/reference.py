@@ -258,6 +258,9 @@ class ReferenceMemory:
         ).fetchone()
         self._clock: float | None = row[0] if row is not None and row[0] is not None else log[0]
         self._seq: int = log[1] or 0
+        # A private replay's largest record id, its deferred inserts included: each takes the
+        # id SQLite would give it (one past the largest in the table)
+        self._last_rid = self._max_rid()
         self._touched: set[FactKey] = set()
         self._asked_until: float | None = None
         self._asked_at: tuple[datetime | None, float] = (None, 0.0)
@@ -295,6 +298,7 @@ class ReferenceMemory:
             self._db.execute("DELETE FROM records WHERE namespace = ?", ns)
         self._clock = None
         self._seq = 0
+        self._last_rid = self._max_rid()
         self._text_indexed = 0
         self._touched.clear()
         self._asked_until = None
@@ -349,9 +353,12 @@ class ReferenceMemory:
 
     def _flush(self, *, dependencies_only: bool = False) -> None:
         """Write what the batch deferred; called before every read of the tables (before a
-        read of the dependencies alone, only those: records are inserted as they come)."""
+        read of the dependencies alone, only those and the records inserted)."""
         deferred = self._deferred
         try:
+            if deferred.inserts:  # first: the updates below and a cascade's join read them
+                self._db.executemany(_INSERT_SQL, [insert.row() for insert in deferred.inserts])
+                deferred.inserts.clear()
             if deferred.deps:
                 self._db.executemany(_DEPS_SQL, deferred.deps)
                 deferred.deps.clear()
@@ -621,6 +628,12 @@ class ReferenceMemory:
             return _ranked(rows, {}, now, k)
         # The key's active records as the cache holds them, in step with the table: the rows
         # the query above would read, without the query, ranked as _ranked ranks them.
+        if len(records) == 1 and k > 0:  # most keys: one value held, nothing to rank
+            (record,) = records.values()
+            _, _, _, expires, purge = record.columns[:5]
+            if purge is not None and purge <= now:
+                return []
+            return [record.served(key, expires is not None and expires <= now)]
         ranked = []
         for record in records.values():
             _, _, updated, expires, purge = record.columns[:5]
@@ -629,6 +642,10 @@ class ReferenceMemory:
                 ranked.append((soft, -updated, -record.rid, record))
         ranked.sort(key=_rank_key)
         return [record.served(key, soft) for soft, _, _, record in ranked[:k]]
+
+    def _max_rid(self) -> int:
+        row = self._db.execute("SELECT max(id) FROM records").fetchone()
+        return int(row[0] or 0)
 
     def _filter_sql(self, flt: MetadataFilter) -> tuple[str, list[Any]]:
         if flt.op in ("before", "after"):
@@ -897,6 +914,7 @@ class ReferenceMemory:
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
             self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
+            self._last_rid = self._max_rid()
         self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
         self._cache.folds[key] = folding
         self._touched.add(key)
@@ -947,8 +965,9 @@ class ReferenceMemory:
             found = records.get(opener.seq)
             if found is None:
                 meta, event_id, written = self._origin(key, log, opener.seq)
-                rid = self._insert(key, opener, wanted, meta, event_id, written)
-                record = records[opener.seq] = _Record(rid, wanted, None, opener.value, written)
+                record = records[opener.seq] = self._insert(
+                    key, opener, wanted, meta, event_id, written
+                )
                 if wanted[5] == "active":
                     live[opener.seq] = record
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
@@ -957,9 +976,10 @@ class ReferenceMemory:
                 # a re-validation moves only the validation and its expiry instants
                 whole = found.columns[:2] != wanted[:2] or found.columns[5:] != wanted[5:]
                 if self._deferring():
-                    known = self._deferred.records.get(found.rid)
-                    whole = whole or (known is not None and known[1])
-                    self._deferred.records[found.rid] = (found, whole)
+                    if not self._deferred.inserting(found.rid):  # else inserted as it is then
+                        known = self._deferred.records.get(found.rid)
+                        whole = whole or (known is not None and known[1])
+                        self._deferred.records[found.rid] = (found, whole)
                 elif whole:
                     self._db.execute(_UPDATE_SQL, (*wanted, found.rid))
                 else:
@@ -977,11 +997,12 @@ class ReferenceMemory:
                 record = records[interval.opener.seq]
                 replacement = records[interval.superseded_by].rid
                 if record.superseded_by != replacement:
-                    self._db.execute(
-                        "UPDATE records SET superseded_by = ? WHERE id = ?",
-                        (replacement, record.rid),
-                    )
                     record.superseded_by = replacement
+                    if not self._deferring() or not self._deferred.inserting(record.rid):
+                        self._db.execute(
+                            "UPDATE records SET superseded_by = ? WHERE id = ?",
+                            (replacement, record.rid),
+                        )
 
     def _store_removals(self, key: FactKey, ends: list[float]) -> bool:
         """Record the instants the key is left with no value; True when they changed."""
@@ -1006,25 +1027,35 @@ class ReferenceMemory:
         meta: str,
         event_id: str,
         written: float,
-    ) -> int:
-        cur = self._db.execute(
-            "INSERT INTO records (namespace, subject, predicate, value, domain, multi, created_at,"
-            " updated_at, expires_at, purge_at, state, ended_at, end_reason, event_id, opened_by)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                self.namespace,
-                key.subject,
-                key.predicate,
-                opener.value,
-                *wanted[:2],
-                written,
-                *wanted[2:],
-                event_id,
-                opener.seq,
-            ),
-        )
-        rid = cur.lastrowid
-        assert rid is not None
+    ) -> _Record:
+        if self._deferring():
+            rid = self._last_rid = self._last_rid + 1
+            record = _Record(rid, wanted, None, opener.value, written)
+            deferred = self._deferred
+            if not deferred.inserts:
+                deferred.inserted_after = rid - 1
+            deferred.inserts.append(_Insert(record, self.namespace, key, opener.seq, event_id))
+        else:
+            cur = self._db.execute(
+                "INSERT INTO records (namespace, subject, predicate, value, domain, multi,"
+                " created_at, updated_at, expires_at, purge_at, state, ended_at, end_reason,"
+                " event_id, opened_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    self.namespace,
+                    key.subject,
+                    key.predicate,
+                    opener.value,
+                    *wanted[:2],
+                    written,
+                    *wanted[2:],
+                    event_id,
+                    opener.seq,
+                ),
+            )
+            row_id = cur.lastrowid
+            assert row_id is not None
+            rid = row_id
+            record = _Record(rid, wanted, None, opener.value, written)
         if not self._private or rid <= self._text_indexed:  # a rolled-back id used again
             self._db.execute(
                 "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
@@ -1048,7 +1079,7 @@ class ReferenceMemory:
                 "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
                 [(rid, k, v) for k, v in metadata.items()],
             )
-        return rid
+        return record
 
     def _cascade(self, visiting: frozenset[FactKey]) -> Callable[[LogOp], Cut | None]:
         """For an assertion in the fold of the keys in ``visiting``: the first instant after
@@ -1140,6 +1171,11 @@ _LOG_SQL = (
     " multi, end_state, reason, depends_on, metadata, event_id, written_at,"
     " expires_after, purge_after) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+_INSERT_SQL = (
+    "INSERT INTO records (id, namespace, subject, predicate, value, domain, multi, created_at,"
+    " updated_at, expires_at, purge_at, state, ended_at, end_reason, event_id, opened_by,"
+    " superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 _DEPS_SQL = "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)"
 _VALIDATED_SQL = "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ? WHERE id = ?"
 _UPDATE_SQL = (
@@ -1157,11 +1193,47 @@ class _Deferred:
     log: list[tuple[Any, ...]] = field(default_factory=list)
     deps: list[tuple[Any, ...]] = field(default_factory=list)
     records: dict[int, tuple[_Record, bool]] = field(default_factory=dict)
+    # records to insert, ids above ``inserted_after``: written as they are at the flush
+    inserts: list[_Insert] = field(default_factory=list)
+    inserted_after: int = 0
+
+    def inserting(self, rid: int) -> bool:
+        """Whether record ``rid`` waits to be inserted."""
+        return bool(self.inserts) and rid > self.inserted_after
 
     def clear(self) -> None:
         self.log.clear()
         self.deps.clear()
         self.records.clear()
+        self.inserts.clear()
+
+
+@dataclass(slots=True)
+class _Insert:
+    """A record not yet inserted, written as it is when the batch is flushed."""
+
+    record: _Record
+    namespace: str
+    key: FactKey
+    opened_by: int
+    event_id: str
+
+    def row(self) -> tuple[Any, ...]:
+        record = self.record
+        columns = record.columns
+        return (
+            record.rid,
+            self.namespace,
+            self.key.subject,
+            self.key.predicate,
+            record.value,
+            *columns[:2],
+            record.created_at,
+            *columns[2:],
+            self.event_id,
+            self.opened_by,
+            record.superseded_by,
+        )
 
 
 _Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
@@ -1269,7 +1341,7 @@ class _Record:
             self.value,
             self.columns[0],
             f"ref-{self.rid}",
-            _dt(self.created_at),
+            _dt(self.created_at) if last is None else last[2].written_at,
             _dt(updated),
             _FLAGS[soft, False],
         )
