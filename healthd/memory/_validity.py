@@ -73,7 +73,16 @@ class Folding:
     of its key (and after every cascade end already applied) is folded in alone and gives
     what folding the whole log again would give."""
 
-    __slots__ = ("cut_until", "cuts", "held", "intervals", "last", "multi", "supersession")
+    __slots__ = (
+        "closed",
+        "cut_until",
+        "cuts",
+        "held",
+        "intervals",
+        "last",
+        "multi",
+        "supersession",
+    )
 
     def __init__(self, *, multi: bool, supersession: bool) -> None:
         self.multi = multi
@@ -83,6 +92,40 @@ class Folding:
         self.cuts: dict[str, Cut] = {}
         self.last: tuple[float, int] | None = None
         self.cut_until: float | None = None  # the latest cascade end applied by close()
+        self.closed: list[float] = []  # the ends of the spans compact() let go of
+
+    def removals(self) -> list[float]:
+        """The instants at which the key is left with no value, over the whole fold."""
+        return [*self.closed, *removals(self.intervals)]
+
+    def compact(self) -> None:
+        """Let go of the intervals of covered spans that ended before anything still to
+        be folded in can start (their ends are kept for :meth:`removals`): a key revised
+        for years keeps only its recent intervals. What :meth:`resumable` accepts starts
+        at or after the last operation and every cascade end applied."""
+        if self.last is None:
+            return
+        bound = self.last[0]
+        if self.cut_until is not None and self.cut_until > bound:
+            bound = self.cut_until
+        intervals = self.intervals
+        drop = 0
+        span_end: float | None = None
+        for index, interval in enumerate(intervals):
+            if span_end is not None and interval.opener.at > span_end:
+                if span_end >= bound:
+                    break
+                self.closed.append(span_end)
+                drop, span_end = index, None
+            if interval.end is None:
+                break
+            if span_end is None or interval.end > span_end:
+                span_end = interval.end
+        else:
+            if span_end is not None and span_end < bound:
+                self.closed.append(span_end)
+                drop = len(intervals)
+        del intervals[:drop]
 
     def resumable(self, op: LogOp) -> bool:
         return (self.last is None or self.last < (op.at, op.seq)) and (
