@@ -175,7 +175,7 @@ def _report(events: list[ChangeEvent]) -> dict[str, Any]:
 )
 @given(events=timelines())
 def test_logs_packed_one_entry_a_block_give_the_same_report(events: list[ChangeEvent]) -> None:
-    unpacked = _report(events)  # 16 entries a block: these short histories are barely packed
+    unpacked = _report(events)  # 8 entries a block: these short histories are barely packed
     old = packed.BLOCK
     packed.BLOCK = 1  # every entry but the newest packed, so every refold unpacks
     try:
