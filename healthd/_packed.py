@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 T = TypeVar("T")
 
 #: Entries per packed block; the tail holds between BLOCK and 2 * BLOCK - 1 entries.
-BLOCK = 16
+BLOCK = 8
 
 
 class Codec(Protocol[T]):

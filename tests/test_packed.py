@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_timelines import EXAMPLES, SHORT_TTL, timelines
-from timeline_builders import added, fact, revalidated, revised
+from timeline_builders import added, day, fact, revalidated, revised
 
 import healthd._packed as packed
 from healthd._packed import PackedLog
@@ -106,6 +106,40 @@ def test_the_reference_memory_holds_a_long_history_in_little_more_than_its_recor
     assert per_event < 250, f"{per_event:.0f} bytes an event"
 
 
+def _revisions(events: int) -> Iterator[ChangeEvent]:
+    """Four keys, each event a revision to a value never held before: every event ends a
+    record and opens one, as a project's version bumps and owner changes do."""
+    values = [0, 0, 0, 0]
+    for i in range(4):
+        yield added(f"a{i}", i * 0.01, fact("svc", f"k{i}", "0"))
+    for i in range(4, events):
+        k = i % 4
+        old = fact("svc", f"k{k}", str(values[k]))
+        values[k] = i
+        yield revised(f"e{i}", i * 0.01, old, fact("svc", f"k{k}", str(i)))
+
+
+def test_the_reference_memory_holds_its_live_records_not_every_record_it_wrote() -> None:
+    def replay(n: int) -> ReferenceMemory:
+        memory = ReferenceMemory(path="")
+        for event in _revisions(n):
+            memory.apply(event)
+        return memory
+
+    short, memory = _bytes_held(replay, 5000)
+    memory.close()
+    long, memory = _bytes_held(replay, 10000)
+    # the ended records are in the table, and a probe is still answered from the live ones
+    probe = build_probe_set(list(_revisions(8))).for_key(fact("svc", "k1", "").key)[0]
+    assert [f.value for f in memory.answer(probe, day(9999 * 0.01)).facts] == ["9997"]
+    memory.close()
+    # What each added event costs (the reasons' caches, bounded, are full at both sizes):
+    # was ~560 B, each ended record keeping its object, its columns, its interval and the
+    # two log entries that interval held; now the packed log.
+    per_event = (long * 10000 - short * 5000) / 5000
+    assert per_event < 200, f"{per_event:.0f} bytes an event"
+
+
 def test_a_closed_reference_memory_lets_go_of_what_it_cached() -> None:
     gc.collect()
     tracemalloc.start()
@@ -141,7 +175,7 @@ def _report(events: list[ChangeEvent]) -> dict[str, Any]:
 )
 @given(events=timelines())
 def test_logs_packed_one_entry_a_block_give_the_same_report(events: list[ChangeEvent]) -> None:
-    unpacked = _report(events)  # 16 entries a block: these short histories are barely packed
+    unpacked = _report(events)  # 8 entries a block: these short histories are barely packed
     old = packed.BLOCK
     packed.BLOCK = 1  # every entry but the newest packed, so every refold unpacks
     try:

@@ -73,7 +73,17 @@ class Folding:
     of its key (and after every cascade end already applied) is folded in alone and gives
     what folding the whole log again would give."""
 
-    __slots__ = ("cut_until", "cuts", "held", "intervals", "last", "multi", "supersession")
+    __slots__ = (
+        "closed",
+        "cut_until",
+        "cuts",
+        "held",
+        "intervals",
+        "last",
+        "multi",
+        "span_end",
+        "supersession",
+    )
 
     def __init__(self, *, multi: bool, supersession: bool) -> None:
         self.multi = multi
@@ -83,6 +93,33 @@ class Folding:
         self.cuts: dict[str, Cut] = {}
         self.last: tuple[float, int] | None = None
         self.cut_until: float | None = None  # the latest cascade end applied by close()
+        # what removals() had read of the intervals compact() let go of
+        self.closed: list[float] = []
+        self.span_end: float | None = None
+
+    def removals(self) -> list[float]:
+        """The instants at which the key is left with no value, over the whole fold."""
+        return removals(self.intervals, self.closed, self.span_end)
+
+    def compact(self) -> None:
+        """Let go of the ended intervals (a key revised for years keeps only the values it
+        holds), keeping what :func:`removals` read of them. What :meth:`resumable` accepts
+        opens after every interval here, so removals goes on from where they left it; an
+        ended interval that opened after a held one lies within that one's span, whatever
+        ends it later (at or after every end here), and changes no removal."""
+        kept: list[Validity] = []
+        span_end = self.span_end
+        for interval in self.intervals:
+            if interval.end is None:
+                kept.append(interval)
+            elif not kept:  # before every held interval: read as removals() reads it
+                if span_end is not None and interval.opener.at > span_end:
+                    self.closed.append(span_end)
+                    span_end = None
+                if span_end is None or interval.end > span_end:
+                    span_end = interval.end
+        self.span_end = span_end
+        self.intervals = kept
 
     def resumable(self, op: LogOp) -> bool:
         return (self.last is None or self.last < (op.at, op.seq)) and (
@@ -132,10 +169,12 @@ class Folding:
             current.end, current.end_state, current.end_reason = op.at, op.end_state, op.reason
 
 
-def removals(intervals: Sequence[Validity]) -> list[float]:
-    """The instants at which the key is left with no value: ends of its covered spans."""
-    out: list[float] = []
-    span_end: float | None = None
+def removals(
+    intervals: Sequence[Validity], closed: Sequence[float] = (), span_end: float | None = None
+) -> list[float]:
+    """The instants at which the key is left with no value: ends of its covered spans
+    (after ``closed`` and a span ending at ``span_end``, read from intervals before these)."""
+    out: list[float] = list(closed)
     for interval in sorted(intervals, key=lambda i: i.opener.at):
         start = interval.opener.at
         if span_end is not None and start > span_end:

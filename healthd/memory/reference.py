@@ -468,11 +468,11 @@ class ReferenceMemory:
     def _compact_deadlines(self) -> None:
         """Drop the instants a re-validation has since replaced (most of the heap, in a
         history of frequent re-validations); keys not in the cache keep theirs unchecked."""
-        records = self._cache.records
+        live = self._cache.live
         heap = [
             (at, key, opener)
             for at, key, opener in self._deadlines
-            if key not in records or self._live_deadline(key, opener, at) is not None
+            if key not in live or self._live_deadline(key, opener, at) is not None
         ]
         heapq.heapify(heap)
         self._deadlines = heap
@@ -482,8 +482,7 @@ class ReferenceMemory:
         """The record ``opener`` opened, if it is active and still expires or is purged at
         ``at`` (a re-validation pushes its new instants and leaves the old ones to be skipped
         here; the instants of an ended record change no answer)."""
-        self._records_of(key)
-        record = self._cache.live[key].get(opener)
+        record = self._records_of(key).get(opener)
         if record is not None and (record.columns[3] == at or record.columns[4] == at):
             return record
         return None
@@ -734,27 +733,36 @@ class ReferenceMemory:
         return origin
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
-        records = self._cache.records.get(key)
-        if records is None:
+        """The key's active records, by opener: all an answer or a tail fold reads. Ended
+        records are not kept (most of a long history's records); a full refold reads them
+        back with :meth:`_every_record`."""
+        live = self._cache.live.get(key)
+        if live is None:
             self._cache.touch(key)
-        if records is None and self._cache_complete:
-            records = self._cache.records[key] = {}
-            self._cache.live[key] = {}
-        elif records is None:
-            self._flush()
-            records = {
-                opened_by: _Record(rid, list(rest), superseded_by, value, created)
-                for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
-                    "SELECT id, opened_by, superseded_by, value, created_at, domain, multi,"
-                    " updated_at, expires_at, purge_at, state, ended_at, end_reason FROM records"
-                    " WHERE namespace = ? AND subject = ? AND predicate = ?",
-                    (self.namespace, key.subject, key.predicate),
-                )
-            }
-            self._cache.records[key] = records
-            self._cache.live[key] = {
-                seq: record for seq, record in records.items() if record.columns[5] == "active"
-            }
+            if self._cache_complete:
+                live = self._cache.live[key] = {}
+            else:
+                self._flush()
+                live = self._cache.live[key] = {
+                    opened_by: _Record(rid, list(rest), superseded_by, value, created)
+                    for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
+                        _RECORDS_SQL + " AND state = 'active'",
+                        (self.namespace, key.subject, key.predicate),
+                    )
+                }
+        return live
+
+    def _every_record(self, key: FactKey) -> dict[int, _Record]:
+        """Every record of the key, by opener: the active ones as the cache holds them, the
+        ended ones read back from the table, once the batch's deferred inserts and updates
+        are written (a record inserted and ended within the batch is in neither otherwise)."""
+        records = dict(self._records_of(key))
+        self._flush()
+        for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
+            _RECORDS_SQL, (self.namespace, key.subject, key.predicate)
+        ):
+            if opened_by not in records:
+                records[opened_by] = _Record(rid, list(rest), superseded_by, value, created)
         return records
 
     def _removals_of(self, key: FactKey) -> list[float]:
@@ -897,7 +905,7 @@ class ReferenceMemory:
         folding.close()
         intervals = folding.intervals
 
-        records = self._records_of(key)
+        records = self._every_record(key)
         existing = dict(records)
         for interval in intervals:
             existing.pop(interval.opener.seq, None)
@@ -916,9 +924,11 @@ class ReferenceMemory:
             self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
             self._last_rid = self._max_rid()
         self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
+        ends = removals(intervals)
+        folding.compact()
         self._cache.folds[key] = folding
         self._touched.add(key)
-        return self._store_removals(key, removals(intervals))
+        return self._store_removals(key, ends)
 
     def _fold_tail(self, key: FactKey, log: _KeyLog, folding: Folding, ops: list[LogOp]) -> bool:
         held_before = list(folding.held.values())
@@ -936,8 +946,11 @@ class ReferenceMemory:
         self._cache.folds[key] = folding
         self._touched.add(key)
         if was_held and folding.held:
+            folding.compact()
             return False  # covered before and after, in one span: removals unchanged
-        return self._store_removals(key, removals(folding.intervals))
+        ends = folding.removals()
+        folding.compact()
+        return self._store_removals(key, ends)
 
     def _write(
         self,
@@ -946,9 +959,11 @@ class ReferenceMemory:
         intervals: Sequence[Validity],
         records: dict[int, _Record],
     ) -> None:
-        """Insert or update the records of ``intervals`` where they differ from the table."""
+        """Insert or update the records of ``intervals`` where they differ from the table
+        (``records``: the key's records that may be among them, by opener; not changed)."""
         multi = int(log.multi)
         live = self._cache.live[key]
+        by_opener: dict[int, _Record] = {}  # the records of ``intervals``
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
             expires_after, purge_after = validated.expiry
@@ -965,13 +980,15 @@ class ReferenceMemory:
             found = records.get(opener.seq)
             if found is None:
                 meta, event_id, written = self._origin(key, log, opener.seq)
-                record = records[opener.seq] = self._insert(
+                record = by_opener[opener.seq] = self._insert(
                     key, opener, wanted, meta, event_id, written
                 )
                 if wanted[5] == "active":
                     live[opener.seq] = record
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
-            elif found.columns != wanted:
+                continue
+            by_opener[opener.seq] = found
+            if found.columns != wanted:
                 pushed = found.columns[3:5] == wanted[3:5] and found.columns[5] == "active"
                 # a re-validation moves only the validation and its expiry instants
                 whole = found.columns[:2] != wanted[:2] or found.columns[5:] != wanted[5:]
@@ -994,8 +1011,8 @@ class ReferenceMemory:
                     found._served = None  # an ended record is not served as active again
         for interval in intervals:
             if interval.superseded_by is not None:
-                record = records[interval.opener.seq]
-                replacement = records[interval.superseded_by].rid
+                record = by_opener[interval.opener.seq]
+                replacement = by_opener[interval.superseded_by].rid
                 if record.superseded_by != replacement:
                     record.superseded_by = replacement
                     if not self._deferring() or not self._deferred.inserting(record.rid):
@@ -1120,8 +1137,15 @@ class ReferenceMemory:
         deps = self._cache.deps.get(key)
         if deps is None:
             log = self._log_of(key)
-            records = self._records_of(key)
-            deps = {d for op in log.ops if op.seq in records for d in op.depends_on}
+            openers = {
+                opened_by
+                for (opened_by,) in self._db.execute(
+                    "SELECT opened_by FROM records WHERE namespace = ? AND subject = ?"
+                    " AND predicate = ?",
+                    (self.namespace, key.subject, key.predicate),
+                )
+            }
+            deps = {d for op in log.ops if op.seq in openers for d in op.depends_on}
             self._cache.deps[key] = deps
         return deps
 
@@ -1175,6 +1199,11 @@ _INSERT_SQL = (
     "INSERT INTO records (id, namespace, subject, predicate, value, domain, multi, created_at,"
     " updated_at, expires_at, purge_at, state, ended_at, end_reason, event_id, opened_by,"
     " superseded_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+_RECORDS_SQL = (
+    "SELECT id, opened_by, superseded_by, value, created_at, domain, multi, updated_at,"
+    " expires_at, purge_at, state, ended_at, end_reason FROM records"
+    " WHERE namespace = ? AND subject = ? AND predicate = ?"
 )
 _DEPS_SQL = "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)"
 _VALIDATED_SQL = "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ? WHERE id = ?"
@@ -1355,9 +1384,8 @@ class _KeyCache:
     so applying an event reads nothing back. Dropped whenever a write is rolled back."""
 
     logs: dict[FactKey, _KeyLog] = field(default_factory=dict)
-    records: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
-    # Of those, the ones whose state is active, by opener: what an answer reads, so its
-    # cost does not grow with the key's ended and superseded past.
+    # The key's active records by opener: what an answer reads, so its cost does not grow
+    # with the key's ended and superseded past, nor the memory with its length.
     live: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
@@ -1376,7 +1404,7 @@ class _KeyCache:
         cold = list(itertools.islice(warm, max(0, len(warm) - keep)))
         for key in cold:
             del warm[key]
-            for table in (self.logs, self.records, self.live, self.removals, self.deps):
+            for table in (self.logs, self.live, self.removals, self.deps):
                 table.pop(key, None)
             self.folds.pop(key, None)
         return len(cold)

@@ -860,4 +860,4 @@ def _held(t) -> int:
         for k, h in truth._keys.items()
         if not isinstance(h, _StoredHistory) or object.__getattribute__(h, "_load") is None
     ]
-    return max(len(loaded), len(memory._cache.logs), len(memory._cache.records))
+    return max(len(loaded), len(memory._cache.logs), len(memory._cache.live))
