@@ -92,14 +92,20 @@ def test_ground_truth_holds_a_long_history_in_a_few_dozen_bytes_an_event() -> No
     assert per_event < 100, f"{per_event:.0f} bytes an event"
 
 
-def test_the_reference_memory_holds_a_long_history_in_little_more_than_its_records() -> None:
+def _replayed(history: Callable[[int], Iterator[ChangeEvent]]) -> Callable[[int], ReferenceMemory]:
+    """A private reference memory fed the first ``n`` events of ``history``."""
+
     def replay(n: int) -> ReferenceMemory:
         memory = ReferenceMemory(path="")
-        for event in _history(n):
+        for event in history(n):
             memory.apply(event)
         return memory
 
-    per_event, memory = _bytes_held(replay, 6000)
+    return replay
+
+
+def test_the_reference_memory_holds_a_long_history_in_little_more_than_its_records() -> None:
+    per_event, memory = _bytes_held(_replayed(_history), 6000)
     memory.close()
     # Was ~420 B an event: a log entry object and a dict entry for its expiry per operation,
     # a served fact (two datetimes, an id) kept on every record that ever ended.
@@ -120,12 +126,7 @@ def _revisions(events: int) -> Iterator[ChangeEvent]:
 
 
 def test_the_reference_memory_holds_its_live_records_not_every_record_it_wrote() -> None:
-    def replay(n: int) -> ReferenceMemory:
-        memory = ReferenceMemory(path="")
-        for event in _revisions(n):
-            memory.apply(event)
-        return memory
-
+    replay = _replayed(_revisions)
     short, memory = _bytes_held(replay, 5000)
     memory.close()
     long, memory = _bytes_held(replay, 10000)
