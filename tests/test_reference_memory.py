@@ -276,7 +276,7 @@ def test_a_record_is_soft_expired_at_the_very_instant_of_its_expiry_and_gone_at_
         assert "historical" in gone.flags
 
 
-def test_a_record_soft_expired_this_very_instant_comes_after_one_still_live():
+def test_a_record_soft_expired_this_very_instant_comes_after_one_still_live_and_goes_at_its_purge():
     memory, private = ReferenceMemory(supersession=False), ReferenceMemory(path="")
     for m in (memory, private):
         m.set_ttl("ownership", timedelta(days=10))
@@ -288,6 +288,7 @@ def test_a_record_soft_expired_this_very_instant_comes_after_one_still_live():
         assert values(m, alice, 1.4) == ["@alice", "@bob"]  # the newest validation first
         assert values(m, alice, 1.5) == ["@bob", "@alice"]
         assert [r.value for r in m.search("owners", at=day(1.5))] == ["@bob", "@alice"]
+        assert values(m, alice, 2.5) == ["@bob"]  # gone at the very instant of its purge
 
 
 def test_changed_keys_reports_writes_and_expiries_once():

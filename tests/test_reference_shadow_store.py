@@ -170,3 +170,17 @@ def test_a_long_history_packed_away_is_read_back_with_each_entry_s_own_expiry():
     assert values_at(memory, java, 40.5) == ["kotlin"]  # java purged on day 2.5
     [record] = memory.answer(probe_for(kotlin), day(40.5)).facts
     assert (record.domain, record.written_at, record.validated_at) == ("tech", day(0), day(40))
+
+
+def test_a_record_changed_in_the_batch_that_inserts_the_next_one_is_written_with_its_change():
+    """A private replay inserts its new records at the batch's end; a change to the record
+    inserted just before them must still reach the table, which is read once the key is let go of."""
+    memory = ReferenceMemory(path="", ttl=False)  # a private replay's own database
+    memory.private_batch = 1
+    memory.apply(added("1", 0, node))  # written with its own batch
+    memory.private_batch = 100
+    memory.apply(added("2", 1, alice))  # the next record, inserted at the batch's end
+    memory.apply(invalidated("3", 2, node))
+    memory.release(0)
+    assert values_at(memory, node, 3) == []
+    assert values_at(memory, alice, 3) == ["@alice"]

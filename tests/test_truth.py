@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from random_timelines import EXAMPLES
 from timeline_builders import added, day, fact, invalidated, revalidated, revised
 
-from healthd.model import FactKey
-from healthd.truth import GroundTruth
+from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.truth import GroundTruth, StoredKey
 
 a, b, c = (fact("auth", "language", v) for v in ("a", "b", "c"))
 exists = fact("payments-v1", "exists", "true")
 pg = fact("payments-v1", "dependency:postgres", "13")
 DEPS = [("payments-v1", "exists")]
+BASE = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_a_revision_supersedes_the_previous_value():
@@ -144,51 +146,146 @@ def test_a_revalidation_after_a_cascade_brings_the_fact_back():
     assert truth.status(pg, day(31)) == "current"
 
 
+def _random_events(
+    rng: random.Random, size: int, subjects: str = "abc", acyclic: bool = False
+) -> list[ChangeEvent]:
+    """Chains of dependencies on modules' existence (cycles too, unless ``acyclic``), a
+    multi-valued key, every kind of event, in any order of event time."""
+    events = []
+    for n in range(size):
+        subject = rng.choice(subjects)
+        predicate = rng.choice(["exists", "exists", "lang", "tags"])
+        value = rng.choice("123")
+        dep = rng.choice([None, *(subjects[: subjects.index(subject)] if acyclic else subjects)])
+        deps = () if dep is None or dep == subject else (FactKey(dep, "exists"),)
+        kind = rng.choice(["added", "revised", "invalidated", "revalidated"])
+        meta = {"cardinality": "multi"} if predicate == "tags" else {}
+        previous = Fact(subject, predicate, rng.choice("123"), "tech")
+        events.append(
+            ChangeEvent(
+                f"e{n}",
+                kind,  # type: ignore[arg-type]
+                BASE + timedelta(days=rng.randint(0, 90)),
+                "t",
+                Fact(subject, predicate, value, "tech"),
+                previous=previous if kind == "revised" else None,
+                depends_on=deps,
+                metadata=meta,
+            )
+        )
+    return events
+
+
+def _says_the_same_at_latest(truth: GroundTruth, oracle: GroundTruth) -> None:
+    at = oracle.latest
+    assert at is not None and truth.latest == at
+    for key in list(oracle.keys()):
+        for value in oracle.values(key):
+            assert truth.status_of(key, value, at) == oracle.status_of(key, value, at)
+        assert truth.current(key, at) == oracle.current(key, at)
+
+
 def test_folding_only_what_changed_matches_refolding_every_dependent() -> None:
     """Truth refolds a key's dependents only when its removals change, and resumes a key's
     fold when an operation lands last; it must say what refolding everything says, on
     random timelines with chains of dependencies and late events."""
-    import random
-
-    from healthd.model import ChangeEvent, Fact, FactKey
-
     rng = random.Random(3)
-    base = datetime(2026, 1, 1, tzinfo=UTC)
     for _ in range(min(200, max(25, EXAMPLES // 10))):  # 25 per mutant in a mutation run
         fast, oracle = GroundTruth(), GroundTruth()
         oracle._cyclic = True  # the path that refolds every dependent on every change
-        events = []
-        for n in range(rng.randint(1, 40)):
-            subject = rng.choice("abc")
-            predicate = rng.choice(["exists", "exists", "lang", "tags"])
-            value = rng.choice("123")
-            dep = rng.choice([None, "a", "b", "c"])
-            deps = () if dep is None or dep == subject else (FactKey(dep, "exists"),)
-            kind = rng.choice(["added", "revised", "invalidated", "revalidated"])
-            meta = {"cardinality": "multi"} if predicate == "tags" else {}
-            fact = Fact(subject, predicate, value, "tech")
-            previous = Fact(subject, predicate, rng.choice("123"), "tech")
-            events.append(
-                ChangeEvent(
-                    f"e{n}",
-                    kind,  # type: ignore[arg-type]
-                    base + timedelta(days=rng.randint(0, 90)),
-                    "t",
-                    fact,
-                    previous=previous if kind == "revised" else None,
-                    depends_on=deps,
-                    metadata=meta,
-                )
-            )
-        for event in events:
+        for event in _random_events(rng, rng.randint(1, 40)):
             fast.apply(event)
             oracle.apply(event)
-            at = fast.latest
-            assert at is not None
-            for key in list(oracle.keys()):
-                for value in oracle.values(key):
-                    assert fast.status_of(key, value, at) == oracle.status_of(key, value, at)
-                assert fast.current(key, at) == oracle.current(key, at)
+            _says_the_same_at_latest(fast, oracle)
+
+
+def _stored(truth: GroundTruth) -> tuple[list[StoredKey], list[tuple[FactKey, FactKey]], dict]:
+    """What a caller stores of a truth (as the daemon's replay store does): each key with
+    its flags and values in the order first given, each dependency, each key's operations."""
+    held = list(truth.keys())
+    keys = [
+        (key, truth.multi_valued(key), truth.asserted(key), list(truth.values(key).items()))
+        for key in held
+    ]
+    rows = {key: [tuple(op) for op in truth.operations(key)] for key in held}
+    depends = sorted({(key, dep) for key, ops in rows.items() for op in ops for dep in op[7]})
+    return keys, depends, rows
+
+
+def _everything_said(truth: GroundTruth, instants: list[datetime]) -> dict:
+    return {
+        key: (
+            truth.multi_valued(key),
+            truth.asserted(key),
+            list(truth.values(key).items()),
+            sorted(truth.open_values(key)),
+            [truth.current(key, at) for at in instants],
+            [truth.state_of(key, value, at) for value in truth.values(key) for at in instants],
+        )
+        for key in sorted(truth.keys())
+    }
+
+
+@pytest.mark.parametrize(
+    ("subjects", "sizes", "acyclic"),
+    [("ab", (20, 100), True), ("abc", (1, 40), False)],
+    ids=["long-histories", "dependency-cycles"],
+)
+def test_a_truth_that_lets_go_of_keys_or_is_read_back_from_storage_answers_as_one_that_kept_all(
+    subjects: str, sizes: tuple[int, int], acyclic: bool
+):
+    """The daemon lets truth go of all but its recently used keys, and a restart reads truth
+    back from what was stored: either way every later answer is the one a truth that kept
+    every operation gives: on long histories of few keys (whose logs are packed away), and
+    on dependency cycles."""
+    rng = random.Random(5)
+    for _ in range(min(60, max(10, EXAMPLES // 40))):
+        events = _random_events(rng, rng.randint(*sizes), subjects, acyclic)
+        kept, released, restored = GroundTruth(), GroundTruth(), None
+        restart = rng.randrange(len(events))
+        for n, event in enumerate(events):
+            for truth in (kept, released, restored):
+                if truth is not None:
+                    truth.apply(event)
+            if n % 3 == 2:
+                released.release(rng.choice([0, 1, 2]), _stored(released)[2].__getitem__)
+            if n == restart:
+                keys, depends, rows = _stored(kept)
+                seq = max(op[1] for ops in rows.values() for op in ops)
+                restored = GroundTruth.from_stored(
+                    keys, depends, seq, kept.latest, rows.__getitem__
+                )
+            _says_the_same_at_latest(released, kept)
+            if restored is not None:
+                _says_the_same_at_latest(restored, kept)
+        instants = sorted({event.timestamp for event in events})
+        said = _everything_said(kept, instants)
+        assert _everything_said(released, instants) == said
+        assert restored is not None and _everything_said(restored, instants) == said
+
+
+def test_release_keeps_the_keys_used_last_and_counts_those_it_lets_go_of():
+    truth = GroundTruth()
+    for event in (added("1", 1, a), added("2", 2, exists), added("3", 3, pg, DEPS)):
+        truth.apply(event)
+    rows = _stored(truth)[2]
+    assert truth.release(1, rows.__getitem__) == 2
+    assert truth.release(1, rows.__getitem__) == 0
+    assert truth.release(0, rows.__getitem__) == 1
+    assert truth.current(a.key, day(3)) == [a]  # read back when next asked
+    truth.apply(invalidated("4", 4, exists))
+    assert truth.status(pg, day(4)) == "invalidated"  # the cascade reads both back
+    assert truth.release(0, _stored(truth)[2].__getitem__) == 3
+
+
+def test_keys_in_a_dependency_cycle_are_let_go_of_and_read_back_like_any_other():
+    """A fold entered through a cycle is not kept, so a key can be held with no fold."""
+    x, y = fact("x", "exists", "1"), fact("y", "exists", "1")
+    truth = GroundTruth()
+    for event in (added("1", 1, x, [("y", "exists")]), added("2", 2, y, [("x", "exists")])):
+        truth.apply(event)
+    assert truth.release(0, _stored(truth)[2].__getitem__) == 2
+    assert truth.current(x.key, day(2)) == [x] and truth.current(y.key, day(2)) == [y]
 
 
 def test_a_cascade_reaches_the_dependents_of_a_key_first_refolded_through_another() -> None:
