@@ -689,3 +689,22 @@ def test_a_dependency_cycle_cascades_what_each_key_s_own_log_says(events):
         m = stage.metrics["all"]
         assert m.consistency in (1.0, None) and m.coverage in (1.0, None)
         assert m.contamination == 0.0
+
+
+@pytest.mark.parametrize("propagation", [True, False], ids=["propagation", "no-propagation"])
+def test_a_revision_landing_last_that_depends_on_a_module_removed_later_ends_at_that_removal(
+    propagation,
+):
+    """The key's fold resumes with the revision alone (it lands after the key's every other
+    operation); the module's removal, logged before and dated after it, still ends it, and
+    only where propagation is on."""
+    pg16 = fact("payments-v1", "dependency:postgres", "16")
+    memory = ReferenceMemory(propagation=propagation, ttl=False)
+    for event in (
+        added("1", 0, exists),
+        added("2", 1, pg),
+        invalidated("3", 10, exists),
+        revised("4", 5, pg, pg16, DEPS),
+    ):
+        memory.apply(event)
+    assert values(memory, pg, 11) == ([] if propagation else ["16"])
