@@ -13,9 +13,25 @@ from __future__ import annotations
 import bisect
 import marshal
 from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
 T = TypeVar("T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def to_micros(at: datetime) -> int:
+    """``at`` (aware) as integer microseconds since the epoch: exact, ordered as instants are,
+    and cheaper than a datetime to store, marshal and compare."""
+    return (at - _EPOCH) // _MICROSECOND
+
+
+def from_micros(micros: int) -> datetime:
+    """The UTC instant :func:`to_micros` gave ``micros`` for."""
+    return _EPOCH + micros * _MICROSECOND
+
 
 #: Entries per packed block; the tail holds between BLOCK and 2 * BLOCK - 1 entries.
 BLOCK = 8

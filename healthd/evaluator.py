@@ -19,10 +19,11 @@ import heapq
 import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from healthd._collector import replay_collection
+from healthd._packed import to_micros
 from healthd.memory import ChangeTracking, Memory, retrieval_fingerprint
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import (
@@ -477,7 +478,7 @@ class Replay:
         self._versions[pid] = version
         if new.stale_after is not None:
             heap = self._stale_heap
-            heapq.heappush(heap, (_micros(new.stale_after), version, pid))
+            heapq.heappush(heap, (to_micros(new.stale_after), version, pid))
             if len(heap) >= self._stale_compact_at:
                 self._compact_stale_heap()
 
@@ -525,7 +526,7 @@ class Replay:
             for probe_id in self._by_fact_key.get(key, ()):
                 rescore[probe_id] = self._active[probe_id]
         heap = self._stale_heap
-        now = _micros(at)
+        now = to_micros(at)
         while heap and heap[0][0] < now:
             _, version, probe_id = heapq.heappop(heap)
             if self._versions.get(probe_id) == version:
@@ -614,20 +615,11 @@ class Replay:
         for probe_id, score in scores.items():
             replay._versions[probe_id] = 1
             if score.stale_after is not None:
-                replay._stale_heap.append((_micros(score.stale_after), 1, probe_id))
+                replay._stale_heap.append((to_micros(score.stale_after), 1, probe_id))
         heapq.heapify(replay._stale_heap)
         if replay.at is not None and replay._tracker is not None:
             replay._tracker.changed_keys(replay.at)
         return replay
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _micros(at: datetime) -> int:
-    """``at`` as integer microseconds since the epoch: exact, and ordered as datetimes are."""
-    return (at - _EPOCH) // _MICROSECOND
 
 
 def evaluate(

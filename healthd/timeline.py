@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, TextIO
 
 from healthd import _json
+from healthd._packed import from_micros, to_micros
 from healthd.errors import HealthdError, TimelineError
 from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Domain, Fact, FactKey
 
@@ -359,8 +360,6 @@ def stream_timeline(
         raise TimelineError(f"not UTF-8 text: {exc.reason}", origin=path) from None
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _Compact = tuple[Any, ...]
 
 
@@ -371,7 +370,7 @@ def _compact(event: ChangeEvent) -> _Compact:
     return (
         event.id,
         event.type,
-        (event.timestamp - _EPOCH) // _MICROSECOND,
+        to_micros(event.timestamp),
         event.source,
         (fact.subject, fact.predicate, fact.value, fact.domain),
         None
@@ -396,7 +395,7 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
     return ChangeEvent(
         id=event_id,
         type=kind,
-        timestamp=_EPOCH + micros * _MICROSECOND,
+        timestamp=from_micros(micros),
         source=source,
         fact=Fact(string(fact[0]), string(fact[1]), string(fact[2]), fact[3]),
         previous=None

@@ -15,10 +15,10 @@ import itertools
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from healthd._packed import DependencyTable, PackedLog
+from healthd._packed import DependencyTable, PackedLog, from_micros, to_micros
 from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Status
 
 EndKind = Literal["superseded", "invalidated"]
@@ -52,10 +52,6 @@ class Interval:
     depends_on: tuple[FactKey, ...]
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
 _DOMAINS: dict[str, Domain] = {domain: domain for domain in DOMAINS}
 _END_KINDS: dict[str | None, EndKind | None] = {
     None: None,
@@ -80,7 +76,7 @@ class _OpCodec:
     def pack(self, op: _Op) -> tuple[Any, ...]:
         index = self._deps.index(op.depends_on)
         return (
-            (op.at - _EPOCH) // _MICROSECOND,
+            to_micros(op.at),
             op.seq,
             op.assert_,
             op.value,
@@ -93,7 +89,7 @@ class _OpCodec:
     def unpack(self, row: tuple[Any, ...]) -> _Op:
         micros, seq, assert_, value, domain, end_kind, reason, index = row
         return _Op(
-            _EPOCH + micros * _MICROSECOND,
+            from_micros(micros),
             seq,
             assert_,
             sys.intern(value),

@@ -50,13 +50,20 @@ FIRST = (added("1", 0, node), added("2", 0, alice), added("3", 0, pg))
 SECOND = (revised("4", 1, node, go), invalidated("5", 1, alice))
 
 
+def committed_then_fed(path, checkpoint) -> tuple[ReferenceMemory, dict[str, list[str]]]:
+    """A shadow that committed FIRST with ``checkpoint``, then was fed SECOND (not committed),
+    and what it served at the commit."""
+    memory = feed(batched(path), *FIRST)
+    memory.commit(checkpoint)
+    committed = served(memory)
+    feed(memory, *SECOND)
+    return memory, committed
+
+
 def test_writes_after_the_last_commit_are_lost_with_a_crash_and_the_checkpoint_says_so(
     tmp_path,
 ):
-    memory = feed(batched(tmp_path / "shadow.db"), *FIRST)
-    memory.commit({"events": 3})
-    committed = served(memory)
-    feed(memory, *SECOND)
+    memory, committed = committed_then_fed(tmp_path / "shadow.db", {"events": 3})
     assert served(memory) == {"auth": ["go"], "billing": [], "payments": ["16"]}
     memory.close()  # killed before the next commit
 
@@ -84,10 +91,7 @@ def test_a_commit_with_nothing_new_to_write_still_replaces_the_checkpoint(tmp_pa
 def test_a_commit_that_fails_names_the_cause_and_the_shadow_stays_at_its_last_checkpoint(
     tmp_path,
 ):
-    memory = feed(batched(tmp_path / "shadow.db"), *FIRST)
-    memory.commit({"run": 1})
-    committed = served(memory)
-    feed(memory, *SECOND)
+    memory, committed = committed_then_fed(tmp_path / "shadow.db", {"run": 1})
     memory.state_db().execute("DROP TABLE checkpoints")  # rolled back with the batch
     with pytest.raises(MemoryAdapterError, match="committing a batch: no such table: checkpoints"):
         memory.commit({"run": 2})
