@@ -53,6 +53,10 @@ class Interval:
 
 
 _DOMAINS: dict[str, Domain] = {domain: domain for domain in DOMAINS}
+#: How a value's latest interval ended, and its domain: one tuple each, however many values
+_ENDED: dict[tuple[EndKind, Domain], tuple[Status, Domain]] = {
+    (kind, domain): (kind, domain) for kind in ("superseded", "invalidated") for domain in DOMAINS
+}
 _END_KINDS: dict[str | None, EndKind | None] = {
     None: None,
     "superseded": "superseded",
@@ -101,9 +105,10 @@ class _OpCodec:
 
 
 class _KeyHistory:
-    __slots__ = ("asserted", "multi", "ops", "rank", "values")
+    __slots__ = ("asserted", "key", "multi", "ops", "rank", "values")
 
-    def __init__(self, codec: _OpCodec) -> None:
+    def __init__(self, key: FactKey, codec: _OpCodec) -> None:
+        self.key = key  # the one object every event's copy of the key is replaced with
         self.ops: PackedLog[_Op] = PackedLog(codec, _op_order)
         self.multi = False
         self.asserted = False
@@ -123,18 +128,59 @@ class _KeyHistory:
 
 class _Folded:
     """A key's fold, kept so that an operation landing after every other one (the usual
-    case: events mostly arrive in time order) is folded in alone, not from the start."""
+    case: events mostly arrive in time order) is folded in alone, not from the start.
 
-    __slots__ = ("by_value", "cut_until", "cuts", "held", "intervals", "last", "open_")
+    A kept fold is compacted: it holds the intervals from the first one still open on, and
+    of each value whose latest interval ended only how it ended (what the newest instant
+    asks); a past instant is answered from a whole fold, made for the question."""
+
+    __slots__ = (
+        "closed",
+        "cut_until",
+        "cuts",
+        "ended",
+        "held",
+        "intervals",
+        "last",
+        "open_",
+        "span_end",
+    )
 
     def __init__(self) -> None:
-        self.intervals: list[Interval] = []
-        self.by_value: dict[str, list[Interval]] = {}
+        self.intervals: list[Interval] = []  # in order of start
         self.open_: dict[str, Interval] = {}
+        # the values whose latest interval ended: their status after it, and its domain
+        self.ended: dict[str, tuple[Status, Domain]] = {}
         self.cuts: dict[str, tuple[datetime, str]] = {}
         self.last: tuple[datetime, int] | None = None
         self.cut_until: datetime | None = None  # the latest cascade end applied after `last`
         self.held: tuple[Fact, ...] | None = None  # open_ as facts in order of value, once asked
+        # what removals() had read of the intervals compact() let go of
+        self.closed: list[datetime] = []
+        self.span_end: datetime | None = None
+
+    def removals(self) -> list[datetime]:
+        """The instants at which the key is left with no value, over the whole fold."""
+        return _segment_ends(self.intervals, self.closed, self.span_end)
+
+    def compact(self) -> None:
+        """Let go of the ended intervals, keeping what :meth:`removals` read of them. What
+        :meth:`resumable` accepts opens after every interval here, so removals go on from
+        where they left off; an ended interval that opened after an open one lies within
+        that one's span, whatever ends it later (at or after every end here)."""
+        kept: list[Interval] = []
+        span_end = self.span_end
+        for interval in self.intervals:
+            if interval.end is None:
+                kept.append(interval)
+            elif not kept:  # before every open interval: read as removals() reads it
+                if span_end is not None and interval.start > span_end:
+                    self.closed.append(span_end)
+                    span_end = None
+                if span_end is None or interval.end > span_end:
+                    span_end = interval.end
+        self.span_end = span_end
+        self.intervals = kept
 
     def held_facts(self, key: FactKey) -> tuple[Fact, ...]:
         """The values held after the last operation, as facts in order of value: asked for
@@ -160,6 +206,7 @@ class _Folded:
                 self.held = None
                 interval = self.open_.pop(value)
                 interval.end, interval.end_kind, interval.reason = at, "invalidated", reason
+                self.ended[value] = _ENDED["invalidated", interval.domain]
                 del self.cuts[value]
                 if until is None and (self.cut_until is None or at > self.cut_until):
                     self.cut_until = at
@@ -178,16 +225,18 @@ class _Folded:
             if op.value in open_:
                 return
             self.held = None
+            ended_values = self.ended
             if not multi:
                 for other in open_.values():
                     other.end, other.end_kind = op.at, "superseded"
                     other.reason = replaced_by(op.value)
+                    ended_values[other.value] = _ENDED["superseded", other.domain]
                 open_.clear()
                 cuts.clear()
             interval = Interval(op.value, op.domain, op.at, None, None, None, op.depends_on)
             open_[op.value] = interval
             self.intervals.append(interval)
-            self.by_value.setdefault(op.value, []).append(interval)
+            ended_values.pop(op.value, None)
             cut = cascade(interval) if op.depends_on else None
             if cut is not None:
                 cuts[op.value] = cut
@@ -197,6 +246,7 @@ class _Folded:
             if ended is not None:
                 self.held = None
                 ended.end, ended.end_kind, ended.reason = op.at, op.end_kind, op.reason
+                self.ended[op.value] = _ENDED[op.end_kind or "invalidated", ended.domain]
 
 
 class GroundTruth:
@@ -315,13 +365,14 @@ class GroundTruth:
                 for op, _ in ops:
                     folded.step(op, history.multi, cascade)
                 folded.close_cuts(None)
+                folded.compact()
                 if was_open and folded.open_ and old is not None:
                     continue  # covered before and after, in one span: removals unchanged
             else:
                 self._effective.pop(key, None)
                 self._removals.pop(key, None)
                 folded = self._fold(key, frozenset())
-            new = _segment_ends(folded.intervals)
+            new = folded.removals()
             if key in self._effective:
                 self._removals[key] = new
             if new != old:
@@ -338,12 +389,13 @@ class GroundTruth:
         return self._seq
 
     def _history(self, key: FactKey, multi: bool) -> _KeyHistory:
+        history = self._keys.get(key)
+        if history is None:
+            history = self._keys[key] = _KeyHistory(key, self._codec)
+        key = history.key
         warm = self._warm
         warm.pop(key, None)
         warm[key] = None
-        history = self._keys.get(key)
-        if history is None:
-            history = self._keys[key] = _KeyHistory(self._codec)
         if multi and not history.multi:
             history.multi = True
             # Becoming multi-valued changes how every earlier assertion folds: no resuming.
@@ -351,8 +403,8 @@ class GroundTruth:
         return history
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:
-        key = FactKey(fact.subject, fact.predicate)
-        history = self._history(key, multi)
+        history = self._history(FactKey(fact.subject, fact.predicate), multi)
+        key = history.key
         if fact.value not in history.values:
             history.values[fact.value] = fact.domain
             history.rank[fact.value] = len(history.rank)
@@ -438,31 +490,49 @@ class GroundTruth:
         """The value's status at ``at`` and the domain of the interval that gives it (the
         one that holds, or that held last and ended): the domain an ended fact is filed
         under, whatever domain other events gave the same value."""
-        found = self._fold(key, frozenset()).by_value.get(value)
-        if not found:
-            return "unknown", None
-        if found[-1].start <= at:
-            best = found[-1]
-        else:  # the latest of the value's intervals to start by `at`
-            index = bisect.bisect_right(found, at, key=lambda i: i.start)
-            if index == 0:
-                return "unknown", None
-            best = found[index - 1]
+        if self.latest is None or at < self.latest:
+            return self._past_state(key, value, at)
+        # every interval starts by the latest event, and every end is an event's time
+        folded = self._fold(key, frozenset())
+        interval = folded.open_.get(value)
+        if interval is not None:
+            return "current", interval.domain
+        return folded.ended.get(value, _UNKNOWN)
+
+    def _past_state(self, key: FactKey, value: str, at: datetime) -> tuple[Status, Domain | None]:
+        best = None  # the latest of the value's intervals to start by `at`
+        for interval in self._whole_fold(key).intervals:
+            if interval.start > at:
+                break
+            if interval.value == value:
+                best = interval
+        if best is None:
+            return _UNKNOWN
         if best.end is None or best.end > at:
             return "current", best.domain
         return best.end_kind or "invalidated", best.domain
 
     def current(self, key: FactKey, at: datetime) -> list[Fact]:
         """The facts the key holds at ``at``, in order of value."""
-        folded = self._fold(key, frozenset())
         if self.latest is not None and at >= self.latest:
-            return list(folded.held_facts(key))
+            return list(self._fold(key, frozenset()).held_facts(key))
         found = {
             i.value: i.domain
-            for i in folded.intervals
+            for i in self._whole_fold(key).intervals
             if i.start <= at and (i.end is None or i.end > at)
         }
         return [Fact(key.subject, key.predicate, v, found[v]) for v in sorted(found)]
+
+    def _whole_fold(self, key: FactKey) -> _Folded:
+        """The key's fold with every interval it ever had: what a past instant asks of it
+        (kept folds let the ended ones go). Made for the question, not kept."""
+        history = self._keys.get(key)
+        if history is None:
+            return _Folded()
+        outer_cut, self._cycle_cut = self._cycle_cut, False
+        whole = history.fold(self._cascade(frozenset({key})))
+        self._cycle_cut = outer_cut
+        return whole
 
     def _fold(self, key: FactKey, visiting: frozenset[FactKey]) -> _Folded:
         cached = self._effective.get(key)
@@ -477,6 +547,7 @@ class GroundTruth:
         visiting = visiting | {key}
         outer_cut, self._cycle_cut = self._cycle_cut, False
         own = history.fold(self._cascade(visiting))
+        own.compact()
         if not self._cycle_cut:  # a result that depends on where a cycle was entered is not kept
             self._effective[key] = own
         self._cycle_cut = self._cycle_cut or outer_cut
@@ -503,7 +574,7 @@ class GroundTruth:
     ) -> datetime | None:
         removals = self._removals.get(key)
         if removals is None:
-            removals = _segment_ends(self._fold(key, visiting).intervals)
+            removals = self._fold(key, visiting).removals()
             if key in self._effective:
                 self._removals[key] = removals
         index = bisect.bisect_right(removals, after)
@@ -575,22 +646,22 @@ def was_removed(key: FactKey) -> str:
     return f"{key} was removed"
 
 
-def _segment_ends(intervals: list[Interval]) -> list[datetime]:
-    """The instants at which a key is left with no value: ends of its maximal covered spans."""
-    ends: list[datetime] = []
-    seg_end: datetime | None = None
-    open_ended = False
-    for interval in sorted(intervals, key=lambda i: i.start):
-        if open_ended:
-            break
+def _segment_ends(
+    intervals: list[Interval], closed: list[datetime], seg_end: datetime | None
+) -> list[datetime]:
+    """The instants at which a key is left with no value: ends of its maximal covered spans
+    (after ``closed`` and a span ending at ``seg_end``, read from intervals before these;
+    ``intervals`` in order of start)."""
+    ends = list(closed)
+    for interval in intervals:
         if seg_end is not None and interval.start > seg_end:
             ends.append(seg_end)
             seg_end = None
         if interval.end is None:
-            open_ended = True
-        elif seg_end is None or interval.end > seg_end:
+            return ends
+        if seg_end is None or interval.end > seg_end:
             seg_end = interval.end
-    if not open_ended and seg_end is not None:
+    if seg_end is not None:
         ends.append(seg_end)
     return ends
 
@@ -615,6 +686,8 @@ OperationRow = tuple[
 #: A stored key: (key, multi-valued, asserted, [(value, domain)] in the order first given).
 StoredKey = tuple[FactKey, bool, bool, list[tuple[str, Domain]]]
 
+_UNKNOWN: tuple[Status, None] = ("unknown", None)
+
 _OPS_SLOT: Any = _KeyHistory.__dict__["ops"]  # the slot a stored history fills when read
 
 
@@ -622,13 +695,12 @@ class _StoredHistory(_KeyHistory):
     """A key's history whose operations are read from where they were stored when first
     needed (after a restart most keys are never touched again)."""
 
-    __slots__ = ("_key", "_load")
+    __slots__ = ("_load",)
 
     def __init__(
         self, key: FactKey, load: Callable[[FactKey], Iterable[OperationRow]], codec: _OpCodec
     ) -> None:
-        super().__init__(codec)
-        self._key = key
+        super().__init__(key, codec)
         self._load: Callable[[FactKey], Iterable[OperationRow]] | None = load
 
     @property
@@ -637,7 +709,7 @@ class _StoredHistory(_KeyHistory):
         load = self._load
         if load is not None:
             self._load = None
-            ops = [_Op(*row) for row in load(self._key)]
+            ops = [_Op(*row) for row in load(self.key)]
             ops.sort()  # by (at, seq): seq is unique, so no later field is compared
             current.replace(ops)
         return current

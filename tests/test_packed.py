@@ -141,6 +141,28 @@ def test_the_reference_memory_holds_its_live_records_not_every_record_it_wrote()
     assert per_event < 200, f"{per_event:.0f} bytes an event"
 
 
+def test_ground_truth_keeps_the_values_a_key_holds_not_an_interval_for_every_value_it_had() -> None:
+    def asked(n: int) -> GroundTruth:
+        truth = GroundTruth(_revisions(n))
+        for key in list(truth.keys()):  # a probe's scoring reads each key at the newest event
+            truth.current(key, day((n - 1) * 0.01))
+        return truth
+
+    short, _ = _bytes_held(asked, 5000)
+    long, truth = _bytes_held(asked, 10000)
+    # a past instant is still answered, from the key's operations
+    k1 = fact("svc", "k1", "").key
+    assert [f.value for f in truth.current(k1, day(5001 * 0.01))] == ["5001"]
+    assert truth.status_of(k1, "5001", day(5005 * 0.01)) == "superseded"
+    assert truth.status_of(k1, "5001", day(5004 * 0.01)) == "current"
+    assert truth.status_of(k1, "9997", day(9999 * 0.01)) == "current"
+    # What each added event costs: was ~530 B, an interval (its start, its list in the
+    # value's history) kept for every value ever held; now the packed operations and the
+    # value's name, rank and how it ended.
+    per_event = (long * 10000 - short * 5000) / 5000
+    assert per_event < 350, f"{per_event:.0f} bytes an event"
+
+
 def test_a_closed_reference_memory_lets_go_of_what_it_cached() -> None:
     gc.collect()
     tracemalloc.start()
