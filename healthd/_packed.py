@@ -33,7 +33,7 @@ def from_micros(micros: int) -> datetime:
     return _EPOCH + micros * _MICROSECOND
 
 
-#: Entries per packed block; the tail holds between BLOCK and 2 * BLOCK - 1 entries.
+#: Entries per packed block; the tail holds between 1 and BLOCK entries.
 BLOCK = 8
 
 
@@ -97,7 +97,7 @@ class PackedLog(Generic[T]):
         """Add an entry that sorts at or after every other one."""
         tail = self._tail
         tail.append(entry)
-        if len(tail) >= 2 * BLOCK:
+        if len(tail) > BLOCK:  # the newest stays out, for last() and the next comparison
             pack = self._codec.pack
             self._blocks.append(marshal.dumps([pack(e) for e in tail[:BLOCK]]))
             del tail[:BLOCK]

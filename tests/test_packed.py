@@ -92,6 +92,23 @@ def test_ground_truth_holds_a_long_history_in_a_few_dozen_bytes_an_event() -> No
     assert per_event < 100, f"{per_event:.0f} bytes an event"
 
 
+def test_many_keys_a_few_dozen_operations_deep_keep_only_their_newest_as_objects() -> None:
+    def many_keys(n: int) -> GroundTruth:
+        keys = n // 20  # each key added, then re-validated 19 times
+        events = [added(f"a{k}", 0, fact(f"svc{k}", "lang", "go")) for k in range(keys)]
+        events += [
+            revalidated(f"e{i}", i * 0.001, fact(f"svc{i % keys}", "lang", "go"))
+            for i in range(keys, n)
+        ]
+        return GroundTruth(events)
+
+    per_event, truth = _bytes_held(many_keys, 40000)
+    assert len(truth.operations(next(iter(truth.keys())))) == 20
+    # Was ~227 B: a key's newest 8 to 15 operations were kept as objects (its tail), at a
+    # project's depth most of them; now 1 to 8, and the per-key rest is the same.
+    assert per_event < 190, f"{per_event:.0f} bytes an event"
+
+
 def _replayed(history: Callable[[int], Iterator[ChangeEvent]]) -> Callable[[int], ReferenceMemory]:
     """A private reference memory fed the first ``n`` events of ``history``."""
 
