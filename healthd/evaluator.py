@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from healthd._collector import replay_collection
 from healthd._packed import to_micros
@@ -72,11 +72,53 @@ class StageResult:
         return metrics_from_counts(self.counts)
 
 
+class Retrieved(Sequence[tuple[RetrievedFact, Status]]):
+    """A probe's last answer, each fact with its status: read as (fact, status) pairs, kept
+    as the answer's own tuple and one of statuses (a baseline that answers with every record
+    it ever wrote would otherwise hold a pair per record while the report is built)."""
+
+    __slots__ = ("_facts", "_statuses")
+
+    def __init__(self, facts: tuple[RetrievedFact, ...], statuses: tuple[Status, ...]) -> None:
+        self._facts = facts
+        self._statuses = statuses
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[RetrievedFact, Status]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[tuple[RetrievedFact, Status], ...]: ...
+
+    def __getitem__(
+        self, index: int | slice
+    ) -> tuple[RetrievedFact, Status] | tuple[tuple[RetrievedFact, Status], ...]:
+        if isinstance(index, slice):
+            return tuple(zip(self._facts[index], self._statuses[index], strict=True))
+        return self._facts[index], self._statuses[index]
+
+    def __iter__(self) -> Iterator[tuple[RetrievedFact, Status]]:
+        return zip(self._facts, self._statuses, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 @dataclass(frozen=True, slots=True)
 class ProbeReport:
     probe: Probe
     expected: tuple[str, ...]
-    retrieved: tuple[tuple[RetrievedFact, Status], ...]
+    retrieved: Sequence[tuple[RetrievedFact, Status]]
     expected_facts: tuple[Fact, ...] = ()  # ``expected`` with each fact's own domain
     served: tuple[ItemReading, ...] = ()  # the served items and how each was read
 
@@ -320,7 +362,8 @@ class Replay:
         for probe in sorted(self._active.values(), key=lambda p: (p.subject, p.predicate, p.id)):
             facts = self._answers.get(probe.id, ())
             current = tuple(self.truth.current(probe.key, at))
-            retrieved = tuple((f, self.truth.status_of(f.key, f.value, at)) for f in facts)
+            status_of = self.truth.status_of
+            retrieved = Retrieved(facts, tuple([status_of(f.key, f.value, at) for f in facts]))
             out.append(
                 ProbeReport(
                     probe,

@@ -7,6 +7,7 @@ exactly the numbers that asking every probe gives.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -171,15 +172,25 @@ def score_probe(
         add(probe.domain, CONFLICTS)
     cells = tuple(counts.items())
     shared = _CELLS.get(cells)
-    if shared is None and len(_CELLS) < _CELLS_MAX:
-        shared = _CELLS[cells] = cells
-    return ProbeScore(shared or cells, stale_after)
+    if shared is None:
+        if len(_CELLS) < _CELLS_MAX:
+            shared = _CELLS[cells] = cells
+        else:  # a rarer combination: its own tuple, of shared pairs
+            shared = tuple(_pair(cell) for cell in cells)
+    return ProbeScore(shared, stale_after)
 
 
 # Most probes add one of a few combinations of counts: each score holds the one shared copy
 # of its cells (a daemon keeps every probe's score; about 0.6 KiB a probe otherwise).
 _CELLS: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
 _CELLS_MAX = 4096
+
+
+@functools.lru_cache(maxsize=65536)
+def _pair(cell: tuple[int, int]) -> tuple[int, int]:
+    """One (count index, amount) pair for every score that adds it (a baseline answering
+    with every record it wrote adds counts in the hundreds, in ever new combinations)."""
+    return cell
 
 
 def _plus(at: datetime, window: timedelta) -> datetime:

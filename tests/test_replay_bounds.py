@@ -85,3 +85,29 @@ def test_a_staleness_instant_pushed_before_the_heap_is_compacted_still_comes():
     }
     assert reports["incremental"] == reports["full"]
     assert reports["full"]["targets"][0]["final"]["metrics"]["all"]["freshness"] < 1.0
+
+
+def test_the_final_report_of_a_baseline_answering_with_every_record_adds_a_status_per_record():
+    import gc
+    import tracemalloc
+
+    from healthd.memory.naive import NaiveMemory
+
+    events = _timeline(2000)  # 4 keys: each answer is some 500 records
+    memory = NaiveMemory()
+    replay = Replay(memory, build_probe_set(events), windows=TTL)
+    for event in events:
+        replay.step(event)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        report = replay.report()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    records = sum(len(probe.retrieved) for probe in report)
+    assert records == len(events)
+    assert [status for _, status in report[0].retrieved][:2] == ["current", "current"]
+    assert list(report[0].retrieved)[:1] == [report[0].retrieved[0]]
+    # was a (fact, status) pair per record, 64 B each, while the whole replay is alive
+    assert held / records < 16, f"{held / records:.0f} bytes a record"
