@@ -359,10 +359,10 @@ class Replay:
             return out
         # In key order, so a replay restored after a restart reports exactly what one that
         # ran through reports (the order in which probes entered P_i is not kept).
+        status_of = self.truth.status_of
         for probe in sorted(self._active.values(), key=lambda p: (p.subject, p.predicate, p.id)):
             facts = self._answers.get(probe.id, ())
             current = tuple(self.truth.current(probe.key, at))
-            status_of = self.truth.status_of
             retrieved = Retrieved(facts, tuple([status_of(f.key, f.value, at) for f in facts]))
             out.append(
                 ProbeReport(
