@@ -20,8 +20,9 @@ run with nothing new). Prints one JSON object.
 second process fetch /metrics in a loop; prints both times, their ratio (target <= 1.10)
 and the scrape latencies.
 
-``--scheduled N``: the daemon's default persistent reference shadow over an N-event history
-(generated as above, N/10 keys), each part in its own child process so its peak RSS is its
+``--scheduled N[:K] [--project]``: the daemon's default persistent reference shadow over an
+N-event history (generated as above, or by ``project_history.py`` with ``--project``; K keys,
+default N/10), each part in its own child process so its peak RSS is its
 own: the first run (history taken in), then CPU of a scheduled run with nothing new (target
 <= 10 ms), wall/CPU of a run after 100 new events were appended to the file (target <= 0.15 s);
 then a restart (new state store and Runner over the same state + a first run with nothing
@@ -557,20 +558,32 @@ def held_benchmark(
     return out
 
 
-def scheduled_benchmark(events: int) -> dict[str, Any]:
+def _write_scheduled_history(tmp: str, events: int, keys: int, project: bool) -> None:
+    """``timeline.jsonl`` with the first ``events`` events of an (events + 200)-event history,
+    ``more.jsonl`` and ``more2.jsonl`` with the 100 after them and the last 100."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_evaluator import generate
+    whole = Path(tmp) / "whole.jsonl"
+    if project:
+        from project_history import write
 
-    from healthd.timeline import write_timeline
+        write(events + 200, keys, str(whole))
+    else:
+        _write_generated(whole, events + 200, keys)
+    parts = (("timeline.jsonl", events), ("more.jsonl", 100), ("more2.jsonl", 100))
+    with open(whole, encoding="utf-8") as lines:
+        for name, count in parts:
+            with open(Path(tmp) / name, "w", encoding="utf-8") as out:
+                for _ in range(count):
+                    out.write(next(lines))
+    whole.unlink()
 
-    timeline = generate(events + 200, max(1, events // 10))
+
+def scheduled_benchmark(
+    events: int, keys: int | None = None, project: bool = False
+) -> dict[str, Any]:
+    keys = keys or max(1, events // 10)
     with tempfile.TemporaryDirectory() as tmp:
-        with open(Path(tmp) / "timeline.jsonl", "w", encoding="utf-8") as out:
-            write_timeline(timeline[:events], out)
-        with open(Path(tmp) / "more.jsonl", "w", encoding="utf-8") as out:
-            write_timeline(timeline[events : events + 100], out)
-        with open(Path(tmp) / "more2.jsonl", "w", encoding="utf-8") as out:
-            write_timeline(timeline[events + 100 :], out)
+        _write_scheduled_history(tmp, events, keys, project)
         (Path(tmp) / "config.toml").write_text(
             f'state_path = "{Path(tmp) / "state" / "state.sqlite"}"\n'
             f'[sources.bench]\nkind = "file"\npath = "{Path(tmp) / "timeline.jsonl"}"\n'
@@ -593,7 +606,8 @@ def scheduled_benchmark(events: int) -> dict[str, Any]:
     history, restart = rounded["history"], rounded["restart"]
     return {
         "events": events,
-        "keys": max(1, events // 10),
+        "keys": keys,
+        "generator": "project_history" if project else "bench_evaluator",
         "first_run": history["first_run"],
         "idle_run_cpu_ms": history["idle_run_cpu_ms"],
         "run_with_100_new": history["run_with_100_new"],
@@ -634,7 +648,8 @@ def main() -> int:
     parser.add_argument(
         "--project",
         action="store_true",
-        help="with --held: project-shaped histories (project_history.py), not the mix",
+        help="with --held or --scheduled: project-shaped histories (project_history.py), not "
+        "the mix",
     )
     parser.add_argument(
         "--evaluate-html",
@@ -645,11 +660,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--scheduled",
-        type=int,
         nargs="?",
-        const=100000,
-        metavar="N",
-        help="scheduled runs, 100 new events and a restart over an N-event history",
+        const="100000",
+        metavar="N[:K]",
+        help="scheduled runs, 100 new events and a restart over an N-event history on K keys "
+        "(default N/10)",
     )
     args = parser.parse_args()
     if args.held:
@@ -659,7 +674,13 @@ def main() -> int:
         print(json.dumps(html_memory(args.evaluate_html), indent=1))
         return 0
     if args.scheduled:
-        print(json.dumps(scheduled_benchmark(args.scheduled), indent=1))
+        events, _, keys = args.scheduled.partition(":")
+        print(
+            json.dumps(
+                scheduled_benchmark(int(events), int(keys) if keys else None, args.project),
+                indent=1,
+            )
+        )
         return 0
     if args.scrape_impact:
         print(json.dumps(scrape_impact(args.scrape_impact), indent=1))

@@ -230,6 +230,10 @@ class Replay:
         self._pending: dict[FactKey, set[str]] = {}  # values not in _was_current yet
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
+        # bumped whenever an answer, a reading or the active set changes: what is counted
+        # over every answer is counted again only then (an idle daemon run changes none)
+        self._served_version = 0
+        self._served_summary: tuple[int, ReadingCounts, int] | None = None
 
     # -- feeding --------------------------------------------------------------------------
 
@@ -282,6 +286,7 @@ class Replay:
         fresh = [p for key in active for p in probes.for_key(key) if p.id not in self._active]
         for probe in fresh:
             self._active[probe.id] = probe
+        self._served_version += 1
         if fresh and self.at is not None:
             for probe in fresh:
                 self._ask(probe, self.at)
@@ -377,13 +382,29 @@ class Replay:
 
     def reading_counts(self) -> ReadingCounts:
         """Over every active probe's last answer."""
-        items = unread = mismatch = 0
-        for pid in self._active:
-            for reading in self._readings.get(pid, ()):
-                items += 1
-                unread += reading.reading.unread
-                mismatch += reading.mismatch
-        return ReadingCounts(items, unread, mismatch)
+        return self._summary()[1]
+
+    def retrieval_changed_items(self) -> int:
+        """Served items, over every last answer, written under another retrieval
+        fingerprint."""
+        return self._summary()[2]
+
+    def _summary(self) -> tuple[int, ReadingCounts, int]:
+        summary = self._served_summary
+        if summary is None or summary[0] != self._served_version:
+            items = unread = mismatch = 0
+            for pid in self._active:
+                for reading in self._readings.get(pid, ()):
+                    items += 1
+                    unread += reading.reading.unread
+                    mismatch += reading.mismatch
+            changed = sum(retrieval_changed(served) for served in self._answers.values())
+            summary = self._served_summary = (
+                self._served_version,
+                ReadingCounts(items, unread, mismatch),
+                changed,
+            )
+        return summary
 
     @property
     def active_probes(self) -> int:
@@ -393,6 +414,7 @@ class Replay:
 
     def _enter(self, key: FactKey) -> tuple[Probe, ...]:
         self._active_keys.add(key)
+        self._served_version += 1
         probes = self._probe_set.for_key(key)
         for probe in probes:
             self._active[probe.id] = probe
@@ -466,6 +488,7 @@ class Replay:
             else:
                 del self._served[probe.id]
                 self._readings.pop(probe.id, None)
+                self._served_version += 1
         if probe.id in self._answer_keys and facts == self._answers.get(probe.id):
             return  # the same answer: the same keys (most re-asks)
         keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
@@ -479,6 +502,7 @@ class Replay:
                 self._by_fact_key.setdefault(fact_key, set()).add(probe.id)
             self._answer_keys[probe.id] = keys
         self._answers[probe.id] = facts
+        self._served_version += 1
 
     def _read(
         self, probe: Probe, facts: tuple[RetrievedFact, ...], items: tuple[ServedItem, ...]
@@ -492,6 +516,7 @@ class Replay:
         self._read_with[probe.id] = len(held)
         readings, read = read_facts(self._cached_reader, probe.key, held, items)
         self._readings[probe.id] = readings
+        self._served_version += 1
         return facts + read
 
     def _reread(self, probe: Probe) -> None:
@@ -499,7 +524,7 @@ class Replay:
         served = self._served.get(probe.id)
         if served is None or self._read_with.get(probe.id) == len(self.truth.values(probe.key)):
             return
-        self._answers[probe.id] = self._read(probe, served[1], served[0])
+        self._answers[probe.id] = self._read(probe, served[1], served[0])  # _read bumps
 
     def _rescore(self, probe: Probe, at: datetime) -> None:
         pid = probe.id
@@ -649,6 +674,7 @@ class Replay:
             if truth.asserted(key):
                 replay._enter(key)
         replay._answers = answers
+        replay._served_version += 1
         for probe_id, facts in answers.items():
             answer_keys = frozenset([fact.key for fact in facts])
             replay._answer_keys[probe_id] = answer_keys

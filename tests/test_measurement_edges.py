@@ -450,6 +450,24 @@ def test_served_facts_written_under_another_retrieval_are_counted_one_each():
     assert result.retrieval_changed == 2
 
 
+def test_the_count_of_facts_served_under_another_retrieval_follows_every_answer(mode):
+    """Read after each stage, as the daemon reads it after each run: a count taken before
+    an answer changed is not served again after it."""
+    events = [added("1", 0, a1), added("2", 1, b1), added("3", 2, fact("c", "lang", "1"))]
+    script = {
+        "1": {A: [record(a1, 0, RETRIEVAL_CHANGED)]},
+        "2": {B: [record(b1, 1, RETRIEVAL_CHANGED)]},
+        "3": {A: [record(a1, 0)]},
+    }
+    replay = Replay(ScriptedMemory(script), build_probe_set(events), mode=mode)
+    counted = []
+    for event in events:
+        replay.step(event)
+        counted.append(replay.retrieval_changed_items())
+        counted.append(replay.retrieval_changed_items())  # asked twice, nothing in between
+    assert counted == [1, 1, 2, 2, 1, 1]
+
+
 def test_a_history_of_sweeps_alone_has_no_last_change():
     events = [swept("1", 0, a1), swept("2", 1, a1)]
     result = evaluate(events, NaiveMemory(), build_probe_set(events), name="n", kind="n")

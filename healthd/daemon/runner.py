@@ -49,7 +49,7 @@ from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow, shadow_path
 from healthd.errors import HealthdError
-from healthd.evaluator import Replay, StageResult, is_sweep, retrieval_changed
+from healthd.evaluator import Replay, StageResult, is_sweep
 from healthd.exporters.report import metrics_json, probe_json, stage_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import (
@@ -899,9 +899,7 @@ class Runner:
                     "info_version": info_version,
                     "retrieval": retrieval.as_json(),
                     "retrieval_changes": t.retrieval_changes,
-                    "retrieval_changed_items": sum(
-                        retrieval_changed(served) for served in replay.answers.values()
-                    ),
+                    "retrieval_changed_items": replay.retrieval_changed_items(),
                     "reader": replay.reader.label,
                     "reading": replay.reading_counts().as_dict(),
                     "at": format_timestamp(replay.at) if replay.at else None,
