@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, overload
@@ -221,13 +221,18 @@ class Replay:
         # (instant in microseconds, version, probe id): integers compare faster than datetimes
         self._stale_heap: list[tuple[int, int, str]] = []
         self._stale_compact_at = STALE_COMPACT_MIN
+        # The keys an answer serves besides its probe's own (a change to that one rescores
+        # the probe anyway), and the other way round: most answers serve only their own.
         self._by_fact_key: dict[FactKey, set[str]] = {}
-        self._answer_keys: dict[str, frozenset[FactKey]] = {}  # the keys of each answer
+        self._answer_keys: dict[str, frozenset[FactKey]] = {}
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
-        self._was_current: dict[tuple[FactKey, str], bool] = {}
-        self._live: dict[FactKey, set[str]] = {}  # values whose _was_current is True
-        self._pending: dict[FactKey, set[str]] = {}  # values not in _was_current yet
+        # Each value a stage has looked at was current then (in _live) or not (its bit, by
+        # the value's rank in truth, in _gone: a few bytes a key, not a tuple a value);
+        # values no stage has looked at yet are _pending.
+        self._live: dict[FactKey, set[str]] = {}
+        self._gone: dict[FactKey, int] = {}
+        self._pending: dict[FactKey, set[str]] = {}
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
         # bumped whenever an answer, a reading or the active set changes: what is counted
@@ -308,7 +313,7 @@ class Replay:
                 for stage, facts in self._due.items()
             },
             "was_current": [
-                [k.subject, k.predicate, v, c] for (k, v), c in self._was_current.items()
+                [k.subject, k.predicate, v, c] for (k, v), c in self.was_current.items()
             ],
         }
 
@@ -333,16 +338,7 @@ class Replay:
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in snapshot["due"].items()
         }
-        replay._was_current = {
-            (FactKey(s, p), v): bool(c) for s, p, v, c in snapshot["was_current"]
-        }
-        for key in list(replay.truth.keys()):
-            for value in replay.truth.values(key):
-                seen = replay._was_current.get((key, value))
-                if seen is None:
-                    replay._pending.setdefault(key, set()).add(value)
-                elif seen:
-                    replay._live.setdefault(key, set()).add(value)
+        replay._look_back({(FactKey(s, p), v): bool(c) for s, p, v, c in snapshot["was_current"]})
         replay.at = replay.truth.latest
         for key in list(replay.truth.keys()):
             if replay.truth.asserted(key):
@@ -442,20 +438,30 @@ class Replay:
                 candidates |= pending
             if not candidates:
                 continue
-            for value in sorted(candidates, key=truth.value_rank(key)):
+            rank = truth.value_rank(key)
+            gone = was_gone = self._gone.get(key, 0)
+            for value in sorted(candidates, key=rank):
                 status, domain = truth.state_of(key, value, at)
                 if domain is None:  # unknown
                     continue
                 if pending is not None:
                     pending.discard(value)
+                bit = 1 << rank(value)
                 if status == "current":
-                    self._was_current[(key, value)] = True
-                    self._live.setdefault(key, set()).add(value)
-                elif self._was_current.get((key, value), True):
-                    self._was_current[(key, value)] = False
+                    gone &= ~bit
+                    if live is None:
+                        live = self._live[key] = set()
+                    live.add(value)
+                elif not gone & bit:  # current when last looked at, or never looked at
+                    gone |= bit
                     if live is not None:
                         live.discard(value)
                     out.append(Fact(key.subject, key.predicate, value, domain))
+            if gone != was_gone:
+                if gone:
+                    self._gone[key] = gone
+                else:
+                    del self._gone[key]
             if pending is not None and not pending:
                 del self._pending[key]  # most keys: nothing left unseen, no set kept
             if live is not None and not live:
@@ -465,10 +471,15 @@ class Replay:
     def _note_values(self, event: ChangeEvent) -> None:
         """Values an event gives a key that no stage has looked at yet."""
         facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
+        truth = self.truth
         for fact in facts:
-            key = FactKey(fact.subject, fact.predicate)
-            if (key, fact.value) not in self._was_current and self.truth.has_value(key, fact.value):
-                self._pending.setdefault(key, set()).add(fact.value)
+            key, value = FactKey(fact.subject, fact.predicate), fact.value
+            if (
+                truth.has_value(key, value)
+                and value not in self._live.get(key, ())
+                and not self._gone.get(key, 0) >> truth.value_rank(key)(value) & 1
+            ):
+                self._pending.setdefault(key, set()).add(value)
 
     def _ask(self, probe: Probe, at: datetime) -> None:
         self.stats.probe_queries += 1
@@ -491,13 +502,15 @@ class Replay:
                 self._served_version += 1
         if probe.id in self._answer_keys and facts == self._answers.get(probe.id):
             return  # the same answer: the same keys (most re-asks)
-        keys = frozenset([FactKey(f.subject, f.predicate) for f in facts])
+        keys = _other_keys(probe.key, facts)
         old = self._answer_keys.get(probe.id)
         if keys != old:
             for fact_key in old - keys if old else ():
                 holders = self._by_fact_key.get(fact_key)
                 if holders is not None:
                     holders.discard(probe.id)
+                    if not holders:
+                        del self._by_fact_key[fact_key]
             for fact_key in keys - old if old else keys:
                 self._by_fact_key.setdefault(fact_key, set()).add(probe.id)
             self._answer_keys[probe.id] = keys
@@ -632,9 +645,26 @@ class Replay:
         return self._scores
 
     @property
-    def was_current(self) -> dict[tuple[FactKey, str], bool]:
-        """Per (key, value) a stage has looked at: whether it was current (read only)."""
-        return self._was_current
+    def was_current(self) -> Mapping[tuple[FactKey, str], bool]:
+        """Per (key, value) a stage has looked at: whether it was current (a live view)."""
+        return _WasCurrent(self)
+
+    def _look_back(self, was_current: Mapping[tuple[FactKey, str], bool]) -> None:
+        """Take which values stages looked at, and what they saw, from an exported map."""
+        truth = self.truth
+        for key in list(truth.keys()):
+            rank = truth.value_rank(key)
+            gone = 0
+            for value in truth.values(key):
+                seen = was_current.get((key, value))
+                if seen is None:
+                    self._pending.setdefault(key, set()).add(value)
+                elif seen:
+                    self._live.setdefault(key, set()).add(value)
+                else:
+                    gone |= 1 << rank(value)
+            if gone:
+                self._gone[key] = gone
 
     @classmethod
     def resume(
@@ -643,7 +673,7 @@ class Replay:
         probes: ProbeSet,
         truth: GroundTruth,
         counters: dict[str, Any],
-        was_current: dict[tuple[FactKey, str], bool],
+        was_current: Mapping[tuple[FactKey, str], bool],
         answers: dict[str, tuple[RetrievedFact, ...]],
         scores: dict[str, ProbeScore],
         **options: Any,
@@ -660,15 +690,8 @@ class Replay:
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in counters["due"].items()
         }
-        replay._was_current = was_current
+        replay._look_back(was_current)
         keys = list(truth.keys())
-        for key in keys:
-            for value in truth.values(key):
-                seen = was_current.get((key, value))
-                if seen is None:
-                    replay._pending.setdefault(key, set()).add(value)
-                elif seen:
-                    replay._live.setdefault(key, set()).add(value)
         replay.at = truth.latest
         for key in keys:
             if truth.asserted(key):
@@ -676,7 +699,8 @@ class Replay:
         replay._answers = answers
         replay._served_version += 1
         for probe_id, facts in answers.items():
-            answer_keys = frozenset([fact.key for fact in facts])
+            probe = replay._active.get(probe_id)
+            answer_keys = _other_keys(probe.key if probe else None, facts)
             replay._answer_keys[probe_id] = answer_keys
             for fact_key in answer_keys:
                 replay._by_fact_key.setdefault(fact_key, set()).add(probe_id)
@@ -743,3 +767,54 @@ def evaluate(
         reader=replay.reader.label,
         reading=replay.reading_counts(),
     )
+
+
+_NO_KEYS: frozenset[FactKey] = frozenset()
+
+
+def _other_keys(own: FactKey | None, facts: Iterable[RetrievedFact]) -> frozenset[FactKey]:
+    """The keys of ``facts`` other than ``own``."""
+    if own is None:
+        return frozenset([FactKey(f.subject, f.predicate) for f in facts])
+    subject, predicate = own
+    keys = [
+        FactKey(f.subject, f.predicate)
+        for f in facts
+        if f.predicate != predicate or f.subject != subject
+    ]
+    return frozenset(keys) if keys else _NO_KEYS
+
+
+class _WasCurrent(Mapping[tuple[FactKey, str], bool]):
+    """A replay's values a stage has looked at, per (key, value): whether it was current."""
+
+    __slots__ = ("_replay",)
+
+    def __init__(self, replay: Replay) -> None:
+        self._replay = replay
+
+    def __getitem__(self, item: tuple[FactKey, str]) -> bool:
+        key, value = item
+        replay = self._replay
+        if value in replay._live.get(key, ()):
+            return True
+        gone = replay._gone.get(key, 0)
+        truth = replay.truth
+        if gone and truth.has_value(key, value) and gone >> truth.value_rank(key)(value) & 1:
+            return False
+        raise KeyError(item)
+
+    def __iter__(self) -> Iterator[tuple[FactKey, str]]:
+        replay = self._replay
+        for key, values in replay._live.items():
+            for value in values:
+                yield key, value
+        for key, gone in replay._gone.items():
+            for rank, value in enumerate(replay.truth.values(key)):
+                if gone >> rank & 1:
+                    yield key, value
+
+    def __len__(self) -> int:
+        replay = self._replay
+        live = sum(len(values) for values in replay._live.values())
+        return live + sum(gone.bit_count() for gone in replay._gone.values())

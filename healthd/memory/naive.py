@@ -23,7 +23,8 @@ class NaiveMemory:
     def __init__(self, *, shadow: bool = True) -> None:
         if not shadow:
             raise ShadowViolation("the naive memory is always a shadow; shadow=off is refused")
-        self._records: dict[FactKey, list[RetrievedFact]] = {}
+        # each key's records, newest first: the answer itself, shared with whoever holds it
+        self._records: dict[FactKey, tuple[RetrievedFact, ...]] = {}
         self._touched: set[FactKey] = set()
         self._clock: datetime | None = None
         self._count = 0
@@ -50,12 +51,12 @@ class NaiveMemory:
             self._clock,
             event.timestamp,
         )
-        self._records.setdefault(fact.key, []).append(record)
-        self._touched.add(fact.key)
+        key = fact.key
+        self._records[key] = (record,) + self._records.get(key, ())
+        self._touched.add(key)
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
-        records = self._records.get(probe.key, [])
-        return Answer(probe.id, tuple(reversed(records)))
+        return Answer(probe.id, self._records.get(probe.key, ()))
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
         changed, self._touched = self._touched, set()
