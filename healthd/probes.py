@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import InitVar, dataclass, field
 
 from healthd import _json
 from healthd.errors import ProbeFileError
@@ -77,13 +77,23 @@ def generated_probe_id(key: FactKey) -> str:
     return f"p-{_digest(key.subject, key.predicate)}"
 
 
+def _canonical(probe: Probe) -> str:
+    """What of a probe its set's version covers, as JSON."""
+    return json.dumps(
+        [probe.id, probe.question, probe.subject, probe.predicate, probe.domain, probe.multi_valued]
+    )
+
+
 @dataclass(frozen=True)
 class ProbeSet:
     probes: tuple[Probe, ...]
     by_key: dict[FactKey, tuple[Probe, ...]] = field(init=False, repr=False, compare=False)
     version: str = field(init=False, compare=False)
+    # each probe's _canonical text by id, when the caller keeps them (a long-lived catalog
+    # that extends its set run after run): the rest are written here
+    canonical: InitVar[Mapping[str, str] | None] = field(default=None, kw_only=True)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, canonical: Mapping[str, str] | None) -> None:
         by_key: dict[FactKey, list[Probe]] = {}
         first: dict[str, Probe] = {}
         for probe in self.probes:
@@ -96,13 +106,13 @@ class ProbeSet:
                 )
             by_key.setdefault(probe.key, []).append(probe)
         object.__setattr__(self, "by_key", {k: tuple(v) for k, v in by_key.items()})
-        canonical = json.dumps(
-            sorted(
-                [p.id, p.question, p.subject, p.predicate, p.domain, p.multi_valued]
-                for p in self.probes
-            )
-        )
-        object.__setattr__(self, "version", hashlib.sha256(canonical.encode()).hexdigest()[:16])
+        # The JSON list of every probe's _canonical list in order of id (ids are unique
+        # here): written from each probe's own text, so a set extended by a few probes
+        # dumps only theirs.
+        known = canonical or {}
+        texts = [known.get(i) or _canonical(first[i]) for i in sorted(first)]
+        listed = "[" + ", ".join(texts) + "]"
+        object.__setattr__(self, "version", hashlib.sha256(listed.encode()).hexdigest()[:16])
 
     def __len__(self) -> int:
         return len(self.probes)
@@ -124,6 +134,7 @@ class KeyCatalog:
     def __init__(self, events: Iterable[ChangeEvent] = ()) -> None:
         self.keys: dict[FactKey, tuple[Domain, bool]] = {}
         self._probes: dict[FactKey, Probe] = {}
+        self._canonical: dict[str, str] = {}  # of each probe in _probes, by id
         self.add(events)
 
     @classmethod
@@ -167,6 +178,7 @@ class KeyCatalog:
                     domain,
                     multi,
                 )
+                self._canonical[probe.id] = _canonical(probe)
             probes.append(probe)
         for probe in extra:
             # The file's domain is the author's: it files the probe's contamination and
@@ -183,7 +195,7 @@ class KeyCatalog:
                     "file",
                 )
             )
-        return ProbeSet(tuple(probes))
+        return ProbeSet(tuple(probes), canonical=self._canonical)
 
 
 def build_probe_set(events: Iterable[ChangeEvent], extra: Sequence[Probe] = ()) -> ProbeSet:

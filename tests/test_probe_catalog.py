@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_timelines import EXAMPLES, timelines
@@ -29,6 +32,40 @@ def test_a_catalog_extended_chunk_by_chunk_gives_the_probe_set_built_from_all(ev
         assert got.probes == expected.probes
         assert got.version == expected.version
     assert changed_all == set(catalog.keys)
+
+
+def _version_as_defined(probes):
+    """The version as first written down: a digest of every probe's fields, sorted."""
+    rows = sorted(
+        [p.id, p.question, p.subject, p.predicate, p.domain, p.multi_valued] for p in probes
+    )
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=timelines(), data=st.data())
+def test_a_catalog_kept_across_runs_gives_the_probe_set_built_from_all(events, data):
+    """As the daemon keeps it: one catalog, asked for its probe set after each chunk (it
+    keeps what it wrote of each probe for the version, and writes again only new ones)."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(events)), max_size=4), label="cuts"))
+    catalog = KeyCatalog()
+    for start, stop in zip([0, *cuts], [*cuts, len(events)], strict=True):
+        catalog.add(events[start:stop])
+        expected = build_probe_set(events[:stop], EXTRA)
+        got = catalog.probe_set(EXTRA)
+        assert got.probes == expected.probes
+        assert got.by_key == expected.by_key
+        assert got.version == expected.version == _version_as_defined(got.probes)
+
+
+def test_a_key_whose_probe_changes_changes_the_version():
+    catalog = KeyCatalog([added("e1", 0, fact("a", "lang", "go"))])
+    before = catalog.probe_set()
+    catalog.add([added("e2", 1, fact("a", "lang", "c"), multi=True)])
+    after = catalog.probe_set()
+    assert after.probes[0].multi_valued and not before.probes[0].multi_valued
+    assert after.version != before.version
+    assert after.version == _version_as_defined(after.probes)
 
 
 def test_only_new_or_changed_keys_are_reported():
