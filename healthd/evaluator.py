@@ -235,8 +235,9 @@ class Replay:
         self._pending: dict[FactKey, set[str]] = {}
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
-        # bumped whenever an answer, a reading or the active set changes: what is counted
-        # over every answer is counted again only then (an idle daemon run changes none)
+        # bumped whenever an answer or a reading changes (only an asked, so active, probe has
+        # either): what is counted over every answer is counted again only then (an idle
+        # daemon run changes none)
         self._served_version = 0
         self._served_summary: tuple[int, ReadingCounts, int] | None = None
 
@@ -291,7 +292,6 @@ class Replay:
         fresh = [p for key in active for p in probes.for_key(key) if p.id not in self._active]
         for probe in fresh:
             self._active[probe.id] = probe
-        self._served_version += 1
         if fresh and self.at is not None:
             for probe in fresh:
                 self._ask(probe, self.at)
@@ -410,7 +410,6 @@ class Replay:
 
     def _enter(self, key: FactKey) -> tuple[Probe, ...]:
         self._active_keys.add(key)
-        self._served_version += 1
         probes = self._probe_set.for_key(key)
         for probe in probes:
             self._active[probe.id] = probe
@@ -697,7 +696,6 @@ class Replay:
             if truth.asserted(key):
                 replay._enter(key)
         replay._answers = answers
-        replay._served_version += 1
         for probe_id, facts in answers.items():
             probe = replay._active.get(probe_id)
             answer_keys = _other_keys(probe.key if probe else None, facts)

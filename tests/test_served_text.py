@@ -357,6 +357,18 @@ def test_every_item_whose_text_contradicts_its_metadata_is_counted():
     assert result.reading.metadata_mismatch == 2
 
 
+def test_more_unread_items_are_counted_though_what_is_read_from_them_is_the_same():
+    events = _owner_events()
+    note = ServedItem("Prefers dark mode in the IDE", "r1", T0)
+    memory = ServedMemory([note])
+    replay = Replay(memory, build_probe_set(events))
+    replay.step(events[0])
+    assert replay.reading_counts().as_dict() == {"items": 1, "unread": 1, "metadata_mismatch": 0}
+    memory.items = (note, ServedItem("Drinks tea at four", "r2", T0))  # no fact either way
+    replay.step(events[1])
+    assert replay.reading_counts().as_dict() == {"items": 2, "unread": 2, "metadata_mismatch": 0}
+
+
 def test_items_a_memory_no_longer_serves_leave_the_reading_counts():
     events = _owner_events()
     memory = ServedMemory([ServedItem("Prefers dark mode in the IDE", "r1", T0)])

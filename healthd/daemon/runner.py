@@ -294,7 +294,9 @@ class Runner:
                 "events from scratch into a fresh one"
             )
             return
-        self._resume(t)
+        # A persistent shadow's replay is read back by the first run (or page) that needs
+        # it, not here: the daemon serves the stored results at once, however long the
+        # history (reading a million events' state takes seconds).
 
     def _resume(self, t: TargetRuntime) -> bool:
         """Rebuild a persistent shadow's replay from the checkpoint of its last committed
@@ -1025,9 +1027,14 @@ class Runner:
         """The target's part of the page at /, built when asked for after its replay moved
         on (not at every run: it reads every probe). While a run is replaying, the page
         built last is shown."""
-        if t.page_built == t.page_wanted or not self._replay_lock.acquire(blocking=False):
+        unread = t.replay is None and t.persistent and t.row.results is not None and not t.note
+        if (t.page_built == t.page_wanted and not unread) or not self._replay_lock.acquire(
+            blocking=False
+        ):
             return t.page
         try:
+            if unread and t.replay is None:
+                self._resume(t)  # not read back since a restart
             replay, results = t.replay, t.row.results
             if replay is None or results is None:
                 return t.page

@@ -228,13 +228,15 @@ def test_runner_incremental_runs_restart_and_config_change(tmp_path):
     runner.close()
     state.close()
 
-    # restart: the reference shadow is restored without replay; naive replays from scratch
+    # restart: the stored results are served at once and the reference shadow's replay is
+    # read back by the first run, not replayed; naive replays from scratch
     runner, state = _runner(tmp_path, **kw)
-    assert runner.targets["reference"].replay is not None
+    assert runner.ready() and runner.targets["reference"].replay is None
     assert (
         runner.targets["naive"].replay is None and "process memory" in runner.targets["naive"].note
     )
     run = runner.run_once()
+    assert runner.targets["reference"].replay is not None
     assert run.new_events == 0
     assert run.targets["reference"]["replayed"] == 0 and run.targets["naive"]["replayed"] == 135
     assert all(o["events"] == 0 for o in run.targets.values())  # nothing counted twice
@@ -565,22 +567,22 @@ def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_event
     )
     runner, state = _runner(tmp_path, **kw)
     runner.run_once()
+    queries = runner.targets["reference"].replay.stats.probe_queries
     runner.close()
     state.close()
 
     stream = io.StringIO()
     configure_logging("info", "json", stream)
     runner, state = _runner(tmp_path, **kw)
+    timeline.write_text("".join(lines))
+    run = runner.run_once()
     restored = [
         json.loads(entry)
         for entry in stream.getvalue().splitlines()
         if json.loads(entry).get("event") == "shadow restored"
     ]
-    assert restored and restored[0]["events"] == 70
+    assert restored and restored[0]["events"] == 70  # read back by the run
     assert restored[0]["truth_folded_from_events"] == 0
-    queries = runner.targets["reference"].replay.stats.probe_queries
-    timeline.write_text("".join(lines))
-    run = runner.run_once()
     assert run.targets["reference"]["replayed"] == len(lines) - 70
     assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
     page = runner.view()["pages"]["reference"]["target"]["final"]
@@ -595,6 +597,39 @@ def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_event
     )
     assert json.dumps(page["probes"]) == json.dumps([probe_json(p) for p in straight.probes])
     assert runner.targets["reference"].replay.stats.probe_queries > queries
+    runner.close()
+    state.close()
+
+
+def test_a_restart_serves_the_stored_results_and_reads_the_shadow_when_first_needed(tmp_path):
+    """Starting up reads no replay state (at a million events that takes seconds, and the
+    listener starts only after the runner): the stored results are served at once; the
+    page at / reads the shadow's replay back when first asked, as a run would."""
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    page_before = runner.view()["pages"]["reference"]["target"]["final"]
+    runner.close()
+    state.close()
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    assert runner.ready() and runner.targets["reference"].replay is None
+    assert "shadow restored" not in stream.getvalue()
+    results = runner.view()["targets"]["reference"].results
+    assert results["metrics"] == _expected(EXAMPLE, "reference")
+    page = runner.view()["pages"]["reference"]["target"]["final"]
+    assert json.dumps(page) == json.dumps(page_before)
+    assert "shadow restored" in stream.getvalue()
+    run = runner.run_once()
+    assert run.targets["reference"]["replayed"] == 0  # read back once, not replayed
+    assert stream.getvalue().count("shadow restored") == 1
     runner.close()
     state.close()
 
@@ -644,9 +679,9 @@ def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_o
     stream = io.StringIO()
     configure_logging("info", "json", stream)
     runner, state = _runner(tmp_path, **kw)
-    assert restored_lines(stream)[0]["truth_folded_from_events"] == 70
     timeline.write_text("".join(lines))
     runner.run_once()
+    assert restored_lines(stream)[0]["truth_folded_from_events"] == 70
     assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
     runner.close()
     state.close()
@@ -654,8 +689,8 @@ def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_o
     stream = io.StringIO()
     configure_logging("info", "json", stream)
     runner, state = _runner(tmp_path, **kw)
-    assert restored_lines(stream)[0]["truth_folded_from_events"] == 0
     runner.run_once()
+    assert restored_lines(stream)[0]["truth_folded_from_events"] == 0
     assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
     runner.close()
     state.close()
