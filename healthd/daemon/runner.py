@@ -256,7 +256,9 @@ class Runner:
         self.reader = build_reader(settings.reader)
         self._probe_extra, self.probe_config = self._read_probe_config()
         self.catalog = state.key_catalog()
-        self.probes: ProbeSet = self.catalog.probe_set(self._probe_extra)
+        # built from the catalog when a run (or the page) first needs it: a probe a key,
+        # seconds at a million events, which a restart need not wait for
+        self._probes: ProbeSet | None = None
         self._probes_extra_used = self._probe_extra
         self._previous_probes: ProbeSet | None = None
         self._new_probe_keys: list[FactKey] = []  # keys the current set added to the previous
@@ -751,13 +753,23 @@ class Runner:
             )
         return fresh
 
+    @property
+    def probes(self) -> ProbeSet:
+        """The probe set over every event so far (+ the probe file)."""
+        if self._probes is None:
+            self._probes = self.catalog.probe_set(self._probe_extra)
+            self._probes_extra_used = self._probe_extra
+        return self._probes
+
     def _extend_probes(self, changed: list[FactKey]) -> None:
         """The probe set follows the catalog of keys (extended by the new events alone);
         ``changed``: the keys this run's events added or changed in it."""
+        if self._probes is None:
+            return  # not built yet: built from the whole catalog when first needed
         if changed or self._probe_extra is not self._probes_extra_used:
-            self._previous_probes = self.probes
+            self._previous_probes = self._probes
             self._new_probe_keys = changed
-            self.probes = self.catalog.probe_set(self._probe_extra)
+            self._probes = self.catalog.probe_set(self._probe_extra)
             self._probes_extra_used = self._probe_extra
 
     def _refresh_probes(self) -> None:
