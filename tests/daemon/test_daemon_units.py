@@ -496,13 +496,18 @@ def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(t
     state.close()
 
 
-def test_a_run_with_nothing_new_replays_and_writes_nothing_of_the_history(tmp_path):
+def _example_on_a_reference_shadow(tmp_path):
+    """The runner's settings for the bundled example, from a file, on a reference shadow."""
     timeline = tmp_path / "t.jsonl"
     timeline.write_text(EXAMPLE.read_text())
-    kw = dict(
+    return dict(
         sources={"t": {"kind": "file", "path": str(timeline)}},
         targets={"reference": {"kind": "reference", "shadow": True}},
     )
+
+
+def test_a_run_with_nothing_new_replays_and_writes_nothing_of_the_history(tmp_path):
+    kw = _example_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
     runner.run_once()
     memory = runner.targets["reference"].memory
@@ -605,12 +610,7 @@ def test_a_restart_serves_the_stored_results_and_reads_the_shadow_when_first_nee
     """Starting up reads no replay state (at a million events that takes seconds, and the
     listener starts only after the runner): the stored results are served at once; the
     page at / reads the shadow's replay back when first asked, as a run would."""
-    timeline = tmp_path / "t.jsonl"
-    timeline.write_text(EXAMPLE.read_text())
-    kw = dict(
-        sources={"t": {"kind": "file", "path": str(timeline)}},
-        targets={"reference": {"kind": "reference", "shadow": True}},
-    )
+    kw = _example_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
     runner.run_once()
     page_before = runner.view()["pages"]["reference"]["target"]["final"]
