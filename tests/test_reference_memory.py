@@ -333,6 +333,18 @@ def test_a_reopened_shadow_writes_late_events_at_the_clock_it_had(tmp_path):
         assert (record.written_at, record.validated_at) == (day(20), day(5))
 
 
+def test_a_reopened_shadow_orders_what_it_is_given_after_what_it_had_at_the_same_instant(
+    tmp_path,
+):
+    path = str(tmp_path / "shadow.db")
+    feed(ReferenceMemory(path=path), added("1", 0, alice), added("2", 5, node)).close()
+    reopened = feed(ReferenceMemory(path=path), revised("3", 5, node, go))
+    uninterrupted = feed(
+        ReferenceMemory(), added("1", 0, alice), added("2", 5, node), revised("3", 5, node, go)
+    )
+    assert values(reopened, node, 6) == values(uninterrupted, node, 6) == ["go"]
+
+
 # -- event-time semantics: cascades are decided after an event is applied, in event time ----
 
 regions_eu = fact("payments-v1", "regions", "eu")

@@ -253,11 +253,15 @@ class ReferenceMemory:
                 ).fetchone()
         except sqlite3.Error as exc:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
+        # The log is appended in seq order and the clock never goes back, so the namespace's
+        # last row holds both the largest seq and the latest write time: read from the end
+        # (+namespace: not through key_log_key, which would visit every row of the namespace).
         log = self._db.execute(
-            "SELECT max(written_at), max(seq) FROM key_log WHERE namespace = ?", (namespace,)
-        ).fetchone()
+            "SELECT written_at, seq FROM key_log WHERE +namespace = ? ORDER BY rowid DESC LIMIT 1",
+            (namespace,),
+        ).fetchone() or (None, 0)
         self._clock: float | None = row[0] if row is not None and row[0] is not None else log[0]
-        self._seq: int = log[1] or 0
+        self._seq: int = log[1]
         # A private replay's largest record id, its deferred inserts included: each takes the
         # id SQLite would give it (one past the largest in the table)
         self._last_rid = self._max_rid()
