@@ -338,7 +338,10 @@ class Replay:
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in snapshot["due"].items()
         }
-        replay._look_back({(FactKey(s, p), v): bool(c) for s, p, v, c in snapshot["was_current"]})
+        seen: dict[FactKey, dict[str, bool]] = {}
+        for s, p, v, c in snapshot["was_current"]:
+            seen.setdefault(FactKey(s, p), {})[v] = bool(c)
+        replay._look_back(seen)
         replay.at = replay.truth.latest
         for key in list(replay.truth.keys()):
             if replay.truth.asserted(key):
@@ -648,14 +651,17 @@ class Replay:
         """Per (key, value) a stage has looked at: whether it was current (a live view)."""
         return _WasCurrent(self)
 
-    def _look_back(self, was_current: Mapping[tuple[FactKey, str], bool]) -> None:
-        """Take which values stages looked at, and what they saw, from an exported map."""
+    def _look_back(self, was_current: Mapping[FactKey, Mapping[str, bool]]) -> None:
+        """Take which values stages looked at, and what they saw, from an exported map (per
+        key: per value, whether it was current)."""
         truth = self.truth
+        nothing: Mapping[str, bool] = {}
         for key in list(truth.keys()):
             rank = truth.value_rank(key)
+            looked_at = was_current.get(key, nothing)
             gone = 0
             for value in truth.values(key):
-                seen = was_current.get((key, value))
+                seen = looked_at.get(value)
                 if seen is None:
                     self._pending.setdefault(key, set()).add(value)
                 elif seen:
@@ -672,14 +678,14 @@ class Replay:
         probes: ProbeSet,
         truth: GroundTruth,
         counters: dict[str, Any],
-        was_current: Mapping[tuple[FactKey, str], bool],
+        was_current: Mapping[FactKey, Mapping[str, bool]],
         answers: dict[str, tuple[RetrievedFact, ...]],
         scores: dict[str, ProbeScore],
         **options: Any,
     ) -> Replay:
         """A replay from the state a replay over the same events exported (its
-        :meth:`counters`, :attr:`was_current`, :attr:`answers`, :attr:`scores` and truth),
-        whose memory is as it was then: nothing is replayed or asked again."""
+        :meth:`counters`, :attr:`was_current` per key, :attr:`answers`, :attr:`scores` and
+        truth), whose memory is as it was then: nothing is replayed or asked again."""
         replay = cls(memory, probes, **options)
         replay.truth = truth
         replay._index = int(counters["index"])

@@ -290,8 +290,13 @@ def restarted(events, cut, memory, how, **options):
         truth = GroundTruth()
         for event in events[:cut]:
             truth.apply(event)
-        counters, state = replay.counters(), (replay.was_current, replay.answers, replay.scores)
-        replay = Replay.resume(memory, probes, truth, counters, *map(dict, state), **options)
+        was_current: dict = {}
+        for (key, value), current in replay.was_current.items():
+            was_current.setdefault(key, {})[value] = current
+        counters, answers, scores = replay.counters(), dict(replay.answers), dict(replay.scores)
+        replay = Replay.resume(
+            memory, probes, truth, counters, was_current, answers, scores, **options
+        )
         assert replay.stats.probe_queries == counters["probe_queries"]
     assert replay.stats.events == cut
     return before + [replay.step(e) for e in events[cut:]]

@@ -99,7 +99,7 @@ class ReplayStore:
         self._saved_seq = 0
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
         self._scores: dict[str, ProbeScore] = {}
-        self._was_current: dict[tuple[FactKey, str], bool] = {}
+        self._was_current: dict[FactKey, dict[str, bool]] = {}  # as saved, per key
         db = memory.state_db()
         for statement in _SCHEMA.split(";"):
             if statement.strip():
@@ -171,13 +171,18 @@ class ReplayStore:
             items = [(k, v) for k in reach for v in truth.values(k) if (k, v) in was_current]
         else:
             items = list(was_current)
-        moved = [item for item in items if saved.get(item) != was_current[item]]
+        nothing: dict[str, bool] = {}
+        moved = [
+            (k, v, was_current[k, v])
+            for k, v in items
+            if saved.get(k, nothing).get(v) != was_current[k, v]
+        ]
         db.executemany(
             "INSERT OR REPLACE INTO healthd_values VALUES (?,?,?,?)",
-            [(k.subject, k.predicate, v, int(was_current[k, v])) for k, v in moved],
+            [(k.subject, k.predicate, v, int(c)) for k, v, c in moved],
         )
-        for item in moved:
-            saved[item] = was_current[item]
+        for k, v, c in moved:
+            saved.setdefault(k, {})[v] = c
         self._keys.clear()
         self._saved_seq = top
         latest = truth.latest.isoformat() if truth.latest is not None else None
@@ -240,19 +245,22 @@ class ReplayStore:
                     tuple((int(i), int(n)) for i, n in json.loads(cells)),
                     datetime.fromisoformat(stale_after) if stale_after else None,
                 )
-        was_current = {
-            (FactKey(s, p), v): bool(c)
-            for s, p, v, c in db.execute(
-                "SELECT subject, predicate, value, current FROM healthd_values"
-            )
-        }
+        # per key, keyed by (subject, predicate) tuples, which a FactKey finds (it is one)
+        was_current: dict[FactKey, dict[str, bool]] = {}
+        for s, p, v, c in db.execute(
+            "SELECT subject, predicate, value, current FROM healthd_values"
+        ):
+            looked_at = was_current.get((s, p))  # type: ignore[call-overload]
+            if looked_at is None:
+                looked_at = was_current[FactKey(s, p)] = {}
+            looked_at[v] = c == 1
         replay = Replay.resume(
             memory, probes, truth, counters, was_current, answers, scores, **options
         )
         self._keys.clear()
         self._saved_seq = int(counters["truth_seq"])
         self._answers, self._scores = dict(answers), dict(scores)
-        self._was_current = dict(was_current)
+        self._was_current = was_current
         return replay
 
 
