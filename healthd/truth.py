@@ -629,8 +629,27 @@ class GroundTruth:
             truth._dependents.setdefault(dep, set()).add(key)
             truth._depends.setdefault(key, set()).add(dep)
         truth._seq, truth.latest = seq, latest
-        truth._cyclic = any(key in truth._reaches(key) for key in truth._depends)
+        truth._cyclic = _has_cycle(truth._depends)
         return truth
+
+
+def _has_cycle(depends: dict[FactKey, set[FactKey]]) -> bool:
+    """Whether the dependency graph has a cycle, in time linear in its edges (Kahn's
+    algorithm: peel off keys nothing left depends on; a cycle is what cannot be peeled)."""
+    dependents_left = {key: 0 for key in depends}
+    for deps in depends.values():
+        for dep in deps:
+            dependents_left[dep] = dependents_left.get(dep, 0) + 1
+    free = [key for key, n in dependents_left.items() if n == 0]
+    peeled = 0
+    while free:
+        key = free.pop()
+        peeled += 1
+        for dep in depends.get(key, ()):
+            dependents_left[dep] -= 1
+            if dependents_left[dep] == 0:
+                free.append(dep)
+    return peeled < len(dependents_left)
 
 
 @functools.lru_cache(maxsize=4096)

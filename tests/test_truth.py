@@ -264,6 +264,34 @@ def test_a_truth_that_lets_go_of_keys_or_is_read_back_from_storage_answers_as_on
         assert restored is not None and _everything_said(restored, instants) == said
 
 
+def test_a_restored_truth_knows_whether_its_dependencies_form_a_cycle():
+    """Checked against a walk from every key (the first definition) on random graphs: self
+    loops, long chains, cycles reached only through keys outside them."""
+    rng = random.Random(11)
+    for _ in range(300):
+        keys = [FactKey(f"s{i}", "exists") for i in range(rng.randint(1, 12))]
+        edges = {(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 16))}
+        if rng.random() < 0.5:  # most random graphs with this many edges have a cycle
+            edges = {(k, d) for k, d in edges if keys.index(d) > keys.index(k)}
+        depends: dict[FactKey, set[FactKey]] = {}
+        for key, dep in edges:
+            depends.setdefault(key, set()).add(dep)
+
+        stored: list[StoredKey] = [(k, False, True, [("1", "tech")]) for k in keys]
+        truth = GroundTruth.from_stored(stored, sorted(edges), 0, None, lambda key: [])
+        assert truth._cyclic == any(key in _reaches(depends, key) for key in keys), sorted(edges)
+
+
+def _reaches(depends: dict[FactKey, set[FactKey]], start: FactKey) -> set[FactKey]:
+    seen, stack = set(), [start]
+    while stack:
+        for dep in depends.get(stack.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return seen
+
+
 def test_release_keeps_the_keys_used_last_and_counts_those_it_lets_go_of():
     truth = GroundTruth()
     for event in (added("1", 1, a), added("2", 2, exists), added("3", 3, pg, DEPS)):
