@@ -333,6 +333,21 @@ def test_a_reopened_shadow_writes_late_events_at_the_clock_it_had(tmp_path):
         assert (record.written_at, record.validated_at) == (day(20), day(5))
 
 
+def test_a_reopened_shadow_keeps_the_clock_of_its_last_event_though_it_made_no_record(tmp_path):
+    """The clock is the latest event's time so far; a re-assertion on day 20 writes no record
+    (it re-validates one), and must still move a reopened shadow's clock to day 20."""
+    path = str(tmp_path / "shadow.db")
+    erin = fact("ledger", "owners", "@erin", "ownership")
+    feed(ReferenceMemory(path=path), added("1", 0, node), added("2", 20, node)).close()
+    reopened = feed(ReferenceMemory(path=path), added("3", 5, erin))
+    uninterrupted = feed(
+        ReferenceMemory(), added("1", 0, node), added("2", 20, node), added("3", 5, erin)
+    )
+    for memory in (reopened, uninterrupted):
+        [record] = memory.answer(probe_for(erin), day(21)).facts
+        assert record.written_at == day(20)
+
+
 def test_a_reopened_shadow_orders_what_it_is_given_after_what_it_had_at_the_same_instant(
     tmp_path,
 ):

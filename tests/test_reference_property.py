@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from random_timelines import EXAMPLES, SHORT_TTL, timelines
 
 from healthd.evaluator import evaluate
@@ -98,3 +99,37 @@ def test_a_private_database_replays_as_one_in_memory_on_random_timelines(events)
             shadow.state_db().execute(rows).fetchall()
         )
     private.close()
+
+
+@settings(
+    max_examples=max(1, EXAMPLES // 8), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(events=timelines(), data=st.data())
+def test_a_shadow_reopened_at_any_point_answers_as_one_never_closed_on_random_timelines(
+    events, data, tmp_path_factory
+):
+    """The daemon's shadow is closed and reopened at a restart: its clock, sequence and any
+    dependency cycle already stored (which only its next folds can find again) are read
+    back, so every answer after the restart is the one an unbroken shadow gives."""
+    cut = data.draw(st.integers(0, len(events)), label="reopened after")
+    probes = build_probe_set(events)
+    path = str(tmp_path_factory.mktemp("shadow") / "shadow.sqlite")
+    first = ReferenceMemory(path=path, ttl_windows=SHORT_TTL, top_k=10)
+    for event in events[:cut]:
+        first.apply(event)
+    first.close()
+    reopened = ReferenceMemory(path=path, ttl_windows=SHORT_TTL, top_k=10)
+    unbroken = ReferenceMemory(ttl_windows=SHORT_TTL, top_k=10)
+    try:
+        for event in events[:cut]:
+            unbroken.apply(event)
+        for event in events[cut:]:
+            reopened.apply(event)
+            unbroken.apply(event)
+            for probe in probes:
+                for at in (event.timestamp, event.timestamp + timedelta(days=25)):
+                    where = (event.id, probe.key, at)
+                    assert reopened.answer(probe, at) == unbroken.answer(probe, at), where
+    finally:
+        reopened.close()
+        unbroken.close()

@@ -244,23 +244,27 @@ class ReferenceMemory:
             )
             # A persistent shadow picks up its replay clock where it left off, so events
             # applied after a restart are written at the time they would have been without.
-            row = self._db.execute(
+            # The clock never goes back, so it is the latest of the instants it left: the
+            # checkpoint's, the last log row's (the log is appended in seq order, so that row
+            # holds the largest seq too: read from the end, +namespace keeping it off
+            # key_log_key, which would visit every row of the namespace) and, with no
+            # checkpoint, the newest record's (a shadow written before the log was kept).
+            checkpoint = self._db.execute(
                 "SELECT clock FROM checkpoints WHERE namespace = ?", (namespace,)
             ).fetchone()
-            if row is None:
-                row = self._db.execute(
+            if checkpoint is None:
+                checkpoint = self._db.execute(
                     "SELECT max(created_at) FROM records WHERE namespace = ?", (namespace,)
                 ).fetchone()
+            log = self._db.execute(
+                "SELECT written_at, seq FROM key_log WHERE +namespace = ?"
+                " ORDER BY rowid DESC LIMIT 1",
+                (namespace,),
+            ).fetchone() or (None, 0)
         except sqlite3.Error as exc:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
-        # The log is appended in seq order and the clock never goes back, so the namespace's
-        # last row holds both the largest seq and the latest write time: read from the end
-        # (+namespace: not through key_log_key, which would visit every row of the namespace).
-        log = self._db.execute(
-            "SELECT written_at, seq FROM key_log WHERE +namespace = ? ORDER BY rowid DESC LIMIT 1",
-            (namespace,),
-        ).fetchone() or (None, 0)
-        self._clock: float | None = row[0] if row is not None and row[0] is not None else log[0]
+        left = [at for at in (checkpoint[0], log[0]) if at is not None]
+        self._clock: float | None = max(left) if left else None
         self._seq: int = log[1]
         # A private replay's largest record id, its deferred inserts included: each takes the
         # id SQLite would give it (one past the largest in the table)
