@@ -718,6 +718,34 @@ def test_a_dependency_cycle_cascades_what_each_key_s_own_log_says(events):
         assert m.contamination == 0.0
 
 
+@pytest.mark.parametrize("reopened", [False, True], ids=["kept-open", "reopened"])
+def test_a_removal_whose_cause_outside_a_cycle_is_gone_does_not_live_on_around_it(
+    reopened, tmp_path
+):
+    """x and y depend on each other, and x on w too: w's end removes x, which removes y. A
+    late value of w (multi-valued) keeps w from ever being left empty, so nothing removes x
+    or y any more. Their stored removals still say each other's end: read as they are, the
+    cycle would keep itself removed. Reopened, the shadow knows of the cycle only from its
+    stored records (the dependencies of their openers)."""
+    w1, w2 = fact("w", "exists", "1"), fact("w", "exists", "2")
+    x, y = fact("x", "exists", "1"), fact("y", "exists", "1")
+    multi = ChangeEvent("5", "added", day(3), "t", w2, metadata={"cardinality": "multi"})
+    path = str(tmp_path / "shadow.db")
+    memory = feed(
+        ReferenceMemory(path=path),
+        added("1", 0, w1),
+        added("2", 1, x, [("w", "exists"), ("y", "exists")]),
+        added("3", 2, y, [("x", "exists")]),
+        invalidated("4", 5, w1),
+    )
+    assert (values(memory, x, 6), values(memory, y, 6)) == ([], [])
+    if reopened:
+        memory.close()
+        memory = ReferenceMemory(path=path)
+    memory.apply(multi)
+    assert [values(memory, f, 6) for f in (w1, x, y)] == [["2"], ["1"], ["1"]]
+
+
 @pytest.mark.parametrize("propagation", [True, False], ids=["propagation", "no-propagation"])
 def test_a_revision_landing_last_that_depends_on_a_module_removed_later_ends_at_that_removal(
     propagation,
