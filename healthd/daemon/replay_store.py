@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -215,14 +216,17 @@ class ReplayStore:
     ) -> Replay:
         """The replay saved last (``counters`` from the checkpoint that committed it)."""
         db = self._memory.state_db()
+        rows = db.execute(
+            "SELECT subject, predicate, multi, asserted, vals FROM healthd_truth_keys"
+        ).fetchall()
+        # one FactKey per key, shared by every row that names it
+        fact_keys = {(s, p): FactKey(s, p) for s, p, _, _, _ in rows}
         keys = [
-            (FactKey(s, p), bool(m), bool(a), [(v, d) for v, d in json.loads(vals)])
-            for s, p, m, a, vals in db.execute(
-                "SELECT subject, predicate, multi, asserted, vals FROM healthd_truth_keys"
-            )
+            (fact_keys[s, p], m == 1, a == 1, [(v, d) for v, d in vals])
+            for (s, p, m, a, _), vals in zip(rows, _decode(row[4] for row in rows), strict=True)
         ]
         depends = [
-            (FactKey(s, p), FactKey(ds, dp))
+            (_fact_key(fact_keys, s, p), _fact_key(fact_keys, ds, dp))
             for s, p, ds, dp in db.execute("SELECT * FROM healthd_truth_deps")
         ]
         latest = counters.get("latest")
@@ -233,26 +237,36 @@ class ReplayStore:
             datetime.fromisoformat(latest) if latest else None,
             self._operations,
         )
-        answers: dict[str, tuple[RetrievedFact, ...]] = {}
-        scores: dict[str, ProbeScore] = {}
-        for probe_id, answer, cells, stale_after in db.execute(
+        probe_rows = db.execute(
             "SELECT probe_id, answer, cells, stale_after FROM healthd_probes"
-        ):
-            if answer is not None:
-                answers[probe_id] = tuple(_retrieved(f) for f in json.loads(answer))
-            if cells is not None:
-                scores[probe_id] = ProbeScore(
-                    tuple((int(i), int(n)) for i, n in json.loads(cells)),
-                    datetime.fromisoformat(stale_after) if stale_after else None,
-                )
-        # per key, keyed by (subject, predicate) tuples, which a FactKey finds (it is one)
+        ).fetchall()
+        answers = {
+            probe_id: tuple(_retrieved(f) for f in answer)
+            for (probe_id, _, _, _), answer in zip(
+                (row for row in probe_rows if row[1] is not None),
+                _decode(row[1] for row in probe_rows if row[1] is not None),
+                strict=True,
+            )
+        }
+        parse = datetime.fromisoformat
+        scores = {
+            probe_id: ProbeScore(
+                tuple((i, n) for i, n in cells), parse(stale_after) if stale_after else None
+            )
+            for (probe_id, _, _, stale_after), cells in zip(
+                (row for row in probe_rows if row[2] is not None),
+                _decode(row[2] for row in probe_rows if row[2] is not None),
+                strict=True,
+            )
+        }
         was_current: dict[FactKey, dict[str, bool]] = {}
         for s, p, v, c in db.execute(
             "SELECT subject, predicate, value, current FROM healthd_values"
         ):
-            looked_at = was_current.get((s, p))  # type: ignore[call-overload]
+            key = _fact_key(fact_keys, s, p)
+            looked_at = was_current.get(key)
             if looked_at is None:
-                looked_at = was_current[FactKey(s, p)] = {}
+                looked_at = was_current[key] = {}
             looked_at[v] = c == 1
         replay = Replay.resume(
             memory, probes, truth, counters, was_current, answers, scores, **options
@@ -262,6 +276,19 @@ class ReplayStore:
         self._answers, self._scores = dict(answers), dict(scores)
         self._was_current = was_current
         return replay
+
+
+def _decode(texts: Iterable[str]) -> list[Any]:
+    """Each of many JSON texts, parsed in one call (a call per text costs more than its
+    parse when the texts are short, as a probe's cells are)."""
+    return json.loads("[" + ",".join(texts) + "]")  # type: ignore[no-any-return]
+
+
+def _fact_key(known: dict[tuple[str, str], FactKey], subject: str, predicate: str) -> FactKey:
+    key = known.get((subject, predicate))
+    if key is None:
+        key = known[subject, predicate] = FactKey(subject, predicate)
+    return key
 
 
 def _op_row(key: FactKey, op: Operation) -> tuple[Any, ...]:

@@ -318,17 +318,19 @@ class Runner:
             store = ReplayStore(memory) if isinstance(memory, StateHolding) else None
             replayed = 0
             if store is not None and "replay" in checkpoint:
-                t.replay = store.load(
-                    memory, probes, checkpoint["replay"], **self._replay_options()
-                )
+                with replay_collection():  # what is read back lives as long as the replay
+                    t.replay = store.load(
+                        memory, probes, checkpoint["replay"], **self._replay_options()
+                    )
             else:  # a checkpoint without the replay's state: truth folded from the events
-                t.replay = Replay.restore(
-                    memory,
-                    probes,
-                    self.state.iter_events(0, applied),
-                    checkpoint["snapshot"],
-                    **self._replay_options(),
-                )
+                with replay_collection():
+                    t.replay = Replay.restore(
+                        memory,
+                        probes,
+                        self.state.iter_events(0, applied),
+                        checkpoint["snapshot"],
+                        **self._replay_options(),
+                    )
                 replayed = applied
                 if store is not None:  # saved in full at the next commit
                     store.reset()
