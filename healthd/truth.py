@@ -422,7 +422,11 @@ class GroundTruth:
             if key not in dependents:
                 dependents.add(key)
                 self._depends.setdefault(key, set()).add(dep)
-                if not self._cyclic and (dep == key or key in self._reaches(dep)):
+                # a new edge closes a cycle only through a key something already depends on:
+                # for a key given its dependencies before any dependent, as most are, no walk
+                if not self._cyclic and (
+                    dep == key or (key in self._dependents and key in self._reaches(dep))
+                ):
                     self._cyclic = True
                     self._effective.clear()
                     self._removals.clear()

@@ -277,6 +277,9 @@ class ReferenceMemory:
         # cache: a key the cache does not hold then has no rows, and nothing is read back.
         self._cache_complete = False
         self._acyclic = True  # no dependency cycle seen: a key's fold may be resumed
+        # keys some record depends on (None: not read from record_deps yet); only a walk
+        # along dependencies from one of them can reach a key, so no other needs one
+        self._depended: set[FactKey] | None = None
         # (expiry or purge, key, opener) of every record written: a min-heap
         self._deadlines: list[tuple[float, FactKey, int]] = []
         self._deadlines_compact_at = self.deadlines_compact_min
@@ -313,6 +316,7 @@ class ReferenceMemory:
         self._cache = _KeyCache()
         self._cache_complete = True
         self._acyclic = True
+        self._depended = set()
         self._deadlines = []
         self._deadlines_compact_at = self.deadlines_compact_min
         self._deadlines_loaded = False
@@ -1089,10 +1093,13 @@ class ReferenceMemory:
         if opener.depends_on:
             known = self._depends_on(key)
             if any(
-                d not in known and (d == key or key in self._reachable(d))
+                d not in known
+                and (d == key or (self._is_depended_on(key) and key in self._reachable(d)))
                 for d in opener.depends_on
             ):
                 self._acyclic = False  # a new cycle: earlier cascades may read differently
+            if self._depended is not None:
+                self._depended.update(opener.depends_on)
             deps = [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on]
             if self._deferring():
                 self._deferred.deps.extend(deps)
@@ -1118,7 +1125,7 @@ class ReferenceMemory:
                 if dep in visiting:
                     self._acyclic = False
                     continue
-                if self._reachable(dep) & visiting:
+                if any(map(self._is_depended_on, visiting)) and self._reachable(dep) & visiting:
                     self._acyclic = False
                     known = self._removals_within(dep, visiting | {dep})
                 else:
@@ -1156,6 +1163,19 @@ class ReferenceMemory:
             deps = {d for op in log.ops if op.seq in openers for d in op.depends_on}
             self._cache.deps[key] = deps
         return deps
+
+    def _is_depended_on(self, key: FactKey) -> bool:
+        """Whether a record depends on the key (or did: a merged record's may be gone)."""
+        if self._depended is None:
+            self._flush(dependencies_only=True)
+            self._depended = {
+                FactKey(s, p)
+                for s, p in self._db.execute(
+                    "SELECT DISTINCT subject, predicate FROM record_deps WHERE namespace = ?",
+                    (self.namespace,),
+                )
+            }
+        return key in self._depended
 
     def _reachable(self, start: FactKey) -> set[FactKey]:
         """Every key ``start`` depends on, transitively, through its records."""
