@@ -13,9 +13,11 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_timelines import EXAMPLES, SHORT_TTL, timelines
+from timeline_builders import added, fact, invalidated, revalidated
 
 from healthd.evaluator import evaluate
 from healthd.memory.reference import ReferenceMemory
+from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set
 
 NEVER_ELAPSED = {
@@ -133,3 +135,41 @@ def test_a_shadow_reopened_at_any_point_answers_as_one_never_closed_on_random_ti
     finally:
         reopened.close()
         unbroken.close()
+
+
+@st.composite
+def cycles_with_an_outside_cause(draw: st.DrawFn) -> list[ChangeEvent]:
+    """A dependency cycle of 2 or 3 keys, one of them depending on a key outside it too; that
+    key's value ends, then something keeps it or brings it back (a second value of a
+    multi-valued key, the value added again, re-validated), in any arrival order."""
+    size = draw(st.integers(2, 3))
+    ring = [fact(f"c{n}", "exists", "1") for n in range(size)]
+    outside, second = fact("w", "exists", "1"), fact("w", "exists", "2")
+    t = st.integers(0, 12)
+    events = [added("w", draw(t), outside)]
+    for n, member in enumerate(ring):
+        deps = [(f"c{(n + 1) % size}", "exists")] + ([("w", "exists")] if n == 0 else [])
+        events.append(added(member.subject, draw(t), member, deps))
+    events.append(invalidated("w-", draw(t), outside))
+    rescue = draw(st.sampled_from(["second-value", "added-again", "revalidated"]))
+    at = draw(t)
+    if rescue == "second-value":
+        events.append(added("w+", at, second, multi=True))
+    elif rescue == "added-again":
+        events.append(added("w+", at, outside))
+    else:
+        events.append(revalidated("w+", at, outside))
+    return draw(st.permutations(events))
+
+
+@settings(max_examples=max(1, EXAMPLES // 4), deadline=None)
+@given(events=cycles_with_an_outside_cause())
+def test_a_cycle_is_removed_only_while_its_cause_outside_holds(events):
+    """Around a cycle a removal must not keep itself alive once what caused it is gone: the
+    reference memory serves what truth holds at every stage."""
+    memory = ReferenceMemory(ttl=False)
+    result = evaluate(events, memory, build_probe_set(events), name="r", kind="reference")
+    for stage in result.stages:
+        m = stage.metrics["all"]
+        where = (stage.event_id, [e.id for e in events])
+        assert m.coverage in (None, 1.0) and m.consistency in (None, 1.0), where
