@@ -348,6 +348,19 @@ def test_a_reopened_shadow_keeps_the_clock_of_its_last_event_though_it_made_no_r
         assert record.written_at == day(20)
 
 
+def test_a_reopened_shadow_keeps_its_own_clock_beside_another_namespace_in_its_file(tmp_path):
+    path = str(tmp_path / "shared.db")
+    erin = fact("ledger", "owners", "@erin", "ownership")
+    feed(ReferenceMemory(path=path, namespace="a"), added("1", 2, node)).close()
+    feed(ReferenceMemory(path=path, namespace="b"), added("1", 20, alice)).close()
+    reopened = feed(ReferenceMemory(path=path, namespace="a"), added("2", 1, erin))
+    [record] = reopened.answer(probe_for(erin), day(21)).facts
+    assert record.written_at == day(2)
+    fresh = feed(ReferenceMemory(path=path, namespace="c"), added("1", 1, erin))
+    [record] = fresh.answer(probe_for(erin), day(21)).facts
+    assert record.written_at == day(1)
+
+
 def test_a_reopened_shadow_orders_what_it_is_given_after_what_it_had_at_the_same_instant(
     tmp_path,
 ):

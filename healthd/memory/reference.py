@@ -247,8 +247,10 @@ class ReferenceMemory:
             # The clock never goes back, so it is the latest of the instants it left: the
             # checkpoint's, the last log row's (the log is appended in seq order, so that row
             # holds the largest seq too: read from the end, +namespace keeping it off
-            # key_log_key, which would visit every row of the namespace) and, with no
-            # checkpoint, the newest record's (a shadow written before the log was kept).
+            # key_log_key, which would visit every row of the namespace, once key_log_key
+            # says the namespace has a row at all, or the scan would read every other
+            # namespace's) and, with no checkpoint, the newest record's (a shadow written
+            # before the log was kept).
             checkpoint = self._db.execute(
                 "SELECT clock FROM checkpoints WHERE namespace = ?", (namespace,)
             ).fetchone()
@@ -256,11 +258,18 @@ class ReferenceMemory:
                 checkpoint = self._db.execute(
                     "SELECT max(created_at) FROM records WHERE namespace = ?", (namespace,)
                 ).fetchone()
-            log = self._db.execute(
-                "SELECT written_at, seq FROM key_log WHERE +namespace = ?"
-                " ORDER BY rowid DESC LIMIT 1",
-                (namespace,),
-            ).fetchone() or (None, 0)
+            logged = self._db.execute(
+                "SELECT 1 FROM key_log WHERE namespace = ? LIMIT 1", (namespace,)
+            ).fetchone()
+            log = (
+                self._db.execute(
+                    "SELECT written_at, seq FROM key_log WHERE +namespace = ?"
+                    " ORDER BY rowid DESC LIMIT 1",
+                    (namespace,),
+                ).fetchone()
+                if logged
+                else None
+            ) or (None, 0)
         except sqlite3.Error as exc:
             raise MemoryAdapterError(f"reference memory at {path}: {exc}") from exc
         left = [at for at in (checkpoint[0], log[0]) if at is not None]
