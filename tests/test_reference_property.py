@@ -58,10 +58,7 @@ def test_answers_read_from_the_key_cache_equal_the_table_s_on_random_timelines(
     try:
         for event in events:
             writer.apply(event)
-            for probe in probes:
-                for at in (event.timestamp, event.timestamp + timedelta(days=25)):
-                    where = (event.id, probe.key, at)
-                    assert writer.answer(probe, at) == reader.answer(probe, at), where
+            _answer_alike(writer, reader, probes, event)
     finally:
         writer.close()
         reader.close()
@@ -128,10 +125,7 @@ def test_a_shadow_reopened_at_any_point_answers_as_one_never_closed_on_random_ti
         for event in events[cut:]:
             reopened.apply(event)
             unbroken.apply(event)
-            for probe in probes:
-                for at in (event.timestamp, event.timestamp + timedelta(days=25)):
-                    where = (event.id, probe.key, at)
-                    assert reopened.answer(probe, at) == unbroken.answer(probe, at), where
+            _answer_alike(reopened, unbroken, probes, event)
     finally:
         reopened.close()
         unbroken.close()
@@ -173,3 +167,11 @@ def test_a_cycle_is_removed_only_while_its_cause_outside_holds(events):
         m = stage.metrics["all"]
         where = (stage.event_id, [e.id for e in events])
         assert m.coverage in (None, 1.0) and m.consistency in (None, 1.0), where
+
+
+def _answer_alike(memory, other, probes, event) -> None:
+    """Every probe gets the same answer from both, at the event's time and once short TTLs
+    have soft-expired and purged what it wrote."""
+    for probe in probes:
+        for at in (event.timestamp, event.timestamp + timedelta(days=25)):
+            assert memory.answer(probe, at) == other.answer(probe, at), (event.id, probe.key, at)
