@@ -77,6 +77,7 @@ log = get_logger("healthd.runner")
 
 RUN_HISTORY = 20  # runs listed on the page at /
 IN_MEMORY_EVENTS = 10_000  # more new events than this are replayed from the state file
+FIRST_PAGE_WAIT = 10.0  # seconds / waits for a run replaying when a target has no page yet
 
 
 #: SQLite's answers for a file whose pages or header are not a database any more.
@@ -1040,10 +1041,16 @@ class Runner:
     def _page(self, t: TargetRuntime) -> dict[str, Any] | None:
         """The target's part of the page at /, built when asked for after its replay moved
         on (not at every run: it reads every probe). While a run is replaying, the page
-        built last is shown."""
+        built last is shown; a target with results and no page built yet waits for that run,
+        up to ``FIRST_PAGE_WAIT`` seconds, rather than leave its chart out."""
         unread = t.replay is None and t.persistent and t.row.results is not None and not t.note
-        if (t.page_built == t.page_wanted and not unread) or not self._replay_lock.acquire(
-            blocking=False
+        if t.page_built == t.page_wanted and not unread:
+            return t.page
+        first = t.page is None and t.row.results is not None
+        if not (
+            self._replay_lock.acquire(timeout=FIRST_PAGE_WAIT)
+            if first
+            else self._replay_lock.acquire(blocking=False)
         ):
             return t.page
         try:

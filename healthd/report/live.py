@@ -26,6 +26,7 @@ from healthd.verdict import Verdict, alert_book, judge, run_crossings, source_cr
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 _TEXT = "text/plain; charset=utf-8"
+_HTML = "text/html; charset=utf-8"
 
 
 def _when(value: float | None) -> str:
@@ -235,10 +236,16 @@ class LiveSite:
         minute = int(time.time() // 60)
         key = (f"{marker(current)}:{current['missed_runs']}:{minute}", ready())
         with self._lock:
-            if self._cached is None or self._cached[0] != key:
-                self._cached = (key, live_html(current, key[1]).encode())
-            body = self._cached[1]
-        return _send(start_response, "200 OK", "text/html; charset=utf-8", body)
+            if self._cached is not None and self._cached[0] == key:
+                return _send(start_response, "200 OK", _HTML, self._cached[1])
+            pages = dict(current.get("pages", {}))
+            body = live_html({**current, "pages": pages}, key[1]).encode()
+            # a target with results whose page a run kept from being built is asked again
+            if not any(
+                row.results and pages.get(n) is None for n, row in current["targets"].items()
+            ):
+                self._cached = (key, body)
+        return _send(start_response, "200 OK", _HTML, body)
 
 
 def _send(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from daemon_helpers import (
     toml_config,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from test_report_html import page_data
 
 from healthd.cli import main as cli_main
 from healthd.daemon.runner import Runner
@@ -31,6 +33,7 @@ from healthd.exporters.tracing import build_tracer_provider, get_tracer, traces_
 from healthd.logging import REDACTED, configure_logging, get_logger, redact, redact_text
 from healthd.memory import build_memory, parse_target
 from healthd.probes import build_probe_set
+from healthd.report.live import LiveSite
 from healthd.settings import load_settings
 from healthd.timeline import read_timeline
 
@@ -630,6 +633,36 @@ def test_a_restart_serves_the_stored_results_and_reads_the_shadow_when_first_nee
     run = runner.run_once()
     assert run.targets["reference"]["replayed"] == 0  # read back once, not replayed
     assert stream.getvalue().count("shadow restored") == 1
+    runner.close()
+    state.close()
+
+
+def test_the_page_asked_for_during_a_run_shows_every_target_with_results(tmp_path):
+    """A target whose page was never built waits for the run replaying (its lock held, as
+    the cron's next run holds it) instead of leaving its chart out of / until a later run;
+    the page at / is not kept while a target with results is missing from it."""
+    runner, state = _runner(
+        tmp_path,
+        sources={"example": {"kind": "file", "path": str(EXAMPLE)}},
+        targets={
+            "reference": {"kind": "reference", "shadow": True},
+            "naive": {"kind": "naive", "shadow": True},
+        },
+    )
+    runner.run_once()
+    site = LiveSite()
+
+    def page_at_root() -> str:
+        body = site.respond("/", runner.view, runner.ready, lambda status, headers: None)
+        return b"".join(body).decode()
+
+    runner._replay_lock.acquire()  # a run replaying, as the next scheduled one does
+    threading.Timer(0.5, runner._replay_lock.release).start()
+    started = time.monotonic()
+    html = page_at_root()
+    assert [t["name"] for t in page_data(html)["targets"]] == ["reference", "naive"]
+    assert time.monotonic() - started >= 0.4  # waited for that run
+    assert page_at_root() == html  # kept, now that it is whole
     runner.close()
     state.close()
 
