@@ -2,13 +2,14 @@
 healthd and shares none of its code, so a property that compares the two finds a defect
 the two would otherwise share.
 
-Scope: timelines without ``depends_on`` (no cascades), scored against an add-only memory
+Scope: timelines whose ``depends_on`` form no cycle, scored against an add-only memory
 (every write kept, none removed, validated at the event's time), in full detail at every
 stage: freshness, consistency, coverage, forgetting, contamination and conflicts, for all
 domains and per domain.
 
 Events are plain tuples: (kind, (subject, predicate, value, domain), previous or None,
-multi, at) with ``at`` a number of days; ``previous`` is a fact tuple on a revision.
+multi, at, depends_on) with ``at`` a number of days; ``previous`` is a fact tuple on a
+revision; ``depends_on`` a tuple of (subject, predicate) keys, and may be left off.
 """
 
 from __future__ import annotations
@@ -26,36 +27,67 @@ class Stretch:
     start: float
     end: float | None = None
     end_kind: str | None = None
+    depends_on: tuple = ()
 
 
-def stretches(events: list[tuple], key: tuple[str, str]) -> list[Stretch]:
-    """What the key held, from the events so far: operations in event time (arrival order
-    breaking ties); a revision ends what it revises, then asserts its fact; a single-valued
-    key (no event on it so far declared it multi-valued) holds one value at a time."""
-    multi = any(e[3] and e[1][:2] == key for e in events)
-    ops = []  # (at, arrival, sub-order, asserts, value, domain, end kind)
-    for n, (kind, fact, previous, _multi, at) in enumerate(events):
-        if previous is not None and previous[:2] == key:
-            ops.append((at, n, 0, False, previous[2], previous[3], "superseded"))
-        if fact[:2] == key:
-            ends = kind == "invalidated"
-            ops.append((at, n, 1, not ends, fact[2], fact[3], "invalidated" if ends else None))
-    ops.sort(key=lambda op: op[:3])
-    held: dict[str, Stretch] = {}
-    out: list[Stretch] = []
-    for at, _, _, asserts, value, domain, end_kind in ops:
-        if asserts:
-            if value in held:
+def held_stretches(events: list[tuple]) -> dict[tuple[str, str], list[Stretch]]:
+    """What every key held, from the events so far. Operations apply in event time (arrival
+    order breaking ties): a revision ends what it revises, then asserts its fact; a
+    single-valued key (no event so far declared it multi-valued) holds one value at a time;
+    an assertion of a value already held changes nothing. Cascades go by instants: a key
+    that held a value during an instant and holds none once the instant's events are all
+    applied was left with no value then, and that ends, at that instant, each held fact
+    asserted at an earlier instant that depends on it; those ends may leave more keys with
+    no value, and so on. (A key emptied at the very instant a fact is asserted does not end
+    it, whichever of the two arrived first.)"""
+    multi = {e[1][:2] for e in events if e[3]}
+    order = sorted(range(len(events)), key=lambda n: (events[n][4], n))
+    held: dict[tuple[str, str], dict[str, Stretch]] = {}
+    out: dict[tuple[str, str], list[Stretch]] = {}
+
+    def end(key: tuple[str, str], value: str, at: float, kind: str) -> None:
+        stretch = held.get(key, {}).pop(value, None)
+        if stretch is not None:
+            stretch.end, stretch.end_kind = at, kind
+
+    instants: dict[float, list[int]] = {}
+    for n in order:
+        instants.setdefault(events[n][4], []).append(n)
+
+    def start(key: tuple[str, str], fact: tuple, at: float, depends_on: tuple) -> None:
+        stretch = Stretch(fact[2], fact[3], at, depends_on=depends_on)
+        held.setdefault(key, {})[fact[2]] = stretch
+        out.setdefault(key, []).append(stretch)
+
+    for at, arrived in instants.items():
+        holding = {key for key, values in held.items() if values}
+        asserted: dict[tuple, tuple] = {}  # (key, value) asserted at this instant: (fact, deps)
+        for n in arrived:
+            kind, fact, previous, _, _, *rest = events[n]
+            depends_on = tuple(rest[0]) if rest else ()
+            if previous is not None:
+                end(previous[:2], previous[2], at, "superseded")
+            key, value = fact[:2], fact[2]
+            if kind == "invalidated":
+                end(key, value, at, "invalidated")
                 continue
-            if not multi:
-                for other in held.values():
-                    other.end, other.end_kind = at, "superseded"
-                held.clear()
-            held[value] = Stretch(value, domain, at)
-            out.append(held[value])
-        elif value in held:
-            ended = held.pop(value)
-            ended.end, ended.end_kind = at, end_kind
+            asserted.setdefault((key, value), (fact, depends_on))
+            if value not in held.get(key, {}):
+                if key not in multi:
+                    for other in list(held.get(key, {})):
+                        end(key, other, at, "superseded")
+                start(key, fact, at, depends_on)
+                holding.add(key)
+        emptied = {key for key in holding if not held.get(key)}
+        while emptied:
+            holding = {key for key, values in held.items() if values}
+            for key, values in list(held.items()):
+                for value, stretch in list(values.items()):
+                    if stretch.start < at and emptied.intersection(stretch.depends_on):
+                        end(key, value, at, "invalidated")
+                        if (key, value) in asserted:  # asserted at this instant: holds on
+                            start(key, asserted[key, value][0], at, asserted[key, value][1])
+            emptied = {key for key in holding if not held.get(key)}
     return out
 
 
@@ -78,7 +110,7 @@ def stage_metrics(events: list[tuple], window: int = 3) -> list[dict[str, dict]]
     """The metrics at every stage of replaying ``events`` into an add-only memory."""
     out: list[dict[str, dict]] = []
     keys: dict[tuple[str, str], str] = {}  # every key, with its probe's domain (first seen)
-    for _, fact, previous, _, _ in events:
+    for _, fact, previous, _, _, *_ in events:
         for f in (previous, fact) if previous else (fact,):
             keys.setdefault(f[:2], f[3])
     due: dict[int, list[tuple[tuple[str, str], str, str]]] = {}
@@ -87,10 +119,11 @@ def stage_metrics(events: list[tuple], window: int = 3) -> list[dict[str, dict]]
     for i in range(1, len(events) + 1):
         seen = events[:i]
         t = max(e[4] for e in seen)
-        held = {key: stretches(seen, key) for key in keys}
+        folded = held_stretches(seen)
+        held = {key: folded.get(key, []) for key in keys}
         multi = {key: any(e[3] and e[1][:2] == key for e in seen) for key in keys}
         memory: dict[tuple[str, str], list[tuple[str, str, float]]] = {}
-        for kind, fact, _, _, at in seen:
+        for kind, fact, _, _, at, *_ in seen:
             if kind != "invalidated":
                 memory.setdefault(fact[:2], []).append((fact[2], fact[3], at))
         counts = {d: dict.fromkeys(("pool", "fresh", "consistent", "expected", "covered",

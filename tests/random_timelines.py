@@ -125,5 +125,46 @@ def raw_timelines(
     return raw
 
 
+@st.composite
+def cascading_timelines(draw: st.DrawFn) -> list[tuple]:
+    """Acyclic timelines drawn to cascade: facts on the keys others may depend on, facts
+    that depend on them (at any depth allowed by the key order), then ends of the former
+    (invalidations, revisions moving them to another key) and re-additions, at any time and
+    in any arrival order; mostly within a few days, so that many fall at one instant."""
+    soon = st.integers(0, 6)
+    roots = draw(
+        st.lists(
+            st.builds(
+                make_fact,
+                st.sampled_from(SUBJECTS[:2]),
+                st.sampled_from(("exists", "tags", "lang")),
+                st.sampled_from(VALUES[:2]),
+            ),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    raw = [("added", f, None, (), f.predicate == "tags", draw(soon)) for f in roots]
+    for _ in range(draw(st.integers(1, 8))):
+        kind, current, previous, _, multi, at = draw(raw_events(acyclic=True))
+        below = sorted({f.key for f in roots if _rank(f.key) < _rank(current.key)})
+        deps = (
+            draw(st.lists(st.sampled_from(below), min_size=1, max_size=2, unique=True))
+            if below
+            else []
+        )
+        raw.append((kind, current, previous, tuple(deps), multi, at))
+    held = [e[1] for e in raw if e[0] != "invalidated" and e[1].key in DEPENDENCY_KEYS]
+    for _ in range(draw(st.integers(1, 4))):
+        ended = draw(st.sampled_from(held))
+        if draw(st.booleans()):
+            raw.append(("invalidated", ended, None, (), False, draw(st.one_of(soon, times))))
+        elif draw(st.booleans()):
+            raw.append(("revised", draw(facts), ended, (), False, draw(st.one_of(soon, times))))
+        else:
+            raw.append(("added", ended, None, (), False, draw(st.one_of(soon, times))))
+    return draw(st.permutations(raw))
+
+
 def timelines(acyclic: bool = False, max_size: int = 30) -> st.SearchStrategy[list[ChangeEvent]]:
     return raw_timelines(acyclic, max_size).map(build)
