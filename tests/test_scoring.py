@@ -20,9 +20,13 @@ from timeline_builders import (
     revised,
 )
 
+from healthd import scoring
+from healthd.cli import example_timeline_path
 from healthd.evaluator import Replay
+from healthd.memory.reference import ReferenceMemory
 from healthd.model import HISTORICAL, FactKey
 from healthd.probes import build_probe_set
+from healthd.timeline import read_timeline
 
 LANG = FactKey("auth", "language")
 node, go, rust = (fact("auth", "language", v) for v in ("node", "go", "rust"))
@@ -267,3 +271,20 @@ def test_metrics_read_out_by_name_in_the_report():
         "contamination": 0.5,
         "conflicts": 6,
     }
+
+
+def test_scores_past_the_cap_on_shared_count_combinations_are_the_same(monkeypatch):
+    """Each probe's counts share one copy per combination, up to a cap; past it (a daemon
+    that has met thousands of combinations) a probe's counts are its own, and every metric
+    at every stage is unchanged."""
+    events = read_timeline(example_timeline_path())
+    probes = build_probe_set(events)
+
+    def stages():
+        replay = Replay(ReferenceMemory(), probes)
+        return [replay.step(e).metrics for e in events]
+
+    shared = stages()
+    monkeypatch.setattr(scoring, "_CELLS", {})
+    monkeypatch.setattr(scoring, "_CELLS_MAX", 0)
+    assert stages() == shared
