@@ -363,3 +363,59 @@ def test_a_dependent_asserted_at_the_instant_its_dependency_goes_holds_afresh(re
     for event in [removal, again] if removal_first else [again, removal]:
         truth.apply(event)
     assert truth.status_of(pg.key, "13", day(6)) == "current"
+
+
+def test_a_three_key_cycle_holds_while_its_outside_cause_is_ended_and_given_back_at_once():
+    """c0 -> c1 -> c2 -> c0, and c0 also depends on w. w is invalidated and added again at
+    one instant, so it is never left with no value: the cycle holds throughout, however the
+    events arrive. Truth must see the cycle closed by its third edge (two steps away)."""
+    w = fact("w", "exists", "1")
+    ring = [fact(f"c{n}", "exists", "1") for n in range(3)]
+    events = [
+        added("c0", 0, ring[0], [("c1", "exists"), ("w", "exists")]),
+        added("c1", 0, ring[1], [("c2", "exists")]),
+        added("c2", 0, ring[2], [("c0", "exists")]),
+        invalidated("w-", 1, w),
+        added("w+", 0, w),
+        added("w", 1, w),
+    ]
+    truth = GroundTruth()
+    for event in events:
+        truth.apply(event)
+    assert [truth.status_of(f.key, "1", day(1)) for f in ring] == ["current"] * 3
+
+
+def test_a_past_instant_s_status_counts_a_start_in_and_an_end_out():
+    """At an instant before the latest event: a value is current from its start (inclusive)
+    to its end (exclusive), then has the status its end gave it (superseded by a revision,
+    invalidated by a removal or a cascade); unknown before it was ever given."""
+    x, y = fact("s", "p", "x"), fact("s", "p", "y")
+    module, lang = fact("m", "exists", "1"), fact("m", "lang", "go")
+    truth = GroundTruth()
+    for event in (
+        added("1", 1, x),
+        revised("2", 5, x, y),
+        invalidated("3", 7, y),
+        added("4", 1, module),
+        added("5", 2, lang, [("m", "exists")]),
+        invalidated("6", 6, module),
+        added("7", 9, fact("t", "q", "z")),
+    ):
+        truth.apply(event)
+    key, lang_key = FactKey("s", "p"), FactKey("m", "lang")
+    assert [truth.status_of(key, "x", day(t)) for t in (0.5, 1, 4, 5)] == [
+        "unknown",
+        "current",
+        "current",
+        "superseded",
+    ]
+    assert [truth.status_of(key, "y", day(t)) for t in (3, 5, 7)] == [
+        "unknown",
+        "current",
+        "invalidated",
+    ]
+    assert [truth.status_of(lang_key, "go", day(t)) for t in (2, 5, 6)] == [
+        "current",
+        "current",
+        "invalidated",
+    ]
