@@ -54,6 +54,42 @@ def test_supersession_hides_the_old_value_unless_history_is_asked():
     assert {(r.value, "historical" in r.flags) for r in history} == {("go", False), ("node", True)}
 
 
+def test_an_ended_record_is_kept_as_a_tombstone_saying_how_and_when_it_ended():
+    """The shadow keeps what ended: a record revised away, or replaced by a new value of its
+    single-valued key, is superseded then and points to the record that replaced it; a fact
+    whose module went is invalidated by the cascade at the removal, naming the key."""
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, node),
+        revised("2", 5, node, go),
+        added("3", 0, exists),
+        added("4", 1, pg, DEPS),
+        invalidated("5", 4, exists),
+        added("6", 2, alice),
+        added("7", 3, bob),
+    )
+    rows = {
+        value: (rid, state, ended_at, superseded_by, reason)
+        for rid, value, state, ended_at, superseded_by, reason in memory._db.execute(
+            "SELECT id, value, state, ended_at, superseded_by, end_reason FROM records"
+        )
+    }
+    assert rows["node"][1:] == ("superseded", day(5).timestamp(), rows["go"][0], "revised to 'go'")
+    assert rows["go"][1:] == ("active", None, None, None)
+    assert rows["@alice"][1:] == (
+        "superseded",
+        day(3).timestamp(),
+        rows["@bob"][0],
+        "revised to '@bob'",
+    )
+    assert rows["13"][1:] == (
+        "invalidated",
+        day(4).timestamp(),
+        None,
+        "payments-v1 exists was removed",
+    )
+
+
 def test_without_supersession_both_values_come_back():
     memory = feed(
         ReferenceMemory(supersession=False), added("1", 0, node), revised("2", 5, node, go)

@@ -81,6 +81,7 @@ class Folding:
         "intervals",
         "last",
         "multi",
+        "replaced",
         "span_end",
         "supersession",
     )
@@ -96,6 +97,9 @@ class Folding:
         # what removals() had read of the intervals compact() let go of
         self.closed: list[float] = []
         self.span_end: float | None = None
+        # the interval the last operation ended as superseded: a revision's end, whose
+        # assertion (the next operation, if on this key) is what replaced it
+        self.replaced: tuple[int, Validity] | None = None
 
     def removals(self) -> list[float]:
         """The instants at which the key is left with no value, over the whole fold."""
@@ -145,7 +149,10 @@ class Folding:
         if cuts:
             self._apply_cuts(op.at)
         current = held.get(op.value)
+        revised, self.replaced = self.replaced, None
         if op.asserts:
+            if revised is not None and revised[0] == op.seq - 1:  # the same revision's end
+                revised[1].superseded_by = current.opener.seq if current else op.seq
             if current is not None:
                 if op.at > current.validated.at:
                     current.validated = op
@@ -167,6 +174,8 @@ class Folding:
             del held[op.value]
             cuts.pop(op.value, None)
             current.end, current.end_state, current.end_reason = op.at, op.end_state, op.reason
+            if op.end_state == "superseded":
+                self.replaced = (op.seq, current)
 
 
 def removals(
