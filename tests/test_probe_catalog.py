@@ -72,3 +72,25 @@ def test_only_new_or_changed_keys_are_reported():
     catalog = KeyCatalog([added("e1", 0, fact("a", "lang", "go"))])
     assert catalog.add([added("e2", 1, fact("a", "lang", "go"))]) == []
     assert [k.subject for k in catalog.add([added("e3", 2, fact("b", "lang", "c"))])] == ["b"]
+
+
+@settings(max_examples=max(1, EXAMPLES // 4), deadline=None)
+@given(
+    keys=st.lists(
+        st.tuples(st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=12)),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    )
+)
+def test_probe_ids_and_the_version_are_the_json_digests_whatever_the_text(keys):
+    """A generated probe's id digests its key as a JSON list (quotes, backslashes, control
+    characters, non-ASCII text and lone surrogates included), and the set's version its
+    probes' fields: both stay what they have been, or every stored baseline would change."""
+    catalog = KeyCatalog([added(f"e{n}", n, fact(s, p, "v")) for n, (s, p) in enumerate(keys)])
+    probes = catalog.probe_set()
+    for probe, (subject, predicate) in zip(probes, keys, strict=True):
+        listed = json.dumps([subject, predicate], ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        assert probe.id == f"p-{digest}"
+    assert probes.version == _version_as_defined(probes.probes)
