@@ -402,7 +402,13 @@ def test_a_past_instant_s_status_counts_a_start_in_and_an_end_out():
         added("7", 9, fact("t", "q", "z")),
     ):
         truth.apply(event)
+    truth.apply(added("8", 2, fact("u", "v", "a")))
+    truth.apply(added("9", 4, fact("u", "v", "b")))  # single-valued: a is superseded
     key, lang_key = FactKey("s", "p"), FactKey("m", "lang")
+    assert [truth.status_of(FactKey("u", "v"), "a", day(t)) for t in (3, 4)] == [
+        "current",
+        "superseded",
+    ]
     assert [truth.status_of(key, "x", day(t)) for t in (0.5, 1, 4, 5)] == [
         "unknown",
         "current",
@@ -419,3 +425,18 @@ def test_a_past_instant_s_status_counts_a_start_in_and_an_end_out():
         "current",
         "invalidated",
     ]
+
+
+def test_a_cascade_ending_one_value_of_a_multi_valued_key_leaves_the_others_current():
+    """Only the value that depends on the removed module ends; the key still holds the rest
+    (and its probe still expects them) once the cascade is applied."""
+    module = fact("m", "exists", "1")
+    truth = GroundTruth()
+    for event in (
+        added("1", 0, module),
+        added("2", 1, fact("svc", "deps", "a"), [("m", "exists")], multi=True),
+        added("3", 1, fact("svc", "deps", "b"), multi=True),
+        invalidated("4", 3, module),
+    ):
+        truth.apply(event)
+    assert truth.current(FactKey("svc", "deps"), day(3)) == [fact("svc", "deps", "b")]
