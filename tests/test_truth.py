@@ -440,3 +440,18 @@ def test_a_cascade_ending_one_value_of_a_multi_valued_key_leaves_the_others_curr
     ):
         truth.apply(event)
     assert truth.current(FactKey("svc", "deps"), day(3)) == [fact("svc", "deps", "b")]
+
+
+def test_a_dependent_that_arrived_before_its_dependency_ends_when_the_dependency_goes():
+    """The dependent's fold first reads a dependency that has no value yet; once the
+    dependency holds one and is removed, the dependent must be told, and end there."""
+    module = fact("m", "exists", "1")
+    choice = fact("m", "choice", "1", "decision")
+    truth = GroundTruth()
+    for event in (
+        added("1", 0, choice, [("m", "exists")]),
+        added("2", 0, module),
+        invalidated("3", 1, module),
+    ):
+        truth.apply(event)
+    assert truth.status_of(choice.key, "1", day(1)) == "invalidated"
