@@ -168,6 +168,19 @@ def test_each_write_is_stamped_with_the_ttl_and_grace_of_its_moment():
     assert values(memory, alice, 12) == ["@bob"]  # carol purged after 11 x 1 day
 
 
+def test_a_revalidation_at_the_instant_of_the_last_restamps_with_the_ttl_of_its_moment():
+    """Re-validation re-stamps, even at the very instant of the record's last validation:
+    after a TTL change, the record expires by the new TTL; a backdated one changes nothing."""
+    memory = ReferenceMemory()
+    memory.set_ttl("ownership", timedelta(days=1))
+    memory.apply(added("1", 5, alice))
+    memory.set_ttl("ownership", timedelta(days=30))
+    memory.apply(revalidated("2", 4, alice))  # backdated: still the 1-day stamp of day 5
+    assert memory.answer(probe_for(alice), day(6.5)).facts[0].flags == frozenset({"soft_expired"})
+    memory.apply(revalidated("3", 5, alice))
+    assert memory.answer(probe_for(alice), day(6.5)).facts[0].flags == frozenset()
+
+
 def test_a_late_end_splits_a_record_and_the_new_one_carries_its_own_event():
     """A backdated invalidation ends the first stretch early; the re-validation logged
     before it now opens a record of its own, written with that event's time and metadata."""

@@ -154,7 +154,9 @@ class Folding:
             if revised is not None and revised[0] == op.seq - 1:  # the same revision's end
                 revised[1].superseded_by = current.opener.seq if current else op.seq
             if current is not None:
-                if op.at > current.validated.at:
+                # a re-validation re-stamps, at its own instant too (with the TTL of its
+                # moment); a backdated one leaves the newer validation
+                if op.at >= current.validated.at:
                     current.validated = op
                 return
             if self.supersession and not self.multi:
