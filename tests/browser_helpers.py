@@ -1,11 +1,14 @@
 """Pages opened in headless Debian chromium (the ``browser`` fixture is in conftest.py).
 
 ``open_page`` loads a URL and records what a user's browser would complain about: console
-errors, uncaught exceptions, and every request the page makes.
+errors, uncaught exceptions, and every request the page makes. ``page_data`` reads the page
+model a report page embeds.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,3 +37,9 @@ def open_page(browser: Any, url: str, width: int = 1280, height: int = 900) -> V
     page.goto(url)
     page.wait_for_selector("body[data-ready=yes]")
     return visit
+
+
+def page_data(html: str) -> dict:
+    found = re.search(r"<script id='healthd-data' type='application/json'>(.*?)</script>", html)
+    assert found, "no page model in the HTML"
+    return json.loads(found.group(1))

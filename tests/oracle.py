@@ -50,15 +50,14 @@ def held_stretches(events: list[tuple]) -> dict[tuple[str, str], list[Stretch]]:
         if stretch is not None:
             stretch.end, stretch.end_kind = at, kind
 
-    instants: dict[float, list[int]] = {}
-    for n in order:
-        instants.setdefault(events[n][4], []).append(n)
-
     def start(key: tuple[str, str], fact: tuple, at: float, depends_on: tuple) -> None:
         stretch = Stretch(fact[2], fact[3], at, depends_on=depends_on)
         held.setdefault(key, {})[fact[2]] = stretch
         out.setdefault(key, []).append(stretch)
 
+    instants: dict[float, list[int]] = {}
+    for n in order:
+        instants.setdefault(events[n][4], []).append(n)
     for at, arrived in instants.items():
         holding = {key for key, values in held.items() if values}
         asserted: dict[tuple, tuple] = {}  # (key, value) asserted at this instant: (fact, deps)
@@ -86,7 +85,8 @@ def held_stretches(events: list[tuple]) -> dict[tuple[str, str], list[Stretch]]:
                     if stretch.start < at and emptied.intersection(stretch.depends_on):
                         end(key, value, at, "invalidated")
                         if (key, value) in asserted:  # asserted at this instant: holds on
-                            start(key, asserted[key, value][0], at, asserted[key, value][1])
+                            fact, depends_on = asserted[key, value]
+                            start(key, fact, at, depends_on)
             emptied = {key for key in holding if not held.get(key)}
     return out
 

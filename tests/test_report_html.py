@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from browser_helpers import page_data
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,12 +35,6 @@ def healthd(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "healthd", *args], capture_output=True, text=True, timeout=180
     )
-
-
-def page_data(html: str) -> dict:
-    found = re.search(r"<script id='healthd-data' type='application/json'>(.*?)</script>", html)
-    assert found, "no page model in the HTML"
-    return json.loads(found.group(1))
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from browser_helpers import page_data
 from daemon_helpers import (
     EXAMPLE,
     free_port,
@@ -19,7 +20,6 @@ from daemon_helpers import (
     toml_config,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from test_report_html import page_data
 
 from healthd.cli import main as cli_main
 from healthd.daemon.runner import Runner
