@@ -72,6 +72,22 @@ def test_a_fact_that_ends_twice_is_judged_twice(mode):
     assert [s.metrics["all"].forgetting for s in result] == [None] * 4 + [0.0] * 5 + [0.5]
 
 
+def test_a_value_ended_again_while_it_is_ended_is_not_judged_again(mode):
+    """a1 and 2 are revised away (each judged once, a1 forgotten, 2 still served); ending a1
+    once more, with no stage seeing it current in between, is no new end to judge."""
+    events = [
+        added("1", 0, a1),
+        revised("2", 1, a1, LANG_2),
+        revised("3", 2, LANG_2, LANG_3),
+        *padding(0, 2),
+        invalidated("6", 5, a1),
+        *padding(2, 2),
+    ]
+    script = {"1": {A: [record(a1, 0)]}, "3": {A: [record(LANG_2, 1), record(LANG_3, 2)]}}
+    result = stages(events, ScriptedMemory(script), mode, forgetting_window=1)
+    assert [s.metrics["all"].forgetting for s in result] == [None, None, 1.0] + [0.5] * 5
+
+
 def test_ending_a_value_the_key_never_held_is_no_ended_fact(mode):
     events = [added("1", 1, a1), invalidated("2", 2, fact("a", "lang", "9")), *padding(0, 4)]
     result = stages(events, NaiveMemory(), mode)
@@ -302,7 +318,7 @@ def restarted(events, cut, memory, how, **options):
     return before + [replay.step(e) for e in events[cut:]]
 
 
-LANG_2 = fact("a", "lang", "2")
+LANG_2, LANG_3, LANG_4 = (fact("a", "lang", v) for v in "234")
 
 
 @pytest.mark.parametrize("how", ["snapshot", "resume"])
@@ -330,12 +346,27 @@ LANG_2 = fact("a", "lang", "2")
         ),
         # a's record goes stale after the restart, with nothing else said about a
         ([added("1", 0, a1)] + padding(0, 2, at=400), 1, NaiveMemory),
+        # two of a's values ended before the restart; both are ended again after it (no new
+        # end to judge), then the third is revised away (judged once, after)
+        (
+            [added("1", 0, a1), revised("2", 1, a1, LANG_2), revised("3", 2, LANG_2, LANG_3)]
+            + padding(0, 2)
+            + [invalidated("4", 5, a1), invalidated("5", 6, LANG_2)]
+            + [revised("6", 7, LANG_3, LANG_4)]
+            + padding(2, 2),
+            5,
+            NaiveMemory,
+        ),
+        # a memory that cannot say which keys changed
+        ([added("1", 0, a1), revised("2", 1, a1, LANG_2)] + padding(0, 2), 1, lambda: Untracked()),
     ],
     ids=[
         "current at the restart",
         "ended before the restart",
         "another key's fact served",
         "stale after the restart",
+        "two ended before the restart",
+        "untracked memory",
     ],
 )
 def test_a_restart_changes_no_number(events, cut, memory, how):
@@ -477,3 +508,49 @@ def test_a_history_of_sweeps_alone_has_no_last_change():
     events = [swept("1", 0, a1), swept("2", 1, a1)]
     result = evaluate(events, NaiveMemory(), build_probe_set(events), name="n", kind="n")
     assert result.last_change is None
+
+
+# -- what a replay hands out ----------------------------------------------------------------
+
+
+def test_a_probe_s_retrieved_reads_as_the_tuple_of_its_fact_status_pairs():
+    events = [added("1", 0, a1), revised("2", 1, a1, LANG_2), added("3", 2, b1)]
+    result = evaluate(events, NaiveMemory(), build_probe_set(events), name="n", kind="n")
+    retrieved = next(p.retrieved for p in result.probes if p.probe.key == A)
+    pairs = tuple(retrieved)
+    assert [(f.value, status) for f, status in pairs] == [("2", "current"), ("1", "superseded")]
+    assert len(retrieved) == 2 and retrieved[1] == pairs[1] and retrieved[-2] == pairs[0]
+    assert retrieved[1:] == pairs[1:] and retrieved[::-1] == pairs[::-1]
+    assert retrieved == pairs and retrieved != pairs[:1]
+    assert hash(retrieved) == hash(pairs) and repr(retrieved) == repr(pairs)
+
+
+def test_which_values_a_stage_looked_at_reads_as_a_mapping():
+    """What the daemon saves of a replay (which values were current when last looked at)."""
+    events = [added("1", 0, a1), revised("2", 1, a1, LANG_2), revised("3", 2, LANG_2, LANG_3)]
+    replay = Replay(NaiveMemory(), build_probe_set(events))
+    for event in events:
+        replay.step(event)
+    seen = replay.was_current
+    assert dict(seen) == {(A, "1"): False, (A, "2"): False, (A, "3"): True}
+    assert len(seen) == 3 and seen[A, "2"] is False and (A, "3") in seen
+    with pytest.raises(KeyError, match="'9'"):
+        seen[A, "9"]
+    assert (B, "1") not in seen
+
+
+def test_an_answer_holding_another_predicate_of_its_subject_is_scored_again_when_that_changes():
+    """a/lang's answer also serves a/owner's x; only a/owner is written when x is revised
+    away, yet a/lang's answer now serves an ended fact: incremental scores it as full does."""
+    owner = FactKey("a", "owner")
+    x, y = fact("a", "owner", "x"), fact("a", "owner", "y")
+    events = [added("1", 0, a1), added("2", 1, x), revised("3", 2, x, y), *padding(0, 2)]
+    script = {
+        "1": {A: [record(a1, 0)]},
+        "2": {A: [record(a1, 0), record(x, 1)], owner: [record(x, 1)]},
+        "3": {owner: [record(y, 2)]},
+    }
+    full = stages(events, ScriptedMemory(script), "full")
+    incremental = stages(events, ScriptedMemory(script), "incremental")
+    assert full[2].metrics["all"].contamination != full[1].metrics["all"].contamination
+    assert [s.counts for s in incremental] == [s.counts for s in full]
