@@ -554,3 +554,31 @@ def test_an_answer_holding_another_predicate_of_its_subject_is_scored_again_when
     incremental = stages(events, ScriptedMemory(script), "incremental")
     assert full[2].metrics["all"].contamination != full[1].metrics["all"].contamination
     assert [s.counts for s in incremental] == [s.counts for s in full]
+
+
+def test_a_key_held_in_two_answers_still_rescores_the_one_left_when_the_other_lets_go():
+    """a's and b's answers both serve c's fact; a's moves on to d's. c is then revised away:
+    b, whose answer still serves it, is scored again though only c was written."""
+    c1, c2, d1 = fact("c", "lang", "1"), fact("c", "lang", "2"), fact("d", "lang", "1")
+    C, D = FactKey("c", "lang"), FactKey("d", "lang")
+    events = [
+        added("1", 0, a1),
+        added("2", 1, b1),
+        added("3", 2, c1),
+        added("4", 3, d1),
+        revised("5", 4, c1, c2),
+        *padding(0, 2),
+    ]
+    script = {
+        "3": {
+            A: [record(a1, 0), record(c1, 2)],
+            B: [record(b1, 1), record(c1, 2)],
+            C: [record(c1, 2)],
+        },
+        "4": {A: [record(a1, 0), record(d1, 3)], D: [record(d1, 3)]},
+        "5": {C: [record(c2, 4)]},
+    }
+    full = stages(events, ScriptedMemory(script), "full")
+    incremental = stages(events, ScriptedMemory(script), "incremental")
+    assert full[4].metrics["all"].contamination != full[3].metrics["all"].contamination
+    assert [s.counts for s in incremental] == [s.counts for s in full]

@@ -380,22 +380,34 @@ def test_items_a_memory_no_longer_serves_leave_the_reading_counts():
     assert replay.reading_counts().as_dict() == {"items": 0, "unread": 0, "metadata_mismatch": 0}
 
 
-def test_reading_counts_asked_after_each_stage_follow_what_each_answer_serves():
-    """The daemon asks for the counts after every run: a later answer read differently (here
-    a new text whose metadata it contradicts) shows in them, not the counts first asked."""
+META = {"subject": "billing", "predicate": "owners", "domain": "ownership"}
+SERVED = {  # what a stage serves, and the reading counts that follow from it
+    "alice": (
+        (ServedItem("Alice looks after billing", "r1", T0, None, {**META, "value": "@alice"}),),
+        {"items": 1, "unread": 0, "metadata_mismatch": 0},
+    ),
+    "handover": (  # Carol read from the text, @bob in its metadata
+        (
+            ServedItem(
+                "Alice handed billing over to Carol", "r2", T0, None, {**META, "value": "@bob"}
+            ),
+        ),
+        {"items": 1, "unread": 0, "metadata_mismatch": 1},
+    ),
+    "nothing": ((), {"items": 0, "unread": 0, "metadata_mismatch": 0}),
+}
+
+
+@pytest.mark.parametrize(
+    "order", [("alice", "handover", "nothing"), ("alice", "nothing", "handover")]
+)
+def test_reading_counts_asked_after_each_stage_follow_what_each_answer_serves(order):
+    """The daemon asks for the counts after every run: each run's counts are those of what
+    the answers serve then, whichever way the served items changed, not the counts first asked."""
     events = _owner_events()
-    meta = {"subject": "billing", "predicate": "owners", "domain": "ownership"}
-    memory = ServedMemory(
-        [ServedItem("Alice looks after billing", "r1", T0, None, {**meta, "value": "@alice"})]
-    )
+    memory = ServedMemory([])
     replay = Replay(memory, build_probe_set(events))
-    replay.step(events[0])
-    assert replay.reading_counts().as_dict() == {"items": 1, "unread": 0, "metadata_mismatch": 0}
-    memory.items = (
-        ServedItem("Alice handed billing over to Carol", "r2", T0, None, {**meta, "value": "@bob"}),
-    )
-    replay.step(events[1])
-    assert replay.reading_counts().as_dict() == {"items": 1, "unread": 0, "metadata_mismatch": 1}
-    memory.items = ()
-    replay.step(events[2])
-    assert replay.reading_counts().as_dict() == {"items": 0, "unread": 0, "metadata_mismatch": 0}
+    for event, served in zip(events, order, strict=True):
+        memory.items, counts = SERVED[served]
+        replay.step(event)
+        assert replay.reading_counts().as_dict() == counts, served
