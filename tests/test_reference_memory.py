@@ -57,14 +57,15 @@ def test_supersession_hides_the_old_value_unless_history_is_asked():
 def test_an_ended_record_is_kept_as_a_tombstone_saying_how_and_when_it_ended():
     """The shadow keeps what ended: a record revised away, or replaced by a new value of its
     single-valued key, is superseded then and points to the record that replaced it; a fact
-    whose module went is invalidated by the cascade at the removal, naming the key."""
+    whose module went is invalidated by the cascade at the removal, naming the key; the
+    module itself is invalidated, for the reason its event gives or, with none, as such."""
     memory = feed(
         ReferenceMemory(),
         added("1", 0, node),
         revised("2", 5, node, go),
         added("3", 0, exists),
         added("4", 1, pg, DEPS),
-        invalidated("5", 4, exists),
+        ChangeEvent("5", "invalidated", day(4), "test", exists),  # no reason given
         added("6", 2, alice),
         added("7", 3, bob),
     )
@@ -88,6 +89,7 @@ def test_an_ended_record_is_kept_as_a_tombstone_saying_how_and_when_it_ended():
         None,
         "payments-v1 exists was removed",
     )
+    assert rows["true"][1:] == ("invalidated", day(4).timestamp(), None, "invalidated")
 
 
 def test_without_supersession_both_values_come_back():
