@@ -827,3 +827,25 @@ def test_a_revision_landing_last_that_depends_on_a_module_removed_later_ends_at_
     ):
         memory.apply(event)
     assert values(memory, pg, 11) == ([] if propagation else ["16"])
+
+
+def test_a_dependent_folded_before_its_other_dependency_is_folded_again_after_it():
+    """d holds two values, d1 on m (the module) and d2 on k, which is itself on m. m's
+    removal at day 5 ends all three; a late event gives m a new value from day 4, so m is
+    never left empty: k holds on, and so do d1 and d2. m's dependents are refolded in key
+    order, d before k; d must be folded again once k's removals change."""
+    m1, m2 = fact("m", "exists", "1"), fact("m", "exists", "2")
+    k1 = fact("k", "x", "1")
+    d1, d2 = fact("d", "x", "1"), fact("d", "x", "2")
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, m1),
+        added("2", 1, k1, [("m", "exists")]),
+        added("3", 2, d1, [("m", "exists")], multi=True),
+        added("4", 2, d2, [("k", "x")], multi=True),
+        invalidated("5", 5, m1),
+    )
+    assert values(memory, d1, 6) == []
+    feed(memory, added("6", 4, m2))  # late: m holds 2 from day 4, 1 is never invalidated
+    assert values(memory, k1, 6) == ["1"]
+    assert sorted(values(memory, d1, 6)) == ["1", "2"]
