@@ -849,3 +849,42 @@ def test_a_dependent_folded_before_its_other_dependency_is_folded_again_after_it
     feed(memory, added("6", 4, m2))  # late: m holds 2 from day 4, 1 is never invalidated
     assert values(memory, k1, 6) == ["1"]
     assert sorted(values(memory, d1, 6)) == ["1", "2"]
+
+
+def test_a_revision_moving_a_dependency_s_only_value_ends_what_depended_on_it_there():
+    """q/y (multi-valued) holds 1, which depends on p/x; one revision moves p/x's only value
+    to q/y as 2. p/x is left empty, so q/y's 1 ends; the same event gives q/y 2, so q/y's fold
+    has new operations too, and must not be resumed from before p/x changed."""
+    x, q1, q2 = fact("p", "x", "1"), fact("q", "y", "1"), fact("q", "y", "2")
+    moved = ChangeEvent(
+        "3", "revised", day(5), "test", q2, previous=x, metadata={"cardinality": "multi"}
+    )
+    memory = feed(ReferenceMemory(), added("1", 0, x), added("2", 1, q1, [("p", "x")], multi=True))
+    assert values(memory, q1, 4) == ["1"]
+    feed(memory, moved)
+    assert values(memory, q1, 6) == ["2"]
+
+
+def test_records_a_late_event_turns_into_revalidations_are_merged_into_the_first():
+    """d/x = v depends on m (multi-valued), which is left empty at days 3 and 6, so v is held
+    as three records (from days 1, 5 and 8). A late m = 2 from day 2 keeps m present
+    throughout: v is held from day 1 on, and the adds of days 5 and 8 only re-validate it."""
+    m1, m2, v = fact("m", "exists", "1"), fact("m", "exists", "2"), fact("d", "x", "v")
+    on_m = [("m", "exists")]
+    memory = feed(
+        ReferenceMemory(),
+        added("1", 0, m1, multi=True),
+        added("2", 1, v, on_m),
+        invalidated("3", 3, m1),
+        added("4", 4, m1, multi=True),
+        added("5", 5, v, on_m),
+        invalidated("6", 6, m1),
+        added("7", 8, v, on_m),
+    )
+    count = "SELECT count(*) FROM records WHERE subject = 'd'"
+    assert memory._db.execute(count).fetchone() == (3,)
+    feed(memory, added("8", 2, m2, multi=True))
+    assert memory._db.execute(count).fetchone() == (1,)
+    assert values(memory, v, 9) == ["v"]
+    (served,) = memory.search("", at=day(9), filters=[MetadataFilter("subject", "equals", "d")])
+    assert served.written_at == day(1)
