@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_timelines import EXAMPLES, PREDICATES, SHORT_TTL, timelines
@@ -275,3 +276,29 @@ def test_writes_to_other_keys_or_namespaces_do_not_reorder_a_keys_answer(tmp_pat
     for i in range(3):
         theirs.apply(added(f"b{i}", 2, fact(f"x{i}", "language", "node")))
     assert [f.value for f in mine.answer(extra[0], day(5)).facts] == before
+
+
+@pytest.mark.parametrize("revalidated_at", [None, 20])
+def test_a_record_written_after_the_first_stages_expires_in_both_modes(revalidated_at):
+    """bob (ownership, 30 days) is served over alice until it expires: at day 40, or at 50
+    once re-validated at day 20. It is written after the memory read back the deadlines of
+    what it already held, so only the deadline its own write pushes (the expiry, not the
+    purge 30 days later) tells a stage at day 41 or 51, which writes another key alone."""
+    alice = fact("svc", "lead", "alice", "tech")
+    bob = fact("svc", "lead", "bob", "ownership")
+    other, other2 = fact("other", "x", "1"), fact("other", "x", "2")
+    events = [
+        added("e1", 0, alice),
+        added("e2", 1, other),
+        revised("e3", 2, other, other2),
+        added("e4", 10, bob),
+        *([revalidated("e5", revalidated_at, bob)] if revalidated_at else []),
+        revised("e6", 39, other2, other),
+        revised("e7", 41, other, other2),
+        revised("e8", 49, other2, other),
+        revised("e9", 51, other, other2),
+    ]
+    full, incremental = both_modes(events, lambda: ReferenceMemory(supersession=False, top_k=1))
+    assert incremental == full
+    expires = len(events) - (1 if revalidated_at else 3)  # the stage just after the expiry
+    assert full[expires]["all"].contamination != full[expires - 1]["all"].contamination
