@@ -213,7 +213,10 @@ def test_namespaces_are_isolated_and_reset_wipes_only_its_own(tmp_path):
 
 
 def test_a_namespace_not_declared_shadow_is_refused():
-    with pytest.raises(ShadowViolation, match="not declared shadow"):
+    with pytest.raises(
+        ShadowViolation,
+        match="'prod/assistant' is not declared shadow; healthd writes only to shadow scopes",
+    ):
         ReferenceMemory(namespace="prod/assistant", shadow=False)
     with pytest.raises(TargetError, match="not declared shadow"):
         build_memory(parse_target("reference:namespace=prod,shadow=off"))
@@ -888,3 +891,18 @@ def test_records_a_late_event_turns_into_revalidations_are_merged_into_the_first
     assert values(memory, v, 9) == ["v"]
     (served,) = memory.search("", at=day(9), filters=[MetadataFilter("subject", "equals", "d")])
     assert served.written_at == day(1)
+
+
+def test_an_answer_serves_five_records_of_its_key_unless_top_k_says_otherwise():
+    langs = [fact("svc", "lang", v) for v in "abcdefg"]
+    events = [added(str(n), n, f, multi=True) for n, f in enumerate(langs)]
+    default, three = feed(ReferenceMemory(), *events), feed(ReferenceMemory(top_k=3), *events)
+    assert len(values(default, langs[0], 9)) == 5 and len(values(three, langs[0], 9)) == 3
+
+
+def test_a_shadow_on_disk_keeps_a_write_ahead_log(tmp_path):
+    """The write-ahead log and one fsync per committed batch, not per event."""
+    on_disk = ReferenceMemory(path=str(tmp_path / "shadow.db"))
+    assert on_disk.state_db().execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert on_disk.state_db().execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    on_disk.close()
