@@ -906,3 +906,23 @@ def test_a_shadow_on_disk_keeps_a_write_ahead_log(tmp_path):
     assert on_disk.state_db().execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert on_disk.state_db().execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
     on_disk.close()
+
+
+def _refuse_value(memory, value):
+    """A trigger in the shadow's own database that fails every insert of ``value``."""
+    memory.state_db().execute(
+        f"CREATE TRIGGER refuse BEFORE INSERT ON records WHEN NEW.value = '{value}' "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
+
+
+def test_a_write_that_fails_leaves_a_shadow_on_disk_as_it_was_and_writable(tmp_path):
+    memory = ReferenceMemory(path=str(tmp_path / "shadow.db"))
+    _refuse_value(memory, "go")
+    feed(memory, added("1", 0, node))
+    with pytest.raises(MemoryAdapterError, match="applying 2: disk says no"):
+        memory.apply(revised("2", 5, node, go))
+    assert values(memory, node, 6) == ["node"]  # the revision left nothing behind
+    feed(memory, added("3", 6, alice))
+    assert values(memory, alice, 7) == ["@alice"] and values(memory, node, 7) == ["node"]
+    memory.close()
