@@ -926,3 +926,12 @@ def test_a_write_that_fails_leaves_a_shadow_on_disk_as_it_was_and_writable(tmp_p
     feed(memory, added("3", 6, alice))
     assert values(memory, alice, 7) == ["@alice"] and values(memory, node, 7) == ["node"]
     memory.close()
+
+
+def test_a_shadow_file_that_is_not_a_database_is_one_error_naming_it(tmp_path):
+    path = tmp_path / "shadow.db"
+    path.write_bytes(b"these are not the pages you are looking for" * 100)
+    with pytest.raises(
+        MemoryAdapterError, match=f"reference memory at {path}: file is not a database"
+    ):
+        ReferenceMemory(path=str(path))
