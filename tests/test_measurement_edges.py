@@ -550,8 +550,7 @@ def test_an_answer_holding_another_predicate_of_its_subject_is_scored_again_when
         "2": {A: [record(a1, 0), record(x, 1)], owner: [record(x, 1)]},
         "3": {owner: [record(y, 2)]},
     }
-    full = stages(events, ScriptedMemory(script), "full")
-    incremental = stages(events, ScriptedMemory(script), "incremental")
+    full, incremental = (stages(events, ScriptedMemory(script), m) for m in ("full", "incremental"))
     assert full[2].metrics["all"].contamination != full[1].metrics["all"].contamination
     assert [s.counts for s in incremental] == [s.counts for s in full]
 
@@ -578,7 +577,6 @@ def test_a_key_held_in_two_answers_still_rescores_the_one_left_when_the_other_le
         "4": {A: [record(a1, 0), record(d1, 3)], D: [record(d1, 3)]},
         "5": {C: [record(c2, 4)]},
     }
-    full = stages(events, ScriptedMemory(script), "full")
-    incremental = stages(events, ScriptedMemory(script), "incremental")
+    full, incremental = (stages(events, ScriptedMemory(script), m) for m in ("full", "incremental"))
     assert full[4].metrics["all"].contamination != full[3].metrics["all"].contamination
     assert [s.counts for s in incremental] == [s.counts for s in full]
