@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from healthd._packed import DependencyTable, PackedLog
-from healthd._sqlite import _quiet, savepoint, transaction
+from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
 from healthd.memory._options import duration, integer, reject_unknown, switch
@@ -331,8 +331,7 @@ class ReferenceMemory:
         self._deadlines_loaded = False
 
     def apply(self, event: ChangeEvent) -> None:
-        if self._failed is not None:
-            raise MemoryAdapterError(self._failed)
+        self._refuse_if_failed()
         at = _ts(event.timestamp)
         self._clock = at if self._clock is None else max(self._clock, at)
         try:
@@ -346,9 +345,9 @@ class ReferenceMemory:
             self._cache = _KeyCache()
             self._cache_complete = False
             if self._private and not self._batched:
-                # The batch's earlier events went with it: this replay cannot go on.
+                # The batch's earlier events went with it: this replay cannot go on, and
+                # every entry point refuses from now on (close() rolls the batch back).
                 self._deferred.clear()
-                _quiet(self._db, "ROLLBACK")
                 self._failed = (
                     f"reference memory: a write failed at {event.id}; the private replay "
                     "cannot go on"
@@ -356,6 +355,10 @@ class ReferenceMemory:
             if isinstance(exc, sqlite3.Error):
                 raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
             raise
+
+    def _refuse_if_failed(self) -> None:
+        if self._failed is not None:
+            raise MemoryAdapterError(self._failed)
 
     def _apply_in_batch(self, event: ChangeEvent, at: float) -> None:
         if not self._db.in_transaction:
@@ -399,11 +402,9 @@ class ReferenceMemory:
                 self._db.executemany(_UPDATE_SQL, changed)
                 deferred.records.clear()
         except sqlite3.Error as exc:
-            # the batch's writes are lost with it: the replay cannot go on
+            # the batch's writes are lost with it: the replay cannot go on, and every entry
+            # point refuses from now on, so neither the cache nor the open batch is read again
             deferred.clear()
-            self._cache = _KeyCache()
-            self._cache_complete = False
-            _quiet(self._db, "ROLLBACK")
             self._failed = (
                 f"reference memory: writing a batch failed ({exc}); the private replay cannot go on"
             )
@@ -431,11 +432,11 @@ class ReferenceMemory:
         # live before soft-expired, newest first. Text relevance is not used here: bm25
         # weighs terms by statistics over the whole store, so unrelated writes could reorder
         # a key's records, which no change to the key would explain.
-        if self._failed is not None:
-            raise MemoryAdapterError(self._failed)
+        self._refuse_if_failed()
         return Answer(probe.id, tuple(self._key_records(probe.key, at, self.top_k)))
 
     def changed_keys(self, at: datetime) -> set[FactKey]:
+        self._refuse_if_failed()
         until = _ts(at)
         changed = self._touched
         self._touched = set()
@@ -578,6 +579,7 @@ class ReferenceMemory:
         Filters run before ranking. Live records come first, soft-expired ones after them;
         with ``history`` ended and purged records are returned too, flagged ``historical``.
         """
+        self._refuse_if_failed()
         now = _ts(at)
         self._flush()
         if self._private:
@@ -1221,6 +1223,7 @@ class ReferenceMemory:
         """The shadow's own database, for state a caller keeps beside the shadow (in tables
         of its own): what it writes there in batched mode is made durable by the next
         :meth:`commit`, together with the shadow's writes, or not at all."""
+        self._refuse_if_failed()
         self._flush()
         if self._batched and not self._db.in_transaction:
             self._db.execute("BEGIN")
