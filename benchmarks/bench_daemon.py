@@ -410,7 +410,8 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
         assert runner.ready(), runner.readiness()  # serving the stored results
         out["restart_to_ready"] = {"seconds": wall, "cpu_seconds": cpu}
         summary, wall2, cpu2 = _timed(runner.run_once)
-        out["first_run_after_restart"] = {  # reads the shadow's replay state back
+        # nothing new: the stored results stand, and nothing of the shadow is read back
+        out["first_run_after_restart"] = {
             "seconds": wall2,
             "cpu_seconds": cpu2,
             "replayed": summary.targets["reference"].get("replayed"),
@@ -422,7 +423,7 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
         with open(Path(tmp) / "timeline.jsonl", "a", encoding="utf-8") as handle:
             handle.write((Path(tmp) / "more2.jsonl").read_text(encoding="utf-8"))
         summary, wall, cpu = _timed(runner.run_once)
-        out["run_with_100_new_after_restart"] = {
+        out["run_with_100_new_after_restart"] = {  # reads the replay's state back first
             "seconds": wall,
             "cpu_seconds": cpu,
             "new_events": summary.new_events,

@@ -356,11 +356,7 @@ class Runner:
         t.built_fingerprint = t.fingerprint
         t.position = applied
         t.last_event = checkpoint.get("last_event")
-        if t.last_change is None and t.newest_change is None:  # else followed in this process
-            t.carry_last_change(t.row.results)
-            if t.row.results is not None and "newest_change" not in t.row.results and applied:
-                # results stored by an older healthd: the newest real change's time, once
-                t.newest_change = newest_change(self.state.iter_events(0, applied))
+        self._carry_stored_change(t, applied)
         t.page_wanted += 1
         t.note = None
         log.info(
@@ -373,6 +369,15 @@ class Runner:
             pending=self.event_count - applied,
         )
         return True
+
+    def _carry_stored_change(self, t: TargetRuntime, applied: int) -> None:
+        """The newest real change, from the stored results, when this process has not
+        followed one yet."""
+        if t.last_change is None and t.newest_change is None:
+            t.carry_last_change(t.row.results)
+            if t.row.results is not None and "newest_change" not in t.row.results and applied:
+                # results stored by an older healthd: the newest real change's time, once
+                t.newest_change = newest_change(self.state.iter_events(0, applied))
 
     def _checkpoint_problem(self, t: TargetRuntime, checkpoint: dict[str, Any] | None) -> str:
         if checkpoint is None:
@@ -814,6 +819,8 @@ class Runner:
         total = self.event_count
         new = total - row.applied
         outcome: dict[str, Any] = {"result": "success", "events": max(new, 0), "replayed": 0}
+        if new == 0 and self._stands_as_stored(t):
+            return self._serve_stored(t, run_id, t0, outcome)
         probes = self._current_probes()
         try:
             with self.tracer.start_as_current_span(
@@ -992,6 +999,57 @@ class Runner:
                 replayed=0,
                 error=message,
             )
+        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
+        return outcome
+
+    def _stands_as_stored(self, t: TargetRuntime) -> bool:
+        """A reference shadow not read back since a restart, its results stored by a run
+        that finished, over the events it has: reading its replay back (seconds at a million
+        events) would change no number, so a run with nothing new does not. Its retrieval
+        follows from its options alone, which the fingerprint covers."""
+        row = t.row
+        return (
+            t.replay is None
+            and t.persistent
+            and t.kind == "reference"
+            and t.note is None
+            and not row.dirty
+            and row.results is not None
+            and row.fingerprint == t.fingerprint
+            and row.applied == self.event_count
+        )
+
+    def _serve_stored(
+        self, t: TargetRuntime, run_id: str, t0: float, outcome: dict[str, Any]
+    ) -> dict[str, Any]:
+        row = t.row
+        assert row.results is not None
+        with self.tracer.start_as_current_span(
+            "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
+        ) as span:
+            span.set_attribute("healthd.events.replayed", 0)
+            span.set_attribute("healthd.replay.fresh", False)
+        self._carry_stored_change(t, row.applied)
+        results = {
+            **row.results,
+            "last_change": t.last_change,
+            "swept": t.swept,
+            "newest_change": t.newest_change,
+            "run_id": run_id,
+            "duration_seconds": time.perf_counter() - t0,
+        }
+        now = self.clock()
+        t.pending_row = replace(
+            row,
+            results=results,
+            runs_success=row.runs_success + 1,
+            last_run=now,
+            last_success=now,
+            last_result="success",
+            last_error=None,
+        )
+        outcome["metrics"] = results["metrics"]["all"]
+        outcome["probes"] = results["probes"]
         outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
         return outcome
 

@@ -239,7 +239,7 @@ def test_runner_incremental_runs_restart_and_config_change(tmp_path):
         runner.targets["naive"].replay is None and "process memory" in runner.targets["naive"].note
     )
     run = runner.run_once()
-    assert runner.targets["reference"].replay is not None
+    assert runner.targets["reference"].replay is None  # nothing new: its results stand
     assert run.new_events == 0
     assert run.targets["reference"]["replayed"] == 0 and run.targets["naive"]["replayed"] == 135
     assert all(o["events"] == 0 for o in run.targets.values())  # nothing counted twice
@@ -637,6 +637,48 @@ def test_a_restart_serves_the_stored_results_and_reads_the_shadow_when_first_nee
     state.close()
 
 
+def test_a_run_with_nothing_new_after_a_restart_serves_the_stored_results_as_they_stand(
+    tmp_path,
+):
+    """Reading a shadow's replay back takes seconds at a million events and changes no
+    number when there is nothing to replay: the run counts, the results stand, and the
+    shadow is read back by the first run with events to replay."""
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:70]))
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    before = runner.view()["targets"]["reference"].results
+    runner.close()
+    state.close()
+
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    runner, state = _runner(tmp_path, **kw)
+    run = runner.run_once()
+    assert run.targets["reference"]["result"] == "success"
+    assert run.targets["reference"]["metrics"] == before["metrics"]["all"]
+    row = runner.view()["targets"]["reference"]
+    assert row.runs_success == 2 and row.results["run_id"] == run.run_id
+    assert {k: v for k, v in row.results.items() if k not in ("run_id", "duration_seconds")} == {
+        k: v for k, v in before.items() if k not in ("run_id", "duration_seconds")
+    }
+    assert "shadow restored" not in stream.getvalue()
+    timeline.write_text("".join(lines))
+    run = runner.run_once()
+    assert stream.getvalue().count("shadow restored") == 1
+    assert run.targets["reference"]["replayed"] == len(lines) - 70
+    assert runner.view()["targets"]["reference"].results["metrics"] == _expected(
+        EXAMPLE, "reference"
+    )
+    runner.close()
+    state.close()
+
+
 def test_the_page_asked_for_during_a_run_shows_every_target_with_results(tmp_path):
     """A target whose page was never built waits for the run replaying (its lock held, as
     the cron's next run holds it) instead of leaving its chart out of / until a later run;
@@ -722,8 +764,9 @@ def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_o
     stream = io.StringIO()
     configure_logging("info", "json", stream)
     runner, state = _runner(tmp_path, **kw)
-    runner.run_once()
+    runner.view()["pages"]["reference"]  # the page at / reads the replay back, as a run would
     assert restored_lines(stream)[0]["truth_folded_from_events"] == 0
+    runner.run_once()
     assert runner.targets["reference"].row.results["metrics"] == _expected(EXAMPLE, "reference")
     runner.close()
     state.close()
