@@ -20,7 +20,7 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, Protocol, overload
 
 from healthd._collector import replay_collection
 from healthd._packed import to_micros
@@ -233,6 +233,10 @@ class Replay:
         self._live: dict[FactKey, set[str]] = {}
         self._gone: dict[FactKey, int] = {}
         self._pending: dict[FactKey, set[str]] = {}
+        # A resumed replay's stored view of those, per key, taken for a key when it is
+        # first touched after the resume (a restart reads no key it does not need)
+        self._unlooked: ValuesSeen | None = None
+        self._looked: set[FactKey] = set()
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
         # bumped whenever an answer or a reading changes (only an asked, so active, probe has
@@ -431,6 +435,8 @@ class Replay:
         out = []
         truth = self.truth
         for key in keys:
+            if self._unlooked is not None:
+                self._look(key)
             live = self._live.get(key)
             pending = self._pending.get(key)
             candidates = set(truth.open_values(key))
@@ -476,6 +482,8 @@ class Replay:
         truth = self.truth
         for fact in facts:
             key, value = FactKey(fact.subject, fact.predicate), fact.value
+            if self._unlooked is not None:
+                self._look(key)
             if (
                 truth.has_value(key, value)
                 and value not in self._live.get(key, ())
@@ -651,25 +659,40 @@ class Replay:
         """Per (key, value) a stage has looked at: whether it was current (a live view)."""
         return _WasCurrent(self)
 
-    def _look_back(self, was_current: Mapping[FactKey, Mapping[str, bool]]) -> None:
+    def _look_back(self, was_current: ValuesSeen) -> None:
         """Take which values stages looked at, and what they saw, from an exported map (per
-        key: per value, whether it was current)."""
+        key: per value, whether it was current), each key's when the key is first touched
+        (the map is only asked for those)."""
+        self._unlooked = was_current
+        self._looked = set()
+
+    def _look(self, key: FactKey) -> None:
+        """Take the key's part of the map :meth:`_look_back` was given, once."""
+        assert self._unlooked is not None
+        if key in self._looked:
+            return
+        self._looked.add(key)
         truth = self.truth
-        nothing: Mapping[str, bool] = {}
-        for key in list(truth.keys()):
-            rank = truth.value_rank(key)
-            looked_at = was_current.get(key, nothing)
-            gone = 0
-            for value in truth.values(key):
-                seen = looked_at.get(value)
-                if seen is None:
-                    self._pending.setdefault(key, set()).add(value)
-                elif seen:
-                    self._live.setdefault(key, set()).add(value)
-                else:
-                    gone |= 1 << rank(value)
-            if gone:
-                self._gone[key] = gone
+        looked_at = self._unlooked.get(key) or {}
+        gone = 0
+        for value in truth.values(key):
+            seen = looked_at.get(value)
+            if seen is None:
+                self._pending.setdefault(key, set()).add(value)
+            elif seen:
+                self._live.setdefault(key, set()).add(value)
+            else:
+                gone |= 1 << truth.value_rank(key)(value)
+        if gone:
+            self._gone[key] = gone
+
+    def _look_all(self) -> None:
+        """Take every key's part of the map :meth:`_look_back` was given (a caller reads
+        them all)."""
+        if self._unlooked is not None:
+            for key in list(self.truth.keys()):
+                self._look(key)
+            self._unlooked, self._looked = None, set()
 
     @classmethod
     def resume(
@@ -678,7 +701,7 @@ class Replay:
         probes: ProbeSet,
         truth: GroundTruth,
         counters: dict[str, Any],
-        was_current: Mapping[FactKey, Mapping[str, bool]],
+        was_current: ValuesSeen,
         answers: dict[str, tuple[RetrievedFact, ...]],
         scores: dict[str, ProbeScore],
         **options: Any,
@@ -789,6 +812,13 @@ def _other_keys(own: FactKey | None, facts: Iterable[RetrievedFact]) -> frozense
     return frozenset(keys) if keys else _NO_KEYS
 
 
+class ValuesSeen(Protocol):
+    """Per key, per value a stage looked at, whether it was current (a resumed replay asks
+    only for the keys it touches)."""
+
+    def get(self, key: FactKey, /) -> Mapping[str, bool] | None: ...
+
+
 class _WasCurrent(Mapping[tuple[FactKey, str], bool]):
     """A replay's values a stage has looked at, per (key, value): whether it was current."""
 
@@ -800,6 +830,8 @@ class _WasCurrent(Mapping[tuple[FactKey, str], bool]):
     def __getitem__(self, item: tuple[FactKey, str]) -> bool:
         key, value = item
         replay = self._replay
+        if replay._unlooked is not None:
+            replay._look(key)
         if value in replay._live.get(key, ()):
             return True
         gone = replay._gone.get(key, 0)
@@ -810,6 +842,7 @@ class _WasCurrent(Mapping[tuple[FactKey, str], bool]):
 
     def __iter__(self) -> Iterator[tuple[FactKey, str]]:
         replay = self._replay
+        replay._look_all()
         for key, values in replay._live.items():
             for value in values:
                 yield key, value
@@ -820,5 +853,6 @@ class _WasCurrent(Mapping[tuple[FactKey, str], bool]):
 
     def __len__(self) -> int:
         replay = self._replay
+        replay._look_all()
         live = sum(len(values) for values in replay._live.values())
         return live + sum(gone.bit_count() for gone in replay._gone.values())

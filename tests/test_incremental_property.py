@@ -153,10 +153,17 @@ def split_stored(events, make, window, cut, grow, every, path):
     memory.close()
     memory = make(path)
     catalog = KeyCatalog(events[:grow])
-    replay = ReplayStore(memory).load(
-        memory, catalog.probe_set(EXTRA_PROBES), memory.checkpoint()["replay"], **options
-    )
-    assert (replay.was_current, replay.answers, replay.scores, replay.counters()) == ran
+
+    def load():
+        return ReplayStore(memory).load(
+            memory, catalog.probe_set(EXTRA_PROBES), memory.checkpoint()["replay"], **options
+        )
+
+    read = load()  # every key's state read back, to compare
+    assert (read.was_current, read.answers, read.scores, read.counters()) == ran
+    asked = load().was_current  # each value's read back when asked for
+    assert all(asked[key_value] == current for key_value, current in ran[0].items())
+    replay = load()  # a key's state read back when a step first touches it
     stages += [replay.step(e) for e in events[cut:grow]]
     new_keys = catalog.add(events[grow:])
     probes = catalog.probe_set(EXTRA_PROBES)

@@ -12,15 +12,16 @@ commit:
 * ``healthd_values``: per (key, value) whether a stage saw it current, ditto.
 
 The counters (stage index, counts, forgetting checks due) are small and go in the checkpoint.
-A restart reads the rows per key, probe and value (nothing is parsed, folded or asked again),
-not the events; a key's operations are read when a new event or a read first needs them.
+A restart reads the rows per key and probe (nothing is parsed, folded or asked again), not
+the events; a key's operations, and which of its values stages saw current, are read when a
+new event or a read first needs them.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,7 +101,7 @@ class ReplayStore:
         self._saved_seq = 0
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
         self._scores: dict[str, ProbeScore] = {}
-        self._was_current: dict[FactKey, dict[str, bool]] = {}  # as saved, per key
+        self._was_current = _StoredValues()  # as saved, per key
         db = memory.state_db()
         for statement in _SCHEMA.split(";"):
             if statement.strip():
@@ -113,7 +114,7 @@ class ReplayStore:
             db.execute(f"DELETE FROM {table}")
         self._keys.clear()
         self._saved_seq = 0
-        self._answers, self._scores, self._was_current = {}, {}, {}
+        self._answers, self._scores, self._was_current = {}, {}, _StoredValues()
 
     def note(self, event: ChangeEvent) -> None:
         """An event was replayed: its keys have operations to save."""
@@ -259,23 +260,48 @@ class ReplayStore:
                 strict=True,
             )
         }
-        was_current: dict[FactKey, dict[str, bool]] = {}
-        for s, p, v, c in db.execute(
-            "SELECT subject, predicate, value, current FROM healthd_values"
-        ):
-            key = _fact_key(fact_keys, s, p)
-            looked_at = was_current.get(key)
-            if looked_at is None:
-                looked_at = was_current[key] = {}
-            looked_at[v] = c == 1
+        # which values stages saw current: a key's rows are read when a run first touches
+        # the key (most of a long history's keys are not touched again soon)
         replay = Replay.resume(
-            memory, probes, truth, counters, was_current, answers, scores, **options
+            memory,
+            probes,
+            truth,
+            counters,
+            _StoredValues(self._values_of),
+            answers,
+            scores,
+            **options,
         )
         self._keys.clear()
         self._saved_seq = int(counters["truth_seq"])
         self._answers, self._scores = dict(answers), dict(scores)
-        self._was_current = was_current
+        self._was_current = _StoredValues(self._values_of)
         return replay
+
+    def _values_of(self, key: FactKey) -> dict[str, bool]:
+        rows = self._memory.state_db().execute(
+            "SELECT value, current FROM healthd_values WHERE subject = ? AND predicate = ?", key
+        )
+        return {value: current == 1 for value, current in rows}
+
+
+class _StoredValues:
+    """Per key, which of its values stages saw current, as stored: a key's rows are read
+    when the key is first asked for, then kept (and kept in step by the caller, through
+    :meth:`setdefault`, as it stores more)."""
+
+    def __init__(self, read: Callable[[FactKey], dict[str, bool]] | None = None) -> None:
+        self._read = read  # None: nothing is stored yet
+        self._known: dict[FactKey, dict[str, bool]] = {}
+
+    def get(self, key: FactKey, default: object = None) -> dict[str, bool]:
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = self._read(key) if self._read is not None else {}
+        return known
+
+    def setdefault(self, key: FactKey, default: object = None) -> dict[str, bool]:
+        return self.get(key)
 
 
 def _decode(texts: Iterable[str]) -> list[Any]:
