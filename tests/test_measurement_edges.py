@@ -359,6 +359,17 @@ LANG_2, LANG_3, LANG_4 = (fact("a", "lang", v) for v in "234")
         ),
         # a memory that cannot say which keys changed
         ([added("1", 0, a1), revised("2", 1, a1, LANG_2)] + padding(0, 2), 1, lambda: Untracked()),
+        # two of a's values ended before the restart, its third is revised away after it
+        # (judged once) and a is touched twice more: what a's stored state said is taken once
+        (
+            [added("1", 0, a1), revised("2", 1, a1, LANG_2), revised("3", 2, LANG_2, LANG_3)]
+            + padding(0, 2)
+            + [revised("4", 5, LANG_3, LANG_4), revalidated("5", 6, LANG_4)]
+            + [revalidated("6", 7, LANG_4)]
+            + padding(2, 2),
+            5,
+            NaiveMemory,
+        ),
     ],
     ids=[
         "current at the restart",
@@ -367,6 +378,7 @@ LANG_2, LANG_3, LANG_4 = (fact("a", "lang", v) for v in "234")
         "stale after the restart",
         "two ended before the restart",
         "untracked memory",
+        "touched again after the restart",
     ],
 )
 def test_a_restart_changes_no_number(events, cut, memory, how):
