@@ -261,21 +261,16 @@ class ReplayStore:
             )
         }
         # which values stages saw current: a key's rows are read when a run first touches
-        # the key (most of a long history's keys are not touched again soon)
+        # the key (most of a long history's keys are not touched again soon), once for the
+        # replay and this store (the replay reads a key's before a save writes any)
+        was_current = _StoredValues(self._values_of)
         replay = Replay.resume(
-            memory,
-            probes,
-            truth,
-            counters,
-            _StoredValues(self._values_of),
-            answers,
-            scores,
-            **options,
+            memory, probes, truth, counters, was_current, answers, scores, **options
         )
         self._keys.clear()
         self._saved_seq = int(counters["truth_seq"])
         self._answers, self._scores = dict(answers), dict(scores)
-        self._was_current = _StoredValues(self._values_of)
+        self._was_current = was_current
         return replay
 
     def _values_of(self, key: FactKey) -> dict[str, bool]:

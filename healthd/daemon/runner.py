@@ -154,6 +154,7 @@ class TargetRuntime:
     retrieval: RetrievalFingerprint | None = None  # the last one a run was scored under
     retrieval_changes: int = 0  # a counter, kept in the results across restarts
     rebuilds: int = 0  # corrupt shadows moved aside and rebuilt, in this process
+    shadow_checked: bool = False  # the shadow opened and agreed with the stored results
     # The newest real change replayed (not a revalidation sweep): its stage in the JSON
     # report's shape, whether sweeps came after it, and its event time (epoch seconds).
     last_change: dict[str, Any] | None = None
@@ -1017,7 +1018,32 @@ class Runner:
             and row.results is not None
             and row.fingerprint == t.fingerprint
             and row.applied == self.event_count
+            and (t.shadow_checked or self._shadow_agrees(t))
         )
+
+    def _shadow_agrees(self, t: TargetRuntime) -> bool:
+        """Whether the shadow opens and was checkpointed where the stored results were
+        measured (once a process, as a warm daemon's open shadow is not looked at again):
+        a shadow lost or broken while the daemon was down is found, and rebuilt, by the
+        first run after the restart, not by the first with events."""
+        memory: Memory | None = None
+        try:
+            memory = _build(t)
+            checkpoint = memory.checkpoint() if isinstance(memory, Checkpointed) else None
+        except Exception:
+            return False
+        finally:
+            if memory is not None:
+                try:
+                    memory.close()
+                except Exception:
+                    pass
+        t.shadow_checked = (
+            checkpoint is not None
+            and checkpoint.get("fingerprint") == t.fingerprint
+            and checkpoint.get("applied") == t.row.applied
+        )
+        return t.shadow_checked
 
     def _serve_stored(
         self, t: TargetRuntime, run_id: str, t0: float, outcome: dict[str, Any]
@@ -1113,7 +1139,15 @@ class Runner:
             return t.page
         try:
             if unread and t.replay is None:
-                self._resume(t)  # not read back since a restart
+                # not read back since a restart; not while a run holds the runner (its pull
+                # extends the catalog the probe set is built from): that run, or the next
+                # request, shows it
+                if not self.lock.acquire(blocking=False):
+                    return t.page
+                try:
+                    self._resume(t)
+                finally:
+                    self.lock.release()
             replay, results = t.replay, t.row.results
             if replay is None or results is None:
                 return t.page

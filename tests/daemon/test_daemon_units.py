@@ -679,6 +679,46 @@ def test_a_run_with_nothing_new_after_a_restart_serves_the_stored_results_as_the
     state.close()
 
 
+def test_a_shadow_lost_while_the_daemon_was_down_is_rebuilt_by_the_next_run_with_nothing_new(
+    tmp_path,
+):
+    kw = _example_on_a_reference_shadow(tmp_path)
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    shadow = Path(runner.targets["reference"].options["path"])
+    runner.close()
+    state.close()
+    shadow.unlink()
+
+    runner, state = _runner(tmp_path, **kw)
+    run = runner.run_once()
+    assert run.targets["reference"]["replayed"] == len(EXAMPLE.read_text().splitlines())
+    assert runner.view()["targets"]["reference"].results["metrics"] == _expected(
+        EXAMPLE, "reference"
+    )
+    runner.close()
+    state.close()
+
+
+def test_the_page_does_not_read_a_shadow_back_while_a_run_holds_the_runner(tmp_path):
+    """A run's pull extends the catalog the probe set is built from, outside the replay's
+    lock: the page reads a restarted shadow back only between runs."""
+    kw = _example_on_a_reference_shadow(tmp_path)
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    runner.close()
+    state.close()
+
+    runner, state = _runner(tmp_path, **kw)
+    with runner.lock:  # a run pulling
+        assert runner.view()["pages"]["reference"] is None
+        assert runner.targets["reference"].replay is None
+    page = runner.view()["pages"]["reference"]
+    assert page["target"]["final"]["metrics"] == _expected(EXAMPLE, "reference")
+    runner.close()
+    state.close()
+
+
 def test_the_page_asked_for_during_a_run_shows_every_target_with_results(tmp_path):
     """A target whose page was never built waits for the run replaying (its lock held, as
     the cron's next run holds it) instead of leaving its chart out of / until a later run;

@@ -237,7 +237,11 @@ def _corrupt_pages(path) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon, tmp_path):
+@pytest.mark.parametrize("appended", [True, False], ids=["events appended", "nothing new"])
+def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(
+    start_daemon, tmp_path, appended
+):
+    """Found by the first run after the restart, whether or not it has events to replay."""
     timeline = tmp_path / "timeline.jsonl"
     timeline.write_text("".join(GOOD[:100]))
     targets = {"reference": {"kind": "reference", "shadow": True}}
@@ -247,17 +251,20 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(start_daemon
     assert first.stop()[0] == 0
     shadow = tmp_path / "state" / "shadows" / "reference.sqlite"
     _corrupt_pages(shadow)
-    timeline.write_text("".join(GOOD))
+    if appended:
+        timeline.write_text("".join(GOOD))
     second = start_daemon(sources=sources, targets=targets, log_name="second.log")
     metrics = second.wait_until(
         lambda: (
             (m := second.scrape())
-            and sample(m, "healthd_events_replayed_total", target="reference") == len(GOOD)
+            and sample(m, "healthd_shadow_rebuilds_total", target="reference") == 1
+            and sample(m, "healthd_events_replayed_total", target="reference")
+            == (len(GOOD) if appended else 100)
             and runs(m, "reference", "success") >= 2
             and m
         ),
         timeout=30,
-        what="the shadow rebuilt and the new events replayed",
+        what="the shadow rebuilt and its events replayed",
     )
     assert runs(metrics, "reference", "failure") == 0
     assert sample(metrics, "healthd_shadow_rebuilds_total", target="reference") == 1
