@@ -26,9 +26,10 @@ default N/10), each part in its own child process so its peak RSS is its
 own: the first run (history taken in), then CPU of a scheduled run with nothing new (target
 <= 10 ms), wall/CPU of a run after 100 new events were appended to the file (target <= 0.15 s);
 then a restart (a new state store and Runner over the same state, until it serves the stored
-results; target <= 1 s) and its first run, with nothing new (which reads the shadow's replay
-state back), a run with nothing new and one with 100 more events after it, and the peak RSS
-of each process (target <= 200 MiB). One JSON object.
+results; target <= 1 s) and its first run, with nothing new (which checks the shadow's
+checkpoint and keeps the stored results), a run with nothing new and one with 100 more events
+after it (which reads the shadow's replay state back first), and the peak RSS of each process
+(target <= 200 MiB). One JSON object.
 
 ``--held N:K [N:K ...] [--warm-keys N] [--project]``: the RSS the daemon holds between runs
 (after its first run over an N-event, K-key history and a run with nothing new; default
