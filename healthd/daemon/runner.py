@@ -942,26 +942,17 @@ class Runner:
                 for name, value in results["metrics"]["all"].items():
                     if value is not None:
                         span.set_attribute(f"healthd.{name}", value)
-            duration = time.perf_counter() - t0
-            now = self.clock()
-            results["duration_seconds"] = duration
-            # shown once the state file holds it (see _run)
-            t.pending_row = replace(
-                row,
+            results["duration_seconds"] = time.perf_counter() - t0
+            self._succeeded(
+                t,
+                results,
+                outcome,
                 fingerprint=t.fingerprint,
                 dirty=False,
                 events_replayed=row.events_replayed + max(new, 0),
                 applied=total,
                 snapshot=None,  # the replay's state is in the shadow, with its checkpoint
-                results=results,
-                runs_success=row.runs_success + 1,
-                last_run=now,
-                last_success=now,
-                last_result="success",
-                last_error=None,
             )
-            outcome["metrics"] = results["metrics"]["all"]
-            outcome["probes"] = results["probes"]
         except Aborted:
             if t.persistent and isinstance(t.memory, Checkpointed):
                 try:  # what was replayed so far is kept; the next run resumes from here
@@ -1064,20 +1055,28 @@ class Runner:
             "run_id": run_id,
             "duration_seconds": time.perf_counter() - t0,
         }
+        self._succeeded(t, results, outcome)
+        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
+        return outcome
+
+    def _succeeded(
+        self, t: TargetRuntime, results: dict[str, Any], outcome: dict[str, Any], **row: Any
+    ) -> None:
+        """The target's run succeeded with ``results`` (and ``row``'s other changes): shown
+        once the state file holds it (see _run)."""
         now = self.clock()
         t.pending_row = replace(
-            row,
+            t.row,
             results=results,
-            runs_success=row.runs_success + 1,
+            runs_success=t.row.runs_success + 1,
             last_run=now,
             last_success=now,
             last_result="success",
             last_error=None,
+            **row,
         )
         outcome["metrics"] = results["metrics"]["all"]
         outcome["probes"] = results["probes"]
-        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
-        return outcome
 
     def _retrieval_changed(self, t: TargetRuntime, run_id: str) -> bool:
         """Note the fingerprint of the target's memory; True (logged and counted) when it

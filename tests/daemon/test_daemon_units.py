@@ -509,6 +509,19 @@ def _example_on_a_reference_shadow(tmp_path):
     )
 
 
+def _the_example_s_first_70_on_a_reference_shadow(tmp_path):
+    """A timeline file holding the bundled example's first 70 lines (the rest appended by
+    the test), its lines, and the runner's settings for it on a reference shadow."""
+    timeline = tmp_path / "t.jsonl"
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    timeline.write_text("".join(lines[:70]))
+    kw = dict(
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    return timeline, lines, kw
+
+
 def test_a_run_with_nothing_new_replays_and_writes_nothing_of_the_history(tmp_path):
     kw = _example_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
@@ -566,13 +579,7 @@ def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_event
     replay goes on to report exactly what one replay over every event reports."""
     from healthd.exporters.report import probe_json
 
-    timeline = tmp_path / "t.jsonl"
-    lines = EXAMPLE.read_text().splitlines(keepends=True)
-    timeline.write_text("".join(lines[:70]))
-    kw = dict(
-        sources={"t": {"kind": "file", "path": str(timeline)}},
-        targets={"reference": {"kind": "reference", "shadow": True}},
-    )
+    timeline, lines, kw = _the_example_s_first_70_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
     runner.run_once()
     queries = runner.targets["reference"].replay.stats.probe_queries
@@ -643,13 +650,7 @@ def test_a_run_with_nothing_new_after_a_restart_serves_the_stored_results_as_the
     """Reading a shadow's replay back takes seconds at a million events and changes no
     number when there is nothing to replay: the run counts, the results stand, and the
     shadow is read back by the first run with events to replay."""
-    timeline = tmp_path / "t.jsonl"
-    lines = EXAMPLE.read_text().splitlines(keepends=True)
-    timeline.write_text("".join(lines[:70]))
-    kw = dict(
-        sources={"t": {"kind": "file", "path": str(timeline)}},
-        targets={"reference": {"kind": "reference", "shadow": True}},
-    )
+    timeline, lines, kw = _the_example_s_first_70_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
     runner.run_once()
     before = runner.view()["targets"]["reference"].results
@@ -758,13 +759,7 @@ def test_a_shadow_checkpointed_by_an_older_healthd_is_restored_from_the_events_o
     is then kept for next time."""
     import sqlite3
 
-    timeline = tmp_path / "t.jsonl"
-    lines = EXAMPLE.read_text().splitlines(keepends=True)
-    timeline.write_text("".join(lines[:70]))
-    kw = dict(
-        sources={"t": {"kind": "file", "path": str(timeline)}},
-        targets={"reference": {"kind": "reference", "shadow": True}},
-    )
+    timeline, lines, kw = _the_example_s_first_70_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
     runner.run_once()
     t = runner.targets["reference"]
