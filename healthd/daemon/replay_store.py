@@ -173,18 +173,15 @@ class ReplayStore:
             items = [(k, v) for k in reach for v in truth.values(k) if (k, v) in was_current]
         else:
             items = list(was_current)
-        nothing: dict[str, bool] = {}
         moved = [
-            (k, v, was_current[k, v])
-            for k, v in items
-            if saved.get(k, nothing).get(v) != was_current[k, v]
+            (k, v, was_current[k, v]) for k, v in items if saved.get(k).get(v) != was_current[k, v]
         ]
         db.executemany(
             "INSERT OR REPLACE INTO healthd_values VALUES (?,?,?,?)",
             [(k.subject, k.predicate, v, int(c)) for k, v, c in moved],
         )
         for k, v, c in moved:
-            saved.setdefault(k, {})[v] = c
+            saved.get(k)[v] = c
         self._keys.clear()
         self._saved_seq = top
         latest = truth.latest.isoformat() if truth.latest is not None else None
@@ -282,21 +279,18 @@ class ReplayStore:
 
 class _StoredValues:
     """Per key, which of its values stages saw current, as stored: a key's rows are read
-    when the key is first asked for, then kept (and kept in step by the caller, through
-    :meth:`setdefault`, as it stores more)."""
+    when the key is first asked for, then kept (and kept in step by the caller, which
+    writes into what :meth:`get` returns as it stores more)."""
 
     def __init__(self, read: Callable[[FactKey], dict[str, bool]] | None = None) -> None:
         self._read = read  # None: nothing is stored yet
         self._known: dict[FactKey, dict[str, bool]] = {}
 
-    def get(self, key: FactKey, default: object = None) -> dict[str, bool]:
+    def get(self, key: FactKey) -> dict[str, bool]:
         known = self._known.get(key)
         if known is None:
             known = self._known[key] = self._read(key) if self._read is not None else {}
         return known
-
-    def setdefault(self, key: FactKey, default: object = None) -> dict[str, bool]:
-        return self.get(key)
 
 
 def _decode(texts: Iterable[str]) -> list[Any]:
