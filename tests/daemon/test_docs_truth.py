@@ -1,4 +1,4 @@
-"""The README's sample scrape names what the built-in default really exports."""
+"""The sample scrape of docs/operating.md names what the built-in default really exports."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from healthd.exporters.prometheus import METRIC_NAMES
 from healthd.settings import load_settings
 
 
-def test_the_readme_sample_scrape_uses_real_names_and_labels():
-    readme = (ROOT / "README.md").read_text()
-    blocks = re.findall(r"```\n(healthd_freshness_ratio.*?)```", readme, re.S)
+def test_the_operating_pages_sample_scrape_uses_real_names_and_labels():
+    page = (ROOT / "docs" / "operating.md").read_text()
+    blocks = re.findall(r"```\n(healthd_freshness_ratio.*?)```", page, re.S)
     assert len(blocks) == 1
     defaults = load_settings(None)
     families = list(text_string_to_metric_families(blocks[0]))
