@@ -1,0 +1,249 @@
+"""Folding in the reference memory: a key's records derived again from its log whenever the
+log changes, in event-time order, revisions superseding what they replace and cascades
+ending what depends on a removed key; the records written where they differ from the table,
+superseded_by links included; and settling, which folds again every key whose cascades read
+a key whose removals changed (see :mod:`healthd.memory.reference`)."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from healthd.memory._reference_cascade import _Cascades, _no_cut
+from healthd.memory._reference_expiry import _Deadlines
+from healthd.memory._reference_records import _content, _Insert, _KeyLog, _Record
+from healthd.memory._reference_store import _DEPS_SQL, _UPDATE_SQL, _VALIDATED_SQL
+from healthd.memory._validity import Folding, LogOp, Validity, removals
+from healthd.model import FactKey
+
+
+class _Folds(_Cascades, _Deadlines):
+    """A key's log folded into its records, and the records written."""
+
+    # A private replay's largest record id, its deferred inserts included: each takes the
+    # id SQLite would give it (one past the largest in the table)
+    _last_rid: int
+
+    def _settle(self, keys: Iterable[FactKey]) -> None:
+        """Re-derive the records of ``keys`` from their logs, then of every key whose cascade
+        reads a key whose removals changed, until nothing changes."""
+        queue = deque(dict.fromkeys(keys))
+        queued = set(queue)
+        while queue:
+            key = queue.popleft()
+            queued.discard(key)
+            if self._refold(key) and self.propagation:
+                for dependent in self._dependents(key):
+                    self._cache.folds.pop(dependent, None)  # its cascades read this key
+                    if dependent not in queued:
+                        queue.append(dependent)
+                        queued.add(dependent)
+
+    def _refold(self, key: FactKey) -> bool:
+        """Fold the key's log into records; True when the instants at which the key is left
+        with no value changed (the keys depending on it must then be folded again).
+
+        When the operations logged since the key's last fold all land after it, only they
+        are folded in, and only the records they can change (those held before, those they
+        open) are compared and written."""
+        log = self._log_of(key)
+        fresh, log.fresh = log.fresh, []
+        folding = self._cache.folds.pop(key, None)
+        if (
+            folding is not None
+            and fresh
+            and self._acyclic
+            and folding.multi == log.multi
+            and all(appended for _, appended in fresh)
+            and folding.resumable(fresh[0][0])
+        ):
+            return self._fold_tail(key, log, folding, [op for op, _ in fresh])
+        folding = Folding(multi=log.multi, supersession=self.supersession)
+        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
+        for op in log.ops:
+            folding.step(op, cascade)
+        folding.close()
+        intervals = folding.intervals
+
+        records = self._every_record(key)
+        existing = dict(records)
+        for interval in intervals:
+            existing.pop(interval.opener.seq, None)
+        self._write(key, log, intervals, records)
+        merged = [record.rid for record in existing.values()]  # openers now re-validating
+        if merged:
+            live = self._cache.live[key]
+            for seq in existing:
+                del records[seq]
+                live.pop(seq, None)
+            self._flush()
+            marks = ",".join("?" * len(merged))
+            self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
+            self._db.execute(f"DELETE FROM records WHERE id IN ({marks})", merged)
+            self._last_rid = self._max_rid()
+        self._cache.deps[key] = {d for i in intervals for d in i.opener.depends_on}
+        ends = removals(intervals)
+        folding.compact()
+        self._cache.folds[key] = folding
+        self._touched.add(key)
+        return self._store_removals(key, ends)
+
+    def _fold_tail(self, key: FactKey, log: _KeyLog, folding: Folding, ops: list[LogOp]) -> bool:
+        held_before = list(folding.held.values())
+        was_held = bool(held_before)
+        count = len(folding.intervals)
+        cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
+        for op in ops:
+            folding.step(op, cascade)
+        folding.close()
+        opened = folding.intervals[count:]
+        self._write(key, log, [*held_before, *opened], self._records_of(key))
+        deps = self._depends_on(key)
+        for interval in opened:
+            deps.update(interval.opener.depends_on)
+        self._cache.folds[key] = folding
+        self._touched.add(key)
+        if was_held and folding.held:
+            folding.compact()
+            return False  # covered before and after, in one span: removals unchanged
+        ends = folding.removals()
+        folding.compact()
+        return self._store_removals(key, ends)
+
+    def _write(
+        self,
+        key: FactKey,
+        log: _KeyLog,
+        intervals: Sequence[Validity],
+        records: dict[int, _Record],
+    ) -> None:
+        """Insert or update the records of ``intervals`` where they differ from the table
+        (``records``: the key's records that may be among them, by opener; not changed)."""
+        multi = int(log.multi)
+        live = self._cache.live[key]
+        by_opener: dict[int, _Record] = {}  # the records of ``intervals``
+        for interval in intervals:
+            opener, validated = interval.opener, interval.validated
+            expires_after, purge_after = validated.expiry
+            wanted: list[Any] = [
+                opener.domain,
+                multi,
+                validated.at,
+                None if expires_after is None else validated.at + expires_after,
+                None if purge_after is None else validated.at + purge_after,
+                interval.end_state or "active",
+                interval.end,
+                interval.end_reason,
+            ]
+            found = records.get(opener.seq)
+            if found is None:
+                meta, event_id, written = self._origin(key, log, opener.seq)
+                record = by_opener[opener.seq] = self._insert(
+                    key, opener, wanted, meta, event_id, written
+                )
+                if wanted[5] == "active":
+                    live[opener.seq] = record
+                    self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
+                continue
+            by_opener[opener.seq] = found
+            if found.columns != wanted:
+                pushed = found.columns[3:5] == wanted[3:5] and found.columns[5] == "active"
+                # a re-validation moves only the validation and its expiry instants
+                whole = found.columns[:2] != wanted[:2] or found.columns[5:] != wanted[5:]
+                if self._deferring():
+                    if not self._deferred.inserting(found.rid):  # else inserted as it is then
+                        known = self._deferred.records.get(found.rid)
+                        whole = whole or (known is not None and known[1])
+                        self._deferred.records[found.rid] = (found, whole)
+                elif whole:
+                    self._db.execute(_UPDATE_SQL, (*wanted, found.rid))
+                else:
+                    self._db.execute(_VALIDATED_SQL, (*wanted[2:5], found.rid))
+                found.columns = wanted
+                if wanted[5] == "active":
+                    live[opener.seq] = found
+                    if not pushed:  # after the record holds them: a compaction checks against it
+                        self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
+                else:
+                    live.pop(opener.seq, None)
+                    found._served = None  # an ended record is not served as active again
+        for interval in intervals:
+            if interval.superseded_by is not None:
+                record = by_opener[interval.opener.seq]
+                replacement = by_opener[interval.superseded_by].rid
+                if record.superseded_by != replacement:
+                    record.superseded_by = replacement
+                    if not self._deferring() or not self._deferred.inserting(record.rid):
+                        self._db.execute(
+                            "UPDATE records SET superseded_by = ? WHERE id = ?",
+                            (replacement, record.rid),
+                        )
+
+    def _insert(
+        self,
+        key: FactKey,
+        opener: LogOp,
+        wanted: list[Any],
+        meta: str,
+        event_id: str,
+        written: float,
+    ) -> _Record:
+        if self._deferring():
+            rid = self._last_rid = self._last_rid + 1
+            record = _Record(rid, wanted, None, opener.value, written)
+            deferred = self._deferred
+            if not deferred.inserts:
+                deferred.inserted_after = rid - 1
+            deferred.inserts.append(_Insert(record, self.namespace, key, opener.seq, event_id))
+        else:
+            cur = self._db.execute(
+                "INSERT INTO records (namespace, subject, predicate, value, domain, multi,"
+                " created_at, updated_at, expires_at, purge_at, state, ended_at, end_reason,"
+                " event_id, opened_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    self.namespace,
+                    key.subject,
+                    key.predicate,
+                    opener.value,
+                    *wanted[:2],
+                    written,
+                    *wanted[2:],
+                    event_id,
+                    opener.seq,
+                ),
+            )
+            row_id = cur.lastrowid
+            assert row_id is not None
+            rid = row_id
+            record = _Record(rid, wanted, None, opener.value, written)
+        if not self._private or rid <= self._text_indexed:  # a rolled-back id used again
+            self._db.execute(
+                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                (rid, _content(key.subject, key.predicate, opener.value)),
+            )
+        if opener.depends_on:
+            known = self._depends_on(key)
+            if any(
+                d not in known
+                and (d == key or (self._is_depended_on(key) and key in self._reachable(d)))
+                for d in opener.depends_on
+            ):
+                self._acyclic = False  # a new cycle: earlier cascades may read differently
+            if self._depended is not None:
+                self._depended.update(opener.depends_on)
+            deps = [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on]
+            if self._deferring():
+                self._deferred.deps.extend(deps)
+            else:
+                self._db.executemany(_DEPS_SQL, deps)
+        metadata: dict[str, str] = json.loads(meta) if meta != "{}" else {}
+        if metadata:
+            self._db.executemany(
+                "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
+                [(rid, k, v) for k, v in metadata.items()],
+            )
+        return record

@@ -1,0 +1,235 @@
+"""The reference memory's records and key logs as it holds them in memory: a record as the
+cache keeps it, a key's log and the codec that packs it, the per-key cache, and what a
+private replay defers until its batch is flushed (see :mod:`healthd.memory.reference`)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from healthd._packed import DependencyTable, PackedLog
+from healthd.memory._validity import Folding, LogOp
+from healthd.model import DOMAINS, HISTORICAL, SOFT_EXPIRED, Domain, FactKey, RetrievedFact
+
+_SEPARATORS = re.compile(r"[_\-:./]+")
+
+
+def _ts(at: datetime) -> float:
+    return at.timestamp()
+
+
+def _dt(value: float) -> datetime:
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def _content(subject: str, predicate: str, value: str) -> str:
+    return " ".join((subject, _SEPARATORS.sub(" ", predicate), value))
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """A private replay's writes not yet made: log entries and dependencies to insert, and
+    the records whose columns changed (each written once, as it is then; ``True`` when more
+    than its validation moved)."""
+
+    log: list[tuple[Any, ...]] = field(default_factory=list)
+    deps: list[tuple[Any, ...]] = field(default_factory=list)
+    records: dict[int, tuple[_Record, bool]] = field(default_factory=dict)
+    # records to insert, ids above ``inserted_after``: written as they are at the flush
+    inserts: list[_Insert] = field(default_factory=list)
+    inserted_after: int = 0
+
+    def inserting(self, rid: int) -> bool:
+        """Whether record ``rid`` waits to be inserted."""
+        return bool(self.inserts) and rid > self.inserted_after
+
+    def clear(self) -> None:
+        self.log.clear()
+        self.deps.clear()
+        self.records.clear()
+        self.inserts.clear()
+
+
+@dataclass(slots=True)
+class _Insert:
+    """A record not yet inserted, written as it is when the batch is flushed."""
+
+    record: _Record
+    namespace: str
+    key: FactKey
+    opened_by: int
+    event_id: str
+
+    def row(self) -> tuple[Any, ...]:
+        record = self.record
+        columns = record.columns
+        return (
+            record.rid,
+            self.namespace,
+            self.key.subject,
+            self.key.predicate,
+            record.value,
+            *columns[:2],
+            record.created_at,
+            *columns[2:],
+            self.event_id,
+            self.opened_by,
+            record.superseded_by,
+        )
+
+
+_Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
+_DOMAINS: dict[str, Domain] = {domain: domain for domain in DOMAINS}
+_Origin = tuple[str, str, float]  # metadata, event id, written at: a new record's columns
+
+
+def _log_order(op: LogOp) -> tuple[float, int]:
+    return op.at, op.seq
+
+
+class _LogCodec:
+    """Log entries as marshal takes them: the dependencies and the expiry as indexes into
+    tables of the distinct ones, strings interned back."""
+
+    __slots__ = ("_deps", "_expiries")
+
+    def __init__(self) -> None:
+        self._deps = DependencyTable()
+        self._expiries: dict[_Expiry, _Expiry] = {}
+
+    def expiry(self, expiry: _Expiry) -> _Expiry:
+        """One tuple for each distinct expiry, however many entries share it."""
+        return self._expiries.setdefault(expiry, expiry)
+
+    def pack(self, op: LogOp) -> tuple[Any, ...]:
+        index = self._deps.index(op.depends_on)
+        return (
+            op.seq,
+            op.at,
+            op.asserts,
+            op.value,
+            op.domain,
+            op.end_state,
+            op.reason,
+            index,
+            op.expiry,
+        )
+
+    def unpack(self, row: tuple[Any, ...]) -> LogOp:
+        seq, at, asserts, value, domain, end_state, reason, index, expiry = row
+        return LogOp(
+            seq,
+            at,
+            asserts,
+            sys.intern(value),
+            _DOMAINS[domain],
+            sys.intern(end_state),
+            sys.intern(reason),
+            self._deps[index],
+            self.expiry(expiry),
+        )
+
+
+class _KeyLog:
+    """One key's log as the key_log table holds it, in event-time order. Where each
+    operation came from is kept only until it is folded (the records it opens are written
+    then); a later fold that opens a record at an older operation reads it from key_log."""
+
+    __slots__ = ("fresh", "multi", "ops", "origins")
+
+    def __init__(self, codec: _LogCodec) -> None:
+        self.ops: PackedLog[LogOp] = PackedLog(codec, _log_order)
+        self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
+        self.origins: dict[int, _Origin] = {}
+        self.multi = False
+
+    def add(self, op: LogOp, origin: _Origin | None, multi: bool) -> None:
+        if not self.fresh:  # everything logged before was folded, its records written
+            self.origins.clear()
+        ops = self.ops
+        last = ops.last()
+        appended = last is None or (last.at, last.seq) <= (op.at, op.seq)
+        if appended:
+            ops.append(op)
+        else:
+            ops.insort(op)
+        self.fresh.append((op, appended))
+        if origin is not None:
+            self.origins[op.seq] = origin
+        self.multi = self.multi or multi
+
+
+@dataclass(slots=True)
+class _Record:
+    rid: int
+    columns: list[Any]  # domain, multi, updated_at, expires_at, purge_at, state, ended_at, reason
+    superseded_by: int | None
+    value: str
+    created_at: float
+    # the last fact served from this record while active, with its validation and softness:
+    # a record is served again and again between the writes that change it
+    _served: tuple[float, bool, RetrievedFact] | None = None
+
+    def served(self, key: FactKey, soft: bool) -> RetrievedFact:
+        """The record as an active one is served (the row _ranked would turn into it)."""
+        updated = self.columns[2]
+        last = self._served
+        if last is not None and last[0] == updated and last[1] == soft:
+            return last[2]
+        fact = RetrievedFact(
+            key.subject,
+            key.predicate,
+            self.value,
+            self.columns[0],
+            f"ref-{self.rid}",
+            _dt(self.created_at) if last is None else last[2].written_at,
+            _dt(updated),
+            _FLAGS[soft, False],
+        )
+        self._served = (updated, soft, fact)
+        return fact
+
+
+@dataclass(slots=True)
+class _KeyCache:
+    """What the tables hold per key, read on first use and kept in step with every write,
+    so applying an event reads nothing back. Dropped whenever a write is rolled back."""
+
+    logs: dict[FactKey, _KeyLog] = field(default_factory=dict)
+    # The key's active records by opener: what an answer reads, so its cost does not grow
+    # with the key's ended and superseded past, nor the memory with its length.
+    live: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
+    removals: dict[FactKey, list[float]] = field(default_factory=dict)
+    deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
+    folds: dict[FactKey, Folding] = field(default_factory=dict)
+    # The keys held above, least recently read or written first (see ReferenceMemory.release)
+    warm: dict[FactKey, None] = field(default_factory=dict)
+
+    def touch(self, key: FactKey) -> None:
+        warm = self.warm
+        warm.pop(key, None)
+        warm[key] = None
+
+    def release(self, keep: int) -> int:
+        """Forget every key but the ``keep`` used last; how many were forgotten."""
+        warm = self.warm
+        cold = list(itertools.islice(warm, max(0, len(warm) - keep)))
+        for key in cold:
+            del warm[key]
+            for table in (self.logs, self.live, self.removals, self.deps):
+                table.pop(key, None)
+            self.folds.pop(key, None)
+        return len(cold)
+
+
+_FLAGS = {
+    (soft, historical): frozenset(
+        flag for flag, on in ((SOFT_EXPIRED, soft), (HISTORICAL, historical)) if on
+    )
+    for soft in (False, True)
+    for historical in (False, True)
+}
