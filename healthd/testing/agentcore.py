@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
-import hashlib
 import json
 import re
 import sys
@@ -48,29 +47,26 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from healthd.testing.agentcore_events import EventPlane, Strategy
-
-CREATED_AT_KEY = "x-amz-agentcore-memory-createdAt"
-UPDATED_AT_KEY = "x-amz-agentcore-memory-updatedAt"
-OPERATORS = (
-    "EQUALS_TO",
-    "EXISTS",
-    "NOT_EXISTS",
-    "BEFORE",
-    "AFTER",
-    "CONTAINS",
-    "GREATER_THAN",
-    "GREATER_THAN_OR_EQUALS",
-    "LESS_THAN",
-    "LESS_THAN_OR_EQUALS",
+from healthd.testing._agentcore_core import (
+    DAY,
+    STRATEGY_ID,
+    MemoryStore,
+    Record,
+    ServiceError,
+    Strategy,
+    check_key,
+    check_metadata_value,
+    metadata_filters,
+    request_digest,
+    validation_error,
 )
+from healthd.testing.agentcore_events import EventPlane
+
 MAX_BATCH = 100
-MAX_FILTERS = 5
 MAX_TOP_K = 100
 MAX_METADATA_KEYS = 20
 MAX_TEXT = 16_000
@@ -80,70 +76,12 @@ MAX_INDEXED_KEYS = 10
 RESERVED_PREFIX = "x-amz-agentcore-memory-"
 VALUE_TYPES = ("STRING", "STRINGLIST", "NUMBER")
 DEFAULT_PAGE = 20
-DAY = 86400.0
 
 _NAMESPACE = re.compile(r"[a-zA-Z0-9/*][a-zA-Z0-9\-_/*]*(?::[a-zA-Z0-9\-_/*]+)*[a-zA-Z0-9\-_/*]*")
 _REQUEST_ID = re.compile(r"[a-zA-Z0-9_-]+")
-_META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
 _MEMORY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")
-_STRATEGY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")  # the control plane's
 _RECORD_STRATEGY_ID = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_]*")  # the data plane's, max 100
 _WORD = re.compile(r"\w+")
-
-
-class ServiceError(Exception):
-    def __init__(self, code: str, status: int, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.status = status
-        self.extra = extra
-
-
-def _validation(message: str) -> ServiceError:
-    return ServiceError("ValidationException", 400, message, reason="FieldValidationFailed")
-
-
-@dataclass
-class Record:
-    id: str
-    namespaces: list[str]
-    content: str
-    timestamp: float
-    strategy_id: str
-    metadata: dict[str, dict[str, Any]]
-    created_at: float
-    updated_at: float
-    expires_at: float | None
-    expiry_days: int | None
-    visible_from: float
-    deleted_at: float | None = None
-    shown: Record | None = None  # what reads see until visible_from (None: nothing)
-
-    def summary(self, score: float | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "memoryRecordId": self.id,
-            "content": {"text": self.content},
-            "memoryStrategyId": self.strategy_id,
-            "namespaces": list(self.namespaces),
-            "createdAt": self.created_at,
-            "timestamp": self.timestamp,
-        }
-        if self.metadata:
-            out["metadata"] = self.metadata
-        if score is not None:
-            out["score"] = score
-        return out
-
-
-@dataclass
-class MemoryStore:
-    memory_id: str
-    records: dict[str, Record] = field(default_factory=dict)
-    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
-    token_bodies: dict[str, str] = field(default_factory=dict)
-    indexed_keys: dict[str, str] = field(default_factory=dict)
-    strategies: dict[str, Strategy] = field(default_factory=dict)
-    created_at: float = 0.0
 
 
 class AgentCoreEmulator:
@@ -234,7 +172,7 @@ class AgentCoreEmulator:
         if len(keys) > MAX_INDEXED_KEYS or any(t not in VALUE_TYPES for t in keys.values()):
             raise ValueError(f"indexed keys: at most {MAX_INDEXED_KEYS}, typed {VALUE_TYPES}")
         for strategy in strategies or ():
-            if not _STRATEGY_ID.fullmatch(strategy.strategy_id):
+            if not STRATEGY_ID.fullmatch(strategy.strategy_id):
                 raise ValueError(f"strategy id {strategy.strategy_id!r} is not a strategy id")
         with self._lock:
             store = self.memories.setdefault(memory_id, MemoryStore(memory_id))
@@ -324,7 +262,7 @@ class AgentCoreEmulator:
                 "ValidationException", 400, "cannot parse the request body", reason="CannotParse"
             ) from None
         if not isinstance(body, dict):
-            raise _validation("the request body must be an object")
+            raise validation_error("the request body must be an object")
         parts = [unquote(p) for p in request.path.split("?")[0].split("/")]
         routed = self.events.route(request.command, parts, body)
         if routed is not None:
@@ -356,7 +294,7 @@ class AgentCoreEmulator:
     def _batch_create(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         token = body.get("clientToken")
         if isinstance(token, str) and token in store.tokens:
-            if store.token_bodies[token] != _digest(body):
+            if store.token_bodies[token] != request_digest(body):
                 raise ServiceError(
                     "ValidationException", 400,
                     f"clientToken {token!r} was used with another request body",
@@ -371,9 +309,9 @@ class AgentCoreEmulator:
         for item in records:
             rid = item.get("requestIdentifier")
             if not isinstance(rid, str) or not _REQUEST_ID.fullmatch(rid) or len(rid) > 80:
-                raise _validation(f"requestIdentifier {rid!r} does not match [a-zA-Z0-9_-]+")
+                raise validation_error(f"requestIdentifier {rid!r} does not match [a-zA-Z0-9_-]+")
             if rid in seen:
-                raise _validation(f"requestIdentifier {rid!r} appears twice in one batch")
+                raise validation_error(f"requestIdentifier {rid!r} appears twice in one batch")
             seen.add(rid)
             namespaces = self._namespaces(item.get("namespaces"))
             content = _text(item.get("content"))
@@ -404,7 +342,7 @@ class AgentCoreEmulator:
         response = {"successfulRecords": ok, "failedRecords": failed}
         if isinstance(token, str):
             store.tokens[token] = response
-            store.token_bodies[token] = _digest(body)
+            store.token_bodies[token] = request_digest(body)
         return 201, response
 
     def _batch_update(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -475,15 +413,15 @@ class AgentCoreEmulator:
     def _retrieve(self, store: MemoryStore, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         criteria = body.get("searchCriteria")
         if not isinstance(criteria, dict) or not isinstance(criteria.get("searchQuery"), str):
-            raise _validation("searchCriteria.searchQuery is required")
+            raise validation_error("searchCriteria.searchQuery is required")
         if not 1 <= len(criteria["searchQuery"]) <= MAX_QUERY:
-            raise _validation(
+            raise validation_error(
                 f"searchCriteria.searchQuery has {len(criteria['searchQuery'])} characters; "
                 f"it must have 1 to {MAX_QUERY}"
             )
         top_k = criteria.get("topK", 10)
         if not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise _validation(f"searchCriteria.topK must be between 1 and {MAX_TOP_K}")
+            raise validation_error(f"searchCriteria.topK must be between 1 and {MAX_TOP_K}")
         matches = self._select(store, body, criteria.get("metadataFilters"))
         strategy = self._strategy(store, criteria.get("memoryStrategyId"))
         if strategy is not None:
@@ -513,9 +451,11 @@ class AgentCoreEmulator:
     def _records_list(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         records = body.get("records")
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise _validation("records must be a list of objects")
+            raise validation_error("records must be a list of objects")
         if len(records) > MAX_BATCH:
-            raise _validation(f"records has {len(records)} members; the maximum is {MAX_BATCH}")
+            raise validation_error(
+                f"records has {len(records)} members; the maximum is {MAX_BATCH}"
+            )
         return records
 
     def _expiry(self, body: dict[str, Any], *, allow_remove: bool) -> int | None:
@@ -523,33 +463,37 @@ class AgentCoreEmulator:
         if spec is None:
             return None
         if not isinstance(spec, dict) or len(spec) != 1:
-            raise _validation("recordExpirySpecification takes exactly one member")
+            raise validation_error("recordExpirySpecification takes exactly one member")
         if "action" in spec:
             if not allow_remove or spec["action"] != "REMOVE":
-                raise _validation("recordExpirySpecification.action REMOVE is not allowed here")
+                raise validation_error(
+                    "recordExpirySpecification.action REMOVE is not allowed here"
+                )
             return None
         days = spec.get("recordExpiryDurationDays")
         if not isinstance(days, int) or days < 31:
-            raise _validation("recordExpiryDurationDays must be at least 31")
+            raise validation_error("recordExpiryDurationDays must be at least 31")
         return days
 
     def _namespaces(self, value: Any) -> list[str]:
         if not isinstance(value, list) or len(value) != 1:
-            raise _validation("namespaces must hold exactly one namespace")
+            raise validation_error("namespaces must hold exactly one namespace")
         return [_namespace(value[0])]
 
     def _metadata(self, value: Any) -> dict[str, dict[str, Any]]:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise _validation("metadata must be a map")
+            raise validation_error("metadata must be a map")
         if len(value) > MAX_METADATA_KEYS:
-            raise _validation(f"metadata has {len(value)} keys; the maximum is {MAX_METADATA_KEYS}")
+            raise validation_error(
+                f"metadata has {len(value)} keys; the maximum is {MAX_METADATA_KEYS}"
+            )
         for key, item in value.items():
-            _check_key(key, f"metadata key {key!r}")
+            check_key(key, f"metadata key {key!r}")
             if key.startswith(RESERVED_PREFIX):
-                raise _validation(f"metadata key {key!r} is reserved for the service")
-            _check_metadata_value(item, f"metadata[{key}]")
+                raise validation_error(f"metadata key {key!r} is reserved for the service")
+            check_metadata_value(item, f"metadata[{key}]")
         return dict(value)
 
     def _strategy(self, store: MemoryStore, strategy_id: Any) -> Strategy | None:
@@ -560,10 +504,10 @@ class AgentCoreEmulator:
             or not _RECORD_STRATEGY_ID.fullmatch(strategy_id)
             or len(strategy_id) > 100
         ):
-            raise _validation(f"memoryStrategyId {strategy_id!r} does not match the pattern")
+            raise validation_error(f"memoryStrategyId {strategy_id!r} does not match the pattern")
         strategy = store.strategies.get(strategy_id)
         if strategy is None:
-            raise _validation(
+            raise validation_error(
                 f"memoryStrategyId {strategy_id!r} is not a strategy of memory {store.memory_id}"
             )
         return strategy
@@ -587,11 +531,11 @@ class AgentCoreEmulator:
     def _select(self, store: MemoryStore, body: dict[str, Any], filters: Any) -> list[Record]:
         namespace, path = body.get("namespace"), body.get("namespacePath")
         if namespace is None and path is None:
-            raise _validation("either namespace or namespacePath is required")
+            raise validation_error("either namespace or namespacePath is required")
         for name in (namespace, path):
             if name is not None:
                 _namespace(name)
-        checks = _filters(filters, store.indexed_keys)
+        checks = metadata_filters(filters, store.indexed_keys)
         now = self.now()
         out = []
         for stored in store.records.values():
@@ -611,7 +555,7 @@ class AgentCoreEmulator:
     ) -> tuple[int, dict[str, Any]]:
         size = body.get("maxResults", DEFAULT_PAGE)
         if not isinstance(size, int) or not 1 <= size <= 100:
-            raise _validation("maxResults must be between 1 and 100")
+            raise validation_error("maxResults must be between 1 and 100")
         start = 0
         token = body.get("nextToken")
         if token is not None:
@@ -619,9 +563,9 @@ class AgentCoreEmulator:
                 kind, offset = base64.urlsafe_b64decode(token.encode()).decode().split(":")
                 start = int(offset)
             except (ValueError, AttributeError):
-                raise _validation("nextToken is not valid") from None
+                raise validation_error("nextToken is not valid") from None
             if kind != what:
-                raise _validation("nextToken belongs to another operation")
+                raise validation_error("nextToken belongs to another operation")
         out: dict[str, Any] = {"memoryRecordSummaries": items[start : start + size]}
         if start + size < len(items):
             out["nextToken"] = base64.urlsafe_b64encode(f"{what}:{start + size}".encode()).decode()
@@ -630,24 +574,23 @@ class AgentCoreEmulator:
 
 def _namespace(value: Any) -> str:
     if not isinstance(value, str) or not _NAMESPACE.fullmatch(value):
-        raise _validation(f"namespace {value!r} does not match the namespace pattern")
+        raise validation_error(f"namespace {value!r} does not match the namespace pattern")
     if len(value) > MAX_NAMESPACE:
-        raise _validation(f"namespace has {len(value)} characters; the maximum is {MAX_NAMESPACE}")
+        raise validation_error(
+            f"namespace has {len(value)} characters; the maximum is {MAX_NAMESPACE}"
+        )
     return value
 
 
 def _text(content: Any) -> str:
     text = content.get("text") if isinstance(content, dict) else None
     if not isinstance(text, str) or not text:
-        raise _validation("content.text is required")
+        raise validation_error("content.text is required")
     if len(text) > MAX_TEXT:
-        raise _validation(f"content.text has {len(text)} characters; the maximum is {MAX_TEXT}")
+        raise validation_error(
+            f"content.text has {len(text)} characters; the maximum is {MAX_TEXT}"
+        )
     return text
-
-
-def _check_key(key: Any, what: str) -> None:
-    if not isinstance(key, str) or not 1 <= len(key) <= 128 or not _META_STRING.fullmatch(key):
-        raise _validation(f"{what} does not match the metadata key pattern")
 
 
 def _kept(metadata: dict[str, dict[str, Any]], strategy: Strategy | None) -> dict[str, Any]:
@@ -657,11 +600,6 @@ def _kept(metadata: dict[str, dict[str, Any]], strategy: Strategy | None) -> dic
     return {k: v for k, v in metadata.items() if k in strategy.schema}
 
 
-def _digest(body: dict[str, Any]) -> str:
-    canonical = {k: v for k, v in body.items() if k != "clientToken"}
-    return hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
-
-
 def _failure(record_id: Any, code: int, message: str) -> dict[str, Any]:
     return {
         "memoryRecordId": record_id if isinstance(record_id, str) else "mem-" + "0" * 36,
@@ -669,130 +607,6 @@ def _failure(record_id: Any, code: int, message: str) -> dict[str, Any]:
         "errorCode": code,
         "errorMessage": message,
     }
-
-
-def _check_metadata_value(item: Any, where: str) -> None:
-    if not isinstance(item, dict) or len(item) != 1:
-        raise _validation(f"{where} must hold exactly one of stringValue, stringListValue, "
-                          "numberValue, dateTimeValue")  # fmt: skip
-    ((kind, value),) = item.items()
-    if kind == "stringValue":
-        if (
-            not isinstance(value, str)
-            or not 1 <= len(value) <= 256
-            or not _META_STRING.fullmatch(value)
-        ):
-            raise _validation(f"{where}.stringValue {value!r} does not match the value pattern")
-    elif kind == "stringListValue":
-        if (
-            not isinstance(value, list)
-            or not 1 <= len(value) <= 5
-            or not all(
-                isinstance(v, str) and 1 <= len(v) <= 64 and _META_STRING.fullmatch(v)
-                for v in value
-            )
-        ):
-            raise _validation(
-                f"{where}.stringListValue must be 1 to 5 strings of the value pattern"
-            )
-    elif kind in ("numberValue", "dateTimeValue"):
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise _validation(f"{where}.{kind} must be a number")
-    else:
-        raise _validation(f"{where}: unknown member {kind!r}")
-
-
-def _metadata_of(record: Record, key: str) -> tuple[str, Any] | None:
-    if key == CREATED_AT_KEY:
-        return "dateTimeValue", record.created_at
-    if key == UPDATED_AT_KEY:
-        return "dateTimeValue", record.updated_at
-    item = record.metadata.get(key)
-    if item is None:
-        return None
-    ((kind, value),) = item.items()
-    return kind, value
-
-
-def _filters(value: Any, indexed: dict[str, str]) -> list[Callable[[Record], bool]]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not value:
-        raise _validation("metadataFilters must be a non-empty list")
-    if len(value) > MAX_FILTERS:
-        raise _validation(f"metadataFilters has {len(value)} filters; the maximum is {MAX_FILTERS}")
-    return [_one_filter(f, i, indexed) for i, f in enumerate(value)]
-
-
-def _one_filter(expression: Any, index: int, indexed: dict[str, str]) -> Callable[[Record], bool]:
-    where = f"metadataFilters[{index}]"
-    if not isinstance(expression, dict):
-        raise _validation(f"{where} must be an object")
-    key = (expression.get("left") or {}).get("metadataKey")
-    operator = expression.get("operator")
-    _check_key(key, f"{where}.left.metadataKey {key!r}")
-    if key not in indexed and key not in (CREATED_AT_KEY, UPDATED_AT_KEY):
-        raise _validation(f"{where}: metadata key {key!r} is not an indexed key of this memory")
-    if operator not in OPERATORS:
-        raise _validation(f"{where}.operator {operator!r} is not one of {', '.join(OPERATORS)}")
-    if operator in ("EXISTS", "NOT_EXISTS"):
-        if expression.get("right") is not None:
-            raise _validation(f"{where}: {operator} takes no right operand")
-        present = operator == "EXISTS"
-        return lambda r: (_metadata_of(r, key) is not None) == present
-    right = (expression.get("right") or {}).get("metadataValue")
-    if right is None:
-        raise _validation(f"{where}.right is required for {operator}")
-    _check_metadata_value(right, f"{where}.right.metadataValue")
-    ((rkind, rvalue),) = right.items()
-    system = key in (CREATED_AT_KEY, UPDATED_AT_KEY)
-    if system and operator not in ("BEFORE", "AFTER"):
-        raise _validation(f"{where}: {key} takes BEFORE or AFTER")
-    if operator in ("BEFORE", "AFTER"):
-        if rkind != "dateTimeValue":
-            raise _validation(f"{where}: {operator} takes a dateTimeValue")
-
-        def compare_time(record: Record) -> bool:
-            got = _metadata_of(record, key)
-            if got is None or got[0] != "dateTimeValue":
-                return False
-            return bool(got[1] < rvalue if operator == "BEFORE" else got[1] > rvalue)
-
-        return compare_time
-    if operator.startswith(("GREATER", "LESS")):
-        if rkind != "numberValue":
-            raise _validation(f"{where}: {operator} takes a numberValue")
-        test: Callable[[float], bool] = {
-            "GREATER_THAN": lambda v: v > rvalue,
-            "GREATER_THAN_OR_EQUALS": lambda v: v >= rvalue,
-            "LESS_THAN": lambda v: v < rvalue,
-            "LESS_THAN_OR_EQUALS": lambda v: v <= rvalue,
-        }[operator]
-
-        def compare_number(record: Record) -> bool:
-            got = _metadata_of(record, key)
-            return got is not None and got[0] == "numberValue" and test(got[1])
-
-        return compare_number
-    if operator == "CONTAINS":
-        if rkind != "stringValue":
-            raise _validation(f"{where}: CONTAINS takes a stringValue")
-
-        def contains(record: Record) -> bool:
-            got = _metadata_of(record, key)
-            if got is None:
-                return False
-            if got[0] == "stringListValue":
-                return rvalue in got[1]
-            return got[0] == "stringValue" and rvalue in got[1]
-
-        return contains
-
-    def equals(record: Record) -> bool:
-        got = _metadata_of(record, key)
-        return got is not None and got == (rkind, rvalue)
-
-    return equals
 
 
 def serve(emulator: AgentCoreEmulator) -> None:

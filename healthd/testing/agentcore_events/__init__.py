@@ -24,87 +24,42 @@ The emulator has no language model: its *extraction* reads the sentences healthd
 a change ("Billing is owned by @bob.", "It is no longer true that ..."), a stand-in for the
 service's model, deterministic and named as such wherever its figures are shown. A sentence it
 cannot read is ignored, as routine chatter would be.
+
+``python -m healthd.testing.agentcore_events`` serves an emulator with such a memory (its
+``__main__``, kept apart: the emulator imports this plane, which imports only
+:mod:`healthd.testing._agentcore_core`).
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import re
-import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from healthd.testing.agentcore import AgentCoreEmulator, MemoryStore
+from healthd.testing._agentcore_core import (
+    DAY,
+    META_STRING,
+    Host,
+    MemoryStore,
+    Record,
+    ServiceError,
+    Strategy,
+    request_digest,
+    validation_error,
+)
 
-DAY = 86400.0
 KEPT = 50_000  # requests and consolidation decisions kept for tests
 MAX_PAYLOAD = 100
 MAX_EVENT_TEXT = 100_000
 MAX_EVENT_METADATA = 15
 MAX_PAGE = 100
 ROLES = ("ASSISTANT", "USER", "TOOL", "OTHER")
-STRATEGY_TYPES = ("SEMANTIC", "SUMMARIZATION", "USER_PREFERENCE", "CUSTOM", "EPISODIC")
 
 ACTOR_ID = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_/]*(?::[a-zA-Z0-9\-_/]+)*[a-zA-Z0-9\-_/]*")
 SESSION_ID = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9\-_]*")
-STRATEGY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")
-NAMESPACE_TEMPLATE = re.compile(r"[a-zA-Z0-9\-_/]*(\{[a-zA-Z][a-zA-Z0-9]*\}[a-zA-Z0-9\-_/]*)*")
 _EVENT_ID = re.compile(r"[0-9]+#[a-fA-F0-9]+")
-_META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
-_VARIABLE = re.compile(r"\{([a-zA-Z][a-zA-Z0-9]*)\}")
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """One of a memory's strategies (``MemoryStrategy`` in the control plane's model);
-    ``schema`` maps the metadata keys its records keep to their types (its records keep no
-    other key; empty: they keep every key)."""
-
-    strategy_id: str
-    namespace: str = "/strategies/{memoryStrategyId}/actors/{actorId}"
-    type: str = "SEMANTIC"
-    name: str = "facts"
-    schema: dict[str, str] = field(default_factory=dict, hash=False)
-
-    def __post_init__(self) -> None:
-        if not STRATEGY_ID.fullmatch(self.strategy_id):
-            raise ValueError(f"strategy id {self.strategy_id!r} does not match the model")
-        if not NAMESPACE_TEMPLATE.fullmatch(self.namespace) or not 1 <= len(self.namespace) <= 512:
-            raise ValueError(f"namespace template {self.namespace!r} does not match the model")
-        if self.type not in STRATEGY_TYPES:
-            raise ValueError(f"strategy type {self.type!r} is not one of {STRATEGY_TYPES}")
-
-    def resolve(self, actor_id: str, session_id: str) -> str:
-        values = {
-            "actorId": actor_id,
-            "sessionId": session_id,
-            "memoryStrategyId": self.strategy_id,
-        }
-        return _VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), self.namespace)
-
-    def describe(self, created: float) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "strategyId": self.strategy_id,
-            "name": self.name,
-            "type": self.type,
-            "namespaces": [self.namespace],
-            "namespaceTemplates": [self.namespace],
-            "status": "ACTIVE",
-            "createdAt": created,
-            "updatedAt": created,
-        }
-        if self.schema:
-            out["memoryRecordSchema"] = {
-                "metadataSchema": [
-                    {"key": k, "type": t, "extractionType": "STRICTLY_CONSISTENT"}
-                    for k, t in self.schema.items()
-                ]
-            }
-        return out
 
 
 @dataclass
@@ -154,7 +109,7 @@ class ShortTermMemory:
 class EventPlane:
     """The events, the control plane's ``GetMemory`` and the strategies of an emulator."""
 
-    def __init__(self, emulator: AgentCoreEmulator, consolidation_delay: float = 0.0) -> None:
+    def __init__(self, emulator: Host, consolidation_delay: float = 0.0) -> None:
         self._emulator = emulator
         self.consolidation_delay = consolidation_delay
         self.memories: dict[str, ShortTermMemory] = {}
@@ -235,8 +190,6 @@ class EventPlane:
         if not events_route:
             return None
         if store is None:
-            from healthd.testing.agentcore import ServiceError
-
             raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
         if memory is None:
             memory = self.configure(memory_id)
@@ -257,8 +210,6 @@ class EventPlane:
         has (event expiry, indexed keys, strategies with their namespaces and schemas)."""
         store = self._emulator.memories.get(memory_id)
         if store is None:
-            from healthd.testing.agentcore import ServiceError
-
             raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
         name = memory_id.rsplit("-", 1)[0].replace("-", "_")[:48]
         out: dict[str, Any] = {
@@ -290,25 +241,25 @@ class EventPlane:
             set(body) - {"memoryId", "clientToken", "eventExpiryDuration", "addIndexedKeys"}
         )
         if unsupported:
-            raise _validation(f"the emulator does not change {', '.join(unsupported)}")
+            raise validation_error(f"the emulator does not change {', '.join(unsupported)}")
         days = body.get("eventExpiryDuration")
         if days is not None:
             if not isinstance(days, int) or isinstance(days, bool) or not 3 <= days <= 3650:
-                raise _validation("eventExpiryDuration must be between 3 and 3650 days")
+                raise validation_error("eventExpiryDuration must be between 3 and 3650 days")
             memory.event_expiry_days = days
         added = body.get("addIndexedKeys") or []
         keys = set(store.indexed_keys)
         if len(keys) + len(added) > 10:
-            raise _validation("a memory has at most 10 indexed keys")
+            raise validation_error("a memory has at most 10 indexed keys")
         for key in added:
             if not isinstance(key, dict) or key.get("type") not in (
                 "STRING",
                 "STRINGLIST",
                 "NUMBER",
             ):
-                raise _validation("addIndexedKeys entries need a key and a type")
+                raise validation_error("addIndexedKeys entries need a key and a type")
             if key.get("key") in keys:
-                raise _validation(f"indexed key {key.get('key')!r} exists already")
+                raise validation_error(f"indexed key {key.get('key')!r} exists already")
             store.indexed_keys[str(key["key"])] = str(key["type"])
         memory.updated_at = self._emulator.now()
         return 202, {"memory": self._describe(memory_id, memory)}
@@ -319,33 +270,35 @@ class EventPlane:
         token = body.get("clientToken")
         if isinstance(token, str) and token in memory.tokens:
             digest, response = memory.tokens[token]
-            if digest != _digest(body):
-                raise _validation("clientToken was used with another request")
+            if digest != request_digest(body):
+                raise validation_error("clientToken was used with another request")
             return 201, response
         actor = _checked(body.get("actorId"), ACTOR_ID, 255, "actorId")
         session = _checked(body.get("sessionId"), SESSION_ID, 100, "sessionId")
         timestamp = body.get("eventTimestamp")
         if not isinstance(timestamp, int | float) or isinstance(timestamp, bool):
-            raise _validation("eventTimestamp is required")
+            raise validation_error("eventTimestamp is required")
         payload = body.get("payload")
         if not isinstance(payload, list) or len(payload) > MAX_PAYLOAD:
-            raise _validation(f"payload must be a list of at most {MAX_PAYLOAD} items")
+            raise validation_error(f"payload must be a list of at most {MAX_PAYLOAD} items")
         for index, item in enumerate(payload):
             _check_payload(item, f"payload[{index}]")
         metadata = body.get("metadata") or {}
         if not isinstance(metadata, dict) or len(metadata) > MAX_EVENT_METADATA:
-            raise _validation(f"metadata must be a map of at most {MAX_EVENT_METADATA} keys")
+            raise validation_error(f"metadata must be a map of at most {MAX_EVENT_METADATA} keys")
         for key, value in metadata.items():
-            if not _META_STRING.fullmatch(key) or not 1 <= len(key) <= 128:
-                raise _validation(f"metadata key {key!r} does not match the key pattern")
+            if not META_STRING.fullmatch(key) or not 1 <= len(key) <= 128:
+                raise validation_error(f"metadata key {key!r} does not match the key pattern")
             text = value.get("stringValue") if isinstance(value, dict) else None
             if (
                 not isinstance(text, str)
                 or len(value) != 1
                 or len(text) > 256
-                or not _META_STRING.fullmatch(text)
+                or not META_STRING.fullmatch(text)
             ):
-                raise _validation(f"metadata[{key}] must be a stringValue of the value pattern")
+                raise validation_error(
+                    f"metadata[{key}] must be a stringValue of the value pattern"
+                )
         now = self._emulator.now()
         self._sequence += 1
         event_id = f"{int(now * 1000)}#{self._sequence:016x}"
@@ -357,7 +310,7 @@ class EventPlane:
         memory.sessions.setdefault((actor, session), now)
         response = {"event": event.shape(memory.memory_id)}
         if isinstance(token, str):
-            memory.tokens[token] = (_digest(body), response)
+            memory.tokens[token] = (request_digest(body), response)
         return 201, response
 
     def _list_events(
@@ -384,12 +337,10 @@ class EventPlane:
 
     def _list_jobs(self, memory_id: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if memory_id not in self._emulator.memories:
-            from healthd.testing.agentcore import ServiceError
-
             raise ServiceError("ResourceNotFoundException", 404, f"Memory {memory_id} not found")
         wanted = body.get("filter") or {}
         if not isinstance(wanted, dict):
-            raise _validation("filter must be an object")
+            raise validation_error("filter must be an object")
         keys = {"strategyId": "strategyId", "sessionId": "sessionId", "actorId": "actorId",
                 "status": "status"}  # fmt: skip
         found = [
@@ -398,20 +349,18 @@ class EventPlane:
             if all(wanted.get(k) in (None, job.get(v)) for k, v in keys.items())
         ]
         if not 1 <= body.get("maxResults", 50) <= 50:
-            raise _validation("maxResults must be between 1 and 50")
+            raise validation_error("maxResults must be between 1 and 50")
         return _page({**body, "maxResults": body.get("maxResults", 50)}, "jobs", found, "jobs")
 
     def _delete_event(
         self, memory: ShortTermMemory, actor: str, session: str, event_id: str
     ) -> tuple[int, dict[str, Any]]:
         if not _EVENT_ID.fullmatch(event_id):
-            raise _validation(f"eventId {event_id!r} does not match the event id pattern")
+            raise validation_error(f"eventId {event_id!r} does not match the event id pattern")
         for index, event in enumerate(memory.events):
             if (event.event_id, event.actor_id, event.session_id) == (event_id, actor, session):
                 del memory.events[index]
                 return 200, {"eventId": event_id}
-        from healthd.testing.agentcore import ServiceError
-
         raise ServiceError("ResourceNotFoundException", 404, f"Event {event_id} not found")
 
     # -- strategies ---------------------------------------------------------------------------
@@ -451,8 +400,6 @@ class EventPlane:
     def _consolidate(
         self, store: MemoryStore, strategy: Strategy, event: Event, now: float
     ) -> None:
-        from healthd.testing.agentcore import Record
-
         namespace = strategy.resolve(event.actor_id, event.session_id)
         for statement in extract(_conversation(event.payload)):
             active = [
@@ -550,40 +497,27 @@ def topic(text: str) -> tuple[str, str] | None:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _validation(message: str) -> Exception:
-    from healthd.testing.agentcore import ServiceError
-
-    return ServiceError("ValidationException", 400, message, reason="FieldValidationFailed")
-
-
 def _checked(value: Any, pattern: re.Pattern[str], limit: int, name: str) -> str:
     if not isinstance(value, str) or not 1 <= len(value) <= limit or not pattern.fullmatch(value):
-        raise _validation(f"{name} {value!r} does not match the {name} pattern")
+        raise validation_error(f"{name} {value!r} does not match the {name} pattern")
     return value
 
 
 def _check_payload(item: Any, where: str) -> None:
     if not isinstance(item, dict) or len(item) != 1:
-        raise _validation(f"{where} must hold exactly one of conversational, blob")
+        raise validation_error(f"{where} must hold exactly one of conversational, blob")
     if "blob" in item:
         return
     conversational = item.get("conversational")
     if not isinstance(conversational, dict):
-        raise _validation(f"{where}: unknown payload member {next(iter(item))!r}")
+        raise validation_error(f"{where}: unknown payload member {next(iter(item))!r}")
     if conversational.get("role") not in ROLES:
-        raise _validation(f"{where}.conversational.role must be one of {', '.join(ROLES)}")
+        raise validation_error(f"{where}.conversational.role must be one of {', '.join(ROLES)}")
     text = (conversational.get("content") or {}).get("text")
     if not isinstance(text, str) or not 1 <= len(text) <= MAX_EVENT_TEXT:
-        raise _validation(
+        raise validation_error(
             f"{where}.conversational.content.text must be 1 to {MAX_EVENT_TEXT} characters"
         )
-
-
-def _digest(body: dict[str, Any]) -> str:
-    import json
-
-    rest = {k: v for k, v in body.items() if k != "clientToken"}
-    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
 def _page(
@@ -593,7 +527,7 @@ def _page(
 
     size = body.get("maxResults", 20)
     if not isinstance(size, int) or not 1 <= size <= MAX_PAGE:
-        raise _validation(f"maxResults must be between 1 and {MAX_PAGE}")
+        raise validation_error(f"maxResults must be between 1 and {MAX_PAGE}")
     start = 0
     token = body.get("nextToken")
     if token is not None:
@@ -601,51 +535,10 @@ def _page(
             kind, offset = base64.urlsafe_b64decode(str(token).encode()).decode().split(":")
             start = int(offset)
         except ValueError:
-            raise _validation("nextToken is not valid") from None
+            raise validation_error("nextToken is not valid") from None
         if kind != what:
-            raise _validation("nextToken belongs to another operation")
+            raise validation_error("nextToken belongs to another operation")
     out: dict[str, Any] = {member: items[start : start + size]}
     if start + size < len(items):
         out["nextToken"] = base64.urlsafe_b64encode(f"{what}:{start + size}".encode()).decode()
     return 200, out
-
-
-def main(argv: list[str] | None = None) -> int:
-    from healthd.testing.agentcore import (
-        AgentCoreEmulator,
-        indexed_key_option,
-        indexed_keys,
-        serve,
-    )
-
-    parser = argparse.ArgumentParser(
-        prog="python -m healthd.testing.agentcore_events",
-        description="Serve the AgentCore emulator with a memory that has events and a "
-        "semantic strategy (its extraction a deterministic stand-in for the service's model).",
-    )
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--memory-id", required=True)
-    parser.add_argument("--strategy-id", required=True)
-    parser.add_argument("--namespace", default="healthd/{actorId}/facts")
-    parser.add_argument("--event-expiry-days", type=int, default=90)
-    parser.add_argument("--consolidation-delay", type=float, default=0.0)
-    indexed_key_option(parser)
-    args = parser.parse_args(argv)
-    try:
-        indexed = indexed_keys(args.indexed_key)
-    except ValueError as exc:
-        parser.error(str(exc))
-    emulator = AgentCoreEmulator(port=args.port)
-    emulator.events.consolidation_delay = args.consolidation_delay
-    emulator.events.configure(
-        args.memory_id,
-        event_expiry_days=args.event_expiry_days,
-        strategies=[Strategy(args.strategy_id, args.namespace)],
-        indexed_keys=[{"key": k, "type": t} for k, t in indexed.items()],
-    )
-    serve(emulator)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
