@@ -238,7 +238,6 @@ class Runner:
         self.history: deque[RunSummary] = deque(maxlen=RUN_HISTORY)
 
         self._replay_lock = threading.Lock()  # a run's replays, or the page at / reading one
-        self.event_count = state.event_count()
         # Events taken in but not yet in the state file: a run whose state write failed
         # leaves them here, and the next run's write carries them, in order, with the
         # cursors and catalogued keys that follow them.
@@ -247,31 +246,33 @@ class Runner:
         # The events this run pulled (the log's tail), None when too many to keep in memory.
         self._new: list[ChangeEvent] | None = []
 
-        rows = state.sources()
-        self.sources: dict[str, SourceRuntime] = {}
+        built: dict[str, Source] = {}
         for name, cfg in settings.sources.items():
-            source = build_source(cfg.kind, name, cfg.options)
-            self.sources[name] = SourceRuntime(
-                name, cfg.kind, source, rows.get(name, SourceRow(name))
-            )
-
+            built[name] = build_source(cfg.kind, name, cfg.options)
         self.reader = build_reader(settings.reader)
         self._probe_extra, self.probe_config = self._read_probe_config()
-        self.catalog = state.key_catalog()
+        # what the state file holds, read at once (the events when a replay needs them)
+        stored = state.stored()
+        self.event_count = stored.event_count
+        self.sources: dict[str, SourceRuntime] = {}
+        for name, cfg in settings.sources.items():
+            self.sources[name] = SourceRuntime(
+                name, cfg.kind, built[name], stored.sources.get(name, SourceRow(name))
+            )
+        self.catalog = stored.catalog
         # built from the catalog when a run (or the page) first needs it: a probe a key,
         # seconds at a million events, which a restart need not wait for
         self._probes: ProbeSet | None = None
         self._probes_extra_used = self._probe_extra
         self._previous_probes: ProbeSet | None = None
         self._new_probe_keys: list[FactKey] = []  # keys the current set added to the previous
-        target_rows = state.targets()
         self.targets: dict[str, TargetRuntime] = {}
         for name, target_cfg in settings.targets.items():
             options = target_options(settings, name)
             fingerprint = target_fingerprint(
                 settings, name, options, self.probe_config, self.reader.label
             )
-            row = target_rows.get(name) or TargetRow(name, fingerprint)
+            row = stored.targets.get(name) or TargetRow(name, fingerprint)
             runtime = TargetRuntime(
                 name, target_cfg.kind, options, is_persistent(options), fingerprint, row
             )

@@ -125,6 +125,18 @@ class RunRecord:
     targets: list[TargetRow] = field(default_factory=list)
 
 
+@dataclass
+class Stored:
+    """What a runner starts from, read from the state file at once: the events' count (the
+    events themselves are read when a replay needs them), every key they hold, and each
+    source's and target's row."""
+
+    event_count: int
+    sources: dict[str, SourceRow]
+    catalog: KeyCatalog
+    targets: dict[str, TargetRow]
+
+
 def state_path_problem(path: str) -> str | None:
     """Why a state file could not be opened or created at ``path`` (None when it can),
     found without writing anything: `check-config` says it as `run` would."""
@@ -186,6 +198,10 @@ class StateStore:
             raise StateError(f"{path}: cannot open state file: {exc}") from exc
 
     # -- reading --------------------------------------------------------------------------
+
+    def stored(self) -> Stored:
+        """Everything a runner starts from (see :class:`Stored`)."""
+        return Stored(self.event_count(), self.sources(), self.key_catalog(), self.targets())
 
     def events(self) -> list[tuple[str, ChangeEvent]]:
         rows = self._db.execute("SELECT source, body FROM events ORDER BY seq").fetchall()
