@@ -1,0 +1,388 @@
+"""One target's run: replay what it has not applied into its shadow (read back from its
+checkpoint first, after a restart), score it and make it durable; or serve its stored results
+when nothing is new. A shadow SQLite calls corrupt is set aside and rebuilt from the events in
+the state file (:mod:`healthd.daemon.shadows`)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from healthd._collector import replay_collection
+from healthd.daemon.replay_store import ReplayStore, StateHolding
+from healthd.daemon.shadows import Shadows
+from healthd.daemon.targets import TargetRuntime, build_shadow
+from healthd.daemon.views import Views
+from healthd.evaluator import Replay, StageResult
+from healthd.exporters.report import metrics_json, stage_json
+from healthd.logging import get_logger, redact_text
+from healthd.memory import Checkpointed, EventExpiryReporting, RunScoped, retrieval_fingerprint
+from healthd.memory.fingerprint import UNDECLARED
+from healthd.model import ChangeEvent, FactKey
+from healthd.probes import ProbeSet
+from healthd.reading import versioned
+from healthd.timeline import format_timestamp
+
+log = get_logger("healthd.runner")
+
+
+#: SQLite's answers for a file whose pages or header are not a database any more.
+_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def _is_corruption(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says a SQLite file is corrupt."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, sqlite3.DatabaseError) and (
+            getattr(seen, "sqlite_errorname", None) in _CORRUPT
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Aborted(Exception):
+    """The daemon is stopping; the run in progress gives up between two events."""
+
+
+class TargetRuns(Shadows):
+    """The part of a :class:`~healthd.daemon.runner.Runner` that runs each target."""
+
+    observe_duration: Callable[[str, float], None]
+    _new: list[ChangeEvent] | None
+    _previous_probes: ProbeSet | None
+    _new_probe_keys: list[FactKey]
+
+    def _events_from(self, position: int) -> Iterable[ChangeEvent]:
+        """The events after the first ``position``: this run's from memory, older ones from
+        the state file."""
+        new = self._new or []
+        tail = self.event_count - len(new)
+        if position >= tail:
+            return new[position - tail :]
+        return self.state.iter_events(position)
+
+    def _run_target(
+        self, t: TargetRuntime, run_id: str, started: float, *, rebuilt: bool = False
+    ) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        row = t.row
+        total = self.event_count
+        new = total - row.applied
+        outcome: dict[str, Any] = {"result": "success", "events": max(new, 0), "replayed": 0}
+        if new == 0 and self._stands_as_stored(t):
+            return self._serve_stored(t, run_id, t0, outcome)
+        probes = self._current_probes()
+        try:
+            with self.tracer.start_as_current_span(
+                "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
+            ) as span:
+                if isinstance(t.memory, RunScoped):
+                    t.memory.begin_run()
+                if t.replay is None and t.persistent:
+                    self._resume(t)
+                fresh = t.replay is None or t.built_fingerprint != t.fingerprint
+                if not fresh and t.memory is not None:
+                    fresh = self._retrieval_changed(t, run_id)
+                if fresh:
+                    reason = t.note or (
+                        "configuration changed: fresh replay"
+                        if t.built_fingerprint
+                        else "first replay"
+                    )
+                    self._close(t)
+                    memory = build_shadow(t)
+                    t.memory = memory
+                    if self._retrieval_changed(t, run_id):
+                        reason = f"{t.note}; {reason}" if reason != t.note else reason
+                    memory.reset()
+                    t.stages.clear()
+                    t.replay = Replay(memory, probes, **self._replay_options())
+                    t.probes = probes
+                    t.built_fingerprint = t.fingerprint
+                    t.position = 0
+                    t.last_event = None
+                    t.carry_last_change(None)
+                    if t.persistent and isinstance(memory, StateHolding):
+                        t.store = ReplayStore(memory)
+                        t.store.reset()
+                    if t.persistent and isinstance(memory, Checkpointed):
+                        memory.batch_writes()
+                    if total:
+                        log.info(
+                            "fresh replay",
+                            run_id=run_id,
+                            target=t.name,
+                            reason=reason,
+                            events=total,
+                        )
+                    t.note = None
+                else:
+                    assert t.replay is not None
+                    if probes is not t.probes:
+                        keys = self._new_probe_keys if t.probes is self._previous_probes else None
+                        t.replay.update_probes(probes, keys)
+                        t.probes = probes
+                        t.page_wanted += 1
+                todo = self._events_from(t.position)
+                count = total - t.position
+                replay = t.replay
+                assert replay is not None
+                batched = t.persistent and isinstance(t.memory, Checkpointed)
+                progress = _Progress(self, t.name, run_id, count)
+                done = 0
+                change: StageResult | None = None
+                with replay_collection():
+                    for done, event in enumerate(todo, 1):
+                        if self.stop.is_set():
+                            raise Aborted()
+                        stage = replay.step(event)
+                        t.stages.add(stage, event)
+                        change = t.note_stage(stage, event) or change
+                        if t.store is not None:
+                            t.store.note(event)
+                        t.position += 1
+                        t.last_event = event.id
+                        if batched and done % self.settings.checkpoint_events == 0:
+                            self._commit(t)
+                        if done % 128 == 0:
+                            progress.update(done)
+                if change is not None:
+                    t.last_change = stage_json(change)
+                if batched and (done or fresh):
+                    self._commit(t)
+                progress.update(done, final=True)
+                if done or fresh:
+                    t.page_wanted += 1
+                outcome["replayed"] = done
+                span.set_attribute("healthd.events.replayed", done)
+                span.set_attribute("healthd.replay.fresh", fresh)
+            with self.tracer.start_as_current_span(
+                "score", attributes={"healthd.target": t.name}
+            ) as span:
+                metrics = replay.metrics()
+                retrieval = t.retrieval or UNDECLARED
+                # the reader's label is in the version: a changed reader re-baselines
+                version = versioned(probes.version, replay.reader)
+                info_version = f"{version}-{t.fingerprint[:8]}"
+                if retrieval != UNDECLARED:
+                    info_version += f"-{retrieval.id[:8]}"
+                results: dict[str, Any] = {
+                    "metrics": metrics_json(metrics),
+                    "probes": replay.active_probes,
+                    "probe_set_version": version,
+                    "info_version": info_version,
+                    "retrieval": retrieval.as_json(),
+                    "retrieval_changes": t.retrieval_changes,
+                    "retrieval_changed_items": replay.retrieval_changed_items(),
+                    "reader": replay.reader.label,
+                    "reading": replay.reading_counts().as_dict(),
+                    "at": format_timestamp(replay.at) if replay.at else None,
+                    "newest_event": replay.at.timestamp() if replay.at else None,
+                    "run_id": run_id,
+                    "events": replay.stats.events,
+                    "last_change": t.last_change,
+                    "swept": t.swept,
+                    "newest_change": t.newest_change,
+                }
+                if isinstance(t.memory, EventExpiryReporting):
+                    results["event_expiry"] = t.memory.event_expiry_report()
+                span.set_attribute("healthd.probes", replay.active_probes)
+                span.set_attribute("healthd.probe_set.version", probes.version)
+                for name, value in results["metrics"]["all"].items():
+                    if value is not None:
+                        span.set_attribute(f"healthd.{name}", value)
+            results["duration_seconds"] = time.perf_counter() - t0
+            self._succeeded(
+                t,
+                results,
+                outcome,
+                fingerprint=t.fingerprint,
+                dirty=False,
+                events_replayed=row.events_replayed + max(new, 0),
+                applied=total,
+                snapshot=None,  # the replay's state is in the shadow, with its checkpoint
+            )
+        except Aborted:
+            if t.persistent and isinstance(t.memory, Checkpointed):
+                try:  # what was replayed so far is kept; the next run resumes from here
+                    self._commit(t)
+                except Exception:
+                    pass
+            self._close(t)
+            with self._changing():
+                row.dirty = t.persistent or row.dirty
+            t.note = "the previous run was stopped by a shutdown"
+            log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
+            return {"result": "aborted", "aborted": True, "events": max(new, 0)}
+        except Exception as exc:
+            self._close(t)
+            if not rebuilt and t.persistent and _is_corruption(exc) and self._set_aside(t, exc):
+                return self._run_target(t, run_id, started, rebuilt=True)
+            t.note = "the previous run failed"
+            message = redact_text(f"{type(exc).__name__}: {exc}")
+            t.pending_row = replace(  # shown with the other targets' results
+                row,
+                runs_failure=row.runs_failure + 1,
+                last_run=self.clock(),
+                last_result="failure",
+                last_error=message,
+                dirty=t.persistent or row.dirty,
+            )
+            outcome = {"result": "failure", "events": max(new, 0), "error": message}
+            # logged at once, before the failure shows in the metrics
+            log.error(
+                "run failed",
+                run_id=run_id,
+                target=t.name,
+                result="failure",
+                duration_seconds=round(time.perf_counter() - t0, 4),
+                events=outcome["events"],
+                replayed=0,
+                error=message,
+            )
+        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
+        return outcome
+
+    def _stands_as_stored(self, t: TargetRuntime) -> bool:
+        """A reference shadow not read back since a restart, its results stored by a run
+        that finished, over the events it has: reading its replay back (seconds at a million
+        events) would change no number, so a run with nothing new does not. Its retrieval
+        follows from its options alone, which the fingerprint covers."""
+        row = t.row
+        return (
+            t.replay is None
+            and t.persistent
+            and t.kind == "reference"
+            and t.note is None
+            and not row.dirty
+            and row.results is not None
+            and row.fingerprint == t.fingerprint
+            and row.applied == self.event_count
+            and (t.shadow_checked or self._shadow_agrees(t))
+        )
+
+    def _serve_stored(
+        self, t: TargetRuntime, run_id: str, t0: float, outcome: dict[str, Any]
+    ) -> dict[str, Any]:
+        row = t.row
+        assert row.results is not None
+        with self.tracer.start_as_current_span(
+            "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
+        ) as span:
+            span.set_attribute("healthd.events.replayed", 0)
+            span.set_attribute("healthd.replay.fresh", False)
+        self._carry_stored_change(t, row.applied)
+        results = {
+            **row.results,
+            "last_change": t.last_change,
+            "swept": t.swept,
+            "newest_change": t.newest_change,
+            "run_id": run_id,
+            "duration_seconds": time.perf_counter() - t0,
+        }
+        self._succeeded(t, results, outcome)
+        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
+        return outcome
+
+    def _succeeded(
+        self, t: TargetRuntime, results: dict[str, Any], outcome: dict[str, Any], **row: Any
+    ) -> None:
+        """The target's run succeeded with ``results`` (and ``row``'s other changes): shown
+        once the state file holds it (see Runner._run)."""
+        now = self.clock()
+        t.pending_row = replace(
+            t.row,
+            results=results,
+            runs_success=t.row.runs_success + 1,
+            last_run=now,
+            last_success=now,
+            last_result="success",
+            last_error=None,
+            **row,
+        )
+        outcome["metrics"] = results["metrics"]["all"]
+        outcome["probes"] = results["probes"]
+
+    def _retrieval_changed(self, t: TargetRuntime, run_id: str) -> bool:
+        """Note the fingerprint of the target's memory; True (logged and counted) when it
+        differs from the one the target's last scores were measured under."""
+        assert t.memory is not None
+        current = retrieval_fingerprint(t.memory, self.reader.label)
+        previous, t.retrieval = t.retrieval, current
+        if previous is None or previous == current:
+            return False
+        t.retrieval_changes += 1
+        t.note = "retrieval layer changed: new baseline"
+        log.warning(
+            "retrieval layer changed: new baseline",
+            run_id=run_id,
+            target=t.name,
+            previous=previous.describe(),
+            current=current.describe(),
+            fingerprint=current.id,
+        )
+        return True
+
+    def _report(
+        self, t: TargetRuntime, run_id: str, outcome: dict[str, Any], duration: float
+    ) -> None:
+        """Log a target's successful run and observe its duration, once the state is written
+        (a failed one was logged as it failed)."""
+        self.observe_duration(t.name, duration)
+        if outcome.get("aborted"):
+            return
+        outcome["duration_seconds"] = round(duration, 6)
+        if outcome["result"] != "success":
+            return
+        log_fields = {
+            "run_id": run_id,
+            "target": t.name,
+            "result": outcome["result"],
+            "duration_seconds": round(duration, 4),
+            "events": outcome["events"],
+            "replayed": outcome.get("replayed", 0),
+        }
+        log_fields["probes"] = outcome["probes"]
+        log_fields["metrics"] = outcome["metrics"]
+        log.info("run", **log_fields)
+
+
+class _Progress:
+    """A long replay's progress: ``pending`` in the view (a gauge) about once a second, and a
+    log line with the rate and the time left every ``[logging] progress_interval``."""
+
+    def __init__(self, runner: Views, target: str, run_id: str, total: int) -> None:
+        self.runner, self.target, self.run_id, self.total = runner, target, run_id, total
+        self.started = self.shown = self.logged = time.monotonic()
+        self.every = runner.settings.logging.progress_interval.total_seconds()
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.shown < min(1.0, self.every):
+            return
+        self.shown = now
+        with self.runner._changing():
+            if final:
+                self.runner.pending.pop(self.target, None)
+            else:
+                self.runner.pending[self.target] = self.total - done
+        if final or now - self.logged < self.every:
+            return
+        self.logged = now
+        rate = done / max(now - self.started, 1e-9)
+        log.info(
+            "replay progress",
+            run_id=self.run_id,
+            target=self.target,
+            events=done,
+            total=self.total,
+            events_per_second=round(rate, 1),
+            eta_seconds=round((self.total - done) / rate, 1) if rate else None,
+        )

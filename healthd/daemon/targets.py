@@ -1,0 +1,106 @@
+"""What a runner holds per source and per target between runs: each source and its stored
+row; each target's options, shadow (its memory), replay and stored row, and what its page
+shows of them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from healthd.daemon.replay_store import ReplayStore
+from healthd.daemon.state import SourceRow, TargetRow, shadow_path
+from healthd.evaluator import Replay, StageResult, is_sweep
+from healthd.memory import Memory, TargetSpec, build_memory
+from healthd.memory.fingerprint import RetrievalFingerprint
+from healthd.model import ChangeEvent
+from healthd.probes import ProbeSet
+from healthd.report.stagelog import StageLog
+from healthd.settings import Settings
+from healthd.sources import Source
+
+
+def target_options(settings: Settings, name: str) -> dict[str, Any]:
+    """The switches a target's memory is built with; the reference memory gets a persistent
+    shadow under the state directory unless its ``path`` is given."""
+    target = settings.targets[name]
+    options = dict(target.options)
+    if target.kind == "reference" and "path" not in options:
+        options["path"] = shadow_path(settings.state_path, name)
+    return options
+
+
+def is_persistent(options: dict[str, Any]) -> bool:
+    return "path" in options and str(options["path"]) not in ("", ":memory:")
+
+
+def build_shadow(t: TargetRuntime) -> Memory:
+    """The target's memory, from its options (a persistent one's directory made first)."""
+    if t.persistent:
+        os.makedirs(os.path.dirname(os.path.abspath(str(t.options["path"]))), exist_ok=True)
+    return build_memory(TargetSpec(t.kind, t.options, t.name))
+
+
+@dataclass
+class SourceRuntime:
+    name: str
+    kind: str
+    source: Source | None
+    row: SourceRow
+
+
+@dataclass
+class TargetRuntime:
+    name: str
+    kind: str
+    options: dict[str, Any]
+    persistent: bool
+    fingerprint: str
+    row: TargetRow
+    replay: Replay | None = None
+    memory: Memory | None = None
+    built_fingerprint: str | None = None
+    note: str | None = None  # why the next run starts from scratch, for the log
+    probes: ProbeSet | None = None  # the probe set the replay was last given
+    stages: StageLog = field(default_factory=StageLog)  # for the page at /
+    page: dict[str, Any] | None = None  # the last successful run, for the page at /
+    position: int = 0  # how many of the runner's events the replay has applied
+    last_event: str | None = None  # the id of the last of them
+    store: ReplayStore | None = None  # the replay's state beside a persistent shadow
+    pending_row: TargetRow | None = None  # this run's success, shown once it is stored
+    page_wanted: int = 0  # bumped when the replay moved on; the page at / follows lazily
+    page_built: int = 0
+    retrieval: RetrievalFingerprint | None = None  # the last one a run was scored under
+    retrieval_changes: int = 0  # a counter, kept in the results across restarts
+    rebuilds: int = 0  # corrupt shadows moved aside and rebuilt, in this process
+    shadow_checked: bool = False  # the shadow opened and agreed with the stored results
+    # The newest real change replayed (not a revalidation sweep): its stage in the JSON
+    # report's shape, whether sweeps came after it, and its event time (epoch seconds).
+    last_change: dict[str, Any] | None = None
+    swept: bool = False
+    newest_change: float | None = None
+
+    def carry_last_change(self, results: dict[str, Any] | None) -> None:
+        """Take the newest real change from stored results (a restored replay)."""
+        results = results or {}
+        self.last_change = results.get("last_change")
+        self.swept = bool(results.get("swept"))
+        self.newest_change = results.get("newest_change")
+
+    def note_stage(self, stage: StageResult, event: ChangeEvent) -> StageResult | None:
+        """Follow the newest real change; the stage when ``event`` is one."""
+        if is_sweep(event):
+            self.swept = True
+            return None
+        self.swept = False
+        at = event.timestamp.timestamp()
+        if self.newest_change is None or at > self.newest_change:
+            self.newest_change = at
+        return stage
+
+
+def newest_change(events: Iterable[ChangeEvent]) -> float | None:
+    """The event time (epoch seconds) of the newest event that is not a revalidation sweep."""
+    times = (e.timestamp.timestamp() for e in events if not is_sweep(e))
+    return max(times, default=None)
