@@ -19,8 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from healthd.memory import _minilm
-from healthd.memory._embedding import HashingEmbedder, MiniLMEmbedder
+from healthd.embedding import HashingEmbedder, MiniLMEmbedder, minilm
 
 REQUIREMENT = (
     "every request carries an Idempotency-Key header; the gateway keeps the key with its "
@@ -53,7 +52,7 @@ def main() -> int:
     parser.add_argument("--texts", type=int, default=256)
     args = parser.parse_args()
     started = time.perf_counter()
-    _minilm.load()
+    minilm.load()
     print(f"all-MiniLM-L6-v2 loaded in {time.perf_counter() - started:.2f} s\n")
     rows = {}
     for name, embedder in (("minilm", MiniLMEmbedder()), ("hashing", HashingEmbedder())):

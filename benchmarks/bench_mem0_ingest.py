@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_evaluator import generate
 
+from healthd.embedding import HASHING_MODEL
 from healthd.evaluator import evaluate
 from healthd.memory import TargetSpec, build_memory
-from healthd.memory._embedding import HASHING_MODEL
 from healthd.model import ChangeEvent
 from healthd.probes import build_probe_set
 from healthd.testing.standin_llm import MINILM_MODELS, StandInLLM

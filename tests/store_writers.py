@@ -24,7 +24,7 @@ FOREIGN_METADATA = {
 def _mem0(path: Path):
     from mem0 import Memory
 
-    from healthd.memory._embedding import embedder_from_options
+    from healthd.memory._embedder_switch import embedder_from_options
     from healthd.memory.mem0 import _import_mem0, mem0_config
 
     _import_mem0()  # the embedder a mem0 target has by default, so the vectors fit

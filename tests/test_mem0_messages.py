@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from healthd.embedding import HashingEmbedder
 from healthd.errors import MemoryAdapterError, TargetError
 from healthd.evaluator import Replay
 from healthd.memory import TargetSpec, build_memory
-from healthd.memory._embedding import HashingEmbedder
 from healthd.model import ChangeEvent, Fact
 from healthd.probes import build_probe_set
 from healthd.testing.standin_llm import StandInLLM

@@ -48,9 +48,10 @@ from collections.abc import Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from healthd.embedding import Embedder, HashingEmbedder
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import register_memory
-from healthd.memory._embedding import Embedder, HashingEmbedder, embedder_from_options
+from healthd.memory._embedder_switch import embedder_from_options
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,

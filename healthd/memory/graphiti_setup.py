@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from healthd.embedding import Embedder
 from healthd.errors import TargetError
-from healthd.memory._embedding import Embedder
 
 KUZU_BUFFER_POOL = 256 * 1024**2
 # Pages changed since the last checkpoint stay in the buffer pool: Graphiti's full-text
@@ -191,7 +191,7 @@ def remote_embedder(table: EmbedderTable) -> Any:
 
 
 def local_embedder(table: EmbedderTable) -> Embedder:
-    from healthd.memory._embedding import embedder_from_options
+    from healthd.memory._embedder_switch import embedder_from_options
 
     options: dict[str, Any] = {"embedder": table.provider}
     if table.dimensions is not None:

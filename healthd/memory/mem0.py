@@ -37,9 +37,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from healthd.embedding import Embedder, HashingEmbedder
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.memory import register_memory
-from healthd.memory._embedding import Embedder, HashingEmbedder, embedder_from_options
+from healthd.memory._embedder_switch import embedder_from_options
 from healthd.memory._mem0_config import team_config, turn
 from healthd.memory._offline import (
     IN_MEMORY,

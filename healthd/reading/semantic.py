@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from healthd.embedding import minilm
 from healthd.errors import ReaderError, TargetError
-from healthd.memory import _minilm
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
 from healthd.reading._match import mentions, subject_pattern
@@ -34,7 +34,7 @@ from healthd.reading.default import DefaultReader, _clauses, _sentences
 
 NAME = "semantic"
 VERSION = "2"  # of the hypotheses and the default rules it reads with: a change is a changed reader
-MODEL_ID = _minilm.MODEL.rsplit("/", 1)[-1]
+MODEL_ID = minilm.MODEL.rsplit("/", 1)[-1]
 # Below this gap between the nearest current and the nearest past hypothesis, MiniLM's
 # preference is not trusted: the smallest margin at which it overturns none of the rules'
 # correct readings of the shipped labelled set (the sweep is in the README).
@@ -48,7 +48,7 @@ EXISTS_PAST = ("{s} no longer exists", "{s} was decommissioned", "{s} was shut d
 
 @dataclass
 class SemanticReader:
-    model: Any  # the loaded :class:`healthd.memory._minilm.MiniLM`
+    model: Any  # the loaded :class:`healthd.embedding.minilm.MiniLM`
     margin: float = MARGIN
     name: str = NAME
     version: str = VERSION
@@ -150,7 +150,7 @@ def semantic_reader(options: Mapping[str, str]) -> SemanticReader:
                 "from 0 to 2"
             )
     try:
-        model = _minilm.load()
+        model = minilm.load()
     except TargetError as exc:
         raise ReaderError(f"reader 'semantic': {exc}") from None
     return SemanticReader(model, margin)

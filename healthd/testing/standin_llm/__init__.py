@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from healthd.memory._embedding import HASHING_MODEL, hash_embeddings
+from healthd.embedding import HASHING_MODEL, hash_embeddings
 
 MAX_BODY = 8 * 1024 * 1024
 FAULTS = ("none", "garbage", "error", "prose")
@@ -80,9 +80,9 @@ def embed(model: str, texts: Sequence[str], dimensions: int | None) -> list[list
     if model == HASHING_MODEL:
         return hash_embeddings(texts, dimensions or 256)
     if model in MINILM_MODELS:
-        from healthd.memory import _minilm
+        from healthd.embedding import minilm
 
-        return _minilm.load().encode(texts)
+        return minilm.load().encode(texts)
     raise ValueError(
         f"unknown embedding model {model!r}: use {MINILM_MODELS[0]} or {HASHING_MODEL}"
     )

