@@ -1,5 +1,11 @@
 """The evaluator: replays a timeline into a memory and scores every stage.
 
+Over 800 lines because :class:`Replay` (some 560 of them) is one piece of bookkeeping: the
+answers, scores, staleness heap and look-back it keeps change together at every step and
+are shared by the full and incremental modes, which must give identical numbers; split, each
+part would hold half of that invariant. The file is also one unit of the mutation run
+(``[tool.mutmut]`` in pyproject.toml).
+
 Stage *i* is the state after the *i*-th change point, scored at ``t_i``, the newest event
 time replayed so far. Two modes give identical numbers:
 

@@ -1,5 +1,11 @@
 """The `agentcore` memory: Amazon Bedrock AgentCore Memory, through boto3's data-plane client.
 
+Over 800 lines because :class:`AgentCoreMemory` (some 680 of them) is one stateful adapter:
+its held writes, its index of the records it wrote, the expiry heap, the dependents an ended
+key cascades to and the memory's preflight all read and change the same state. What holds no
+state lives apart already (:mod:`healthd.memory._agentcore_records`: the encoding;
+:mod:`healthd.memory._agentcore_client`: the call through boto3).
+
 Each fact is one memory record in its key's namespace, ``<namespace_prefix>/<subject>/
 <predicate>`` (characters the service's namespace pattern refuses are replaced and the
 component is suffixed with a short hash). Its metadata carries the fact's subject,

@@ -67,12 +67,8 @@ from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._adrdoc import Record, file_number, parse_adr, ref_number
 from healthd.sources._gitlog import (
-    Change,
-    Commit,
     Extractor,
-    GitError,
     Held,
-    Repo,
     RepoOptions,
     RepoSource,
     Skips,
@@ -81,6 +77,7 @@ from healthd.sources._gitlog import (
     prune_seen,
     validate_options,
 )
+from healthd.sources._gitrepo import Change, Commit, GitError, Repo
 
 #: Where ADRs live when `.adr-dir` does not say, in order.
 CANDIDATE_DIRS: tuple[str, ...] = (

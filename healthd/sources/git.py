@@ -77,11 +77,8 @@ from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.sources import register_source
 from healthd.sources._codeowners import LOCATIONS, parse_codeowners
 from healthd.sources._gitlog import (
-    Change,
-    Commit,
     Extractor,
     Held,
-    Repo,
     RepoOptions,
     RepoSource,
     Skips,
@@ -90,6 +87,7 @@ from healthd.sources._gitlog import (
     prune_seen,
     validate_options,
 )
+from healthd.sources._gitrepo import Change, Commit, Repo
 from healthd.sources._manifests import manifest_parser, try_parse_manifest
 
 EXISTS = "exists"

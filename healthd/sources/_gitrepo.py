@@ -1,0 +1,382 @@
+"""A git repository (a checkout or a bare mirror) driven through the git CLI, for the
+repository sources: :class:`Repo`, its commits and their raw changes.
+
+One ``git log`` process streams the whole history (``-z --raw``); one ``git cat-file
+--batch`` process serves every blob. Nothing here spawns a process per commit. Opening a
+source's repository (a local path, or a mirror fetched from a url) is
+:func:`healthd.sources._gitlog.open_repo`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from healthd.errors import SourceError
+
+NULL_SHA = "0" * 40
+_SUBMODULE_MODE = "160000"
+
+
+class GitError(SourceError):
+    """A git command failed."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    time: datetime
+
+
+class Change(NamedTuple):
+    """One raw diff entry: ``status`` is A, M, D, T or R; shas are the blob before/after.
+    (A tuple: a long history makes hundreds of thousands of them.)"""
+
+    status: str
+    path: str
+    old_sha: str
+    new_sha: str
+    old_mode: str
+    new_mode: str
+    old_path: str | None = None  # a rename's (status R) path before it
+
+    @property
+    def is_submodule(self) -> bool:
+        return _SUBMODULE_MODE in (self.new_mode, self.old_mode)
+
+
+class Repo:
+    """A local repository (a checkout or a bare mirror) driven through the git CLI.
+
+    The token, when any, travels in the environment (``GIT_CONFIG_*``), never on a command
+    line, and is scrubbed from any error text.
+    """
+
+    def __init__(
+        self, git_dir: str, *, secret: str | None = None, extra_env: Mapping[str, str] | None = None
+    ) -> None:
+        self.git_dir = git_dir
+        self._secret = secret
+        env = dict(os.environ)
+        env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_PAGER": "cat"})
+        env.update(extra_env or {})
+        self.env = env
+        self._cat: subprocess.Popen[bytes] | None = None
+        self._absent: set[str] = set()
+        self._prefetched: dict[str, bytes | None] = {}
+        self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
+
+    # -- helpers
+    def scrub(self, text: str) -> str:
+        if self._secret:
+            text = text.replace(self._secret, "***")
+            text = text.replace(base64.b64encode(self._secret.encode()).decode(), "***")
+        return text
+
+    def _base(self) -> list[str]:
+        return [
+            "git",
+            "-C",
+            self.git_dir,
+            "-c",
+            "core.quotePath=false",
+            "-c",
+            "log.showSignature=false",
+        ]
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        try:
+            proc = subprocess.run(
+                self._base() + list(args), env=self.env, capture_output=True, check=False
+            )
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror}") from exc
+        if check and proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(
+                self.scrub(f"git {args[0]} failed: {err[-1] if err else proc.returncode}")
+            )
+        return proc
+
+    def rev_parse(self, rev: str) -> str | None:
+        proc = self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    def commit_time(self, sha: str) -> datetime:
+        out = self.run("show", "-s", "--format=%ct", sha).stdout.decode().strip()
+        return datetime.fromtimestamp(int(out), tz=UTC)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
+
+    def is_shallow(self) -> bool:
+        proc = self.run("rev-parse", "--is-shallow-repository", check=False)
+        return proc.stdout.decode().strip() == "true"
+
+    def last_before(self, rev: str, when: datetime, first_parent: bool) -> str | None:
+        args = ["rev-list", "-n", "1", f"--before={int(when.timestamp()) - 1}"]
+        if first_parent:
+            args.append("--first-parent")
+        out = self.run(*args, rev, check=False).stdout.decode().strip()
+        return out or None
+
+    # -- history
+    def log(
+        self,
+        rev_range: str,
+        *,
+        first_parent: bool,
+        since: datetime | None = None,
+        paths: Iterable[str] = (),
+        renames: bool = False,
+    ) -> Iterator[tuple[Commit, list[Change]]]:
+        """Commits oldest to newest with their raw changes, from ONE streaming ``git log``;
+        with ``renames``, git's rename detection pairs a deleted and an added file as one
+        ``R`` change (worth it only on a few paths)."""
+        args = self._base() + [
+            "log",
+            "--reverse",
+            "--root",
+            "--raw",
+            "--find-renames" if renames else "--no-renames",
+            "--no-abbrev",
+            "-z",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--format=%x01%H %ct",
+            "--diff-merges=first-parent",
+        ]
+        if first_parent:
+            args.append("--first-parent")
+        else:
+            args.append("--topo-order")
+        if since is not None:
+            args.append(f"--since={int(since.timestamp())}")
+        args.append(rev_range)
+        args.append("--")
+        args.extend(paths)
+        try:
+            proc = subprocess.Popen(
+                args, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror}") from exc
+        assert proc.stdout is not None
+        commit: Commit | None = None
+        changes: list[Change] = []
+        pending_meta: bytes | None = None
+        renamed_from: bytes | None = None
+        rest = b""
+        try:
+            while True:
+                chunk = proc.stdout.read(1 << 16)
+                if not chunk:
+                    break
+                tokens = (rest + chunk).split(b"\0")
+                rest = tokens.pop()
+                for token in tokens:
+                    if pending_meta is not None:
+                        if pending_meta.rstrip(b"0123456789")[-1:] in (b"R", b"C"):
+                            if renamed_from is None:
+                                renamed_from = token  # the path before; the next is after
+                                continue
+                            changes.append(_change(pending_meta, token, renamed_from))
+                            renamed_from = None
+                        else:
+                            changes.append(_change(pending_meta, token))
+                        pending_meta = None
+                        continue
+                    token = token.lstrip(b"\n")
+                    if token.startswith(b"\x01"):
+                        if commit is not None:
+                            yield commit, changes
+                        sha, _, ct = token[1:].decode().partition(" ")
+                        commit = Commit(sha, datetime.fromtimestamp(int(ct), tz=UTC))
+                        changes = []
+                    elif token.startswith(b":"):
+                        pending_meta = token
+            if commit is not None:
+                yield commit, changes
+        finally:
+            if proc.poll() is None:
+                proc.stdout.close()
+                proc.kill()
+            proc.wait()
+        stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+        if proc.stderr:
+            proc.stderr.close()
+        if proc.returncode not in (0, -9):
+            raise GitError(self.scrub(f"git log failed: {stderr.strip()}"))
+
+    def tree(self, rev: str, paths: Iterable[str] = ()) -> list[Change]:
+        """Every blob of ``rev``'s tree as an 'A' change, to rebuild a baseline state."""
+        proc = self.run("ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths)
+        out: list[Change] = []
+        for entry in proc.stdout.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, path = entry.partition(b"\t")
+            mode, kind, sha = meta.decode().split(" ")
+            if kind != "blob":
+                continue
+            out.append(
+                Change("A", path.decode("utf-8", "surrogateescape"), NULL_SHA, sha, "000000", mode)
+            )
+        return out
+
+    def note_partial_clone(self, rev: str) -> int | None:
+        """In a partial clone, list (without fetching) the objects absent locally, so blob
+        reads skip them instead of a lazy fetch per blob; their count, or None when this is
+        not a partial clone."""
+        proc = self.run(
+            "config",
+            "--get-regexp",
+            r"^(extensions\.partialclone|remote\..*\.promisor)$",
+            check=False,
+        )
+        if not any(
+            line.split(b" ", 1)[-1].strip() not in (b"", b"false")
+            for line in proc.stdout.splitlines()
+        ):
+            return None
+        out = self.run(
+            "rev-list", "--objects", "--missing=print", "--no-object-names", rev, check=False
+        ).stdout
+        self._absent = {line[1:].decode() for line in out.splitlines() if line.startswith(b"?")}
+        return len(self._absent)
+
+    # -- blobs
+    def prefetch(self, shas: Iterable[str]) -> None:
+        """Fetch blobs ahead (see :meth:`fetch_blobs`); :meth:`blob` then serves them without
+        a round trip each. Replaces what an earlier call prefetched."""
+        self._prefetched = self.fetch_blobs(shas)
+
+    def use_prefetched(self, blobs: dict[str, bytes | None]) -> None:
+        self._prefetched = blobs
+
+    def fetch_blobs(self, shas: Iterable[str]) -> dict[str, bytes | None]:
+        """Many blobs in one pipelined exchange with ``git cat-file --batch`` (a thread
+        writes the requests while this one reads the answers, so neither pipe can fill up
+        and stall the other); None for a missing one. Safe to call from another thread."""
+        wanted = list(dict.fromkeys(s for s in shas if s not in self._absent))
+        if not wanted:
+            return {}
+        with self._lock:
+            return self._exchange(wanted)
+
+    def _exchange(self, wanted: list[str]) -> dict[str, bytes | None]:
+        found: dict[str, bytes | None] = {}
+        cat = self._cat_file()
+        assert cat.stdin is not None and cat.stdout is not None
+        stdin, stdout = cat.stdin, cat.stdout
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                stdin.write(b"".join(sha.encode() + b"\n" for sha in wanted))
+                stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                failed.append(exc)
+
+        writer = threading.Thread(target=write, name="healthd-cat-file-writer", daemon=True)
+        writer.start()
+        try:
+            for sha in wanted:
+                header = stdout.readline()
+                if not header:  # cat-file stopped (e.g. a failed lazy fetch)
+                    break
+                parts = header.split()
+                if len(parts) < 3 or parts[1] == b"missing":
+                    found[sha] = None
+                    continue
+                size = int(parts[2])
+                found[sha] = stdout.read(size + 1)[:-1]
+        finally:
+            writer.join(timeout=60)
+        if len(found) < len(wanted) or failed:
+            self._close()  # what was not answered is read one at a time again
+        return found
+
+    def blob(self, sha: str) -> bytes | None:
+        """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
+        if sha in self._prefetched:
+            return self._prefetched[sha]
+        if sha in self._absent:
+            return None
+        with self._lock:
+            return self._one_blob(sha)
+
+    def _one_blob(self, sha: str) -> bytes | None:
+        cat = self._cat_file()
+        assert cat.stdin is not None and cat.stdout is not None
+        try:
+            cat.stdin.write(sha.encode() + b"\n")
+            cat.stdin.flush()
+            header = cat.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            self._close()
+            raise GitError("git cat-file stopped unexpectedly") from exc
+        if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
+            self._close()
+            self._absent.add(sha)
+            return None
+        parts = header.split()
+        if len(parts) < 3 or parts[1] == b"missing":
+            return None
+        size = int(parts[2])
+        data = cat.stdout.read(size + 1)
+        return data[:-1]
+
+    def _cat_file(self) -> subprocess.Popen[bytes]:
+        if self._cat is None:
+            try:
+                self._cat = subprocess.Popen(
+                    self._base() + ["cat-file", "--batch"],
+                    env=self.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            except OSError as exc:
+                raise GitError(f"cannot run git: {exc.strerror}") from exc
+        return self._cat
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._cat is not None:
+            cat, self._cat = self._cat, None
+            try:
+                if cat.stdin:
+                    cat.stdin.close()
+            except OSError:
+                pass
+            try:
+                cat.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                cat.kill()
+                cat.wait()
+            if cat.stdout:
+                cat.stdout.close()
+
+
+def _change(meta: bytes, path: bytes, old_path: bytes | None = None) -> Change:
+    # b":100644 100644 <old> <new> M", or "R096" with the path before the rename
+    old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode().split(" ")
+    return Change(
+        status[:1],
+        path.decode("utf-8", "surrogateescape"),
+        old_sha,
+        new_sha,
+        old_mode,
+        new_mode,
+        None if old_path is None else old_path.decode("utf-8", "surrogateescape"),
+    )
