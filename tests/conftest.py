@@ -21,3 +21,33 @@ def browser() -> Iterator[Any]:
         )
         yield launched
         launched.close()
+
+
+# What `scripts/test.sh --fast` leaves out besides the tests marked slow: the memory products'
+# suites and their targets in the contract, the image, and what drives a browser.
+_PRODUCT_PATHS = (
+    "tests/agentcore/",
+    "tests/test_mem0_",
+    "tests/test_graphiti_",
+    "tests/test_standin_mem0.py",
+    "tests/daemon/test_daemon_real_memories.py",
+    "tests/daemon/test_agentcore",
+)
+_PRODUCT_TARGETS = ("mem0-", "graphiti-", "agentcore-")
+_IMAGE_PATHS = ("tests/monitoring/test_image.py",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.relative_to(config.rootpath).as_posix()
+        callspec = getattr(item, "callspec", None)
+        if path.startswith(_PRODUCT_PATHS) or (
+            path.startswith("tests/contract/")
+            and callspec is not None
+            and callspec.id.startswith(_PRODUCT_TARGETS)
+        ):
+            item.add_marker(pytest.mark.product)
+        if path.startswith(_IMAGE_PATHS):
+            item.add_marker(pytest.mark.image)
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
