@@ -322,7 +322,7 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 def configured_events(settings: Settings, only: str | None = None) -> list[ChangeEvent]:
     """Every event the configured sources give from the start, merged by event time (each
     source keeping its own arrival order), as the daemon replays them in one run."""
-    from healthd.sources import build_source, unique_events
+    from healthd.sources import build_source, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
     from healthd.timeline import format_timestamp
 
@@ -336,7 +336,7 @@ def configured_events(settings: Settings, only: str | None = None) -> list[Chang
         if only is not None and name != only:
             continue
         try:
-            result = build_source(cfg.kind, name, cfg.options).pull(None)
+            result = pull_from_start(build_source(cfg.kind, name, cfg.options))
         except HealthdError:
             raise
         except Exception as exc:

@@ -40,6 +40,22 @@ class PullResult:
         return self.error is None
 
 
+def pull_from_start(source: Source) -> PullResult:
+    """Everything ``source`` gives from the start: a source that stops at a bound with more
+    to read (``PullResult.more``, a file read in slices) is pulled again from its new cursor
+    until it has no more, as the daemon does within one run. Stops at the first error, with
+    the events and skipped inputs before it."""
+    whole = source.pull(None)
+    while whole.more and whole.error is None:
+        step = source.pull(whole.cursor)
+        whole.events.extend(step.events)
+        whole.skipped.extend(step.skipped)
+        if whole.places is not None and step.places is not None:
+            whole.places.update(step.places)
+        whole.cursor, whole.error, whole.more = step.cursor, step.error, step.more
+    return whole
+
+
 def unique_events(events: list[ChangeEvent], origin: str) -> tuple[list[ChangeEvent], int]:
     """``events`` without repeats of an identical event, and how many were repeats.
 

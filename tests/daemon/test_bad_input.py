@@ -114,3 +114,51 @@ def test_every_option_has_help_and_every_command_a_description():
     )
     for kind in ("reference", "naive", "http"):
         assert kind in target.help
+
+
+def _fat_timeline(path, events: int, pad: int) -> list[str]:
+    """``events`` additions of distinct keys, each line carrying ``pad`` bytes of metadata."""
+    lines = [
+        json.dumps(
+            {
+                "id": f"fat-{n}",
+                "type": "added",
+                "timestamp": f"2024-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+                "source": "file",
+                "fact": {
+                    "subject": f"svc-{n}",
+                    "predicate": "language",
+                    "value": "go",
+                    "domain": "tech",
+                },
+                "metadata": {"note": "x" * pad},
+            }
+        )
+        for n in range(events)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_a_file_source_over_4_mib_is_read_whole_by_evaluate_and_timeline(tmp_path):
+    big = tmp_path / "big.jsonl"
+    lines = _fat_timeline(big, 400, 16_000)
+    assert big.stat().st_size > 6 << 20  # past one 4 MiB slice of the file source
+    config = toml_config(
+        tmp_path,
+        sources={"f": {"kind": "file", "path": str(big)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    out = run_cli("timeline", "--config", str(config))
+    assert out.returncode == 0 and out.stderr == "", out.stderr[-2000:]
+    assert [json.loads(l)["id"] for l in out.stdout.splitlines()] == [
+        json.loads(l)["id"] for l in lines
+    ]
+    configured = run_cli("evaluate", "--config", str(config), "--format", "json")
+    assert configured.returncode == 0 and configured.stderr == "", configured.stderr[-2000:]
+    report = json.loads(configured.stdout)
+    assert report["probe_set"]["count"] == 400  # one key per event: every event was read
+    direct = run_cli(
+        "evaluate", "--timeline", str(big), "--target", "reference", "--format", "json"
+    )
+    assert report["targets"][0]["final"] == json.loads(direct.stdout)["targets"][0]["final"]
