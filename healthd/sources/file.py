@@ -33,13 +33,15 @@ class FileSource:
     its size does not grow with the file: a pull reads only what was appended, and a file
     that is shorter, or whose hashed edges changed, was rewritten and is read again from the
     top (a rewrite confined to the middle of a long file, away from both edges, is not seen).
-    A pull reads at most :data:`SLICE` bytes of whole lines and says when there is more.
+    A pull reads at most :data:`SLICE` bytes of whole lines and says when there is more; a
+    longer line is refused and stepped over once it ends.
 
     After a rewrite the events read before come again, each with its line in
     ``PullResult.places``: the daemon, which keeps every event it took, takes none of them
     twice and reports a line that reuses a read event's id with other content. A line that is
-    not a valid event is refused (in ``PullResult.skipped``, naming the file, line and field)
-    and the lines after it are read: one bad line does not stop the source."""
+    not a valid event (not UTF-8 and too long included) is refused (in ``PullResult.skipped``,
+    naming the file, line and field) and the lines after it are read: one bad line does not
+    stop the source, and the cursor moves past it, so it is reported once."""
 
     kind = "file"
 
@@ -58,26 +60,17 @@ class FileSource:
                 if more:
                     data = data[: self.slice]
                 end = data.rfind(b"\n") + 1  # a line still being written waits for the next pull
+                if more and end == 0:
+                    del data
+                    return self._past_long_line(handle, cursor, offset, line, restarted)
                 first, last = _edges(handle, offset + end)
         except OSError as exc:
             return PullResult([], cursor, error=f"cannot read {self.path}: {exc.strerror}")
-        unchanged = cursor if not restarted else None
-        if more and end == 0:
-            error = f"{self.path}, line {line}: longer than {self.slice} bytes"
-            return PullResult([], unchanged, error=error)
-        try:
-            chunk = str(memoryview(data)[:end], "utf-8", "strict")  # no copy of the bytes
-        except UnicodeDecodeError as exc:
-            where = line + data[: exc.start].count(b"\n")
-            error = f"{self.path}, line {where}: not UTF-8 text ({exc.reason})"
-            return PullResult([], unchanged, error=error)
-        del data  # a first pull may read a large file: hold one copy at a time
-        newlines = chunk.count("\n")
-        lines = chunk.splitlines()
-        del chunk
         refused: list[TimelineError] = []
+        lines = _text_lines(data, end, line, self.path, refused)
+        del data  # a first pull may read a large file: hold one copy at a time
         events = list(iter_timeline(lines, origin=self.path, first_line=line, refused=refused))
-        result = PullResult(events, _cursor(first, last, offset + end, line + newlines))
+        result = PullResult(events, _cursor(first, last, offset + end, line + len(lines)))
         result.more = more
         if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
@@ -88,6 +81,59 @@ class FileSource:
             event.id: f"{self.path} line {n}" for event, n in zip(events, numbers, strict=True)
         }
         return result
+
+    def _past_long_line(
+        self, handle: IO[bytes], cursor: str | None, offset: int, line: int, restarted: bool
+    ) -> PullResult:
+        """The line at ``offset`` is longer than a slice: refused and stepped over, so that
+        the lines after it are read; while it has no end yet it is waited for."""
+        stop = _line_end(handle, offset + self.slice)
+        if stop is None:
+            return PullResult([], cursor if not restarted else None)
+        first, last = _edges(handle, stop)
+        result = PullResult([], _cursor(first, last, stop, line + 1))
+        result.more = True  # the lines after it are read by the next pull
+        if restarted:
+            result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
+        too_long = TimelineError(f"longer than {self.slice} bytes", line=line, origin=self.path)
+        result.skipped.append(f"line refused: {too_long}")
+        return result
+
+
+def _text_lines(
+    data: bytes, end: int, first_line: int, origin: str, refused: list[TimelineError]
+) -> list[str]:
+    """The whole lines in ``data[:end]`` as text, split at newlines alone (a JSON string may
+    hold U+2028 or a form feed); a line that is not UTF-8 is refused (in ``refused``, naming
+    it) and stands as a blank line, so that the lines after it keep their numbers."""
+    view = memoryview(data)[:end]
+    try:
+        return str(view, "utf-8", "strict").split("\n")[:-1]  # decoded without a copy
+    except UnicodeDecodeError:
+        pass
+    lines: list[str] = []
+    for number, raw in enumerate(bytes(view).split(b"\n")[:-1], start=first_line):
+        try:
+            lines.append(str(raw, "utf-8", "strict"))
+        except UnicodeDecodeError as exc:
+            refused.append(
+                TimelineError(f"not UTF-8 text ({exc.reason})", line=number, origin=origin)
+            )
+            lines.append("")
+    return lines
+
+
+def _line_end(handle: IO[bytes], start: int) -> int | None:
+    """The offset just past the first newline at or after ``start``; None when there is none
+    (the line is still being written)."""
+    handle.seek(start)
+    position = start
+    while block := handle.read(1 << 16):
+        found = block.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(block)
+    return None
 
 
 def _open_regular(path: str) -> IO[bytes]:

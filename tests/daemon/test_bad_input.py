@@ -24,10 +24,22 @@ def test_deeply_nested_json_and_non_utf8_bytes_are_one_line_each(tmp_path):
     )
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes("".join(GOOD[:2]).encode() + b'{"id": "caf\xe9"}\n')
+    line = one_line_error(run_cli("evaluate", "--timeline", str(binary)))
+    assert f"{binary}: not UTF-8 text" in line
+    # a file source skips the line as the daemon does, says so, and reads the rest
     config = toml_config(tmp_path, sources={"f": {"kind": "file", "path": str(binary)}})
     for command in (["evaluate"], ["timeline"]):
-        line = one_line_error(run_cli(*command, "--config", str(config)))
-        assert f"{binary}, line 3: not UTF-8 text" in line
+        done = run_cli(*command, "--config", str(config))
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert done.stderr.splitlines() == [
+            f"healthd: warning: source 'f': line refused: {binary}, line 3: not UTF-8 text "
+            "(invalid continuation byte)",
+            "healthd: warning: source 'f': 1 input(s) skipped",
+        ]
+    timeline = run_cli("timeline", "--config", str(config)).stdout
+    assert [json.loads(l)["id"] for l in timeline.splitlines()] == [
+        json.loads(l)["id"] for l in GOOD[:2]
+    ]
 
 
 def test_a_huge_line_is_refused_and_errors_quote_values_short(tmp_path):

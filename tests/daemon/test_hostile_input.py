@@ -115,6 +115,66 @@ def test_the_daemon_skips_a_line_out_of_range_and_measures_every_good_line(
     assert daemon.stop()[0] == 0
 
 
+def test_a_non_utf8_line_or_one_over_4_mib_is_skipped_and_never_wedges_the_source(
+    start_daemon, tmp_path
+):
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(GOOD))
+    timeline = tmp_path / "t.jsonl"
+    text = [line.encode() for line in GOOD]
+    timeline.write_bytes(
+        b"".join(text[:60])
+        + b'{"id": "caf\xe9"}\n'  # line 61: Latin-1, not UTF-8
+        + b"".join(text[60:80])
+        + b'{"id": "'
+        + b"x" * (5 << 20)
+        + b'"}\n'  # line 82: past a 4 MiB slice
+        + b"".join(text[80:100])
+    )
+    daemon = start_daemon(
+        sources={"tl": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon.wait_ready()
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and sample(m, "healthd_events_replayed_total", target="reference") == 100
+            and m
+        ),
+        timeout=30,
+        what="the 100 good lines replayed",
+    )
+    assert sample(metrics, "healthd_source_up", source="tl") == 1
+    with timeline.open("ab") as handle:  # lines appended after the bad ones are taken
+        handle.write(b"".join(text[100:]))
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and sample(m, "healthd_events_replayed_total", target="reference") == len(GOOD)
+            and m
+        ),
+        timeout=30,
+        what="the appended lines replayed",
+    )
+    daemon.wait_runs("reference", runs(metrics, "reference") + 2)  # later runs add nothing
+    metrics = daemon.scrape()
+    assert sample(metrics, "healthd_source_up", source="tl") == 1
+    assert sample(metrics, "healthd_events_replayed_total", target="reference") == len(GOOD)
+    assert sample(metrics, "healthd_source_skipped_inputs_total", source="tl") == 2
+    refused = [
+        entry["reason"]
+        for entry in daemon.log_lines()
+        if entry.get("event") == "source skipped input"
+    ]
+    assert len(refused) == 2, refused  # each once, when read: the cursor is past it
+    assert refused[0].startswith(f"line refused: {timeline}, line 61: not UTF-8 text")
+    assert refused[1].startswith(f"line refused: {timeline}, line 82: longer than 4194304 bytes")
+    assert not [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+    assert daemon.stop()[0] == 0
+    assert_metrics_equal_evaluate(metrics, good)
+
+
 def _config_without_sources(tmp_path, extra: str = "") -> str:
     config = tmp_path / "nosources.toml"
     config.write_text(

@@ -128,7 +128,7 @@ def test_a_backlog_is_read_in_slices_of_whole_lines(tmp_path):
     assert source.pull(cursor).events == []
 
 
-def test_a_line_longer_than_a_slice_is_an_error_naming_it(tmp_path):
+def test_a_line_longer_than_a_slice_is_refused_naming_it_and_the_next_lines_read(tmp_path):
     from healthd.sources.file import FileSource
 
     path = tmp_path / "timeline.jsonl"
@@ -136,5 +136,49 @@ def test_a_line_longer_than_a_slice_is_an_error_naming_it(tmp_path):
     source = FileSource("tl", str(path), slice_bytes=1000)
     first = source.pull(None)
     assert [e.id for e in first.events] == ["ev-1"] and first.more
+    long_line = line("ev-3", "y" * 3000, 3)
+    with path.open("a") as handle:
+        handle.write(long_line[:2000])  # a long line still being written is waited for
     second = source.pull(first.cursor)
-    assert second.error and "line 2" in second.error and second.cursor == first.cursor
+    assert second.error is None and second.events == [] and second.skipped
+    assert second.skipped == [f"line refused: {path}, line 2: longer than 1000 bytes"]
+    waiting = source.pull(second.cursor)
+    assert (waiting.events, waiting.skipped, waiting.cursor) == ([], [], second.cursor)
+    with path.open("a") as handle:
+        handle.write(long_line[2000:] + "\n" + line("ev-4", "zig", 4) + "\n")
+    third = source.pull(second.cursor)
+    assert third.skipped == [f"line refused: {path}, line 3: longer than 1000 bytes"]
+    fourth = source.pull(third.cursor)
+    assert [e.id for e in fourth.events] == ["ev-4"] and fourth.skipped == []
+    assert fourth.places == {"ev-4": f"{path} line 4"}
+
+
+def test_a_line_not_utf8_is_refused_naming_it_and_the_lines_around_it_read(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    path.write_bytes(
+        (line("ev-1", "go") + "\n").encode()
+        + b'{"id": "caf\xe9"}\n'
+        + (line("ev-2", "rust", 2) + "\n").encode()
+    )
+    source = build_source("file", "tl", {"path": str(path)})
+    first = source.pull(None)
+    assert first.error is None and [e.id for e in first.events] == ["ev-1", "ev-2"]
+    assert first.skipped == [
+        f"line refused: {path}, line 2: not UTF-8 text (invalid continuation byte)"
+    ]
+    assert first.places == {"ev-1": f"{path} line 1", "ev-2": f"{path} line 3"}
+    with path.open("a") as handle:
+        handle.write(line("ev-3", "zig", 3) + "\n")
+    second = source.pull(first.cursor)  # the bad line is behind the cursor: not said again
+    assert [e.id for e in second.events] == ["ev-3"] and second.skipped == []
+    assert second.places == {"ev-3": f"{path} line 4"}
+
+
+def test_a_line_separator_inside_a_json_string_does_not_split_the_line(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    raw = line("ev-1", "go").replace('"go"', '"go\u2028\u2029\x85and more"')
+    path.write_text(raw + "\n" + line("ev-2", "rust", 2) + "\n", encoding="utf-8")
+    result = build_source("file", "tl", {"path": str(path)}).pull(None)
+    assert result.skipped == [] and [e.id for e in result.events] == ["ev-1", "ev-2"]
+    assert result.events[0].fact.value == "go\u2028\u2029\x85and more"
+    assert result.places == {"ev-1": f"{path} line 1", "ev-2": f"{path} line 2"}
