@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 
 from healthd import _json
+from healthd._files import open_text
 from healthd.errors import ProbeFileError
 from healthd.model import DOMAINS, ChangeEvent, Domain, FactKey, Probe
 
@@ -207,7 +208,7 @@ def load_probe_file(path: str) -> list[Probe]:
     """Probes written by hand: JSONL, one object per line with ``question``, ``subject``,
     ``predicate``, ``domain`` and optionally ``id``."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open_text(path) as handle:
             lines = handle.readlines()
     except OSError as exc:
         raise ProbeFileError(f"{path}: cannot read probe file: {exc.strerror}") from None

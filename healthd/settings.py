@@ -406,12 +406,14 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     that is down is a metric, not a reason to refuse to start."""
     origin = path or "(built-in defaults)"
     if path is not None:
-        if not os.path.isfile(path):
+        if not os.path.lexists(path):
             raise ConfigError(f"{path}: cannot read configuration file: no such file")
         try:
             import tomllib
 
-            with open(path, "rb") as handle:
+            from healthd._files import open_regular
+
+            with open_regular(path) as handle:
                 tomllib.load(handle)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None

@@ -42,6 +42,7 @@ from typing import Any
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from healthd import __version__
+from healthd._files import open_regular
 from healthd.daemon.pull import Pulling
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow
 from healthd.daemon.target_run import Aborted, TargetRuns
@@ -358,9 +359,10 @@ class Runner(TargetRuns, Pulling):
         path = self.settings.probes
         if not path:
             return [], "none"
-        with open(path, "rb") as handle:
+        probes = load_probe_file(path)  # refuses a pipe or a device before reading it
+        with open_regular(path) as handle:
             digest = hashlib.sha256(handle.read()).hexdigest()[:16]
-        return load_probe_file(path), digest
+        return probes, digest
 
     @property
     def probes(self) -> ProbeSet:

@@ -25,6 +25,7 @@ from typing import Any
 import bcrypt
 import yaml
 
+from healthd._files import NotRegularFile, check_regular, read_text
 from healthd.errors import ConfigError
 
 _TOP = {"tls_server_config", "basic_auth_users", "http_server_config"}
@@ -100,9 +101,13 @@ def load_web_config(path: str | None) -> WebConfig:
     if not path:
         return WebConfig()
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the web configuration: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: the web configuration is not UTF-8 text: {exc.reason}"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -162,8 +167,12 @@ def _tls_context(tls: Any, base: Path, fail: Any) -> ssl.SSLContext:
             return None
         resolved = Path(str(value))
         resolved = resolved if resolved.is_absolute() else base / resolved
-        if not resolved.is_file():
-            raise fail(f"tls_server_config.{key}", f"no such file: {resolved}")
+        try:
+            check_regular(str(resolved))
+        except NotRegularFile as exc:
+            raise fail(f"tls_server_config.{key}", f"{resolved} {exc.strerror}") from None
+        except OSError:
+            raise fail(f"tls_server_config.{key}", f"no such file: {resolved}") from None
         return str(resolved)
 
     cert, key = file("cert_file", True), file("key_file", True)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
+from healthd._files import open_text
 from healthd.errors import ReaderError
 from healthd.model import FactKey
 from healthd.reading import Reader, Reading
@@ -152,7 +153,7 @@ def load_labelled(path: str | None = None) -> list[LabelledItem]:
         text = (resources.files("healthd") / "data" / BUNDLED).read_text(encoding="utf-8")
         return parse_labelled(text.splitlines(), BUNDLED)
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open_text(path) as handle:
             lines = handle.readlines()
     except OSError as exc:
         raise ReaderError(f"{path}: cannot read labelled set: {exc.strerror}") from None

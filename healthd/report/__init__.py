@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from healthd import _json
+from healthd._files import read_text
 from healthd.errors import HealthdError, ReportShapeError
 from healthd.model import ChangeEvent
 from healthd.report.html import render_document
@@ -46,8 +47,7 @@ def render_report(
 def load_report(path: str) -> dict[str, Any]:
     """A saved `healthd evaluate --format json` report, checked against the documented shape."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            value = _json.loads(handle.read())
+        value = _json.loads(read_text(path))
     except OSError as exc:
         raise HealthdError(f"{path}: cannot read the report: {exc.strerror}") from None
     except UnicodeDecodeError:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
-import os
-import stat
 from collections.abc import Mapping
 from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from healthd._files import open_regular
 from healthd.errors import ConfigError, TimelineError
 from healthd.sources import PullResult, register_source
 from healthd.timeline import iter_timeline
@@ -52,7 +50,7 @@ class FileSource:
 
     def pull(self, cursor: str | None) -> PullResult:
         try:
-            with _open_regular(self.path) as handle:
+            with open_regular(self.path) as handle:
                 offset, line, restarted = _resume(handle, cursor)
                 handle.seek(offset)
                 data = handle.read(self.slice + 1)
@@ -134,21 +132,6 @@ def _line_end(handle: IO[bytes], start: int) -> int | None:
             return position + found + 1
         position += len(block)
     return None
-
-
-def _open_regular(path: str) -> IO[bytes]:
-    """``path`` opened for reading, refused unless it is a regular file: a named pipe would
-    block every run until a writer comes, a device could be read forever. (Opened without
-    blocking, so that a pipe is refused, not waited on.)"""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a pipe or a device is refused)")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _resume(handle: IO[bytes], cursor: str | None) -> tuple[int, int, bool]:

@@ -1,0 +1,68 @@
+"""Files healthd reads by name must be regular files. A named pipe would block the read
+until a writer comes (a daemon that never listens, a `check-config` that never answers), a
+device could be read forever; each is refused at once, naming the path and what it is.
+(`evaluate --timeline /dev/stdin` is the one input meant to be a pipe, and does not come
+here.)"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+from typing import BinaryIO, TextIO
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class NotRegularFile(OSError):
+    """The path names something other than a regular file; ``strerror`` says what."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"is {kind}, not a regular file", path)
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "an unknown kind of file")
+
+
+def open_regular(path: str) -> BinaryIO:
+    """``path`` opened for reading in binary, or OSError (:class:`NotRegularFile` unless it
+    is a regular file). Opened without blocking, so that a pipe is refused, not waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise NotRegularFile(path, kind)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_text(path: str) -> TextIO:
+    """:func:`open_regular` as UTF-8 text, read as :func:`open` reads it."""
+    return io.TextIOWrapper(open_regular(path), encoding="utf-8")
+
+
+def read_text(path: str) -> str:
+    """The whole of a regular file as UTF-8 text (OSError or UnicodeDecodeError otherwise)."""
+    with open_text(path) as handle:
+        return handle.read()
+
+
+def check_regular(path: str) -> None:
+    """OSError unless ``path`` (links followed) is a regular file: for a path handed to a
+    library that opens it itself (a certificate to :mod:`ssl`)."""
+    kind = _kind(os.stat(path).st_mode)
+    if kind is not None:
+        raise NotRegularFile(path, kind)
