@@ -67,7 +67,7 @@ class Daemon:
             service_name=settings.tracing.service_name,
             exporter=exporter,
         )
-        self.state = StateStore(settings.state_path)
+        self.state = StateStore(settings.state_path, created=self.state_lock.created)
         self._histogram: Any = None
         self.runner = Runner(
             settings, self.state, get_tracer(self.tracer_provider), observe_duration=self._observe

@@ -161,7 +161,8 @@ def state_path_problem(path: str) -> str | None:
 
 
 class StateStore:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, created: bool = False) -> None:
+        """``created``: the file is empty because the daemon's lock just made it (no warning)."""
         self.path = path
         self._lock = threading.Lock()
         self._inode: tuple[int, int] | None = None
@@ -171,7 +172,7 @@ class StateStore:
         try:
             if path != ":memory:":
                 Path(path).resolve().parent.mkdir(parents=True, exist_ok=True)
-                if os.path.exists(path) and os.path.getsize(path) == 0:
+                if not created and os.path.exists(path) and os.path.getsize(path) == 0:
                     log.warning("state file is empty: starting from a new state", state=path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             tables = {

@@ -243,6 +243,45 @@ def test_a_second_daemon_on_the_same_state_file_exits_2_naming_the_holder(daemon
     assert daemon.stop()[0] == 0
 
 
+@pytest.mark.parametrize("link", ["symlink", "hard link", "symlinked directory"])
+def test_a_link_to_a_running_daemon_s_state_file_is_the_same_state_file(daemon, tmp_path, link):
+    import os
+
+    daemon.wait_ready()
+    state = tmp_path / "state" / "state.sqlite"
+    other = tmp_path / "other"
+    other.mkdir()
+    if link == "symlink":
+        alias = other / "alias.sqlite"
+        alias.symlink_to(state)
+    elif link == "hard link":
+        alias = other / "alias.sqlite"
+        os.link(state, alias)
+    else:
+        (other / "dir").symlink_to(state.parent, target_is_directory=True)
+        alias = other / "dir" / "state.sqlite"
+    (other / "second").mkdir()
+    second = toml_config(
+        other / "second", port=free_port(), targets={"naive": {"kind": "naive", "shadow": True}}
+    )
+    second.write_text(
+        second.read_text().replace(str(other / "second" / "state" / "state.sqlite"), str(alias))
+    )
+    done = run_cli("run", "--config", str(second))
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0] == (
+        f"healthd: error: state file {alias} is in use by another healthd "
+        f"(pid {daemon.proc.pid}, started with state_path {state}); "
+        "give each daemon its own state_path"
+    )
+    before = runs(daemon.scrape(), "naive")
+    metrics = daemon.wait_runs("naive", before + 2)  # the first one is untouched
+    assert runs(metrics, "naive", "failure") == 0
+    assert daemon.stop()[0] == 0
+
+
 def test_check_config_print_shows_the_effective_configuration_with_secrets_redacted(
     tmp_path, monkeypatch, capsys
 ):
