@@ -28,6 +28,7 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 
 from healthd import __version__, _json, _stop
+from healthd.logging import redact_text, register_secret
 
 USER_AGENT = f"healthd/{__version__}"
 _RETRY_STATUSES = frozenset({500, 502, 503, 504})
@@ -174,7 +175,7 @@ class HttpClient:
         self.options = options
         self.headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         self.headers.update(headers or {})
-        self._secrets = tuple(s for s in secrets if s)
+        register_secret(*secrets)
         self.sleep = sleep
         self.clock = clock
         self.rng = rng
@@ -184,9 +185,8 @@ class HttpClient:
     # -- helpers ---------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        """``text`` through the one redaction, which knows this client's secrets."""
+        return redact_text(text)
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with 'equal jitter': half fixed, half random."""

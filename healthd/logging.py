@@ -1,15 +1,23 @@
 """structlog setup: JSON lines when stdout is not a terminal, key-value on one; secrets
 (tokens, passwords, URLs with credentials) are redacted from every line.
 
+:func:`redact_text` is the one redaction: every text logged, stored or shown passes through
+it. Besides the shapes of secrets it knows, it replaces every value healthd took from an
+environment variable named by a ``*_env`` key (a user name as much as a password) and their
+base64 forms, whatever the remote echoed them in.
+
 structlog (and the console renderer's imports) are loaded when something first logs: a
 one-shot command that logs nothing does not carry them."""
 
 from __future__ import annotations
 
+import base64
 import logging as _stdlib_logging
+import os
 import re
 import sys
-from collections.abc import MutableMapping
+import threading
+from collections.abc import Mapping, MutableMapping
 from typing import Any, TextIO
 
 REDACTED = "[REDACTED]"
@@ -49,12 +57,78 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+#: Values shorter than this are not redacted (a one- or two-letter value would blank that
+#: letter pair in every line, and says too little to be worth hiding).
+MIN_SECRET_LENGTH = 3
+#: The suffix of the configuration keys that name environment variables holding secrets.
+ENV_SUFFIX = "_env"
+
+
+class _Secrets:
+    """The values registered for redaction, and one pattern matching any of them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values: set[str] = set()
+        self.pattern: re.Pattern[str] | None = None
+
+
+_secrets = _Secrets()
+
+
+def register_secret(*values: str | None) -> None:
+    """Redact each value, and its base64 forms (padded, unpadded, URL-safe), from every text
+    :func:`redact_text` sees from now on. A credential built from several (``user:password``
+    in a Basic header) is registered as built, since its base64 holds neither part's."""
+    forms: set[str] = set()
+    for value in values:
+        if not value or len(value) < MIN_SECRET_LENGTH:
+            continue
+        raw = value.encode()
+        for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+            text = encoded.decode()
+            forms.update((text, text.rstrip("=")))
+        forms.add(value)
+    forms = {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+    with _secrets.lock:
+        if forms <= _secrets.values:
+            return
+        _secrets.values.update(forms)
+        ordered = sorted(_secrets.values, key=len, reverse=True)  # the longest form first
+        _secrets.pattern = re.compile("|".join(map(re.escape, ordered)))
+
+
+def env_secret(variable: str, environ: Mapping[str, str] | None = None) -> str:
+    """The value of the environment variable a ``*_env`` key names ("" when unset),
+    registered for redaction before anything can echo it."""
+    value = (os.environ if environ is None else environ).get(variable, "")
+    register_secret(value)
+    return value
+
+
+def register_env_secrets(config: object, environ: Mapping[str, str] | None = None) -> None:
+    """Register the value of every variable that a ``*_env`` key anywhere in ``config`` (a
+    configuration as plain dicts and lists) names."""
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            if str(key).endswith(ENV_SUFFIX) and isinstance(value, str) and value:
+                env_secret(value, environ)
+            else:
+                register_env_secrets(value, environ)
+    elif isinstance(config, (list, tuple)):
+        for item in config:
+            register_env_secrets(item, environ)
+
+
 def secret_key(name: str) -> bool:
     """Whether a configuration key names a secret (``api_key``, ``password``, ...)."""
     return _SECRET_KEY.search(name) is not None
 
 
 def redact_text(text: str) -> str:
+    values = _secrets.pattern
+    if values is not None:
+        text = values.sub(REDACTED, text)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text

@@ -430,6 +430,11 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
         settings = bound()
     except ValidationError as exc:
         raise ConfigError("\n".join(_format_errors(exc, origin))) from None
+    from healthd.logging import register_env_secrets
+
+    # every value a *_env key names is redacted from every text from here on, before a
+    # source or a target has read it (and whatever else names it, a plugin included)
+    register_env_secrets(settings.model_dump(mode="python"))
     if deep:
         problems = check_settings(settings, reach=reach)
         if problems:

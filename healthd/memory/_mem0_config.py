@@ -9,7 +9,7 @@ from datetime import UTC
 from typing import Any
 
 from healthd.errors import TargetError
-from healthd.logging import secret_key
+from healthd.logging import env_secret, secret_key
 from healthd.model import ChangeEvent
 from healthd.reading.render import statement
 
@@ -33,7 +33,7 @@ def resolve_secrets(value: Any, env: Mapping[str, str], where: str) -> Any:
                     raise TargetError(f"{path}: expected the name of an environment variable")
                 if item not in env:
                     raise TargetError(f"{path}: environment variable {item} is not set")
-                out[name] = env[item]
+                out[name] = env_secret(item, env)
             elif isinstance(item, str) and item and secret_key(key):
                 raise TargetError(
                     f"{path}: a secret is not written in the configuration; name the "

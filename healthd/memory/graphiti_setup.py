@@ -30,7 +30,6 @@ checkpoints often (:data:`KUZU_CHECKPOINT`) so that the bound holds.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -39,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from healthd.embedding import Embedder
 from healthd.errors import TargetError
+from healthd.logging import env_secret
 
 KUZU_BUFFER_POOL = 256 * 1024**2
 # Pages changed since the last checkpoint stay in the buffer pool: Graphiti's full-text
@@ -143,7 +143,7 @@ def secret(name: str | None, where: str) -> str | None:
     """The value of the environment variable ``name`` (None when no name is given)."""
     if name is None:
         return None
-    value = os.environ.get(name)
+    value = env_secret(name)
     if not value:
         table, key = where.rsplit(".", 1)
         raise TargetError(f"graphiti.{table}: environment variable {name!r} ({key}) is not set")

@@ -37,7 +37,7 @@ from pydantic import (
 from healthd import _stop
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
-from healthd.logging import get_logger
+from healthd.logging import env_secret, get_logger, register_secret
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources._gitrepo import Change, Commit, GitError, Repo
 
@@ -132,10 +132,11 @@ def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
         ("http.lowSpeedTime", str(max(1, round(opts.stall_seconds)))),
     ]
     if opts.token_env:
-        secret = os.environ.get(opts.token_env)
+        secret = env_secret(opts.token_env)
         if not secret:
             raise GitError(f"environment variable {opts.token_env!r} (token_env) is not set")
         basic = base64.b64encode(f"{opts.token_user}:{secret}".encode()).decode()
+        register_secret(basic)
         config.append(("http.extraHeader", f"Authorization: Basic {basic}"))
     extra = {"GIT_CONFIG_COUNT": str(len(config))}
     for i, (key, value) in enumerate(config):

@@ -9,7 +9,6 @@ source's repository (a local path, or a mirror fetched from a url) is
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import threading
@@ -19,6 +18,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from healthd.errors import SourceError
+from healthd.logging import redact_text, register_secret
 
 NULL_SHA = "0" * 40
 _SUBMODULE_MODE = "160000"
@@ -62,7 +62,7 @@ class Repo:
         self, git_dir: str, *, secret: str | None = None, extra_env: Mapping[str, str] | None = None
     ) -> None:
         self.git_dir = git_dir
-        self._secret = secret
+        register_secret(secret)
         env = dict(os.environ)
         env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_PAGER": "cat"})
         env.update(extra_env or {})
@@ -74,10 +74,7 @@ class Repo:
 
     # -- helpers
     def scrub(self, text: str) -> str:
-        if self._secret:
-            text = text.replace(self._secret, "***")
-            text = text.replace(base64.b64encode(self._secret.encode()).decode(), "***")
-        return text
+        return redact_text(text)
 
     def _base(self) -> list[str]:
         return [

@@ -55,6 +55,7 @@ from healthd._http import (
     RateLimited,
     check_http_url,
 )
+from healthd.logging import env_secret
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._tickets import (
@@ -416,21 +417,21 @@ class JiraSource(TicketSource):
         secrets: list[str] = []
         token = ""
         if self.options.token_env:
-            token = self._environ.get(self.options.token_env, "")
+            token = env_secret(self.options.token_env, self._environ)
             if not token:
                 raise HttpError(
                     f"environment variable {self.options.token_env} (token_env) is not set"
                 )
             secrets.append(token)
         if self.options.user_env:
-            user = self._environ.get(self.options.user_env, "")
+            user = env_secret(self.options.user_env, self._environ)
             if not user:
                 raise HttpError(
                     f"environment variable {self.options.user_env} (user_env) is not set"
                 )
             basic = base64.b64encode(f"{user}:{token}".encode()).decode()
             headers["Authorization"] = f"Basic {basic}"
-            secrets.append(basic)
+            secrets.extend((user, basic))
         elif token:
             headers["Authorization"] = f"Bearer {token}"
         return HttpClient(

@@ -151,7 +151,7 @@ def test_secrets_are_redacted_from_messages(api_server):  # noqa: F811
     url, _ = serve(api_server, (400, '{"message": "token tok-SECRET is bad"}', {}))
     with pytest.raises(HttpError) as info:
         client(secrets=("tok-SECRET",)).get_json(url)
-    assert "tok-SECRET" not in str(info.value) and "***" in str(info.value)
+    assert "tok-SECRET" not in str(info.value) and "[REDACTED]" in str(info.value)
 
 
 def test_real_timeout_then_connection_refused(api_server):  # noqa: F811
