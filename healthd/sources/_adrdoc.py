@@ -41,9 +41,16 @@ _REF_NUM = re.compile(
     re.I,
 )
 _FILE_NUM = re.compile(r"^(?:adr|decision)?[-_ ]?0*(\d{1,6})(?=[-_. ]|$)", re.I)
+# a number behind another prefix, RFC-style: ``DR002-...``, ``RFC-0001-...``, ``PEP-008``
+# (at least three digits, so ``v2-api.md`` or ``k8s.md`` are no records)
+_PREFIXED_NUM = re.compile(r"^([a-z]{2,5})[-_]?(\d{3,6})(?=[-_. ]|$)", re.I)
+#: The prefixes of the one ADR numbering (``0003``, ``ADR-003``, ``decision-3``).
+ADR_PREFIXES = frozenset({"", "adr", "decision"})
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TITLE_NUM = re.compile(
-    r"^(?:adr|add|decision|record)?[\s#:_-]*0*(\d{1,6})\s*[.:)\-–—]?\s+(.+)$", re.I
+    r"^(?:adr|add|decision|record|(?-i:[A-Z]{2,5})(?=-?\d{3}))?[\s#:_-]*0*(\d{1,6})"
+    r"\s*[.:)\-–—]?\s+(.+)$",
+    re.I,
 )
 _STATUS_WORDS = re.compile(r"\b(?:accepted|proposed|rejected|deprecated|superseded|draft)\b", re.I)
 # Template guidance left in a record: "Accepted or Rejected", "[Proposed | Accepted]",
@@ -79,9 +86,28 @@ class Record:
 
 
 def file_number(name: str) -> int | None:
-    """Number from a file name such as ``0003-use-nats.md`` or ``ADR-003.md``."""
-    m = _FILE_NUM.match(name.rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None
+    """Number from a file name such as ``0003-use-nats.md``, ``ADR-003.md`` or
+    ``DR002-no-charges.md``."""
+    base = name.rsplit("/", 1)[-1]
+    m = _FILE_NUM.match(base)
+    if m:
+        return int(m.group(1))
+    m = _PREFIXED_NUM.match(base)
+    return int(m.group(2)) if m else None
+
+
+def file_prefix(name: str) -> str | None:
+    """The numbering a record's file name follows, lower case: ``adr`` for ``0003-x.md``,
+    ``ADR-003-x.md`` and ``decision-3.md``, else its own prefix (``dr`` for
+    ``DR002-x.md``, ``rfc`` for ``RFC-0001-x.md``); None without a number."""
+    base = name.rsplit("/", 1)[-1]
+    if _FILE_NUM.match(base):
+        return "adr"
+    m = _PREFIXED_NUM.match(base)
+    if m is None:
+        return None
+    prefix = m.group(1).lower()
+    return "adr" if prefix in ADR_PREFIXES else prefix
 
 
 def ref_number(ref: str) -> int | None:

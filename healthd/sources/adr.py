@@ -17,7 +17,11 @@ adr-tools' ``.adr-dir`` names, else the first of ``CANDIDATE_DIRS`` present (``d
 ``docs/adr``, ``docs/architecture/decisions``, ``docs/decisions``,
 ``architecture-decision-record``, ``ADR``, ...), else the directory holding the most files
 named ``adr-NNN-*.md`` / ``NNNN-*.md`` that have a status section (there, only files so
-named are records). Finding no record is a failed pull naming where it looked. A directory
+named are records). Every log found is read (``decision_logs``): ``ADR/`` and
+``decision-record/`` both, each in its own subject space (``log_spaces``: the first keeps
+``adr:<n>``, another takes its file names' numbering, ``dr:<n>`` for ``DR002-x.md``), a
+directory inside a log being part of it; ``.adr-dir`` names the one log, as ``dir`` does.
+Finding no record is a failed pull naming where it looked. A directory
 renamed in the history (``doc/`` → ``docs/``) is followed back through its earlier names,
 and git's rename detection makes a renamed record (``git mv 0014-x.md 0015-x.md``) the
 same record: it keeps its subject, and links by its old file name still reach it.
@@ -58,6 +62,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -65,7 +70,7 @@ from pydantic import field_validator
 
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.sources import register_source
-from healthd.sources._adrdoc import Record, file_number, parse_adr, ref_number
+from healthd.sources._adrdoc import Record, file_number, file_prefix, parse_adr, ref_number
 from healthd.sources._gitlog import (
     Extractor,
     Held,
@@ -94,8 +99,11 @@ CANDIDATE_DIRS: tuple[str, ...] = (
 )
 #: What discovery looks for when no directory is named: file names of records.
 _RECORD_NAME = re.compile(
-    r"^(?:adr[-_ ]?\d{1,6}|\d{3,6})[-_ ][^/]*\.(?:md|markdown|mdx|rst|txt)$", re.I
+    r"^(?:adr[-_ ]?\d{1,6}|[a-z]{2,5}[-_]?\d{3,6}|\d{3,6})[-_ ][^/]*\.(?:md|markdown|mdx|rst|txt)$",
+    re.I,
 )
+#: A template's file name: a placeholder where the number goes (``DRXXX-...``, ``ADR-NNNN``).
+_TEMPLATE_NAME = re.compile(r"^[a-z]{0,5}[-_]?(?:x{3,}|n{3,}|y{3,}|z{3,})(?=[-_. ]|$)", re.I)
 _NOT_SCANNED = re.compile(r"(?:^|/)(?:\.[^/]*|node_modules|vendor|third_party|site-packages)/")
 #: Where discovery looks, said in the error when it finds nothing.
 LOOKED = (
@@ -143,6 +151,8 @@ def is_record_path(path: str, dirs: tuple[str, ...], by_name: bool = False) -> b
     if by_name and not _RECORD_NAME.match(parts[-1]):
         return False
     stem, ext = posixpath.splitext(parts[-1])
+    if _TEMPLATE_NAME.match(stem):
+        return False
     stem = stem.lower()
     return ext.lower() in _EXTENSIONS and stem not in _NOT_RECORDS and not stem.endswith("template")
 
@@ -170,9 +180,10 @@ def records_problem(path: str, directory: str | None, branch: str | None) -> str
         repo.close()
 
 
-def subject(number: int, stem: str | None = None) -> str:
-    """``adr:<n>``; a record reusing a number another record holds is ``adr:<n>:<stem>``."""
-    return f"adr:{number}" if stem is None else f"adr:{number}:{stem}"
+def subject(number: int, stem: str | None = None, space: str = "adr") -> str:
+    """``adr:<n>``; a record reusing a number another record holds is ``adr:<n>:<stem>``;
+    a log of its own numbering has its own space (``dr:<n>``, see :func:`log_spaces`)."""
+    return f"{space}:{number}" if stem is None else f"{space}:{number}:{stem}"
 
 
 def _stem(path: str) -> str:
@@ -191,8 +202,13 @@ class AdrExtractor(Extractor):
         state: Mapping[str, Any] | None = None,
         *,
         by_name: bool = False,
+        space: str = "adr",
+        inner: tuple[str, ...] = (),
     ) -> None:
         self.source = source
+        self.space = space  # the log's subject space: ``adr`` (``adr:<n>``), ``dr``, ...
+        self.label = space.upper() if space.isalnum() else space  # "ADR 4 deleted"
+        self.inner = inner  # other logs' directories inside this one's: theirs, not ours
         self.by_name = by_name  # only files named like records are records
         self.read_any = False  # a record was read in this pull
         self.dirs = dirs  # the ADR directory now, then its earlier names
@@ -221,13 +237,16 @@ class AdrExtractor(Extractor):
     def cursor_extra(self) -> dict[str, Any]:
         return {
             "dir": self.dir,
+            **({"space": self.space} if self.space != "adr" else {}),
             "subjects": dict(sorted(self.subjects.items())),
             "links": {p: dict(sorted(r.items())) for p, r in sorted(self.links.items()) if r},
             "aliases": dict(sorted(self.aliases.items())),
         }
 
     def _is_record_path(self, path: str) -> bool:
-        return is_record_path(path, self.dirs, self.by_name)
+        return is_record_path(path, self.dirs, self.by_name) and not any(
+            path.startswith(inner + "/") for inner in self.inner
+        )
 
     # -- folding
     def wanted(self, changes: list[Change]) -> Iterator[str]:
@@ -335,14 +354,16 @@ class AdrExtractor(Extractor):
         if current is not None and self.numbers.get(path, number) == number:
             self.numbers[path] = number
             return
-        wanted = self.reserved.get(path) or freed.pop(number, None) or subject(number)
+        wanted = (
+            self.reserved.get(path) or freed.pop(number, None) or subject(number, space=self.space)
+        )
         holder = self.path_of.get(wanted)
         if holder is not None and holder != path:
             self.skips.note(
                 f"{path}: duplicate number {number} (also {holder}); "
-                f"kept apart as {subject(number, _stem(path))}"
+                f"kept apart as {subject(number, _stem(path), self.space)}"
             )
-            wanted = subject(number, _stem(path))
+            wanted = subject(number, _stem(path), self.space)
         if current is not None:
             self.path_of.pop(current, None)
         self.subjects[path] = wanted
@@ -491,14 +512,16 @@ class AdrExtractor(Extractor):
                 )
                 continue
             if record is None:
-                reason = f"ADR {number} deleted"
+                reason = f"{self.label} {number} deleted"
             elif where in unresolved or later:
                 why = unresolved.get(where or "") or f"by {', '.join(later)}, not accepted"
-                reason = f"ADR {number} superseded ({why})"
+                reason = f"{self.label} {number} superseded ({why})"
             elif record.status in ("deprecated", "rejected"):
-                reason = f"ADR {number} {record.status}"
+                reason = f"{self.label} {number} {record.status}"
             else:
-                reason = f"ADR {number} is {record.status or 'without a known status'} again"
+                reason = (
+                    f"{self.label} {number} is {record.status or 'without a known status'} again"
+                )
             events.append(
                 (
                     _order(name),
@@ -570,6 +593,53 @@ class AdrExtractor(Extractor):
         )
 
 
+class AdrLogs(Extractor):
+    """Every decision log of a repository, each folded by its own :class:`AdrExtractor`
+    in its own subject space; the first log's state and cursor are what a repository with
+    one log has always had, the others' follow under ``logs``."""
+
+    def __init__(self, logs: list[AdrExtractor]) -> None:
+        self.logs = logs
+        self.held = {}
+
+    @property
+    def dirs(self) -> list[str]:
+        return [d for log in self.logs for d in log.dirs]
+
+    @property
+    def read_any(self) -> bool:
+        return any(log.records or log.read_any for log in self.logs)
+
+    def wanted(self, changes: list[Change]) -> Iterator[str]:
+        for log in self.logs:
+            yield from log.wanted(changes)
+
+    def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
+        events = [ev for log in self.logs for ev in log.apply(commit, changes, emit)]
+        self.held = {key: held for log in self.logs for key, held in log.held.items()}
+        return events
+
+    def cursor_extra(self) -> dict[str, Any]:
+        first, *rest = self.logs
+        extra = first.cursor_extra()
+        if rest:
+            extra["logs"] = [log.cursor_extra() for log in rest]
+        return extra
+
+
+def _saved_logs(state: Mapping[str, Any] | None) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """A cursor's state of each log, by (directory, space)."""
+    if state is None:
+        return {}
+    saved: dict[tuple[str, str], Mapping[str, Any]] = {
+        (str(state.get("dir")), str(state.get("space", "adr"))): state
+    }
+    for log in state.get("logs") or ():
+        if isinstance(log, dict):
+            saved[(str(log.get("dir")), str(log.get("space", "adr")))] = log
+    return saved
+
+
 _V = TypeVar("_V")
 
 
@@ -602,6 +672,45 @@ class Layout:
 
     dir: str
     by_name: bool = False
+    from_adr_dir: bool = False  # named by adr-tools' ``.adr-dir``
+
+
+def decision_logs(repo: Repo, head: str) -> list[Layout]:
+    """Every decision log at ``head`` (:func:`layouts`, in that order), less a directory
+    inside one already taken (an ``archive/`` of ``docs/adr`` is part of that log). The
+    directory adr-tools' ``.adr-dir`` names is the one log, as ``dir`` would be."""
+    found: list[Layout] = []
+    for layout in layouts(repo, head):
+        if layout.from_adr_dir:
+            return [layout]
+        if not any(
+            layout.dir == taken.dir or layout.dir.startswith(taken.dir + "/") for taken in found
+        ):
+            found.append(layout)
+    return found
+
+
+def log_spaces(repo: Repo, head: str, logs: list[Layout]) -> list[str]:
+    """Each log's subject space: ``adr`` for the first (``adr:<n>``, as a repository with
+    one log has always had), for each other the numbering its records' file names follow
+    (``dr`` for ``DR002-x.md``), or its directory when that is ``adr`` or taken."""
+    spaces = ["adr"]
+    for layout in logs[1:]:
+        listing = repo.run(
+            "ls-tree", "-r", "-z", "--name-only", head, "--", layout.dir, check=False
+        ).stdout
+        prefixes = Counter(
+            prefix
+            for raw in listing.split(b"\0")
+            if raw
+            and is_record_path(name := raw.decode("utf-8", "surrogateescape"), (layout.dir,))
+            and (prefix := file_prefix(name)) is not None
+        )
+        space = max(sorted(prefixes), key=prefixes.__getitem__) if prefixes else "adr"
+        if space in spaces:
+            space = layout.dir.replace(":", "-")
+        spaces.append(space)
+    return spaces
 
 
 def detect_layout(repo: Repo, head: str) -> Layout | None:
@@ -619,7 +728,7 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
         if text.startswith("./"):
             text = text[2:]
         if text:
-            yield Layout(text)
+            yield Layout(text, from_adr_dir=True)
     proc = repo.run("ls-tree", "-d", "--name-only", "-z", head, "--", *CANDIDATE_DIRS, check=False)
     found = {p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p}
     for candidate in CANDIDATE_DIRS:
@@ -698,40 +807,72 @@ class AdrSource(RepoSource):
 
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
-    ) -> AdrExtractor:
-        layout = Layout(self.opts.dir) if self.opts.dir else detect_layout(repo, head)
-        if layout is None:
+    ) -> AdrLogs:
+        found = [Layout(self.opts.dir)] if self.opts.dir else decision_logs(repo, head)
+        if not found:
             raise NoRecords(
                 f"no ADR records found in {self.opts.path or self.opts.url} at "
                 f"{self.opts.branch or 'HEAD'}: looked in {LOOKED}; set 'dir'"
             )
-        dirs = (layout.dir, *earlier_names(repo, head, layout.dir, self.opts.first_parent))
-        if state is not None and state.get("dir") != layout.dir:
-            state = None
-        return AdrExtractor(self.name, dirs, repo, skips, state, by_name=layout.by_name)
+        spaces = log_spaces(repo, head, found)
+        dirs = [
+            (layout.dir, *earlier_names(repo, head, layout.dir, self.opts.first_parent))
+            for layout in found
+        ]
+        saved = _saved_logs(state)
+        logs = []
+        for i, (layout, space) in enumerate(zip(found, spaces, strict=True)):
+            inner = tuple(
+                other
+                for j, others in enumerate(dirs)
+                if j != i
+                for other in others
+                if any(other.startswith(mine + "/") for mine in dirs[i])
+            )
+            logs.append(
+                AdrExtractor(
+                    self.name,
+                    dirs[i],
+                    repo,
+                    skips,
+                    saved.get((layout.dir, space)),
+                    by_name=layout.by_name,
+                    space=space,
+                    inner=inner,
+                )
+            )
+        return AdrLogs(logs)
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
-        assert isinstance(extractor, AdrExtractor)
-        if state.get("dir") != extractor.dir:
-            return f"ADR directory is now {extractor.dir!r} (was {state.get('dir')!r})"
+        assert isinstance(extractor, AdrLogs)
+        now = [(log.dir, log.space) for log in extractor.logs]
+        was = list(_saved_logs(state))
+        if now != was:
+            if len(now) == len(was) == 1:
+                return f"ADR directory is now {now[0][0]!r} (was {state.get('dir')!r})"
+            return (
+                f"decision logs are now {', '.join(d for d, _ in now)} "
+                f"(were {', '.join(d for d, _ in was)})"
+            )
         if not isinstance(state.get("subjects"), dict):
             return "cursor from an older healthd (records were keyed by number)"
         return None
 
     def _log_paths(self, extractor: Extractor) -> list[str]:
-        assert isinstance(extractor, AdrExtractor)
-        return list(extractor.dirs)
+        assert isinstance(extractor, AdrLogs)
+        return extractor.dirs
 
     def _finish(self, extractor: Extractor) -> str | None:
-        assert isinstance(extractor, AdrExtractor)
-        if extractor.records or extractor.read_any:
+        assert isinstance(extractor, AdrLogs)
+        if extractor.read_any:
             return None
+        first = extractor.logs[0]
         where = (
-            f"dir {extractor.dir!r}"
+            f"dir {first.dir!r}"
             if self.opts.dir
-            else f"{extractor.dir!r} (found by file names)"
-            if extractor.by_name
-            else f"{extractor.dir!r}"
+            else f"{first.dir!r} (found by file names)"
+            if first.by_name
+            else f"{first.dir!r}"
         )
         return (
             f"no ADR records found in {where} of {self.opts.path or self.opts.url} at "
@@ -753,10 +894,12 @@ def adr_source(name: str, options: Mapping[str, Any]) -> AdrSource:
 __all__ = [
     "CANDIDATE_DIRS",
     "LOOKED",
+    "AdrLogs",
     "AdrOptions",
     "AdrSource",
     "Layout",
     "adr_source",
+    "decision_logs",
     "detect_layout",
     "file_number",
     "is_record_path",

@@ -1,0 +1,169 @@
+"""The `adr` source on logs shaped like alphagov's: a repository keeping two decision logs
+(technical ADRs in `ADR/`, product decision records `DR002-...md` in `decision-record/`),
+a successor added as Pending in the commit that supersedes its predecessor
+(govuk-aws 0004 → 0015), and a Pending record superseded by records that already exist
+(gsp ADR030 → ADR031 and ADR034)."""
+
+from __future__ import annotations
+
+import pytest
+
+from healthd.sources import build_source
+
+
+def adr_source(repo, **options):
+    options = {
+        "path": str(repo.path),
+        "revalidate_clock": "head",
+        "revalidate_interval": "P3650D",
+        **options,
+    }
+    return build_source("adr", "decisions", options)
+
+
+def pull(source, cursor=None):
+    result = source.pull(cursor)
+    assert result.error is None, result.error
+    return result
+
+
+def record(heading: str, status: str, date: str = "2021-08-20") -> str:
+    """A Nygard record as alphagov writes them: ``# DR002: Title`` and a Status section."""
+    return (
+        f"# {heading}\n\nDate: {date}\n\n## Status\n\n{status}\n\n"
+        "## Context\n\nWhy.\n\n## Decision\n\nWhat.\n\n## Consequences\n\nSo.\n"
+    )
+
+
+# --------------------------------------------------------------------------- 1: two logs
+
+ADR_TEMPLATE = record(
+    "ADRxxx: Architecture Decision Record Title",
+    "> Proposed, Accepted, Rejected, Deprecated, Superseded by ADRzzz",
+    "YYYY-MM-DD",
+)
+DR_TEMPLATE = record(
+    "DRxxx: Decision Record Title (a description of the decision, not the problem)",
+    "> Proposed, Accepted, Rejected, Deprecated, Superseded by DRzzz",
+    "YYYY-MM-DD",
+)
+DR002 = "decision-record/DR002-no-charges-for-lower-volume-services.md"
+
+
+@pytest.fixture
+def forms(repo):
+    """alphagov/forms' shape: `ADR/ADRnnn-*.md` and `decision-record/DRnnn-*.md` (some
+    `.MD`), each log with its template and README beside the records."""
+    repo.commit(
+        "2021-08-20",
+        {
+            "ADR/README.md": "# Architecture Decision Records\n",
+            "ADR/ADR000-record-architecture-decisions.md": record(
+                "ADR000: Record architecture decisions", "Accepted"
+            ),
+            "ADR/ADRXXX-architecture-decision-record-template.md": ADR_TEMPLATE,
+            "decision-record/README.md": "# Decision Records\n\nUse the template.\n",
+            "decision-record/DRXXX-decision-record-template.md": DR_TEMPLATE,
+            DR002: record(
+                "DR002: We won't charge lower volume services to use our platform", "Accepted"
+            ),
+        },
+    )
+    repo.commit(
+        "2022-02-10",
+        {
+            "ADR/ADR002-use-govuk-notify.md": record("ADR002: Use GOV.UK Notify", "Accepted"),
+            "decision-record/DR000-use-github-and-the-adr-process.md": record(
+                "DR000: Recording our project decisions on GitHub using the ADR process",
+                "Accepted",
+            ),
+        },
+    )
+    repo.commit(
+        "2022-04-19",
+        {
+            "decision-record/DR005-choosing-insolvency-service-as-first-partner.MD": record(
+                "DR005: Choosing The Insolvency Service as our first private beta partner",
+                "Accepted",
+            )
+        },
+    )
+    repo.commit(
+        "2022-08-04",
+        {
+            "decision-record/DR007-form-is-live-first-then-add-draft.MD": record(
+                "DR007: We'll get ready to support a live form first", "Proposed"
+            )
+        },
+    )
+    repo.commit(
+        "2023-05-09",
+        {
+            "decision-record/DR008-no-charges-at-all-for-using-GOV.UK-Forms.md": record(
+                "DR008: No charges at all for using GOV.UK Forms", "Approved"
+            )
+        },
+    )
+    repo.commit(
+        "2023-05-16",
+        {
+            DR002: record(
+                "DR002: We won't charge lower volume services to use our platform",
+                "Superseded by DR008",
+            )
+        },
+    )
+    return repo
+
+
+DECISION_RECORDS = [
+    (
+        "2021-08-20",
+        "added",
+        "dr:2 decision=We won't charge lower volume services to use our platform",
+    ),
+    (
+        "2022-02-10",
+        "added",
+        "dr:0 decision=Recording our project decisions on GitHub using the ADR process",
+    ),
+    (
+        "2022-04-19",
+        "added",
+        "dr:5 decision=Choosing The Insolvency Service as our first private beta partner",
+    ),
+    ("2023-05-09", "added", "dr:8 decision=No charges at all for using GOV.UK Forms"),
+    (
+        "2023-05-16",
+        "revised",
+        "dr:2 decision=We won't charge lower volume services to use our platform -> "
+        "dr:8 decision=No charges at all for using GOV.UK Forms",
+    ),
+]
+
+
+def test_every_decision_log_of_a_repository_is_read_each_in_its_own_subject_space(forms, brief):
+    result = pull(adr_source(forms))
+    assert brief(result.events) == [
+        ("2021-08-20", "added", "adr:0 decision=Record architecture decisions"),
+        DECISION_RECORDS[0],
+        ("2022-02-10", "added", "adr:2 decision=Use GOV.UK Notify"),
+        *DECISION_RECORDS[1:],
+    ]
+    # ADR002 and DR002 are two decisions; the templates are no records
+    assert {e.metadata["adr_file"] for e in result.events if e.fact.subject.endswith(":2")} == {
+        "ADR/ADR002-use-govuk-notify.md",
+        DR002,
+    }
+    assert result.skipped == []
+    assert pull(adr_source(forms), result.cursor).events == []
+
+
+def test_a_log_named_with_dir_reads_prefixed_record_numbers(forms, brief):
+    """One log read alone keeps the ``adr:<n>`` subjects a repository with one log has
+    always had."""
+    result = pull(adr_source(forms, dir="decision-record"))
+    assert brief(result.events) == [
+        (day, kind, what.replace("dr:", "adr:")) for day, kind, what in DECISION_RECORDS
+    ]
+    assert result.skipped == []
