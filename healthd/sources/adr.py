@@ -44,7 +44,11 @@ Each record is read at every commit that changed it; its status history gives:
   all), every other successor, then or later, ``added`` with metadata ``supersedes``;
 * ``Deprecated`` / ``Rejected`` of a held decision → ``invalidated`` with a reason (a record
   rejected before it was ever accepted emits nothing);
-* ``Proposed`` → nothing yet; a deleted record's decision is ``invalidated``;
+* ``Proposed`` (``Pending``, ``Draft``) → nothing yet, also when a supersession names it:
+  a record is a decision from its own acceptance, and its predecessor ends when its own
+  status says superseded (``invalidated``, "superseded (by adr:15, not accepted)"; the
+  successor is ``added`` with ``supersedes`` when accepted); a deleted record's decision
+  is ``invalidated``;
 * a retitled accepted record → ``revised`` on the same key.
 
 Formats: Nygard/adr-tools (``# 2. Title``, a ``## Status`` section) and MADR (front matter
@@ -475,14 +479,13 @@ class AdrExtractor(Extractor):
                     if path not in later:
                         later.append(path)
                     unresolved.pop(earlier, None)
-        targets = {p for later in successors.values() for p in later}
         desired: dict[str, Record] = {}
         for path, rec in recs.items():
             if path in successors or path in unresolved:
                 continue
-            if rec.status in ("deprecated", "rejected"):
-                continue
-            if rec.status == "accepted" or (path in targets and rec.status in ("proposed", None)):
+            # a decision only once its own status says so: a Pending successor a
+            # supersession names is none until it is accepted
+            if rec.status == "accepted":
                 if rec.title:
                     desired[self.subjects[path]] = rec
                 else:

@@ -167,3 +167,58 @@ def test_a_log_named_with_dir_reads_prefixed_record_numbers(forms, brief):
         (day, kind, what.replace("dr:", "adr:")) for day, kind, what in DECISION_RECORDS
     ]
     assert result.skipped == []
+
+
+# --------------------------------------------------------------------------- 2: Pending successor
+
+DNS_DIR = "doc/architecture/decisions"
+DNS_OLD = f"{DNS_DIR}/0004-dns-definitions-for-hosts-and-services.md"
+DNS_NEW = f"{DNS_DIR}/0015-dns-infrastructure.md"
+
+
+def govuk_aws(repo, predecessor: str) -> None:
+    """alphagov/govuk-aws' shape: 0015 added as Pending in the commit that marks 0004
+    "Superseded by [DNS Infrastructure](0015-...)"; 0015 accepted a week later."""
+    repo.adr("init", DNS_DIR, when="2017-06-29")
+    repo.commit("2017-06-29", message="adr init")
+    repo.commit(
+        "2017-07-04",
+        {DNS_OLD: record("4. DNS definitions for hosts and services", predecessor, "2017-07-04")},
+    )
+    repo.commit(
+        "2017-07-14",
+        {
+            DNS_NEW: record("15. DNS infrastructure", "Pending", "2017-07-14"),
+            DNS_OLD: record(
+                "4. DNS definitions for hosts and services",
+                "Superseded by [DNS Infrastructure](0015-dns-infrastructure.md)",
+                "2017-07-14",
+            ),
+        },
+    )
+    repo.commit("2017-07-21", {DNS_NEW: record("15. DNS infrastructure", "Accepted", "2017-07-20")})
+
+
+def test_a_pending_successor_is_a_decision_from_its_acceptance_not_its_link(repo, needs_adr, brief):
+    govuk_aws(repo, predecessor="Pending")
+    events = pull(adr_source(repo)).events
+    assert brief(events) == [
+        ("2017-06-29", "added", "adr:1 decision=Record architecture decisions"),
+        ("2017-07-21", "added", "adr:15 decision=DNS infrastructure"),
+    ]
+    assert events[-1].metadata["supersedes"] == "adr:4"
+
+
+def test_an_accepted_record_superseded_by_a_pending_one_ends_when_its_status_says_so(
+    repo, needs_adr, brief
+):
+    govuk_aws(repo, predecessor="Accepted")
+    events = pull(adr_source(repo)).events
+    assert brief(events) == [
+        ("2017-06-29", "added", "adr:1 decision=Record architecture decisions"),
+        ("2017-07-04", "added", "adr:4 decision=DNS definitions for hosts and services"),
+        ("2017-07-14", "invalidated", "adr:4 decision=DNS definitions for hosts and services"),
+        ("2017-07-21", "added", "adr:15 decision=DNS infrastructure"),
+    ]
+    assert events[2].reason == "ADR 4 superseded (by adr:15, not accepted)"
+    assert events[-1].metadata["supersedes"] == "adr:4"
