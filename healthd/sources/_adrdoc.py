@@ -158,7 +158,14 @@ def _ref_groups(text: str, verb: str) -> list[tuple[str, ...]]:
             for label, target in links:
                 out.append(tuple(ref for ref in (target, label) if ref))
         elif tail.strip():
-            out.append((tail.strip(),))
+            # "ADR031 and ADR034", "[ADR031] and [ADR034]": one reference each, when every
+            # part names a number (a quoted title "ADR-025 Argo CD and Flux" stays whole)
+            parts = [p.strip(" []") for p in re.split(r",|;|&|\band\b", tail.strip())]
+            parts = [p for p in parts if p]
+            if len(parts) > 1 and all(ref_number(p) is not None for p in parts):
+                out.extend((part,) for part in parts)
+            else:
+                out.append((tail.strip(),))
     return out
 
 

@@ -41,7 +41,9 @@ Each record is read at every commit that changed it; its status history gives:
   quotes, and the decision is kept; a superseded record whose successor cannot be found
   (or stays ambiguous, reported as such) is ``invalidated``. A record superseded by
   several ends once: ``revised`` to the first (metadata ``superseded_by`` lists them
-  all), every other successor, then or later, ``added`` with metadata ``supersedes``;
+  all), every other successor, then or later, ``added`` with metadata ``supersedes``; a
+  successor already in force when a supersession names it is ``revalidated`` at that
+  commit with ``supersedes`` (the link is said once, where it is made);
 * ``Deprecated`` / ``Rejected`` of a held decision → ``invalidated`` with a reason (a record
   rejected before it was ever accepted emits nothing);
 * ``Proposed`` (``Pending``, ``Draft``) → nothing yet, also when a supersession names it:
@@ -237,6 +239,9 @@ class AdrExtractor(Extractor):
         }
         self.aliases: dict[str, str] = _str_map(state.get("aliases"))
         self.held: dict[FactKey, Held] = {}
+        # (predecessor, successor) subjects linked so far: a link is said once, at the commit
+        # that makes it (rebuilt with the state at a cursor, so never said twice)
+        self.linked: set[tuple[str, str]] = set()
 
     def cursor_extra(self) -> dict[str, Any]:
         return {
@@ -497,6 +502,12 @@ class AdrExtractor(Extractor):
         for earlier, later_paths in sorted(successors.items()):
             for later_path in later_paths:
                 supersedes.setdefault(self.subjects[later_path], []).append(self.subjects[earlier])
+        new_links: dict[str, list[str]] = {}  # successor subject → newly linked predecessors
+        for successor, predecessors in supersedes.items():
+            for predecessor in predecessors:
+                if (predecessor, successor) not in self.linked:
+                    self.linked.add((predecessor, successor))
+                    new_links.setdefault(successor, []).append(predecessor)
         for key in sorted(self.held, key=lambda k: _order(k.subject)):
             name = key.subject
             if name in desired:
@@ -549,8 +560,14 @@ class AdrExtractor(Extractor):
                 events.append(
                     (_order(name), 0, self._event(commit, h, "revised", previous=before.fact))
                 )
-            elif before.metadata.get("adr_file") == h.metadata.get("adr_file"):
-                h.metadata = before.metadata
+            else:
+                if name in new_links and name not in revised_to:
+                    # a successor that holds already: the supersession is news about it
+                    said = " ".join(sorted(new_links[name], key=_order))
+                    link = Held(h.fact, h.depends_on, {**h.metadata, "supersedes": said})
+                    events.append((_order(name), 2, self._event(commit, link, "revalidated")))
+                if before.metadata.get("adr_file") == h.metadata.get("adr_file"):
+                    h.metadata = before.metadata
         if not emit:
             return []
         return [ev for _, _, ev in sorted(events, key=lambda t: (t[0], t[1]))]

@@ -222,3 +222,107 @@ def test_an_accepted_record_superseded_by_a_pending_one_ends_when_its_status_say
     ]
     assert events[2].reason == "ADR 4 superseded (by adr:15, not accepted)"
     assert events[-1].metadata["supersedes"] == "adr:4"
+
+
+# --------------------------------------------------------------------------- 3: links to records
+
+
+GSP = "docs/architecture/adr"
+ADR030 = f"{GSP}/ADR030-aws-service-operator.md"
+ADR031 = f"{GSP}/ADR031-postgres.md"
+ADR034 = f"{GSP}/ADR034-one-service-operator-different-resource-kinds.md"
+
+
+def gsp_record(heading: str, status: str) -> str:
+    return f"# {heading}\n\n## Status\n\n{status}\n\n## Context\n\nWhy.\n\n## Decision\n\nWhat.\n"
+
+
+def test_a_pending_record_superseded_by_records_that_exist_links_them_when_it_says_so(repo, brief):
+    """alphagov/gsp: ADR030 stays Pending while ADR031 and ADR034 are accepted; weeks later
+    it says "Superseded by [ADR031] and [ADR034]" (then the same as links)."""
+    title30 = "ADR030: AWS Service Operator for SQS queues"
+    repo.commit(
+        "2019-08-02",
+        {
+            f"{GSP}/ADR000-template.md": gsp_record("ADR000: Title", "Pending/Accepted"),
+            ADR030: gsp_record(title30, "Pending"),
+        },
+    )
+    repo.commit(
+        "2019-08-02T15:00",
+        {ADR031: gsp_record("ADR031: Providing Postgres to tenants", "Accepted")},
+    )
+    repo.commit(
+        "2019-08-08",
+        {
+            ADR034: gsp_record(
+                "ADR034: Single service operator for many different resource kinds", "Accepted"
+            ),
+            ADR031: gsp_record(
+                "ADR031: Providing Postgres to tenants",
+                "Accepted, Supplemented by [ADR034](ADR034-one-service-operator-different-"
+                "resource-kinds.md)",
+            ),
+        },
+    )
+    repo.commit("2019-08-23", {ADR030: gsp_record(title30, "Superseded by [ADR031] and [ADR034]")})
+    repo.commit(
+        "2019-09-03",
+        {
+            ADR030: gsp_record(
+                title30,
+                "Superceded by [ADR031](ADR031-postgres.md) and "
+                "[ADR034](ADR034-one-service-operator-different-resource-kinds.md)",
+            )
+        },
+    )
+    events = pull(adr_source(repo)).events
+    assert brief(events) == [
+        ("2019-08-02", "added", "adr:31 decision=Providing Postgres to tenants"),
+        (
+            "2019-08-08",
+            "added",
+            "adr:34 decision=Single service operator for many different resource kinds",
+        ),
+        ("2019-08-23", "revalidated", "adr:31 decision=Providing Postgres to tenants"),
+        (
+            "2019-08-23",
+            "revalidated",
+            "adr:34 decision=Single service operator for many different resource kinds",
+        ),
+    ]
+    assert [e.metadata.get("supersedes") for e in events] == [None, None, "adr:30", "adr:30"]
+
+
+def test_every_successor_that_exists_gets_the_link_of_a_held_record_superseded(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0002-deploy-with-helm.md": gsp_record("2. Deploy with Helm", "Accepted"),
+            "doc/adr/0003-deploy-with-argo-cd.md": gsp_record("3. Deploy with Argo CD", "Accepted"),
+            "doc/adr/0004-deploy-edge-with-flux.md": gsp_record(
+                "4. Deploy edge with Flux", "Accepted"
+            ),
+        },
+    )
+    repo.commit(
+        "2024-03-01",
+        {
+            "doc/adr/0002-deploy-with-helm.md": gsp_record(
+                "2. Deploy with Helm",
+                "Superseded by [3. Deploy with Argo CD](0003-deploy-with-argo-cd.md)\n\n"
+                "Superseded by [4. Deploy edge with Flux](0004-deploy-edge-with-flux.md)",
+            )
+        },
+    )
+    events = pull(adr_source(repo)).events
+    assert brief(events)[3:] == [
+        (
+            "2024-03-01",
+            "revised",
+            "adr:2 decision=Deploy with Helm -> adr:3 decision=Deploy with Argo CD",
+        ),
+        ("2024-03-01", "revalidated", "adr:4 decision=Deploy edge with Flux"),
+    ]
+    assert events[-2].metadata["superseded_by"] == "adr:3 adr:4"
+    assert events[-1].metadata["supersedes"] == "adr:2"
