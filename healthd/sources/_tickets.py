@@ -162,7 +162,10 @@ def to_events(
 @dataclass(frozen=True)
 class AreaClaim:
     """One ticket's say about an area's owners after one API event: ``owners`` empty when
-    the ticket no longer claims the area (unassigned, unlabelled, closed)."""
+    the ticket no longer claims the area (unassigned, unlabelled, closed). ``retracted``:
+    the ticket, still open, explicitly took people off the area (they were unassigned, or
+    its area label or component was removed), which ends what it said about them; a claim
+    that ends by the ticket closing only lapses."""
 
     timestamp: datetime
     order: tuple[Any, ...]  # ties: ticket, then API event order
@@ -172,6 +175,7 @@ class AreaClaim:
     reason: str
     base_id: str
     metadata: Mapping[str, str]
+    retracted: bool = False
 
 
 def owners_value(owners: Iterable[str]) -> str:
@@ -181,9 +185,10 @@ def owners_value(owners: Iterable[str]) -> str:
 @dataclass
 class AreaOwners:
     """Who holds each area, by ticket: ``active`` claims (an open, assigned ticket naming
-    the area) and ``lapsed`` ones (the ticket closed, was unassigned or lost the area's
-    label). A lapse is not evidence that its people stopped owning the area, so a lapsed
-    claim keeps counting until a newer claim on the area replaces it."""
+    the area) and ``lapsed`` ones (the ticket closed). A lapse is not evidence that its
+    people stopped owning the area, so a lapsed claim keeps counting until a newer claim on
+    the area replaces it; a retraction (people unassigned from the open ticket, or its
+    area label or component removed) is: they no longer hold the area through it."""
 
     active: dict[str, dict[str, str]]  # area → ticket → owners
     lapsed: dict[str, dict[str, str]]
@@ -195,7 +200,12 @@ class AreaOwners:
     def apply(self, claim: AreaClaim) -> None:
         active = self.active.setdefault(claim.area, {})
         lapsed = self.lapsed.setdefault(claim.area, {})
-        if claim.owners:
+        if claim.retracted:
+            if claim.owners:
+                active[claim.ticket] = owners_value(claim.owners)
+            else:
+                active.pop(claim.ticket, None)
+        elif claim.owners:
             lapsed.clear()  # a newer claim replaces what lapsed before it
             active[claim.ticket] = owners_value(claim.owners)
         elif claim.ticket in active:
@@ -211,16 +221,31 @@ class AreaOwners:
 def fold_area_owners(claims: list[AreaClaim], areas: AreaOwners, source: str) -> list[ChangeEvent]:
     """Events of ``(<area>, owners, <union>, ownership)``: an area's owners are the union
     over the tickets that claim it, so one ticket's change never erases what another still
-    says, and a claim that lapses (the ticket closed or unassigned) holds until a newer one
-    replaces it: ticket-derived ownership is revised, never ended by a ticket closing; left
-    alone it ages through its domain's staleness window. ``areas`` is the state, updated in
-    place; ids are the claiming API event's id plus ``:owners:<area>``."""
+    says, and a claim that lapses (the ticket closed) holds until a newer one replaces it:
+    ticket-derived ownership is never ended by a ticket closing; left alone it ages through
+    its domain's staleness window. A retraction (see :class:`AreaClaim`) takes its people
+    off the union; when it leaves nobody, the fact is invalidated with the claim's reason.
+    ``areas`` is the state, updated in place; ids are the claiming API event's id plus
+    ``:owners:<area>``."""
     out: list[ChangeEvent] = []
     for claim in sorted(claims, key=lambda c: (c.timestamp, c.order)):
         before = areas.owners(claim.area)
         areas.apply(claim)
         after = areas.owners(claim.area)
         if before == after:
+            continue
+        if not after:
+            out.append(
+                ChangeEvent(
+                    id=f"{claim.base_id}:owners:{claim.area}",
+                    type="invalidated",
+                    timestamp=claim.timestamp,
+                    source=source,
+                    fact=Fact(claim.area, "owners", before, "ownership"),
+                    reason=claim.reason,
+                    metadata=dict(claim.metadata),
+                )
+            )
             continue
         out.append(
             ChangeEvent(

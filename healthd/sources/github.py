@@ -17,11 +17,13 @@ It lists the repository's issues with ``state=all&sort=updated&direction=desc&si
   claims the area: ``(billing, owners, "<sorted logins>", ownership)`` holds the union of
   the assignees of every open issue claiming it, so one issue's change never erases what
   another still says; a change of that union revises it. A claim that lapses (the issue
-  closed, its last assignee or its area label removed) is no evidence that the people
-  stopped owning the area: it holds until a newer claim on the area replaces it (a
-  reassignment, another issue's assignee), and without one the fact is simply not
-  re-validated and ages out. The claims live in the cursor, so a run that reads one issue
-  still knows the others'.
+  closed) is no evidence that the people stopped owning the area: it holds until a newer
+  claim on the area replaces it (a reassignment, another issue's assignee), and without one
+  the fact is simply not re-validated and ages out. An explicit retraction on the open
+  issue (``unassigned``, or its area label ``unlabeled``) is: those people no longer own
+  the area through it; the union is revised without them, or, when no other claim holds
+  the area, the fact is invalidated ("carol unassigned from acme/payments#6"). The claims
+  live in the cursor, so a run that reads one issue still knows the others'.
 
 Pull requests are left out unless ``include_pull_requests``; ``events_endpoint`` picks
 ``events`` or ``timeline``; ``per_page`` sets the page size (at most 100).
@@ -223,7 +225,13 @@ class GitHubSource(TicketSource):
                 continue
             after = self._facts(subject, title, labels, open_, state_reason, assignees)
             now_claimed = self._claims(labels, open_, assignees)
-            area_reason = reason
+            area_reason = (
+                f"label {name!r} removed from {subject}"
+                if kind == "unlabeled"
+                else f"{login} unassigned from {subject}"
+                if kind == "unassigned"
+                else reason
+            )
             if kind == "labeled":
                 reason = f"label {name!r} added"  # a decision label replacing a requirement one
             changes = diff(before, after, reason)
@@ -233,7 +241,7 @@ class GitHubSource(TicketSource):
                 for area in set(claimed) | set(now_claimed)
                 if claimed.get(area) != now_claimed.get(area)
             )
-            claimed = now_claimed
+            claimed_before, claimed = claimed, now_claimed
             if event_id <= after_id:
                 continue
             base_id = f"{KIND}:{subject}:{event_id}"
@@ -249,6 +257,9 @@ class GitHubSource(TicketSource):
                         area_reason,
                         base_id,
                         metadata,
+                        retracted=_retracted(
+                            claimed_before.get(area), now_claimed.get(area), open_
+                        ),
                     )
                     for area in moved
                 )
@@ -436,6 +447,12 @@ class GitHubSource(TicketSource):
                     newest = issue.updated_at
             url, params = resp.links.get("next"), None
         return (format_time(newest) if newest else since), first_etag
+
+
+def _retracted(before: frozenset[str] | None, after: frozenset[str] | None, open_: bool) -> bool:
+    """Whether an issue's claim on an area changed by taking people off it while the issue
+    stays open (an unassignment, the area label removed): a retraction, not a lapse."""
+    return open_ and before is not None and (after or frozenset()) < before
 
 
 def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:

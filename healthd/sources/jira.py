@@ -15,9 +15,12 @@ issue from its creation:
 * an open (unresolved, not done or cancelled), assigned issue claims each of its
   components: ``(<component>, owners, "<sorted assignees>", ownership)`` holds the union
   of the assignees of every open issue claiming it; a change of that union revises it. A
-  claim that lapses (resolved, unassigned, component removed) holds until a newer claim on
-  the component replaces it: a closed issue is no evidence that its assignee stopped
-  owning the component, so the fact ages out unless re-claimed. Users are
+  claim that lapses (resolved, done or cancelled) holds until a newer claim on the
+  component replaces it: a closed issue is no evidence that its assignee stopped owning
+  the component, so the fact ages out unless re-claimed. An explicit retraction on the open
+  issue (the changelog's ``assignee`` item to nobody, or a ``Component`` item removing the
+  component) is: the assignee no longer owns the component through it (revised off the
+  union, or invalidated when no other claim holds it). Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
   carry), else ``name``; ``user_field`` picks one.
 
@@ -222,10 +225,14 @@ class JiraSource(TicketSource):
                 facts[fact.key] = fact
         return facts
 
+    def _open(self, st: _State) -> bool:
+        """Unresolved, and neither done nor cancelled."""
+        status = (st.status or "").lower()
+        return not (st.resolution or status in self._done or status in self._bad_status)
+
     def _claims(self, st: _State) -> dict[str, frozenset[str]]:
         """The components an open, assigned issue claims → its assignee."""
-        status = (st.status or "").lower()
-        if not st.assignee or st.resolution or status in self._done or status in self._bad_status:
+        if not st.assignee or not self._open(st):
             return {}
         return {component: frozenset({st.assignee}) for component in st.components}
 
@@ -239,7 +246,11 @@ class JiraSource(TicketSource):
         reason: str,
         base_id: str,
         metadata: Mapping[str, str],
+        open_: bool = True,
     ) -> list[AreaClaim]:
+        """Claims where the issue's say about a component changed; one that takes its
+        assignee off a component while the issue stays open (unassigned, the component
+        removed) is a retraction."""
         return [
             AreaClaim(
                 when,
@@ -250,6 +261,9 @@ class JiraSource(TicketSource):
                 reason,
                 base_id,
                 metadata,
+                retracted=open_
+                and component in before
+                and after.get(component, frozenset()) < before[component],
             )
             for component in sorted(set(before) | set(after))
             if before.get(component) != after.get(component)
@@ -277,7 +291,9 @@ class JiraSource(TicketSource):
             return f"resolved as {new_s}"
         if field == "assignee":
             st.assignee = new_id if isinstance(new_id, str) and new_id else None
-            return "unassigned"
+            if st.assignee is not None:
+                return f"assigned to {st.assignee}"
+            return f"{old_id} unassigned" if isinstance(old_id, str) and old_id else "unassigned"
         if field == "components":
             if isinstance(old_s, str) and old_s:
                 st.components.discard(old_s)
@@ -393,9 +409,10 @@ class JiraSource(TicketSource):
                     key,
                     ts,
                     (project, int(number) if number.isdigit() else 0, hid),
-                    reason,
+                    f"{reason} from {key}",
                     base_id,
                     {"url": url},
+                    self._open(st),
                 )
             )
             if changes:

@@ -199,7 +199,15 @@ EXPECTED = [
         None,
         "label 'requirement' removed",
     ),
-    # nor does unassigning carol end hers of search
+    # but unassigning carol from the open issue that gave her search ends it
+    (
+        "github:acme/payments#6:603:owners:search",
+        "invalidated",
+        T(9),
+        owners("search", "carol"),
+        None,
+        "carol unassigned from acme/payments#6",
+    ),
 ]
 
 
@@ -590,10 +598,17 @@ def test_two_open_issues_sharing_an_area_own_it_together(gh):
             owners("ledger", "bob"),
             None,
         ),
-        # frank unassigned is no evidence he stopped owning the ledger: no event
+        # frank unassigned from issue 11 no longer owns the ledger through it
+        (
+            "github:acme/payments#11:1103:owners:ledger",
+            "revised",
+            T(3),
+            owners("ledger", "bob"),
+            owners("ledger", "bob frank"),
+            None,
+        ),
     ]
-    # a later run that reads only issue 11 still knows bob holds the area through issue 10,
-    # and that gina taking issue 11 replaces frank's lapsed claim
+    # a later run that reads only issue 11 still knows bob holds the area through issue 10
     gh.issues[11]["updated_at"] = T(12)
     gh.events[11].append(assigned(1104, T(12), "gina"))
     second = source.pull(first.cursor)
@@ -603,7 +618,7 @@ def test_two_open_issues_sharing_an_area_own_it_together(gh):
             "revised",
             T(12),
             owners("ledger", "bob gina"),
-            owners("ledger", "bob frank"),
+            owners("ledger", "bob"),
             None,
         ),
     ]
@@ -681,3 +696,80 @@ def test_closing_an_areas_last_open_issue_keeps_its_owner_until_another_claim_re
             None,
         ),
     ]
+
+
+def test_unassigning_a_person_from_an_areas_issue_ends_their_ownership_through_it(gh):
+    """A second open billing issue assigns bob, then unassigns him: he no longer owns
+    billing through it, while alice's issue still holds the area."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(30, "Invoices", labels=("area/billing",), assignees=("alice",), updated_at=T(1)),
+        [labeled(3001, T(1), "area/billing"), assigned(3002, T(1, 11), "alice")],
+    )
+    gh.add(
+        gh_issue(31, "Refund export", labels=("area/billing",), created_at=T(2), updated_at=T(3)),
+        [
+            labeled(3101, T(2), "area/billing"),
+            assigned(3102, T(2, 11), "bob"),
+            assigned(3103, T(3), "bob", unassign=True),
+        ],
+    )
+    # dave holds the ledger through two issues: leaving one, he still holds it
+    gh.add(
+        gh_issue(32, "Ledger", labels=("area/ledger",), assignees=("dave",), updated_at=T(4)),
+        [labeled(3201, T(4), "area/ledger"), assigned(3202, T(4, 11), "dave")],
+    )
+    gh.add(
+        gh_issue(33, "Ledger export", labels=("area/ledger",), updated_at=T(5)),
+        [
+            labeled(3301, T(4), "area/ledger"),
+            assigned(3302, T(4, 12), "dave"),
+            assigned(3303, T(5), "dave", unassign=True),
+        ],
+    )
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert shape(result.events) == [
+        ("github:acme/payments#30:3002:owners:billing", "added", T(1, 11),
+         owners("billing", "alice"), None, None),
+        ("github:acme/payments#31:3102:owners:billing", "revised", T(2, 11),
+         owners("billing", "alice bob"), owners("billing", "alice"), None),
+        ("github:acme/payments#31:3103:owners:billing", "revised", T(3),
+         owners("billing", "alice"), owners("billing", "alice bob"), None),
+        ("github:acme/payments#32:3202:owners:ledger", "added", T(4, 11),
+         owners("ledger", "dave"), None, None),
+    ]  # fmt: skip
+
+
+def test_removing_an_issues_area_label_ends_the_ownership_it_gave(gh):
+    """Carol's search issue loses its area label: the issue no longer speaks for search,
+    and nothing else does. Closing an issue, by contrast, ends nothing."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(40, "Search ranking", assignees=("carol",), updated_at=T(5)),
+        [
+            labeled(4001, T(4), "area/search"),
+            assigned(4002, T(4, 11), "carol"),
+            labeled(4003, T(5), "area/search", unlabel=True),
+        ],
+    )
+    gh.add(
+        gh_issue(41, "Ledger", state="closed", labels=("area/ledger",), updated_at=T(6)),
+        [
+            labeled(4101, T(4), "area/ledger"),
+            assigned(4102, T(4, 11), "dave"),
+            closed(4103, T(6), "completed"),
+        ],
+    )
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert shape(result.events) == [
+        ("github:acme/payments#40:4002:owners:search", "added", T(4, 11),
+         owners("search", "carol"), None, None),
+        ("github:acme/payments#41:4102:owners:ledger", "added", T(4, 11),
+         owners("ledger", "dave"), None, None),
+        ("github:acme/payments#40:4003:owners:search", "invalidated", T(5),
+         owners("search", "carol"), None, "label 'area/search' removed from acme/payments#40"),
+    ]  # fmt: skip

@@ -125,7 +125,15 @@ EXPECTED = [
     ("jira:PAY-1:10012:0", "revised", Z(4), req("done"), req("Refund API v2"), None),
     # resolving PAY-1 does not end bob's ownership of Billing: no event
     ("jira:PAY-2:10020:0", "invalidated", Z(5), KAFKA, None, "status Closed; resolved as Won't Do"),
-    # nor does unassigning carol end hers of Auth
+    # but unassigning carol from the open PAY-3 that gave her Auth ends it
+    (
+        "jira:PAY-3:10031:0:owners:Auth",
+        "invalidated",
+        Z(6),
+        Fact("Auth", "owners", "carol", "ownership"),
+        None,
+        "carol unassigned from PAY-3",
+    ),
 ]
 
 
@@ -398,7 +406,15 @@ def test_two_open_issues_sharing_a_component_own_it_together(jira):
             Fact("Ledger", "owners", "bob", "ownership"),
             None,
         ),
-        # frank unassigned is no evidence he stopped owning the ledger: no event
+        # frank unassigned from PAY-8 no longer owns the ledger through it
+        (
+            "jira:PAY-8:10080:0:owners:Ledger",
+            "revised",
+            Z(3),
+            Fact("Ledger", "owners", "bob", "ownership"),
+            Fact("Ledger", "owners", "bob frank", "ownership"),
+            None,
+        ),
     ]
 
 
@@ -592,3 +608,59 @@ def test_auto_keeps_v2_on_data_center(jira):
     assert result.ok, result.error
     assert "/rest/api/3/search/jql" not in jira.paths()
     assert json.loads(result.cursor)["api"] == "2"
+
+
+def test_unassigning_or_removing_the_component_ends_the_ownership_the_issue_gave(jira):
+    """Jira's changelog: bob is unassigned from PAY-51 while PAY-50 keeps alice on
+    Refunds; PAY-52 loses its Search component, and nothing else claims Search."""
+    jira.add(
+        jira_issue(
+            "PAY-50",
+            "Refund rules",
+            assignee="alice",
+            components=("Refunds",),
+            created=T(1),
+            updated=T(1),
+        )
+    )
+    jira.add(
+        jira_issue(
+            "PAY-51",
+            "Refund export",
+            components=("Refunds",),
+            created=T(2),
+            updated=T(3),
+            histories=[
+                jira_history(10510, T(2, 11), jira_item("assignee", None, None, "bob", "Bob")),
+                jira_history(10511, T(3), jira_item("assignee", "bob", "Bob", None, None)),
+            ],
+        )
+    )
+    jira.add(
+        jira_issue(
+            "PAY-52",
+            "Search ranking",
+            assignee="carol",
+            created=T(4),
+            updated=T(5),
+            histories=[
+                jira_history(10520, T(5), jira_item("Component", "10007", "Search", None, None))
+            ],
+        )
+    )
+    events = make(jira).pull(None).events
+    assert shape([e for e in events if e.fact.subject in ("Refunds", "Search")]) == [
+        ("jira:PAY-50:created:owners:Refunds", "added", Z(1),
+         Fact("Refunds", "owners", "alice", "ownership"), None, None),
+        ("jira:PAY-51:10510:0:owners:Refunds", "revised", Z(2, 11),
+         Fact("Refunds", "owners", "alice bob", "ownership"),
+         Fact("Refunds", "owners", "alice", "ownership"), None),
+        ("jira:PAY-51:10511:0:owners:Refunds", "revised", Z(3),
+         Fact("Refunds", "owners", "alice", "ownership"),
+         Fact("Refunds", "owners", "alice bob", "ownership"), None),
+        ("jira:PAY-52:created:owners:Search", "added", Z(4),
+         Fact("Search", "owners", "carol", "ownership"), None, None),
+        ("jira:PAY-52:10520:0:owners:Search", "invalidated", Z(5),
+         Fact("Search", "owners", "carol", "ownership"), None,
+         "component 'Search' removed from PAY-52"),
+    ]  # fmt: skip
