@@ -2,8 +2,21 @@
 # Runs the whole test suite on a fresh machine: installs the Debian tools the tests drive
 # (when run as root and they are missing), a virtualenv with the package and its test
 # extras, then pytest. Exits non-zero when pytest ran no test at all.
+#
+#   bash scripts/test.sh [--fast] [PYTEST ARGS...]
+#
+# --fast is the loop for changing one module (docs/development.md#the-fast-loop): the tests
+# marked slow, image, browser and product are left out, the properties draw 200 timelines
+# instead of 2,000, and pytest-xdist spreads the rest over the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+fast=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  export PROPERTY_EXAMPLES="${PROPERTY_EXAMPLES:-200}"
+  fast=(-m "not slow and not image and not browser and not product" -n "${HEALTHD_TEST_WORKERS:-auto}")
+fi
 
 # podman, runc, debootstrap: tests/monitoring/test_image.py builds and runs the image;
 # openssl: the listener's TLS test certificates
@@ -35,7 +48,7 @@ python3 -m venv .venv
 .venv/bin/mypy
 
 set +e
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest ${fast[@]+"${fast[@]}"} "$@"
 status=$?
 set -e
 if [ "$status" = 5 ]; then

@@ -462,6 +462,7 @@ def _mixed_timeline(events: int, keys: int, seed: int = 3) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_a_long_timeline_streamed_from_its_file_reports_what_the_whole_list_gives(tmp_path):
     """`evaluate` reads the file once for the probes, then replays it target by target
     without holding the events; table and JSON are byte for byte what evaluating the list

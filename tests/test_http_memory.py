@@ -50,6 +50,7 @@ def test_the_contract_is_a_valid_openapi_document_and_events_match_its_schema():
         validator.validate(event_to_dict(event))
 
 
+@pytest.mark.slow
 def test_a_reference_memory_behind_http_scores_exactly_as_it_does_in_process():
     with MemoryService() as service:
         over_http = run(target(service))
@@ -60,6 +61,7 @@ def test_a_reference_memory_behind_http_scores_exactly_as_it_does_in_process():
     assert over_http.probe_queries < full.probe_queries / 3
 
 
+@pytest.mark.slow
 def test_without_the_changes_operation_incremental_asks_everything_and_stays_exact():
     # legacy-reports ages out with no event: only re-asking every probe can see it.
     with MemoryService(changes=False) as service:

@@ -41,6 +41,7 @@ def test_the_judge_is_asked_at_temperature_0_with_a_token_and_its_label_names_th
     assert judge.requests[0]["model"] == "fake-judge-1"
 
 
+@pytest.mark.slow
 def test_reader_check_and_evaluate_run_the_judge_and_name_it_in_the_version():
     with FakeJudge() as judge, TextMemoryService() as service:
         spec = f"llm:base_url={judge.url},model=fake-judge-1"

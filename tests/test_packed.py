@@ -92,6 +92,7 @@ def test_ground_truth_holds_a_long_history_in_a_few_dozen_bytes_an_event() -> No
     assert per_event < 100, f"{per_event:.0f} bytes an event"
 
 
+@pytest.mark.slow
 def test_many_keys_a_few_dozen_operations_deep_keep_only_their_newest_as_objects() -> None:
     def many_keys(n: int) -> GroundTruth:
         keys = n // 20  # each key added, then re-validated 19 times
@@ -142,6 +143,7 @@ def _revisions(events: int) -> Iterator[ChangeEvent]:
         yield revised(f"e{i}", i * 0.01, old, fact("svc", f"k{k}", str(i)))
 
 
+@pytest.mark.slow
 def test_the_reference_memory_holds_its_live_records_not_every_record_it_wrote() -> None:
     replay = _replayed(_revisions)
     short, memory = _bytes_held(replay, 5000)
@@ -158,6 +160,7 @@ def test_the_reference_memory_holds_its_live_records_not_every_record_it_wrote()
     assert per_event < 200, f"{per_event:.0f} bytes an event"
 
 
+@pytest.mark.slow
 def test_ground_truth_keeps_the_values_a_key_holds_not_an_interval_for_every_value_it_had() -> None:
     def asked(n: int) -> GroundTruth:
         truth = GroundTruth(_revisions(n))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from timeline_builders import added, fact, revalidated
 
 from healthd.evaluator import STALE_COMPACT_MIN, Replay, TargetResult
@@ -39,6 +40,7 @@ def _run(events, mode, memory=None, windows=TTL):
     return replay, memory, report_json([result], probes.version, len(probes))
 
 
+@pytest.mark.slow
 def test_replaced_expiry_and_staleness_instants_are_dropped_without_changing_a_number():
     events = _timeline(3 * STALE_COMPACT_MIN)
     replay, memory, incremental = _run(events, "incremental")

@@ -83,6 +83,7 @@ def test_a_bad_option_is_one_line(spec, message):
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_reader_check_runs_it_and_prints_precision_and_recall_per_class():
     done = subprocess.run(
         [sys.executable, "-m", "healthd", "reader-check", "--reader", "semantic", "--format",

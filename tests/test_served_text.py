@@ -53,6 +53,7 @@ def test_a_text_only_memory_scores_exactly_like_the_memory_it_holds(forgets, twi
     assert any("looks after" in r.item.text for r in served)
 
 
+@pytest.mark.slow
 def test_incremental_and_full_read_text_the_same():
     with TextMemoryService() as service:
         incremental = _run(_target(service))

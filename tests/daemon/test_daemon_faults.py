@@ -22,6 +22,7 @@ from daemon_helpers import (
 from memory_service import MemoryService
 
 
+@pytest.mark.slow
 def test_a_state_file_overwritten_while_running_counts_failed_runs(start_daemon, tmp_path):
     daemon = start_daemon()
     daemon.wait_ready()
@@ -77,6 +78,7 @@ def test_another_applications_database_is_refused_untouched(tmp_path):
     assert tables == [("users",)]
 
 
+@pytest.mark.slow
 def test_a_git_remote_that_never_answers_times_out_and_sigterm_is_prompt(
     start_daemon, tmp_path, silent
 ):
@@ -99,6 +101,7 @@ def test_a_git_remote_that_never_answers_times_out_and_sigterm_is_prompt(
     assert code == 0 and took < 10
 
 
+@pytest.mark.slow
 def test_sigterm_is_prompt_while_an_http_memory_never_answers(start_daemon, tmp_path, silent):
     daemon = start_daemon(
         targets={
@@ -130,6 +133,7 @@ def test_a_failed_rollback_does_not_mask_the_first_error(tmp_path):
     assert not db.in_transaction
 
 
+@pytest.mark.slow
 def test_a_namespace_that_stops_being_a_shadow_gets_no_more_writes(start_daemon, tmp_path):
     class FlippingService(MemoryService):
         """Says the namespace is no longer a shadow once flipped, but accepts writes anyway."""
@@ -174,6 +178,7 @@ def _threads(pid: int) -> int:
     raise AssertionError("no Threads line")
 
 
+@pytest.mark.slow
 def test_idle_connections_are_bounded_and_dropped(start_daemon, tmp_path):
     from healthd.daemon.server import IDLE_TIMEOUT_SECONDS, WORKERS
 

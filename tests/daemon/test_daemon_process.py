@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import time
 
+import pytest
 from daemon_helpers import EXAMPLE, free_port, run_cli, runs, sample, toml_config
 
 from healthd.exporters.prometheus import METRIC_NAMES
@@ -17,6 +18,7 @@ from healthd.scoring import BUCKETS
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
 
 
+@pytest.mark.slow
 def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_daemon, tmp_path):
     daemon = start_daemon()
     daemon.wait_ready()  # ready once the first target's results are served: wait for all
@@ -106,6 +108,7 @@ def test_metrics_equal_evaluate_json_for_the_same_timeline_and_targets(start_dae
     assert code == 0 and took < 10
 
 
+@pytest.mark.slow
 def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_daemon, tmp_path):
     timeline = tmp_path / "timeline.jsonl"
     lines = EXAMPLE.read_text().splitlines(keepends=True)
@@ -177,6 +180,7 @@ def test_restart_keeps_gauges_and_cursors_and_appending_replays_only_new(start_d
             )
 
 
+@pytest.mark.slow
 def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_path):
     daemon = start_daemon(
         sources={"slow": {"kind": "sleepy", "delay": 2.5}},
@@ -202,6 +206,7 @@ def test_slow_run_does_not_overlap_and_is_counted_as_missed(start_daemon, tmp_pa
     assert code == 0 and took < 10  # a pull in progress is let finish
 
 
+@pytest.mark.slow
 def test_failing_target_and_source_do_not_stop_the_daemon(start_daemon, tmp_path):
     daemon = start_daemon(
         sources={
@@ -265,6 +270,7 @@ def test_sigterm_during_runs_exits_0_and_leaves_the_state_file_intact(start_daem
     assert any(l.get("event") == "stopped" and l.get("clean") for l in daemon.log_lines())
 
 
+@pytest.mark.slow
 def test_bad_config_exits_2_naming_the_field(tmp_path):
     cases = {
         "unknown key": ("[server]\nprot = 1\n", "server.prot"),
@@ -285,6 +291,7 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
     assert run_cli("check-config").returncode == 0
 
 
+@pytest.mark.slow
 def test_sigterm_while_a_run_is_in_progress_keeps_state_consistent(start_daemon, tmp_path):
     port = free_port()
     config = toml_config(
@@ -329,6 +336,7 @@ def test_not_ready_when_every_source_is_down_and_nothing_was_measured(start_daem
     assert daemon.stop()[0] == 0
 
 
+@pytest.mark.slow
 def test_restored_results_are_ready_without_a_run_on_start(start_daemon, tmp_path):
     port = free_port()
     config = toml_config(
@@ -365,6 +373,7 @@ def test_an_environment_override_merges_into_the_built_in_tables():
     assert "1 source(s) (example)" in result.stdout
 
 
+@pytest.mark.slow
 def test_one_duration_syntax_everywhere(tmp_path):
     def check(extra: str, sources=None) -> subprocess.CompletedProcess:
         config = toml_config(tmp_path, extra=extra, sources=sources)

@@ -30,6 +30,7 @@ def _checkpoint_applied(shadow) -> int | None:
     return json.loads(row[0])["applied"] if row else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "term"])
 def test_a_stop_mid_replay_resumes_from_the_last_batch_with_identical_metrics(
     start_daemon, tmp_path, stop_signal
@@ -95,6 +96,7 @@ def test_a_stop_mid_replay_resumes_from_the_last_batch_with_identical_metrics(
     assert sample(metrics, "healthd_probes", target="reference") == len(final["probes"])
 
 
+@pytest.mark.slow
 def test_a_long_replay_shows_its_progress(tmp_path):
     timeline = synthetic_timeline(tmp_path / "timeline.jsonl", EVENTS)
     port = free_port()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from daemon_helpers import EXAMPLE, Daemon, free_port, run_cli, toml_config
 from werkzeug import Response
 
@@ -37,6 +38,7 @@ def _config(tmp_path, port, memory_url):
     )
 
 
+@pytest.mark.slow
 def test_no_output_path_shows_a_credential(tmp_path, httpserver):
     httpserver.expect_request("/v1/traces", method="POST").respond_with_data(
         b"", content_type="application/x-protobuf"

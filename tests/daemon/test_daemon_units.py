@@ -322,6 +322,7 @@ def test_otlp_endpoint_resolution(monkeypatch):
     assert traces_endpoint(None) == "http://e:4318/v1/traces"
 
 
+@pytest.mark.slow
 def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserver):
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -951,6 +952,7 @@ def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
     assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late
 
 
+@pytest.mark.slow
 def test_a_daemon_holding_few_keys_warm_reports_what_one_holding_all_reports(tmp_path):
     """With ``warm_keys`` far below the keys seen (a project history: cascades from a shared
     module, late events, bursts), the keys let go are read back from the shadow and the

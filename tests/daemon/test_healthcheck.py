@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import signal
 
+import pytest
 from daemon_helpers import free_port, run_cli, start_daemon, toml_config
 
 __all__ = ["start_daemon"]  # the fixture
 
 
+@pytest.mark.slow
 def test_healthcheck_finds_the_port_in_the_config_the_daemon_was_started_with(
     start_daemon, tmp_path
 ):

@@ -87,6 +87,7 @@ def test_a_port_in_use_or_an_address_that_cannot_be_bound_is_one_line(tmp_path):
     assert "Cannot assign requested address" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stamp", OUT_OF_RANGE[:1])
 def test_the_daemon_skips_a_line_out_of_range_and_measures_every_good_line(
     start_daemon, tmp_path, stamp
@@ -220,6 +221,7 @@ def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path):
     assert ran == f"healthd: error: {directory}: cannot open state file: is a directory"
 
 
+@pytest.mark.slow
 def test_an_http_memory_answering_too_much_fails_the_run_without_reading_it(start_daemon, tmp_path):
     class FloodingService(MemoryService):
         """Answers every query with a 4 MiB body while ``flooding``."""
@@ -246,6 +248,7 @@ def test_an_http_memory_answering_too_much_fails_the_run_without_reading_it(star
     assert_metrics_equal_evaluate(metrics, timeline, named="team")
 
 
+@pytest.mark.slow
 def test_a_named_pipe_as_a_timeline_is_refused_and_never_blocks_a_run(start_daemon, tmp_path):
     import os
 
@@ -293,6 +296,7 @@ def _corrupt_pages(path) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("appended", [True, False], ids=["events appended", "nothing new"])
 def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(
     start_daemon, tmp_path, appended
@@ -333,6 +337,7 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(
     assert_metrics_equal_evaluate(metrics, timeline)
 
 
+@pytest.mark.slow
 def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(start_daemon, tmp_path):
     import time
 
@@ -373,6 +378,7 @@ def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(star
     assert_metrics_equal_evaluate(metrics, timeline, named="team")
 
 
+@pytest.mark.slow
 def test_a_hung_git_remote_is_visible_while_it_waits_and_ends_after_stall_seconds(
     start_daemon, tmp_path, silent
 ):

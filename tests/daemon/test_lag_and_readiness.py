@@ -8,6 +8,7 @@ import shutil
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from daemon_helpers import EXAMPLE, Daemon, free_port, parse_metrics, sample, toml_config
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import generate_latest
@@ -136,6 +137,7 @@ def test_a_run_whose_every_source_failed_is_a_failure_and_readiness_follows_the_
     state.close()
 
 
+@pytest.mark.slow
 def test_the_start_up_run_overlapping_the_first_ticks_is_not_a_missed_run(tmp_path):
     port = free_port()
     config = toml_config(
@@ -162,6 +164,7 @@ def test_the_start_up_run_overlapping_the_first_ticks_is_not_a_missed_run(tmp_pa
         daemon.stop()
 
 
+@pytest.mark.slow
 def test_readyz_says_every_source_failed_after_the_grace(tmp_path):
     timeline = tmp_path / "t.jsonl"
     shutil.copy(EXAMPLE, timeline)

@@ -102,6 +102,7 @@ def test_promtool_check_rules_is_clean():
     assert "WARNING" not in (proc.stdout + proc.stderr).upper()
 
 
+@pytest.mark.slow
 @promtool
 def test_promtool_unit_tests_pass():
     proc = subprocess.run(

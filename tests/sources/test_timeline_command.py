@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def healthd(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -161,6 +163,7 @@ def test_each_skipped_input_is_said_once_on_stderr(repo, tmp_path):
     assert about[0].startswith("healthd: warning: source 'repo': CODEOWNERS@")
 
 
+@pytest.mark.slow
 def test_check_config_and_timeline_agree_on_where_the_adrs_are(repo, tmp_path):
     """An ADR/ layout needs no `dir`: check-config accepts it and timeline reads it; a
     repository with no records is an error in both, naming where healthd looked."""
