@@ -595,10 +595,15 @@ def _source_reachability(source: SourceConfig) -> list[str]:
     return problems
 
 
+def shadow_path(state_path: str, target: str) -> str:
+    """Where the daemon keeps a target's persistent shadow: beside the state file."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
+    return os.path.join(str(Path(state_path).resolve().parent), "shadows", f"{safe}.sqlite")
+
+
 def _shared_shadows(settings: Settings) -> list[str]:
     """Two reference targets writing one namespace of one shadow file would corrupt each
     other's results (``x/y`` and ``x_y`` map to the same file name)."""
-    from healthd.daemon.state import shadow_path
     from healthd.memory.reference import DEFAULT_NAMESPACE
 
     owners: dict[tuple[str, str], str] = {}

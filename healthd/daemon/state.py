@@ -417,9 +417,3 @@ class StateStore:
 
 def _chunk(left: int) -> int:
     return 1000 if left < 0 else min(left, 1000)
-
-
-def shadow_path(state_path: str, target: str) -> str:
-    """Where a target's persistent shadow lives: beside the state file."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
-    return os.path.join(str(Path(state_path).resolve().parent), "shadows", f"{safe}.sqlite")

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from healthd.daemon.replay_store import ReplayStore
-from healthd.daemon.state import SourceRow, TargetRow, shadow_path
+from healthd.daemon.state import SourceRow, TargetRow
 from healthd.evaluator import Replay, StageResult, is_sweep
 from healthd.memory import Memory, TargetSpec, build_memory
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.model import ChangeEvent
 from healthd.probes import ProbeSet
 from healthd.report.stagelog import StageLog
-from healthd.settings import Settings
+from healthd.settings import Settings, shadow_path
 from healthd.sources import Source
 
 
