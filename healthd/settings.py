@@ -579,7 +579,7 @@ def _source_reachability(source: SourceConfig) -> list[str]:
             problems.append(f"path: {_shown(path)} is not a git repository")
             return problems
         if source.kind == "adr":
-            from healthd.sources.adr import records_problem
+            from healthd.sources._adrlayout import records_problem
 
             branch = options.get("branch")
             directory = options.get("dir")

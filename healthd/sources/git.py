@@ -622,7 +622,7 @@ def adr_dirs_of(repo: Repo, head: str, opts: GitOptions) -> tuple[str, ...]:
     """The directories holding decision records, which are no code module: those named in
     ``adr_dirs`` (the `adr` sources on this repository add their ``dir``) and the one the
     `adr` source would discover, each with the names it had before a rename."""
-    from healthd.sources.adr import earlier_names, layouts
+    from healthd.sources._adrlayout import earlier_names, layouts
 
     named = [*opts.adr_dirs, *(layout.dir for layout in layouts(repo, head))]
     out: dict[str, None] = {}
