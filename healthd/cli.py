@@ -237,13 +237,19 @@ def build_parser() -> argparse.ArgumentParser:
         "reader-check",
         help="score a reader against a labelled set of served items",
         description="Read every item of a labelled set (JSONL; default: the set shipped with "
-        "healthd) and print precision and recall per class (asserts, negates, unread); "
+        "healthd) and print precision and recall per class (asserts, negates, other, unread); "
         "exit 2 naming a malformed line.",
     )
     rc.add_argument("--reader", metavar="NAME", default="default", help="reader (default: default)")
     rc.add_argument("--labelled", metavar="FILE", help="labelled set JSONL (default: bundled)")
     rc.add_argument("--format", choices=("table", "json"), default="table", help="default table")
     rc.add_argument("--show-errors", action="store_true", help="also list every item read wrongly")
+    rc.add_argument(
+        "--show-all",
+        action="store_true",
+        help="also list every item's reading (JSON: 'readings', {id, read: {asserts, negates, "
+        "other}}; table: every item, wrong ones marked x)",
+    )
 
     cc = commands.add_parser(
         "check-config",
@@ -612,10 +618,10 @@ def _cmd_reader_check(args: argparse.Namespace) -> int:
     items = load_labelled(args.labelled)
     result = check_reader(reader, items)
     if args.format == "json":
-        json.dump(result.as_dict(), sys.stdout, indent=1)
+        json.dump(result.as_dict(show_all=args.show_all), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_check(result, show_errors=args.show_errors))
+        sys.stdout.write(format_check(result, show_errors=args.show_errors, show_all=args.show_all))
     return 0
 
 

@@ -47,11 +47,45 @@ def test_reader_check_prints_precision_and_recall_per_class():
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("reader default-2 on ") and "mem0" in lines[0]
-    assert [line.split()[0] for line in lines[2:5]] == ["asserts", "negates", "unread"]
+    assert [line.split()[0] for line in lines[2:6]] == ["asserts", "negates", "other", "unread"]
     as_json = json.loads(healthd("reader-check", "--format", "json").stdout)
     assert as_json["reader"] == "default-2"
-    assert set(as_json["classes"]) == {"asserts", "negates", "unread"}
+    assert set(as_json["classes"]) == {"asserts", "negates", "other", "unread"}
     assert as_json["items"] == len(load_labelled())
+    assert "readings" not in as_json
+
+
+def test_show_all_lists_every_items_reading_with_other(tmp_path):
+    path = tmp_path / "set.jsonl"
+    lines = [
+        '{"id": "a", "source": "graphiti", "style": "Graphiti EntityEdge fact", "kind": "invented",'
+        ' "subject": "gateway", "predicate": "language", "values": ["go", "node"],'
+        ' "text": "gateway is implemented in Elixir", "asserts": [], "negates": [],'
+        ' "other": ["Elixir"]}',
+        '{"id": "b", "source": "mem0", "subject": "gateway", "predicate": "language",'
+        ' "values": ["go", "node"], "text": "gateway is written in Go", "asserts": ["go"],'
+        ' "negates": []}',
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = healthd("reader-check", "--labelled", str(path), "--format", "json", "--show-all")
+    assert done.returncode == 0, done.stderr
+    as_json = json.loads(done.stdout)
+    assert as_json["classes"]["other"]["labelled"] == 1
+    assert as_json["kinds"] == {"invented": {"items": 1, "wrong": len(as_json["errors"])}}
+    assert [r["id"] for r in as_json["readings"]] == ["a", "b"]
+    assert as_json["readings"][1]["read"] == {"asserts": ["go"], "negates": [], "other": []}
+    assert set(as_json["readings"][0]["read"]) == {"asserts", "negates", "other"}
+    table = healthd("reader-check", "--labelled", str(path), "--show-all").stdout
+    assert "  b: 'gateway is written in Go'" in table
+
+
+def test_an_other_value_among_values_is_refused():
+    line = (
+        '{"id": "x", "source": "s", "subject": "s", "predicate": "p", "values": ["a"], '
+        '"text": "a", "asserts": [], "negates": [], "other": ["a"]}'
+    )
+    with pytest.raises(ReaderError, match="field 'other': \\['a'\\] among 'values'"):
+        parse_labelled([line], "set.jsonl")
 
 
 @pytest.mark.parametrize(

@@ -22,15 +22,18 @@ from healthd.model import Domain, FactKey, RetrievedFact, ServedItem
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """What one text says about one key: values asserted (current) and values negated or
-    presented as past. Neither: the text could not be read for the key."""
+    """What one text says about one key: values asserted (current), values negated or
+    presented as past, and ``other``: values the text asserts for the key that are not among
+    those the key has held (an invented or garbled value, as the text spells it). None of the
+    three: the text could not be read for the key."""
 
     asserted: tuple[str, ...] = ()
     negated: tuple[str, ...] = ()
+    other: tuple[str, ...] = ()
 
     @property
     def unread(self) -> bool:
-        return not self.asserted and not self.negated
+        return not self.asserted and not self.negated and not self.other
 
 
 @runtime_checkable

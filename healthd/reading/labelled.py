@@ -7,9 +7,14 @@ A labelled set is JSONL, one served item a line::
      "asserts": ["@bob"], "negates": []}
 
 ``values`` are every value the key has held (what the reader is given), ``asserts`` and
-``negates`` what a careful person reads in ``text``; neither means the item says nothing
-about the key (``unread``). Precision and recall are per class: asserts and negates over
-(item, value) pairs, unread over items.
+``negates`` what a careful person reads in ``text``. Optional: ``other``, values the text
+asserts for the key that are not among ``values`` (an invented value: "gateway is
+implemented in Elixir" for a key that held go and node), as the text spells them;
+``style``, where the item's phrasing comes from (a document or page showing that style);
+``kind``, the failure kind the item exercises. None of asserts, negates and other means the
+item says nothing about the key (``unread``). Precision and recall are per class: asserts,
+negates and other over (item, value) pairs (an ``other`` value read matches a labelled one
+when either names the other), unread over items.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from healthd._files import open_text
 from healthd.errors import ReaderError
 from healthd.model import FactKey
 from healthd.reading import Reader, Reading
+from healthd.reading._match import value_pattern
 
-CLASSES = ("asserts", "negates", "unread")
+CLASSES = ("asserts", "negates", "other", "unread")
 _FIELDS = {"id", "source", "subject", "predicate", "values", "text", "asserts", "negates"}
+_OPTIONAL = {"other", "style", "kind"}
 BUNDLED = "reader_labelled.jsonl"
 
 
@@ -38,6 +45,9 @@ class LabelledItem:
     text: str
     asserts: frozenset[str]
     negates: frozenset[str]
+    other: tuple[str, ...] = ()
+    style: str = ""
+    kind: str = ""
 
 
 @dataclass
@@ -62,9 +72,11 @@ class CheckResult:
     sources: dict[str, int]
     classes: dict[str, ClassCounts] = field(default_factory=dict)
     errors: list[tuple[LabelledItem, Reading]] = field(default_factory=list)
+    readings: list[tuple[LabelledItem, Reading]] = field(default_factory=list)
+    kinds: dict[str, list[int]] = field(default_factory=dict)  # kind: [items, read wrongly]
 
-    def as_dict(self) -> dict[str, object]:
-        return {
+    def as_dict(self, *, show_all: bool = False) -> dict[str, object]:
+        out: dict[str, object] = {
             "reader": self.reader,
             "items": self.items,
             "sources": self.sources,
@@ -82,12 +94,28 @@ class CheckResult:
                 {
                     "id": item.id,
                     "text": item.text,
-                    "expected": {"asserts": sorted(item.asserts), "negates": sorted(item.negates)},
-                    "read": {"asserts": list(got.asserted), "negates": list(got.negated)},
+                    "expected": {
+                        "asserts": sorted(item.asserts),
+                        "negates": sorted(item.negates),
+                        "other": list(item.other),
+                    },
+                    "read": _read(got),
                 }
                 for item, got in self.errors
             ],
         }
+        if self.kinds:
+            out["kinds"] = {
+                kind: {"items": counts[0], "wrong": counts[1]}
+                for kind, counts in sorted(self.kinds.items())
+            }
+        if show_all:
+            out["readings"] = [{"id": item.id, "read": _read(got)} for item, got in self.readings]
+        return out
+
+
+def _read(got: Reading) -> dict[str, list[str]]:
+    return {"asserts": list(got.asserted), "negates": list(got.negated), "other": list(got.other)}
 
 
 def _strings(value: object, where: str, name: str) -> list[str]:
@@ -112,7 +140,7 @@ def parse_labelled(lines: Sequence[str], origin: str) -> list[LabelledItem]:
         missing = _FIELDS - set(obj)
         if missing:
             raise ReaderError(f"{where}: missing field(s) {sorted(missing)}")
-        unknown = set(obj) - _FIELDS
+        unknown = set(obj) - _FIELDS - _OPTIONAL
         if unknown:
             raise ReaderError(f"{where}: unknown field(s) {sorted(unknown)}")
         for name in ("id", "source", "subject", "predicate", "text"):
@@ -131,6 +159,13 @@ def parse_labelled(lines: Sequence[str], origin: str) -> list[LabelledItem]:
         both = sorted(set(asserts) & set(negates))
         if both:
             raise ReaderError(f"{where}: {both} both asserted and negated")
+        other = _strings(obj.get("other", []), where, "other")
+        known = sorted(o for o in other if o in values)
+        if known:
+            raise ReaderError(f"{where}, field 'other': {known} among 'values'")
+        for name in ("style", "kind"):
+            if name in obj and (not isinstance(obj[name], str) or not obj[name].strip()):
+                raise ReaderError(f"{where}, field '{name}': expected a non-empty string")
         items.append(
             LabelledItem(
                 obj["id"],
@@ -140,6 +175,9 @@ def parse_labelled(lines: Sequence[str], origin: str) -> list[LabelledItem]:
                 obj["text"],
                 frozenset(asserts),
                 frozenset(negates),
+                tuple(other),
+                obj.get("style", ""),
+                obj.get("kind", ""),
             )
         )
     if not items:
@@ -165,10 +203,11 @@ def load_labelled(path: str | None = None) -> list[LabelledItem]:
 def check_reader(reader: Reader, items: Sequence[LabelledItem]) -> CheckResult:
     sources: dict[str, int] = {}
     result = CheckResult(reader.label, len(items), sources, {c: ClassCounts() for c in CLASSES})
-    asserts, negates, unread = (result.classes[c] for c in CLASSES)
+    asserts, negates, other, unread = (result.classes[c] for c in CLASSES)
     for item in items:
         sources[item.source] = sources.get(item.source, 0) + 1
         got = reader.read(item.text, item.key, item.values)
+        result.readings.append((item, got))
         got_a, got_n = set(got.asserted), set(got.negated)
         asserts.labelled += len(item.asserts)
         asserts.predicted += len(got_a)
@@ -176,20 +215,51 @@ def check_reader(reader: Reader, items: Sequence[LabelledItem]) -> CheckResult:
         negates.labelled += len(item.negates)
         negates.predicted += len(got_n)
         negates.correct += len(got_n & item.negates)
-        expected_unread = not item.asserts and not item.negates
+        found = _matched(item.other, got.other)
+        other.labelled += len(item.other)
+        other.predicted += len(got.other)
+        other.correct += found
+        expected_unread = not item.asserts and not item.negates and not item.other
         unread.labelled += expected_unread
         unread.predicted += got.unread
         unread.correct += expected_unread and got.unread
-        if got_a != item.asserts or got_n != item.negates:
+        wrong = (
+            got_a != item.asserts
+            or got_n != item.negates
+            or not found == len(item.other) == len(got.other)
+        )
+        if wrong:
             result.errors.append((item, got))
+        if item.kind:
+            counts = result.kinds.setdefault(item.kind, [0, 0])
+            counts[0] += 1
+            counts[1] += wrong
     return result
+
+
+def _names(one: str, another: str) -> bool:
+    """One spelling of a value names the other: "Elixir" and "elixir 1.16", "v4" and "4"."""
+    return bool(value_pattern(one).search(another) or value_pattern(another).search(one))
+
+
+def _matched(labelled: Sequence[str], read: Sequence[str]) -> int:
+    """How many labelled ``other`` values a read one names, each read value used once."""
+    left = list(read)
+    count = 0
+    for value in labelled:
+        for i, got in enumerate(left):
+            if _names(value, got):
+                del left[i]
+                count += 1
+                break
+    return count
 
 
 def _cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def format_check(result: CheckResult, *, show_errors: bool = False) -> str:
+def format_check(result: CheckResult, *, show_errors: bool = False, show_all: bool = False) -> str:
     sources = ", ".join(f"{name} {count}" for name, count in sorted(result.sources.items()))
     lines = [
         f"reader {result.reader} on {result.items} labelled items ({sources})",
@@ -201,11 +271,18 @@ def format_check(result: CheckResult, *, show_errors: bool = False) -> str:
             f"{_cell(c.precision):>9} {_cell(c.recall):>7}"
         )
     lines.append(f"{len(result.errors)} item(s) read differently from their labels")
-    if show_errors:
-        for item, got in result.errors:
+    if result.kinds:
+        lines.append(
+            "by kind: "
+            + ", ".join(f"{k} {n - w}/{n}" for k, (n, w) in sorted(result.kinds.items()))
+        )
+    if show_errors or show_all:
+        wrong = {id(item) for item, _ in result.errors}
+        for item, got in result.readings if show_all else result.errors:
+            mark = "  " if not show_all else ("x " if id(item) in wrong else "  ")
             lines.append(
-                f"  {item.id}: {item.text!r}: expected asserts {sorted(item.asserts)} "
-                f"negates {sorted(item.negates)}, read asserts {list(got.asserted)} "
-                f"negates {list(got.negated)}"
+                f"{mark}{item.id}: {item.text!r}: expected asserts {sorted(item.asserts)} "
+                f"negates {sorted(item.negates)} other {list(item.other)}, read asserts "
+                f"{list(got.asserted)} negates {list(got.negated)} other {list(got.other)}"
             )
     return "\n".join(lines) + "\n"

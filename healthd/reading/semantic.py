@@ -91,6 +91,7 @@ class SemanticReader:
         return Reading(
             tuple(v for v, now in current.items() if now),
             tuple(v for v, now in current.items() if not now),
+            ruled.other,
         )
 
     def _judge(self, asked: Sequence[tuple[str, tuple[list[str], list[str]]]]) -> list[bool | None]:
