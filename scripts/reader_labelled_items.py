@@ -1022,12 +1022,33 @@ RENDERED: list[tuple[str, str, str, list[str], list[str]]] = [
 ]
 
 
+# Relabelled when `reader-check` learnt `other` (issue 38): a near-miss that names a value
+# the key never held asserts it (``other``), and an old value named in a demoted role
+# ("payments-v1 is read-only", "becomes an archive") beside the new one is past.
+OTHER = {
+    "Alicia owns billing": ["Alicia"],
+    "orders-db runs postgres 15.20": ["15.20"],
+    "gateway depends on gin 1.10.01": ["1.10.01"],
+    "Mariah owns search-api": ["Mariah"],
+    "Tomas is the owner of search-api": ["Tomas"],
+    "Priyanka owns inventory": ["Priyanka"],
+    "Frankie is on call for payments": ["Frankie"],
+}
+DEMOTED = {
+    "The user explained that payments-v2 is now the source of truth and payments-v1 is "
+    "read-only.": ["payments-v1"],
+    "We make payments-v2 the source of truth; payments-v1 becomes an archive.": ["payments-v1"],
+}
+
+
 def main(out: str) -> int:
     lines = []
     counters: dict[str, int] = {}
     for source, key, text, asserts, negates in ITEMS + LATER + RENDERED:
         subject, predicate, values = KEYS[key]
         counters[source] = counters.get(source, 0) + 1
+        negates = DEMOTED.get(text, negates)
+        extra = {"other": OTHER[text]} if text in OTHER else {}
         lines.append(
             json.dumps(
                 {
@@ -1039,6 +1060,7 @@ def main(out: str) -> int:
                     "text": text,
                     "asserts": asserts,
                     "negates": negates,
+                    **extra,
                 },
                 ensure_ascii=False,
             )

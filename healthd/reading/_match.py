@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import permutations
 
+from healthd.reading.aliases import PACKAGES
+
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)", re.IGNORECASE)
 _HANDLE = re.compile(r"@[\w.-]+")
 _SPLIT = re.compile(r"[\s_/-]+")
@@ -127,15 +129,51 @@ def _stem(word: str) -> str:
     return word.removesuffix("s").removesuffix("e")
 
 
-def mentions(clause: str, values: Sequence[str]) -> list[Mention]:
+@lru_cache(maxsize=4096)
+def short_value_pattern(subject: str, value: str) -> re.Pattern[str] | None:
+    """A value that is the subject's name and a version tag (``payments-v2`` of ``payments``)
+    is also named by the tag alone where the text speaks of the subject: "payments: v2 is
+    authoritative now; v1 is kept read-only"."""
+    head = subject.lower() + "-"
+    tail = value[len(head) :] if value.lower().startswith(head) else ""
+    if not re.fullmatch(r"v\d+", tail, re.IGNORECASE):
+        return None
+    return re.compile(rf"{_BEFORE}{re.escape(tail)}(?![\w.@])(?!-\w)", re.IGNORECASE)
+
+
+_BOUND = re.compile(r"(p\d\d|latency)\s*(?:<=?|>=?)\s*(\d+(?:\.\d+)?)\s*(ms|s)", re.IGNORECASE)
+_METRIC = re.compile(r"\b(?:p\d\d|latency|budget|slo)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def bound_pattern(value: str) -> re.Pattern[str] | None:
+    """A bound on a metric (``p99 < 250 ms``) is also named by its number and unit alone
+    ("250ms") in a clause that names the metric: "p99 budget tightened to 250ms (was 300ms)"."""
+    match = _BOUND.fullmatch(value.strip())
+    if match is None:
+        return None
+    number, unit = match.group(2), match.group(3)
+    return re.compile(rf"(?<![\w.<>]){re.escape(number)}\s*{unit}\b", re.IGNORECASE)
+
+
+def mentions(clause: str, values: Sequence[str], subject: str | None = None) -> list[Mention]:
     """Where ``clause`` names each of ``values``; overlapping finds keep the longest (so "Bob
-    and Carol" is ``@bob @carol``, not ``@bob``), in text order."""
+    and Carol" is ``@bob @carol``, not ``@bob``), in text order. With ``subject``, a value
+    named by its version tag alone (:func:`short_value_pattern`) is found too."""
     found: list[Mention] = []
     for value in values:
         if not value.strip():
             continue
         for match in value_pattern(value).finditer(clause):
             found.append(Mention(match.start(), match.end(), value))
+        short = short_value_pattern(subject, value) if subject else None
+        if short is not None:
+            for match in short.finditer(clause):
+                found.append(Mention(match.start(), match.end(), value))
+        bound = bound_pattern(value)
+        if bound is not None and _METRIC.search(clause):
+            for match in bound.finditer(clause):
+                found.append(Mention(match.start(), match.end(), value))
         words = content_words(value)
         if words and not any(m.value == value for m in found):
             spans = [w.search(clause) for w in words]
@@ -184,17 +222,23 @@ def near_subject_pattern(subject: str) -> re.Pattern[str]:
     return re.compile(rf"{_BEFORE}{_name(subject)}[-_.]?\w", re.IGNORECASE)
 
 
-_PACKAGE_ALIASES = {
-    "postgres": ("postgresql", "pg", "psql"),
-    "postgresql": ("postgres", "pg"),
-    "node": ("node.js", "nodejs"),
-    "react": ("reactjs", "react.js"),
-}
+def package_names(name: str) -> tuple[str, ...]:
+    """Every name a text may give a dependency: its key's name, its usual names
+    (:data:`.aliases.PACKAGES`), and a path's last one or two segments (a Go module's
+    ``/vN`` suffix dropped, an npm scope's package alone)."""
+    names = [name, *PACKAGES.get(name.lower(), ())]
+    parts = [p for p in name.strip("@").split("/") if p]
+    if len(parts) > 1:
+        if re.fullmatch(r"v\d+", parts[-1]) and len(parts) > 2:
+            names.append("/".join(parts[-2:]))
+            parts = parts[:-1]
+        names += ["/".join(parts[-2:]), parts[-1]]
+    return tuple(dict.fromkeys(n.lower() for n in names))
 
 
 @lru_cache(maxsize=4096)
 def package_pattern(name: str) -> re.Pattern[str]:
-    """How a text names a dependency, by its name or a common alias."""
-    names = (name, *_PACKAGE_ALIASES.get(name.lower(), ()))
+    """How a text names a dependency, by its name, a common alias or its path's tail."""
+    names = sorted(package_names(name), key=len, reverse=True)
     body = "|".join(_name(n) for n in names)
-    return re.compile(rf"{_BEFORE}(?:{body}){_AFTER}", re.IGNORECASE)
+    return re.compile(rf"{_BEFORE}@?(?:{body}){_AFTER}", re.IGNORECASE)

@@ -33,13 +33,15 @@ from healthd.reading._match import (
     combine_handles,
     mentions,
     near_subject_pattern,
+    package_names,
     package_pattern,
     subject_pattern,
     value_pattern,
 )
+from healthd.reading._subjects import cue_patterns, other_subjects
 
 NAME = "default"
-VERSION = "2"
+VERSION = "3"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=\))\s*-\s+|\s+[-–—]\s+(?=[A-Z])")
 _CLAUSE = re.compile(
@@ -86,7 +88,8 @@ _PRE_PAST = re.compile(
     r"moved\s+off|off\s+of|migrated\s+off|got\s+rid\s+of|gave\s+up|give\s+up|ripped\s+out|"
     r"reverted|revert\s+away|withdrawn|withdrew|dropping|removing|retiring|deprecating|"
     r"swapped\s+out|switched\s+off|turned\s+off|back\s+when|delet\w*|purg\w*|tear\s+down|"
-    r"tore\s+down|kill\w*)\b)(?:[^.]*)$",
+    r"tore\s+down|kill\w*)\b)(?:[^.]*)$"
+    r"|\b(?:was|were|before)\s*:?\s*$",
     re.IGNORECASE,
 )
 _PRE_FROM = re.compile(rf"\b{_TRANSITION_VERB}\b.*\bfrom\s+(?:\w+\s+){{0,2}}$", re.IGNORECASE)
@@ -99,12 +102,19 @@ _POST_PAST = re.compile(
     r"decommissioned|gone|abandoned|phased\s+out|until|through|up\s+to|replaced|superseded|"
     r"moved\s+on|handed\s+(?:it\s+)?(?:off|over)|rolled\s+back|reverted|withdrawn|ripped\s+out|"
     r"sunset|no\s+more|out\s+of\s+the\s+picture|obsolete|legacy|end-of-life|eol|dead|"
-    r"is\s+history|was\s+history|lapsed|expired|ended|read-only|frozen|archived?|mothballed)(?![\w-])"
+    r"is\s+history|was\s+history|lapsed|expired|ended|read-only|frozen|archived?|mothballed|"
+    r"undone|backed\s+out|IS_ARCHIVE_OF|kept\s+(?:as|for|warm|only|around)|"
+    r"only\s+(?:kept|serves|runs|used|for)|(?:a\s+)?(?:cold\s+)?(?:fallback|backup|standby|mirror|replica)|"
+    r"stays?\s+(?:on|around)\s+as)(?![\w-])"
     r"|^[^\w,;:]*(?:[\w'’-]+\s+){0,3}?[\w]+n['’]t\b",
     re.IGNORECASE,
 )
 _POST_HEDGE = re.compile(
     r"^\W*(?:prototype|poc|proof\s+of\s+concept|spike|experiment|trial|pilot|proposal|rfc)\b"
+    r"|^\W*(?:will|may|might|could|would|should|is\s+going\s+to|is\s+expected\s+to|"
+    r"plans?\s+to|is\s+planning|or\b)"
+    r"|^[^.;,]{0,40}?\b(?:(?:is|are)\s+)?(?:scheduled|planned|proposed|pending|blocked)\b"
+    r"|^[^.;]*\b(?:not\s+confirmed|needs?\s+confirmation|need\s+to\s+check|I\s+forget)\b"
     r"|^[^\w,;:]*(?:[\w'’-]+\s+){0,2}?(?:broke|breaks|broken|failed|fails|caused|crashe[sd]|"
     r"regressed)\b",
     re.IGNORECASE,
@@ -135,9 +145,45 @@ _HEDGE = re.compile(
     r"\b(?:might|may|could|consider\w*|propos\w*|evaluat\w*|explor\w*|investigat\w*|maybe|"
     r"perhaps|options?|alternatives?|candidates?|if|whether|spike|pilot\w*|trial\w*|debat\w*|"
     r"discuss\w*|suggest\w*|pitch\w*|weigh\w*|wants?\s+to|would\s+like|plan(?:s|ning)?\s+to|"
-    r"hopes?\s+to|looking\s+(?:at|into)|once|as\s+soon\s+as|when)\b[^.]*$",
+    r"hopes?\s+to|looking\s+(?:at|into)|once|as\s+soon\s+as|when|will_\w+|plans?|"
+    r"intends?\s+to|going\s+to|try|todo|next\s+step|scheduled|possibly|believes?|thinks?|"
+    r"hopes?)\b[^.]*$",
     re.IGNORECASE,
 )
+# Not knowing, whatever follows: "not sure if Lee still owns it" is no assertion.
+_UNSURE = re.compile(
+    r"\b(?:not\s+sure|unsure|unclear|wonder\w*|whether|(?:doesn['’]t|don['’]t|does\s+not)\s+"
+    r"(?:remember|know)|forget)\b[^.]*$",
+    re.IGNORECASE,
+)
+# A wish beside what still holds: "wants Kubernetes for the api but it still runs on ECS".
+_DESIRE = re.compile(
+    r"\b(?:wants?|prefers?|would\s+(?:rather|like)|should|asked\s+\w+\s+to|supposed\s+to|"
+    r"target|eventually|hopes?)\b[^.]*$",
+    re.IGNORECASE,
+)
+_HOLDS = re.compile(r"\b(?:still|remains?|for\s+now|today)\b", re.IGNORECASE)
+# A value back in place: "back on 14", "Jenkins again".
+_BACK = re.compile(r"\b(?:back\s+(?:on|to|in)|again\s+on)\s*$", re.IGNORECASE)
+# A clause that undoes what the clause before it did: "..., then reverted", "rolled back".
+_UNDO = re.compile(
+    r"^\W*(?:(?:then|and\s+then|but)\s+)?(?:was\s+|got\s+)?(?:rolled\s+back|reverted|undone|"
+    r"backed\s+out|back\s+to)\b",
+    re.IGNORECASE,
+)
+# A sentence set in a past period: "between 2021 and 2023 it used X", "back in 2020",
+# "(invalid since 2023-06-30)", "last week".
+_DATED = re.compile(
+    r"\b(?:in|during|throughout|back\s+in|through|until|between|from)\s+(?:early\s+|late\s+)?"
+    r"(?:19|20)\d\d\b|\b(?:19|20)\d\d(?:-\d\d)?\s*(?:–|-|—|to|and)\s*(?:19|20)\d\d\b|"
+    r"\b(?:last|previous)\s+(?:week|month|year|quarter|spring|summer|autumn|fall|winter|sprint)\b|"
+    r"\bback\s+then\b",
+    re.IGNORECASE,
+)
+_PAST_VERB = re.compile(
+    r"\b(?:was|were|ran|used|owned|published|pinned|had|kept|built|recalled|did)\b", re.IGNORECASE
+)
+_INVALID_SINCE = re.compile(r"\(\s*invalid\s+since\b", re.IGNORECASE)
 _CHOSEN = re.compile(
     r"\b(?:chos\w*|chose|selected|picked|decided|accepted|adopted|settled|went\s+with|"
     r"going\s+with|standardi[sz]\w*|approved|agreed|final)\b[^.]*$",
@@ -192,6 +238,10 @@ def _single(before: str, after: str) -> str:
     """How the words around one mention read it."""
     pre = _last_words(before)
     post = _first_words(after)
+    if _UNSURE.search(before):
+        return HEDGED
+    if _BACK.search(pre):
+        return ASSERTED
     if _STAYS.search(pre) and not _PRE_PAST.search(pre):
         return ASSERTED
     if _POST_PAST_FIRST.search(after) or _POST_PAST.search(post):
@@ -207,8 +257,10 @@ def _single(before: str, after: str) -> str:
     return ASSERTED
 
 
-def _read_clause(clause: str, values: Sequence[str]) -> list[tuple[Mention, str]]:
-    found = mentions(clause, values)
+def _read_clause(
+    clause: str, values: Sequence[str], subject: str | None = None
+) -> list[tuple[Mention, str]]:
+    found = mentions(clause, values, subject)
     polarity: dict[int, str] = {}
     for i in range(len(found) - 1):
         first, second = found[i], found[i + 1]
@@ -284,19 +336,45 @@ class DefaultReader:
             return Reading()
         if key.predicate == "exists":
             return _read_existence(text, key.subject, values)
-        if key.predicate.startswith("dependency:") and not package_pattern(
-            key.predicate.split(":", 1)[1]
-        ).search(text):
+        package = key.predicate.split(":", 1)[1] if key.predicate.startswith("dependency:") else ""
+        if package and not package_pattern(package).search(text):
             return Reading()  # versions of some other package
+        if _people(values) and not subject_pattern(key.subject).search(text):
+            return Reading()  # "Lee has been away since Monday": of no subject's owners
         last: dict[str, str] = {}
+        others: list[str] = []
         for sentence in _sentences(text, key.subject):
             framed = _FRAME_PAST.match(sentence) is not None
+            dated = bool(_INVALID_SINCE.search(sentence)) or bool(
+                _DATED.search(sentence) and _PAST_VERB.search(sentence)
+            )
+            desire = bool(_HOLDS.search(sentence))
+            before: list[str] = []  # values asserted by the sentence's earlier clauses
             for clause in _clauses(sentence):
-                readings = _read_clause(clause, values)
-                if framed or _CLAUSE_NOT_SO.match(clause):
+                clause = _own_part(clause, key.subject, values, package)
+                if not clause:
+                    continue
+                readings = _read_clause(clause, values, key.subject)
+                if (
+                    framed
+                    or _CLAUSE_NOT_SO.match(clause)
+                    or (dated and len({m.value for m, _ in readings}) == 1)
+                ):
                     readings = [(m, PAST if r == ASSERTED else r) for m, r in readings]
+                if desire and not _HOLDS.search(clause):
+                    readings = [
+                        (m, HEDGED if r == ASSERTED and _DESIRE.search(clause[: m.start]) else r)
+                        for m, r in readings
+                    ]
+                if _UNDO.match(clause):
+                    for value in before:
+                        if last.get(value) == ASSERTED:
+                            last[value] = PAST
                 for mention, reading in readings:
                     last[mention.value] = reading
+                before = [m.value for m, r in readings if r == ASSERTED]
+                if not (framed or dated):
+                    others += _others(clause, key, values)
                 together = [m.value for m, r in readings if r == ASSERTED]
                 if any(r == PAST for _, r in readings):
                     continue
@@ -309,18 +387,124 @@ class DefaultReader:
         return Reading(
             tuple(v for v, r in last.items() if r == ASSERTED),
             tuple(v for v, r in last.items() if r == PAST),
+            tuple(dict.fromkeys(others)),
         )
+
+
+_HANDLE = re.compile(r"@[\w.-]+")
+
+
+def _people(values: Sequence[str]) -> bool:
+    """A key whose values are people: a text must name its subject to speak of it."""
+    return bool(values) and all(
+        all(_HANDLE.fullmatch(h) for h in v.split()) for v in values if v.strip()
+    )
+
+
+_SEGMENT = re.compile(r",\s*|\s+\|\s+")
+
+
+def _blank(text: str, subject: str, values: Sequence[str], package: str) -> str:
+    """``text`` with the key's values as ``VALUE`` and the dependency's names as ``PKG``."""
+    for mention in reversed(mentions(text, values, subject)):
+        text = text[: mention.start] + "VALUE" + text[mention.end :]
+    if package:
+        text = package_pattern(package).sub("PKG", text)
+    return text
+
+
+def _own_part(clause: str, subject: str, values: Sequence[str], package: str) -> str:
+    """The part of ``clause`` about ``subject``: nothing where it speaks only of another
+    subject ("Kim runs the search service"), and of a list naming the subject ("gateway Go,
+    exporter Node"), the items not about another one."""
+    if other_subjects(clause, subject, _blank(clause, subject, values, package)):
+        return ""
+    if not subject_pattern(subject).search(clause) or not _SEGMENT.search(clause):
+        return clause
+    parts = _SEGMENT.split(clause)
+    kept = [
+        p
+        for p in parts
+        if not other_subjects(p, subject, _blank(p, subject, values, package), item=True)
+    ]
+    return clause if len(kept) == len(parts) else ", ".join(kept)
+
+
+def _others(clause: str, key: FactKey, values: Sequence[str]) -> list[str]:
+    """Values ``clause`` asserts for the key that are none of ``values``: the span after one
+    of the predicate's cues ("written in X", "owned by X", "X is the source of truth")."""
+    found = []
+    package = key.predicate.split(":", 1)[1] if key.predicate.startswith("dependency:") else ""
+    names = set(package_names(package)) if package else set()
+    for pattern in cue_patterns(key.subject, key.predicate):
+        for match in pattern.finditer(clause):
+            span = match.group("x").strip(" .,;:")
+            bare = span.lower().removeprefix("the ").strip()
+            if (
+                not bare
+                or bare in _NOT_VALUES
+                or bare in names
+                or mentions(span, values, key.subject)
+                or subject_pattern(key.subject).fullmatch(bare)
+                or subject_pattern(key.subject).match(bare)
+            ):
+                continue
+            start, end = match.start("x"), match.end("x")
+            if clause.rstrip().endswith("?"):
+                continue
+            if _single(clause[:start], clause[end:]) != ASSERTED or _DESIRE.search(clause[:start]):
+                continue
+            found.append(span)
+    return found
+
+
+_NOT_VALUES = frozenset(
+    [
+        "it",
+        "this",
+        "that",
+        "them",
+        "they",
+        "he",
+        "she",
+        "we",
+        "i",
+        "you",
+        "the",
+        "user",
+        "users",
+        "team",
+        "someone",
+        "nobody",
+        "everyone",
+        "owner",
+        "owners",
+        "source",
+        "truth",
+        "system",
+        "record",
+        "it's",
+        "its",
+        "our",
+        "their",
+    ]
+)
 
 
 def _about_another_subject(text: str, subject: str, values: Sequence[str]) -> bool:
     """The text names a longer name that starts with the subject's (``auth-service-v2`` for
     ``auth-service``) and never the subject itself; a value that happens to start with the
-    subject's name (``payments-v2`` of ``payments``) does not count."""
+    subject's name (``payments-v2`` of ``payments``) does not count, nor such a name where
+    the key's values are themselves such names (``billing-v4`` for billing's source of truth
+    is a value the key never held, not another subject)."""
     if subject_pattern(subject).search(text):
+        return False
+    near = near_subject_pattern(subject)
+    if any(near.match(value) for value in values):
         return False
     for value in values:
         text = value_pattern(value).sub(" ", text)
-    return near_subject_pattern(subject).search(text) is not None
+    return near.search(text) is not None
 
 
 def _read_existence(text: str, subject: str, values: Sequence[str]) -> Reading:
