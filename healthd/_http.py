@@ -1,7 +1,12 @@
 """A small, polite HTTP client shared by the ticket sources (GitHub, Jira) and the `http`
 memory adapter.
 
-Every request carries a timeout and a ``User-Agent: healthd/<version>``. Server errors
+Every request carries a timeout and a ``User-Agent: healthd/<version>``. The timeout bounds
+each wait for the server (to connect, and between two reads); ``max_request_seconds`` bounds
+the whole of each attempt, from connecting to the body's last byte, so a server that drips its
+answer a byte at a time cannot hold a call (or the run around it) for longer: when the time is
+up the connection is shut down under the read. In a run, no attempt outlives the run's
+``run_timeout`` either (:func:`healthd._stop.run_deadline`). Server errors
 (5xx), timeouts and connection errors are retried a bounded number of times with
 exponential backoff and jitter. Rate limits are honoured: ``Retry-After`` and GitHub-style
 ``X-RateLimit-Remaining``/``X-RateLimit-Reset`` make the client wait when the wait is within
@@ -16,7 +21,11 @@ the status, and every message is passed through :meth:`HttpClient.redact`.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
+import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +35,8 @@ from typing import Any
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field
+from requests.adapters import HTTPAdapter
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from healthd import __version__, _json, _stop
 from healthd.logging import redact_text, register_secret
@@ -35,6 +46,8 @@ _RETRY_STATUSES = frozenset({500, 502, 503, 504})
 #: The largest response body read (a GitHub page of 100 events is well under 1 MiB).
 DEFAULT_MAX_RESPONSE_BYTES = 16 << 20
 _CHUNK = 64 << 10
+#: What bounds one attempt in all when ``max_request_seconds`` is not set.
+DEFAULT_REQUEST_SECONDS = 60.0
 
 
 class HttpOptions(BaseModel):
@@ -48,6 +61,15 @@ class HttpOptions(BaseModel):
     max_backoff_seconds: float = Field(30.0, ge=0, le=600)
     max_rate_limit_wait_seconds: float = Field(60.0, ge=0, le=3600)
     max_response_bytes: int = Field(DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
+    #: the whole of one attempt, headers and body; unset: 60 s, or timeout_seconds if longer
+    max_request_seconds: float | None = Field(None, gt=0, le=3600)
+
+    @property
+    def request_seconds(self) -> float:
+        """What bounds one attempt from connecting to the last byte of its body."""
+        if self.max_request_seconds is not None:
+            return self.max_request_seconds
+        return max(DEFAULT_REQUEST_SECONDS, self.timeout_seconds)
 
 
 def check_http_url(value: str, example: str) -> str:
@@ -151,6 +173,122 @@ def _reset_time(value: str | None) -> float | None:
     return when.timestamp()
 
 
+class _Deadline:
+    """One attempt's time: when it is up, the connections the attempt took from the pool are
+    shut down, so a read blocked on a server that keeps sending a byte now and then returns at
+    once (an error, or a body cut short, which the client then calls a timeout)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False
+        self.done = False
+        self._conns: list[Any] = []
+        self._lock = threading.Lock()
+
+    def enlist(self, conn: Any) -> None:
+        with self._lock:
+            self._conns.append(conn)
+            if self.expired:
+                _shut(conn)
+
+    def finish(self) -> bool:
+        """The attempt is over; True when its time ran out first."""
+        _current.deadline = None
+        with self._lock:
+            self.done = True
+            return self.expired
+
+    def expire(self) -> bool:
+        """Shut down every connection; True when one is still connecting (to look again)."""
+        with self._lock:
+            if self.done:
+                return False
+            self.expired = True
+            for conn in self._conns:
+                _shut(conn)
+            return any(getattr(conn, "sock", None) is None for conn in self._conns)
+
+
+def _shut(conn: Any) -> None:
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _Watchdog:
+    """One thread for every deadline of the process, soonest first."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Deadline]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, deadline: _Deadline) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (deadline.at, next(self._order), deadline))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="healthd-http-deadlines", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                while self._heap and self._heap[0][0] <= now:
+                    _, _, deadline = heapq.heappop(self._heap)
+                    if deadline.expire():  # still connecting: shut it once it has a socket
+                        heapq.heappush(self._heap, (now + 0.1, next(self._order), deadline))
+                self._cond.wait(self._heap[0][0] - now if self._heap else None)
+
+
+_WATCHDOG = _Watchdog()
+_current = threading.local()  # the deadline of the attempt this thread is making
+
+
+def _enlist(conn: Any) -> None:
+    deadline: _Deadline | None = getattr(_current, "deadline", None)
+    if deadline is not None:
+        deadline.enlist(conn)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)
+        _enlist(conn)
+        return conn
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)
+        _enlist(conn)
+        return conn
+
+
+class _WatchedAdapter(HTTPAdapter):
+    """requests' adapter, its connections known to the attempt's deadline."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        _watch_pools(self.poolmanager)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        _watch_pools(manager)
+        return manager
+
+
+def _watch_pools(manager: Any) -> None:
+    manager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
 class HttpClient:
     """JSON client with retries, rate-limit handling and conditional requests.
 
@@ -172,6 +310,9 @@ class HttpClient:
         rng: Callable[[], float] = random.random,
     ) -> None:
         self.session = session
+        for prefix in ("http://", "https://"):
+            if type(session.get_adapter(prefix)) is HTTPAdapter:
+                session.mount(prefix, _WatchedAdapter())
         self.options = options
         self.headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         self.headers.update(headers or {})
@@ -257,6 +398,22 @@ class HttpClient:
             parts.append(chunk)
         return b"".join(parts)
 
+    def _attempt_deadline(self, method: str, where: str) -> tuple[_Deadline, str | None]:
+        """The next attempt's deadline, watched from now; and the run's bound (named) when
+        that is what ends it. HttpError when the run's time is already up."""
+        seconds = self.options.request_seconds
+        left = _stop.run_time_left()
+        by_run = None
+        if left is not None and left <= seconds:
+            by_run = f"the run took its {_stop.run_label()}"
+            if left <= 0:
+                raise HttpError(self.redact(f"{method} {where}: not sent, {by_run}"))
+            seconds = left
+        deadline = _Deadline(seconds)
+        _current.deadline = deadline
+        _WATCHDOG.watch(deadline)
+        return deadline, by_run
+
     # -- the one verb ------------------------------------------------------------------------
 
     def get_json(
@@ -292,6 +449,8 @@ class HttpClient:
         while True:
             if _stop.STOPPING.is_set():
                 raise HttpError(self.redact(f"{method} {where}: stopped, healthd is shutting down"))
+            deadline, by_run = self._attempt_deadline(method, where)
+            problem: str | None = None
             try:
                 self.requests_made += 1
                 response = self.session.request(
@@ -309,7 +468,18 @@ class HttpClient:
                 problem = f"{method} {where} timed out after {self.options.timeout_seconds:g} s"
             except requests.RequestException as exc:
                 problem = f"{method} {where} failed: {type(exc).__name__}"
-            else:
+            finally:
+                expired = deadline.finish()
+            if expired and by_run:
+                raise HttpError(
+                    self.redact(f"{method} {where}: no complete answer before {by_run}")
+                )
+            if expired:
+                problem = (
+                    f"{method} {where}: no complete answer within max_request_seconds="
+                    f"{self.options.request_seconds:g} (the server kept the answer going)"
+                )
+            if problem is None:
                 where = response.url or url
                 limit_wait = self._rate_limit_wait(response)
                 if limit_wait is not None:
@@ -370,6 +540,7 @@ class HttpClient:
                         ),
                         status=response.status_code,
                     )
+            assert problem is not None
             if attempt >= self.options.max_retries:
                 raise HttpError(self.redact(f"{problem} (gave up after {attempt + 1} attempts)"))
             self.sleep(self._backoff(attempt))

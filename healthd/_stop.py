@@ -1,5 +1,6 @@
 """Stopping: one process-wide flag, set when the daemon is asked to stop, and the waits and
-subprocesses that give up as soon as it is set (or their time runs out)."""
+subprocesses that give up as soon as it is set (or their time runs out); and the run's
+deadline (``run_timeout``), which every wait, subprocess and HTTP call of the run keeps to."""
 
 from __future__ import annotations
 
@@ -8,19 +9,56 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 STOPPING = threading.Event()
 _POLL_SECONDS = 0.2
+_run = threading.local()  # the deadline of the run this thread is doing, if any
 
 
 class Interrupted(Exception):
     """A wait or a subprocess was cut short: the process is stopping, or time ran out."""
 
 
+class RunTimedOut(Exception):
+    """The run has taken its ``run_timeout``: what it was doing gives up."""
+
+
+@contextmanager
+def run_deadline(seconds: float, label: str) -> Iterator[None]:
+    """Within this block the thread's run ends ``seconds`` from now; ``label`` names the
+    bound in messages (``run_timeout=2h``)."""
+    _run.deadline = time.monotonic() + seconds
+    _run.label = label
+    try:
+        yield
+    finally:
+        _run.deadline = None
+
+
+def run_time_left() -> float | None:
+    """Seconds left of the current run (0 when its time is up), None outside a run."""
+    deadline: float | None = getattr(_run, "deadline", None)
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def run_label() -> str:
+    """The current run's bound, as the configuration names it (``run_timeout=2h``)."""
+    return str(getattr(_run, "label", "run_timeout"))
+
+
+def check_run_time(what: str) -> None:
+    """Raise :class:`RunTimedOut` when the current run's time is up."""
+    if run_time_left() == 0.0:
+        raise RunTimedOut(f"{what}: the run took its {run_label()}; it ends here as a failure")
+
+
 def sleep(seconds: float) -> None:
-    """``time.sleep`` that returns as soon as the process is stopping."""
-    STOPPING.wait(max(0.0, seconds))
+    """``time.sleep`` that returns as soon as the process is stopping (or, in a run, when
+    the run's time is up)."""
+    left = run_time_left()
+    STOPPING.wait(max(0.0, seconds if left is None else min(seconds, left)))
 
 
 def run(
@@ -36,7 +74,8 @@ def run(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    deadline = time.monotonic() + timeout
+    left = run_time_left()
+    deadline = time.monotonic() + (timeout if left is None else min(timeout, left))
     while True:
         try:
             out, err = proc.communicate(timeout=_POLL_SECONDS)
@@ -47,6 +86,8 @@ def run(
                 raise Interrupted(f"{what}: stopped, healthd is shutting down") from None
             if time.monotonic() >= deadline:
                 _kill(proc)
+                if run_time_left() == 0.0:
+                    raise Interrupted(f"{what}: stopped, the run took its {run_label()}") from None
                 raise Interrupted(f"{what}: no answer within {timeout:g} s") from None
 
 

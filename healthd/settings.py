@@ -44,6 +44,8 @@ from healthd.model import MEASUREMENT_REVISION
 
 CONFIG_ENV = "HEALTHD_CONFIG"
 DEFAULT_SCHEDULE = "* * * * *"
+#: A run's bound: well over a first replay of a million events (20–40 minutes)
+DEFAULT_RUN_TIMEOUT = timedelta(hours=2)
 DEFAULT_PORT = 9479
 
 
@@ -202,6 +204,8 @@ class Settings(BaseSettings):
     checkpoint_events: int = Field(1000, ge=1)
     warm_keys: int = Field(10000, ge=1)
     max_future_skew: Duration = timedelta(days=1)
+    # a run (pull, replays, state write) that takes longer ends as a failure
+    run_timeout: Duration = DEFAULT_RUN_TIMEOUT
     mode: Literal["full", "incremental"] = "incremental"
     server: ServerConfig = Field(default_factory=ServerConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
@@ -215,6 +219,14 @@ class Settings(BaseSettings):
     @classmethod
     def _skew(cls, value: Any) -> timedelta:
         return parse_duration(value)
+
+    @field_validator("run_timeout", mode="before")
+    @classmethod
+    def _run_timeout(cls, value: Any) -> timedelta:
+        duration = parse_duration(value)
+        if duration <= timedelta(0):
+            raise ValueError("must be longer than 0 (a run is bounded, never unbounded)")
+        return duration
 
     @field_validator("plugins", mode="before")
     @classmethod
@@ -668,7 +680,7 @@ def effective_toml(settings: Settings) -> str:
         if isinstance(value, (list, tuple)):
             return [clean(v) for v in value]
         if isinstance(value, timedelta):
-            return _duration_text(value)
+            return duration_text(value)
         if key is not None and key.endswith("_env"):
             return value
         return redact(value, key)
@@ -683,7 +695,7 @@ def effective_toml(settings: Settings) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
-def _duration_text(value: timedelta) -> str:
+def duration_text(value: timedelta) -> str:
     seconds = value.total_seconds()
     for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
         if seconds and seconds % size == 0:

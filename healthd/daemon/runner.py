@@ -41,7 +41,7 @@ from typing import Any
 
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from healthd import __version__
+from healthd import __version__, _stop
 from healthd._files import open_regular
 from healthd.daemon.pull import Pulling
 from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow
@@ -60,7 +60,7 @@ from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.model import ChangeEvent, FactKey, Probe
 from healthd.probes import ProbeSet, load_probe_file
 from healthd.reading import build_reader
-from healthd.settings import Settings, target_fingerprint
+from healthd.settings import Settings, duration_text, target_fingerprint
 from healthd.sources import Source, build_source
 
 __all__ = [
@@ -183,7 +183,8 @@ class Runner(TargetRuns, Pulling):
             if self.stop.is_set():
                 return None
             try:
-                return self._run()
+                with _stop.run_deadline(self.settings.run_timeout.total_seconds(), self._bound):
+                    return self._run()
             except Exception as exc:
                 # Whatever broke, the run failed for every target, and the metrics say so.
                 message = redact_text(f"{type(exc).__name__}: {exc}")
@@ -240,8 +241,8 @@ class Runner(TargetRuns, Pulling):
                         break
                     self._unpersisted.clear()
                     self._unpersisted_keys.clear()
-                    if not more or self.stop.is_set():
-                        break
+                    if not more or self.stop.is_set() or _stop.run_time_left() == 0.0:
+                        break  # a source with more to read goes on in the next run
                     pulled, more = self._pull(run_id, record, only=more)
                 span.set_attribute("healthd.events.new", summary.new_events)
             sources_failed = self._sources_failed(started)
@@ -297,6 +298,10 @@ class Runner(TargetRuns, Pulling):
             self.last_run = summary
             self.history.append(summary)
         return summary
+
+    @property
+    def _bound(self) -> str:
+        return f"run_timeout={duration_text(self.settings.run_timeout)}"
 
     def _fail_for_sources(
         self, t: TargetRuntime, run_id: str, outcome: dict[str, Any], error: str

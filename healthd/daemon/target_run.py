@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from healthd import _stop
 from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.shadows import Shadows
+from healthd.daemon.state import TargetRow
 from healthd.daemon.targets import TargetRuntime, build_shadow
 from healthd.daemon.views import Views
 from healthd.evaluator import Replay, StageResult
@@ -138,10 +140,15 @@ class TargetRuns(Shadows):
                 progress = _Progress(self, t.name, run_id, count)
                 done = 0
                 change: StageResult | None = None
+                timed_out: str | None = None
                 with replay_collection():
                     for done, event in enumerate(todo, 1):
                         if self.stop.is_set():
                             raise Aborted()
+                        if _stop.run_time_left() == 0.0:
+                            done -= 1
+                            timed_out = f"replay stopped after {done} of {count} events"
+                            break
                         stage = replay.step(event)
                         t.stages.add(stage, event)
                         change = t.note_stage(stage, event) or change
@@ -163,6 +170,8 @@ class TargetRuns(Shadows):
                 outcome["replayed"] = done
                 span.set_attribute("healthd.events.replayed", done)
                 span.set_attribute("healthd.replay.fresh", fresh)
+            if timed_out is not None:
+                _stop.check_run_time(timed_out)  # what was replayed stands (and is committed)
             with self.tracer.start_as_current_span(
                 "score", attributes={"healthd.target": t.name}
             ) as span:
@@ -221,32 +230,43 @@ class TargetRuns(Shadows):
             t.note = "the previous run was stopped by a shutdown"
             log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
             return {"result": "aborted", "aborted": True, "events": max(new, 0)}
+        except _stop.RunTimedOut as exc:
+            # Between two events: what was replayed stands, and the next run goes on from it.
+            return self._failed(t, row, run_id, t0, new, str(exc))
         except Exception as exc:
             self._close(t)
             if not rebuilt and t.persistent and _is_corruption(exc) and self._set_aside(t, exc):
                 return self._run_target(t, run_id, started, rebuilt=True)
             t.note = "the previous run failed"
-            message = redact_text(f"{type(exc).__name__}: {exc}")
-            t.pending_row = replace(  # shown with the other targets' results
-                row,
-                runs_failure=row.runs_failure + 1,
-                last_run=self.clock(),
-                last_result="failure",
-                last_error=message,
-                dirty=t.persistent or row.dirty,
-            )
-            outcome = {"result": "failure", "events": max(new, 0), "error": message}
-            # logged at once, before the failure shows in the metrics
-            log.error(
-                "run failed",
-                run_id=run_id,
-                target=t.name,
-                result="failure",
-                duration_seconds=round(time.perf_counter() - t0, 4),
-                events=outcome["events"],
-                replayed=0,
-                error=message,
-            )
+            return self._failed(t, row, run_id, t0, new, f"{type(exc).__name__}: {exc}")
+        outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
+        return outcome
+
+    def _failed(
+        self, t: TargetRuntime, row: TargetRow, run_id: str, t0: float, new: int, error: str
+    ) -> dict[str, Any]:
+        """The target's run failed with ``error``: shown with the other targets' results."""
+        message = redact_text(error)
+        t.pending_row = replace(
+            row,
+            runs_failure=row.runs_failure + 1,
+            last_run=self.clock(),
+            last_result="failure",
+            last_error=message,
+            dirty=t.persistent or row.dirty,
+        )
+        outcome: dict[str, Any] = {"result": "failure", "events": max(new, 0), "error": message}
+        # logged at once, before the failure shows in the metrics
+        log.error(
+            "run failed",
+            run_id=run_id,
+            target=t.name,
+            result="failure",
+            duration_seconds=round(time.perf_counter() - t0, 4),
+            events=outcome["events"],
+            replayed=0,
+            error=message,
+        )
         outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
         return outcome
 

@@ -184,3 +184,38 @@ def test_a_body_past_max_response_bytes_is_refused_not_read_whole(api_server):  
     with pytest.raises(TooLarge):
         client(max_response_bytes=10_000).get_json(api_server.url_for("/chunked"))
     assert client(max_response_bytes=50_000).get_json(url).data == {"pad": "x" * 40_000}
+
+
+def test_a_server_dripping_its_headers_is_cut_at_max_request_seconds():
+    """Each byte comes well within ``timeout_seconds`` of the last; the attempt as a whole
+    still ends at ``max_request_seconds``, headers or body."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"x" * 1000:
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    threading.Thread(target=drip, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/x"
+    started = time.monotonic()
+    try:
+        with pytest.raises(HttpError, match=r"no complete answer within max_request_seconds=1\.5"):
+            client(timeout_seconds=1, max_request_seconds=1.5, max_retries=0).get_json(url)
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 5
