@@ -294,16 +294,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_healthcheck(args: argparse.Namespace) -> int:
-    from healthd.daemon.healthcheck import check, config_of_run, healthz_url, process_argv
+    from healthd.daemon.healthcheck import (
+        check,
+        client_context,
+        config_of_run,
+        healthz_url,
+        process_argv,
+    )
+    from healthd.daemon.webconfig import load_web_config
     from healthd.settings import config_path, load_settings
 
     path = config_path(args.config or config_of_run(process_argv(args.pid)))
     try:
         settings = load_settings(path, deep=False)
+        # a TLS listener is asked over HTTPS, trusting the certificate it is configured with
+        context = client_context(load_web_config(settings.server.web_config_file))
     except HealthdError as exc:
         print(f"healthd: unhealthy: {shorten(str(exc).splitlines()[0], 500)}", file=sys.stderr)
         return 1
-    problem = check(healthz_url(settings.server), args.timeout)
+    problem = check(healthz_url(settings.server, tls=context is not None), args.timeout, context)
     if problem:
         print(f"healthd: unhealthy: {problem}", file=sys.stderr)
         return 1

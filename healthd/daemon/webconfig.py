@@ -62,6 +62,10 @@ class WebConfig:
 
     path: str | None = None
     tls: ssl.SSLContext | None = None
+    #: the certificate and key the listener serves (resolved), for a client of its own
+    cert_file: str | None = None
+    key_file: str | None = None
+    client_auth: bool = False  # the listener asks clients for a certificate
     users: dict[str, bytes] = field(default_factory=dict)
     _cache: OrderedDict[bytes, bool] = field(default_factory=OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -132,7 +136,8 @@ def load_web_config(path: str | None) -> WebConfig:
         raise fail("http_server_config", "not supported by healthd (HTTP/1.1 only, no headers)")
     tls = data.get("tls_server_config")
     if tls is not None:
-        config.tls = _tls_context(tls, base, fail)
+        config.tls, config.cert_file, config.key_file = _tls_context(tls, base, fail)
+        config.client_auth = config.tls.verify_mode != ssl.CERT_NONE
     users = data.get("basic_auth_users") or {}
     if not isinstance(users, dict):
         raise fail("basic_auth_users", "expected a mapping of user names to bcrypt hashes")
@@ -150,7 +155,7 @@ def load_web_config(path: str | None) -> WebConfig:
     return config
 
 
-def _tls_context(tls: Any, base: Path, fail: Any) -> ssl.SSLContext:
+def _tls_context(tls: Any, base: Path, fail: Any) -> tuple[ssl.SSLContext, str, str]:
     if not isinstance(tls, dict):
         raise fail("tls_server_config", "expected a mapping")
     for key in tls:
@@ -207,4 +212,5 @@ def _tls_context(tls: Any, base: Path, fail: Any) -> ssl.SSLContext:
             context.load_verify_locations(cafile=ca)
         except (ssl.SSLError, OSError) as exc:
             raise fail("tls_server_config.client_ca_file", f"cannot load {ca}: {exc}") from None
-    return context
+    assert cert is not None and key is not None
+    return context, cert, key

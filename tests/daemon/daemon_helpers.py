@@ -324,6 +324,36 @@ def poison_event(timestamp: str, event_id: str = "poison") -> str:
     )
 
 
+def self_signed_certificate(
+    tmp: Path, names: str = "IP:127.0.0.1,DNS:localhost", stem: str = "tls"
+) -> tuple[Path, Path]:
+    """A certificate (valid a day, for ``names``) and its key, made by openssl."""
+    cert, key = tmp / f"{stem}.crt", tmp / f"{stem}.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=" + names.rsplit(",", maxsplit=1)[-1].split(":", 1)[1],
+            "-addext",
+            f"subjectAltName={names}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
 class SilentListener:
     """A TCP listener on 127.0.0.1 that accepts connections and never answers."""
 

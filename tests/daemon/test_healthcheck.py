@@ -5,8 +5,19 @@ from __future__ import annotations
 
 import signal
 
+import bcrypt
 import pytest
-from daemon_helpers import free_port, run_cli, start_daemon, toml_config
+import requests
+from daemon_helpers import (
+    free_port,
+    run_cli,
+    self_signed_certificate,
+    start_daemon,
+    toml_config,
+)
+
+# the tests' own waits for a TLS listener check no certificate; the healthcheck does
+pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 
 __all__ = ["start_daemon"]  # the fixture
 
@@ -56,3 +67,65 @@ def test_wildcard_hosts_are_asked_on_the_loopback():
     assert config_of_run(tini) == "/etc/h.toml"
     assert config_of_run(["healthd", "run", "--config=/x.toml"]) == "/x.toml"
     assert config_of_run(["healthd", "evaluate", "--config", "/x.toml"]) is None
+
+
+@pytest.mark.parametrize("names", ["IP:127.0.0.1,DNS:localhost", "DNS:healthd.monitoring.svc"])
+def test_healthcheck_speaks_https_to_a_daemon_serving_tls(start_daemon, tmp_path, names):
+    """The image's HEALTHCHECK against a TLS listener: it trusts the certificate the web
+    configuration names (whatever names the certificate gives: it asks the loopback), and
+    /healthz needs no credentials even when users are configured."""
+    cert, _ = self_signed_certificate(tmp_path, names)
+    web = tmp_path / "web.yml"
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+    web.write_text(
+        f"tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n"
+        f"basic_auth_users:\n  prometheus: {hashed}\n"
+    )
+    port = free_port()
+    config = toml_config(tmp_path, port=port)
+    config.write_text(
+        config.read_text().replace(
+            f"port = {port}\n", f"port = {port}\nweb_config_file = {str(web)!r}\n"
+        )
+    )
+    daemon = start_daemon(config, port=port)
+    daemon.wait_until(
+        lambda: (
+            requests.get(f"https://127.0.0.1:{port}/healthz", verify=False, timeout=5).status_code
+            == 200
+        ),
+        what="the TLS listener",
+    )
+    healthy = run_cli("healthcheck", "--config", str(config))
+    assert healthy.returncode == 0, healthy.stderr
+    assert run_cli("healthcheck", "--pid", str(daemon.proc.pid)).returncode == 0
+    daemon.stop()
+    gone = run_cli("healthcheck", "--config", str(config))
+    assert gone.returncode == 1 and f"https://127.0.0.1:{port}/healthz" in gone.stderr
+
+
+def test_healthcheck_refuses_a_tls_listener_whose_certificate_is_not_the_configured_one(
+    start_daemon, tmp_path
+):
+    """Trusting the configured certificate is a pin: another certificate is unhealthy."""
+    self_signed_certificate(tmp_path)
+    other, _ = self_signed_certificate(tmp_path, stem="other")
+    web = tmp_path / "web.yml"
+    web.write_text("tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\n")
+    port = free_port()
+    config = toml_config(tmp_path, port=port)
+    config.write_text(
+        config.read_text().replace(
+            f"port = {port}\n", f"port = {port}\nweb_config_file = {str(web)!r}\n"
+        )
+    )
+    daemon = start_daemon(config, port=port)
+    daemon.wait_until(
+        lambda: requests.get(f"https://127.0.0.1:{port}/healthz", verify=False, timeout=5).ok,
+        what="the TLS listener",
+    )
+    # the healthcheck's configuration names another certificate than the one served
+    web.write_text("tls_server_config:\n  cert_file: other.crt\n  key_file: other.key\n")
+    wrong = run_cli("healthcheck", "--config", str(config))
+    assert wrong.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in wrong.stderr, wrong.stderr
+    daemon.stop()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import signal
-import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 import bcrypt
 import pytest
 import requests
-from daemon_helpers import Daemon, free_port, parse_metrics, run_cli, runs, sample, toml_config
+from daemon_helpers import (
+    Daemon,
+    free_port,
+    parse_metrics,
+    run_cli,
+    runs,
+    sample,
+    self_signed_certificate,
+    toml_config,
+)
 from prometheus_client import CollectorRegistry, Gauge
 
 from healthd.cli import main as cli_main
@@ -108,30 +116,7 @@ def test_health_checks_are_answered_while_scrapes_wait_their_turn(monkeypatch):
 
 
 def _certificate(tmp_path):
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
+    return self_signed_certificate(tmp_path)
 
 
 def test_tls_and_basic_auth_from_an_exporter_toolkit_web_config(tmp_path):
