@@ -290,3 +290,61 @@ def test_compose_publishes_and_scrapes_the_port_its_healthd_config_listens_on():
     prometheus = yaml.safe_load((COMPOSE.parent / "prometheus.yml").read_text())
     (scrape,) = [j for j in prometheus["scrape_configs"] if j["job_name"] == "healthd"]
     assert scrape["static_configs"][0]["targets"] == [f"healthd:{port}"]
+
+
+# --- TLS: what probes and scrapes speak -------------------------------------------------------
+
+
+def _healthd_tls(path: Path, container: dict[str, Any]) -> bool:
+    """Whether a healthd container's configuration (a ConfigMap in its file) serves TLS: its
+    ``[server] web_config_file`` names a web configuration with ``tls_server_config``."""
+    config_maps = [d for p, d in MANIFESTS if p == path and d["kind"] == "ConfigMap"]
+    files = {name: text for cm in config_maps for name, text in cm.get("data", {}).items()}
+    args = container.get("args", [])
+    config_name = Path(args[args.index("--config") + 1]).name if "--config" in args else None
+    if config_name not in files:
+        return False
+    web = tomllib.loads(files[config_name]).get("server", {}).get("web_config_file")
+    if not web:
+        return False
+    assert Path(web).name in files, f"{path.name}: web_config_file {web} is in no ConfigMap"
+    return "tls_server_config" in (yaml.safe_load(files[Path(web).name]) or {})
+
+
+def _healthd_containers() -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
+    for path, workload, pod in _pod_templates():
+        for container in pod["spec"]["containers"]:
+            if _from_this_repo(container["image"]):
+                yield path, workload, container
+
+
+def test_a_tls_variant_of_the_sidecar_exists():
+    assert any(_healthd_tls(path, c) for path, _, c in _healthd_containers())
+
+
+def test_probes_and_scrapes_speak_https_to_a_healthd_serving_tls():
+    """The kubelet's probes speak plain HTTP unless told ``scheme: HTTPS``: against a TLS
+    listener each one fails and the kubelet restarts a healthy container. The same holds for
+    Prometheus's scrape (``scheme: https``) and the scrape annotations."""
+    for path, workload, container in _healthd_containers():
+        tls = _healthd_tls(path, container)
+        where = f"{path.name}: {workload['kind']}/{workload['metadata']['name']}"
+        probes = [
+            container[kind]["httpGet"]
+            for kind in ("startupProbe", "livenessProbe", "readinessProbe")
+            if "httpGet" in container.get(kind, {})
+        ]
+        assert probes, where
+        for probe in probes:
+            assert probe.get("scheme", "HTTP") == ("HTTPS" if tls else "HTTP"), where
+        annotations = workload["spec"]["template"]["metadata"].get("annotations", {})
+        if "prometheus.io/scrape" in annotations:
+            scheme = annotations.get("prometheus.io/scheme", "http")
+            assert scheme == ("https" if tls else "http"), where
+        for p, monitor in MANIFESTS:
+            if p != path or monitor["kind"] != "PodMonitor":
+                continue
+            for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+                assert endpoint.get("scheme", "http") == ("https" if tls else "http"), where
+                if tls:
+                    assert "tlsConfig" in endpoint, f"{where}: a TLS scrape that trusts nothing"
