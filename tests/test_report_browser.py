@@ -240,3 +240,24 @@ def test_charts_put_each_stage_at_its_event_time(browser, report_file):
     for i in range(1, len(xs)):
         expected = (xs[i] - xs[0]) / span_t * span_px
         assert abs((pos[i] - pos[0]) - expected) < 1.0
+
+
+def test_baselines_failures_stay_hidden_until_asked_for_when_no_real_target_fails(
+    browser, tmp_path
+):
+    """With only a baseline failing (here the only target), its failures are still left out
+    until the box is ticked, as the docs say: the count says what is not shown."""
+    out = tmp_path / "naive.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--html", str(out), "--target", "naive"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    page = open_page(browser, out.as_uri()).page
+    assert not page.is_checked("#f-baselines")
+    assert _rows(page) == []
+    assert "of baselines (meant to fail) not shown" in page.locator("#failures-count").inner_text()
+    page.check("#f-baselines")
+    assert _rows(page) and all(r[0] == "naive" for r in _rows(page))

@@ -219,3 +219,76 @@ def test_report_screenshot_without_the_test_extra_says_what_to_install():
     assert proc.stderr.strip().splitlines() == [
         "report_screenshot: needs Playwright, from the test extra: pip install -e '.[test]'"
     ]
+
+
+# --- what the README and the runbook say of the example and of baselines -----------------------
+
+
+_FRACTIONS = {
+    "a quarter": 1 / 4,
+    "a third": 1 / 3,
+    "half": 1 / 2,
+    "two thirds": 2 / 3,
+    "three quarters": 3 / 4,
+}
+
+
+def _evaluated_example() -> dict:
+    proc = _healthd("evaluate", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_readme_says_how_often_naive_answers_stale_as_evaluate_measures_it():
+    """The sentence "answers <fraction> of its questions with something that stopped being true" is
+    naive's contamination on the example."""
+    said = re.search(
+        r"answers\s+(" + "|".join(_FRACTIONS) + r")\s+of\s+its\s+questions\s+with\s+something"
+        r"\s+that\s+stopped\s+being\s+true",
+        README.read_text(),
+    )
+    assert said, "the README's sentence on naive's stale answers is gone or reworded"
+    targets = {t["name"]: t for t in _evaluated_example()["targets"]}
+    contamination = targets["naive"]["final"]["metrics"]["all"]["contamination"]
+    assert abs(_FRACTIONS[said.group(1)] - contamination) < 0.05, (said.group(1), contamination)
+
+
+def test_the_readmes_quoted_comparison_and_probe_set_are_what_evaluate_prints():
+    readme = README.read_text()
+    measured = _evaluated_example()
+    probe_set = measured["probe_set"]
+    line = f"probe set {probe_set['version']} ({probe_set['count']} probes)"
+    assert line in readme, f"the README quotes another probe set than `{line}`"
+    metrics = ("freshness", "consistency", "coverage", "forgetting", "contamination", "conflicts")
+    for target in measured["targets"]:
+        (row,) = re.findall(rf"^│ {target['name']}\s+│(.*)│$", readme, re.M)
+        quoted = [float(cell) for cell in row.split("│")]
+        assert quoted == [round(target["final"]["metrics"]["all"][m], 3) for m in metrics]
+
+
+def test_the_runbook_never_says_a_baseline_fires_an_alert_that_leaves_baselines_out():
+    """An alert whose every healthd selector says ``role!="baseline"`` never fires for
+    naive; the runbook's section on it must not say it does."""
+    groups = yaml.safe_load((ALERTS / "alerts.rules.yml").read_text())["groups"]
+    rules = {r["alert"]: r["expr"] for g in groups for r in g["rules"] if "alert" in r}
+    runbook = (ROOT / "docs" / "runbook.md").read_text()
+    checked = 0
+    for section in re.split(r"(?m)^## ", runbook)[1:]:
+        name, _, text = section.partition("\n")
+        expr = rules.get(name.strip())
+        if expr is None:
+            continue
+        selectors = re.findall(r"\bhealthd_\w+\{[^}]*\}", expr)
+        if not selectors or not all('role!="baseline"' in s for s in selectors):
+            continue
+        checked += 1
+        sentences = re.split(r"(?<=[.:;])\s+", " ".join(text.split()))
+        claims = [
+            s
+            for s in sentences
+            if re.search(r"\b(naive|baseline)\b", s)
+            and re.search(r"\bfires?\b", s)
+            and not re.search(r"\b(never|not|no)\b", s)
+        ]
+        assert claims == [], f"{name.strip()}: {claims}"
+    assert checked >= 5
