@@ -30,7 +30,9 @@ def test_report_renders_its_charts_offline_with_no_errors(browser, report_file, 
     page = visit.page
     assert page.locator(".chart canvas").count() == len(TARGETS)
     points = page.evaluate("window.healthdCharts.map(c => [c.data.length, c.data[0].length])")
-    assert points == [[7, 135]] * len(TARGETS)  # x + 5 ratios + conflicts, every stage
+    # x + 5 ratios + conflicts; the 135 stages are at 31 instants, one point each, and the
+    # final state is held a little past the last
+    assert points == [[7, 32]] * len(TARGETS)
     drawn = page.evaluate(
         "window.healthdCharts.map(c => { const d = c.ctx.getImageData(0, 0, c.ctx.canvas.width,"
         " c.ctx.canvas.height).data; let n = 0; for (let i = 3; i < d.length; i += 4)"
@@ -40,6 +42,54 @@ def test_report_renders_its_charts_offline_with_no_errors(browser, report_file, 
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
     assert visit.console_errors == []
     assert set(visit.requests) == {report_file.as_uri()}
+
+
+def test_each_line_ends_on_the_final_tables_value(browser, report_file):
+    """Where each line ends, just right of the last stage, it is drawn at the value the final
+    table gives (the example ends with a sweep of 15 stages at one instant, after which the
+    reference's freshness is 1.000, not the 0.5 of the sweep's first stage)."""
+    page = open_page(browser, report_file.as_uri()).page
+    final = {
+        (row["target"], row["metric"]): row["value"]
+        for row in page.evaluate(
+            "(() => { const d = JSON.parse(document.getElementById('healthd-data').textContent);"
+            " return d.final.filter(r => r.domain === 'all').flatMap(r => r.cells.map("
+            "(c, i) => ({target: d.targets[i].name, metric: r.metric, value: c.value}))); })()"
+        )
+    }
+    ends = page.evaluate(
+        """() => window.healthdCharts.map((u, k) => {
+          const n = u.data[0].length - 1, out = [];
+          const x = Math.round((u.valToPos(u.data[0][n - 1], 'x', true)
+                                + u.valToPos(u.data[0][n], 'x', true)) / 2);
+          for (let s = 1; s < u.series.length - 1; s++) {
+            const v = u.data[s][n];
+            if (v === null) continue;
+            const y = Math.round(u.valToPos(v, 'ratio', true));
+            const px = u.ctx.getImageData(x, y - 2, 1, 5).data;
+            const colours = [];
+            for (let i = 0; i < px.length; i += 4) colours.push([px[i], px[i + 1], px[i + 2]]);
+            out.push([u.series[s].label, v, colours, u.series[s].stroke()]);
+          }
+          return out;
+        })"""
+    )
+    names = [TARGETS[i] for i in range(len(ends))]
+    checked = 0
+    for target, lines in zip(names, ends, strict=True):
+        values = [v for _, v, _, _ in lines]
+        for metric, value, colours, stroke in lines:
+            table = final[(target, metric)]
+            assert table is not None and abs(value - table) < 5e-4, (target, metric, value, table)
+            if values.count(value) > 1:
+                continue  # another line ends on it too and may be drawn over it
+            wanted = [int(stroke[i : i + 2], 16) for i in (1, 3, 5)]
+            near = [
+                c for c in colours if all(abs(a - b) <= 12 for a, b in zip(c, wanted, strict=True))
+            ]
+            assert near, (target, metric, value, colours)  # antialiased: within a few levels
+            checked += 1
+    assert checked >= 5
 
 
 def test_hovering_a_point_names_the_stage_event(browser, report_file):
@@ -230,7 +280,8 @@ def test_charts_put_each_stage_at_its_event_time(browser, report_file):
     page = open_page(browser, report_file.as_uri()).page
     xs = page.evaluate("window.healthdCharts[0].data[0]")
     data = page.evaluate("JSON.parse(document.getElementById('healthd-data').textContent)")
-    assert xs == data["targets"][0]["series"]["all"]["t"]  # seconds, not stage numbers
+    # seconds, not stage numbers; then the final state held a little past the last stage
+    assert xs[:-1] == data["targets"][0]["series"]["all"]["t"] and xs[-1] > xs[-2]
     # spacing is time: pixel gaps are proportional to the time between stages
     pos = page.evaluate(
         "(() => { const u = window.healthdCharts[0];"

@@ -150,13 +150,16 @@ def test_every_stage_event_is_named_for_hover(example):
     data = page_data(example[0].read_text())
     events = {e.id: e for e in read_timeline(example_timeline_path())}
     series = data["targets"][0]["series"]["all"]
-    assert series["x"] == list(range(1, len(events) + 1))  # a short run is never downsampled
+    # a short run is never downsampled: its points (one per instant, stages x0 to x) cover
+    # every stage, each named by the last event at its instant
+    assert series["x0"][0] == 1 and series["x"][-1] == len(events)
+    assert all(x + 1 == x0 for x, x0 in zip(series["x"], series["x0"][1:], strict=False))
     named = [data["events"][slot] for slot in series["e"]]
-    assert [row[0] for row in named] == list(events)
-    revised = next(
-        row for row in named if row[1] == "revised" and row[2] == "auth-service · language"
-    )
-    assert revised[3] == "node → go"
+    assert [row[0] for row in named] == [list(events)[x - 1] for x in series["x"]]
+    revised = next(row for row in named if row[1] == "revised")
+    event = events[revised[0]]
+    assert event.previous is not None
+    assert revised[3] == f"{event.previous.value} → {event.fact.value}"
 
 
 def test_the_file_loads_nothing_from_elsewhere(example):

@@ -3,6 +3,8 @@ multi-valued keys in the drill-down."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from timeline_builders import added, fact, revised
 
 from healthd.evaluator import evaluate
@@ -133,3 +135,46 @@ def test_the_html_report_of_stages_sampled_as_they_come_is_the_one_of_every_stag
     assert len(kept) < len(events) / 2  # what it holds is bounded by the charts, not the events
     named = [e for e in events if e.id in sampler.event_ids()]
     assert page_model(sampled, events=named, multi_valued=set()) == page_model(whole, events=events)
+
+
+def test_each_chart_line_ends_on_the_final_stages_value_one_point_per_instant():
+    """Stages at one instant (a sweep, a commit touching several facts) are one point, the
+    state after all of them: the line ends where the final table does."""
+    from healthd.scoring import BUCKETS
+    from healthd.settings import _example_timeline
+    from healthd.timeline import read_timeline
+
+    events = list(read_timeline(_example_timeline()))
+    probes = build_probe_set(events)
+    results = []
+    for target in ("reference", "naive"):
+        spec = parse_target(target)
+        results.append(evaluate(events, build_memory(spec), probes, name=target, kind=spec.kind))
+    report = report_json(results, probes.version, len(probes))
+    model = page_model(report, events=events)
+    for target, result in zip(model["targets"], report["targets"], strict=True):
+        for bucket in BUCKETS:
+            series = target["series"][bucket]
+            final = result["final"]["metrics"][bucket]
+            for name in ("freshness", "consistency", "coverage", "contamination", "conflicts"):
+                expected = final[name] if final[name] is None else round(final[name], 4)
+                assert series[name][-1] == expected, (target["name"], bucket, name)
+            assert all(a < b for a, b in pairwise(series["t"])), "one point a time"
+            assert series["x"][-1] == len(result["stages"])  # the last point is the last stage
+    # the example ends with one sweep of 15 stages at one instant: one point naming them all
+    reference = model["targets"][0]["series"]["all"]
+    assert (reference["x0"][-1], reference["x"][-1]) == (121, 135)
+
+
+def test_a_span_with_no_events_is_marked_quiet_in_the_page_model():
+    """A dormant repository: nothing happened for years between two busy spells; the chart
+    marks that span instead of drawing a measured line across it."""
+    events = [added(f"a{i}", i, fact(f"svc-{i}", "language", "go")) for i in range(10)]
+    events += [added(f"b{i}", 1500 + i, fact(f"svc-{i}", "owner", "ann")) for i in range(10)]
+    report, _ = _run(events, "reference")
+    series = page_model(report, events=events)["targets"][0]["series"]["all"]
+    t9, t1500 = (int(e.timestamp.timestamp()) for e in (events[9], events[10]))
+    assert series["quiet"] == [[t9, t1500]]
+    busy = [added(f"c{i}", i, fact(f"svc-{i}", "language", "go")) for i in range(30)]
+    report, _ = _run(busy, "reference")
+    assert page_model(report, events=busy)["targets"][0]["series"]["all"]["quiet"] == []

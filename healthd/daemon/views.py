@@ -161,6 +161,7 @@ class Views:
                     "kind": t.kind,
                     "role": self.settings.targets[t.name].role,
                     "stages": stages,
+                    "quiet": t.stages.quiet(),
                     "final": {
                         "metrics": results["metrics"],
                         "probes": [probe_json(p) for p in replay.report()],

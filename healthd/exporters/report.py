@@ -160,19 +160,21 @@ class StageSampler:
     ``length``: the stages the replay will give; ``targets``: how many share the page."""
 
     def __init__(self, length: int, targets: int) -> None:
-        from healthd.report.downsample import StreamingKeep
+        from healthd.report.downsample import QuietSpans, StreamingKeep
         from healthd.report.shape import METRICS
         from healthd.report.view import chart_budget
 
         budget = chart_budget(targets)
         self._names = METRICS
         self._keeps = {b: StreamingKeep[StageResult](length, budget, len(METRICS)) for b in BUCKETS}
+        self._quiet = QuietSpans()  # from every stage's time, not only the kept ones
         self.count = 0
 
     def add(self, stage: StageResult) -> None:
         for bucket, keep in self._keeps.items():
             row = stage.metrics[bucket].as_dict()
             keep.add(self.count, [row[name] for name in self._names], stage)
+        self._quiet.add(int(stage.timestamp.timestamp()))
         self.count += 1
 
     def event_ids(self) -> set[str]:
@@ -189,6 +191,7 @@ class StageSampler:
             ]
         target["stage_count"] = self.count
         target["series_stages"] = series
+        target["quiet"] = self._quiet.spans()
         last = series[BUCKETS[0]][-1:] if self.count else []
         target["stages"] = last  # the final stage, which every series keeps
 

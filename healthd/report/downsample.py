@@ -90,3 +90,32 @@ class StreamingKeep(Generic[T]):
             self._reset()
             self._run += 1
             self._start, self._end = self._bounds(self._run)
+
+
+#: A span with no event is marked quiet on the charts when it lasts at least this long and
+#: more than a tenth of the chart: a dormant repository's idle years, not a quiet weekend.
+QUIET_MIN_SECONDS = 30 * 86_400
+QUIET_SHARE = 0.1
+
+
+class QuietSpans:
+    """The spans with no event between two stages, found as every stage's time arrives in
+    order (so a downsampled series still knows them): ``[from, to]`` epoch seconds."""
+
+    def __init__(self) -> None:
+        self._first: int | None = None
+        self._last: int | None = None
+        self._gaps: list[tuple[int, int]] = []
+
+    def add(self, at: int) -> None:
+        if self._first is None:
+            self._first = at
+        elif self._last is not None and at - self._last >= QUIET_MIN_SECONDS:
+            self._gaps.append((self._last, at))
+        self._last = at if self._last is None else max(self._last, at)
+
+    def spans(self) -> list[list[int]]:
+        if self._first is None or self._last is None:
+            return []
+        whole = self._last - self._first
+        return [[a, b] for a, b in self._gaps if b - a > QUIET_SHARE * whole]

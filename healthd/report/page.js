@@ -20,24 +20,41 @@
   }
   function fixed(v) { return v === null || v === undefined ? "—" : v.toFixed(3); }
 
-  // stages at one instant (a sweep, a commit touching several facts) share an x: the
-  // cursor stands on the last of them, the state after all, and the hover names them all
+  // stages at one instant (a sweep, a commit touching several facts) are one point, the
+  // state after all of them: x0 is the first of them, x the last
   function lastAt(series, i) {
     while (i + 1 < series.t.length && series.t[i + 1] === series.t[i]) i++;
     return i;
   }
 
   function describe(series, i) {
-    var first = i;
-    i = lastAt(series, i);
-    while (first > 0 && series.t[first - 1] === series.t[i]) first--;
+    i = lastAt(series, Math.min(i, series.t.length - 1));
+    var first = series.x0 ? series.x0[i] : series.x[i], last = series.x[i];
     var ev = data.events[series.e[i]];
-    var parts = first === i ? ["stage " + series.x[i], ev[0]]
-      : ["stages " + series.x[first] + "–" + series.x[i] + " (" + (i - first + 1) +
-         " at this time)", "last " + ev[0]];
+    var parts = first === last ? ["stage " + last, ev[0]]
+      : ["stages " + first + "–" + last + " (" + (last - first + 1) + " at this time)",
+         "last " + ev[0]];
     if (ev[1]) parts.push(ev[1], ev[2], ev[3]);
     parts.push(ev[4]);
     return parts.join(" · ");
+  }
+
+  // spans with no event at all (a dormant repository's idle years): shaded and named, so
+  // the held line across them is not read as measured there
+  function shadeQuiet(u) {
+    var quiet = (u.healthdSeries && u.healthdSeries.quiet) || [];
+    if (!quiet.length) return;
+    var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
+    ctx.save();
+    ctx.font = Math.round(11 * (window.devicePixelRatio || 1)) + "px sans-serif";
+    quiet.forEach(function (span) {
+      var x0 = u.valToPos(span[0], "x", true), x1 = u.valToPos(span[1], "x", true);
+      ctx.fillStyle = "rgba(120, 120, 120, 0.13)";
+      ctx.fillRect(x0, top, x1 - x0, height);
+      ctx.fillStyle = "#666";
+      if (x1 - x0 > 60) ctx.fillText("no events", x0 + 4, top + 14);
+    });
+    ctx.restore();
   }
 
   function markEvents(u) {
@@ -64,14 +81,23 @@
     var idle = "Hover the chart to name a stage's event. The x axis is event time; ticks along the bottom mark the change events at their time.";
     hover.textContent = idle;
     var defs = [{ label: "event time" }];
+    // steps: a value holds from its stage until the next one changes it
+    var steps = uPlot.paths.stepped({ align: 1 });
     data.ratios.forEach(function (m) {
-      defs.push({ label: m, stroke: COLORS[m], width: 1.5, scale: "ratio",
+      defs.push({ label: m, stroke: COLORS[m], width: 1.5, scale: "ratio", paths: steps,
                   value: function (u, v) { return fixed(v); } });
     });
     defs.push({ label: "conflicts", stroke: COLORS.conflicts, width: 1, dash: [4, 3], scale: "count",
+                paths: steps,
                 value: function (u, v) { return v === null || v === undefined ? "—" : String(v); } });
     // x is the stage's event time, so spacing is time and each change sits at its moment
-    var columns = [series.t].concat(data.ratios.map(function (m) { return series[m]; }), [series.conflicts]);
+    // the final state (the final table's values) held a little past the last stage, so the
+    // line visibly ends on it rather than on a vertical step at the edge
+    var n = series.t.length;
+    var end = series.t[n - 1] + Math.max(3600, Math.round((series.t[n - 1] - series.t[0]) * 0.03));
+    function held(values) { return values.concat([values[n - 1]]); }
+    var columns = [series.t.concat([end])].concat(
+      data.ratios.map(function (m) { return held(series[m]); }), [held(series.conflicts)]);
     var opts = {
       width: Math.max(480, box.clientWidth || 960), height: 300,
       tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); },
@@ -83,8 +109,9 @@
         { scale: "count", side: 1, label: "conflicts", grid: { show: false } }
       ],
       series: defs,
-      cursor: { dataIdx: function (u, s, i) { return lastAt(series, i); } },
+      cursor: { dataIdx: function (u, s, i) { return lastAt(series, Math.min(i, n - 1)); } },
       hooks: {
+        drawClear: [shadeQuiet],
         draw: [markEvents],
         setCursor: [function (u) {
           var i = u.cursor.idx;

@@ -13,6 +13,7 @@ from typing import Any
 from healthd.evaluator import StageResult
 from healthd.exporters.report import metrics_json
 from healthd.model import ChangeEvent, FactKey
+from healthd.report.downsample import QuietSpans
 from healthd.timeline import format_timestamp
 
 DEFAULT_CAPACITY = 4096
@@ -34,17 +35,24 @@ class StageLog:
         self.multi_valued: set[FactKey] = set()
         self._kept: list[tuple[StageResult, ChangeEvent]] = []
         self._newest: tuple[StageResult, ChangeEvent] | None = None
+        self._quiet = QuietSpans()
 
     def clear(self) -> None:
         self.stride = 1
         self.multi_valued = set()
         self._kept = []
         self._newest = None
+        self._quiet = QuietSpans()
+
+    def quiet(self) -> list[list[int]]:
+        """The spans with no event among every stage offered (kept or not)."""
+        return self._quiet.spans()
 
     def add(self, stage: StageResult, event: ChangeEvent) -> None:
         if event.multi_valued:
             self.multi_valued.add(event.fact.key)
         self._newest = (stage, event)
+        self._quiet.add(int(stage.timestamp.timestamp()))
         if stage.index % self.stride:
             return
         self._kept.append((stage, event))

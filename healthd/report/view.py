@@ -12,7 +12,7 @@ from typing import Any
 
 from healthd.memory import BASELINE, target_role
 from healthd.model import ChangeEvent
-from healthd.report.downsample import keep_positions
+from healthd.report.downsample import QuietSpans, keep_positions
 from healthd.report.failures import (
     KINDS,
     Failure,
@@ -71,12 +71,26 @@ def _series(
     event_slot: dict[str, int],
     event_rows: list[list[str]],
     events: Mapping[str, ChangeEvent],
+    quiet: list[list[int]],
 ) -> dict[str, list[Any]]:
+    """One chart's points: one per instant, downsampled to ``budget``; ``quiet``: the spans
+    with no event, marked on the chart."""
     metrics = [s["metrics"][bucket] for s in stages]
     columns = {name: [m[name] for m in metrics] for name in METRICS}
     keep = keep_positions(list(columns.values()), len(stages), budget)
+    times = [int(parse_timestamp(stages[p]["timestamp"]).timestamp()) for p in keep]
+    # Stages at one instant (a sweep, a commit touching several facts) are one point: the
+    # state after all of them, its first stage kept to name them (the line would otherwise
+    # stop at the first, short of the final value the table gives).
+    groups: list[list[int]] = []
+    for i, at in enumerate(times):
+        if groups and times[groups[-1][-1]] == at:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    last = [keep[g[-1]] for g in groups]
     slots = []
-    for position in keep:
+    for position in last:
         stage = stages[position]
         event_id = stage["event_id"]
         if event_id not in event_slot:
@@ -87,13 +101,23 @@ def _series(
             )
         slots.append(event_slot[event_id])
     out: dict[str, list[Any]] = {
-        "x": [stages[p]["index"] for p in keep],
-        "t": [int(parse_timestamp(stages[p]["timestamp"]).timestamp()) for p in keep],
+        "x": [stages[p]["index"] for p in last],
+        "x0": [stages[keep[g[0]]]["index"] for g in groups],
+        "t": [times[g[-1]] for g in groups],
         "e": slots,
+        "quiet": quiet,
     }
     for name, column in columns.items():
-        out[name] = [_rounded(column[p]) for p in keep]
+        out[name] = [_rounded(column[p]) for p in last]
     return out
+
+
+def quiet_spans(stages: Sequence[Mapping[str, Any]]) -> list[list[int]]:
+    """The spans with no event among ``stages`` (every one of a target's stages)."""
+    spans = QuietSpans()
+    for stage in stages:
+        spans.add(int(parse_timestamp(stage["timestamp"]).timestamp()))
+    return spans.spans()
 
 
 def final_table(report: Mapping[str, Any], baselines: Collection[str] = ()) -> list[dict[str, Any]]:
@@ -283,6 +307,8 @@ def page_model(
         # stages downsampled as they streamed (exporters.report.StageSampler): the same
         # positions this would keep of the whole list, each domain's own
         sampled = target.get("series_stages")
+        # known from every stage even when only some are kept (sampled, or the daemon's log)
+        quiet = target["quiet"] if "quiet" in target else quiet_spans(stages)
         targets.append(
             {
                 "name": target["name"],
@@ -298,6 +324,7 @@ def page_model(
                         event_slot,
                         event_rows,
                         by_id,
+                        quiet,
                     )
                     for bucket in BUCKETS
                 },
