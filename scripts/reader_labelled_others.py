@@ -319,7 +319,7 @@ PAST: list[Item] = [
 # --- rollbacks: the first value current again -----------------------------------------------
 ROLLBACK: list[Item] = [
     ("notes", "rollback", "ob", "orders switched to Kafka, then reverted to RabbitMQ", ["rabbitmq"], ["kafka"], []),
-    ("mem0", "rollback", "ob", "Moved orders to Kafka but rolled back after the outage", ["rabbitmq"], ["kafka"], []),
+    ("mem0", "rollback", "ob", "Moved orders to Kafka but rolled back after the outage", [], ["kafka"], []),
     ("agentcore", "rollback", "gw", "The user said the gateway Go rewrite was rolled back; it runs on Node again.", ["node"], ["go"], []),
     ("notes", "rollback", "gw", "gateway: node -> go -> node (go reverted)", ["node"], ["go"], []),
     ("mem0", "rollback", "ss", "Tried Redis for sessions, went back to Memcached", ["memcached"], ["redis"], []),
