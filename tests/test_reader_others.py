@@ -154,3 +154,27 @@ def test_the_others_set_is_shipped_and_read_near_the_targets():
     assert c["asserts"].recall >= 0.90 and c["asserts"].precision >= 0.88
     assert c["unread"].recall >= 0.90
     assert c["other"].recall >= 0.80
+
+
+# --- rules added in default-4 for the misses default-3 left, shapes from the kinds ---
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "predicate", "values"),
+    [
+        ("Refunds latency budget is p99 < 250 ms", "checkout", "latency_budget", ("p99 < 250 ms",)),
+        ("the billing worker is written in Go", "gateway", "language", ("go", "node")),
+        ("shipping uses Kafka", "orders", "broker", ("kafka", "rabbitmq")),
+        ("Likes Go for side projects", "gateway", "language", ("go", "node")),
+    ],
+)
+def test_a_subject_named_inside_a_phrase_is_that_subject(text, subject, predicate, values):
+    assert read(text, subject, predicate, values).unread
+
+
+def test_the_subject_named_inside_a_phrase_is_still_read():
+    values = ("p99 < 300 ms", "p99 < 250 ms")
+    reading = read("Checkout latency budget is p99 < 250 ms", "checkout", "latency_budget", values)
+    assert reading.asserted == ("p99 < 250 ms",)
+    text = "SLOs: refunds p99 < 300 ms, checkout p99 < 250 ms"
+    assert read(text, "checkout", "latency_budget", values).asserted == ("p99 < 250 ms",)

@@ -48,6 +48,19 @@ _CANDIDATES = (
         r"(?:the\s+)?(?P<e>[\w.-]+)",
         re.I,
     ),
+    # a name before the key's attribute: "search latency budget is", "inventory's broker:"
+    re.compile(
+        r"^\W*(?:the\s+)?(?P<e>[\w.-]+?)(?:'s)?\s+(?:p\d\d\s+)?(?:latency\s+budget|latency|"
+        r"budget|slo|(?:message\s+)?broker|language|owners?|source\s+of\s+truth|"
+        r"system\s+of\s+record|ci|store|hosting|on[\s-]call)\s*(?:is|are|was|were|:|=)\s",
+        re.I,
+    ),
+    # what a preference is for: "prefers Node for internal tooling"
+    re.compile(
+        r"\b(?:prefers?|preferred|likes?|favou?rs?)\s+(?:PKG\s+)?VALUE\s+for\s+(?:the\s+)?"
+        r"(?:[\w']+'s\s+)?(?P<e>[\w.-]+)",
+        re.I,
+    ),
     # a service's name: "metrics-exporter", "cart-api", "ledger-v2"
     re.compile(rf"\b(?P<e>[a-z][a-z0-9]*-(?:{_NOUNS}|v\d+))\b", re.I),
 )
@@ -129,6 +142,14 @@ _FUNCTION = frozenset(
         "over",
         "instead",
         "rather",
+        "before",
+        "after",
+        "today",
+        "currently",
+        "previously",
+        "formerly",
+        "next",
+        "later",
     ]
 )
 
@@ -144,7 +165,15 @@ def _related(candidate: str, subject: str) -> bool:
 
 # An item of a list: "rate limits in VALUE", "analytics PKG VALUE", "docs on VALUE".
 _ITEM = re.compile(
-    r"^\W*(?P<e>[a-z][\w.-]*)(?:\s+[a-z][\w.-]*)?\s+(?:(?:on|in|uses|at|is)\s+)?(?:PKG\s+)?VALUE\b",
+    r"^\W*(?:[A-Z][\w ]{0,24}:\s+)?(?P<e>[a-z][\w.-]*)(?:\s+[a-z][\w.-]*)?\s+(?:(?:on|in|uses|at|is)\s+)?(?:PKG\s+)?VALUE\b",
+)
+
+
+# A word in -ing is a verb where an article, a preposition or a value follows it ("replacing
+# the Node implementation", "moving to VALUE"); elsewhere it may be a name ("the billing
+# worker", "shipping uses Kafka").
+_GERUND = re.compile(
+    r"(?<=ing)\s+(?:the|a|an|its|their|our|to|from|off|over|into|VALUE|PKG)\b", re.IGNORECASE
 )
 
 
@@ -165,7 +194,8 @@ def other_subjects(clause: str, subject: str, blank: str, item: bool = False) ->
                 or name in GENERIC
                 or name in _FUNCTION
                 or name.isdigit()
-                or re.fullmatch(r"[a-z]{3,}(?:ing|ed)", name)  # a verb: "replaced", "moving"
+                or re.fullmatch(r"[a-z]{3,}ed", name)  # a verb: "replaced"
+                or _GERUND.match(blank, match.end("e"))  # "replacing the ..."
                 or re.fullmatch(r"[a-z]+-\d+", name)  # a ticket's key: "PAY-400"
                 or _related(name, subject)
             ):
