@@ -159,6 +159,19 @@ def test_the_others_set_is_shipped_and_read_near_the_targets():
 # --- rules added in default-4 for the misses default-3 left, shapes from the kinds ---
 
 
+def test_a_list_items_dash_pairs_its_lead_with_its_value():
+    owners = ("@kim", "@lee")
+    text = "Owners: refunds - Kim; checkout - Lee"
+    assert read(text, "checkout", "owners", owners).asserted == ("@lee",)
+    assert read(text, "refunds", "owners", ("@ana", "@ben")).other == ("Kim",)
+    text = "On call: refunds - Ana, payments - Ben"
+    assert read(text, "payments", "on_call", ("@ana", "@ben")).asserted == ("@ben",)
+    # a dash between sentences still ends one
+    text = "gateway moved to Go - Node was dropped from the gateway"
+    reading = read(text, "gateway", "language", ("go", "node"))
+    assert (reading.asserted, reading.negated) == (("go",), ("node",))
+
+
 @pytest.mark.parametrize(
     ("text", "subject", "predicate", "values"),
     [

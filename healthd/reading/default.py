@@ -300,8 +300,20 @@ def _read_clause(
     return out
 
 
+# A dash after a list item's one-word lead ("Owners: search - Kim; checkout - Lee") pairs the
+# lead with its value; it does not end a sentence.
+_LIST_DASH = re.compile(r"((?:^|[:;,|]|\n)[^\S\n]*[\w.-]+)[^\S\n]+([-–—])[^\S\n]+")
+
+
+def _split(text: str) -> list[str]:
+    """``text`` cut into sentences, a list item's dash kept inside its item."""
+    held = _LIST_DASH.sub(lambda m: f"{m.group(1)}\0{m.group(2)}\0", text)
+    parts = _SENTENCE.split(held)
+    return [p.replace("\0", " ") for p in parts if p and p.strip()]
+
+
 def _sentences(text: str, subject: str) -> list[str]:
-    sentences = [s for s in _SENTENCE.split(text) if s and s.strip()]
+    sentences = _split(text)
     pattern = subject_pattern(subject)
     if len(sentences) < 2 or not any(pattern.search(s) for s in sentences):
         return sentences
