@@ -173,6 +173,55 @@ def test_a_list_items_dash_pairs_its_lead_with_its_value():
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "The team asked Lee to take checkout",
+        "Lee is supposed to own checkout from June",
+    ],
+)
+def test_whom_a_request_is_made_of_does_not_hold_it_yet(text):
+    assert read(text, "checkout", "owners", ("@kim", "@lee")).unread
+
+
+def test_a_wish_and_what_still_holds_in_one_clause():
+    text = "gateway should move to Go at some point, still Node for now"
+    reading = read(text, "gateway", "language", ("go", "node"))
+    assert (reading.asserted, reading.negated) == (("node",), ())
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "predicate", "values"),
+    [
+        (
+            "Platform plans to move the whole gateway codebase over to Go",
+            "gateway",
+            "language",
+            ("go", "node"),
+        ),
+        (
+            "RFC: move orders from RabbitMQ to Kafka in Q3",
+            "orders",
+            "broker",
+            ("kafka", "rabbitmq"),
+        ),
+        (
+            "The user is considering a move of the orders events to Kafka",
+            "orders",
+            "broker",
+            ("kafka", "rabbitmq"),
+        ),
+    ],
+)
+def test_an_intent_governs_its_whole_clause(text, subject, predicate, values):
+    assert not read(text, subject, predicate, values).asserted
+
+
+def test_a_refused_intent_is_still_a_negation():
+    reading = read("orders does not want to use Kafka anymore", "orders", "broker", ("kafka",))
+    assert reading.negated == ("kafka",)
+
+
+@pytest.mark.parametrize(
     ("text", "subject", "predicate", "values"),
     [
         ("Refunds latency budget is p99 < 250 ms", "checkout", "latency_budget", ("p99 < 250 ms",)),

@@ -112,6 +112,7 @@ _POST_PAST = re.compile(
 _POST_HEDGE = re.compile(
     r"^\W*(?:prototype|poc|proof\s+of\s+concept|spike|experiment|trial|pilot|proposal|rfc)\b"
     r"|^\W*(?:will|may|might|could|would|should|is\s+going\s+to|is\s+expected\s+to|"
+    r"(?:is|are|was|were)\s+(?:supposed|meant|asked|due|slated)\s+to|"
     r"plans?\s+to|is\s+planning|or\b)"
     r"|^[^.;,]{0,40}?\b(?:(?:is|are)\s+)?(?:scheduled|planned|proposed|pending|blocked)\b"
     r"|^[^.;]*\b(?:not\s+confirmed|needs?\s+confirmation|need\s+to\s+check|I\s+forget)\b"
@@ -160,6 +161,23 @@ _UNSURE = re.compile(
 _DESIRE = re.compile(
     r"\b(?:wants?|prefers?|would\s+(?:rather|like)|should|asked\s+\w+\s+to|supposed\s+to|"
     r"target|eventually|hopes?)\b[^.]*$",
+    re.IGNORECASE,
+)
+_WISH = re.compile(
+    r"\b(?:wants?|prefers?|would\s+(?:rather|like)|should|asked\s+\w+\s+to|supposed\s+to|"
+    r"target|eventually|hopes?)\b",
+    re.IGNORECASE,
+)
+# Whom a request is made of: "asked Tom to take search" (Tom does not hold it yet).
+_ASKED = re.compile(r"\b(?:asked|told|wants?|needs?|expects?|invited|pinged)\s+@?$", re.IGNORECASE)
+_TO = re.compile(r"^\s+to\s+\w", re.IGNORECASE)
+# An intent governs its whole clause, however far the value stands from it: "plans to
+# upgrade the orders database to PostgreSQL 16", "RFC: cut ... over to payments-v2".
+_INTENT = re.compile(
+    r"\b(?:plans?\s+to|planning\s+to|wants?\s+to|wanted\s+to|intends?\s+to|"
+    r"would\s+like\s+to|hopes?\s+to|aims?\s+to|(?:is|are|am)\s+considering|proposes?\s+to|"
+    r"proposal\s+to)\b"
+    r"|^\W*(?:RFC|proposal|plan|idea|draft|todo)\s*:",
     re.IGNORECASE,
 )
 _HOLDS = re.compile(r"\b(?:still|remains?|for\s+now|today)\b", re.IGNORECASE)
@@ -240,6 +258,8 @@ def _single(before: str, after: str) -> str:
     post = _first_words(after)
     if _UNSURE.search(before):
         return HEDGED
+    if _ASKED.search(before) and _TO.match(after):
+        return HEDGED
     if _BACK.search(pre):
         return ASSERTED
     if _STAYS.search(pre) and not _PRE_PAST.search(pre):
@@ -296,6 +316,8 @@ def _read_clause(
         elif reading is None:
             end = found[i + 1].start if i + 1 < len(found) else len(clause)
             reading = _single(clause[start : mention.start], clause[mention.end : end])
+        if reading == ASSERTED and _intended(clause[: mention.start]):
+            reading = HEDGED
         out.append((mention, reading))
     return out
 
@@ -310,6 +332,22 @@ def _split(text: str) -> list[str]:
     held = _LIST_DASH.sub(lambda m: f"{m.group(1)}\0{m.group(2)}\0", text)
     parts = _SENTENCE.split(held)
     return [p.replace("\0", " ") for p in parts if p and p.strip()]
+
+
+def _wished(before: str) -> bool:
+    """A wish stands before the mention with nothing that still holds between them:
+    "target p99 < 250 ms eventually" (a wish), "..., still p99 < 300 ms" (what holds)."""
+    wishes = list(_WISH.finditer(before))
+    return bool(wishes) and not _HOLDS.search(before[wishes[-1].end() :])
+
+
+def _intended(before: str) -> bool:
+    """An intent opens the clause and nothing chosen or holding comes after it."""
+    intent = _INTENT.search(before)
+    if intent is None:
+        return False
+    rest = before[intent.end() :]
+    return not (_HOLDS.search(rest) or _CHOSEN.search(rest))
 
 
 def _sentences(text: str, subject: str) -> list[str]:
@@ -373,9 +411,9 @@ class DefaultReader:
                     or (dated and len({m.value for m, _ in readings}) == 1)
                 ):
                     readings = [(m, PAST if r == ASSERTED else r) for m, r in readings]
-                if desire and not _HOLDS.search(clause):
+                if desire:
                     readings = [
-                        (m, HEDGED if r == ASSERTED and _DESIRE.search(clause[: m.start]) else r)
+                        (m, HEDGED if r == ASSERTED and _wished(clause[: m.start]) else r)
                         for m, r in readings
                     ]
                 if _UNDO.match(clause):
@@ -464,7 +502,11 @@ def _others(clause: str, key: FactKey, values: Sequence[str]) -> list[str]:
             start, end = match.start("x"), match.end("x")
             if clause.rstrip().endswith("?"):
                 continue
-            if _single(clause[:start], clause[end:]) != ASSERTED or _DESIRE.search(clause[:start]):
+            if (
+                _single(clause[:start], clause[end:]) != ASSERTED
+                or _DESIRE.search(clause[:start])
+                or _intended(clause[:start])
+            ):
                 continue
             found.append(span)
     return found
