@@ -395,12 +395,12 @@ class DefaultReader:
         others: list[str] = []
         for sentence in _sentences(text, key.subject):
             framed = _FRAME_PAST.match(sentence) is not None
-            dated = bool(_INVALID_SINCE.search(sentence)) or bool(
-                _DATED.search(sentence) and _PAST_VERB.search(sentence)
-            )
+            invalid = bool(_INVALID_SINCE.search(sentence))
             desire = bool(_HOLDS.search(sentence))
             before: list[str] = []  # values asserted by the sentence's earlier clauses
             for clause in _clauses(sentence):
+                # A date scopes its own clause: "was rewritten in Go; it was Python until 2024".
+                dated = invalid or bool(_DATED.search(clause) and _PAST_VERB.search(clause))
                 clause = _own_part(clause, key.subject, values, package)
                 if not clause:
                     continue
