@@ -246,3 +246,48 @@ def test_a_date_scopes_its_own_clause():
     text = "gateway was rewritten in Go; it was Node until 2024"
     reading = read(text, "gateway", "language", ("go", "node"))
     assert (reading.asserted, reading.negated) == (("go",), ("node",))
+
+
+# --- people by handle, name and e-mail, from the sources' identity data (issue 38, item 3) --
+
+
+def test_people_are_named_by_handle_display_name_and_email_from_identity_data():
+    from healthd.reading.aliases import Person, people_table
+    from healthd.reading.default import DefaultReader
+    from healthd.sources._catalog import Entity, EntityRef, user_person
+    from healthd.sources._codeowners import owner_people, parse_codeowners
+
+    user = Entity(
+        EntityRef("user", "default", "klee"),
+        "User",
+        {"profile": {"displayName": "Kim Lee", "email": "kim.lee@acme.io"}},
+    )
+    owners = parse_codeowners("/checkout/ @klee kim.lee@acme.io @acme/payments\n")
+    people = [p for p in [user_person(user), *owner_people(owners)] if p is not None]
+    table = people_table([*people, Person("mpark", ("Min Park",))])
+    assert ("kim lee", "kim.lee@acme.io", "klee") in table  # three sources, one person
+    reader = DefaultReader(people=table)
+    key = FactKey("checkout", "owners")
+    for text in (
+        "Kim Lee (@klee) owns checkout",
+        "kim.lee@acme.io owns checkout",
+        "checkout is owned by Kim Lee",
+    ):
+        assert reader.read(text, key, ("@klee", "mpark")).asserted == ("@klee",), text
+        assert reader.read(text, key, ("klee",)).asserted == ("klee",), text
+    reading = reader.read("checkout moved from Min Park to Kim Lee", key, ("mpark", "@klee"))
+    assert (reading.asserted, reading.negated) == (("@klee",), ("mpark",))
+    # without identity data a display name is a value the key never held
+    assert build_reader().read("checkout is owned by Kim Lee", key, ("@klee",)).other == (
+        "Kim Lee",
+    )
+    # a first name alone is not the person: another Kim may own it
+    assert reader.read("Kim owns checkout", key, ("@klee",)).asserted == ()
+
+
+def test_an_email_value_is_named_by_its_local_part_and_never_cut():
+    key = FactKey("checkout", "owners")
+    reading = build_reader().read("checkout is owned by Kim Lee", key, ("kim.lee@acme.io",))
+    assert (reading.asserted, reading.other) == (("kim.lee@acme.io",), ())
+    reading = build_reader().read("kim.lee@acme.io owns checkout", key, ("@klee",))
+    assert reading.other == ("kim.lee@acme.io",)

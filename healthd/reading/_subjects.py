@@ -207,7 +207,7 @@ def other_subjects(clause: str, subject: str, blank: str, item: bool = False) ->
 # A value's span: a name as texts write one (capitalised words, a handle, a hyphenated
 # service name with a version, a version), or, after a cue that takes one, "the" and a few
 # lower-case words ("owned by the payments guild").
-_NAME = r"(?:@[\w.-]+|[A-Z][\w.#+-]*(?:\s+[A-Z][\w.#+-]*)?|[a-z][\w.-]*-v\d+|[A-Za-z][\w.#+]*\.[a-z]{2,})"
+_NAME = r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|@[\w.-]+|[A-Z][\w.#+-]*(?:\s+[A-Z][\w.#+-]*)?|[a-z][\w.-]*-v\d+|[A-Za-z][\w.#+]*\.[a-z]{2,})"
 _WORDS = r"(?:the\s+)?[\w.#+-]+(?:\s+(?!(?:for|in|on|at|since|and|but|now|this|that|with|to)\b)[\w.#+-]+){0,2}"
 _STOPS = r"(?=\s*(?:$|[.,;:!?)(]|\s(?:for|in|on|at|since|and|but|now|this|that|with|to|today)\b))"
 

@@ -11,9 +11,20 @@ Go module's major-version suffix dropped (``github.com/jackc/pgx/v5``: ``pgx/v5`
 
 ``OWNER_NOUNS``: the nouns that follow a name to make a subject of it ("the search
 service", "the inventory DB").
+
+``Person`` and :func:`people_table`: the ways texts name a person, from the sources'
+identity data (a CODEOWNERS ``@handle`` or e-mail, a GitHub login, a Backstage User's name
+with its ``profile.displayName`` and ``profile.email``): records that share a spelling are
+one person, so "Kim Lee (@klee) owns checkout" and "kim.lee@acme.io owns checkout" name a
+key's value ``klee`` or ``@klee``. An e-mail is also named by its local part as a name
+("kim.lee" as "Kim Lee"); derived, not listed.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 PACKAGES: dict[str, tuple[str, ...]] = {
     "postgres": ("postgresql", "pg", "psql", "postgre"),
@@ -104,3 +115,65 @@ OWNER_NOUNS = (
     "backend",
     "cluster",
 )
+
+
+@dataclass(frozen=True)
+class Person:
+    """One source's identity record: a handle or login (with or without ``@``), the names
+    it gives (a display name) and the e-mails."""
+
+    handle: str = ""
+    names: tuple[str, ...] = ()
+    emails: tuple[str, ...] = ()
+
+
+#: Each person's spellings, lower case, a handle without its ``@``.
+PeopleTable = tuple[tuple[str, ...], ...]
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+
+def spelling(name: str) -> str:
+    """How a table keys a spelling: lower case, a handle's ``@`` dropped, spaces single."""
+    name = " ".join(name.split()).lower()
+    return name if _EMAIL.fullmatch(name) else name.lstrip("@")
+
+
+def email_name(email: str) -> str:
+    """An e-mail's local part as a name: ``kim.lee@acme.io`` is "kim lee"; "" for one that
+    is a single word (``klee@acme.io`` is named by the handle ``klee`` already)."""
+    local = email.split("@", 1)[0]
+    words = [w for w in re.split(r"[._+-]+", local) if w and not w.isdigit()]
+    return " ".join(words).lower() if len(words) > 1 else ""
+
+
+def people_table(people: Iterable[Person]) -> PeopleTable:
+    """The people in ``people``, records sharing any spelling merged into one (a Backstage
+    User ``klee`` with e-mail ``kim.lee@acme.io`` and a CODEOWNERS owner of that e-mail are
+    one person); each person's spellings sorted."""
+    groups: list[set[str]] = []
+    for person in people:
+        spellings = {spelling(n) for n in (person.handle, *person.names, *person.emails) if n}
+        spellings |= {email_name(e) for e in person.emails if email_name(e)}
+        if not spellings:
+            continue
+        joined = [g for g in groups if g & spellings]
+        for group in joined:
+            spellings |= group
+            groups.remove(group)
+        groups.append(spellings)
+    return tuple(sorted(tuple(sorted(g)) for g in groups))
+
+
+def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
+    """The other spellings of the person ``value`` names (a handle, login or e-mail), longest
+    first; an e-mail's local part as a name even when the table does not know it."""
+    key = spelling(value)
+    found: set[str] = set()
+    for group in table:
+        if key in group:
+            found |= set(group)
+    if _EMAIL.fullmatch(key) and email_name(key):
+        found.add(email_name(key))
+    found.discard(key)
+    return tuple(sorted(found, key=lambda a: (-len(a), a)))

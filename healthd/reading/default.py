@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
@@ -39,6 +40,7 @@ from healthd.reading._match import (
     value_pattern,
 )
 from healthd.reading._subjects import cue_patterns, other_subjects
+from healthd.reading.aliases import PeopleTable, person_aliases
 
 NAME = "default"
 VERSION = "3"
@@ -376,12 +378,16 @@ def _clauses(sentence: str) -> list[str]:
 class DefaultReader:
     name: str = NAME
     version: str = VERSION
+    # How the sources name people (:func:`.aliases.people_table`): a value ``@klee`` is
+    # also named "Kim Lee" or "kim.lee@acme.io" where the sources say so.
+    people: PeopleTable = ()
 
     @property
     def label(self) -> str:
         return f"{self.name}-{self.version}"
 
     def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
+        text = _name_people(text, values, self.people)
         if _about_another_subject(text, key.subject, values):
             return Reading()
         if key.predicate == "exists":
@@ -444,6 +450,27 @@ class DefaultReader:
 _HANDLE = re.compile(r"@[\w.-]+")
 
 
+@lru_cache(maxsize=4096)
+def _alias_pattern(alias: str) -> re.Pattern[str]:
+    """A person's other spelling as texts write it: an e-mail as is, a name with its words
+    apart by spaces, dots, hyphens or underscores, in any case."""
+    if "@" in alias:
+        return re.compile(rf"(?<![\w.+-]){re.escape(alias)}(?![\w-]|\.\w)", re.IGNORECASE)
+    words = r"[\s._-]+".join(re.escape(w) for w in alias.split())
+    return re.compile(rf"(?<![\w@.-]){words}(?![\w@])(?!-\w)", re.IGNORECASE)
+
+
+def _name_people(text: str, values: Sequence[str], table: PeopleTable) -> str:
+    """``text`` with every other spelling of a person among ``values`` (their display name,
+    e-mail, handle, as the sources' identity data gives them) written as the value writes
+    them: "Kim Lee (@klee) owns checkout" reads as naming ``@klee`` twice."""
+    for value in values:
+        for part in value.split():
+            for alias in person_aliases(part, table):
+                text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
+    return text
+
+
 def _people(values: Sequence[str]) -> bool:
     """A key whose values are people: a text must name its subject to speak of it."""
     return bool(values) and all(
@@ -486,8 +513,11 @@ def _others(clause: str, key: FactKey, values: Sequence[str]) -> list[str]:
     found = []
     package = key.predicate.split(":", 1)[1] if key.predicate.startswith("dependency:") else ""
     names = set(package_names(package)) if package else set()
+    named = mentions(clause, values, key.subject)
     for pattern in cue_patterns(key.subject, key.predicate):
         for match in pattern.finditer(clause):
+            if any(m.start < match.end("x") and match.start("x") < m.end for m in named):
+                continue  # part of a value the key has held: "kim.lee@acme.io"
             span = match.group("x").strip(" .,;:")
             bare = span.lower().removeprefix("the ").strip()
             if (

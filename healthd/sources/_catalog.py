@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from healthd.model import Domain, Fact, FactKey
+from healthd.reading.aliases import Person
 from healthd.sources._gitlog import Held
 
 DEFAULT_NAMESPACE = "default"
@@ -541,3 +542,18 @@ class Catalog:
                 keys.discard(key)
                 if not keys:
                     del self.dependents[dep]
+
+
+def user_person(entity: Entity) -> Person | None:
+    """A Backstage User as identity data for the reader: its name as a handle, its
+    ``profile.displayName`` and ``profile.email`` (:func:`healthd.reading.aliases.people_table`)."""
+    if entity.kind != "User":
+        return None
+    profile = entity.spec.get("profile")
+    profile = profile if isinstance(profile, Mapping) else {}
+    name, email = profile.get("displayName"), profile.get("email")
+    return Person(
+        entity.ref.name,
+        (name,) if isinstance(name, str) and name.strip() else (),
+        (email,) if isinstance(email, str) and "@" in email else (),
+    )

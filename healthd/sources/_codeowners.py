@@ -8,6 +8,9 @@ GitLab section headers (``[Section]``, ``^[Optional]``) are skipped.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+
+from healthd.reading.aliases import Person
 
 #: Where GitHub looks, in its order of precedence.
 LOCATIONS: tuple[str, ...] = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
@@ -63,3 +66,14 @@ def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -
         if owners:
             rules[pattern] = " ".join(owners)
     return rules
+
+
+def owner_people(rules: Mapping[str, str]) -> list[Person]:
+    """Each owner of ``rules`` (:func:`parse_codeowners`) as identity data for the reader: a
+    ``@handle`` as a handle, an e-mail as an e-mail (a team ``@org/team`` names no person)."""
+    owners = {owner for value in rules.values() for owner in value.split()}
+    return [
+        Person(emails=(owner,)) if not owner.startswith("@") else Person(owner)
+        for owner in sorted(owners)
+        if "/" not in owner
+    ]
