@@ -43,7 +43,7 @@ from healthd.reading._subjects import cue_patterns, other_subjects
 from healthd.reading.aliases import PeopleTable, person_aliases
 
 NAME = "default"
-VERSION = "3"
+VERSION = "4"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=\))\s*-\s+|\s+[-–—]\s+(?=[A-Z])")
 _CLAUSE = re.compile(
