@@ -137,3 +137,29 @@ def test_the_main_series_named_are_exported():
     names = set(re.findall(r"`(healthd_[a-z_]+)", table))
     assert len(names) >= 10
     assert names <= set(METRIC_NAMES), names - set(METRIC_NAMES)
+
+
+def test_the_readers_figures_are_what_reader_check_measures_with_the_command_beside_them():
+    section = _section("How well it reads what memories write")
+    rows = [
+        line.split("|")[1:-1]
+        for line in section.splitlines()
+        if line.startswith("| ") and "`healthd reader-check" in line
+    ]
+    assert len(rows) == 2
+    for cells in rows:
+        command = re.search(r"`(healthd reader-check[^`]*)`", cells[0]).group(1).split()
+        ran = _healthd(*command[1:], "--format", "json", cwd=ROOT)
+        assert ran.returncode == 0, ran.stderr
+        measured = json.loads(ran.stdout)
+        classes = measured["classes"]
+        ratio = "{0[precision]:.3f} / {0[recall]:.3f}".format
+        found = "{0[correct]} of {0[labelled]}".format
+        said = [cell.strip() for cell in cells[1:]]
+        assert said == [
+            str(measured["items"]),
+            ratio(classes["asserts"]),
+            ratio(classes["negates"]),
+            found(classes["other"]),
+            found(classes["unread"]),
+        ], cells[0]
