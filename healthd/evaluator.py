@@ -136,12 +136,16 @@ class ReadingCounts:
     items: int = 0
     unread: int = 0
     metadata_mismatch: int = 0
+    invented: int = 0  # items read with a value their key has never held
 
     def as_dict(self) -> dict[str, int]:
+        """``invented`` only where items were served: a memory that serves no text reports
+        what it always did."""
         return {
             "items": self.items,
             "unread": self.unread,
             "metadata_mismatch": self.metadata_mismatch,
+            **({"invented": self.invented} if self.items else {}),
         }
 
 
@@ -401,16 +405,17 @@ class Replay:
     def _summary(self) -> tuple[int, ReadingCounts, int]:
         summary = self._served_summary
         if summary is None or summary[0] != self._served_version:
-            items = unread = mismatch = 0
+            items = unread = mismatch = invented = 0
             for pid in self._active:
                 for reading in self._readings.get(pid, ()):
                     items += 1
                     unread += reading.reading.unread
                     mismatch += reading.mismatch
+                    invented += bool(reading.reading.other)
             changed = sum(retrieval_changed(served) for served in self._answers.values())
             summary = self._served_summary = (
                 self._served_version,
-                ReadingCounts(items, unread, mismatch),
+                ReadingCounts(items, unread, mismatch, invented),
                 changed,
             )
         return summary
@@ -543,7 +548,9 @@ class Replay:
             return facts
         held = self.truth.values(probe.key)
         self._read_with[probe.id] = len(held)
-        readings, read = read_facts(self._cached_reader, probe.key, held, items)
+        readings, read = read_facts(
+            self._cached_reader, probe.key, held, items, domain=probe.domain
+        )
         self._readings[probe.id] = readings
         self._served_version += 1
         return facts + read

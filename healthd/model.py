@@ -23,13 +23,16 @@ HISTORICAL = "historical"
 SOFT_EXPIRED = "soft_expired"
 #: Put by healthd on a served record written under another retrieval fingerprint.
 RETRIEVAL_CHANGED = "retrieval_changed"
+#: Put by healthd on a value read from a served item's text that its key has never held
+#: (the reader's ``other``): a fact the memory invented, scored as one that is not current.
+INVENTED = "invented"
 
 #: Event metadata key by which a source declares a key multi-valued.
 CARDINALITY = "cardinality"
 #: Bumped whenever a change gives what a replay stored other numbers or other probe ids than
 #: a replay from scratch would (truth's semantics, probe ids, scoring): a daemon holding such
 #: a replay resets its shadows and replays its events once.
-MEASUREMENT_REVISION = 2
+MEASUREMENT_REVISION = 3
 MULTI = "multi"
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})

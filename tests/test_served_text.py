@@ -108,6 +108,7 @@ def test_an_extraction_that_contradicts_its_metadata_is_scored_by_its_text():
         "negated": ["@alice"],
         "unread": False,
         "mismatch": True,
+        "other": [],
     }
     assert result.reading.metadata_mismatch == 1
     assert result.metrics["all"].consistency == 1.0
@@ -343,7 +344,12 @@ def test_the_reader_given_is_the_one_that_reads():
         reader=ReadsNothing(),
     )
     assert result.reader == "nothing-1"
-    assert result.reading.as_dict() == {"items": 1, "unread": 1, "metadata_mismatch": 0}
+    assert result.reading.as_dict() == {
+        "items": 1,
+        "unread": 1,
+        "metadata_mismatch": 0,
+        "invented": 0,
+    }
     assert result.probes[0].retrieved == ()
 
 
@@ -364,10 +370,20 @@ def test_more_unread_items_are_counted_though_what_is_read_from_them_is_the_same
     memory = ServedMemory([note])
     replay = Replay(memory, build_probe_set(events))
     replay.step(events[0])
-    assert replay.reading_counts().as_dict() == {"items": 1, "unread": 1, "metadata_mismatch": 0}
+    assert replay.reading_counts().as_dict() == {
+        "items": 1,
+        "unread": 1,
+        "metadata_mismatch": 0,
+        "invented": 0,
+    }
     memory.items = (note, ServedItem("Drinks tea at four", "r2", T0))  # no fact either way
     replay.step(events[1])
-    assert replay.reading_counts().as_dict() == {"items": 2, "unread": 2, "metadata_mismatch": 0}
+    assert replay.reading_counts().as_dict() == {
+        "items": 2,
+        "unread": 2,
+        "metadata_mismatch": 0,
+        "invented": 0,
+    }
 
 
 def test_items_a_memory_no_longer_serves_leave_the_reading_counts():
@@ -375,7 +391,12 @@ def test_items_a_memory_no_longer_serves_leave_the_reading_counts():
     memory = ServedMemory([ServedItem("Prefers dark mode in the IDE", "r1", T0)])
     replay = Replay(memory, build_probe_set(events))
     replay.step(events[0])
-    assert replay.reading_counts().as_dict() == {"items": 1, "unread": 1, "metadata_mismatch": 0}
+    assert replay.reading_counts().as_dict() == {
+        "items": 1,
+        "unread": 1,
+        "metadata_mismatch": 0,
+        "invented": 0,
+    }
     memory.items = ()  # the next answer serves nothing
     replay.step(events[1])
     assert replay.reading_counts().as_dict() == {"items": 0, "unread": 0, "metadata_mismatch": 0}
@@ -385,7 +406,7 @@ META = {"subject": "billing", "predicate": "owners", "domain": "ownership"}
 SERVED = {  # what a stage serves, and the reading counts that follow from it
     "alice": (
         (ServedItem("Alice looks after billing", "r1", T0, None, {**META, "value": "@alice"}),),
-        {"items": 1, "unread": 0, "metadata_mismatch": 0},
+        {"items": 1, "unread": 0, "metadata_mismatch": 0, "invented": 0},
     ),
     "handover": (  # Carol read from the text, @bob in its metadata
         (
@@ -393,7 +414,7 @@ SERVED = {  # what a stage serves, and the reading counts that follow from it
                 "Alice handed billing over to Carol", "r2", T0, None, {**META, "value": "@bob"}
             ),
         ),
-        {"items": 1, "unread": 0, "metadata_mismatch": 1},
+        {"items": 1, "unread": 0, "metadata_mismatch": 1, "invented": 0},
     ),
     "nothing": ((), {"items": 0, "unread": 0, "metadata_mismatch": 0}),
 }

@@ -6,10 +6,15 @@ vector store of extracted memories would: no subject, predicate, value or domain
 only the text, the record's id and its times. The phrasing is this service's, not the
 statements healthd sends with each event (which it ignores), so a test that scores it shows
 the reader reading someone else's text.
+
+``says`` adds, to every answer for a key, an item with a sentence of its own (a value the
+key never held, as an LLM-extracted memory may invent one), written when the key was first
+asked about; ``silent_on`` names keys whose own records it does not serve.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from memory_service import MemoryService
@@ -58,9 +63,19 @@ def served(fact: dict[str, Any]) -> dict[str, Any]:
 
 
 class TextMemoryService(MemoryService):
-    def __init__(self, *, forgets: bool = True, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        forgets: bool = True,
+        says: Mapping[tuple[str, str], str] | None = None,
+        silent_on: Collection[tuple[str, str]] = (),
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self.forgets = forgets
+        self.says = dict(says or {})
+        self.silent_on = set(silent_on)
+        self._said_at: dict[tuple[str, str], str] = {}
 
     def _reset(self, namespace: str) -> None:
         if self.forgets:
@@ -75,5 +90,23 @@ class TextMemoryService(MemoryService):
     def route(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         status, payload = super().route(method, path, body)
         if path.endswith("/query") and status == 200:
-            payload = {"items": [served(f) for f in payload["facts"]]}
+            probe = body["probe"]
+            key = (probe["subject"], probe["predicate"])
+            items = [
+                served(f)
+                for f in payload["facts"]
+                if (f["subject"], f["predicate"]) != key or key not in self.silent_on
+            ]
+            if key in self.says:
+                at = self._said_at.setdefault(key, body["at"])
+                record = f"said:{key[0]}:{key[1]}"
+                items.append(
+                    {
+                        "text": self.says[key],
+                        "record_id": record,
+                        "written_at": at,
+                        "validated_at": at,
+                    }
+                )
+            payload = {"items": items}
         return status, payload

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from healthd.evaluator import ProbeReport, StageResult, TargetResult
 from healthd.memory import target_role
+from healthd.model import INVENTED
 from healthd.reading import ItemReading
 from healthd.scoring import BUCKETS, Metrics
 from healthd.timeline import format_timestamp
@@ -25,7 +26,11 @@ def metrics_json(metrics: dict[str, Metrics]) -> dict[str, dict[str, Any]]:
 
 
 def probe_json(report: ProbeReport) -> dict[str, Any]:
+    """A probe's final answer. A retrieved fact flagged ``invented`` (a value its key has
+    never held, read from a served item's text) carries that item's ``text`` (where the
+    served items are at hand: a daemon resumed from its state has not asked again yet)."""
     probe = report.probe
+    texts = {r.item.record_id: r.item.text for r in report.served if r.reading.other}
     return {
         "id": probe.id,
         "question": probe.question,
@@ -43,6 +48,11 @@ def probe_json(report: ProbeReport) -> dict[str, Any]:
                 "status": status,
                 "validated_at": format_timestamp(f.last_validated),
                 "flags": sorted(f.flags),
+                **(
+                    {"text": texts[f.record_id]}
+                    if INVENTED in f.flags and f.record_id in texts
+                    else {}
+                ),
             }
             for f, status in report.retrieved
         ],

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from healthd.errors import ReaderError
-from healthd.model import Domain, FactKey, RetrievedFact, ServedItem
+from healthd.model import INVENTED, Domain, FactKey, RetrievedFact, ServedItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,7 @@ class ItemReading:
             "negated": list(self.reading.negated),
             "unread": self.reading.unread,
             "mismatch": self.mismatch,
+            "other": list(self.reading.other),
         }
 
 
@@ -108,30 +109,70 @@ def read_item(reader: Reader, item: ServedItem, key: FactKey, values: Sequence[s
 UNKNOWN_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+def invented_value(text: str) -> str:
+    """An invented value as a fact's value: its spacing collapsed and its case folded, so
+    the same invention in two items' spelling ("Elixir", "ELIXIR") is one value."""
+    return " ".join(text.split()).casefold()
+
+
 def read_facts(
-    reader: Reader, key: FactKey, values: Mapping[str, Domain], items: Sequence[ServedItem]
+    reader: Reader,
+    key: FactKey,
+    values: Mapping[str, Domain],
+    items: Sequence[ServedItem],
+    *,
+    domain: Domain | None = None,
 ) -> tuple[tuple[ItemReading, ...], tuple[RetrievedFact, ...]]:
     """Each item read for ``key`` (``values``: every value the key has held, with its
-    domain), and the facts they serve: a value an item asserts, as one record of that item.
-    A value an item negates or presents as past is not served as current, and an item read
-    as nothing serves nothing (both are in the readings, to be shown)."""
+    domain), and the facts they serve: a value an item asserts, as one record of that item,
+    and a value it asserts that the key has never held (``other``), as one record flagged
+    :data:`~healthd.model.INVENTED`, filed under ``domain`` (the probe's; by default the
+    domain of the value the key was given last): truth knows no such value, so its status is
+    ``unknown``. A value an item negates or presents as past is not served as current, and
+    an item read as nothing serves nothing (both are in the readings, to be shown)."""
     names = list(values)
     readings = tuple(read_item(reader, item, key, names) for item in items)
-    facts = tuple(
-        RetrievedFact(
-            key.subject,
-            key.predicate,
-            value,
-            values[value],
-            reading.item.record_id,
-            reading.item.written_at if reading.item.written_at is not None else UNKNOWN_TIME,
-            reading.item.validated_at,
-            reading.item.flags,
-        )
-        for reading in readings
-        for value in reading.reading.asserted
-    )
-    return readings, facts
+    if domain is None and names:
+        domain = values[names[-1]]
+    held: set[str] | None = None  # the key's values as invented ones are spelled
+    facts: list[RetrievedFact] = []
+    for reading in readings:
+        item = reading.item
+        written = item.written_at if item.written_at is not None else UNKNOWN_TIME
+        for value in reading.reading.asserted:
+            facts.append(
+                RetrievedFact(
+                    key.subject,
+                    key.predicate,
+                    value,
+                    values[value],
+                    item.record_id,
+                    written,
+                    item.validated_at,
+                    item.flags,
+                )
+            )
+        if not reading.reading.other or domain is None:
+            continue
+        if held is None:
+            held = {invented_value(v) for v in names}
+        invented = dict.fromkeys(invented_value(v) for v in reading.reading.other)
+        flags = item.flags | {INVENTED}
+        for value in invented:
+            if value and value not in held:
+                facts.append(
+                    RetrievedFact(
+                        key.subject,
+                        key.predicate,
+                        value,
+                        domain,
+                        item.record_id,
+                        written,
+                        item.validated_at,
+                        flags,
+                    )
+                )
+    return readings, tuple(facts)
 
 
 class CachedReader:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daemon_helpers import toml_config
+from daemon_helpers import EXAMPLE, sample, toml_config
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from text_memory_service import TextMemoryService
 
@@ -85,3 +85,44 @@ def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tm
         finally:
             runner.close()
             state.close()
+
+
+LANGUAGE = ("auth-service", "language")  # held node, then go
+ELIXIR = "auth-service is written in Elixir."
+
+
+def test_a_memory_serving_an_invented_value_has_lower_consistency_gauges_and_shows_it(
+    start_daemon,
+):
+    """Two team memories silent on the gateway's language, one of them saying it is written
+    in Elixir: its consistency gauges are lower, its other gauges the same, and `/` shows
+    the value as invented with the text it was read from."""
+    with (
+        TextMemoryService(silent_on={LANGUAGE}) as silent,
+        TextMemoryService(silent_on={LANGUAGE}, says={LANGUAGE: ELIXIR}) as inventing,
+    ):
+        team = {"kind": "http", "namespace": "shadow", "shadow": True, "backoff_seconds": 0}
+        daemon = start_daemon(
+            sources={"example": {"kind": "file", "path": str(EXAMPLE)}},
+            targets={
+                "silent": {**team, "base_url": silent.url},
+                "inventing": {**team, "base_url": inventing.url},
+            },
+        )
+        daemon.wait_ready(timeout=60)
+        daemon.wait_runs("silent", timeout=60)
+        metrics = daemon.wait_runs("inventing", timeout=60)
+        for domain in ("all", "tech"):
+            quiet = sample(metrics, "healthd_consistency_ratio", target="silent", domain=domain)
+            said = sample(metrics, "healthd_consistency_ratio", target="inventing", domain=domain)
+            assert quiet is not None and said is not None and said < quiet, domain
+            for name in ("healthd_coverage_ratio", "healthd_contamination_ratio"):
+                assert sample(metrics, name, target="inventing", domain=domain) == sample(
+                    metrics, name, target="silent", domain=domain
+                ), (name, domain)
+        page = daemon.wait_until(
+            lambda: (r := daemon.get("/")).status_code == 200 and ELIXIR in r.text and r.text,
+            what="the invented text on /",
+        )
+        assert '"invented"' in page
+        assert daemon.stop()[0] == 0
