@@ -168,3 +168,52 @@ def test_incremental_and_full_agree_on_a_memory_that_invents():
                 memory.close()
     assert [s.counts for s in runs["incremental"].stages] == [s.counts for s in runs["full"].stages]
     assert runs["incremental"].reading.invented == 1
+
+
+def test_the_drill_down_and_the_report_show_an_invented_value_with_its_text(tmp_path):
+    """The failing probe is failing as ``invented``; its fact is flagged invented with the
+    text it was read from, and the served item reads as ``invented Elixir``; the HTML
+    report carries both."""
+    from healthd.exporters.report import report_json
+    from healthd.report.html import render_document
+    from healthd.report.view import page_model
+    from healthd.scoring import DEFAULT_WINDOWS
+
+    with TextMemoryService(says={LANGUAGE: ELIXIR}) as service:
+        spec = parse_target(_target(service))
+        memory = build_memory(spec)
+        try:
+            result = evaluate(EVENTS, memory, PROBES, name="team", kind=spec.kind)
+        finally:
+            memory.close()
+    report = report_json([result], "v", len(PROBES))
+    model = page_model(report, events=EVENTS, windows=DEFAULT_WINDOWS)
+    kinds = model["kinds"]
+    (slot,) = (i for i, p in enumerate(model["probes"]) if p[4] == "auth-service · language")
+    (row,) = (r for r in model["failures"] if r[0] == slot)
+    assert {"invented", "conflicting"} <= {kinds[k] for k, _ in row[1]}
+    probe = model["probes"][slot]
+    invented = [f for f in probe[6] if f[0] == "elixir"]
+    assert [(f[1], f[5], f[8]) for f in invented] == [("unknown", [INVENTED], ELIXIR)]
+    (said,) = (s for s in probe[8] if s[0] == ELIXIR)
+    assert said[1:] == [[], [], False, False, ["Elixir"]]
+    page = render_document(model)
+    assert "auth-service is written in Elixir." in page and "invented" in page
+
+
+def test_the_page_shows_an_invented_value_as_invented_with_its_text(browser, tmp_path):
+    from browser_helpers import open_page
+
+    with TextMemoryService(says={LANGUAGE: ELIXIR}) as service:
+        report = _evaluate_json(service, "--html", str(tmp_path / "report.html"))
+    assert report["targets"][0]["reading"]["invented"] == 1
+    visit = open_page(browser, (tmp_path / "report.html").as_uri())
+    page = visit.page
+    row = page.locator("#failures-body tr", has_text="auth-service").filter(has_text="Elixir")
+    text = row.first.inner_text()
+    assert "invented" in text
+    said = row.first.locator("ul.served li").all_inner_texts()
+    assert any(
+        ELIXIR in s and "read as: asserts go" not in s and "invented Elixir" in s for s in said
+    )
+    assert visit.console_errors == []

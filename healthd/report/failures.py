@@ -6,9 +6,12 @@ A probe fails as
 * ``contaminated``: it returned a fact that has been superseded or invalidated;
 * ``missed``: a fact that is true now is not among what it returned;
 * ``conflicting``: it returned two or more values for a key that holds one value;
+* ``invented``: it returned a value its key has never held (status ``unknown``: most often
+  one the reader found in a served item's text, flagged ``invented``);
 
 with the definitions of the metrics (facts flagged ``historical`` count in none), so the
-rows of one kind are exactly what the final-stage metric of that kind counts.
+rows of one kind are exactly what the final-stage metric of that kind counts (the records
+that keep consistency below 1 are the contaminated and the invented ones).
 
 When a run holds ``reference`` beside ``reference`` with forgetting mechanisms switched off,
 a failure of a switched-off variant that ``reference`` itself does not have belongs to the
@@ -25,7 +28,7 @@ from typing import Any
 
 from healthd.timeline import parse_timestamp
 
-KINDS: tuple[str, ...] = ("stale", "contaminated", "missed", "conflicting")
+KINDS: tuple[str, ...] = ("stale", "contaminated", "missed", "conflicting", "invented")
 LAYERS: Mapping[str, str] = {"ttl": "TTL", "supersession": "supersession", "propagation": "cascade"}
 _OFF = frozenset({"off", "false", "no", "0"})
 
@@ -89,6 +92,9 @@ def probe_failures(
                 tuple(i for i in pool if _key(retrieved[i]) in clashing),
             )
         )
+    invented = tuple(i for i in pool if retrieved[i]["status"] == "unknown")
+    if invented:
+        out.append(Failure(target, "invented", probe, invented))
     return out
 
 

@@ -172,7 +172,8 @@ def _drill_down(model: Mapping[str, Any]) -> str:
     return (
         "<p class='meta'>stale: returned a fact last validated longer ago than its domain's "
         f"window ({windows}); contaminated: returned a superseded or invalidated fact; missed: "
-        "a true fact was not returned; conflicting: two values for a one-value key. Layer: for "
+        "a true fact was not returned; conflicting: two values for a one-value key; invented: a "
+        "value its key never held (read from the served text shown beside it). Layer: for "
         "a <code>reference</code> target with a forgetting mechanism switched off, a failure "
         "plain <code>reference</code> does not have in the same run.</p>"
         f"<div class='filters'>{selects}<label>text <input id='f-text' type='search'></label>"

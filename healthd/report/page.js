@@ -131,8 +131,9 @@
 
   // -- drill-down -------------------------------------------------------------------------
   // data.probes: [target index, domain, id, question, key, expected, facts, facts left out,
-  //               served items: [text, asserted, negated, unread, mismatch]]
-  // facts: [value, status, newest validation, oldest, records, flags, key if another, kinds]
+  //               served items: [text, asserted, negated, unread, mismatch, invented]]
+  // facts: [value, status, newest validation, oldest, records, flags, key if another, kinds,
+  //         text an invented value was read from]
   // data.failures: [probe slot, [[kind index, layer], ...]]: one row per failing probe
   var rows = data.failures.map(function (f) {
     var p = data.probes[f[0]];
@@ -184,6 +185,7 @@
       if (f[4] > 1) item.appendChild(el("span", "× " + f[4] + " records", "count"));
       if (f[5].length) item.appendChild(el("span", f[5].join(", "), "flags"));
       if (f[6]) item.appendChild(el("span", f[6], "key"));
+      if (f[8]) item.appendChild(el("q", f[8], "text"));
       list.appendChild(item);
     });
     var more = row.facts.length - shown.length;
@@ -206,8 +208,10 @@
       row.served.forEach(function (s) {
         var item = el("li", null, s[3] ? "unread" : "");
         item.appendChild(el("q", s[0], "text"));
+        var invented = s[5] || [];
         var how = s[3] ? "unread" : [s[1].length ? "asserts " + s[1].join(", ") : "",
-          s[2].length ? "negates " + s[2].join(", ") : ""].filter(Boolean).join("; ");
+          s[2].length ? "negates " + s[2].join(", ") : "",
+          invented.length ? "invented " + invented.join(", ") : ""].filter(Boolean).join("; ");
         item.appendChild(el("span", "read as: " + how, "read-as"));
         if (s[4]) item.appendChild(el("span", "metadata disagrees", "flags"));
         said.appendChild(item);

@@ -152,13 +152,15 @@ def _grouped_facts(
     probe: Mapping[str, Any], masks: Mapping[int, int]
 ) -> tuple[list[list[Any]], int]:
     """What a probe returned, one entry per distinct (key, value, status, flags, failure
-    kinds) with how many records it stands for and their newest and oldest validation;
-    entries that make it fail first, at most :data:`FACTS_SHOWN`; and how many were left out."""
+    kinds, text) with how many records it stands for and their newest and oldest validation,
+    and the text an invented value was read from (else ""); entries that make it fail first,
+    at most :data:`FACTS_SHOWN`; and how many were left out."""
     own_key = f"{probe['subject']} · {probe['predicate']}"
     groups: dict[tuple[Any, ...], list[Any]] = {}
     for i, f in enumerate(probe["retrieved"]):
         key = f"{f['subject']} · {f['predicate']}"
-        group_key = (key, f["value"], f["status"], tuple(f["flags"]), masks.get(i, 0))
+        text = f.get("text", "")
+        group_key = (key, f["value"], f["status"], tuple(f["flags"]), masks.get(i, 0), text)
         group = groups.get(group_key)
         if group is None:
             groups[group_key] = [
@@ -170,6 +172,7 @@ def _grouped_facts(
                 list(f["flags"]),
                 "" if key == own_key else key,
                 masks.get(i, 0),
+                text,
             ]
         else:
             at = parse_timestamp(f["validated_at"])
@@ -184,9 +187,12 @@ def _grouped_facts(
 
 def _served(probe: Mapping[str, Any]) -> list[list[Any]]:
     """The probe's served items and how each was read: [text, asserted, negated, unread,
-    mismatch], at most :data:`FACTS_SHOWN` (the unread first)."""
+    mismatch, invented values], at most :data:`FACTS_SHOWN` (those with an invented value
+    first, then the unread)."""
     served = probe.get("served", ())
-    ordered = sorted(served, key=lambda s: not s["read_as"]["unread"])
+    ordered = sorted(
+        served, key=lambda s: (not s["read_as"].get("other"), not s["read_as"]["unread"])
+    )
     return [
         [
             s["text"],
@@ -194,6 +200,7 @@ def _served(probe: Mapping[str, Any]) -> list[list[Any]]:
             s["read_as"]["negated"],
             s["read_as"]["unread"],
             s["read_as"]["mismatch"],
+            list(s["read_as"].get("other", ())),
         ]
         for s in ordered[:FACTS_SHOWN]
     ]
