@@ -54,6 +54,7 @@ def test_an_infer_true_extraction_is_scored_by_its_text_and_the_mismatch_counted
             "negated": ["@alice"],
             "unread": False,
             "mismatch": True,
+            "other": [],
         }
         assert replay.reading_counts().metadata_mismatch == 1
         metrics = replay.metrics()["all"]
