@@ -413,7 +413,7 @@ def test_the_readme_comparison_on_the_bundled_example() -> None:
     columns = ("freshness", "consistency", "coverage", "forgetting", "contamination")
     rows = {name: tuple(final[name][c] for c in columns) for name in final}
     assert rows == {
-        "mem0-messages": (0.160, 0.480, 1.0, 0.0, 0.682),
+        "mem0-messages": (0.190, 0.524, 1.0, 0.0, 0.682),
         "mem0-facts-managed": (0.750, 0.800, 1.0, 0.765, 0.182),
         "mem0-facts-native": (0.212, 0.515, 1.0, 0.0, 0.682),
     }
