@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from healthd.evaluator import TargetResult
     from healthd.memory import Memory, TargetSpec
     from healthd.model import ChangeEvent, FactKey, Probe
+    from healthd.reading.aliases import Person
     from healthd.settings import Settings
     from healthd.timeline import TimelineCopy
 
@@ -337,6 +338,14 @@ def _cmd_timeline(args: argparse.Namespace) -> int:
 def configured_events(settings: Settings, only: str | None = None) -> list[ChangeEvent]:
     """Every event the configured sources give from the start, merged by event time (each
     source keeping its own arrival order), as the daemon replays them in one run."""
+    return configured_pull(settings, only)[0]
+
+
+def configured_pull(
+    settings: Settings, only: str | None = None
+) -> tuple[list[ChangeEvent], list[Person]]:
+    """:func:`configured_events`, and the identity records the sources know (a Backstage
+    User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
     from healthd.sources import build_source, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
     from healthd.timeline import format_timestamp
@@ -347,6 +356,7 @@ def configured_events(settings: Settings, only: str | None = None) -> list[Chang
             f"configured: {', '.join(sorted(settings.sources))}"
         )
     lists = []
+    people: list[Person] = []
     for name, cfg in settings.sources.items():
         if only is not None and name != only:
             continue
@@ -375,12 +385,20 @@ def configured_events(settings: Settings, only: str | None = None) -> list[Chang
             )
         events, _repeats = unique_events(result.events, f"source {name!r}")
         lists.append(events)
-    return merge_timelines(*lists)
+        people += result.people or []
+    return merge_timelines(*lists), people
 
 
 def _evaluate_configured(
     args: argparse.Namespace,
-) -> tuple[list[TargetSpec], list[Memory], list[ChangeEvent], list[Probe], dict[str, timedelta]]:
+) -> tuple[
+    list[TargetSpec],
+    list[Memory],
+    list[ChangeEvent],
+    list[Probe],
+    dict[str, timedelta],
+    list[Person],
+]:
     from healthd.memory import TargetSpec, build_memory
     from healthd.probes import load_probe_file
     from healthd.settings import load_settings
@@ -404,10 +422,10 @@ def _evaluate_configured(
         spec = TargetSpec(target.kind, options, name, target.baseline)
         specs.append(spec)
         memories.append(build_memory(spec, **_scratch_store(spec)))
-    events = configured_events(settings)
+    events, people = configured_pull(settings)
     extra = load_probe_file(settings.probes) if settings.probes else []
     windows = {str(domain): window for domain, window in settings.staleness.windows().items()}
-    return specs, memories, events, extra, windows
+    return specs, memories, events, extra, windows, people
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -474,7 +492,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     from healthd.memory import EventExpiryReporting, build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
-    from healthd.reading import build_reader, versioned
+    from healthd.reading import build_reader, versioned, with_people
     from healthd.scoring import DEFAULT_WINDOWS
 
     reader = build_reader(args.reader)
@@ -491,7 +509,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         files.enter_context(one_off_collection())
         events: Iterable[ChangeEvent]
         if args.config:
-            specs, memories, listed, extra, windows = _evaluate_configured(args)
+            specs, memories, listed, extra, windows, people = _evaluate_configured(args)
+            # the sources' identity records: "Kim Lee" read as the CODEOWNERS' @klee
+            reader = with_people(reader, people)
             probes = build_probe_set(listed, extra)
             events, count = listed, len(listed)
         else:

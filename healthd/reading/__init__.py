@@ -11,13 +11,14 @@ re-baseline, never a silent drift in the metrics. Pure: no I/O here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from healthd.errors import ReaderError
 from healthd.model import INVENTED, Domain, FactKey, RetrievedFact, ServedItem
+from healthd.reading.aliases import PeopleTable, Person, naming_people, people_table
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +240,24 @@ def build_reader(spec: str = "default") -> Reader:
             raise ReaderError(f"reader {spec!r}: option {part!r} is not name=value")
         options[option.strip()] = value.strip()
     return _READERS[name](options)
+
+
+@runtime_checkable
+class ReadsPeople(Protocol):
+    """A reader that names people as the sources' identity data does (the default rules,
+    and the semantic reader through them)."""
+
+    def with_people(self, table: PeopleTable) -> Reader: ...
+
+
+def with_people(reader: Reader, people: Iterable[Person]) -> Reader:
+    """``reader`` reading a person's handle, display name and e-mail as one, from
+    ``people`` (the sources' identity records, :func:`.aliases.people_table`); only the
+    people whose records tie spellings together count (:func:`.aliases.naming_people`). A
+    reader that takes no identity data (a judge) is returned as it is."""
+    if not isinstance(reader, ReadsPeople):
+        return reader
+    return reader.with_people(naming_people(people_table(people)))
 
 
 def versioned(probe_set_version: str, reader: Reader) -> str:

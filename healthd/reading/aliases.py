@@ -22,6 +22,8 @@ key's value ``klee`` or ``@klee``. An e-mail is also named by its local part as 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -177,3 +179,24 @@ def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
         found.add(email_name(key))
     found.discard(key)
     return tuple(sorted(found, key=lambda a: (-len(a), a)))
+
+
+def naming_people(table: PeopleTable) -> PeopleTable:
+    """The people of ``table`` whose spellings name them beyond what is derived anyway: a
+    lone handle or login, or an e-mail with only its local part as a name, adds nothing to
+    what a text is read for, and is left out (so the reader, and its label, change only when
+    the sources tie a handle to a name or an e-mail)."""
+    kept = []
+    for group in table:
+        emails = [s for s in group if _EMAIL.fullmatch(s)]
+        derived = set(emails) | {email_name(e) for e in emails if email_name(e)}
+        if len(group) > 1 and not (len(emails) == 1 and set(group) <= derived):
+            kept.append(group)
+    return tuple(kept)
+
+
+def people_digest(table: PeopleTable) -> str:
+    """A short digest of ``table``: what a reader's label carries, so a run that reads with
+    other identity data is a visible re-baseline."""
+    text = json.dumps([list(g) for g in table], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

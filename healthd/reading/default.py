@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from healthd.model import FactKey
@@ -40,7 +40,7 @@ from healthd.reading._match import (
     value_pattern,
 )
 from healthd.reading._subjects import cue_patterns, other_subjects
-from healthd.reading.aliases import PeopleTable, person_aliases
+from healthd.reading.aliases import PeopleTable, people_digest, person_aliases
 
 NAME = "default"
 VERSION = "4"
@@ -384,7 +384,13 @@ class DefaultReader:
 
     @property
     def label(self) -> str:
-        return f"{self.name}-{self.version}"
+        """``default-4``; with people, their digest: ``default-4:people=<12 hex>``."""
+        tail = f":people={people_digest(self.people)}" if self.people else ""
+        return f"{self.name}-{self.version}{tail}"
+
+    def with_people(self, table: PeopleTable) -> DefaultReader:
+        """This reader naming people as ``table`` does (:func:`healthd.reading.with_people`)."""
+        return replace(self, people=table)
 
     def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
         text = _name_people(text, values, self.people)

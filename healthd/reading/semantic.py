@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from healthd.embedding import minilm
@@ -30,6 +30,7 @@ from healthd.errors import ReaderError, TargetError
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
 from healthd.reading._match import mentions, subject_pattern
+from healthd.reading.aliases import PeopleTable, people_digest
 from healthd.reading.default import DefaultReader, _clauses, _sentences
 
 NAME = "semantic"
@@ -57,7 +58,13 @@ class SemanticReader:
     @property
     def label(self) -> str:
         tail = "" if self.margin == MARGIN else f",margin={self.margin:g}"
+        if self.rules.people:
+            tail += f",people={people_digest(self.rules.people)}"
         return f"{self.name}-{self.version}:{MODEL_ID}{tail}"
+
+    def with_people(self, table: PeopleTable) -> SemanticReader:
+        """This reader with its rules naming people as ``table`` does."""
+        return replace(self, rules=self.rules.with_people(table))
 
     def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
         ruled = self.rules.read(text, key, values)

@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import ConfigError, SourceError
 from healthd.model import ChangeEvent
+from healthd.reading.aliases import Person
 
 
 @dataclass
@@ -34,6 +35,11 @@ class PullResult:
     # The source stopped at a bound with more to read: the daemon stores what it got and
     # pulls again from the new cursor before replaying, so a backlog is taken in slices.
     more: bool = False
+    # The identity records the source knows as of this pull (a Backstage User's name with
+    # its profile, a CODEOWNERS handle or e-mail): all of them, replacing what the source
+    # gave before; None when the source says nothing of people. Kept apart from the events
+    # (the timeline's JSONL is unchanged): the run builds the reader's people table of them.
+    people: list[Person] | None = None
 
     @property
     def ok(self) -> bool:
@@ -53,6 +59,8 @@ def pull_from_start(source: Source) -> PullResult:
         if whole.places is not None and step.places is not None:
             whole.places.update(step.places)
         whole.cursor, whole.error, whole.more = step.cursor, step.error, step.more
+        if step.people is not None:
+            whole.people = step.people
     return whole
 
 

@@ -39,6 +39,7 @@ from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
 from healthd.logging import env_secret, get_logger, register_secret
 from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.reading.aliases import Person
 from healthd.sources._gitrepo import Change, Commit, GitError, Repo
 
 if TYPE_CHECKING:
@@ -345,6 +346,11 @@ class Extractor:
         """The blobs ``apply`` will read for these changes (prefetched in one exchange)."""
         return iter(())
 
+    def people(self) -> list[Person] | None:
+        """The identity records the state holds (:attr:`PullResult.people`); None: this
+        extractor knows nothing of people."""
+        return None
+
 
 #: Commits read ahead of folding, so their blobs are fetched in one exchange.
 _BATCH_COMMITS = 256
@@ -590,7 +596,12 @@ class RepoSource:
             return PullResult([], cursor, error=str(exc), skipped=skips.lines())
         if repeats:
             skips.note(f"{repeats} identical repeated events dropped")
-        return PullResult(events, self._cursor(head, seen, extractor), skipped=skips.lines())
+        return PullResult(
+            events,
+            self._cursor(head, seen, extractor),
+            skipped=skips.lines(),
+            people=extractor.people(),
+        )
 
     @staticmethod
     def _observe(events: list[ChangeEvent], seen: dict[str, float]) -> list[ChangeEvent]:

@@ -40,7 +40,7 @@ import os
 import re
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -52,6 +52,7 @@ from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
 from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Fact, FactKey
+from healthd.reading.aliases import Person
 from healthd.sources import PullResult, register_source, unique_events
 from healthd.sources._catalog import (
     Catalog,
@@ -64,6 +65,7 @@ from healthd.sources._catalog import (
     diff_catalog,
     location_targets,
     parse_entity,
+    user_person,
 )
 from healthd.sources._catalog_files import Parsed, glob_regex, parse_catalog_file, resolve_target
 from healthd.sources._gitlog import (
@@ -202,6 +204,10 @@ class CatalogExtractor(Extractor):
 
     def cursor_extra(self) -> dict[str, Any]:
         return {"gone": sorted(self.catalog.gone), "config": config_digest(self.opts)}
+
+    def people(self) -> list[Person]:
+        """The catalog's Users as identity records (name, display name, e-mail)."""
+        return users_people(self.entities.values())
 
     def _report(self, path: str, commit: Commit, reason: str) -> None:
         """A problem with a file, reported at the first commit it is seen at."""
@@ -650,6 +656,7 @@ class BackstageApiSource:
             events,
             _pack(json.dumps(body, sort_keys=True, separators=(",", ":"))),
             skipped=skips.lines(),
+            people=users_people(entities),
         )
 
     def _event(self, observed: datetime, change: CatalogChange) -> ChangeEvent:
@@ -676,6 +683,13 @@ class BackstageApiSource:
             depends_on=held.depends_on,
             metadata={**held.metadata, "observed": "catalog-api"},
         )
+
+
+def users_people(entities: Iterable[Entity]) -> list[Person]:
+    """Each User among ``entities`` as identity data (:func:`._catalog.user_person`), in
+    name order."""
+    people = (user_person(e) for e in entities)
+    return sorted((p for p in people if p is not None), key=lambda p: p.handle)
 
 
 def _ref_of(raw: object) -> EntityRef | None:

@@ -74,8 +74,9 @@ from typing import Any
 from pydantic import field_validator
 
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
+from healthd.reading.aliases import Person
 from healthd.sources import register_source
-from healthd.sources._codeowners import LOCATIONS, parse_codeowners
+from healthd.sources._codeowners import LOCATIONS, owner_people, parse_codeowners
 from healthd.sources._gitlog import (
     Extractor,
     Held,
@@ -270,6 +271,11 @@ class GitExtractor(Extractor):
         self.scopes: dict[str, set[FactKey]] = {}
         self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
         self.service_of = lru_cache(maxsize=65536)(self._unit_of_dir)
+
+    def people(self) -> list[Person]:
+        """The CODEOWNERS' owners as identity records (handles and e-mails)."""
+        rules = {f"{where}\x1f{p}": o for where, r in self.codeowners.items() for p, o in r.items()}
+        return owner_people(rules)
 
     # -- mapping paths
     def _excluded_dir(self, directory: str) -> bool:

@@ -1,0 +1,132 @@
+"""People as the sources name them, end to end (issue 38, item 3): a repository whose
+CODEOWNERS names ``@klee`` and whose Backstage catalog has a User ``klee`` with the profile
+"Kim Lee" / kim.lee@acme.io, and a team's HTTP text memory saying "Kim Lee owns checkout":
+the run hands the sources' identity records to the reader, which reads the display name as
+``@klee``, so the memory's answer is current, not an invented value."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from text_memory_service import TextMemoryService
+
+from healthd.reading import build_reader, with_people
+from healthd.reading.aliases import Person
+from healthd.sources import build_source, pull_from_start
+
+OWNERS = ("checkout", "owners")
+SAYS = "Kim Lee owns checkout."
+CATALOG = """\
+apiVersion: backstage.io/v1alpha1
+kind: User
+metadata:
+  name: klee
+spec:
+  profile:
+    displayName: Kim Lee
+    email: kim.lee@acme.io
+  memberOf: []
+"""
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(repo.parent),
+        "GIT_AUTHOR_DATE": "2026-01-05T10:00:00+0000",
+        "GIT_COMMITTER_DATE": "2026-01-05T10:00:00+0000",
+    }
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def make_repo(path: Path) -> Path:
+    """A repository with CODEOWNERS naming @klee and a catalog holding the User klee."""
+    path.mkdir(parents=True)
+    _git(path, "init", "-q", "-b", "main")
+    _git(path, "config", "user.name", "Test User")
+    _git(path, "config", "user.email", "test@example.com")
+    _git(path, "config", "commit.gpgsign", "false")
+    (path / "CODEOWNERS").write_text("checkout @klee\n")
+    (path / "catalog-info.yaml").write_text(CATALOG)
+    _git(path, "add", "-A")
+    _git(path, "commit", "-q", "-m", "owners and the people")
+    return path
+
+
+def sources(repo: Path) -> dict[str, dict[str, Any]]:
+    return {
+        "code": {"kind": "git", "path": str(repo), "revalidate_clock": "head"},
+        "catalog": {"kind": "backstage", "path": str(repo), "revalidate_clock": "head"},
+    }
+
+
+def team(service: TextMemoryService) -> dict[str, Any]:
+    return {
+        "kind": "http",
+        "base_url": service.url,
+        "namespace": "shadow",
+        "shadow": True,
+        "backoff_seconds": 0,
+    }
+
+
+def write_config(tmp: Path, service: TextMemoryService) -> Path:
+    lines = [f"state_path = {json.dumps(str(tmp / 'state.sqlite'))}", ""]
+    for section, table in (
+        ("sources", sources(make_repo(tmp / "repo"))),
+        ("targets", {"team": team(service)}),
+    ):
+        for name, options in table.items():
+            lines.append(f"[{section}.{name}]")
+            lines.extend(f"{k} = {json.dumps(v)}" for k, v in options.items())
+            lines.append("")
+    config = tmp / "healthd.toml"
+    config.write_text("\n".join(lines))
+    return config
+
+
+def test_the_sources_hand_their_identity_records_to_the_run(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    options = {
+        name: {k: v for k, v in o.items() if k != "kind"} for name, o in sources(repo).items()
+    }
+    code = pull_from_start(build_source("git", "code", options["code"]))
+    assert code.people == [Person("@klee")]
+    catalog = pull_from_start(build_source("backstage", "catalog", options["catalog"]))
+    assert catalog.people == [Person("klee", ("Kim Lee",), ("kim.lee@acme.io",))]
+    # the timeline's JSONL is what it was: identity records are not events
+    assert not any("Kim Lee" in json.dumps(e.metadata) for e in catalog.events)
+
+
+def test_only_people_whose_records_tie_spellings_change_the_reader():
+    reader = build_reader()
+    lone = with_people(reader, [Person("@bob"), Person(emails=("ann.lee@acme.io",))])
+    assert lone.label == "default-4"
+    kim = with_people(reader, [Person("@klee"), Person("klee", ("Kim Lee",))])
+    assert kim.label.startswith("default-4:people=") and kim.label != reader.label
+
+
+def test_evaluate_config_reads_a_display_name_as_the_codeowners_handle(tmp_path):
+    with TextMemoryService(silent_on={OWNERS}, says={OWNERS: SAYS}) as service:
+        done = subprocess.run(
+            [sys.executable, "-m", "healthd", "evaluate", "--config"]
+            + [str(write_config(tmp_path, service)), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    (target,) = json.loads(done.stdout)["targets"]
+    (probe,) = (p for p in target["final"]["probes"] if (p["subject"], p["predicate"]) == OWNERS)
+    assert probe["expected"] == ["@klee"]
+    (item,) = (s for s in probe["served"] if s["text"] == SAYS)
+    assert item["read_as"]["asserted"] == ["@klee"] and item["read_as"]["other"] == []
+    assert [(f["value"], f["status"]) for f in probe["retrieved"]] == [("@klee", "current")]
+    assert target["reader"].startswith("default-4:people=")
+    assert target["reading"]["invented"] == 0
