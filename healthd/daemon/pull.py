@@ -12,6 +12,7 @@ from healthd.daemon.state import RunRecord, SourceRow
 from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
 from healthd.model import ChangeEvent
+from healthd.reading.aliases import Person
 from healthd.sources import PullResult
 from healthd.sources._merge import merge_timelines
 from healthd.timeline import dumps_event, format_timestamp
@@ -27,6 +28,8 @@ class Pulling(Views):
 
     skips_seen: dict[str, dict[str, None]]
     _unpersisted: list[tuple[str, ChangeEvent]]
+    # identity records the sources gave in this run, not yet in the state file
+    _unpersisted_people: dict[str, list[Person]]
 
     def _pull(
         self, run_id: str, record: RunRecord, only: set[str] | None = None
@@ -94,6 +97,8 @@ class Pulling(Views):
                         events=len(fresh),
                     )
                 self._report_skips(run_id, s.name, result.skipped)
+                if result.people is not None and not result.error:
+                    self._unpersisted_people[s.name] = result.people
                 if not result.error:
                     log.info(
                         "source pulled",

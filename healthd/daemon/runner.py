@@ -59,7 +59,8 @@ from healthd.logging import get_logger, redact_text
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.model import ChangeEvent, FactKey, Probe
 from healthd.probes import ProbeSet, load_probe_file
-from healthd.reading import build_reader
+from healthd.reading import build_reader, with_people
+from healthd.reading.aliases import Person
 from healthd.settings import Settings, duration_text, target_fingerprint
 from healthd.sources import Source, build_source
 
@@ -136,16 +137,21 @@ class Runner(TargetRuns, Pulling):
         # cursors and catalogued keys that follow them.
         self._unpersisted: list[tuple[str, ChangeEvent]] = []
         self._unpersisted_keys: dict[FactKey, None] = {}
+        self._unpersisted_people: dict[str, list[Person]] = {}
         # The events this run pulled (the log's tail), None when too many to keep in memory.
         self._new: list[ChangeEvent] | None = []
 
         built: dict[str, Source] = {}
         for name, cfg in settings.sources.items():
             built[name] = build_source(cfg.kind, name, cfg.options)
-        self.reader = build_reader(settings.reader)
         self._probe_extra, self.probe_config = self._read_probe_config()
         # what the state file holds, read at once (the events when a replay needs them)
         stored = state.stored()
+        # the reader, naming people as the sources' identity records (kept in the state
+        # file, so a restart reads as the run before it did)
+        self._reader = build_reader(settings.reader)
+        self.people = {n: p for n, p in stored.people.items() if n in settings.sources}
+        self.reader = with_people(self._reader, self._all_people())
         self.event_count = stored.event_count
         self.sources: dict[str, SourceRuntime] = {}
         for name, cfg in settings.sources.items():
@@ -234,6 +240,7 @@ class Runner(TargetRuns, Pulling):
                             self._unpersisted,
                             record.sources,
                             self.catalog.rows(self._unpersisted_keys),
+                            self._unpersisted_people,
                         )
                     except HealthdError as exc:
                         self._fail_all(run_id, summary, redact_text(str(exc)))
@@ -241,6 +248,7 @@ class Runner(TargetRuns, Pulling):
                         break
                     self._unpersisted.clear()
                     self._unpersisted_keys.clear()
+                    self._take_people()
                     if not more or self.stop.is_set() or _stop.run_time_left() == 0.0:
                         break  # a source with more to read goes on in the next run
                     pulled, more = self._pull(run_id, record, only=more)
@@ -357,6 +365,34 @@ class Runner(TargetRuns, Pulling):
                 row.last_error = error
                 summary.targets[t.name] = {"result": "failure", "events": 0, "error": error}
         log.error("run failed", run_id=run_id, error=error, targets=sorted(self.targets))
+
+    # -- the people ------------------------------------------------------------------------
+
+    def _all_people(self) -> list[Person]:
+        return [p for name in sorted(self.people) for p in self.people[name]]
+
+    def _take_people(self) -> None:
+        """The identity records this run's pulls gave (now in the state file) replace each
+        source's earlier ones; a reader naming other people is a changed reader: every
+        target's fingerprint changes and it starts a fresh replay, as for a changed probe
+        file, so scores read with two tables are never one series."""
+        if not self._unpersisted_people:
+            return
+        self.people.update(self._unpersisted_people)
+        self._unpersisted_people.clear()
+        reader = with_people(self._reader, self._all_people())
+        if reader.label == self.reader.label:
+            return
+        log.info(
+            "people changed: every target starts a fresh replay",
+            reader=reader.label,
+            previous=self.reader.label,
+        )
+        self.reader = reader
+        for t in self.targets.values():
+            t.fingerprint = target_fingerprint(
+                self.settings, t.name, t.options, self.probe_config, reader.label
+            )
 
     # -- the probe set ----------------------------------------------------------------------
 

@@ -6,6 +6,9 @@
 * ``probe_keys``: every key the events have held (a :class:`~healthd.probes.KeyCatalog`),
   written with the events, so a restart builds the probe set without reading every event;
 * ``sources``: each source's cursor, event count and last status;
+* ``people``: each source's identity records as of its last pull that gave them (a
+  Backstage User's profile, CODEOWNERS' handles and e-mails), from which the reader's people
+  table is built, so a restart reads as the run before it did;
 * ``targets``: per target the fingerprint of its configuration, how many events of the log
   it has applied, the last results and its run counters (the replay's own state is kept
   beside a persistent shadow, :mod:`healthd.daemon.replay_store`; ``snapshot`` is no longer
@@ -24,9 +27,9 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ from healthd.errors import HealthdError
 from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Domain
 from healthd.probes import KeyCatalog
+from healthd.reading.aliases import Person
 from healthd.timeline import dumps_event, iter_timeline
 
 SCHEMA_VERSION = "1"
@@ -79,10 +83,14 @@ CREATE TABLE IF NOT EXISTS targets (
     last_result TEXT,
     last_error TEXT
 );
+CREATE TABLE IF NOT EXISTS people (
+    source TEXT PRIMARY KEY,
+    records TEXT NOT NULL
+);
 """
 
 
-_TABLES = {"meta", "events", "probe_keys", "sources", "targets"}
+_TABLES = {"meta", "events", "probe_keys", "sources", "targets", "people"}
 _CHUNK = 500  # ids per lookup query
 
 
@@ -135,6 +143,7 @@ class Stored:
     sources: dict[str, SourceRow]
     catalog: KeyCatalog
     targets: dict[str, TargetRow]
+    people: dict[str, list[Person]] = field(default_factory=dict)
 
 
 def state_path_problem(path: str) -> str | None:
@@ -202,7 +211,9 @@ class StateStore:
 
     def stored(self) -> Stored:
         """Everything a runner starts from (see :class:`Stored`)."""
-        return Stored(self.event_count(), self.sources(), self.key_catalog(), self.targets())
+        return Stored(
+            self.event_count(), self.sources(), self.key_catalog(), self.targets(), self.people()
+        )
 
     def events(self) -> list[tuple[str, ChangeEvent]]:
         rows = self._db.execute("SELECT source, body FROM events ORDER BY seq").fetchall()
@@ -288,6 +299,16 @@ class StateStore:
         ).fetchall()
         return {r[0]: SourceRow(*r) for r in rows}
 
+    def people(self) -> dict[str, list[Person]]:
+        """Each source's identity records, as its last pull that gave them did."""
+        out: dict[str, list[Person]] = {}
+        for source, records in self._db.execute("SELECT source, records FROM people"):
+            out[source] = [
+                Person(r["handle"], tuple(r["names"]), tuple(r["emails"]))
+                for r in json.loads(records)
+            ]
+        return out
+
     def targets(self) -> dict[str, TargetRow]:
         rows = self._db.execute(
             "SELECT name, fingerprint, dirty, applied, snapshot, results, runs_success, "
@@ -314,13 +335,22 @@ class StateStore:
         events: list[tuple[str, ChangeEvent]],
         sources: list[SourceRow],
         keys: Sequence[tuple[str, str, Domain, bool]] = (),
+        people: Mapping[str, Sequence[Person]] | None = None,
     ) -> None:
-        """Store newly pulled events, the source cursors that follow them and the keys they
-        added to the catalog, together."""
+        """Store newly pulled events, the source cursors that follow them, the keys they
+        added to the catalog and the identity records the sources gave (each source's
+        replacing its earlier ones), together."""
         with self._writing():
             self._insert_events(events)
             self._upsert_sources(sources)
             self._upsert_keys(keys)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO people (source, records) VALUES (?, ?)",
+                [
+                    (source, json.dumps([asdict(p) for p in records], sort_keys=True))
+                    for source, records in (people or {}).items()
+                ],
+            )
 
     def _upsert_keys(self, keys: Iterable[tuple[str, str, Domain, bool]]) -> None:
         self._db.executemany(
