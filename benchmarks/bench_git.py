@@ -19,6 +19,11 @@ fixed overhead of at most 0.3 s, the CLI up in under 0.2 s. ``--repo PATH`` meas
 existing repository (a real history, e.g. a clone of a public project) instead.
 
     .venv/bin/python benchmarks/bench_git.py [--commits 20000] [--keep DIR] [--repo PATH]
+
+``--pull-once PATH`` does one full extraction of the `git` source on PATH and exits, to be
+timed as a whole process (start-up included) alternately with ``git -C PATH log
+--first-parent --raw --no-renames`` by an outside timer (``/usr/bin/time -v`` for each, or
+any harness that alternates the two and takes the ratio pair by pair).
 """
 
 from __future__ import annotations
@@ -342,7 +347,16 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="best of N timings")
     parser.add_argument("--keep", help="build the repository here and keep it")
     parser.add_argument("--repo", help="measure this existing repository instead")
+    parser.add_argument(
+        "--pull-once", metavar="PATH", help="one full extraction of PATH's history, then exit"
+    )
     args = parser.parse_args()
+    if args.pull_once:
+        pulled = build_source(
+            "git", "bench", {"path": args.pull_once, "revalidate_clock": "head"}
+        ).pull(None)
+        assert pulled.error is None, pulled.error
+        return 0
 
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="healthd-bench-"))
     repo = Path(args.repo) if args.repo else tmp / "bench.git"
