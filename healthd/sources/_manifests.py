@@ -175,35 +175,105 @@ def parse_package_json(text: str) -> Deps:
 # ----------------------------------------------------------------------------- go
 
 _GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*", re.M)
-_GO_BLOCK_END = re.compile(r"^[ \t]*\)", re.M)
 _GO_ENTRY = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
 _GO_INDIRECT = re.compile(r"\bindirect\b")
 
+#: A require section's line → its direct requirement (name, version), or () when it is
+#: none (blank, a comment, an indirect requirement). go.mod files are read at every
+#: change, and a version differs from the previous one by a few lines, so almost every
+#: line is one an earlier version had: it is matched once, not once per version.
+_GO_LINES: dict[str, tuple[str, str] | tuple[()]] = {}
+_GO_LINES_MAX = 1 << 18
 
-def parse_go_mod(text: str) -> Deps:
-    """``require`` lines and blocks (``// indirect`` ones aside): go.mod files are read at
-    every change, so this is on the hot path and every scan is a regex's. A block runs from
-    ``require (`` to the next line that starts with ``)``; without one, the line is read
-    alone."""
-    text = text.replace("\r\n", "\n")
-    requires: list[str] = []
+
+def _go_line(line: str) -> tuple[str, str] | tuple[()]:
+    found = _GO_ENTRY.match(line)
+    if found is None:
+        return ()
+    name, version, comment = found.groups()
+    if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
+        return ()
+    return name, version
+
+
+def _go_line_start(text: str, at: int, pos: int) -> int:
+    """Where the line holding ``at`` starts, if it starts at or after ``pos`` and holds only
+    spaces and tabs before ``at`` (a regex's ``^[ \t]*`` searched from ``pos``); else -1."""
+    start = text.rfind("\n", 0, at) + 1
+    if start < pos or text[start:at].strip(" \t"):
+        return -1
+    return start
+
+
+def _go_sections(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s require sections are (start, end): a block's lines, from after
+    ``require (`` to the start of the next line that starts with ``)``, or a ``require``
+    line's rest. Directives are found with ``str.find``, each checked where a regex's
+    ``^[ \t]*`` searched from the end of the previous section would have found it."""
+    spans: list[tuple[int, int]] = []
     pos = 0
-    while (found := _GO_REQUIRE.search(text, pos)) is not None:
+    at = text.find("require")
+    while at >= 0:
+        line_start = _go_line_start(text, at, pos)
+        found = _GO_REQUIRE.match(text, line_start) if line_start >= 0 else None
+        if found is None:
+            at = text.find("require", at + 1)
+            continue
         start = found.end()
         if text.startswith("(", start):
-            close = _GO_BLOCK_END.search(text, start + 1)
-            if close is not None:
-                requires.append(text[start + 1 : close.start()])
-                pos = close.end()
+            close = text.find(")", start + 1)
+            while close >= 0 and _go_line_start(text, close, start + 1) < 0:
+                close = text.find(")", close + 1)
+            if close >= 0:
+                spans.append((start + 1, text.rfind("\n", 0, close) + 1))
+                pos = close + 1
+                at = text.find("require", pos)
                 continue
         pos = text.find("\n", start)
         if pos < 0:
             pos = len(text)
-        requires.append(text[start:pos])
-    deps: Deps = {}
-    for name, version, comment in _GO_ENTRY.findall("\n".join(requires)):
-        if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
+        spans.append((start, pos))
+        at = text.find("require", pos)
+    return spans
+
+
+def _go_entries(lines: list[str]) -> list[tuple[str, str]]:
+    """The direct requirements among require sections' ``lines``, in order, each line
+    matched once (``_GO_LINES``)."""
+    if len(_GO_LINES) > _GO_LINES_MAX:
+        _GO_LINES.clear()
+    entries = list(map(_GO_LINES.get, lines))
+    if None in entries:
+        for i, entry in enumerate(entries):
+            if entry is None:
+                entries[i] = _GO_LINES[lines[i]] = _go_line(lines[i])
+    return [entry for entry in entries if entry]
+
+
+def _go_lines(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The lines of the require sections, but for blocks whose every line (after the rest
+    of the ``require (`` line, when that is empty) ends in ``// indirect``: such a line
+    requires nothing directly whatever precedes it, and since Go 1.17 the indirect
+    requirements have a block of their own, most of a go.mod's lines."""
+    lines: list[str] = []
+    for start, end in spans:
+        section = text[start:end]
+        if section.endswith("\n") and section.count("// indirect\n") == section.count(
+            "\n"
+        ) - section.startswith("\n"):
             continue
+        lines += section.split("\n")
+    return lines
+
+
+def parse_go_mod(text: str) -> Deps:
+    """``require`` lines and blocks (``// indirect`` ones aside). A block runs from
+    ``require (`` to the next line that starts with ``)``; without one, the line is read
+    alone. When two lines require one module, the first counts."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    deps: Deps = {}
+    for name, version in _go_entries(_go_lines(text, _go_sections(text))):
         deps.setdefault(name, version)
     return deps
 

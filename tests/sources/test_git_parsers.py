@@ -63,6 +63,91 @@ def test_go_mod_skips_indirect_and_replace():
     assert parse_go_mod(text) == {"a.io/x": "v1.0.0"}
 
 
+def _go_mod_by_regex_scans(text: str) -> dict[str, str]:
+    """parse_go_mod as it was written before it found directives with str.find and matched
+    each line once: regex searches over the whole text, the reference it must agree with."""
+    import re
+
+    text = text.replace("\r\n", "\n")
+    require = re.compile(r"^[ \t]*require\b[ \t]*", re.M)
+    block_end = re.compile(r"^[ \t]*\)", re.M)
+    entry = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
+    requires: list[str] = []
+    pos = 0
+    while (found := require.search(text, pos)) is not None:
+        start = found.end()
+        if text.startswith("(", start):
+            close = block_end.search(text, start + 1)
+            if close is not None:
+                requires.append(text[start + 1 : close.start()])
+                pos = close.end()
+                continue
+        pos = text.find("\n", start)
+        if pos < 0:
+            pos = len(text)
+        requires.append(text[start:pos])
+    deps: dict[str, str] = {}
+    for name, version, comment in entry.findall("\n".join(requires)):
+        if comment and re.search(r"\bindirect\b", comment):
+            continue
+        deps.setdefault(name, version)
+    return deps
+
+
+GO_MOD_PIECES = st.sampled_from(
+    [
+        "module m\n",
+        "go 1.21\n",
+        "require (\n",
+        "require(",
+        "require ( // c\n",
+        "require a.io/x v1.0.0\n",
+        "require a.io/x v1.0.0 // indirect",
+        "requirement b.io/y v2\n",
+        " \trequire ",
+        "\ta.io/x v1.0.0\n",
+        "\ta.io/x v1.2.0 // indirect\n",
+        "\tb.io/y v0.1.0 // indirect\n",
+        "\tb.io/y v0.1.0 // indirectly\n",
+        "\tb.io/y v0.1.0 //indirect; x\n",
+        '\t"c.io/z" v3.0.0+incompatible\n',
+        "\t(d.io/w v1\n",
+        "\t// a comment (with parens)\n",
+        ")\n",
+        "\t)\n",
+        ") require x.io/q v9\n",
+        "replace a.io/x => ../x\n",
+        "exclude (\n\tb.io/y v0.0.1\n)\n",
+        "\r\n",
+        "\n",
+        "\r",
+        "é",
+        "require",
+        "(",
+        ")",
+    ]
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(GO_MOD_PIECES | st.text(" \t\n()/rvequi", max_size=5), max_size=30).map("".join))
+def test_go_mod_reads_as_the_regex_scans_did(text):
+    assert parse_go_mod(text) == _go_mod_by_regex_scans(text)
+
+
+def test_go_mod_indirect_blocks_and_lines_read_again():
+    text = (
+        "module m\n\ngo 1.22\n\nrequire (\n\ta.io/x v1.0.0\n\tb.io/y v1.1.0 // pinned\n)\n\n"
+        "require (\n\tc.io/z v0.1.0 // indirect\n\td.io/w v0.2.0 // indirect\n)\n"
+        "require e.io/v v2.0.0 // indirect\nrequire f.io/u v3.0.0\n"
+    )
+    expected = {"a.io/x": "v1.0.0", "b.io/y": "v1.1.0", "f.io/u": "v3.0.0"}
+    assert parse_go_mod(text) == expected
+    assert parse_go_mod(text) == expected  # the lines matched before
+    bumped = text.replace("c.io/z v0.1.0 // indirect", "c.io/z v0.1.0")
+    assert parse_go_mod(bumped) == {**expected, "c.io/z": "v0.1.0"}
+
+
 def test_pom_without_namespace_and_with_managed_versions():
     text = (
         "<project><dependencyManagement><dependencies><dependency><groupId>g</groupId>"
