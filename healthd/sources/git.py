@@ -266,6 +266,7 @@ class GitExtractor(Extractor):
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
+        self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
         self.scopes: dict[str, set[FactKey]] = {}
@@ -403,7 +404,7 @@ class GitExtractor(Extractor):
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         services: set[str] = set()
-        dep_subjects: set[str] = set()
+        dep_subjects: dict[str, set[str]] = {}  # subject → dependencies that changed
         owners_changed = False
         relayout = self._relayout(changes)
         for ch in changes:
@@ -429,8 +430,10 @@ class GitExtractor(Extractor):
                         services.add(service)
             if parser is not None:
                 subject = self.manifest_subject(path)
-                if subject is not None and self._read_manifest(commit, ch, subject):
-                    dep_subjects.add(subject)
+                if subject is not None:
+                    names = self._read_manifest(commit, ch, subject)
+                    if names is not None:
+                        dep_subjects.setdefault(subject, set()).update(names)
             if path in LOCATIONS:
                 owners_changed |= self._read_codeowners(commit, ch)
         if relayout:
@@ -438,13 +441,18 @@ class GitExtractor(Extractor):
         if not (services or dep_subjects or owners_changed):
             return []
         desired: dict[str, dict[FactKey, Held]] = {}
+        partial: dict[str, tuple[dict[FactKey, Held], set[FactKey]]] = {}
         for service in services:
             desired[f"svc:{service}"] = self._service_facts(service, commit)
-        for subject in dep_subjects:
-            desired[f"deps:{subject}"] = self._dep_facts(subject, commit)
+        for subject, names in dep_subjects.items():
+            update = self._dep_changes(subject, names, commit)
+            if update is None:
+                desired[f"deps:{subject}"] = self._dep_facts(subject, commit)
+            else:
+                partial[f"deps:{subject}"] = update
         if owners_changed:
             desired["owners"] = self._owner_facts(commit)
-        return self._diff(commit, desired, emit)
+        return self._diff(commit, desired, emit, partial)
 
     def _blob_text(self, commit: Commit, ch: Change) -> str | None:
         data = self.repo.blob(ch.new_sha)
@@ -456,26 +464,35 @@ class GitExtractor(Extractor):
             return None
         return data.decode("utf-8", errors="replace")
 
-    def _read_manifest(self, commit: Commit, ch: Change, subject: str) -> bool:
+    def _read_manifest(self, commit: Commit, ch: Change, subject: str) -> set[str] | None:
+        """Read a manifest's change: the dependencies whose spec it changed (added, revised
+        or dropped), or None when it changed nothing the subject's facts are made of."""
         path = ch.path
         if ch.status == "D":
-            if self.manifests.pop(path, None) is None:
-                return False
+            gone = self.manifests.pop(path, None)
+            if gone is None:
+                return None
             self.manifest_subjects.get(subject, set()).discard(path)
-            return True
+            return set(gone)
         text = self._blob_text(commit, ch)
         if text is None:
-            return False
+            return None
         deps, problem = try_parse_manifest(path, text)
+        before = self.manifests.get(path)
         if problem is not None:
             self.skips.add(f"{path}@{commit.sha[:12]}", f"{problem}; kept as before")
-            if path in self.manifests:
-                return False
-        elif self.manifests.get(path) == deps:
-            return False  # e.g. only indirect requirements or the toolchain changed
+            if before is not None:
+                return None
+        elif before is not None:
+            changed = {name for name, _ in before.items() ^ deps.items()}
+            if not changed:
+                return None  # e.g. only indirect requirements or the toolchain changed
+            self.manifests[path] = deps
+            self.manifest_subjects.setdefault(subject, set()).add(path)
+            return changed
         self.manifests[path] = deps
         self.manifest_subjects.setdefault(subject, set()).add(path)
-        return True
+        return set(deps)
 
     def _read_codeowners(self, commit: Commit, ch: Change) -> bool:
         if ch.status == "D":
@@ -510,11 +527,45 @@ class GitExtractor(Extractor):
             out[fact.key] = Held(fact, (exists.key,), self._meta(commit))
         return out
 
-    def _dep_facts(self, subject: str, commit: Commit) -> dict[FactKey, Held]:
-        out: dict[FactKey, Held] = {}
+    def _dep_paths(self, subject: str) -> tuple[list[str], tuple[FactKey, ...]]:
+        """The subject's manifests, the one that wins a dependency first, and what its
+        dependency facts depend on."""
         paths = sorted(self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p))
         is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
-        deps_on = (FactKey(subject, EXISTS),) if is_service else ()
+        return paths, (FactKey(subject, EXISTS),) if is_service else ()
+
+    def _dep_changes(
+        self, subject: str, names: set[str], commit: Commit
+    ) -> tuple[dict[FactKey, Held], set[FactKey]] | None:
+        """The subject's dependency facts for ``names`` alone (the others are as held), and
+        the keys of those that no manifest names any longer; None when every fact must be
+        built again (a first read, or what they depend on changed)."""
+        paths, deps_on = self._dep_paths(subject)
+        if self.dep_depends.get(subject) != deps_on:
+            return None
+        held = self.scopes.get(f"deps:{subject}", set())
+        out: dict[FactKey, Held] = {}
+        gone: set[FactKey] = set()
+        metas: dict[str, dict[str, str]] = {}
+        for name in names:
+            key = FactKey(subject, DEP_PREFIX + name)
+            for path in paths:
+                spec = self.manifests.get(path, {}).get(name)
+                if spec is not None:
+                    meta = metas.get(path)
+                    if meta is None:
+                        meta = metas[path] = self._meta(commit, manifest=path)
+                    out[key] = Held(Fact(subject, key.predicate, spec, "tech"), deps_on, meta)
+                    break
+            else:
+                if key in held:
+                    gone.add(key)
+        return out, gone
+
+    def _dep_facts(self, subject: str, commit: Commit) -> dict[FactKey, Held]:
+        out: dict[FactKey, Held] = {}
+        paths, deps_on = self._dep_paths(subject)
+        self.dep_depends[subject] = deps_on
         for path in paths:
             meta = self._meta(commit, manifest=path)  # shared: events copy it, nothing edits it
             for name, spec in self.manifests.get(path, {}).items():
@@ -537,18 +588,28 @@ class GitExtractor(Extractor):
 
     # -- events
     def _diff(
-        self, commit: Commit, desired: dict[str, dict[FactKey, Held]], emit: bool
+        self,
+        commit: Commit,
+        desired: dict[str, dict[FactKey, Held]],
+        emit: bool,
+        partial: Mapping[str, tuple[dict[FactKey, Held], set[FactKey]]] | None = None,
     ) -> list[ChangeEvent]:
+        """Events for the facts of each scope: ``desired`` holds all of a scope's facts,
+        ``partial`` some (the rest are as held) and the keys of those that ended."""
         born: list[ChangeEvent] = []
         changed: list[ChangeEvent] = []
         ended: list[ChangeEvent] = []
         dead: list[ChangeEvent] = []
         gone_services: set[FactKey] = set()
         removals: list[tuple[str, FactKey, Held]] = []
-        for scope in sorted(desired):
-            new = desired[scope]
-            old_keys = self.scopes.get(scope, set())
-            for key in sorted(old_keys - new.keys()):
+        partial = partial or {}
+        for scope in sorted(desired.keys() | partial.keys()):
+            if scope in partial:
+                new, ended_keys = partial[scope]
+            else:
+                new = desired[scope]
+                ended_keys = self.scopes.get(scope, set()) - new.keys()
+            for key in sorted(ended_keys):
                 held = self.held.pop(key)
                 removals.append((scope, key, held))
                 if key.predicate == EXISTS:
@@ -565,7 +626,13 @@ class GitExtractor(Extractor):
                     changed.append(self._event(commit, h, "revised", previous=before.fact))
                 else:
                     h.metadata = before.metadata  # unchanged: keep where it came from
-            if new:
+            if scope in partial:
+                keys = self.scopes.setdefault(scope, set())
+                keys.difference_update(ended_keys)
+                keys.update(new)
+                if not keys:
+                    del self.scopes[scope]
+            elif new:
                 self.scopes[scope] = set(new)
             else:
                 self.scopes.pop(scope, None)

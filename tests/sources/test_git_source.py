@@ -544,3 +544,61 @@ def test_malformed_codeowners_owners_are_dropped_counted_and_named(repo, brief):
         "line 2",
         "line 3",
     ]
+
+
+# --------------------------------------------------------------------------- per-name updates
+
+
+def _go_mod(deps: dict[str, str], indirect: dict[str, str]) -> str:
+    lines = "".join(f"\t{name} {version}\n" for name, version in sorted(deps.items()))
+    rest = "".join(f"\t{name} {version} // indirect\n" for name, version in indirect.items())
+    return f"module m\n\ngo 1.22\n\nrequire (\n{lines})\n\nrequire (\n{rest})\n"
+
+
+def _package_json(deps: dict[str, str]) -> str:
+    return json.dumps({"name": "w", "dependencies": dict(sorted(deps.items()))})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_dependency_facts_updated_per_changed_name_equal_rebuilding_them(repo, monkeypatch, seed):
+    """A manifest's change rebuilds only the dependencies it changed: the events are those
+    of rebuilding every dependency fact of the subject, through manifests of one subject
+    naming the same package (the shallower, then alphabetically first, wins), manifests
+    deleted and added again, unreadable ones, and a module moving under a root manifest."""
+    import random
+
+    from healthd.sources.git import GitExtractor
+
+    rng = random.Random(seed)
+    names = ["a.io/x", "b.io/y", "c.io/z", "d.io/w", "left-pad", "react"]
+    paths = ["svc/go.mod", "svc/package.json", "svc/web/package.json", "go.mod", "lib/go.mod"]
+    held: dict[str, dict[str, str]] = {}
+    for day in range(1, 41):
+        files: dict[str, str | None] = {f"svc/m{day}.go": "package m\n"}
+        for path in rng.sample(paths, rng.randint(1, 2)):
+            roll = rng.random()
+            if roll < 0.12:
+                files[path] = None
+                held.pop(path, None)
+                continue
+            if roll < 0.17:
+                files[path] = "{ not json" if path.endswith(".json") else "require (\n"
+                continue
+            deps = dict(held.get(path, {}))
+            for name in rng.sample(names, rng.randint(1, 3)):
+                if name in deps and rng.random() < 0.3:
+                    del deps[name]
+                else:
+                    deps[name] = f"v1.{rng.randint(0, 3)}.0"
+            held[path] = deps
+            if path.endswith("go.mod"):
+                files[path] = _go_mod(deps, {"e.io/v": f"v0.{day}.0"})
+            else:
+                files[path] = _package_json(deps)
+        repo.commit(f"2024-01-{day:02d}" if day <= 31 else f"2024-02-{day - 31:02d}", files)
+
+    per_name = [dumps_event(ev) for ev in pull(git_source(repo)).events]
+    monkeypatch.setattr(GitExtractor, "_dep_changes", lambda self, subject, names, commit: None)
+    rebuilt = [dumps_event(ev) for ev in pull(git_source(repo)).events]
+    assert per_name == rebuilt
+    assert any('"dependency:' in line for line in per_name)
