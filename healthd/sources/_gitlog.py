@@ -335,6 +335,9 @@ class Extractor:
     """
 
     held: dict[FactKey, Held]
+    #: Which edited files (a change neither adding nor deleting one) ``apply`` reads, by
+    #: their path as git writes it; None for all of them.
+    modified: Callable[[bytes], bool] | None = None
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         raise NotImplementedError
@@ -564,6 +567,7 @@ class RepoSource:
                     first_parent=self.opts.first_parent,
                     paths=paths,
                     renames=self.follows_renames,
+                    modified=extractor.modified,
                 )
                 for batch, blobs in read_ahead(repo, history, extractor):
                     repo.use_prefetched(blobs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -132,10 +132,14 @@ class Repo:
         since: datetime | None = None,
         paths: Iterable[str] = (),
         renames: bool = False,
+        modified: Callable[[bytes], bool] | None = None,
     ) -> Iterator[tuple[Commit, list[Change]]]:
         """Commits oldest to newest with their raw changes, from ONE streaming ``git log``;
         with ``renames``, git's rename detection pairs a deleted and an added file as one
-        ``R`` change (worth it only on a few paths)."""
+        ``R`` change (worth it only on a few paths). With ``modified``, a change that
+        neither adds nor deletes a file (M, T) is kept only when ``modified(path)`` (the
+        path as git wrote it) says it matters: most changes are edits of files whose
+        content the caller never reads."""
         args = self._base() + [
             "log",
             "--reverse",
@@ -185,7 +189,7 @@ class Repo:
                                 continue
                             changes.append(_change(pending_meta, token, renamed_from))
                             renamed_from = None
-                        else:
+                        elif modified is None or pending_meta[-1:] in b"AD" or modified(token):
                             changes.append(_change(pending_meta, token))
                         pending_meta = None
                         continue

@@ -391,6 +391,20 @@ _PARSERS: list[tuple[str, Callable[[str], Deps]]] = [
 ]
 
 
+_NAMES = frozenset(p.encode() for p, _ in _PARSERS if not any(c in p for c in "*?["))
+_NAME_PREFIXES = tuple(
+    p[: min(p.find(c) for c in "*?[" if c in p)].encode()
+    for p, _ in _PARSERS
+    if any(c in p for c in "*?[")
+)
+
+
+def may_be_manifest(name: bytes) -> bool:
+    """False for a file name (raw bytes, before decoding) no parser reads; True for every
+    name one does (and for a few more: a glob is tested by its literal prefix)."""
+    return name in _NAMES or name.startswith(_NAME_PREFIXES)
+
+
 @lru_cache(maxsize=4096)
 def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
     for pattern, parser in _PARSERS:

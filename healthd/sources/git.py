@@ -89,7 +89,7 @@ from healthd.sources._gitlog import (
     validate_options,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo
-from healthd.sources._manifests import manifest_parser, try_parse_manifest
+from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
 
 EXISTS = "exists"
 LANGUAGE = "language"
@@ -231,6 +231,17 @@ def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
     return found
 
 
+_OWNER_NAMES = frozenset(posixpath.basename(location).encode() for location in LOCATIONS)
+
+
+def edit_matters(path: bytes) -> bool:
+    """Whether an edit of the file at ``path`` (as git writes it) may change a fact: True
+    for every manifest and CODEOWNERS file (and a few more), False for the source files
+    that most edits are, which :meth:`GitExtractor.apply` skips."""
+    name = path.rpartition(b"/")[2]
+    return name in _OWNER_NAMES or may_be_manifest(name)
+
+
 def main_language(counts: Mapping[str, int]) -> str | None:
     best = [(-n, lang) for lang, n in counts.items() if n > 0]
     return min(best)[1] if best else None
@@ -243,6 +254,8 @@ class GitExtractor(Extractor):
     directory holding a manifest (a module), else a top-level directory that holds no
     module; with ``service_roots``, the directory matching one of those globs.
     """
+
+    modified = staticmethod(edit_matters)
 
     def __init__(
         self,
@@ -272,6 +285,7 @@ class GitExtractor(Extractor):
         self.scopes: dict[str, set[FactKey]] = {}
         self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
         self.service_of = lru_cache(maxsize=65536)(self._unit_of_dir)
+        self.manifest_subject = lru_cache(maxsize=65536)(self._manifest_subject)
 
     def people(self) -> list[Person]:
         """The CODEOWNERS' owners as identity records (handles and e-mails)."""
@@ -317,8 +331,10 @@ class GitExtractor(Extractor):
     def _excluded(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, p) for p in self.opts.exclude)
 
-    def manifest_subject(self, path: str) -> str | None:
-        """Whose dependencies a manifest lists; None for a manifest in an excluded tree."""
+    def _manifest_subject(self, path: str) -> str | None:
+        """Whose dependencies a manifest lists; None for a manifest in an excluded tree.
+        (The same whatever the history: with ``service_roots`` a directory's service is
+        decided by the globs alone.)"""
         directory = posixpath.dirname(path)
         if not directory:
             return self.opts.root_subject

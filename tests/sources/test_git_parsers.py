@@ -15,7 +15,7 @@ from healthd.sources._manifests import (
     parse_requirements_txt,
     try_parse_manifest,
 )
-from healthd.sources.git import language_of, main_language
+from healthd.sources.git import edit_matters, language_of, main_language
 
 
 def test_codeowners_last_line_wins_owners_sorted_comments_and_sections_ignored():
@@ -162,6 +162,35 @@ def test_unreadable_manifests_are_reported_not_raised():
     assert try_parse_manifest("a/pom.xml", "<!DOCTYPE x [<!ENTITY e 'x'>]><project/>")[1]
     assert try_parse_manifest("Cargo.toml", "[dependencies\n")[1].startswith("invalid TOML")
     assert try_parse_manifest("package.json", "[1, 2]")[1]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["", "a", "svc", ".github", "docs", "é", "requirements"]), max_size=3),
+    st.sampled_from(
+        [
+            "go.mod",
+            "package.json",
+            "pyproject.toml",
+            "Cargo.toml",
+            "pom.xml",
+            "requirements.txt",
+            "requirements-dev.txt",
+            "requirements",
+            "CODEOWNERS",
+            "main.go",
+            "go.sum",
+        ]
+    )
+    | st.text(max_size=12),
+)
+def test_every_edit_the_git_source_reads_is_kept_by_the_log_filter(dirs, name):
+    from healthd.sources._codeowners import LOCATIONS
+    from healthd.sources._manifests import manifest_parser
+
+    path = "/".join([*dirs, name])
+    if manifest_parser(path) is not None or path in LOCATIONS:
+        assert edit_matters(path.encode("utf-8", "surrogateescape"))
 
 
 def test_languages_and_the_main_one():
