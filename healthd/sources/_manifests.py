@@ -431,6 +431,8 @@ def parse_manifest(path: str, text: str) -> Deps:
         raise
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError) as exc:
         raise ManifestError(f"cannot parse: {exc.__class__.__name__}") from None
+    if parser is parse_go_mod:  # its names and versions are runs of non-space characters
+        return deps
     return {k: v for k, v in deps.items() if k.strip() and v.strip()}
 
 

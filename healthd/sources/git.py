@@ -280,12 +280,14 @@ class GitExtractor(Extractor):
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
+        self.dep_order: dict[str, list[str]] = {}  # subject → its manifests, the winner first
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
         self.scopes: dict[str, set[FactKey]] = {}
         self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
         self.service_of = lru_cache(maxsize=65536)(self._unit_of_dir)
         self.manifest_subject = lru_cache(maxsize=65536)(self._manifest_subject)
+        self._excluded = lru_cache(maxsize=65536)(self._excluded_name)
 
     def people(self) -> list[Person]:
         """The CODEOWNERS' owners as identity records (handles and e-mails)."""
@@ -328,7 +330,7 @@ class GitExtractor(Extractor):
             return None  # the root module's (which has no exists/language facts) or none
         return top
 
-    def _excluded(self, name: str) -> bool:
+    def _excluded_name(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, p) for p in self.opts.exclude)
 
     def _manifest_subject(self, path: str) -> str | None:
@@ -489,6 +491,7 @@ class GitExtractor(Extractor):
             if gone is None:
                 return None
             self.manifest_subjects.get(subject, set()).discard(path)
+            self.dep_order.pop(subject, None)
             return set(gone)
         text = self._blob_text(commit, ch)
         if text is None:
@@ -504,11 +507,17 @@ class GitExtractor(Extractor):
             if not changed:
                 return None  # e.g. only indirect requirements or the toolchain changed
             self.manifests[path] = deps
-            self.manifest_subjects.setdefault(subject, set()).add(path)
+            self._add_manifest(subject, path)
             return changed
         self.manifests[path] = deps
-        self.manifest_subjects.setdefault(subject, set()).add(path)
+        self._add_manifest(subject, path)
         return set(deps)
+
+    def _add_manifest(self, subject: str, path: str) -> None:
+        paths = self.manifest_subjects.setdefault(subject, set())
+        if path not in paths:
+            paths.add(path)
+            self.dep_order.pop(subject, None)
 
     def _read_codeowners(self, commit: Commit, ch: Change) -> bool:
         if ch.status == "D":
@@ -546,7 +555,11 @@ class GitExtractor(Extractor):
     def _dep_paths(self, subject: str) -> tuple[list[str], tuple[FactKey, ...]]:
         """The subject's manifests, the one that wins a dependency first, and what its
         dependency facts depend on."""
-        paths = sorted(self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p))
+        paths = self.dep_order.get(subject)
+        if paths is None:
+            paths = self.dep_order[subject] = sorted(
+                self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p)
+            )
         is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
         return paths, (FactKey(subject, EXISTS),) if is_service else ()
 
