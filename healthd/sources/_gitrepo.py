@@ -183,7 +183,7 @@ class Repo:
                 rest = tokens.pop()
                 for token in tokens:
                     if pending_meta is not None:
-                        if pending_meta.rstrip(b"0123456789")[-1:] in (b"R", b"C"):
+                        if renames and pending_meta.rstrip(b"0123456789")[-1:] in (b"R", b"C"):
                             if renamed_from is None:
                                 renamed_from = token  # the path before; the next is after
                                 continue

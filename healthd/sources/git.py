@@ -321,10 +321,12 @@ class GitExtractor(Extractor):
                     if not self._excluded(name):
                         return name
             return None
-        for depth in range(len(parts), 0, -1):
-            candidate = "/".join(parts[:depth])
+        candidate, cut = directory, len(directory)
+        while cut > 0:  # the directory, then each parent: the deepest module holds it
+            candidate = candidate[:cut]
             if candidate in self.module_manifests:
                 return candidate
+            cut = candidate.rfind("/")
         top = parts[0]
         if self.root_manifests or self.tops_with_modules[top] or self._excluded(top):
             return None  # the root module's (which has no exists/language facts) or none
