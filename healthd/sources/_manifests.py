@@ -213,8 +213,9 @@ def _go_sections(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     pos = 0
     at = text.find("require")
-    while at >= 0:
-        line_start = _go_line_start(text, at, pos)
+    while at >= 0:  # (at >= pos: every search starts at pos or later)
+        # at the start of its line (the usual case), else after spaces and tabs, or not one
+        line_start = at if at == 0 or text[at - 1] == "\n" else _go_line_start(text, at, pos)
         found = _GO_REQUIRE.match(text, line_start) if line_start >= 0 else None
         if found is None:
             at = text.find("require", at + 1)
@@ -222,7 +223,11 @@ def _go_sections(text: str) -> list[tuple[int, int]]:
         start = found.end()
         if text.startswith("(", start):
             close = text.find(")", start + 1)
-            while close >= 0 and _go_line_start(text, close, start + 1) < 0:
+            while (
+                close >= 0
+                and text[close - 1] != "\n"
+                and _go_line_start(text, close, start + 1) < 0
+            ):
                 close = text.find(")", close + 1)
             if close >= 0:
                 spans.append((start + 1, text.rfind("\n", 0, close) + 1))
