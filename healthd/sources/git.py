@@ -310,8 +310,8 @@ class GitExtractor(Extractor):
     def _unit_of_dir(self, directory: str) -> str | None:
         if not directory or self.excluded_dir(directory):
             return None
-        parts = directory.split("/")
         if self.opts.service_roots:
+            parts = directory.split("/")
             for root in self.opts.service_roots:
                 pat = root.split("/")
                 if len(parts) >= len(pat) and all(
@@ -327,7 +327,7 @@ class GitExtractor(Extractor):
             if candidate in self.module_manifests:
                 return candidate
             cut = candidate.rfind("/")
-        top = parts[0]
+        top = candidate  # the top-level directory, where the walk ended
         if self.root_manifests or self.tops_with_modules[top] or self._excluded(top):
             return None  # the root module's (which has no exists/language facts) or none
         return top
