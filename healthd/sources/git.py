@@ -224,6 +224,10 @@ def language_of(path: str) -> str | None:
     return None if vendored else lang
 
 
+_NO_FILES: Counter[str] = Counter()  # a unit without source files (never changed)
+_NO_DEPS: dict[str, str] = {}  # a manifest not read (never changed)
+
+
 def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
     found = table.get(key)
     if found is None:
@@ -400,12 +404,15 @@ class GitExtractor(Extractor):
             files[unit] += n
             dir_langs = self.dir_langs.get(directory)
             if dir_langs:
-                langs.setdefault(unit, Counter()).update(dir_langs)
+                unit_langs = langs.get(unit)
+                if unit_langs is None:
+                    unit_langs = langs[unit] = Counter()
+                unit_langs.update(dir_langs)
         touched = {
             unit
             for unit in set(files) | set(self.files)
             if files[unit] != self.files[unit]
-            or +langs.get(unit, Counter()) != +self.langs.get(unit, Counter())
+            or +langs.get(unit, _NO_FILES) != +self.langs.get(unit, _NO_FILES)
         }
         self.files, self.langs = files, langs
         return touched
@@ -505,9 +512,9 @@ class GitExtractor(Extractor):
             if before is not None:
                 return None
         elif before is not None:
-            changed = {name for name, _ in before.items() ^ deps.items()}
-            if not changed:
+            if before == deps:
                 return None  # e.g. only indirect requirements or the toolchain changed
+            changed = {name for name, _ in before.items() ^ deps.items()}
             self.manifests[path] = deps
             self._add_manifest(subject, path)
             return changed
@@ -577,11 +584,12 @@ class GitExtractor(Extractor):
         held = self.scopes.get(f"deps:{subject}", set())
         out: dict[FactKey, Held] = {}
         gone: set[FactKey] = set()
+        manifests = [(path, self.manifests.get(path, _NO_DEPS)) for path in paths]
         metas: dict[str, dict[str, str]] = {}
         for name in names:
             key = FactKey(subject, DEP_PREFIX + name)
-            for path in paths:
-                spec = self.manifests.get(path, {}).get(name)
+            for path, deps in manifests:
+                spec = deps.get(name)
                 if spec is not None:
                     meta = metas.get(path)
                     if meta is None:
