@@ -11,11 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-
-try:
-    import fcntl
-except ImportError:  # not on Windows
-    fcntl = None  # type: ignore[assignment]
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -24,6 +19,11 @@ from typing import NamedTuple
 
 from healthd.errors import SourceError
 from healthd.logging import redact_text, register_secret
+
+try:
+    import fcntl
+except ImportError:  # Windows: no fcntl, pipes keep their size
+    fcntl = None  # type: ignore[assignment]
 
 NULL_SHA = "0" * 40
 _SUBMODULE_MODE = "160000"

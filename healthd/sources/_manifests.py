@@ -183,7 +183,7 @@ _GO_INDIRECT = re.compile(r"\bindirect\b")
 #: change, and a version differs from the previous one by a few lines, so almost every
 #: line is one an earlier version had: it is matched once, not once per version.
 _GO_LINES: dict[str, tuple[str, str] | tuple[()]] = {}
-_GO_LINES_MAX = 1 << 18
+_GO_LINES_MAX = 1 << 15  # a few MB; a pull of opentelemetry-go meets 2,270 lines
 
 
 def _go_line(line: str) -> tuple[str, str] | tuple[()]:
