@@ -26,11 +26,14 @@ class Reading:
     """What one text says about one key: values asserted (current), values negated or
     presented as past, and ``other``: values the text asserts for the key that are not among
     those the key has held (an invented or garbled value, as the text spells it). None of the
-    three: the text could not be read for the key."""
+    three: the text could not be read for the key; ``irrelevant`` besides where it speaks
+    only of another subject (retrieved beside the answer, not a fact about the key), as
+    opposed to a hedge, a plan or a text naming none of the values."""
 
     asserted: tuple[str, ...] = ()
     negated: tuple[str, ...] = ()
     other: tuple[str, ...] = ()
+    irrelevant: bool = False
 
     @property
     def unread(self) -> bool:
@@ -67,13 +70,15 @@ class ItemReading:
         return self.metadata_value is not None and self.metadata_value not in self.reading.asserted
 
     def read_as(self) -> dict[str, object]:
-        """The JSON report's ``read_as``."""
+        """The JSON report's ``read_as``; ``irrelevant`` only where true (an item about
+        another subject), so a report with none reads as it always did."""
         return {
             "asserted": list(self.reading.asserted),
             "negated": list(self.reading.negated),
             "unread": self.reading.unread,
             "mismatch": self.mismatch,
             "other": list(self.reading.other),
+            **({"irrelevant": True} if self.reading.irrelevant else {}),
         }
 
 

@@ -224,6 +224,8 @@ _ALIVE = re.compile(
 )
 
 ASSERTED, PAST, HEDGED = "asserted", "past", "hedged"
+# Unread for the key because the text speaks only of another subject (issue 38 item 1).
+IRRELEVANT = Reading(irrelevant=True)
 
 
 def _last_words(text: str, count: int = _WORDS) -> str:
@@ -395,16 +397,18 @@ class DefaultReader:
     def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
         text = _name_people(text, values, self.people)
         if _about_another_subject(text, key.subject, values):
-            return Reading()
+            return IRRELEVANT  # "auth-service-v2 ..." for auth-service
         if key.predicate == "exists":
             return _read_existence(text, key.subject, values)
         package = key.predicate.split(":", 1)[1] if key.predicate.startswith("dependency:") else ""
         if package and not package_pattern(package).search(text):
-            return Reading()  # versions of some other package
-        if _people(values) and not subject_pattern(key.subject).search(text):
-            return Reading()  # "Lee has been away since Monday": of no subject's owners
+            return IRRELEVANT  # versions of some other package
+        named = subject_pattern(key.subject).search(text) is not None
+        if _people(values) and not named:
+            return IRRELEVANT  # "Lee has been away since Monday": of no subject's owners
         last: dict[str, str] = {}
         others: list[str] = []
+        kept = elsewhere = False  # a clause read for the key; one left as another subject's
         for sentence in _sentences(text, key.subject):
             framed = _FRAME_PAST.match(sentence) is not None
             invalid = bool(_INVALID_SINCE.search(sentence))
@@ -415,7 +419,9 @@ class DefaultReader:
                 dated = invalid or bool(_DATED.search(clause) and _PAST_VERB.search(clause))
                 clause = _own_part(clause, key.subject, values, package)
                 if not clause:
+                    elsewhere = True
                     continue
+                kept = True
                 readings = _read_clause(clause, values, key.subject)
                 if (
                     framed
@@ -446,11 +452,14 @@ class DefaultReader:
                         last.pop(value, None)
                     for value in combined:
                         last[value] = ASSERTED
-        return Reading(
+        found = Reading(
             tuple(v for v, r in last.items() if r == ASSERTED),
             tuple(v for v, r in last.items() if r == PAST),
             tuple(dict.fromkeys(others)),
         )
+        if found.unread and elsewhere and not kept and not named:
+            return IRRELEVANT  # "the exporter is written in Go": every clause another's
+        return found
 
 
 _HANDLE = re.compile(r"@[\w.-]+")
