@@ -137,15 +137,16 @@ class ReadingCounts:
     unread: int = 0
     metadata_mismatch: int = 0
     invented: int = 0  # items read with a value their key has never held
+    irrelevant: int = 0  # unread items about another subject (retrieved but irrelevant)
 
     def as_dict(self) -> dict[str, int]:
-        """``invented`` only where items were served: a memory that serves no text reports
-        what it always did."""
+        """``invented`` and ``irrelevant`` only where items were served: a memory that serves
+        no text reports what it always did."""
         return {
             "items": self.items,
             "unread": self.unread,
             "metadata_mismatch": self.metadata_mismatch,
-            **({"invented": self.invented} if self.items else {}),
+            **({"invented": self.invented, "irrelevant": self.irrelevant} if self.items else {}),
         }
 
 
@@ -405,17 +406,18 @@ class Replay:
     def _summary(self) -> tuple[int, ReadingCounts, int]:
         summary = self._served_summary
         if summary is None or summary[0] != self._served_version:
-            items = unread = mismatch = invented = 0
+            items = unread = mismatch = invented = irrelevant = 0
             for pid in self._active:
                 for reading in self._readings.get(pid, ()):
                     items += 1
                     unread += reading.reading.unread
                     mismatch += reading.mismatch
                     invented += bool(reading.reading.other)
+                    irrelevant += reading.reading.irrelevant
             changed = sum(retrieval_changed(served) for served in self._answers.values())
             summary = self._served_summary = (
                 self._served_version,
-                ReadingCounts(items, unread, mismatch, invented),
+                ReadingCounts(items, unread, mismatch, invented, irrelevant),
                 changed,
             )
         return summary

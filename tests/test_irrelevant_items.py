@@ -8,12 +8,73 @@ The memory here is a team's HTTP memory serving text (tests/text_memory_service.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
+from text_memory_service import TextMemoryService
 
 from healthd.model import FactKey
 from healthd.reading import Reading, build_reader
 
 CHECKOUT = ("checkout", "owners")  # held @kim, then @lee
+KIM = "Kim runs the search service."
+RIGHT = "Lee looks after checkout."  # how the text memory words checkout's current owner
+
+TIMELINE = [
+    {
+        "id": "t-001",
+        "type": "added",
+        "timestamp": "2026-01-05T09:00:00Z",
+        "source": "git",
+        "fact": {
+            "subject": "checkout",
+            "predicate": "owners",
+            "value": "@kim",
+            "domain": "ownership",
+        },
+    },
+    {
+        "id": "t-002",
+        "type": "added",
+        "timestamp": "2026-01-06T09:00:00Z",
+        "source": "git",
+        "fact": {
+            "subject": "search",
+            "predicate": "owners",
+            "value": "@kim",
+            "domain": "ownership",
+        },
+    },
+    {
+        "id": "t-003",
+        "type": "revised",
+        "timestamp": "2026-01-10T09:00:00Z",
+        "source": "git",
+        "previous": {
+            "subject": "checkout",
+            "predicate": "owners",
+            "value": "@kim",
+            "domain": "ownership",
+        },
+        "fact": {
+            "subject": "checkout",
+            "predicate": "owners",
+            "value": "@lee",
+            "domain": "ownership",
+        },
+    },
+    {
+        "id": "t-004",
+        "type": "added",
+        "timestamp": "2026-01-12T09:00:00Z",
+        "source": "git",
+        "fact": {"subject": "search", "predicate": "language", "value": "go", "domain": "tech"},
+    },
+]
 
 
 def read(text: str, subject: str, predicate: str, values: tuple[str, ...]) -> Reading:
@@ -73,3 +134,71 @@ def test_the_semantic_reader_keeps_the_flag_of_the_rules_it_wraps():
     reader = SemanticReader(NoModel())
     reading = reader.read("Kim runs the search service", FactKey(*CHECKOUT), ("@kim", "@lee"))
     assert reading.unread and reading.irrelevant
+
+
+def _target(service: TextMemoryService) -> str:
+    return (
+        f"http:base_url={service.url},namespace=healthd/shadow,shadow=on,backoff_seconds=0,"
+        "top_k=100"
+    )
+
+
+def _timeline(tmp_path: Path) -> Path:
+    path = tmp_path / "timeline.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in TIMELINE), encoding="utf-8")
+    return path
+
+
+def _evaluate_json(service: TextMemoryService, timeline: Path, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--target", _target(service)]
+        + ["--timeline", str(timeline), "--format", "json", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def _probe(report: dict[str, Any], key: tuple[str, str]) -> dict[str, Any]:
+    (target,) = report["targets"]
+    (probe,) = (p for p in target["final"]["probes"] if (p["subject"], p["predicate"]) == key)
+    return probe
+
+
+def test_an_item_about_another_subject_is_counted_irrelevant_and_scores_nothing(tmp_path):
+    """Beside the right item, "Kim runs the search service." for "Who owns checkout?" (Kim
+    owned checkout once): read as irrelevant, counted, and every score at every stage as for
+    the same memory not serving it."""
+    timeline = _timeline(tmp_path)
+    with TextMemoryService() as service:
+        plain = _evaluate_json(service, timeline)
+    with TextMemoryService(says={CHECKOUT: KIM}) as service:
+        beside = _evaluate_json(service, timeline)
+    before, after = plain["targets"][0], beside["targets"][0]
+    assert [s["metrics"] for s in after["stages"]] == [s["metrics"] for s in before["stages"]]
+    assert after["final"]["metrics"] == before["final"]["metrics"]
+
+    probe = _probe(beside, CHECKOUT)
+    assert [(f["value"], f["status"]) for f in probe["retrieved"]] == [("@lee", "current")]
+    served = {s["text"]: s["read_as"] for s in probe["served"]}
+    assert served[KIM] == {
+        "asserted": [],
+        "negated": [],
+        "unread": True,
+        "mismatch": False,
+        "other": [],
+        "irrelevant": True,
+    }
+    assert served[RIGHT] == {
+        "asserted": ["@lee"],
+        "negated": [],
+        "unread": False,
+        "mismatch": False,
+        "other": [],
+    }
+    assert after["reading"]["irrelevant"] == 1 and after["reading"]["unread"] == 1
+    assert before["reading"]["irrelevant"] == 0
+    assert after["reading"]["items"] == before["reading"]["items"] + 1

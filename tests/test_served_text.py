@@ -349,6 +349,7 @@ def test_the_reader_given_is_the_one_that_reads():
         "unread": 1,
         "metadata_mismatch": 0,
         "invented": 0,
+        "irrelevant": 0,  # the reader given reads nothing
     }
     assert result.probes[0].retrieved == ()
 
@@ -375,6 +376,7 @@ def test_more_unread_items_are_counted_though_what_is_read_from_them_is_the_same
         "unread": 1,
         "metadata_mismatch": 0,
         "invented": 0,
+        "irrelevant": 1,  # a note naming no subject, for an owners key
     }
     memory.items = (note, ServedItem("Drinks tea at four", "r2", T0))  # no fact either way
     replay.step(events[1])
@@ -383,6 +385,7 @@ def test_more_unread_items_are_counted_though_what_is_read_from_them_is_the_same
         "unread": 2,
         "metadata_mismatch": 0,
         "invented": 0,
+        "irrelevant": 2,
     }
 
 
@@ -396,6 +399,7 @@ def test_items_a_memory_no_longer_serves_leave_the_reading_counts():
         "unread": 1,
         "metadata_mismatch": 0,
         "invented": 0,
+        "irrelevant": 1,
     }
     memory.items = ()  # the next answer serves nothing
     replay.step(events[1])
@@ -406,7 +410,7 @@ META = {"subject": "billing", "predicate": "owners", "domain": "ownership"}
 SERVED = {  # what a stage serves, and the reading counts that follow from it
     "alice": (
         (ServedItem("Alice looks after billing", "r1", T0, None, {**META, "value": "@alice"}),),
-        {"items": 1, "unread": 0, "metadata_mismatch": 0, "invented": 0},
+        {"items": 1, "unread": 0, "metadata_mismatch": 0, "invented": 0, "irrelevant": 0},
     ),
     "handover": (  # Carol read from the text, @bob in its metadata
         (
@@ -414,7 +418,7 @@ SERVED = {  # what a stage serves, and the reading counts that follow from it
                 "Alice handed billing over to Carol", "r2", T0, None, {**META, "value": "@bob"}
             ),
         ),
-        {"items": 1, "unread": 0, "metadata_mismatch": 1, "invented": 0},
+        {"items": 1, "unread": 0, "metadata_mismatch": 1, "invented": 0, "irrelevant": 0},
     ),
     "nothing": ((), {"items": 0, "unread": 0, "metadata_mismatch": 0}),
 }
