@@ -196,7 +196,7 @@ def test_the_drill_down_and_the_report_show_an_invented_value_with_its_text(tmp_
     invented = [f for f in probe[6] if f[0] == "elixir"]
     assert [(f[1], f[5], f[8]) for f in invented] == [("unknown", [INVENTED], ELIXIR)]
     (said,) = (s for s in probe[8] if s[0] == ELIXIR)
-    assert said[1:] == [[], [], False, False, ["Elixir"]]
+    assert said[1:] == [[], [], False, False, ["Elixir"], False]
     page = render_document(model)
     assert "auth-service is written in Elixir." in page and "invented" in page
 

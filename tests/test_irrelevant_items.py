@@ -202,3 +202,40 @@ def test_an_item_about_another_subject_is_counted_irrelevant_and_scores_nothing(
     assert after["reading"]["irrelevant"] == 1 and after["reading"]["unread"] == 1
     assert before["reading"]["irrelevant"] == 0
     assert after["reading"]["items"] == before["reading"]["items"] + 1
+
+
+def _model_and_page(tmp_path: Path) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """A memory that forgets nothing (so checkout's probe fails as contaminated and is in
+    the drill-down) serving the item about search beside its own."""
+    from healthd.report.html import render_document
+    from healthd.report.view import page_model
+    from healthd.timeline import read_timeline
+
+    timeline = _timeline(tmp_path)
+    with TextMemoryService(forgets=False, says={CHECKOUT: KIM}) as service:
+        report = _evaluate_json(service, timeline, "--html", str(tmp_path / "report.html"))
+    model = page_model(report, events=read_timeline(timeline))
+    return model, render_document(model), report
+
+
+def test_the_drill_down_marks_an_irrelevant_item_and_lists_it_after_those_scored(tmp_path):
+    model, page, _ = _model_and_page(tmp_path)
+    (probe,) = (p for p in model["probes"] if p[4] == "checkout · owners")
+    texts = [s[0] for s in probe[8]]
+    assert texts[-1] == KIM and set(texts[:-1]) == {RIGHT, "Kim looks after checkout."}
+    assert [s[6] for s in probe[8]] == [False, False, True]
+    assert probe[8][-1][1:] == [[], [], True, False, [], True]
+    assert KIM in page and "about another subject" in page
+
+
+def test_the_page_shows_an_irrelevant_item_apart_marked_about_another_subject(browser, tmp_path):
+    from browser_helpers import open_page
+
+    _model_and_page(tmp_path)
+    visit = open_page(browser, (tmp_path / "report.html").as_uri())
+    row = visit.page.locator("#failures-body tr", has_text="checkout").filter(has_text=KIM)
+    scored = row.first.locator("ul.served:not(.irrelevant) li").all_inner_texts()
+    apart = row.first.locator("ul.served.irrelevant li").all_inner_texts()
+    assert all(KIM not in s for s in scored) and len(scored) == 2
+    assert len(apart) == 1 and KIM in apart[0] and "about another subject" in apart[0]
+    assert visit.console_errors == []

@@ -232,10 +232,17 @@ def test_the_drill_down_shows_what_was_served_and_how_it_was_read():
     model = page_model(report, events=EVENTS, windows=DEFAULT_WINDOWS)
     served = [s for p in model["probes"] for s in p[8]]
     assert served, "a text-only memory's failing probes show their served items"
-    text, asserted, negated, unread, mismatch, invented = next(
+    text, asserted, negated, unread, mismatch, invented, elsewhere = next(
         s for s in served if s[0] == "Alice looks after billing."
     )
-    assert (asserted, negated, unread, mismatch, invented) == (["@alice"], [], False, False, [])
+    assert (asserted, negated, unread, mismatch, invented, elsewhere) == (
+        ["@alice"],
+        [],
+        False,
+        False,
+        [],
+        False,
+    )
 
 
 def test_the_page_shows_served_text_and_its_reading(browser, tmp_path):

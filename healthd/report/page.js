@@ -131,7 +131,8 @@
 
   // -- drill-down -------------------------------------------------------------------------
   // data.probes: [target index, domain, id, question, key, expected, facts, facts left out,
-  //               served items: [text, asserted, negated, unread, mismatch, invented]]
+  //               served items: [text, asserted, negated, unread, mismatch, invented,
+  //                              about another subject (listed apart, after the others)]]
   // facts: [value, status, newest validation, oldest, records, flags, key if another, kinds,
   //         text an invented value was read from]
   // data.failures: [probe slot, [[kind index, layer], ...]]: one row per failing probe
@@ -203,9 +204,12 @@
       list.appendChild(el("li", "… and " + row.hidden + " more", "none"));
     }
     cell.appendChild(list);
-    if (row.served.length) {
+    // the items read for the key, then apart those about another subject (no fact scored)
+    var scored = row.served.filter(function (s) { return !s[6]; });
+    var elsewhere = row.served.filter(function (s) { return s[6]; });
+    if (scored.length) {
       var said = el("ul", null, "served");
-      row.served.forEach(function (s) {
+      scored.forEach(function (s) {
         var item = el("li", null, s[3] ? "unread" : "");
         item.appendChild(el("q", s[0], "text"));
         var invented = s[5] || [];
@@ -217,6 +221,18 @@
         said.appendChild(item);
       });
       cell.appendChild(said);
+    }
+    if (elsewhere.length) {
+      var apart = el("ul", null, "served irrelevant");
+      apart.title = "retrieved beside the answer, about another subject: not scored as a fact";
+      elsewhere.forEach(function (s) {
+        var item = el("li", null, "irrelevant");
+        item.appendChild(el("q", s[0], "text"));
+        item.appendChild(el("span", "about another subject", "read-as"));
+        if (s[4]) item.appendChild(el("span", "metadata disagrees", "flags"));
+        apart.appendChild(item);
+      });
+      cell.appendChild(apart);
     }
     return cell;
   }

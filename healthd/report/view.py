@@ -187,11 +187,17 @@ def _grouped_facts(
 
 def _served(probe: Mapping[str, Any]) -> list[list[Any]]:
     """The probe's served items and how each was read: [text, asserted, negated, unread,
-    mismatch, invented values], at most :data:`FACTS_SHOWN` (those with an invented value
-    first, then the unread)."""
+    mismatch, invented values, about another subject], at most :data:`FACTS_SHOWN` (those
+    with an invented value first, then the unread; those about another subject, scored as
+    no fact, after all the others)."""
     served = probe.get("served", ())
     ordered = sorted(
-        served, key=lambda s: (not s["read_as"].get("other"), not s["read_as"]["unread"])
+        served,
+        key=lambda s: (
+            bool(s["read_as"].get("irrelevant")),
+            not s["read_as"].get("other"),
+            not s["read_as"]["unread"],
+        ),
     )
     return [
         [
@@ -201,6 +207,7 @@ def _served(probe: Mapping[str, Any]) -> list[list[Any]]:
             s["read_as"]["unread"],
             s["read_as"]["mismatch"],
             list(s["read_as"].get("other", ())),
+            bool(s["read_as"].get("irrelevant")),
         ]
         for s in ordered[:FACTS_SHOWN]
     ]
