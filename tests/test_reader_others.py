@@ -29,6 +29,28 @@ def test_another_subjects_memory_is_unread_for_the_key(text, subject, predicate,
     assert read(text, subject, predicate, values).unread
 
 
+@pytest.mark.parametrize(
+    ("text", "subject", "values"),
+    [
+        # what the Mem0 stand-in's extraction wrote on the bundled example, served for the
+        # sibling's probe
+        ("As of 2026-02-09, payments-v2 depends on postgres 16.", "payments-v1", ("13",)),
+        ("As of 2026-01-05, payments-v1 depends on postgres 13.", "payments-v2", ("16", "17")),
+        ("billing-v4 runs on postgres 15", "billing-v3", ("14",)),
+    ],
+)
+def test_a_sibling_version_of_the_subject_is_another_subject(text, subject, values):
+    reading = read(text, subject, "dependency:postgres", values)
+    assert reading.unread and not reading.other and reading.irrelevant
+
+
+def test_a_subject_named_with_its_own_version_is_still_read():
+    reading = read(
+        "payments-v1 depends on postgres 13.", "payments-v1", "dependency:postgres", ("13",)
+    )
+    assert reading.asserted == ("13",)
+
+
 def test_each_line_of_a_list_is_read_for_its_own_subject():
     values = ("go", "node")
     text = "Languages: gateway Go, exporter Node, billing-worker Python"

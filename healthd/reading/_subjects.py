@@ -154,9 +154,17 @@ _FUNCTION = frozenset(
 )
 
 
+# A name's version: ``payments-v2``, ``billing_v4``, ``api 3``.
+_VERSION_SUFFIX = re.compile(r"[-_ ]v?(\d+)$")
+
+
 def _related(candidate: str, subject: str) -> bool:
     """The candidate is the subject by another spelling: "orders" for ``orders-db``,
-    "session" for ``sessions``, "payments-core" for ``payments``."""
+    "session" for ``sessions``, "payments-core" for ``payments``; never a sibling version
+    ("payments-v2" is not ``payments-v1``)."""
+    versions = (_VERSION_SUFFIX.search(candidate.lower()), _VERSION_SUFFIX.search(subject.lower()))
+    if versions[0] and versions[1] and versions[0].group(1) != versions[1].group(1):
+        return False
     a = re.sub(r"[^a-z0-9]", "", candidate.lower())
     b = re.sub(r"[^a-z0-9]", "", subject.lower())
     stem = min(len(a), len(b), 5)

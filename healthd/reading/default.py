@@ -43,7 +43,7 @@ from healthd.reading._subjects import cue_patterns, other_subjects
 from healthd.reading.aliases import PeopleTable, people_digest, person_aliases
 
 NAME = "default"
-VERSION = "4"
+VERSION = "5"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=\))\s*-\s+|\s+[-–—]\s+(?=[A-Z])")
 _CLAUSE = re.compile(
@@ -386,7 +386,7 @@ class DefaultReader:
 
     @property
     def label(self) -> str:
-        """``default-4``; with people, their digest: ``default-4:people=<12 hex>``."""
+        """``default-5``; with people, their digest: ``default-5:people=<12 hex>``."""
         tail = f":people={people_digest(self.people)}" if self.people else ""
         return f"{self.name}-{self.version}{tail}"
 
