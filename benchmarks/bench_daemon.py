@@ -43,6 +43,14 @@ naive) over N generated events with and without ``--html``, and the ratio (targe
 ``--evaluate N``: peak resident memory, wall and CPU time of ``healthd evaluate`` over N
 generated events (N/10 keys) against the reference memory, with table and with JSON output,
 next to the target for the table (150 MB), and the machine it ran on.
+
+``--soak MINUTES [--soak-every S] [--soak-append N] [--soak-dir DIR]``: a real daemon (``healthd
+run``, the default targets reference and naive with persistent shadows) on a schedule of every
+S seconds (default 5) over a file source that grows by N events (default 20, the evaluator
+benchmark's mix) every S seconds, its VmRSS sampled each minute; then the slope of RSS
+(least squares, MiB/min) over the first and the last half of the samples, and the RSS of a
+fresh daemon started on the final state (after its first run). Prints one line per sample
+as it goes and one JSON object at the end. ``--soak-dir`` keeps the state and files there.
 """
 
 from __future__ import annotations
@@ -630,6 +638,151 @@ def scheduled_benchmark(
     }
 
 
+def _slope(points: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of (minute, MiB) points, MiB per minute."""
+    if len(points) < 2:
+        return None
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    var = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / var if var else None
+
+
+def _runs_done(url: str) -> float:
+    """Successful runs the daemon at ``url`` has finished, summed over its targets."""
+    try:
+        text = requests.get(url + "/metrics", timeout=5).text
+    except requests.RequestException:
+        return 0.0
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("healthd_runs_total{") and 'result="success"' in line
+    )
+
+
+def _start_daemon(config: Path, port: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHD_", "OTEL_"))}
+    env.update(
+        HEALTHD_SERVER__HOST="127.0.0.1",
+        HEALTHD_SERVER__PORT=str(port),
+        HEALTHD_LOGGING__FORMAT="json",
+        HEALTHD_LOGGING__LEVEL="warning",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "healthd", "run", "--config", str(config)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "ab"),  # noqa: SIM115
+    )
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _wait_runs(proc: subprocess.Popen[bytes], url: str, at_least: float, limit: float) -> None:
+    started = time.perf_counter()
+    while _runs_done(url) < at_least:
+        if proc.poll() is not None:
+            raise SystemExit(f"daemon exited with {proc.returncode}")
+        if time.perf_counter() - started > limit:
+            raise SystemExit("daemon did not finish its runs in time")
+        time.sleep(0.5)
+
+
+def soak(
+    minutes: float, every: int = 5, append: int = 20, directory: str | None = None
+) -> dict[str, Any]:
+    """A daemon on a fast schedule over a growing file source, RSS sampled each minute."""
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(directory or scratch)
+        tmp.mkdir(parents=True, exist_ok=True)
+        ticks = int(minutes * 60 / every) + 2
+        initial = 2000
+        whole = tmp / "whole.jsonl"
+        _write_generated(whole, initial + ticks * append)
+        lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+        whole.unlink()
+        timeline = tmp / "timeline.jsonl"
+        timeline.write_text("".join(lines[:initial]), encoding="utf-8")
+        config = tmp / "config.toml"
+        config.write_text(
+            f'state_path = "{tmp / "state" / "state.sqlite"}"\n'
+            f'[schedule]\ncron = "*/{every} * * * * *"\n'
+            f'[sources.soak]\nkind = "file"\npath = "{timeline}"\n'
+            '[targets.reference]\nkind = "reference"\nshadow = true\n'
+            '[targets.naive]\nkind = "naive"\nshadow = true\n'
+        )
+        log = tmp / "daemon.log"
+        proc, url = _start_daemon(config, free_port(), log)
+        samples: list[tuple[float, float]] = []
+        taken = initial
+        try:
+            _wait_runs(proc, url, 2, 600)  # both targets' first run over the history
+            started = time.perf_counter()
+            next_append = started + every
+            next_sample = started
+            end = started + minutes * 60
+            while True:
+                now = time.perf_counter()
+                if now >= next_sample or now >= end:
+                    minute = (now - started) / 60
+                    mib = rss_kib(proc.pid) / 1024
+                    samples.append((minute, mib))
+                    print(
+                        json.dumps(
+                            {
+                                "minute": round(minute, 2),
+                                "rss_mib": round(mib, 1),
+                                "events": taken,
+                                "runs": _runs_done(url),
+                            }
+                        ),
+                        flush=True,
+                    )
+                    next_sample += 60
+                if now >= end:
+                    break
+                if now >= next_append and taken < len(lines):
+                    with open(timeline, "a", encoding="utf-8") as out:
+                        out.write("".join(lines[taken : taken + append]))
+                    taken += append
+                    next_append += every
+                if proc.poll() is not None:
+                    raise SystemExit(f"daemon exited with {proc.returncode}")
+                time.sleep(max(0.05, min(next_sample, next_append, end) - time.perf_counter()))
+            runs = _runs_done(url)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+        # a fresh daemon on the final state: restored, its first run (nothing new) done
+        fresh, url = _start_daemon(config, free_port(), log)
+        try:
+            _wait_runs(fresh, url, 2, 600)
+            time.sleep(2 * every)
+            fresh_mib = rss_kib(fresh.pid) / 1024
+        finally:
+            fresh.send_signal(signal.SIGTERM)
+            fresh.wait(timeout=30)
+    half = len(samples) // 2
+    first, last = samples[: half + 1], samples[half:]
+    return {
+        "minutes": minutes,
+        "schedule_seconds": every,
+        "events_appended_per_run": append,
+        "events_at_start": initial,
+        "events_at_end": taken,
+        "runs_total": runs,
+        "rss_mib_start": round(samples[0][1], 1),
+        "rss_mib_end": round(samples[-1][1], 1),
+        "rss_mib_max": round(max(m for _, m in samples), 1),
+        "slope_mib_per_min_first_half": round(_slope(first) or 0.0, 3),
+        "slope_mib_per_min_last_half": round(_slope(last) or 0.0, 3),
+        "fresh_process_on_final_state_rss_mib": round(fresh_mib, 1),
+        "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
@@ -672,7 +825,17 @@ def main() -> int:
         help="scheduled runs, 100 new events and a restart over an N-event history on K keys "
         "(default N/10)",
     )
+    parser.add_argument(
+        "--soak", type=float, metavar="MINUTES", help="RSS of a daemon on a fast schedule"
+    )
+    parser.add_argument("--soak-every", type=int, default=5, metavar="S")
+    parser.add_argument("--soak-append", type=int, default=20, metavar="N")
+    parser.add_argument("--soak-dir", metavar="DIR")
     args = parser.parse_args()
+    if args.soak:
+        result = soak(args.soak, args.soak_every, args.soak_append, args.soak_dir)
+        print(json.dumps(result, indent=1))
+        return 0
     if args.held:
         print(json.dumps(held_benchmark(args.held, args.warm_keys, args.project), indent=1))
         return 0
