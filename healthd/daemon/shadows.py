@@ -14,6 +14,7 @@ from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.targets import TargetRuntime, build_shadow, newest_change
 from healthd.daemon.views import Views
 from healthd.evaluator import Replay
+from healthd.exporters.report import stage_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import Checkpointed, Memory, Releasing
 from healthd.probes import ProbeSet
@@ -106,7 +107,12 @@ class Shadows(Views):
         t.built_fingerprint = t.fingerprint
         t.position = applied
         t.last_event = checkpoint.get("last_event")
-        self._carry_stored_change(t, applied)
+        if isinstance(checkpoint.get("change"), dict):
+            # where the replay got to: the stored results may be an earlier run's, or none,
+            # when the process died between this checkpoint and storing its results
+            t.carry_last_change(checkpoint["change"])
+        else:  # a checkpoint written by an older healthd
+            self._carry_stored_change(t, applied)
         t.page_wanted += 1
         t.note = None
         log.info(
@@ -124,9 +130,14 @@ class Shadows(Views):
         """The newest real change, from the stored results, when this process has not
         followed one yet."""
         if t.last_change is None and t.newest_change is None:
-            t.carry_last_change(t.row.results)
-            if t.row.results is not None and "newest_change" not in t.row.results and applied:
-                # results stored by an older healthd: the newest real change's time, once
+            results = t.row.results
+            t.carry_last_change(results)
+            behind = results is None or t.row.applied != applied
+            if behind:  # an earlier run's stage is not the newest change's
+                t.last_change, t.swept = None, False
+            if applied and (results is None or behind or "newest_change" not in results):
+                # results stored by an older healthd, or none over these events: the newest
+                # real change's time, once (its stage is not known without a replay)
                 t.newest_change = newest_change(self.state.iter_events(0, applied))
 
     def _checkpoint_problem(self, t: TargetRuntime, checkpoint: dict[str, Any] | None) -> str:
@@ -153,10 +164,14 @@ class Shadows(Views):
         """Make the shadow's writes so far durable, with where the replay has got to."""
         assert isinstance(t.memory, Checkpointed) and t.replay is not None
         n = t.position
+        self._settle_change(t)
         checkpoint: dict[str, Any] = {
             "fingerprint": t.fingerprint,
             "applied": n,
             "last_event": t.last_event if n else None,
+            # the newest real change up to here: a restart resumes from this checkpoint,
+            # whatever results the state file holds (an earlier run's, or none)
+            "change": t.change_record(),
         }
         if t.store is not None:
             checkpoint["replay"] = t.store.save(t.replay)
@@ -164,6 +179,13 @@ class Shadows(Views):
             checkpoint["snapshot"] = t.replay.snapshot()
         t.memory.commit(checkpoint)
         self._release(t)
+
+    @staticmethod
+    def _settle_change(t: TargetRuntime) -> None:
+        """The stage of the newest real change replayed, in the JSON report's shape."""
+        if t.unsettled_change is not None:
+            t.last_change = stage_json(t.unsettled_change)
+            t.unsettled_change = None
 
     def _release(self, t: TargetRuntime) -> None:
         """Hold in full only the keys used last: what the shadow and the replay's stored

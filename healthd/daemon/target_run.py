@@ -18,8 +18,8 @@ from healthd.daemon.shadows import Shadows
 from healthd.daemon.state import TargetRow
 from healthd.daemon.targets import TargetRuntime, build_shadow
 from healthd.daemon.views import Views
-from healthd.evaluator import Replay, StageResult
-from healthd.exporters.report import metrics_json, stage_json
+from healthd.evaluator import Replay
+from healthd.exporters.report import metrics_json
 from healthd.logging import get_logger, redact_text
 from healthd.memory import Checkpointed, EventExpiryReporting, RunScoped, retrieval_fingerprint
 from healthd.memory.fingerprint import UNDECLARED
@@ -139,7 +139,6 @@ class TargetRuns(Shadows):
                 batched = t.persistent and isinstance(t.memory, Checkpointed)
                 progress = _Progress(self, t.name, run_id, count)
                 done = 0
-                change: StageResult | None = None
                 timed_out: str | None = None
                 with replay_collection():
                     for done, event in enumerate(todo, 1):
@@ -151,7 +150,7 @@ class TargetRuns(Shadows):
                             break
                         stage = replay.step(event)
                         t.stages.add(stage, event)
-                        change = t.note_stage(stage, event) or change
+                        t.note_stage(stage, event)
                         if t.store is not None:
                             t.store.note(event)
                         t.position += 1
@@ -160,8 +159,7 @@ class TargetRuns(Shadows):
                             self._commit(t)
                         if done % 128 == 0:
                             progress.update(done)
-                if change is not None:
-                    t.last_change = stage_json(change)
+                self._settle_change(t)
                 if batched and (done or fresh):
                     self._commit(t)
                 progress.update(done, final=True)
@@ -196,9 +194,7 @@ class TargetRuns(Shadows):
                     "newest_event": replay.at.timestamp() if replay.at else None,
                     "run_id": run_id,
                     "events": replay.stats.events,
-                    "last_change": t.last_change,
-                    "swept": t.swept,
-                    "newest_change": t.newest_change,
+                    **t.change_record(),
                 }
                 if isinstance(t.memory, EventExpiryReporting):
                     results["event_expiry"] = t.memory.event_expiry_report()
@@ -301,9 +297,7 @@ class TargetRuns(Shadows):
         self._carry_stored_change(t, row.applied)
         results = {
             **row.results,
-            "last_change": t.last_change,
-            "swept": t.swept,
-            "newest_change": t.newest_change,
+            **t.change_record(),
             "run_id": run_id,
             "duration_seconds": time.perf_counter() - t0,
         }

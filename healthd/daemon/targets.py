@@ -80,13 +80,26 @@ class TargetRuntime:
     last_change: dict[str, Any] | None = None
     swept: bool = False
     newest_change: float | None = None
+    # the newest real change's stage, not yet turned into ``last_change`` (at the next
+    # commit of the shadow or the end of the replay, whichever comes first)
+    unsettled_change: StageResult | None = None
 
     def carry_last_change(self, results: dict[str, Any] | None) -> None:
-        """Take the newest real change from stored results (a restored replay)."""
+        """Take the newest real change from stored results or a shadow's checkpoint (a
+        restored replay)."""
         results = results or {}
         self.last_change = results.get("last_change")
         self.swept = bool(results.get("swept"))
         self.newest_change = results.get("newest_change")
+        self.unsettled_change = None
+
+    def change_record(self) -> dict[str, Any]:
+        """The newest real change as results and checkpoints hold it."""
+        return {
+            "last_change": self.last_change,
+            "swept": self.swept,
+            "newest_change": self.newest_change,
+        }
 
     def note_stage(self, stage: StageResult, event: ChangeEvent) -> StageResult | None:
         """Follow the newest real change; the stage when ``event`` is one."""
@@ -97,6 +110,7 @@ class TargetRuntime:
         at = event.timestamp.timestamp()
         if self.newest_change is None or at > self.newest_change:
             self.newest_change = at
+        self.unsettled_change = stage
         return stage
 
 

@@ -225,3 +225,99 @@ def _record(row):
     record = RunRecord()
     record.targets = [row]
     return record
+
+
+class _Killed(BaseException):
+    """A kill -9 at this point: nothing after it runs, nothing is closed."""
+
+
+def _kill_at_nth_commit(monkeypatch, n: int) -> None:
+    from healthd.daemon.shadows import Shadows
+
+    commit, seen = Shadows._commit, []
+
+    def dying(self, t):
+        commit(self, t)
+        seen.append(t.name)
+        if len(seen) == n:
+            raise _Killed()
+
+    monkeypatch.setattr(Shadows, "_commit", dying)
+
+
+@pytest.mark.parametrize(
+    "earlier, kill_at",
+    [(0, "results"), (60, "results"), (0, "batch"), (60, "batch")],
+    ids=["first-run-stored", "later-run-stored", "first-run-mid", "later-run-mid"],
+)
+def test_a_kill_late_in_a_replay_keeps_the_last_change_after_the_restart(
+    tmp_path, monkeypatch, earlier, kill_at
+):
+    """Killed after the shadow's last commit but before the state file stored the results
+    ("results"), or after a batch's commit mid-replay ("batch"): the restarted daemon's
+    last-change series are those of a run never interrupted, not absent (or an older run's)."""
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    kw = dict(
+        targets={"reference": {"kind": "reference", "shadow": True}},
+        extra="checkpoint_events = 40",
+    )
+
+    def runner_in(name: str, upto: int):
+        timeline = tmp_path / f"{name}.jsonl"
+        (tmp_path / name).mkdir(exist_ok=True)
+        timeline.write_text("".join(lines[:upto]))
+        return _runner(
+            tmp_path / name, time.time, sources={"t": {"kind": "file", "path": str(timeline)}}, **kw
+        )
+
+    straight, state = runner_in("straight", len(lines))
+    straight.run_once()
+    expected = {
+        k: straight.targets["reference"].row.results[k]
+        for k in ("last_change", "swept", "newest_change")
+    }
+    assert expected["last_change"] and expected["newest_change"]
+    straight.close()
+    state.close()
+
+    if earlier:
+        runner, state = runner_in("killed", earlier)
+        runner.run_once()
+        runner.close()
+        state.close()
+    runner, state = runner_in("killed", len(lines))
+    if kill_at == "results":
+
+        def dying(record):
+            raise _Killed()
+
+        monkeypatch.setattr(state, "record_run", dying)
+    else:
+        _kill_at_nth_commit(monkeypatch, 1)  # the first batch of 40
+    with pytest.raises(_Killed):
+        runner.run_once()
+    monkeypatch.undo()
+    del runner, state  # not closed: what a kill leaves
+
+    runner, state = _runner(
+        tmp_path / "killed",
+        time.time,
+        sources={"t": {"kind": "file", "path": str(tmp_path / "killed.jsonl")}},
+        **kw,
+    )
+    registry, _ = build_registry(runner.view)
+    assert runner.run_once().targets["reference"]["result"] == "success"
+    results = runner.targets["reference"].row.results
+    assert {k: results[k] for k in expected} == expected
+    metrics = parse_metrics(generate_latest(registry).decode())
+    assert (
+        sample(metrics, "healthd_last_change_timestamp_seconds", target="reference")
+        == (expected["newest_change"])
+    )
+    for ratio in ("freshness", "coverage"):
+        assert (
+            sample(metrics, f"healthd_last_change_{ratio}_ratio", target="reference", domain="all")
+            == (expected["last_change"]["metrics"]["all"][ratio])
+        )
+    runner.close()
+    state.close()
