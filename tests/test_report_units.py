@@ -178,3 +178,55 @@ def test_a_span_with_no_events_is_marked_quiet_in_the_page_model():
     busy = [added(f"c{i}", i, fact(f"svc-{i}", "language", "go")) for i in range(30)]
     report, _ = _run(busy, "reference")
     assert page_model(report, events=busy)["targets"][0]["series"]["all"]["quiet"] == []
+
+
+def test_a_saved_report_read_as_a_stream_keeps_only_what_the_charts_draw(tmp_path, monkeypatch):
+    """`report --from` reads the stages as a stream, keeping what the charts draw (past the
+    budget of points): the page is the one of the whole file, and a file that is not JSON is
+    refused naming it, whole (with its line) or past the size read whole for that."""
+    import json
+
+    import pytest
+
+    import healthd.report as report_module
+    from healthd.errors import ReportShapeError
+    from healthd.report import load_report, render_report
+    from healthd.report.shape import check_report
+    from healthd.report.view import chart_budget
+
+    events = []
+    for i in range(chart_budget(2) + 500):
+        key = f"svc-{i % 29}"
+        if i < 29:
+            events.append(added(f"e{i}", i / 10, fact(key, "language", "v0")))
+        else:
+            before = fact(key, "language", f"v{(i // 29 - 1) % 4}")
+            events.append(
+                revised(f"e{i}", i / 10, before, fact(key, "language", f"v{i // 29 % 4}"))
+            )
+    probes = build_probe_set(events)
+    results = []
+    for label in ("reference", "naive"):
+        spec = parse_target(label)
+        results.append(evaluate(events, build_memory(spec), probes, name=label, kind=spec.kind))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report_json(results, probes.version, len(probes)), indent=1))
+    whole = check_report(json.loads(path.read_text()))
+    streamed = load_report(str(path))
+    for target in streamed["targets"]:
+        assert target["stage_count"] == len(events)
+        held = {s["index"] for stages in target["series_stages"].values() for s in stages}
+        assert len(held) < len(events) / 2
+    assert render_report(streamed, events=events) == render_report(whole, events=events)
+
+    path.write_text('{"probe_set": {"version": "v", "count": 1},\n "targets": [}\n')
+    with pytest.raises(ReportShapeError, match="line 2, column 14: not JSON"):
+        load_report(str(path))
+    monkeypatch.setattr(report_module, "_WHOLE_FOR_ERRORS", 10)
+    with pytest.raises(ReportShapeError, match="report.json: not JSON: "):
+        load_report(str(path))
+    bad_stage = json.loads(json.dumps(whole))
+    bad_stage["targets"][1]["stages"][7]["index"] = 3
+    path.write_text(json.dumps(bad_stage))
+    with pytest.raises(ReportShapeError, match=r"targets\[1\]\.stages\[7\]\.index: 3 does not"):
+        load_report(str(path))

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from healthd import _json
-from healthd._files import read_text
+from healthd._files import open_regular, read_text
 from healthd.errors import HealthdError, ReportShapeError
 from healthd.model import ChangeEvent
 from healthd.report.html import render_document
@@ -44,8 +44,33 @@ def render_report(
     return render_document(model)
 
 
+#: A report that is not JSON is read whole again up to this size, to say on which line.
+_WHOLE_FOR_ERRORS = 64 * 1024 * 1024
+
+
 def load_report(path: str) -> dict[str, Any]:
-    """A saved `healthd evaluate --format json` report, checked against the documented shape."""
+    """A saved `healthd evaluate --format json` report, checked against the documented shape,
+    read in bounded memory: the stages the charts do not draw are checked and dropped
+    (:mod:`healthd.report.stream`)."""
+    from healthd.report.stream import StreamError, read_report
+
+    try:
+        return read_report(path, open_regular)
+    except OSError as exc:
+        raise HealthdError(f"{path}: cannot read the report: {exc.strerror}") from None
+    except ReportShapeError as exc:
+        raise ReportShapeError(f"{path}: {exc}") from None
+    except StreamError as exc:
+        try:
+            small = os.path.getsize(path) <= _WHOLE_FOR_ERRORS
+        except OSError:
+            small = False
+        if not small:
+            raise ReportShapeError(f"{path}: not JSON: {exc.reason}") from None
+    return _load_whole(path)  # to say where it is not JSON (or read what ijson would not)
+
+
+def _load_whole(path: str) -> dict[str, Any]:
     try:
         value = _json.loads(read_text(path))
     except OSError as exc:

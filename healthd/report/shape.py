@@ -115,6 +115,19 @@ def _probe(value: Any, where: str) -> None:
             _string(flag, f"{at}.flags[{j}]")
 
 
+def check_stage(value: Any, at: str, previous: int) -> int:
+    """Raise naming where unless ``value`` is a stage whose index follows ``previous`` (the
+    index of the stage before it, 0 for the first); its index."""
+    stage = _object(value, at)
+    index = _integer(_field(stage, "index", at), f"{at}.index")
+    if index <= previous:
+        raise ReportShapeError(f"{at}.index: {index} does not follow {previous}")
+    _string(_field(stage, "event_id", at), f"{at}.event_id")
+    _timestamp(_field(stage, "timestamp", at), f"{at}.timestamp")
+    _metrics(_field(stage, "metrics", at), f"{at}.metrics")
+    return index
+
+
 def check_report(value: Any) -> dict[str, Any]:
     """Return ``value`` if it is a report of the documented shape, else raise naming where."""
     report = _object(value, "report")
@@ -133,15 +146,7 @@ def check_report(value: Any) -> dict[str, Any]:
             )
         previous = 0
         for s, stage_item in enumerate(_list(_field(target, "stages", where), f"{where}.stages")):
-            at = f"{where}.stages[{s}]"
-            stage = _object(stage_item, at)
-            index = _integer(_field(stage, "index", at), f"{at}.index")
-            if index <= previous:
-                raise ReportShapeError(f"{at}.index: {index} does not follow {previous}")
-            previous = index
-            _string(_field(stage, "event_id", at), f"{at}.event_id")
-            _timestamp(_field(stage, "timestamp", at), f"{at}.timestamp")
-            _metrics(_field(stage, "metrics", at), f"{at}.metrics")
+            previous = check_stage(stage_item, f"{where}.stages[{s}]", previous)
         final = _object(_field(target, "final", where), f"{where}.final")
         _metrics(_field(final, "metrics", f"{where}.final"), f"{where}.final.metrics")
         probes = _list(_field(final, "probes", f"{where}.final"), f"{where}.final.probes")
