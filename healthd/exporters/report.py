@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from rich.console import Console
@@ -163,6 +163,34 @@ class StageSpool:
         out.write("\n" + " " * (_STAGE_DEPTH - 1) + "]")
 
 
+class StageView(Mapping[str, Any]):
+    """A stage in the JSON report's shape (:func:`stage_json`), each value made when read."""
+
+    __slots__ = ("_stage",)
+    _KEYS = ("index", "event_id", "timestamp", "metrics")
+
+    def __init__(self, stage: StageResult) -> None:
+        self._stage = stage
+
+    def __getitem__(self, key: str) -> Any:
+        stage = self._stage
+        if key == "index":
+            return stage.index
+        if key == "event_id":
+            return stage.event_id
+        if key == "timestamp":
+            return format_timestamp(stage.timestamp)
+        if key == "metrics":
+            return metrics_json(stage.metrics)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._KEYS)
+
+    def __len__(self) -> int:
+        return len(self._KEYS)
+
+
 class StageSampler:
     """One target's stages as the HTML report draws them, downsampled per domain as they
     come (the positions :func:`healthd.report.view.page_model` would keep of the whole
@@ -192,12 +220,14 @@ class StageSampler:
 
     def fill(self, target: dict[str, Any]) -> None:
         """Put the kept stages into ``target`` (one target of :func:`report_json`, built
-        without stages) the way :func:`healthd.report.view.page_model` reads them."""
-        as_json: dict[int, dict[str, Any]] = {}
-        series = {}
+        without stages) the way :func:`healthd.report.view.page_model` reads them: as views
+        whose metrics are written out when read, not held (a stage's metrics as JSON are
+        a few KiB; its counts a tuple)."""
+        views: dict[int, StageView] = {}
+        series: dict[str, list[Mapping[str, Any]]] = {}
         for bucket, keep in self._keeps.items():
             series[bucket] = [
-                as_json.setdefault(id(s), stage_json(s)) for _, s in sorted(keep.kept.items())
+                views.setdefault(id(s), StageView(s)) for _, s in sorted(keep.kept.items())
             ]
         target["stage_count"] = self.count
         target["series_stages"] = series
