@@ -614,19 +614,25 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 if event.id in wanted:
                     named.append(event)
     if args.html:
-        from healthd.report import render_report, write_html
+        from healthd.report import write_html
+        from healthd.report.html import render_document
+        from healthd.report.view import page_model
 
         report = report_json(results, version, len(probes), roles)
         for target, sampler in zip(report["targets"], samplers, strict=True):
             sampler.fill(target)
-        html = render_report(
+        model = page_model(
             report,
             events=named,
             multi_valued=multi_valued,
             windows=windows or DEFAULT_WINDOWS,
             target_options={spec.label: spec.options for spec in specs},
+            title="healthd report",
         )
-        write_html(args.html, html)
+        # what the page was built from is let go before it is written out: the text is the
+        # peak's last step, and may take the place of all of it
+        del report, results, samplers, named, multi_valued, probes
+        write_html(args.html, render_document(model))
     return 0
 
 

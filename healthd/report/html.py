@@ -188,10 +188,38 @@ def _drill_down(model: Mapping[str, Any]) -> str:
     )
 
 
+def _json_pieces(value: Any, depth: int, out: list[str]) -> None:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)``
+    with ``<``, ``>`` and ``&`` escaped, appended to ``out`` a part at a time down to
+    ``depth`` levels of objects and arrays: encoding the whole model in one call held every
+    piece of its text at once, several times the page's size."""
+    if depth and isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        out.append("{")
+        for n, key in enumerate(sorted(value)):
+            if n:
+                out.append(",")
+            _json_pieces(key, 0, out)
+            out.append(":")
+            _json_pieces(value[key], depth - 1, out)
+        out.append("}")
+        return
+    if depth and isinstance(value, list | tuple):
+        out.append("[")
+        for n, item in enumerate(value):
+            if n:
+                out.append(",")
+            _json_pieces(item, depth - 1, out)
+        out.append("]")
+        return
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    out.append(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
 def _data_script(model: Mapping[str, Any]) -> str:
-    payload = json.dumps(model, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return f"<script id='healthd-data' type='application/json'>{payload}</script>"
+    out = ["<script id='healthd-data' type='application/json'>"]
+    _json_pieces(model, 5, out)
+    out.append("</script>")
+    return "".join(out)
 
 
 def render_body(model: Mapping[str, Any], before: str = "", after: str = "") -> str:

@@ -60,8 +60,18 @@ def chart_budget(targets: int) -> int:
     return max(CHART_FLOOR, min(CHART_CEILING, share))
 
 
+# One float object per rounded value, shared by every point that has it: a chart's series
+# are steps, most points repeating a value. Ratios rounded to 4 places: at most 10,001.
+_ROUNDED: dict[float, float] = {}
+
+
 def _rounded(value: Any) -> Any:
-    return round(value, 4) if isinstance(value, float) else value
+    if not isinstance(value, float):
+        return value
+    rounded = round(value, 4)
+    if len(_ROUNDED) < 20_000:
+        return _ROUNDED.setdefault(rounded, rounded)
+    return _ROUNDED.get(rounded, rounded)
 
 
 def _series(
