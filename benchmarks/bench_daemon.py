@@ -51,6 +51,11 @@ benchmark's mix) every S seconds, its VmRSS sampled each minute; then the slope 
 (least squares, MiB/min) over the first and the last half of the samples, and the RSS of a
 fresh daemon started on the final state (after its first run). Prints one line per sample
 as it goes and one JSON object at the end. ``--soak-dir`` keeps the state and files there.
+
+``--soak-trace RUNS [--soak-append N]``: where a soak's memory goes, in one process: the
+daemon's Runner (the same targets) over the same growing source, RUNS runs back to back,
+with tracemalloc snapshots after a third of them and at the end; prints the 25 lines of
+code whose allocations still held grew most between the two, and the traced total.
 """
 
 from __future__ import annotations
@@ -783,6 +788,75 @@ def soak(
     }
 
 
+def soak_trace(runs: int, append: int = 20) -> dict[str, Any]:
+    """tracemalloc's difference between a third of ``runs`` scheduled runs and all of them,
+    the daemon's Runner over a file source growing by ``append`` events a run."""
+    import gc
+    import tracemalloc
+
+    from healthd.daemon.runner import Runner
+    from healthd.daemon.state import StateStore
+    from healthd.exporters.tracing import build_tracer_provider, get_tracer
+    from healthd.settings import load_settings
+
+    _quiet_logging()
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
+        initial = 2000
+        whole = tmp / "whole.jsonl"
+        _write_generated(whole, initial + runs * append)
+        lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+        timeline = tmp / "timeline.jsonl"
+        timeline.write_text("".join(lines[:initial]), encoding="utf-8")
+        config = tmp / "config.toml"
+        config.write_text(
+            f'state_path = "{tmp / "state" / "state.sqlite"}"\n'
+            f'[sources.soak]\nkind = "file"\npath = "{timeline}"\n'
+            '[targets.reference]\nkind = "reference"\nshadow = true\n'
+            '[targets.naive]\nkind = "naive"\nshadow = true\n'
+        )
+        settings = load_settings(str(config))
+        state = StateStore(settings.state_path)
+        runner = Runner(settings, state, get_tracer(build_tracer_provider()))
+        runner.run_once()
+        tracemalloc.start(8)
+        taken, first = initial, None
+        rss: list[float] = []
+        for n in range(runs):
+            with open(timeline, "a", encoding="utf-8") as out:
+                out.write("".join(lines[taken : taken + append]))
+            taken += append
+            runner.run_once()
+            if n == runs // 3:
+                gc.collect()
+                first = tracemalloc.take_snapshot()
+                rss.append(rss_kib(os.getpid()) / 1024)
+        gc.collect()
+        last = tracemalloc.take_snapshot()
+        rss.append(rss_kib(os.getpid()) / 1024)
+        runner.close()
+        state.close()
+    assert first is not None
+    stats = last.compare_to(first, "traceback")
+    top = []
+    for stat in stats[:25]:
+        frames = [
+            f"{f.filename.rsplit('/site-packages/', 1)[-1]}:{f.lineno}" for f in stat.traceback
+        ]
+        top.append({"kib": round(stat.size_diff / 1024, 1), "count": stat.count_diff,
+                    "where": frames[-4:]})  # fmt: skip
+    return {
+        "runs": runs,
+        "events": [initial, taken],
+        "traced_mib": [
+            round(sum(s.size for s in first.statistics("filename")) / 2**20, 1),
+            round(sum(s.size for s in last.statistics("filename")) / 2**20, 1),
+        ],
+        "rss_mib": [round(r, 1) for r in rss],
+        "grew_most": top,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=200)
@@ -831,7 +905,11 @@ def main() -> int:
     parser.add_argument("--soak-every", type=int, default=5, metavar="S")
     parser.add_argument("--soak-append", type=int, default=20, metavar="N")
     parser.add_argument("--soak-dir", metavar="DIR")
+    parser.add_argument("--soak-trace", type=int, metavar="RUNS", help="tracemalloc of a soak")
     args = parser.parse_args()
+    if args.soak_trace:
+        print(json.dumps(soak_trace(args.soak_trace, args.soak_append), indent=1))
+        return 0
     if args.soak:
         result = soak(args.soak, args.soak_every, args.soak_append, args.soak_dir)
         print(json.dumps(result, indent=1))
