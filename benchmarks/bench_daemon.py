@@ -44,13 +44,15 @@ naive) over N generated events with and without ``--html``, and the ratio (targe
 generated events (N/10 keys) against the reference memory, with table and with JSON output,
 next to the target for the table (150 MB), and the machine it ran on.
 
-``--soak MINUTES [--soak-every S] [--soak-append N] [--soak-dir DIR]``: a real daemon (``healthd
-run``, the default targets reference and naive with persistent shadows) on a schedule of every
+``--soak MINUTES [--soak-every S] [--soak-append N] [--soak-dir DIR]``: a real daemon
+(``healthd run``, the default targets reference and naive with persistent shadows) on a schedule of every
 S seconds (default 5) over a file source that grows by N events (default 20, the evaluator
 benchmark's mix) every S seconds, its VmRSS sampled each minute; then the slope of RSS
 (least squares, MiB/min) over the first and the last half of the samples, and the RSS of a
-fresh daemon started on the final state (after its first run). Prints one line per sample
-as it goes and one JSON object at the end. ``--soak-dir`` keeps the state and files there.
+fresh daemon started on the final state (after its first run, which serves the stored
+results, and after a run with N new events, which reads the shadows' replays back). Prints
+one line per sample as it goes and one JSON object at the end. ``--soak-dir`` keeps the
+state and files there.
 
 ``--soak-trace RUNS [--soak-append N]``: where a soak's memory goes, in one process: the
 daemon's Runner (the same targets) over the same growing source, RUNS runs back to back,
@@ -702,7 +704,7 @@ def soak(
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(directory or scratch)
         tmp.mkdir(parents=True, exist_ok=True)
-        ticks = int(minutes * 60 / every) + 2
+        ticks = int(minutes * 60 / every) + 3  # and one for the fresh process
         initial = 2000
         whole = tmp / "whole.jsonl"
         _write_generated(whole, initial + ticks * append)
@@ -761,11 +763,18 @@ def soak(
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
         # a fresh daemon on the final state: restored, its first run (nothing new) done
+        # it serves the stored results and reads a shadow's replay back only when events
+        # come: measured after a run with nothing new and after one with new events
         fresh, url = _start_daemon(config, free_port(), log)
         try:
             _wait_runs(fresh, url, 2, 600)
             time.sleep(2 * every)
             fresh_mib = rss_kib(fresh.pid) / 1024
+            done = _runs_done(url)
+            with open(timeline, "a", encoding="utf-8") as out:
+                out.write("".join(lines[taken : taken + append]))
+            _wait_runs(fresh, url, done + 2, 600)
+            fresh_read_back_mib = rss_kib(fresh.pid) / 1024
         finally:
             fresh.send_signal(signal.SIGTERM)
             fresh.wait(timeout=30)
@@ -784,6 +793,7 @@ def soak(
         "slope_mib_per_min_first_half": round(_slope(first) or 0.0, 3),
         "slope_mib_per_min_last_half": round(_slope(last) or 0.0, 3),
         "fresh_process_on_final_state_rss_mib": round(fresh_mib, 1),
+        "fresh_process_after_a_run_with_new_events_rss_mib": round(fresh_read_back_mib, 1),
         "machine": {"cpus": os.cpu_count(), "load_average": os.getloadavg()},
     }
 
