@@ -454,13 +454,13 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from healthd.report import check_writable, load_report, render_report, write_html
+    from healthd.report import check_writable, load_report, report_pieces, write_html
     from healthd.timeline import read_timeline
 
     check_writable(args.html)
     report = load_report(args.source)
     events = read_timeline(args.timeline) if args.timeline else []
-    write_html(args.html, render_report(report, events=events))
+    write_html(args.html, report_pieces(report, events=events))
     return 0
 
 
@@ -615,10 +615,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     named.append(event)
     if args.html:
         from healthd.report import write_html
-        from healthd.report.html import render_document
+        from healthd.report.html import document_pieces
         from healthd.report.view import page_model
 
-        report = report_json(results, version, len(probes), roles)
+        report = report_json(results, version, len(probes), roles, probe_views=True)
         for target, sampler in zip(report["targets"], samplers, strict=True):
             sampler.fill(target)
         model = page_model(
@@ -632,7 +632,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         # what the page was built from is let go before it is written out: the text is the
         # peak's last step, and may take the place of all of it
         del report, results, samplers, named, multi_valued, probes
-        write_html(args.html, render_document(model))
+        write_html(args.html, document_pieces(model))
     return 0
 
 

@@ -230,3 +230,21 @@ def test_a_saved_report_read_as_a_stream_keeps_only_what_the_charts_draw(tmp_pat
     path.write_text(json.dumps(bad_stage))
     with pytest.raises(ReportShapeError, match=r"targets\[1\]\.stages\[7\]\.index: 3 does not"):
         load_report(str(path))
+
+
+def test_a_probe_view_reads_as_the_probe_in_json():
+    """`evaluate --html` hands the page its final probes as views made when read: each
+    reads as the JSON report's probe."""
+    from healthd.exporters.report import ProbeView, probe_json
+
+    events = [
+        added("e1", 1, fact("svc-a", "language", "go")),
+        revised("e2", 2, fact("svc-a", "language", "go"), fact("svc-a", "language", "rust")),
+        added("e3", 3, fact("svc-b", "language", "java")),
+    ]
+    _, result = _run(events)
+    assert result.probes and any(p.retrieved for p in result.probes)
+    for probe in result.probes:
+        view = ProbeView(probe)
+        assert dict(view) == probe_json(probe)
+        assert len(view) == len(probe_json(probe)) and "nothing" not in view

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from rich.console import Console
@@ -30,7 +30,6 @@ def probe_json(report: ProbeReport) -> dict[str, Any]:
     never held, read from a served item's text) carries that item's ``text`` (where the
     served items are at hand: a daemon resumed from its state has not asked again yet)."""
     probe = report.probe
-    texts = {r.item.record_id: r.item.text for r in report.served if r.reading.other}
     return {
         "id": probe.id,
         "question": probe.question,
@@ -39,25 +38,65 @@ def probe_json(report: ProbeReport) -> dict[str, Any]:
         "domain": probe.domain,
         "expected": list(report.expected),
         "expected_facts": [{"value": f.value, "domain": f.domain} for f in report.expected_facts],
-        "retrieved": [
-            {
-                "subject": f.subject,
-                "predicate": f.predicate,
-                "value": f.value,
-                "domain": f.domain,
-                "status": status,
-                "validated_at": format_timestamp(f.last_validated),
-                "flags": sorted(f.flags),
-                **(
-                    {"text": texts[f.record_id]}
-                    if INVENTED in f.flags and f.record_id in texts
-                    else {}
-                ),
-            }
-            for f, status in report.retrieved
-        ],
+        "retrieved": _retrieved_json(report),
         **({"served": [served_json(r) for r in report.served]} if report.served else {}),
     }
+
+
+class ProbeView(Mapping[str, Any]):
+    """A final probe in the JSON report's shape (:func:`probe_json`), each value made when
+    read: the HTML report reads every probe once to find the failing ones, and holding
+    them all as JSON doubled what the results hold (a baseline's long answers)."""
+
+    __slots__ = ("_report",)
+
+    def __init__(self, report: ProbeReport) -> None:
+        self._report = report
+
+    def _keys(self) -> tuple[str, ...]:
+        keys = ("id", "question", "subject", "predicate", "domain", "expected")
+        return (*keys, "expected_facts", "retrieved", *(("served",) if self._report.served else ()))
+
+    def __getitem__(self, key: str) -> Any:
+        report = self._report
+        if key in ("id", "question", "subject", "predicate", "domain"):
+            return getattr(report.probe, key)
+        if key == "expected":
+            return list(report.expected)
+        if key not in self._keys():
+            raise KeyError(key)
+        if key == "expected_facts":
+            return [{"value": f.value, "domain": f.domain} for f in report.expected_facts]
+        if key == "served":
+            return [served_json(r) for r in report.served]
+        return _retrieved_json(report)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+def _retrieved_json(report: ProbeReport) -> list[dict[str, Any]]:
+    texts = {r.item.record_id: r.item.text for r in report.served if r.reading.other}
+    return [
+        {
+            "subject": f.subject,
+            "predicate": f.predicate,
+            "value": f.value,
+            "domain": f.domain,
+            "status": status,
+            "validated_at": format_timestamp(f.last_validated),
+            "flags": sorted(f.flags),
+            **(
+                {"text": texts[f.record_id]}
+                if INVENTED in f.flags and f.record_id in texts
+                else {}
+            ),
+        }
+        for f, status in report.retrieved
+    ]
 
 
 def served_json(reading: ItemReading) -> dict[str, Any]:
@@ -86,9 +125,13 @@ def report_json(
     probe_set_version: str,
     probe_count: int,
     roles: Mapping[str, str] | None = None,
+    *,
+    probe_views: bool = False,
 ) -> dict[str, Any]:
     """The report; ``roles`` (by target name) say which targets are baselines, else their
-    kind does."""
+    kind does. ``probe_views``: the final probes as :class:`ProbeView` (for a page), not
+    JSON objects."""
+    probe: Callable[[ProbeReport], Mapping[str, Any]] = ProbeView if probe_views else probe_json
     return {
         "probe_set": {"version": probe_set_version, "count": probe_count},
         "targets": [
@@ -101,7 +144,7 @@ def report_json(
                 "stages": [stage_json(s) for s in result.stages],
                 "final": {
                     "metrics": metrics_json(result.metrics),
-                    "probes": [probe_json(p) for p in result.probes],
+                    "probes": [probe(p) for p in result.probes],
                 },
                 "retrieval": {
                     **result.retrieval.as_json(),

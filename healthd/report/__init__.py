@@ -7,7 +7,7 @@ daemon; this module is the file edge: reading a saved report and writing the HTM
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -15,10 +15,19 @@ from healthd import _json
 from healthd._files import open_regular, read_text
 from healthd.errors import HealthdError, ReportShapeError
 from healthd.model import ChangeEvent
-from healthd.report.html import render_document
+from healthd.report.html import document_pieces, render_document
 from healthd.report.shape import check_report
 from healthd.report.view import page_model
 from healthd.scoring import DEFAULT_WINDOWS
+
+
+def report_pieces(
+    report: Mapping[str, Any],
+    *,
+    events: Sequence[ChangeEvent] = (),
+) -> list[str]:
+    """:func:`render_report` as the pieces of its text, for :func:`write_html`."""
+    return document_pieces(page_model(report, events=events, title="healthd report"))
 
 
 def render_report(
@@ -97,13 +106,14 @@ def check_writable(path: str) -> None:
         raise HealthdError(f"{path}: cannot write the HTML report: permission denied")
 
 
-def write_html(path: str, text: str) -> None:
-    """Write through a temporary file beside ``path``, so a failed write leaves no half page."""
+def write_html(path: str, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces, one after another) through a temporary file beside
+    ``path``, so a failed write leaves no half page."""
     check_writable(path)
     temporary = f"{path}.tmp-{os.getpid()}"
     try:
         with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str) else text)
         os.replace(temporary, path)
     except OSError as exc:
         try:

@@ -188,62 +188,77 @@ def _drill_down(model: Mapping[str, Any]) -> str:
     )
 
 
-def _json_pieces(value: Any, depth: int, out: list[str]) -> None:
+def _json_pieces(value: Any, out: list[str]) -> None:
     """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)``
-    with ``<``, ``>`` and ``&`` escaped, appended to ``out`` a part at a time down to
-    ``depth`` levels of objects and arrays: encoding the whole model in one call held every
-    piece of its text at once, several times the page's size."""
-    if depth and isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
-        out.append("{")
-        for n, key in enumerate(sorted(value)):
-            if n:
-                out.append(",")
-            _json_pieces(key, 0, out)
-            out.append(":")
-            _json_pieces(value[key], depth - 1, out)
-        out.append("}")
-        return
-    if depth and isinstance(value, list | tuple):
+    with ``<``, ``>`` and ``&`` escaped, appended to ``out`` a part at a time: an object or
+    array holding other objects or arrays is written member by member, one holding only
+    numbers, strings and nulls (a chart's column, a drill-down row) in one call. Encoding
+    the whole model in one call held every piece of its text at once, several times the
+    page's size."""
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        if any(isinstance(v, Mapping | list | tuple) for v in value.values()):
+            out.append("{")
+            for n, key in enumerate(sorted(value)):
+                out.append(f"{',' if n else ''}{_escaped(json.dumps(key, ensure_ascii=False))}:")
+                _json_pieces(value[key], out)
+            out.append("}")
+            return
+    elif isinstance(value, list | tuple) and any(
+        isinstance(v, Mapping | list | tuple) for v in value
+    ):
         out.append("[")
         for n, item in enumerate(value):
             if n:
                 out.append(",")
-            _json_pieces(item, depth - 1, out)
+            _json_pieces(item, out)
         out.append("]")
         return
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-    out.append(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    out.append(
+        _escaped(json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True))
+    )
 
 
-def _data_script(model: Mapping[str, Any]) -> str:
-    out = ["<script id='healthd-data' type='application/json'>"]
-    _json_pieces(model, 5, out)
-    out.append("</script>")
-    return "".join(out)
+def _escaped(text: str) -> str:
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_body(model: Mapping[str, Any], before: str = "", after: str = "") -> str:
-    """The page's sections: the verdict first, then ``before`` (escaped HTML: the daemon's
-    runs and sources), the results, and ``after``."""
+def body_pieces(model: Mapping[str, Any], before: str = "", after: str = "") -> list[str]:
+    """:func:`render_body` as the pieces of its text, the page's data a value at a time."""
     probe_set = model["probe_set"]
-    return (
+    out = [
         f"<h1>{escape(model['title'])}</h1>{_verdict(model)}{before}"
         f"<p class='meta'>probe set {escape(probe_set['version'])} ({probe_set['count']} "
         f"probes); {len(model['targets'])} target(s); — means nothing to measure.</p>"
         f"<h2>Over the stages</h2>{_charts(model)}"
         f"<h2>Final stage, side by side</h2>{_final_table(model)}"
         f"<h2 id='drill-down'>Failing probes at the final stage</h2>{_drill_down(model)}"
-        f"{after}{_data_script(model)}"
-    )
+        f"{after}<script id='healthd-data' type='application/json'>"
+    ]
+    _json_pieces(model, out)
+    out.append("</script>")
+    return out
+
+
+def render_body(model: Mapping[str, Any], before: str = "", after: str = "") -> str:
+    """The page's sections: the verdict first, then ``before`` (escaped HTML: the daemon's
+    runs and sources), the results, and ``after``."""
+    return "".join(body_pieces(model, before, after))
+
+
+def document_pieces(model: Mapping[str, Any]) -> list[str]:
+    """:func:`render_document` as the pieces of its text, to be written one after another
+    (joined, the text of a long report's page is held several times over)."""
+    return [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<link rel='icon' href='data:,'><title>{escape(model['title'])}</title>"
+        f"<style>{static_text('uPlot.min.css')}\n{static_text('page.css')}</style></head>"
+        "<body>",
+        *body_pieces(model),
+        f"<script>{static_text('uPlot.iife.min.js')}</script>"
+        f"<script>{static_text('page.js')}</script></body></html>\n",
+    ]
 
 
 def render_document(model: Mapping[str, Any]) -> str:
     """One HTML file with the charting library, styles and data inline: opens offline."""
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<link rel='icon' href='data:,'><title>{escape(model['title'])}</title>"
-        f"<style>{static_text('uPlot.min.css')}\n{static_text('page.css')}</style></head>"
-        f"<body>{render_body(model)}"
-        f"<script>{static_text('uPlot.iife.min.js')}</script>"
-        f"<script>{static_text('page.js')}</script></body></html>\n"
-    )
+    return "".join(document_pieces(model))
