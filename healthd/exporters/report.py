@@ -90,9 +90,7 @@ def _retrieved_json(report: ProbeReport) -> list[dict[str, Any]]:
             "validated_at": format_timestamp(f.last_validated),
             "flags": sorted(f.flags),
             **(
-                {"text": texts[f.record_id]}
-                if INVENTED in f.flags and f.record_id in texts
-                else {}
+                {"text": texts[f.record_id]} if INVENTED in f.flags and f.record_id in texts else {}
             ),
         }
         for f, status in report.retrieved
