@@ -74,7 +74,7 @@ def load_report(path: str) -> dict[str, Any]:
             small = os.path.getsize(path) <= _WHOLE_FOR_ERRORS
         except OSError:
             small = False
-        if not small:
+        if not small or exc.reason == "nested too deeply":
             raise ReportShapeError(f"{path}: not JSON: {exc.reason}") from None
     return _load_whole(path)  # to say where it is not JSON (or read what ijson would not)
 

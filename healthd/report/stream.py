@@ -27,6 +27,8 @@ from healthd.timeline import parse_timestamp
 STAGE = "targets.item.stages.item"
 _STAGES = "targets.item.stages"
 _TARGET = "targets.item"
+#: Deeper than any report healthd writes by far; the limit ``json.loads`` would hit later.
+MAX_DEPTH = 256
 _VALUE_EVENTS = frozenset({"start_map", "start_array", "null", "boolean", "integer", "double",
                            "number", "string"})  # fmt: skip
 
@@ -40,8 +42,16 @@ class StreamError(ValueError):
 
 
 def _events(handle: IO[bytes]) -> Iterator[tuple[str, str, Any]]:
+    depth = 0
     try:
-        yield from ijson.parse(handle, use_float=True)
+        for prefix, event, value in ijson.parse(handle, use_float=True):
+            if event in ("start_map", "start_array"):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise StreamError("nested too deeply")
+            elif event in ("end_map", "end_array"):
+                depth -= 1
+            yield prefix, event, value
     except ijson.JSONError as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise StreamError(reason) from None
