@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from people_repo import OWNERS, SAYS, make_repo, sources, team
+from people_repo import OWNERS, SAYS, _git, make_repo, sources, team
 from text_memory_service import TextMemoryService
 
 from healthd.reading import build_reader, with_people
@@ -50,9 +50,9 @@ def test_the_sources_hand_their_identity_records_to_the_run(tmp_path):
 def test_only_people_whose_records_tie_spellings_change_the_reader():
     reader = build_reader()
     lone = with_people(reader, [Person("@bob"), Person(emails=("ann.lee@acme.io",))])
-    assert lone.label == "default-5"
+    assert lone.label == "default-6"
     kim = with_people(reader, [Person("@klee"), Person("klee", ("Kim Lee",))])
-    assert kim.label.startswith("default-5:people=") and kim.label != reader.label
+    assert kim.label.startswith("default-6:people=") and kim.label != reader.label
 
 
 def test_evaluate_config_reads_a_display_name_as_the_codeowners_handle(tmp_path):
@@ -71,5 +71,47 @@ def test_evaluate_config_reads_a_display_name_as_the_codeowners_handle(tmp_path)
     (item,) = (s for s in probe["served"] if s["text"] == SAYS)
     assert item["read_as"]["asserted"] == ["@klee"] and item["read_as"]["other"] == []
     assert [(f["value"], f["status"]) for f in probe["retrieved"]] == [("@klee", "current")]
-    assert target["reader"].startswith("default-5:people=")
+    assert target["reader"].startswith("default-6:people=")
     assert target["reading"]["invented"] == 0
+
+
+COMPONENT_OWNED_BY_A_USER = """\
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: checkout
+spec:
+  type: service
+  lifecycle: production
+  owner: user:klee
+"""
+
+
+def test_a_catalog_owner_that_is_a_user_is_read_in_every_spelling_texts_give(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    with (repo / "catalog-info.yaml").open("a") as catalog:
+        catalog.write(COMPONENT_OWNED_BY_A_USER)
+    _git(repo, "commit", "-qam", "checkout owned by a user")
+    options = {k: v for k, v in sources(repo)["catalog"].items() if k != "kind"}
+    pulled = pull_from_start(build_source("backstage", "catalog", options))
+    (owner,) = (e.fact for e in pulled.events if e.fact.predicate == "owner")
+    assert (owner.subject, owner.value) == ("checkout", "user:klee")
+    reader = with_people(build_reader(), pulled.people)
+    key = owner.key
+    for text in (
+        "Kim Lee owns checkout.",
+        "checkout is owned by klee",
+        "@klee owns checkout",
+        "checkout: owner kim.lee@acme.io",
+        "checkout is owned by user:default/klee",
+    ):
+        assert reader.read(text, key, ["user:klee"]).asserted == ("user:klee",), text
+    for text in ("checkout is owned by group:klee", "checkout lives at github.com/klee"):
+        assert reader.read(text, key, ["user:klee"]).asserted == (), text
+    # without the catalog's identity data the reference alone is all a text can say
+    plain = build_reader()
+    assert plain.read("Kim Lee owns checkout.", key, ["user:klee"]).asserted == ()
+    assert plain.read("checkout is owned by user:klee", key, ["user:klee"]).asserted == (
+        "user:klee",
+    )

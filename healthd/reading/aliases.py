@@ -167,14 +167,24 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
     return tuple(sorted(tuple(sorted(g)) for g in groups))
 
 
+#: A Backstage entity reference to a User, as the catalog writes an owner that is not a
+#: Group: ``user:klee``, ``user:default/klee`` (``[kind:][namespace/]name``).
+_USER_REF = re.compile(r"user:(?:[\w.-]+/)?([\w.-]+)", re.IGNORECASE)
+
+
 def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
-    """The other spellings of the person ``value`` names (a handle, login or e-mail), longest
-    first; an e-mail's local part as a name even when the table does not know it."""
+    """The other spellings of the person ``value`` names (a handle, login, e-mail or a
+    Backstage ``user:`` reference), longest first; an e-mail's local part as a name even
+    when the table does not know it."""
     key = spelling(value)
+    user_ref = _USER_REF.fullmatch(key)
+    names = {key, user_ref.group(1)} if user_ref else {key}
     found: set[str] = set()
     for group in table:
-        if key in group:
+        if names & set(group):
             found |= set(group)
+    if user_ref and found:
+        found |= {user_ref.group(1), f"user:default/{user_ref.group(1)}"}  # "klee owns it"
     if _EMAIL.fullmatch(key) and email_name(key):
         found.add(email_name(key))
     found.discard(key)

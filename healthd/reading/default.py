@@ -43,7 +43,7 @@ from healthd.reading._subjects import cue_patterns, other_subjects
 from healthd.reading.aliases import PeopleTable, people_digest, person_aliases
 
 NAME = "default"
-VERSION = "5"
+VERSION = "6"
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=\))\s*-\s+|\s+[-–—]\s+(?=[A-Z])")
 _CLAUSE = re.compile(
@@ -386,7 +386,7 @@ class DefaultReader:
 
     @property
     def label(self) -> str:
-        """``default-5``; with people, their digest: ``default-5:people=<12 hex>``."""
+        """``default-6``; with people, their digest: ``default-6:people=<12 hex>``."""
         tail = f":people={people_digest(self.people)}" if self.people else ""
         return f"{self.name}-{self.version}{tail}"
 
@@ -472,7 +472,7 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
     if "@" in alias:
         return re.compile(rf"(?<![\w.+-]){re.escape(alias)}(?![\w-]|\.\w)", re.IGNORECASE)
     words = r"[\s._-]+".join(re.escape(w) for w in alias.split())
-    return re.compile(rf"(?<![\w@.-]){words}(?![\w@])(?!-\w)", re.IGNORECASE)
+    return re.compile(rf"(?<![\w@.:/-])@?{words}(?![\w@])(?!-\w)", re.IGNORECASE)
 
 
 def _name_people(text: str, values: Sequence[str], table: PeopleTable) -> str:

@@ -62,7 +62,7 @@ def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tm
     runner = Runner(settings, state, tracer)
     runner.run_once()
     before = runner.targets["reference"].row.results
-    assert before["reader"] == "default-5" and "+default-5-" in before["info_version"]
+    assert before["reader"] == "default-6" and "+default-6-" in before["info_version"]
     fingerprint = runner.targets["reference"].fingerprint
     runner.close()
     state.close()
