@@ -220,7 +220,8 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdRetrievalLayerChanged",
-            f"(increase(healthd_retrieval_changes_total[{t['retrieval']['changed_within']}]) > 0)\n"
+            f"(increase(healthd_retrieval_changes_total{{{SUBJECTS}}}"
+            f"[{t['retrieval']['changed_within']}]) > 0)\n"
             "* ignoring (embedder, dimensions, libraries, reader, fingerprint)\n"
             "  group_left (embedder, dimensions, reader)\n"
             "healthd_retrieval_info\n",
