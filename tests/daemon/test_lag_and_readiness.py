@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -18,7 +19,7 @@ from healthd.daemon.state import StateStore
 from healthd.exporters.prometheus import build_registry
 from healthd.exporters.tracing import build_tracer_provider, get_tracer
 from healthd.report.live import live_html
-from healthd.settings import load_settings
+from healthd.settings import load_settings, shadow_path
 
 DAY = 86400.0
 
@@ -319,5 +320,61 @@ def test_a_kill_late_in_a_replay_keeps_the_last_change_after_the_restart(
             sample(metrics, f"healthd_last_change_{ratio}_ratio", target="reference", domain="all")
             == (expected["last_change"]["metrics"]["all"][ratio])
         )
+    runner.close()
+    state.close()
+
+
+@pytest.mark.parametrize("appended", [0, 19], ids=["nothing-new", "sweeps-since"])
+def test_a_checkpoint_from_before_it_carried_the_last_change_still_restores_it(tmp_path, appended):
+    """A shadow checkpointed by a healthd from before checkpoints carried the newest real
+    change (no ``change`` in its body): the restarted daemon takes the change from the
+    stored results, and its last-change series are those of a run never restarted."""
+    lines = EXAMPLE.read_text().splitlines(keepends=True)
+    first = len(lines) - appended
+    kw = dict(targets={"reference": {"kind": "reference", "shadow": True}})
+
+    def runner_in(name: str, upto: int):
+        timeline = tmp_path / f"{name}.jsonl"
+        (tmp_path / name).mkdir(exist_ok=True)
+        timeline.write_text("".join(lines[:upto]))
+        return _runner(
+            tmp_path / name, time.time, sources={"t": {"kind": "file", "path": str(timeline)}}, **kw
+        )
+
+    straight, state = runner_in("straight", len(lines))
+    straight.run_once()
+    expected = {
+        k: straight.targets["reference"].row.results[k]
+        for k in ("last_change", "swept", "newest_change")
+    }
+    straight.close()
+    state.close()
+
+    runner, state = runner_in("old", first)
+    runner.run_once()
+    runner.close()
+    state.close()
+    shadow = shadow_path(str(tmp_path / "old" / "state" / "state.sqlite"), "reference")
+    with sqlite3.connect(shadow) as db:
+        ((body,),) = db.execute("SELECT body FROM checkpoints").fetchall()
+        old = json.loads(body)
+        assert old.pop("change")["last_change"]
+        db.execute("UPDATE checkpoints SET body = ?", (json.dumps(old),))
+
+    runner, state = runner_in("old", len(lines))
+    registry, _ = build_registry(runner.view)
+    assert runner.run_once().targets["reference"]["result"] == "success"
+    assert runner.targets["reference"].rebuilds == 0
+    results = runner.targets["reference"].row.results
+    assert {k: results[k] for k in expected} == expected
+    metrics = parse_metrics(generate_latest(registry).decode())
+    assert (
+        sample(metrics, "healthd_last_change_timestamp_seconds", target="reference")
+        == (expected["newest_change"])
+    )
+    assert (
+        sample(metrics, "healthd_last_change_consistency_ratio", target="reference", domain="all")
+        == (expected["last_change"]["metrics"]["all"]["consistency"])
+    )
     runner.close()
     state.close()
