@@ -3,8 +3,11 @@ real one about what healthd sends: POST /v1/chat/completions with a JSON body na
 served ``model``, ``messages`` (system then user), ``temperature`` 0 and a JSON
 ``response_format``; a bearer token when one is required (401 otherwise, 404 for another
 model, 400 for a malformed body). Its answers come from ``answer(question) -> content``:
-by default the default reader's, so a test measures the protocol, not a model.
-``garbage`` replaces every answer's content."""
+by default the default reader's, so a test measures the protocol, not a model: a
+``reader-check`` through it scores the default reader again, never a judge's accuracy.
+``garbage`` replaces every answer's content; ``message`` (extra fields of the answer's
+message, e.g. ``{"content": None, "refusal": "..."}``) and ``finish_reason`` shape the
+completion as real endpoints document it."""
 
 from __future__ import annotations
 
@@ -22,7 +25,13 @@ def _default_answer(question: dict[str, Any]) -> str:
     reading = DefaultReader().read(
         question["text"], FactKey(question["subject"], question["predicate"]), question["values"]
     )
-    return json.dumps({"asserts": list(reading.asserted), "negates": list(reading.negated)})
+    return json.dumps(
+        {
+            "asserts": list(reading.asserted),
+            "negates": list(reading.negated),
+            "other": list(reading.other),
+        }
+    )
 
 
 class FakeJudge:
@@ -36,6 +45,8 @@ class FakeJudge:
         self.token = token
         self.answer = answer
         self.garbage: str | None = None
+        self.message: dict[str, Any] = {}
+        self.finish_reason = "stop"
         self.requests: list[dict[str, Any]] = []
         judge = self
 
@@ -91,8 +102,8 @@ class FakeJudge:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content, **self.message},
+                    "finish_reason": self.finish_reason,
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},

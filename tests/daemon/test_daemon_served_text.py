@@ -79,7 +79,7 @@ def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tm
             assert "configuration changed" in (runner.targets["reference"].note or "")
             runner.run_once()
             after = runner.targets["reference"].row.results
-            assert after["reader"] == "llm-1:fake-judge-1"
+            assert after["reader"] == "llm-2:fake-judge-1"
             assert after["metrics"] == before["metrics"]  # structured answers: nothing to read
             assert after["info_version"] != before["info_version"]
         finally:
