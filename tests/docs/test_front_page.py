@@ -15,6 +15,7 @@ import pytest
 from serve_memory_process import serve_memory
 
 from healthd.exporters.prometheus import METRIC_NAMES
+from healthd.reading import build_reader
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -139,27 +140,61 @@ def test_the_main_series_named_are_exported():
     assert names <= set(METRIC_NAMES), names - set(METRIC_NAMES)
 
 
-def test_the_readers_figures_are_what_reader_check_measures_with_the_command_beside_them():
+OTHERS = "healthd/data/reader_labelled_others.jsonl"
+
+
+def _readers_table() -> tuple[str, dict[str, list[str]]]:
+    """The readers' table: its section, and per reader spec (``default``, ``semantic``,
+    ``llm:...``) its column's cells, top to bottom."""
     section = _section("How well it reads what memories write")
-    rows = [
-        line.split("|")[1:-1]
-        for line in section.splitlines()
-        if line.startswith("| ") and "`healthd reader-check" in line
-    ]
-    assert len(rows) == 2
-    for cells in rows:
-        command = re.search(r"`(healthd reader-check[^`]*)`", cells[0]).group(1).split()
-        ran = _healthd(*command[1:], "--format", "json", cwd=ROOT)
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")]
+    header, *body = rows
+    specs = [re.search(r"`--reader ([^`]*)`", cell).group(1) for cell in header[1:]]
+    assert len(body) == 4, body
+    return section, {spec: [row[i + 1].strip() for row in body] for i, spec in enumerate(specs)}
+
+
+def _measured(reader: str) -> list[str]:
+    """The table's cells for a reader, "own shapes · others' phrasing", as measured now."""
+    ratio = "{0[precision]:.3f} / {0[recall]:.3f}".format
+    found = "{0[correct]} of {0[labelled]}".format
+    cells: list[list[str]] = [[], [], [], []]
+    for labelled in ([], ["--labelled", OTHERS]):
+        ran = _healthd("reader-check", "--reader", reader, *labelled, "--format", "json", cwd=ROOT)
         assert ran.returncode == 0, ran.stderr
-        measured = json.loads(ran.stdout)
-        classes = measured["classes"]
-        ratio = "{0[precision]:.3f} / {0[recall]:.3f}".format
-        found = "{0[correct]} of {0[labelled]}".format
-        said = [cell.strip() for cell in cells[1:]]
-        assert said == [
-            str(measured["items"]),
-            ratio(classes["asserts"]),
-            ratio(classes["negates"]),
-            found(classes["other"]),
-            found(classes["unread"]),
-        ], cells[0]
+        classes = json.loads(ran.stdout)["classes"]
+        for i, cell in enumerate(
+            [
+                ratio(classes["asserts"]),
+                ratio(classes["negates"]),
+                found(classes["other"]),
+                found(classes["unread"]),
+            ]
+        ):
+            cells[i].append(cell)
+    return [" · ".join(pair) for pair in cells]
+
+
+def test_the_default_readers_figures_are_what_reader_check_measures():
+    section, columns = _readers_table()
+    assert "`healthd reader-check`" in section and f"`--labelled {OTHERS}`" in section
+    assert columns["default"] == _measured("default")
+
+
+@pytest.mark.slow
+def test_the_semantic_readers_figures_are_what_reader_check_measures():
+    pytest.importorskip("tokenizers")
+    _, columns = _readers_table()
+    said = [re.sub(r" \(its rules'\)$", "", cell) for cell in columns["semantic"]]
+    assert said == _measured("semantic")
+
+
+def test_the_llm_judge_claims_no_accuracy_and_its_command_builds_a_judge(monkeypatch):
+    section, columns = _readers_table()
+    (spec,) = [spec for spec in columns if spec.startswith("llm:")]
+    assert set(columns[spec]) == {"needs a real model"}
+    command = re.search(r"`(\w+)=\S+ healthd reader-check --reader (llm:\S+)`", section)
+    variable, judge = command.groups()
+    assert f"token_env={variable}" in judge
+    monkeypatch.setenv(variable, "sk-test")
+    assert build_reader(judge).label == "llm-2:gpt-4o-mini"
