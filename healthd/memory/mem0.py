@@ -39,7 +39,7 @@ from typing import Any
 
 from healthd.embedding import Embedder, HashingEmbedder
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
-from healthd.memory import register_memory
+from healthd.memory import Memory, register_memory
 from healthd.memory._embedder_switch import embedder_from_options
 from healthd.memory._mem0_config import team_config, turn
 from healthd.memory._offline import (
@@ -72,7 +72,9 @@ DEFAULT_TIMEOUT = 60
 # A closed local port: Mem0 insists on building an LLM client, which infer=False never calls;
 # if anything ever did, it would fail here at once instead of reaching a network.
 _UNUSED_LLM_URL = "http://127.0.0.1:9/v1"
+DEPLOYMENTS = ("local", "platform")
 _SWITCHES = {
+    "deployment",
     "mode",
     "path",
     "user_id",
@@ -532,7 +534,16 @@ def _when(at: datetime | None) -> float:
 
 
 @register_memory("mem0")
-def mem0_memory(options: Mapping[str, Any]) -> Mem0Memory:
+def mem0_memory(options: Mapping[str, Any]) -> Memory:
+    deployment = str(options.get("deployment", "local"))
+    if deployment not in DEPLOYMENTS:
+        raise TargetError(
+            f"switch deployment={deployment!r}: expected one of {', '.join(DEPLOYMENTS)}"
+        )
+    if deployment == "platform":  # the hosted Mem0 Platform, through MemoryClient
+        from healthd.memory.mem0_platform import platform_memory
+
+        return platform_memory(options)
     reject_unknown(options, _SWITCHES, "mem0")
     shadow = switch(options, "shadow", True) if "shadow" in options else None
     ingest = str(options.get("ingest", "facts"))

@@ -1,0 +1,341 @@
+"""The `mem0` memory with ``deployment = "platform"``: the hosted Mem0 Platform, through
+``mem0ai``'s own ``MemoryClient``.
+
+Mem0 as a team on the platform runs it: each timeline event is the user's turn of a
+conversation, stamped with its event time (the same turn the open-source ``ingest=messages``
+writes), sent with ``add`` to the shadow ``user_id`` (and ``agent_id``/``run_id`` when
+given); the platform's own inference decides what is stored. Its processing is asynchronous:
+``add`` answers an ``event_id`` and ``PENDING`` before any memory exists, so the target reads
+the event (``GET /v1/event/{event_id}/``) until it is ``SUCCEEDED`` (or fails the run on
+``FAILED``, or when ``wait_seconds`` pass first). Probes are the platform's v3 ``search`` with
+the probe's question and the shadow scope as its v2 ``filters`` (no key filter of healthd's);
+the reader reads the text served. ``reset`` is ``delete_all`` on the shadow scope, itself
+queued on the platform and waited for the same way.
+
+Organisation and project come from the API key (the client's ``/v1/ping/``); ``org_id`` and
+``project_id`` in the configuration are what the team expects, checked against them at
+start (a key of another project is one line, exit 2). The key is read only from the
+environment variable ``api_key_env`` names (``MEM0_API_KEY``). Every HTTP call is bounded in
+total time (``timeout_seconds``) and size (``max_response_bytes``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, cast
+
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
+from healthd.logging import env_secret
+from healthd.memory._mem0_config import turn
+from healthd.memory._offline import first_line, package_versions
+from healthd.memory._options import integer, reject_unknown, switch
+from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
+from healthd.model import Answer, ChangeEvent, FactKey, Probe
+
+DEFAULT_HOST = "https://api.mem0.ai"
+DEFAULT_USER = "healthd-shadow"
+DEFAULT_KEY_ENV = "MEM0_API_KEY"
+PLATFORM_TOP_K = 10  # the platform's search default
+SWITCHES = {
+    "deployment",
+    "host",
+    "host_env",
+    "api_key_env",
+    "org_id",
+    "project_id",
+    "user_id",
+    "agent_id",
+    "run_id",
+    "shadow",
+    "top_k",
+    "threshold",
+    "rerank",
+    "timeout_seconds",
+    "wait_seconds",
+    "max_response_bytes",
+}
+DONE = ("SUCCEEDED", "FAILED")
+
+
+class _Bounded:
+    """An httpx transport whose every request ends within ``seconds`` in all (connecting,
+    sending, and reading the whole body) and whose answer is at most ``limit`` bytes."""
+
+    def __init__(self, seconds: float, limit: int) -> None:
+        import httpx
+
+        self._inner = httpx.HTTPTransport(retries=0)
+        self._seconds, self._limit = seconds, limit
+
+    def handle_request(self, request: Any) -> Any:
+        import httpx
+
+        deadline = time.monotonic() + self._seconds
+        request.extensions["timeout"] = httpx.Timeout(self._seconds).as_dict()
+        response = self._inner.handle_request(request)
+        body = bytearray()
+        try:
+            for chunk in cast(Iterable[bytes], response.stream):
+                body.extend(chunk)
+                if len(body) > self._limit:
+                    raise httpx.ReadError(
+                        f"answer over {self._limit} bytes from {request.url.path}", request=request
+                    )
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(
+                        f"answer not read within {self._seconds:g} s", request=request
+                    )
+        finally:
+            response.close()
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            content=bytes(body),
+            request=request,
+            extensions={k: v for k, v in response.extensions.items() if k != "network_stream"},
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class Mem0PlatformMemory:
+    kind = "mem0"
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        host: str = DEFAULT_HOST,
+        org_id: str | None = None,
+        project_id: str | None = None,
+        user_id: str,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        top_k: int = PLATFORM_TOP_K,
+        threshold: float | None = None,
+        rerank: bool = False,
+        timeout_seconds: float = 30,
+        wait_seconds: float = 300,
+        max_response_bytes: int = 16 << 20,
+    ) -> None:
+        from healthd.memory.mem0 import _import_mem0
+
+        _import_mem0()  # telemetry off and Mem0's home out of the user's, before the client
+        import httpx
+        from mem0.client.main import MemoryClient
+
+        scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        self._scope = {k: v for k, v in scope.items() if v}
+        self.top_k, self.threshold, self.rerank = top_k, threshold, rerank
+        self.wait_seconds = wait_seconds
+        self.events_read = 0  # event status reads, for the benchmark
+        transport = _Bounded(timeout_seconds, max_response_bytes)
+        http = httpx.Client(transport=transport, timeout=timeout_seconds)  # type: ignore[arg-type]
+        try:
+            self._client = MemoryClient(api_key=api_key, host=host, client=http)
+        except Exception as exc:  # the client pings the platform when built
+            http.close()
+            raise TargetError(f"mem0 platform at {host}: {_why(exc)}") from None
+        expected = {"org_id": org_id, "project_id": project_id}
+        for name, want in expected.items():
+            got = getattr(self._client, name)
+            if want and got != want:
+                self.close()
+                raise TargetError(
+                    f"mem0 platform: the key in the environment belongs to {name} {got!r}, "
+                    f"not {want!r} as configured (use that project's key, or fix {name})"
+                )
+        self.org_id, self.project_id = self._client.org_id, self._client.project_id
+        self._fingerprint = RetrievalFingerprint.of(
+            f"mem0-platform:{host.rstrip('/')}/{self.org_id}/{self.project_id}",
+            0,  # the platform's embedder and its size are not told to clients
+            {**package_versions("mem0ai"), "api": "v3"},
+        )
+
+    # --- the Memory protocol ---------------------------------------------------------------
+
+    def reset(self) -> None:
+        try:
+            queued = self._client.delete_all(**self._scope)
+            if queued.get("event_id"):
+                self._wait(str(queued["event_id"]), "delete_all")
+        except MemoryAdapterError:
+            raise
+        except Exception as exc:
+            raise MemoryAdapterError(f"mem0 platform reset of {self._scope}: {_why(exc)}") from exc
+
+    def apply(self, event: ChangeEvent) -> None:
+        metadata = {
+            "healthd_event": event.id,
+            "written_at": event.timestamp.isoformat(),
+            "validated_at": event.timestamp.isoformat(),
+            METADATA_KEY: self._fingerprint.id,
+        }
+        try:
+            queued = self._client.add([turn(event)], metadata=metadata, **self._scope)
+        except Exception as exc:
+            raise MemoryAdapterError(
+                f"mem0 platform add of event {event.id!r}: {_why(exc)}"
+            ) from exc
+        event_id = queued.get("event_id") if isinstance(queued, Mapping) else None
+        if not event_id:
+            raise MemoryAdapterError(
+                f"mem0 platform add of event {event.id!r}: no event_id in the answer "
+                f"({shorten(str(queued), 120)})"
+            )
+        self._wait(str(event_id), f"add of event {event.id!r}")
+
+    def answer(self, probe: Probe, at: datetime) -> Answer:
+        from healthd.memory.mem0 import _served, _when
+
+        options: dict[str, Any] = {"top_k": self.top_k}
+        if self.threshold is not None:
+            options["threshold"] = self.threshold
+        if self.rerank:
+            options["rerank"] = True
+        try:
+            found = self._client.search(probe.question, filters=self._filters(), **options)
+        except Exception as exc:
+            raise MemoryAdapterError(
+                f"mem0 platform search for probe {probe.id!r}: {_why(exc)}"
+            ) from exc
+        rows = found.get("results") if isinstance(found, Mapping) else None
+        if not isinstance(rows, list):
+            raise MemoryAdapterError(
+                f"mem0 platform search for probe {probe.id!r}: no results list in the answer"
+            )
+        # What the platform serves; the reader reads the text. Equally similar texts' scores
+        # differ in their last bits from one call to the next: rounded, equal scores are
+        # ordered newest first, then by record (as the open-source target does).
+        served = [
+            (round(float(row.get("score") or 0.0), 6), _served(row, self._fingerprint))
+            for row in rows
+            if isinstance(row, Mapping)
+        ]
+        served.sort(key=lambda r: (-r[0], -_when(r[1].written_at), r[1].record_id))
+        return Answer(probe.id, (), tuple(item for _, item in served))
+
+    def retrieval_fingerprint(self) -> RetrievalFingerprint:
+        return self._fingerprint
+
+    def changed_keys(self, at: datetime) -> set[FactKey] | None:
+        return None  # what the platform infers from a turn may answer any probe
+
+    def close(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            client.client.close()
+            self._client = None
+
+    # --- the platform's events --------------------------------------------------------------
+
+    def _filters(self) -> dict[str, Any]:
+        if len(self._scope) == 1:
+            return dict(self._scope)
+        return {"AND": [{name: value} for name, value in self._scope.items()]}
+
+    def _wait(self, event_id: str, what: str) -> None:
+        """Until the platform has processed the event, read from its status, within
+        ``wait_seconds``: polled quickly at first, then every second at most."""
+        deadline = time.monotonic() + self.wait_seconds
+        pause, status = 0.05, "PENDING"
+        while True:
+            try:
+                response = self._client.client.get(f"/v1/event/{event_id}/")
+                self.events_read += 1
+                response.raise_for_status()
+                state = response.json()
+            except Exception as exc:
+                raise MemoryAdapterError(
+                    f"mem0 platform {what}: event {event_id} unreadable: {_why(exc)}"
+                ) from exc
+            status = str(state.get("status"))
+            if status == "SUCCEEDED":
+                return
+            if status == "FAILED":
+                raise MemoryAdapterError(
+                    f"mem0 platform {what}: event {event_id} FAILED: "
+                    f"{shorten(str(state.get('error') or 'no error given'), 200)}"
+                )
+            if status not in ("PENDING", "RUNNING"):
+                raise MemoryAdapterError(
+                    f"mem0 platform {what}: event {event_id} has unknown status {status!r}"
+                )
+            if time.monotonic() + pause > deadline:
+                raise MemoryAdapterError(
+                    f"mem0 platform {what}: event {event_id} still {status} after "
+                    f"{self.wait_seconds:g} s (wait_seconds)"
+                )
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
+
+
+def _why(exc: BaseException) -> str:
+    """A client error as one line: the platform's own message where it gave one."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, str) and message.strip():
+        code = getattr(exc, "error_code", None)
+        text = message.strip().splitlines()[0]
+        return shorten(f"{code}: {text}" if code else text, 300)
+    return shorten(first_line(exc), 300)
+
+
+def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
+    """``kind = "mem0"`` with ``deployment = "platform"``."""
+    reject_unknown(options, SWITCHES, "mem0 with deployment=platform")
+    if not switch(options, "shadow", False):
+        raise ShadowViolation(
+            f"mem0 platform user_id {options.get('user_id', DEFAULT_USER)!r} is not declared "
+            "shadow: a platform project holds real users' memories; set shadow=on for a "
+            "user_id healthd owns"
+        )
+    user_id = str(options.get("user_id", DEFAULT_USER)).strip()
+    if not user_id:
+        raise TargetError("mem0 platform: user_id is empty (the shadow user healthd owns)")
+    key_env = str(options.get("api_key_env", DEFAULT_KEY_ENV))
+    if key_env not in os.environ or not os.environ[key_env]:
+        raise TargetError(
+            f"mem0 platform api_key_env: environment variable {key_env} is not set "
+            "(it holds the Mem0 API key)"
+        )
+    api_key = env_secret(key_env)
+    host = str(options.get("host", DEFAULT_HOST))
+    if "host_env" in options:
+        if "host" in options:
+            raise TargetError("mem0 platform: give host or host_env, not both")
+        name = str(options["host_env"])
+        host = os.environ.get(name, "")
+        if not host:
+            raise TargetError(f"mem0 platform host_env: environment variable {name} is not set")
+    if not host.startswith(("http://", "https://")):
+        raise TargetError(f"mem0 platform host={host!r}: expected an http(s) URL")
+    threshold = None
+    if "threshold" in options:
+        try:
+            threshold = float(str(options["threshold"]))
+        except ValueError:
+            raise TargetError(f"switch threshold={options['threshold']!r}: a number") from None
+        if not 0.0 <= threshold <= 1.0:
+            raise TargetError(f"switch threshold={threshold}: between 0 and 1")
+    top_k = integer(options, "top_k", PLATFORM_TOP_K)
+    if top_k > 1000:
+        raise TargetError(f"switch top_k={top_k}: the platform returns at most 1000")
+    return Mem0PlatformMemory(
+        api_key=api_key,
+        host=host,
+        org_id=str(options["org_id"]) if options.get("org_id") else None,
+        project_id=str(options["project_id"]) if options.get("project_id") else None,
+        user_id=user_id,
+        agent_id=str(options["agent_id"]) if options.get("agent_id") else None,
+        run_id=str(options["run_id"]) if options.get("run_id") else None,
+        top_k=top_k,
+        threshold=threshold,
+        rerank=switch(options, "rerank", False),
+        timeout_seconds=integer(options, "timeout_seconds", 30),
+        wait_seconds=integer(options, "wait_seconds", 300),
+        max_response_bytes=integer(options, "max_response_bytes", 16 << 20, minimum=1024),
+    )

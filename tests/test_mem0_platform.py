@@ -1,0 +1,372 @@
+"""The Mem0 Platform target (``mem0:deployment=platform``) through ``mem0ai``'s own
+``MemoryClient``, against the local imitation of the platform API
+(``healthd/testing/mem0_platform.py``) whose inference is open-source Mem0 with the stand-in
+LLM. Each refusal of the imitation cites the platform's API reference (``docs/openapi.json``
+and ``docs/api-reference/`` of github.com/mem0ai/mem0)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+os.environ["MEM0_TELEMETRY"] = "False"
+pytest.importorskip("mem0", reason="the mem0 extra is not installed")
+httpx = pytest.importorskip("httpx")
+
+from healthd.errors import MemoryAdapterError, TargetError
+from healthd.memory import build_memory, parse_target
+from healthd.model import ChangeEvent, Fact, Probe
+from healthd.testing.mem0_platform import (
+    DEFAULT_KEY,
+    DEFAULT_PROJECT,
+    EVENT_NOT_FOUND,
+    ApiKey,
+    Mem0Platform,
+)
+from healthd.testing.standin_llm import StandInLLM
+
+OTHER_KEY = "m0-another-project-key"
+HASHING = {"embedding_model": "healthd-hashing", "embedding_dims": 256}
+KEYS = (
+    ApiKey(DEFAULT_KEY, "org_healthd", DEFAULT_PROJECT),
+    ApiKey(OTHER_KEY, "org_healthd", "proj_other"),
+)
+
+
+@pytest.fixture(scope="module")
+def platform():
+    with Mem0Platform(keys=KEYS, processing_seconds=0.3, **HASHING) as running:
+        yield running
+
+
+@pytest.fixture
+def api(platform):
+    with httpx.Client(
+        base_url=platform.base_url, headers={"Authorization": f"Token {DEFAULT_KEY}"}
+    ) as client:
+        yield client
+
+
+def event(n: int, value: str, subject: str = "billing") -> ChangeEvent:
+    at = datetime(2024, 3, n, 9, tzinfo=UTC)
+    fact = Fact(subject, "owned_by", value, "ownership")
+    return ChangeEvent(f"e{n}-{uuid.uuid4().hex[:6]}", "added", at, "test", fact)
+
+
+def target(platform, monkeypatch, **switches: str):
+    monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
+    options = {"deployment": "platform", "shadow": "on", "host": platform.base_url, **switches}
+    text = ",".join(f"{k}={v}" for k, v in options.items())
+    return build_memory(parse_target(f"mem0:{text}"))
+
+
+def wait_for(platform, event_id: str) -> dict:
+    for _ in range(400):
+        state = platform_get(platform, f"/v1/event/{event_id}/").json()
+        if state["status"] in ("SUCCEEDED", "FAILED"):
+            return state
+        time.sleep(0.05)
+    raise AssertionError("event never finished")
+
+
+def platform_get(platform, path: str, key: str = DEFAULT_KEY):
+    return httpx.get(platform.base_url + path, headers={"Authorization": f"Token {key}"})
+
+
+# --- the imitation refuses what the platform refuses ----------------------------------------
+
+
+def test_a_missing_or_unknown_key_is_refused_401(platform):
+    # openapi /v1/ping/: 401 "Invalid API key. You can find your API key on ..."
+    assert httpx.get(platform.base_url + "/v1/ping/").status_code == 401
+    unknown = platform_get(platform, "/v1/ping/", key="m0-nobody")
+    assert unknown.status_code == 401 and "Invalid API key" in unknown.json()["detail"]
+    ping = platform_get(platform, "/v1/ping/").json()
+    assert (ping["org_id"], ping["project_id"]) == ("org_healthd", DEFAULT_PROJECT)
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        # add-memories.mdx: messages required; "At least one entity ID ... is required"
+        ({"user_id": "u"}, "messages"),
+        ({"messages": [{"role": "user", "content": "hi"}]}, "entity"),
+        # openapi memories_add_v3: role is one of user/assistant/system; content a string
+        ({"user_id": "u", "messages": [{"role": "robot", "content": "hi"}]}, "role"),
+        ({"user_id": "u", "messages": [{"role": "user", "content": 3}]}, "content"),
+        # a field the add schema does not list
+        ({"user_id": "u", "messages": [{"role": "user", "content": "hi"}], "colour": 1}, "colour"),
+        (
+            {"user_id": "u", "messages": [{"role": "user", "content": "hi"}], "infer": "yes"},
+            "infer",
+        ),
+    ],
+)
+def test_add_refuses_a_body_the_reference_refuses(api, body, why):
+    answer = api.post("/v3/memories/add/", json=body)
+    assert answer.status_code == 400, answer.text
+    assert why in answer.json()["details"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        # search-memories.mdx: "top-level entity IDs are rejected with 400"
+        ({"query": "q", "user_id": "u", "filters": {"user_id": "u"}}, "Top-level"),
+        # openapi memories_search_v3: query and filters required, an entity id in filters
+        ({"filters": {"user_id": "u"}}, "query"),
+        ({"query": "q"}, "filters"),
+        ({"query": "q", "filters": {"topic": "x"}}, "entity ID"),
+        # top_k 1-1000, threshold 0-1
+        ({"query": "q", "filters": {"user_id": "u"}, "top_k": 0}, "top_k"),
+        ({"query": "q", "filters": {"user_id": "u"}, "top_k": 1001}, "top_k"),
+        ({"query": "q", "filters": {"user_id": "u"}, "threshold": 1.5}, "threshold"),
+        ({"query": "q", "filters": {"user_id": "u"}, "limit": 3}, "limit"),
+    ],
+)
+def test_search_refuses_a_body_the_reference_refuses(api, body, why):
+    answer = api.post("/v3/memories/search/", json=body)
+    assert answer.status_code == 400, answer.text
+    assert why in answer.json()["details"]["message"]
+
+
+def test_get_all_and_delete_all_refuse_what_the_reference_refuses(api):
+    # get-memories.mdx: top-level entity ids rejected; openapi: page_size 1-200
+    assert api.post("/v3/memories/", json={"user_id": "u"}).status_code == 400
+    paged = api.post("/v3/memories/", params={"page_size": 201}, json={"filters": {"user_id": "u"}})
+    assert paged.status_code == 400 and "page_size" in paged.json()["details"]["message"]
+    # openapi memories_delete_all: "At least one filter is required ... returns a validation
+    # error" where omitting all filters once deleted everything
+    assert api.delete("/v1/memories/").status_code == 400
+
+
+def test_another_projects_event_and_org_are_refused(platform, api):
+    queued = api.post(
+        "/v3/memories/add/",
+        json={"user_id": "u", "messages": [{"role": "user", "content": "hi"}], "infer": False},
+    )
+    assert queued.status_code == 200  # infer=false is stored at once, without an event
+    added = api.post(
+        "/v3/memories/add/",
+        json={
+            "user_id": "u",
+            "messages": [
+                {"role": "user", "content": "(2024-03-01 09:00 UTC) Billing is owned by @bob."}
+            ],
+        },
+    ).json()
+    # openapi event_read: 404 "Event not found or you don't have permission to access it."
+    other = platform_get(platform, f"/v1/event/{added['event_id']}/", key=OTHER_KEY)
+    assert other.status_code == 404 and other.json()["error"] == EVENT_NOT_FOUND
+    # an organisation or project other than the key's own
+    wrong = api.delete("/v1/memories/", params={"user_id": "u", "project_id": "proj_other"})
+    assert wrong.status_code == 403
+    assert wait_for(platform, added["event_id"])["status"] == "SUCCEEDED"
+
+
+def test_add_is_asynchronous_the_memory_appears_after_the_answer(platform, api):
+    user = f"async-{uuid.uuid4().hex[:6]}"
+    turn = {"role": "user", "content": "(2024-03-01 09:00 UTC) Billing is owned by @bob."}
+    added = api.post("/v3/memories/add/", json={"user_id": user, "messages": [turn]}).json()
+    assert added["status"] == "PENDING" and added["event_id"]
+    assert platform.memories(DEFAULT_PROJECT, user) == []  # not yet: it is queued
+    state = wait_for(platform, added["event_id"])
+    assert state["status"] == "SUCCEEDED"
+    assert [r["data"]["memory"] for r in state["results"]] == [
+        "As of 2024-03-01, billing is owned by @bob."
+    ]
+    found = api.post(
+        "/v3/memories/search/", json={"query": "billing", "filters": {"user_id": user}}
+    )
+    assert [r["memory"] for r in found.json()["results"]] == [
+        "As of 2024-03-01, billing is owned by @bob."
+    ]
+
+
+# --- the target -------------------------------------------------------------------------------
+
+
+def test_the_target_waits_for_the_event_and_serves_what_the_pipeline_extracted(
+    platform, monkeypatch
+):
+    user = f"shadow-{uuid.uuid4().hex[:6]}"
+    memory = target(platform, monkeypatch, user_id=user)
+    try:
+        memory.reset()
+        before = memory.events_read
+        memory.apply(event(1, "@bob"))
+        # apply returned only once the platform had processed it: no waiting here
+        assert platform.memories(DEFAULT_PROJECT, user) == [
+            "As of 2024-03-01, billing is owned by @bob."
+        ]
+        assert memory.events_read > before
+        probe = Probe("p1", "Who owns billing?", "billing", "owned_by", "ownership")
+        answer = memory.answer(probe, datetime(2024, 3, 2, tzinfo=UTC))
+        assert [item.text for item in answer.items] == [
+            "As of 2024-03-01, billing is owned by @bob."
+        ]
+        assert answer.items[0].flags == frozenset()  # written under this fingerprint
+        fingerprint = memory.retrieval_fingerprint()
+        assert fingerprint.embedder.endswith(f"/org_healthd/{DEFAULT_PROJECT}")
+    finally:
+        memory.close()
+
+
+def test_a_second_user_is_left_intact_and_unread(platform, monkeypatch, api):
+    other = f"real-user-{uuid.uuid4().hex[:6]}"
+    turn = {"role": "user", "content": "(2024-02-01 09:00 UTC) Billing is owned by @alice."}
+    seeded = api.post("/v3/memories/add/", json={"user_id": other, "messages": [turn]}).json()
+    wait_for(platform, seeded["event_id"])
+    first = len(platform.requests)
+    memory = target(platform, monkeypatch, user_id=f"shadow-{uuid.uuid4().hex[:6]}")
+    try:
+        memory.reset()
+        memory.apply(event(2, "@bob"))
+        probe = Probe("p1", "Who owns billing?", "billing", "owned_by", "ownership")
+        served = memory.answer(probe, datetime(2024, 3, 3, tzinfo=UTC)).items
+        memory.reset()
+    finally:
+        memory.close()
+    assert "alice" not in " ".join(item.text for item in served)
+    assert platform.memories(DEFAULT_PROJECT, other) == [
+        "As of 2024-02-01, billing is owned by @alice."
+    ]
+    sent = " ".join(f"{path} {body}" for _, path, body in platform.requests[first:])
+    assert other not in sent  # never named in a write, a search, a list or a delete
+
+
+def test_an_event_that_stays_pending_past_the_bound_fails_the_write(monkeypatch):
+    with Mem0Platform(processing_seconds=30, **HASHING) as slow:
+        memory = target(slow, monkeypatch, wait_seconds="1")
+        try:
+            started = time.monotonic()
+            with pytest.raises(MemoryAdapterError, match="still PENDING after 1 s"):
+                memory.apply(event(1, "@bob"))
+            assert time.monotonic() - started < 5
+        finally:
+            memory.close()
+
+
+def test_a_failed_event_fails_the_write_with_the_platforms_reason(monkeypatch):
+    with (
+        StandInLLM(fault="error") as broken,
+        Mem0Platform(llm_base_url=broken.base_url, processing_seconds=0, **HASHING) as failing,
+    ):
+        memory = target(failing, monkeypatch)
+        try:
+            with pytest.raises(MemoryAdapterError, match="FAILED"):
+                memory.apply(event(1, "@bob"))
+        finally:
+            memory.close()
+
+
+def test_a_scope_not_declared_shadow_is_refused_before_any_call(platform, monkeypatch):
+    monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
+    first = len(platform.requests)
+    with pytest.raises(TargetError, match="not declared shadow"):
+        build_memory(parse_target(f"mem0:deployment=platform,host={platform.base_url}"))
+    assert len(platform.requests) == first
+
+
+def test_local_switches_are_not_platform_switches(platform, monkeypatch):
+    monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
+    with pytest.raises(TargetError, match="unknown switch 'ingest'"):
+        build_memory(parse_target("mem0:deployment=platform,shadow=on,ingest=messages"))
+
+
+# --- configuration errors: one line, exit 2 ---------------------------------------------------
+
+
+def healthd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("MEM0_API_KEY", "MEM0_TELEMETRY")}
+    return subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**base, **env},
+    )
+
+
+@pytest.mark.parametrize(
+    ("switches", "env", "said"),
+    [
+        ("shadow=on", {}, "MEM0_API_KEY is not set"),
+        ("shadow=on,project_id=proj_elsewhere", {"MEM0_API_KEY": DEFAULT_KEY}, "project_id"),
+        ("shadow=on,org_id=org_elsewhere", {"MEM0_API_KEY": DEFAULT_KEY}, "org_id"),
+        ("shadow=on", {"MEM0_API_KEY": "m0-revoked"}, "Invalid API key"),
+        ("user_id=alice", {"MEM0_API_KEY": DEFAULT_KEY}, "'alice' is not declared shadow"),
+    ],
+)
+def test_each_configuration_error_is_one_line_and_exit_2(platform, switches, env, said):
+    spec = f"mem0:deployment=platform,host={platform.base_url},{switches}"
+    done = healthd("--target", spec, env=env)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert DEFAULT_KEY not in done.stderr  # the key is never said
+
+
+def test_an_unreachable_host_is_one_line_and_exit_2():
+    spec = "mem0:deployment=platform,shadow=on,host=http://127.0.0.1:9,timeout_seconds=5"
+    done = healthd("--target", spec, env={"MEM0_API_KEY": DEFAULT_KEY})
+    assert done.returncode == 2, done.stderr
+    assert "mem0 platform at http://127.0.0.1:9" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+# --- the bundled example, offline, as the docs give it ----------------------------------------
+
+
+@pytest.mark.slow
+def test_the_bundled_example_against_the_imitation_prints_every_metric():
+    env = {k: v for k, v in os.environ.items() if k not in ("MEM0_API_KEY", "MEM0_TELEMETRY")}
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "healthd.testing.mem0_platform", "--",
+            sys.executable, "-m", "healthd", "evaluate",
+            "--target", "mem0:deployment=platform,shadow=on,host_env=MEM0_HOST",
+        ],
+        capture_output=True, text=True, timeout=900, env={**env, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    header = next(line for line in done.stdout.splitlines() if "freshness" in line)
+    metrics = ("freshness", "consistency", "coverage", "forgetting", "contamination", "conflicts")
+    assert all(name in header for name in metrics)
+    row = next(line for line in done.stdout.splitlines() if line.startswith("│ all "))
+    cells = [cell.strip() for cell in row.strip("│ ").split("│")][1:]
+    assert len(cells) == len(metrics) and all(cell != "—" for cell in cells), row
+    figures = dict(zip(metrics, cells, strict=True))
+    # Mem0's V3 pipeline only adds ("no UPDATE/DELETE"): nothing ended is forgotten, and the
+    # old values keep being served beside the new
+    assert float(figures["forgetting"]) == 0.0 and float(figures["contamination"]) > 0.5
+
+
+# --- the real platform, when there are credentials --------------------------------------------
+
+
+@pytest.mark.skipif(
+    not os.environ.get("MEM0_API_KEY"),
+    reason="MEM0_API_KEY is not set: no Mem0 Platform project to run against",
+)
+def test_the_live_platform_round_trip():
+    user = f"healthd-shadow-live-{uuid.uuid4().hex[:8]}"
+    spec = f"mem0:deployment=platform,shadow=on,user_id={user}"
+    if os.environ.get("MEM0_HOST"):
+        spec += ",host_env=MEM0_HOST"
+    memory = build_memory(parse_target(spec))
+    try:
+        memory.reset()
+        memory.apply(event(1, "@bob"))
+        probe = Probe("p1", "Who owns billing?", "billing", "owned_by", "ownership")
+        served = memory.answer(probe, datetime(2024, 3, 2, tzinfo=UTC)).items
+        assert any("bob" in item.text.lower() for item in served)
+    finally:
+        memory.reset()
+        memory.close()
