@@ -186,6 +186,57 @@ def agentcore_events_target(tmp_path: Path) -> Iterator[ContractTarget]:
         )  # fmt: skip
 
 
+@contextmanager
+def mem0_platform_target(tmp_path: Path) -> Iterator[ContractTarget]:
+    """`mem0:deployment=platform` through MemoryClient against the imitation of the platform
+    API (open-source Mem0 with the stand-in LLM doing its inference)."""
+    if importlib.util.find_spec("mem0") is None:
+        pytest.skip("the mem0 extra is not installed")
+    import httpx
+
+    from healthd.testing.mem0_platform import DEFAULT_KEY, DEFAULT_PROJECT, Mem0Platform
+
+    turn = {"role": "user", "content": "(2024-02-01 09:00 UTC) Billing is owned by @carol."}
+    with Mem0Platform(
+        embedding_model="healthd-hashing", embedding_dims=256, processing_seconds=0.05
+    ) as platform:
+        auth = {"Authorization": f"Token {DEFAULT_KEY}"}
+
+        def write_outside() -> None:
+            for user in ("a-real-user", "healthd-shadow2"):
+                httpx.post(f"{platform.base_url}/v3/memories/add/", headers=auth,
+                           json={"user_id": user, "messages": [turn]}, timeout=30)  # fmt: skip
+            platform.wait_idle()
+
+        def snapshot() -> Any:
+            platform.wait_idle()
+            users = ("healthd-shadow", "a-real-user", "healthd-shadow2")
+            return [platform.memories(DEFAULT_PROJECT, user) for user in users]
+
+        def build(shadow: bool) -> Memory:
+            os.environ["MEM0_API_KEY"] = DEFAULT_KEY
+            return build_memory(parse_target(
+                f"mem0:deployment=platform,host={platform.base_url},shadow={_switch(shadow)}"
+            ))  # fmt: skip
+
+        outside = ["As of 2024-02-01, billing is owned by @carol."]
+        before = os.environ.get("MEM0_API_KEY")
+        try:
+            yield ContractTarget(
+                "mem0-platform", build, snapshot, honours_event_time=False, forgets=False,
+                write_outside=write_outside,
+                outside_intact=lambda: all(
+                    platform.memories(DEFAULT_PROJECT, u) == outside
+                    for u in ("a-real-user", "healthd-shadow2")
+                ),
+            )  # fmt: skip
+        finally:  # the key the imitation accepts is this test's alone
+            if before is None:
+                os.environ.pop("MEM0_API_KEY", None)
+            else:
+                os.environ["MEM0_API_KEY"] = before
+
+
 def _tree_digest(path: Path) -> dict[str, str]:
     import hashlib
 
@@ -230,6 +281,7 @@ FACTORIES: dict[str, Callable[[Path], Any]] = {
     "agentcore-events": agentcore_events_target,
     "mem0-native": _embedded("mem0:mode=native", "mem0", honours=False, forgets=False),
     "mem0-managed": _embedded("mem0:mode=managed", "mem0", honours=False, forgets=True),
+    "mem0-platform": mem0_platform_target,
     "graphiti-default": _embedded("graphiti:search=default", "graphiti_core", False, False),
     "graphiti-valid": _embedded("graphiti:search=valid", "graphiti_core", True, True),
 }
