@@ -310,7 +310,7 @@ def test_each_configuration_error_is_one_line_and_exit_2(platform, switches, env
     assert done.returncode == 2, done.stderr
     assert said in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
-    assert DEFAULT_KEY not in done.stderr  # the key is never said
+    assert DEFAULT_KEY not in done.stderr and "REDACTED" not in done.stderr
 
 
 def test_an_unreachable_host_is_one_line_and_exit_2():
@@ -318,6 +318,18 @@ def test_an_unreachable_host_is_one_line_and_exit_2():
     done = healthd("--target", spec, env={"MEM0_API_KEY": DEFAULT_KEY})
     assert done.returncode == 2, done.stderr
     assert "mem0 platform at http://127.0.0.1:9" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_inference_failing_on_the_platform_is_one_line_naming_the_event(monkeypatch):
+    with (
+        StandInLLM(fault="error") as broken,
+        Mem0Platform(llm_base_url=broken.base_url, processing_seconds=0, **HASHING) as failing,
+    ):
+        spec = f"mem0:deployment=platform,shadow=on,host={failing.base_url}"
+        done = healthd("--target", spec, env={"MEM0_API_KEY": DEFAULT_KEY})
+    assert done.returncode != 0
+    assert "add of event" in done.stderr and "FAILED" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 

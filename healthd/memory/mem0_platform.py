@@ -281,7 +281,10 @@ def _why(exc: BaseException) -> str:
         code = getattr(exc, "error_code", None)
         text = message.strip().splitlines()[0]
         return shorten(f"{code}: {text}" if code else text, 300)
-    return shorten(first_line(exc), 300)
+    text = first_line(exc)
+    if text.startswith("ValueError: Error: "):  # how MemoryClient reports a refused ping
+        text = text[len("ValueError: Error: ") :]
+    return shorten(text, 300)
 
 
 def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
@@ -299,8 +302,8 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
     key_env = str(options.get("api_key_env", DEFAULT_KEY_ENV))
     if key_env not in os.environ or not os.environ[key_env]:
         raise TargetError(
-            f"mem0 platform api_key_env: environment variable {key_env} is not set "
-            "(it holds the Mem0 API key)"
+            f"mem0 platform: environment variable {key_env} is not set (named by "
+            "api_key_env; it holds the Mem0 API key)"
         )
     api_key = env_secret(key_env)
     host = str(options.get("host", DEFAULT_HOST))
