@@ -189,6 +189,23 @@ def test_add_is_asynchronous_the_memory_appears_after_the_answer(platform, api):
     ]
 
 
+def test_get_all_pages_as_the_reference_says(api):
+    user = f"paged-{uuid.uuid4().hex[:6]}"
+    for n in range(3):  # infer=false: stored as given, at once
+        turn = {"role": "user", "content": f"note {n}"}
+        body = {"user_id": user, "messages": [turn], "infer": False}
+        assert api.post("/v3/memories/add/", json=body).status_code == 200
+    scope = {"filters": {"user_id": user}}
+    first = api.post("/v3/memories/", params={"page": 1, "page_size": 2}, json=scope).json()
+    assert first["count"] == 3 and first["previous"] is None and "page=2" in first["next"]
+    second = api.post("/v3/memories/", params={"page": 2, "page_size": 2}, json=scope).json()
+    assert second["next"] is None and "page=1" in second["previous"]
+    rows = first["results"] + second["results"]
+    assert sorted(r["memory"] for r in rows) == ["note 0", "note 1", "note 2"]
+    # get-all says session_id where search says run_id (openapi memories_list_v3)
+    assert all("session_id" in r and "run_id" not in r for r in rows)
+
+
 # --- the target -------------------------------------------------------------------------------
 
 
@@ -239,6 +256,21 @@ def test_a_second_user_is_left_intact_and_unread(platform, monkeypatch, api):
     ]
     sent = " ".join(f"{path} {body}" for _, path, body in platform.requests[first:])
     assert other not in sent  # never named in a write, a search, a list or a delete
+
+
+def test_the_project_of_the_configured_key_is_the_one_written(platform, monkeypatch):
+    user = f"shadow-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setenv("TEAM_MEM0_KEY", OTHER_KEY)
+    memory = target(
+        platform, monkeypatch, user_id=user, api_key_env="TEAM_MEM0_KEY", project_id="proj_other"
+    )
+    try:
+        memory.apply(event(4, "@dan"))
+        assert memory.retrieval_fingerprint().embedder.endswith("/org_healthd/proj_other")
+    finally:
+        memory.close()
+    assert platform.memories("proj_other", user) == ["As of 2024-03-04, billing is owned by @dan."]
+    assert platform.memories(DEFAULT_PROJECT, user) == []
 
 
 def test_an_event_that_stays_pending_past_the_bound_fails_the_write(monkeypatch):
@@ -311,6 +343,44 @@ def test_each_configuration_error_is_one_line_and_exit_2(platform, switches, env
     assert said in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert DEFAULT_KEY not in done.stderr and "REDACTED" not in done.stderr
+
+
+def test_a_host_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch):
+    """Each call is bounded in all, not only between two reads: a ping answered a byte a
+    second is given up at timeout_seconds."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def drip() -> None:
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                           b"Content-Length: 100000\r\n\r\n")  # fmt: skip
+        while not stop.is_set():
+            try:
+                connection.sendall(b" ")
+            except OSError:
+                return
+            time.sleep(0.5)
+
+    threading.Thread(target=drip, daemon=True).start()
+    monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
+    host = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    started = time.monotonic()
+    try:
+        with pytest.raises(TargetError, match="not read within 2 s"):
+            build_memory(
+                parse_target(f"mem0:deployment=platform,shadow=on,host={host},timeout_seconds=2")
+            )
+        assert time.monotonic() - started < 4
+    finally:
+        stop.set()
+        listener.close()
 
 
 def test_an_unreachable_host_is_one_line_and_exit_2():
