@@ -1,5 +1,6 @@
-"""The daemon with a Mem0 or Graphiti target whose store cannot be opened: the run fails as
-a metric and a log line, the other targets' runs go on, and the next run recovers."""
+"""The daemon with a Mem0 or Graphiti target whose store cannot be opened, or a Mem0 Platform
+whose inference fails: the run fails as a metric and a log line, the other targets' runs go
+on, and the next run recovers."""
 
 from __future__ import annotations
 
@@ -69,3 +70,53 @@ def test_a_locked_kuzu_database_is_a_failed_run_metric_then_recovers(tmp_path):
     assert sample(metrics, "healthd_consistency_ratio", target="graph", domain="all") is not None
     runner.close()
     state.close()
+
+
+def test_a_mem0_platform_whose_inference_fails_is_a_failed_run_then_recovers(tmp_path, monkeypatch):
+    """The hosted platform (its imitation) answers, but its add events FAIL: the run fails
+    as a metric naming the event, the reference's run goes on, and once the platform's
+    inference works again the next run replays and scores."""
+    from prometheus_client import generate_latest
+
+    from healthd.testing.mem0_platform import DEFAULT_KEY, Mem0Platform
+    from healthd.testing.standin_llm import StandInLLM
+
+    with (
+        StandInLLM(fault="error") as llm,
+        Mem0Platform(
+            llm_base_url=llm.base_url,
+            embedding_model="healthd-hashing",
+            embedding_dims=256,
+            processing_seconds=0,
+        ) as platform,
+    ):
+        monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
+        config = toml_config(
+            tmp_path,
+            port=1,
+            targets={
+                "reference": {"kind": "reference", "shadow": True},
+                "hosted": {"kind": "mem0", "deployment": "platform", "shadow": True,
+                           "host": platform.base_url},
+            },
+        )  # fmt: skip
+        settings = load_settings(str(config))
+        state = StateStore(settings.state_path)
+        runner = Runner(
+            settings, state, get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+        )
+        registry, _ = build_registry(runner.view)
+        runner.run_once()
+        metrics = parse_metrics(generate_latest(registry).decode())
+        assert sample(metrics, "healthd_runs_total", target="hosted", result="failure") == 1
+        assert sample(metrics, "healthd_runs_total", target="reference", result="success") == 1
+        error = runner.view()["targets"]["hosted"].last_error
+        assert "add of event" in error and "FAILED" in error
+
+        llm.fault = "none"  # the platform's inference is back
+        runner.run_once()
+        metrics = parse_metrics(generate_latest(registry).decode())
+        assert sample(metrics, "healthd_runs_total", target="hosted", result="success") == 1
+        assert sample(metrics, "healthd_consistency_ratio", target="hosted", domain="all") > 0
+        runner.close()
+        state.close()
