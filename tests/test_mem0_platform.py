@@ -48,7 +48,9 @@ def platform():
 @pytest.fixture
 def api(platform):
     with httpx.Client(
-        base_url=platform.base_url, headers={"Authorization": f"Token {DEFAULT_KEY}"}
+        base_url=platform.base_url,
+        headers={"Authorization": f"Token {DEFAULT_KEY}"},
+        timeout=60,
     ) as client:
         yield client
 
@@ -76,7 +78,9 @@ def wait_for(platform, event_id: str) -> dict:
 
 
 def platform_get(platform, path: str, key: str = DEFAULT_KEY):
-    return httpx.get(platform.base_url + path, headers={"Authorization": f"Token {key}"})
+    return httpx.get(
+        platform.base_url + path, headers={"Authorization": f"Token {key}"}, timeout=60
+    )
 
 
 # --- the imitation refuses what the platform refuses ----------------------------------------
@@ -84,7 +88,7 @@ def platform_get(platform, path: str, key: str = DEFAULT_KEY):
 
 def test_a_missing_or_unknown_key_is_refused_401(platform):
     # openapi /v1/ping/: 401 "Invalid API key. You can find your API key on ..."
-    assert httpx.get(platform.base_url + "/v1/ping/").status_code == 401
+    assert httpx.get(platform.base_url + "/v1/ping/", timeout=60).status_code == 401
     unknown = platform_get(platform, "/v1/ping/", key="m0-nobody")
     assert unknown.status_code == 401 and "Invalid API key" in unknown.json()["detail"]
     ping = platform_get(platform, "/v1/ping/").json()
@@ -128,6 +132,8 @@ def test_add_refuses_a_body_the_reference_refuses(api, body, why):
         ({"query": "q", "filters": {"user_id": "u"}, "top_k": 1001}, "top_k"),
         ({"query": "q", "filters": {"user_id": "u"}, "threshold": 1.5}, "threshold"),
         ({"query": "q", "filters": {"user_id": "u"}, "limit": 3}, "limit"),
+        # the operators the reference lists: in, gte, lte, gt, lt, ne, contains, icontains
+        ({"query": "q", "filters": {"user_id": "u", "topic": {"regex": "x"}}}, "operator"),
     ],
 )
 def test_search_refuses_a_body_the_reference_refuses(api, body, why):

@@ -255,6 +255,8 @@ class Mem0Platform:
         if self._llm is not None:
             self._llm.start()
             self._llm_url = self._llm.base_url
+        for key in self.keys.values():  # the projects exist before the first request
+            self._project(key.project_id)
         for target in (self.server.serve_forever, self._work):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
@@ -349,6 +351,9 @@ class Mem0Platform:
             status, answer = self._route(method, url.path, params, body, key)
         except ApiError as exc:
             status, answer = exc.status, exc.body
+        except ValueError as exc:  # what Mem0's own validation refuses (a filter, a query)
+            refused = bad_request(str(exc).splitlines()[0] if str(exc) else "invalid request")
+            status, answer = refused.status, refused.body
         except Exception as exc:  # the imitation's own failure: a 500, as a service says it
             status, answer = 500, {"detail": f"internal error: {str(exc).splitlines()[0]}"}
         data = json.dumps(answer).encode()
