@@ -27,6 +27,9 @@ _SECRET_KEY = re.compile(
     r"|private[_-]?key|cookie)",
     re.IGNORECASE,
 )
+# ``token_env``, ``api_key_env``: their value is the name of the variable holding the secret
+_NAMES_A_VARIABLE = re.compile(r"[_-]env$", re.IGNORECASE)
+
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # scheme://user:password@host  ->  scheme://[REDACTED]@host
     (
@@ -41,7 +44,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (
         re.compile(
             r"(?i)\b([\w\-]*(?:password|passwd|secret|token|api[_-]?key|apikey)[\w\-]*)"
-            r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s&,;\"']+)"
+            r"(?<![_-]env)(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s&,;\"']+)"
         ),
         r"\1\2" + REDACTED,
     ),
@@ -140,6 +143,7 @@ def redact(value: Any, key: str | None = None) -> Any:
     if (
         key is not None
         and _SECRET_KEY.search(key)
+        and not _NAMES_A_VARIABLE.search(key)
         and value not in (None, "", True, False)
         and not isinstance(value, (int, float, dict, list, tuple))
     ):

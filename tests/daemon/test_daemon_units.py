@@ -167,6 +167,16 @@ def test_redaction_of_tokens_passwords_and_credential_urls():
     }
 
 
+def test_a_key_naming_the_variable_that_holds_a_secret_is_not_itself_redacted():
+    line = "target 'mem': api_key_env: environment variable MEM0_API_KEY is not set"
+    assert redact_text(line) == line
+    assert redact({"api_key_env": "MEM0_API_KEY", "api_key": "y"}) == {
+        "api_key_env": "MEM0_API_KEY",
+        "api_key": REDACTED,
+    }
+    assert redact_text(f"api_key: {SECRETS[2]}") == f"api_key: {REDACTED}"
+
+
 def test_logs_are_json_lines_without_secrets():
     stream = io.StringIO()
     configure_logging("info", "auto", stream)  # StringIO is not a terminal: JSON
