@@ -4,6 +4,7 @@ Mem0's own functions) in the JSON shape Mem0 parses, deterministically, and neve
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 from healthd.testing.standin_llm import StandInLLM, UnknownPrompt, complete, responders
 from healthd.testing.standin_llm.mem0 import UnreadableTurn, respond
 
+# mem0 reads MEM0_TELEMETRY once, when first imported: imported here before any target
+# turns it off, the mem0 targets in this process would refuse to run
+os.environ["MEM0_TELEMETRY"] = "False"
 prompts = pytest.importorskip("mem0.configs.prompts", reason="the mem0 extra is not installed")
 utils = pytest.importorskip("mem0.memory.utils")
 
