@@ -288,6 +288,7 @@ class GitExtractor(Extractor):
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
         self.scopes: dict[str, set[FactKey]] = {}
+        self._retops: set[str] | None = None  # see _relayout
         self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
         self.service_of = lru_cache(maxsize=65536)(self._unit_of_dir)
         self.manifest_subject = lru_cache(maxsize=65536)(self._manifest_subject)
@@ -357,10 +358,14 @@ class GitExtractor(Extractor):
 
     def _relayout(self, changes: list[Change]) -> bool:
         """Record manifests added and deleted (default layout); True when the set of module
-        directories changed, so files must be counted again for their new units."""
+        directories changed, so files must be counted again for their new units: those
+        under the top-level directories that ``apply`` then collects in ``_retops`` from
+        the commit's added and deleted files, the manifests among them (None: every unit,
+        the root module having come or gone)."""
         if self.opts.service_roots:
             return False
         changed = False
+        tops: set[str] | None = set()
         for ch in changes:
             if ch.status not in "AD" or manifest_parser(ch.path) is None or ch.is_submodule:
                 continue
@@ -370,7 +375,8 @@ class GitExtractor(Extractor):
                 (self.root_manifests.add if ch.status == "A" else self.root_manifests.discard)(
                     ch.path
                 )
-                changed |= before != bool(self.root_manifests)
+                if before != bool(self.root_manifests):
+                    changed, tops = True, None
                 continue
             if self.excluded_dir(directory) or self._excluded(directory):
                 continue
@@ -390,14 +396,19 @@ class GitExtractor(Extractor):
                     changed = True
         if changed:
             self.service_of.cache_clear()
+            self._retops = tops
         return changed
 
-    def _recount(self) -> set[str]:
-        """Unit file and language counts from the per-directory ones; the units whose counts
-        changed."""
+    def _recount(self, tops: set[str] | None) -> set[str]:
+        """Unit file and language counts from the per-directory ones, for the units under
+        the top-level directories ``tops`` (None: all); the units whose counts changed.
+        (A directory's unit is under its own top-level directory, so units elsewhere keep
+        their counts: a module added or removed moves files within its top alone.)"""
         files: Counter[str] = Counter()
         langs: dict[str, Counter[str]] = {}
         for directory, n in self.dir_files.items():
+            if tops is not None and directory.partition("/")[0] not in tops:
+                continue
             unit = self.service_of(directory)
             if unit is None or n <= 0:
                 continue
@@ -408,13 +419,26 @@ class GitExtractor(Extractor):
                 if unit_langs is None:
                     unit_langs = langs[unit] = Counter()
                 unit_langs.update(dir_langs)
+        if tops is None:
+            before = set(self.files)
+        else:
+            before = {unit for unit in self.files if unit.partition("/")[0] in tops}
         touched = {
             unit
-            for unit in set(files) | set(self.files)
+            for unit in files.keys() | before
             if files[unit] != self.files[unit]
             or +langs.get(unit, _NO_FILES) != +self.langs.get(unit, _NO_FILES)
         }
-        self.files, self.langs = files, langs
+        if tops is None:
+            self.files, self.langs = files, langs
+            return touched
+        for unit in before:
+            del self.files[unit]
+        for unit in [unit for unit in self.langs if unit.partition("/")[0] in tops]:
+            del self.langs[unit]
+        for unit, n in files.items():
+            self.files[unit] = n
+        self.langs.update(langs)
         return touched
 
     # -- folding
@@ -448,7 +472,10 @@ class GitExtractor(Extractor):
                 lang = language_of(path)
                 if lang is not None:
                     _counter(self.dir_langs, directory)[lang] += step
-                if not relayout:
+                if relayout:
+                    if self._retops is not None:  # counted again below, with its unit's
+                        self._retops.add(directory.partition("/")[0])
+                else:
                     service = self.service_of(directory)
                     if service is not None:
                         self.files[service] += step
@@ -464,7 +491,7 @@ class GitExtractor(Extractor):
             if path in LOCATIONS:
                 owners_changed |= self._read_codeowners(commit, ch)
         if relayout:
-            services |= self._recount()
+            services |= self._recount(self._retops)
         if not (services or dep_subjects or owners_changed):
             return []
         desired: dict[str, dict[FactKey, Held]] = {}

@@ -3,8 +3,11 @@ and vendored or documentation trees are none (issue 10, points 1 and 2)."""
 
 from __future__ import annotations
 
+import pytest
+
 from healthd.model import FactKey
 from healthd.sources import build_source
+from healthd.timeline import dumps_event
 from healthd.truth import GroundTruth
 
 
@@ -167,3 +170,54 @@ def test_with_a_root_manifest_plain_directories_belong_to_the_root_module(repo, 
         ("2024-01-01", "added", ". dependency:github.com/x/zap=v1.0.0"),
         ("2024-01-01", "added", "sdk language=go"),
     ]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_units_counted_again_per_top_level_directory_equal_counting_every_unit(
+    repo, monkeypatch, seed
+):
+    """A module added or removed counts again only the files of its top-level directory:
+    the events equal those of counting every unit again, through nested modules coming and
+    going, files added and deleted beside them in the same commits, a top-level directory
+    losing its last module, and a root manifest coming and going."""
+    import random
+
+    from healthd.sources.git import GitExtractor
+
+    rng = random.Random(seed)
+    modules = ["api", "api/v2", "sdk/trace", "sdk/metric", "sdk", "tools/gen"]
+    sources = {"api": ".go", "sdk": ".go", "tools": ".py", "web": ".ts"}
+    live: set[str] = set()
+    for day in range(1, 41):
+        files: dict[str, str | None] = {}
+        for _ in range(rng.randint(1, 3)):
+            top = rng.choice(sorted(sources))
+            below = rng.choice(["", "/v2", "/trace", "/metric", "/gen", "/x/y"])
+            name = f"{top}{below}/f{rng.randint(0, 6)}{sources[top]}"
+            if name in live and rng.random() < 0.4:
+                files[name] = None
+                live.discard(name)
+            else:
+                files[name] = "x\n"
+                live.add(name)
+        for module in rng.sample(modules, rng.randint(0, 2)):
+            manifest = f"{module}/go.mod"
+            if manifest in live:
+                files[manifest] = None
+                live.discard(manifest)
+            else:
+                files[manifest] = go_mod(module, **{"github.com/x/zap": f"v1.{day}.0"})
+                live.add(manifest)
+        if rng.random() < 0.1:
+            files["go.mod"] = None if "go.mod" in live else go_mod("root")
+            (live.discard if "go.mod" in live else live.add)("go.mod")
+        if not any(content is not None for content in files.values()):
+            files["README.md"] = f"day {day}\n"
+        repo.commit(f"2024-01-{day:02d}" if day <= 31 else f"2024-02-{day - 31:02d}", files)
+
+    per_top = [dumps_event(ev) for ev in pull(repo).events]
+    recount = GitExtractor._recount
+    monkeypatch.setattr(GitExtractor, "_recount", lambda self, tops: recount(self, None))
+    every_unit = [dumps_event(ev) for ev in pull(repo).events]
+    assert per_top == every_unit
+    assert sum('"exists"' in line and '"invalidated"' in line for line in per_top) >= 2
