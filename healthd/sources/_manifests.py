@@ -255,20 +255,27 @@ def _go_entries(lines: list[str]) -> list[tuple[str, str]]:
     return [entry for entry in entries if entry]
 
 
-def _go_lines(text: str, spans: list[tuple[int, int]]) -> list[str]:
-    """The lines of the require sections, but for blocks whose every line (after the rest
-    of the ``require (`` line, when that is empty) ends in ``// indirect``: such a line
-    requires nothing directly whatever precedes it, and since Go 1.17 the indirect
-    requirements have a block of their own, most of a go.mod's lines."""
-    lines: list[str] = []
+def _go_direct(text: str, spans: list[tuple[int, int]]) -> str:
+    """The require sections' text, joined by newlines, but for blocks whose every line
+    (after the rest of the ``require (`` line, when that is empty) ends in ``// indirect``:
+    such a line requires nothing directly whatever precedes it, and since Go 1.17 the
+    indirect requirements have a block of their own, most of a go.mod's lines."""
+    sections: list[str] = []
     for start, end in spans:
         section = text[start:end]
         if section.endswith("\n") and section.count("// indirect\n") == section.count(
             "\n"
         ) - section.startswith("\n"):
             continue
-        lines += section.split("\n")
-    return lines
+        sections.append(section)
+    return "\n".join(sections)
+
+
+#: The direct require sections' text (:func:`_go_direct`) → their requirements. Half the
+#: versions of a go.mod change only its indirect block, the toolchain or a replace: their
+#: direct sections are those of an earlier version, read once.
+_GO_DEPS: dict[str, Deps] = {}
+_GO_DEPS_MAX = 1 << 12  # a few MB of go.mod text
 
 
 def parse_go_mod(text: str) -> Deps:
@@ -277,10 +284,15 @@ def parse_go_mod(text: str) -> Deps:
     alone. When two lines require one module, the first counts."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    deps: Deps = {}
-    for name, version in _go_entries(_go_lines(text, _go_sections(text))):
-        deps.setdefault(name, version)
-    return deps
+    direct = _go_direct(text, _go_sections(text))
+    deps = _GO_DEPS.get(direct)
+    if deps is None:
+        if len(_GO_DEPS) > _GO_DEPS_MAX:
+            _GO_DEPS.clear()
+        deps = _GO_DEPS[direct] = {}
+        for name, version in _go_entries(direct.split("\n")):
+            deps.setdefault(name, version)
+    return dict(deps)
 
 
 # ----------------------------------------------------------------------------- rust

@@ -142,8 +142,12 @@ def test_go_mod_indirect_blocks_and_lines_read_again():
         "require e.io/v v2.0.0 // indirect\nrequire f.io/u v3.0.0\n"
     )
     expected = {"a.io/x": "v1.0.0", "b.io/y": "v1.1.0", "f.io/u": "v3.0.0"}
-    assert parse_go_mod(text) == expected
+    first = parse_go_mod(text)
+    assert first == expected
+    first["a.io/x"] = "v9.9.9"  # what a caller does with its result is its own
     assert parse_go_mod(text) == expected  # the lines matched before
+    only_indirect = text.replace("d.io/w v0.2.0 // indirect", "d.io/w v0.3.0 // indirect")
+    assert parse_go_mod(only_indirect) == expected  # the direct sections read before
     bumped = text.replace("c.io/z v0.1.0 // indirect", "c.io/z v0.1.0")
     assert parse_go_mod(bumped) == {**expected, "c.io/z": "v0.1.0"}
 
