@@ -226,6 +226,7 @@ def language_of(path: str) -> str | None:
 
 _NO_FILES: Counter[str] = Counter()  # a unit without source files (never changed)
 _NO_DEPS: dict[str, str] = {}  # a manifest not read (never changed)
+_NO_KEYS: frozenset[FactKey] = frozenset()
 
 
 def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
@@ -284,7 +285,9 @@ class GitExtractor(Extractor):
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
-        self.dep_order: dict[str, list[str]] = {}  # subject → its manifests, the winner first
+        # subject → its manifests, the winner first, and what its dependencies depend on
+        self.dep_order: dict[str, tuple[list[str], tuple[FactKey, ...]]] = {}
+        self.dep_keys: dict[str, dict[str, FactKey]] = {}  # subject → name → its key
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
         self.scopes: dict[str, set[FactKey]] = {}
@@ -396,6 +399,7 @@ class GitExtractor(Extractor):
                     changed = True
         if changed:
             self.service_of.cache_clear()
+            self.dep_order.clear()  # whether a subject is a module's may have changed
             self._retops = tops
         return changed
 
@@ -542,8 +546,7 @@ class GitExtractor(Extractor):
             if before == deps:
                 return None  # e.g. only indirect requirements or the toolchain changed
             changed = {name for name, _ in before.items() ^ deps.items()}
-            self.manifests[path] = deps
-            self._add_manifest(subject, path)
+            self.manifests[path] = deps  # (a manifest held is among its subject's already)
             return changed
         self.manifests[path] = deps
         self._add_manifest(subject, path)
@@ -591,13 +594,15 @@ class GitExtractor(Extractor):
     def _dep_paths(self, subject: str) -> tuple[list[str], tuple[FactKey, ...]]:
         """The subject's manifests, the one that wins a dependency first, and what its
         dependency facts depend on."""
-        paths = self.dep_order.get(subject)
-        if paths is None:
-            paths = self.dep_order[subject] = sorted(
-                self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p)
+        found = self.dep_order.get(subject)
+        if found is None:
+            paths = sorted(self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p))
+            is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
+            found = self.dep_order[subject] = (
+                paths,
+                (FactKey(subject, EXISTS),) if is_service else (),
             )
-        is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
-        return paths, (FactKey(subject, EXISTS),) if is_service else ()
+        return found
 
     def _dep_changes(
         self, subject: str, names: set[str], commit: Commit
@@ -608,13 +613,34 @@ class GitExtractor(Extractor):
         paths, deps_on = self._dep_paths(subject)
         if self.dep_depends.get(subject) != deps_on:
             return None
-        held = self.scopes.get(f"deps:{subject}", set())
+        held = self.scopes.get(f"deps:{subject}", _NO_KEYS)
         out: dict[FactKey, Held] = {}
         gone: set[FactKey] = set()
+        keys = self.dep_keys.get(subject)
+        if keys is None:
+            keys = self.dep_keys[subject] = {}
+        if len(paths) == 1:  # the usual case: one manifest
+            path = paths[0]
+            deps = self.manifests.get(path, _NO_DEPS)
+            meta: dict[str, str] | None = None
+            for name in names:
+                key = keys.get(name)
+                if key is None:
+                    key = keys[name] = FactKey(subject, DEP_PREFIX + name)
+                spec = deps.get(name)
+                if spec is not None:
+                    if meta is None:
+                        meta = self._meta(commit, manifest=path)
+                    out[key] = Held(Fact(subject, key.predicate, spec, "tech"), deps_on, meta)
+                elif key in held:
+                    gone.add(key)
+            return out, gone
         manifests = [(path, self.manifests.get(path, _NO_DEPS)) for path in paths]
         metas: dict[str, dict[str, str]] = {}
         for name in names:
-            key = FactKey(subject, DEP_PREFIX + name)
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = FactKey(subject, DEP_PREFIX + name)
             for path, deps in manifests:
                 spec = deps.get(name)
                 if spec is not None:
@@ -669,6 +695,7 @@ class GitExtractor(Extractor):
         gone_services: set[FactKey] = set()
         removals: list[tuple[str, FactKey, Held]] = []
         partial = partial or {}
+        held_now = self.held
         for scope in sorted(desired.keys() | partial.keys()):
             if scope in partial:
                 new, ended_keys = partial[scope]
@@ -682,14 +709,21 @@ class GitExtractor(Extractor):
                     gone_services.add(key)
             for key in sorted(new):
                 h = new[key]
-                before = self.held.get(key)
-                self.held[key] = h
+                before = held_now.get(key)
+                held_now[key] = h
                 if before is None:
                     (born if key.predicate == EXISTS else changed).append(
-                        self._event(commit, h, "added")
+                        self._event(commit, h, "added", key)
                     )
-                elif before.fact != h.fact:
-                    changed.append(self._event(commit, h, "revised", previous=before.fact))
+                    continue
+                was, fact = before.fact, h.fact
+                if was is not fact and (  # Fact's own equality, its fields compared in turn
+                    was.value != fact.value
+                    or was.subject != fact.subject
+                    or was.predicate != fact.predicate
+                    or was.domain != fact.domain
+                ):
+                    changed.append(self._event(commit, h, "revised", key, previous=was))
                 else:
                     h.metadata = before.metadata  # unchanged: keep where it came from
             if scope in partial:
@@ -705,13 +739,15 @@ class GitExtractor(Extractor):
         for scope, key, held in removals:
             if key.predicate == EXISTS:
                 dead.append(
-                    self._event(commit, held, "invalidated", reason=f"{key.subject} removed")
+                    self._event(commit, held, "invalidated", key, reason=f"{key.subject} removed")
                 )
             elif any(dep in gone_services for dep in held.depends_on):
                 continue  # ends by cascade along depends_on
             else:
                 ended.append(
-                    self._event(commit, held, "invalidated", reason=self._reason(scope, key, held))
+                    self._event(
+                        commit, held, "invalidated", key, reason=self._reason(scope, key, held)
+                    )
                 )
         if not emit:
             return []
@@ -737,23 +773,26 @@ class GitExtractor(Extractor):
         commit: Commit,
         held: Held,
         etype: EventType,
+        key: FactKey,
         *,
         previous: Fact | None = None,
         reason: str | None = None,
     ) -> ChangeEvent:
+        """The event for ``held`` (the fact at ``key``)."""
         meta = dict(held.metadata)
-        meta["commit"] = commit.sha
-        path = meta.get("manifest") or meta.get("file") or held.fact.subject
+        sha = meta["commit"] = commit.sha
+        fact = held.fact
+        path = meta.get("manifest") or meta.get("file") or fact.subject
         return ChangeEvent(
-            id=event_id("git", self.source, commit.sha, path, held.fact.key, etype),
-            type=etype,
-            timestamp=commit.time,
-            source=self.source,
-            fact=held.fact,
-            previous=previous,
-            reason=reason,
-            depends_on=held.depends_on,
-            metadata=meta,
+            event_id("git", self.source, sha, path, key, etype),
+            etype,
+            commit.time,
+            self.source,
+            fact,
+            previous,
+            reason,
+            held.depends_on,
+            meta,
         )
 
 
