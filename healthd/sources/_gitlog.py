@@ -609,11 +609,15 @@ class RepoSource:
 
     @staticmethod
     def _observe(events: list[ChangeEvent], seen: dict[str, float]) -> list[ChangeEvent]:
+        when, stamp = None, 0.0  # a commit's events share its time: converted once
         for ev in events:
             if ev.type == "invalidated":
                 seen.pop(fact_hash(ev.fact), None)
-            else:
-                seen[fact_hash(ev.fact)] = ev.timestamp.timestamp()
+                continue
+            if ev.timestamp is not when:
+                when = ev.timestamp
+                stamp = when.timestamp()
+            seen[fact_hash(ev.fact)] = stamp
         return events
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
@@ -153,6 +154,7 @@ LANGUAGES: dict[str, str] = {
     ".sol": "solidity",
 }
 _VENDORED = {"node_modules", "vendor", "third_party", "__pycache__"}
+_MAY_BE_VENDORED = re.compile("|".join(sorted(map(re.escape, _VENDORED)))).search
 
 #: Directory names (globs, matched at any depth) that hold no modules by default: vendored
 #: code and documentation. The ADR directory (``.adr-dir``) is excluded as well.
@@ -218,7 +220,7 @@ def language_of(path: str) -> str | None:
         return None
     vendored = (
         start
-        and any(v in path for v in _VENDORED)
+        and _MAY_BE_VENDORED(path)
         and any(p in _VENDORED for p in path[: start - 1].split("/"))
     )
     return None if vendored else lang
@@ -227,6 +229,7 @@ def language_of(path: str) -> str | None:
 _NO_FILES: Counter[str] = Counter()  # a unit without source files (never changed)
 _NO_DEPS: dict[str, str] = {}  # a manifest not read (never changed)
 _NO_KEYS: frozenset[FactKey] = frozenset()
+_SUBMODULE = "160000"  # a gitlink's mode
 
 
 def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
@@ -370,7 +373,11 @@ class GitExtractor(Extractor):
         changed = False
         tops: set[str] | None = set()
         for ch in changes:
-            if ch.status not in "AD" or manifest_parser(ch.path) is None or ch.is_submodule:
+            if (
+                ch.status not in "AD"
+                or manifest_parser(ch.path) is None
+                or _SUBMODULE in (ch.new_mode, ch.old_mode)  # ch.is_submodule, without a call
+            ):
                 continue
             directory = posixpath.dirname(ch.path)
             if not directory:  # the root module takes every file outside the others
@@ -464,14 +471,15 @@ class GitExtractor(Extractor):
         relayout = self._relayout(changes)
         for ch in changes:
             path = ch.path
+            status = ch.status
             parser = manifest_parser(path)
-            if ch.status not in "AD" and parser is None and path not in LOCATIONS:
+            if status not in "AD" and parser is None and path not in LOCATIONS:
                 continue  # an edited source file changes no fact (most changes)
-            if ch.is_submodule:
+            if _SUBMODULE in (ch.new_mode, ch.old_mode):  # ch.is_submodule, without a call
                 continue
             directory = path.rpartition("/")[0]
-            if ch.status in "AD" and directory and not self.excluded_dir(directory):
-                step = 1 if ch.status == "A" else -1
+            if status in "AD" and directory and not self.excluded_dir(directory):
+                step = 1 if status == "A" else -1
                 self.dir_files[directory] += step
                 lang = language_of(path)
                 if lang is not None:
