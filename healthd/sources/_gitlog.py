@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from healthd import _stop
+from healthd._collector import replay_collection
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
 from healthd.logging import env_secret, get_logger, register_secret
@@ -471,7 +472,10 @@ class RepoSource:
         if note:
             skips.note(note)
         try:
-            result = self._pull(repo, cursor, now, skips)
+            # what a pull builds (events, the facts held, the history's state) lives as
+            # long as the pull, and holds no cycles: collected as a replay's is
+            with replay_collection():
+                result = self._pull(repo, cursor, now, skips)
         except GitError as exc:
             return PullResult([], cursor, error=str(exc), skipped=skips.lines())
         finally:

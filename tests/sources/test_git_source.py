@@ -602,3 +602,25 @@ def test_dependency_facts_updated_per_changed_name_equal_rebuilding_them(repo, m
     rebuilt = [dumps_event(ev) for ev in pull(git_source(repo)).events]
     assert per_name == rebuilt
     assert any('"dependency:' in line for line in per_name)
+
+
+def test_a_pull_collects_less_often_and_leaves_the_collector_as_it_found_it(repo):
+    """A pull builds what it keeps (events, the facts held) and no cycles, so the young
+    generation is collected as during a replay; the process's thresholds come back after."""
+    import gc
+
+    repo.commit("2024-01-01", {"svc/go.mod": "module m\n\nrequire a.io/x v1.0.0\n"})
+    seen: list[tuple[int, int, int]] = []
+    source = git_source(repo)
+    pull_once = source._pull
+
+    def watched(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return pull_once(*args, **kwargs)
+
+    before = gc.get_threshold()
+    source._pull = watched  # type: ignore[method-assign]
+    result = pull(source)
+    assert result.error is None and result.events
+    assert seen[0][0] >= 100_000
+    assert gc.get_threshold() == before
