@@ -23,7 +23,8 @@ existing repository (a real history, e.g. a clone of a public project) instead.
 ``--pull-once PATH`` does one full extraction of the `git` source on PATH and exits, to be
 timed as a whole process (start-up included) alternately with ``git -C PATH log
 --first-parent --raw --no-renames`` by an outside timer (``/usr/bin/time -v`` for each, or
-any harness that alternates the two and takes the ratio pair by pair).
+any harness that alternates the two and takes the ratio pair by pair). With ``--no-fold``
+it reads the history and the blobs but folds nothing: start-up, git and the reading alone.
 """
 
 from __future__ import annotations
@@ -350,8 +351,18 @@ def main() -> int:
     parser.add_argument(
         "--pull-once", metavar="PATH", help="one full extraction of PATH's history, then exit"
     )
+    parser.add_argument(
+        "--no-fold",
+        action="store_true",
+        help="with --pull-once: read the history and the blobs but fold none of it (what "
+        "the pull costs before its first fact: the floor of the extraction as built)",
+    )
     args = parser.parse_args()
     if args.pull_once:
+        if args.no_fold:
+            from healthd.sources.git import GitExtractor
+
+            GitExtractor.apply = lambda self, commit, changes, emit: []  # type: ignore[method-assign]
         pulled = build_source(
             "git", "bench", {"path": args.pull_once, "revalidate_clock": "head"}
         ).pull(None)
