@@ -545,4 +545,6 @@ def test_evaluating_the_reference_memory_loads_no_other_adapter():
     )
     unknown = healthd("evaluate", "--target", "pinecone")
     assert unknown.returncode == 2
-    assert "known kinds: agentcore, graphiti, http, mem0, naive, reference" in unknown.stderr
+    assert (
+        "known kinds: agentcore, graphiti, http, langmem, mem0, naive, reference" in unknown.stderr
+    )

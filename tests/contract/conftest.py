@@ -272,7 +272,59 @@ def _embedded(target: str, extra: str, honours: bool, forgets: bool) -> Callable
     return factory
 
 
+@contextmanager
+def langmem_target(tmp_path: Path) -> Iterator[ContractTarget]:
+    """LangMem's manager (deletes on) through the stand-in LLM, into a LangGraph
+    InMemoryStore that also holds another namespace's memory."""
+    if importlib.util.find_spec("langmem") is None:
+        pytest.skip("the langmem extra is not installed")
+    from langgraph.store.memory import InMemoryStore
+
+    from healthd.embedding import HashingEmbedder
+    from healthd.memory import TargetSpec
+    from healthd.testing.standin_llm import StandInLLM
+
+    embedder = HashingEmbedder()
+    store = InMemoryStore(index={"dims": embedder.dimensions, "embed": embedder.embed})
+    outside = ("memories", "team-live")
+    said = {"kind": "Memory", "content": {"content": "Billing is owned by @carol."}}
+
+    def snapshot() -> Any:
+        return sorted(
+            (tuple(ns), i.key, repr(i.value))
+            for ns in store.list_namespaces()
+            for i in store.search(ns, limit=1000)
+        )
+
+    with StandInLLM() as llm:
+        os.environ["HEALTHD_CONTRACT_LLM_KEY"] = "standin-not-a-secret"
+        model = {
+            "model": "openai:team-chat",
+            "base_url": llm.base_url,
+            "api_key_env": "HEALTHD_CONTRACT_LLM_KEY",
+        }
+
+        def build(shadow: bool) -> Memory:
+            options = {
+                "langmem": {"model": model, "enable_deletes": True},
+                "store": store,
+                "shadow": _switch(shadow),
+                "embedder": "hashing",
+            }
+            return build_memory(TargetSpec("langmem", options, "langmem"))
+
+        try:
+            yield ContractTarget(
+                "langmem", build, snapshot, honours_event_time=False, forgets=True,
+                write_outside=lambda: store.put(outside, "carol", said),
+                outside_intact=lambda: store.get(outside, "carol").value == said,
+            )  # fmt: skip
+        finally:
+            del os.environ["HEALTHD_CONTRACT_LLM_KEY"]
+
+
 FACTORIES: dict[str, Callable[[Path], Any]] = {
+    "langmem": langmem_target,
     "reference": reference_target,
     "naive": naive_target,
     "http": http_target,

@@ -36,7 +36,10 @@ FAULTS = ("none", "garbage", "error", "prose")
 PROSE = "Sure! Here is what I remember about that conversation."
 MINILM_MODELS = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
-Responder = Callable[[Mapping[str, Any]], str | None]
+#: a responder answers with the message's text, or with an assistant message of ``tool_calls``
+#: (``{"content": ..., "tool_calls": [(name, arguments), ...]}``) for a prompt that asks for
+#: function calls, or None for a prompt that is not its product's
+Responder = Callable[[Mapping[str, Any]], "str | Mapping[str, Any] | None"]
 
 
 class UnknownPrompt(ValueError):
@@ -68,7 +71,7 @@ def message_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def complete(request: Mapping[str, Any], found: Sequence[Responder]) -> str:
+def complete(request: Mapping[str, Any], found: Sequence[Responder]) -> str | Mapping[str, Any]:
     for respond in found:
         content = respond(request)
         if content is not None:
@@ -171,7 +174,8 @@ class StandInLLM:
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise ValueError("messages must be a list")
-        content = PROSE if self.fault == "prose" else complete(body, self._responders)
+        answer = PROSE if self.fault == "prose" else complete(body, self._responders)
+        message, content = _assistant_message(answer, len(self.requests))
         words = len(message_text(messages).split())
         return {
             "id": f"standin-{len(self.requests)}",
@@ -181,8 +185,8 @@ class StandInLLM:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
                 }
             ],
             "usage": {
@@ -204,6 +208,8 @@ class StandInLLM:
         if isinstance(body.get("instructions"), str):
             messages = [{"role": "system", "content": body["instructions"]}, *messages]
         content = complete({**body, "messages": messages}, self._responders)
+        if not isinstance(content, str):
+            raise ValueError("this prompt asks for function calls: use /chat/completions")
         words = len(message_text(messages).split())
         number = len(self.requests)
         return {
@@ -232,6 +238,27 @@ class StandInLLM:
                 "total_tokens": words + len(content.split()),
             },
         }
+
+
+def _assistant_message(answer: str | Mapping[str, Any], number: int) -> tuple[dict[str, Any], str]:
+    """The chat completion's message, as OpenAI writes it (function calls with their
+    arguments as a JSON string), and its text for the usage count."""
+    if isinstance(answer, str):
+        return {"role": "assistant", "content": answer}, answer
+    calls: list[dict[str, Any]] = [
+        {
+            "id": f"call_standin{number}_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        for i, (name, arguments) in enumerate(answer.get("tool_calls") or ())
+    ]
+    text = answer.get("content")
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = calls
+    written = " ".join([str(text or ""), *(c["function"]["arguments"] for c in calls)])
+    return message, written
 
 
 def _embeddings(body: Mapping[str, Any]) -> dict[str, Any]:
