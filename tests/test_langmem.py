@@ -464,3 +464,89 @@ DOCS_TARGET = (
     "api_key_env=TEAM_LLM_API_KEY,enable_deletes=on"
 )
 DOCS_ROW = (0.231, 0.769, 1.0, 0.765, 0.182)
+
+
+def test_daemon_a_model_answering_errors_is_a_failed_run_and_other_targets_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from prometheus_client import generate_latest
+
+    from healthd.daemon.runner import Runner
+    from healthd.daemon.state import StateStore
+    from healthd.exporters.prometheus import build_registry
+    from healthd.exporters.tracing import build_tracer_provider, get_tracer
+    from healthd.settings import load_settings
+
+    monkeypatch.setenv(KEY_VAR, "sk-standin-not-a-secret-0000")
+    with StandInLLM(fault="error") as broken:
+        config = tmp_path / "healthd.toml"
+        config.write_text(
+            f'example = true\nstate_path = "{tmp_path / "state.db"}"\n'
+            '[targets.team-langmem]\nkind = "langmem"\nshadow = true\nembedder = "hashing"\n'
+            "[targets.team-langmem.langmem.model]\n"
+            f'model = "openai:team-chat-7b"\nbase_url = "{broken.base_url}"\n'
+            f'api_key_env = "{KEY_VAR}"\n'
+            '[targets.reference]\nkind = "reference"\nshadow = true\n'
+        )
+        settings = load_settings(str(config))
+        state = StateStore(settings.state_path)
+        runner = Runner(
+            settings, state, get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+        )
+        registry, _ = build_registry(runner.view)
+        try:
+            runner.run_once()
+        finally:
+            runner.close()
+            state.close()
+    text = generate_latest(registry).decode()
+    assert 'healthd_runs_total{result="failure",role="subject",target="team-langmem"} 1.0' in text
+    assert 'healthd_runs_total{result="success",role="subject",target="reference"} 1.0' in text
+    error = runner.view()["targets"]["team-langmem"].last_error
+    assert "langmem apply of event" in error and "sk-standin" not in error
+
+
+def test_the_stand_in_refuses_langmems_prompt_without_a_conversation(llm: StandInLLM):
+    """A request with LangMem's system prompt and tools but no <session_...>: 400, as an
+    unknown prompt is, never a guessed answer."""
+    import requests
+
+    body = {
+        "model": "team-chat-7b",
+        "messages": [
+            {"role": "system", "content": "You are a memory subroutine for an AI."},
+            {"role": "user", "content": "Remember things."},
+        ],
+        "tools": [{"type": "function", "function": {"name": "Memory", "parameters": {}}}],
+    }
+    answer = requests.post(f"{llm.base_url}/chat/completions", json=body, timeout=10)
+    assert answer.status_code == 400
+    assert "session" in answer.json()["error"]["message"]
+
+
+LIVE_VARS = ("TEAM_LLM_BASE_URL", "TEAM_LLM_MODEL", "TEAM_LLM_API_KEY")
+
+
+@pytest.mark.skipif(
+    not all(os.environ.get(v) for v in LIVE_VARS),
+    reason=f"no team LLM endpoint: set {', '.join(LIVE_VARS)} to run LangMem live",
+)
+def test_live_langmem_through_the_teams_model() -> None:
+    table = {
+        "model": {
+            "model_env": "TEAM_LLM_MODEL",
+            "model_provider": "openai",
+            "base_url_env": "TEAM_LLM_BASE_URL",
+            "api_key_env": "TEAM_LLM_API_KEY",
+            "temperature": 0,
+        },
+        "enable_deletes": True,
+    }
+    memory = build_memory(TargetSpec("langmem", {"langmem": table, "embedder": "hashing"}))
+    try:
+        memory.apply(EVENTS[0])
+        texts = [i.text for i in memory.answer(OWNER_PROBE, T0).items]
+        assert any("alice" in t.lower() for t in texts), texts
+    finally:
+        memory.close()
