@@ -8,7 +8,9 @@ The servers run in their own processes, as they would in production: `healthd se
 for the `http` target and the AgentCore emulator with a semantic strategy (`python -m
 healthd.testing.agentcore_events`) for `agentcore` (native, managed and events: healthd's
 CreateEvent, the emulator's consolidation, its records retrieved), both on free 127.0.0.1
-ports. Each target replays the
+ports; `langmem` runs LangMem's own manager in this process against the stand-in LLM
+(`python -m healthd.testing.standin_llm`, its own process), on the example only (a LangMem
+write is a model call: the generated timeline would take an hour). Each target replays the
 bundled example and a generated timeline (benchmarks/bench_evaluator.py's generator) in
 this process, its memory wrapped in a timer around reset, apply, answer and changed_keys.
 "time in adapter" is the sum of those calls (the adapter's own code, boto3's or requests'
@@ -69,6 +71,23 @@ def server(*command: str) -> Iterator[str]:
             proc.wait()
 
 
+@contextmanager
+def standin_llm() -> Iterator[str]:
+    """The stand-in LLM in its own process; its base URL (it prints it on stdout)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "healthd.testing.standin_llm", "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().decode().strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def measure(target: str, events: list[ChangeEvent]) -> tuple[float, float, int, int]:
     probes = build_probe_set(events)
     memory = timed(build_memory(parse_target(target)))
@@ -97,6 +116,7 @@ def main() -> int:
         f"generated {args.events} events": generate(args.events, args.keys),
     }
     with (
+        standin_llm() as llm_url,
         server("-m", "healthd", "serve-memory", "--port", "0") as memory_url,
         server(
             "-m",
@@ -122,7 +142,12 @@ def main() -> int:
                 f"agentcore:mode=events,memory_id={MEMORY_ID},shadow=on,region=us-east-1,"
                 f"endpoint_url={ac_url},actor_id=healthd-bench,strategy_id={STRATEGY_ID}"
             ),
+            "langmem (stand-in LLM)": (
+                f"langmem:model=openai:healthd-standin,base_url={llm_url},"
+                "api_key_env=BENCH_STANDIN_KEY,enable_deletes=on"
+            ),
         }
+        os.environ["BENCH_STANDIN_KEY"] = "standin-not-a-secret"
         print(f"{'target':30} {'timeline':22} {'total s':>8} {'adapter s':>9} {'calls':>7} "
               f"{'probe q':>7} {'healthd share':>13}")  # fmt: skip
         shares: dict[str, list[float]] = {}
@@ -130,6 +155,8 @@ def main() -> int:
             if args.only not in label:
                 continue
             for timeline, events in timelines.items():
+                if label.startswith("langmem") and timeline != "example":
+                    continue
                 for _ in range(args.repeat):
                     total, adapter, calls, queries = measure(target, events)
                     share = (total - adapter) / total

@@ -19,9 +19,9 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 
 # podman, runc, debootstrap: tests/monitoring/test_image.py builds and runs the image;
-# openssl: the listener's TLS test certificates
+# openssl: the listener's TLS test certificates; postgresql: the langmem target's PostgresStore
 debian_packages=(git sqlite3 adr-tools prometheus prometheus-alertmanager chromium openssl
-  podman runc debootstrap)
+  podman runc debootstrap postgresql)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
