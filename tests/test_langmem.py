@@ -165,6 +165,37 @@ def test_the_default_index_is_minilm_in_the_fingerprint(llm: StandInLLM):
         memory.close()
 
 
+def test_the_teams_index_embedder_is_what_the_store_searches_with(llm: StandInLLM):
+    """``langmem.store.index`` names the team's embeddings (``init_embeddings``, here an
+    OpenAI-compatible endpoint serving all-MiniLM-L6-v2): the store embeds through it."""
+    table = {
+        "model": team_model(llm.base_url),
+        "store": {
+            "index": {
+                "dims": 384,
+                "embed": "openai:all-MiniLM-L6-v2",
+                "embed_kwargs": {
+                    "base_url": llm.base_url,
+                    "api_key_env": KEY_VAR,
+                    "check_embedding_ctx_length": False,
+                },
+            }
+        },
+    }
+    memory = target(llm.base_url, langmem=table, embedder=None)
+    try:
+        memory.apply(EVENTS[0])
+        memory.apply(EVENTS[2])
+        (first, *_) = memory.answer(OWNER_PROBE, T0.replace(day=4)).items
+        assert first.text == "Billing is owned by @alice."
+    finally:
+        memory.close()
+    embedded = [r for r in llm.requests if r["path"].endswith("/embeddings")]
+    assert embedded and {r["model"] for r in embedded} == {"all-MiniLM-L6-v2"}
+    fingerprint = memory.retrieval_fingerprint()
+    assert (fingerprint.embedder, fingerprint.dimensions) == ("openai:all-MiniLM-L6-v2", 384)
+
+
 def test_another_namespace_in_the_teams_store_is_left_intact_and_unread(llm: StandInLLM):
     embedder = HashingEmbedder()
     store = RecordingStore(index={"dims": embedder.dimensions, "embed": embedder.embed})
