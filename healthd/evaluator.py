@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol, overload
 
 from healthd._collector import replay_collection
 from healthd._packed import to_micros
-from healthd.memory import ChangeTracking, Memory, retrieval_fingerprint
+from healthd.memory import ChangeTracking, Memory, llm_block, retrieval_fingerprint
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import (
     RETRIEVAL_CHANGED,
@@ -168,6 +168,8 @@ class TargetResult:
     reading: ReadingCounts = ReadingCounts()
     # the shadow's raw events per expiry, for a memory that reports them (AgentCore events)
     event_expiry: dict[str, Any] | None = None
+    # the LLM and embedding calls the replay caused (healthd.llm_usage's ``llm`` block)
+    llm: dict[str, Any] | None = None
 
     @property
     def retrieval_changed(self) -> int:
@@ -808,6 +810,7 @@ def evaluate(
         retrieval=retrieval_fingerprint(memory, replay.reader.label),
         reader=replay.reader.label,
         reading=replay.reading_counts(),
+        llm=llm_block(memory, kind),
     )
 
 

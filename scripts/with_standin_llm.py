@@ -5,7 +5,8 @@ TEAM_LLM_* and TEAM_EMBEDDING_* variables that config/mem0-team.toml reads, then
 
 Chat completions are answered by the stand-in's responders (deterministic extraction from
 healthd's own sentences); embeddings are the real all-MiniLM-L6-v2. Figures computed this way
-are labelled "(stand-in LLM)".
+are labelled "(stand-in LLM)". At the end it prints, on stderr, the requests it received by
+path: what the report's `llm` blocks (summed over the targets) count.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def main(argv: list[str]) -> int:
             TEAM_EMBEDDING_BASE_URL=llm.base_url,
             TEAM_EMBEDDING_MODEL=MINILM_MODELS[0],
         )
-        return subprocess.run(argv, check=False, env=env).returncode
+        code = subprocess.run(argv, check=False, env=env).returncode
+        # the stand-in's own log, what the report's `llm` blocks are checked against
+        received = ", ".join(f"{n} {path}" for path, n in llm.counts().items()) or "none"
+        print(f"stand-in LLM: requests received: {received}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -117,10 +117,19 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
     assert [t["name"] for t in report["targets"]] == ["reference", "naive"]
     for target_report in report["targets"]:
         # Extended for served text (the reader's label and how the served items were read),
-        # the retrieval fingerprint and the target's role.
+        # the retrieval fingerprint, the target's role and its LLM calls.
         assert set(target_report) == {
-            "name", "kind", "role", "reader", "reading", "stages", "final", "retrieval"
+            "name", "kind", "role", "reader", "reading", "stages", "final", "retrieval", "llm"
         }  # fmt: skip
+        # neither calls an LLM or an embedding endpoint, and nothing is left uncounted
+        assert target_report["llm"] == {
+            "calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "calls_without_usage": 0,
+            "by_purpose": {},
+            "not_counted": [],
+        }
         assert target_report["role"] == (
             "baseline" if target_report["kind"] == "naive" else "subject"
         )

@@ -176,6 +176,8 @@ class Runner(TargetRuns, Pulling):
                 name, target_cfg.kind, options, is_persistent(options), fingerprint, row
             )
             runtime.retrieval, runtime.retrieval_changes = _stored_retrieval(row.results)
+            stored_llm = (row.results or {}).get("llm")
+            runtime.llm_total = stored_llm if isinstance(stored_llm, dict) else None
             self.targets[name] = runtime
             self._restore(runtime)
 

@@ -259,6 +259,7 @@ class Shadows(Views):
 
     def _close(self, t: TargetRuntime) -> None:
         if t.memory is not None:
+            t.count_llm()  # what it made before it goes
             try:
                 t.memory.close()
             except Exception:

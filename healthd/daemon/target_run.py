@@ -198,6 +198,8 @@ class TargetRuns(Shadows):
                 }
                 if isinstance(t.memory, EventExpiryReporting):
                     results["event_expiry"] = t.memory.event_expiry_report()
+                outcome["llm"] = t.end_llm_run()
+                results["llm"] = t.llm_total
                 span.set_attribute("healthd.probes", replay.active_probes)
                 span.set_attribute("healthd.probe_set.version", probes.version)
                 for name, value in results["metrics"]["all"].items():
@@ -243,8 +245,10 @@ class TargetRuns(Shadows):
     ) -> dict[str, Any]:
         """The target's run failed with ``error``: shown with the other targets' results."""
         message = redact_text(error)
+        llm = t.end_llm_run()  # a failed run's calls cost all the same
         t.pending_row = replace(
             row,
+            results={**row.results, "llm": t.llm_total} if row.results else row.results,
             runs_failure=row.runs_failure + 1,
             last_run=self.clock(),
             last_result="failure",
@@ -262,6 +266,7 @@ class TargetRuns(Shadows):
             events=outcome["events"],
             replayed=0,
             error=message,
+            **_llm_fields(llm),
         )
         outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
         return outcome
@@ -365,7 +370,20 @@ class TargetRuns(Shadows):
         }
         log_fields["probes"] = outcome["probes"]
         log_fields["metrics"] = outcome["metrics"]
-        log.info("run", **log_fields)
+        log.info("run", **log_fields, **_llm_fields(outcome.get("llm")))
+
+
+def _llm_fields(block: dict[str, Any] | None) -> dict[str, Any]:
+    """A run's LLM and embedding calls for its log line: the totals and the calls by purpose
+    (nothing for a run that caused none)."""
+    if not block or not block.get("calls"):
+        return {}
+    return {
+        "llm_calls": block["calls"],
+        "llm_prompt_tokens": block["prompt_tokens"],
+        "llm_completion_tokens": block["completion_tokens"],
+        "llm_calls_by_purpose": {p: r["calls"] for p, r in block["by_purpose"].items()},
+    }
 
 
 class _Progress:

@@ -12,7 +12,8 @@ from typing import Any
 from healthd.daemon.replay_store import ReplayStore
 from healthd.daemon.state import SourceRow, TargetRow
 from healthd.evaluator import Replay, StageResult, is_sweep
-from healthd.memory import Memory, TargetSpec, build_memory
+from healthd.llm_usage import add_blocks
+from healthd.memory import Memory, TargetSpec, build_memory, take_llm_block
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.model import ChangeEvent
 from healthd.probes import ProbeSet
@@ -83,6 +84,24 @@ class TargetRuntime:
     # the newest real change's stage, not yet turned into ``last_change`` (at the next
     # commit of the shadow or the end of the replay, whichever comes first)
     unsettled_change: StageResult | None = None
+    # LLM and embedding calls: the total since the target's state began (a counter, kept in
+    # the results across restarts) and this run's (for its log line)
+    llm_total: dict[str, Any] | None = None
+    llm_run: dict[str, Any] | None = None
+
+    def count_llm(self) -> None:
+        """Add the calls the memory counted since the last time to the run's and the
+        total (before the memory is closed or the run ends)."""
+        block = take_llm_block(self.memory, self.kind)
+        self.llm_total = add_blocks(self.llm_total, block)
+        self.llm_run = add_blocks(self.llm_run, block)
+
+    def end_llm_run(self) -> dict[str, Any]:
+        """This run's calls; the next run counts from nothing."""
+        self.count_llm()
+        run, self.llm_run = self.llm_run, None
+        assert run is not None
+        return run
 
     def carry_last_change(self, results: dict[str, Any] | None) -> None:
         """Take the newest real change from stored results or a shadow's checkpoint (a

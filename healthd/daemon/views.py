@@ -166,6 +166,7 @@ class Views:
                         "metrics": results["metrics"],
                         "probes": [probe_json(p) for p in replay.report()],
                     },
+                    **({"llm": results["llm"]} if results.get("llm") else {}),
                     # as in the JSON report: only when sweeps came after the last change
                     **(
                         {"last_change": results["last_change"]}

@@ -69,6 +69,10 @@ EVENT_EXPIRY_NAMES = (
     "healthd_memory_failed_extractions",
 )
 
+#: Exported for targets whose runs caused LLM or embedding calls, a series per purpose seen
+#: (``healthd.llm_usage``): counters kept in the results across restarts.
+LLM_NAMES = ("healthd_llm_calls_total", "healthd_llm_tokens_total")
+
 #: Every metric healthd exports, for the README and for the tests.
 METRIC_NAMES = (
     *(f"healthd_{r}_ratio" for r in RATIOS),
@@ -224,6 +228,7 @@ class HealthdCollector(Collector):
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
         yield from _last_change(targets, roles)
         yield from _event_expiry(targets, roles)
+        yield from _llm(targets, roles)
         rebuilds = CounterMetricFamily(
             "healthd_shadow_rebuilds",
             "Persistent shadows found corrupt, moved aside and rebuilt from the state file "
@@ -345,6 +350,35 @@ def _event_expiry(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Me
         for days, at in (report.get("since") or {}).items():
             since.add_metric([*who, str(days)], at)
     yield from (setting, events, since, failed)
+
+
+def _llm(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:
+    """The LLM and embedding calls each target's runs caused, and the tokens the endpoint
+    reported for them, by purpose: totals since the target's state began."""
+    calls = CounterMetricFamily(
+        "healthd_llm_calls",
+        "LLM and embedding calls healthd caused for the target (each attempt sent), by "
+        "purpose read from the request",
+        labels=["target", "role", "purpose"],
+    )
+    tokens = CounterMetricFamily(
+        "healthd_llm_tokens",
+        "Tokens the endpoint reported in its answers' usage, by purpose and kind (prompt, "
+        "completion); calls whose answer reported none add nothing",
+        labels=["target", "role", "purpose", "kind"],
+    )
+    for name, row in targets.items():
+        block = (row.results or {}).get("llm")
+        if not isinstance(block, dict):
+            continue
+        who = [name, roles.get(name, SUBJECT)]
+        for purpose, counts in (block.get("by_purpose") or {}).items():
+            if not isinstance(counts, dict):
+                continue
+            calls.add_metric([*who, purpose], counts.get("calls", 0))
+            tokens.add_metric([*who, purpose, "prompt"], counts.get("prompt_tokens", 0))
+            tokens.add_metric([*who, purpose, "completion"], counts.get("completion_tokens", 0))
+    yield from (calls, tokens)
 
 
 def _last_change(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from healthd.evaluator import ProbeReport, StageResult, TargetResult
+from healthd.llm_usage import summary_text
 from healthd.memory import target_role
 from healthd.model import INVENTED
 from healthd.reading import ItemReading
@@ -149,6 +150,7 @@ def report_json(
                     "fingerprint": result.retrieval.id,
                     "changed_items": result.retrieval_changed,
                 },
+                **({"llm": result.llm} if result.llm is not None else {}),
                 **(
                     {"last_change": stage_json(result.last_change)}
                     if result.last_change is not None
@@ -364,6 +366,9 @@ def render_table(
                 style="bold" if bucket == "all" else None,
             )
         console.print(table)
+        llm = summary_text(result.llm) if result.llm and result.llm.get("calls") else None
+        if llm is not None:
+            console.print(f"  {llm}")
         if result.last_change is not None:
             before = result.last_change.metrics["all"]
             console.print(

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import TargetError
+from healthd.llm_usage import LLMUsage, empty_block
 from healthd.memory._options import switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
@@ -73,6 +74,38 @@ class EventExpiryReporting(Protocol):
         """``{"current_days": N, "populations": {"30": n, ...}, "since": {"30": t, ...},
         "failed_extractions": n}``: events held per expiry (days), when the first of each
         was written (Unix time), and the run's events the memory failed to extract."""
+
+
+@runtime_checkable
+class LLMCounting(Protocol):
+    """A memory whose product calls an LLM or embedding endpoint through clients healthd
+    can count (:mod:`healthd.memory._llm_count`)."""
+
+    def llm_usage(self) -> LLMUsage: ...
+
+
+#: What healthd causes but cannot count, by the kind of memory that makes the calls itself.
+NOT_COUNTED = {
+    "http": "the service's own LLM and embedding calls, if it makes any, are made inside it; "
+    "it reports none to healthd",
+    "agentcore": "AgentCore's own model calls (its strategies' extraction, its search's "
+    "embeddings) are made inside the service, which reports no usage",
+}
+
+
+def llm_block(memory: Memory, kind: str) -> dict[str, Any]:
+    """The target's ``llm`` block so far (see :mod:`healthd.llm_usage`); counting starts
+    again when ``take``."""
+    if isinstance(memory, LLMCounting):
+        return memory.llm_usage().block()
+    return empty_block([NOT_COUNTED[kind]] if kind in NOT_COUNTED else [])
+
+
+def take_llm_block(memory: Memory | None, kind: str) -> dict[str, Any]:
+    """:func:`llm_block`, counting started again from nothing (a daemon's run)."""
+    if isinstance(memory, LLMCounting):
+        return memory.llm_usage().take()
+    return empty_block([NOT_COUNTED[kind]] if kind in NOT_COUNTED else [])
 
 
 @runtime_checkable

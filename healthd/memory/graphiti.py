@@ -50,8 +50,10 @@ from typing import Any, TypeVar
 
 from healthd.embedding import Embedder, HashingEmbedder
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.llm_usage import LLMUsage
 from healthd.memory import register_memory
 from healthd.memory._embedder_switch import embedder_from_options
+from healthd.memory._llm_count import count_parts
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
@@ -224,6 +226,16 @@ class GraphitiMemory:
             assert table.llm is not None  # the model that decides what is stored, too
             libraries["llm"] = f"{table.llm.client}:{table.llm.model or 'default'}"
         self._fingerprint = RetrievalFingerprint.of(model, dimensions, libraries)
+        # Graphiti's own OpenAI clients, their requests counted as they are sent
+        self._usage = LLMUsage()
+        count_parts(
+            {
+                "graphiti.llm": llm,
+                "graphiti.cross_encoder": encoder,
+                "graphiti.embedder": embedder_client,
+            },
+            self._usage,
+        )
         self._runner = asyncio.Runner()
         self._closed = False
         self._calls = 0
@@ -317,6 +329,11 @@ class GraphitiMemory:
         edges = self._call(self._search(probe, at), f"search for probe {probe.id!r}")
         facts = [_retrieved(edge, self._fingerprint) for edge in edges]
         return Answer(probe.id, tuple(facts))
+
+    def llm_usage(self) -> LLMUsage:
+        """The calls Graphiti's own clients made to the team's LLM, cross-encoder and
+        embedding endpoints."""
+        return self._usage
 
     def retrieval_fingerprint(self) -> RetrievalFingerprint:
         return self._fingerprint

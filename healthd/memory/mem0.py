@@ -39,8 +39,10 @@ from typing import Any
 
 from healthd.embedding import Embedder, HashingEmbedder
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
+from healthd.llm_usage import LLMUsage
 from healthd.memory import Memory, register_memory
 from healthd.memory._embedder_switch import embedder_from_options
+from healthd.memory._llm_count import counting
 from healthd.memory._mem0_config import team_config, turn
 from healthd.memory._offline import (
     IN_MEMORY,
@@ -263,7 +265,8 @@ class Mem0Memory:
                 if team and isinstance(exc, ValueError)
                 else f"mem0 store in {path!r} cannot be opened: {first_line(exc)}"
             ) from None
-        _bound(self._memory, timeout_seconds)
+        self._usage = LLMUsage()
+        _bound(self._memory, timeout_seconds, self._usage, "reranker" in team)
         self._fingerprint = self._retrieval(team)
         self._clock = ReplayClock()
         self._touched: set[FactKey] = set()
@@ -371,6 +374,10 @@ class Mem0Memory:
 
     def retrieval_fingerprint(self) -> RetrievalFingerprint:
         return self._fingerprint
+
+    def llm_usage(self) -> LLMUsage:
+        """The calls Mem0's own clients made to the team's LLM and embedding endpoints."""
+        return self._usage
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """Mem0 answers change only when healthd writes (no expiry is set), and healthd knows
@@ -491,11 +498,26 @@ def _config_error(exc: Exception) -> str:
     return first_line(exc)
 
 
-def _bound(memory: Any, timeout_seconds: float) -> None:
+def _bound(memory: Any, timeout_seconds: float, usage: LLMUsage, reranker: bool) -> None:
     """Mem0 builds its OpenAI-compatible clients with the SDK's ten-minute timeout and no
-    way to set it: a hung endpoint would wedge the run, so they get healthd's."""
-    for part in (memory.llm, memory.embedding_model):
+    way to set it: a hung endpoint would wedge the run, so they get healthd's. The same
+    clients are given a counting HTTP client, so every call Mem0 makes is counted in
+    ``usage``; a client that is not OpenAI's keeps its own (bounded where it lets us)."""
+    parts = {"mem0.llm": memory.llm, "mem0.embedder": memory.embedding_model}
+    if reranker:
+        parts["mem0.reranker"] = getattr(memory, "reranker", None)
+    for name, part in parts.items():
         client = getattr(part, "client", None)
+        if client is None:
+            continue
+        counted = counting(client, usage, timeout=timeout_seconds)
+        if counted is not None:
+            part.client = counted
+            continue
+        usage.not_counted.append(
+            f"{name}: its client ({type(client).__name__}) is not OpenAI's, its calls are "
+            "not counted"
+        )
         with_options = getattr(client, "with_options", None)
         if callable(with_options):
             part.client = with_options(timeout=timeout_seconds)

@@ -129,6 +129,19 @@ def _final_table(model: Mapping[str, Any]) -> str:
     )
 
 
+def _llm(model: Mapping[str, Any]) -> str:
+    """A line per target whose replay caused LLM or embedding calls (or could not count
+    them): the calls by purpose and the tokens the endpoint reported."""
+    rows = model.get("llm")
+    if not rows:
+        return ""
+    scope = escape(model.get("llm_scope", "in this replay"))
+    lines = "".join(
+        f"<li><b>{escape(row['target'])}</b>: {escape(row['text'])}</li>" for row in rows
+    )
+    return f"<p class='meta'>LLM and embedding calls healthd caused, {scope}:</p><ul id='llm-calls'>{lines}</ul>"
+
+
 def _charts(model: Mapping[str, Any]) -> str:
     options = "".join(f"<option value='{escape(b)}'>{escape(b)}</option>" for b in model["buckets"])
     legend = "".join(
@@ -230,7 +243,7 @@ def body_pieces(model: Mapping[str, Any], before: str = "", after: str = "") -> 
         f"<p class='meta'>probe set {escape(probe_set['version'])} ({probe_set['count']} "
         f"probes); {len(model['targets'])} target(s); — means nothing to measure.</p>"
         f"<h2>Over the stages</h2>{_charts(model)}"
-        f"<h2>Final stage, side by side</h2>{_final_table(model)}"
+        f"<h2>Final stage, side by side</h2>{_final_table(model)}{_llm(model)}"
         f"<h2 id='drill-down'>Failing probes at the final stage</h2>{_drill_down(model)}"
         f"{after}<script id='healthd-data' type='application/json'>"
     ]

@@ -192,6 +192,7 @@ def live_html(view: Mapping[str, Any], ready: bool, now: float | None = None) ->
         for c in source_crossings(alert_book(), {n: s.up for n, s in view["sources"].items()})
     ]
     model["live"] = {"marker": marker(view)}
+    model["llm_scope"] = "over every run of the target's state"
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)}</title>"

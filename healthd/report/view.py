@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from healthd.llm_usage import summary_text
 from healthd.memory import BASELINE, target_role
 from healthd.model import ChangeEvent
 from healthd.report.downsample import QuietSpans, keep_positions
@@ -355,6 +356,11 @@ def page_model(
             }
         )
     found = failures(report, windows, multi_valued, target_options)
+    llm = [
+        {"target": t["name"], "text": text}
+        for t in report["targets"]
+        if (text := summary_text(t.get("llm"))) is not None
+    ]
     if verdicts is None:
         verdicts = [
             judge(
@@ -375,6 +381,7 @@ def page_model(
         "targets": targets,
         "final": final_table(report, {n for n, r in roles.items() if r == BASELINE}),
         "last_change": last_change_table(report),
+        **({"llm": llm} if llm else {}),  # the LLM and embedding calls, where any were made
         **drill_down(found, [t["name"] for t in report["targets"]]),
     }
 

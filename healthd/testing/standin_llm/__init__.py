@@ -92,7 +92,9 @@ def embed(model: str, texts: Sequence[str], dimensions: int | None) -> list[list
 
 
 class StandInLLM:
-    """The server; ``requests`` keeps every request body received, in order, for tests."""
+    """The server; ``requests`` keeps every request body received, in order, for tests
+    (:meth:`counts` sums them by path: the stand-in's own request log, what a count of the
+    calls made to it is checked against)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, fault: str = "none") -> None:
         if fault not in FAULTS:
@@ -114,6 +116,13 @@ class StandInLLM:
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    def counts(self) -> dict[str, int]:
+        """Requests received so far, by path (``/v1/chat/completions``, ``/v1/embeddings``,
+        ...), whatever it answered."""
+        with self._lock:
+            paths = [str(r["path"]).split("?", 1)[0] for r in self.requests]
+        return {path: paths.count(path) for path in sorted(set(paths))}
 
     @property
     def base_url(self) -> str:
@@ -270,13 +279,14 @@ def _embeddings(body: Mapping[str, Any]) -> dict[str, Any]:
     model = str(body.get("model", MINILM_MODELS[0]))
     dimensions = body.get("dimensions")
     vectors = embed(model, texts, dimensions if isinstance(dimensions, int) else None)
+    words = sum(len(t.split()) for t in texts)  # the stand-in's "tokens" are words
     return {
         "object": "list",
         "model": model,
         "data": [
             {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
         ],
-        "usage": {"prompt_tokens": 0, "total_tokens": 0},
+        "usage": {"prompt_tokens": words, "total_tokens": words},
     }
 
 
