@@ -17,7 +17,7 @@ from timeline_builders import added, day, fact, invalidated, revalidated, revise
 from healthd.daemon.replay_store import ReplayStore
 from healthd.evaluator import Replay, TargetResult, evaluate
 from healthd.exporters.report import report_json
-from healthd.memory import Memory
+from healthd.memory import Memory, llm_block
 from healthd.memory.naive import NaiveMemory
 from healthd.memory.reference import MetadataFilter, ReferenceMemory
 from healthd.model import Answer, FactKey, Probe, ServedItem
@@ -169,7 +169,15 @@ def split(events, make, window, cut, grow, path):
     replay.update_probes(probes)
     stages += [replay.step(e) for e in events[grow:]]
     result = TargetResult(
-        "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
+        "t",
+        "t",
+        stages,
+        replay.metrics(),
+        replay.report(),
+        len(events),
+        0,
+        replay.at,
+        llm=llm_block(memory, "t"),  # as evaluate gives it
     )
     return report(result, probes)
 
@@ -220,7 +228,15 @@ def split_stored(events, make, window, cut, grow, every, path):
     replay.update_probes(probes, new_keys)
     stages += [replay.step(e) for e in events[grow:]]
     result = TargetResult(
-        "t", "t", stages, replay.metrics(), replay.report(), len(events), 0, replay.at
+        "t",
+        "t",
+        stages,
+        replay.metrics(),
+        replay.report(),
+        len(events),
+        0,
+        replay.at,
+        llm=llm_block(memory, "t"),  # as evaluate gives it
     )
     memory.close()
     return report(result, probes)
