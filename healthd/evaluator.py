@@ -30,7 +30,13 @@ from typing import Any, Literal, Protocol, overload
 
 from healthd._collector import replay_collection
 from healthd._packed import to_micros
-from healthd.memory import ChangeTracking, Memory, llm_block, retrieval_fingerprint
+from healthd.memory import (
+    ChangeTracking,
+    Memory,
+    batch_events,
+    llm_block,
+    retrieval_fingerprint,
+)
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import (
     RETRIEVAL_CHANGED,
@@ -252,6 +258,10 @@ class Replay:
         self._looked: set[FactKey] = set()
         self._due: dict[int, list[Fact]] = {}
         self._index = 0
+        self._scored = 0  # the index of the last stage scored (events after it are held)
+        self._held_touched: set[FactKey] = set()
+        self._held_keys: set[FactKey] = set()
+        self._held_last = ""
         # bumped whenever an answer or a reading changes (only an asked, so active, probe has
         # either): what is counted over every answer is counted again only then (an idle
         # daemon run changes none)
@@ -260,7 +270,18 @@ class Replay:
 
     # -- feeding --------------------------------------------------------------------------
 
-    def step(self, event: ChangeEvent) -> StageResult:
+    @overload
+    def step(self, event: ChangeEvent) -> StageResult: ...
+
+    @overload
+    def step(self, event: ChangeEvent, *, score: bool) -> StageResult | None: ...
+
+    def step(self, event: ChangeEvent, *, score: bool = True) -> StageResult | None:
+        """Apply ``event`` and score the stage after it. ``score=False`` applies it to truth
+        and the memory only (None): it is scored with the next event that is, as one batch
+        of writes the memory is read after once (a memory that must be waited for, such as
+        AgentCore's, waits once per batch). A forgetting check falling due inside a batch is
+        made at the batch's stage."""
         self._index += 1
         self.stats.events += 1
         touched = self.truth.apply(event)
@@ -269,11 +290,33 @@ class Replay:
         assert at is not None
         self.at = at
         self.memory.apply(event)
+        keys: Iterable[FactKey] = event.keys
+        if not score or self._held_keys:
+            self._held_touched |= touched
+            self._held_keys.update(keys)
+            self._held_last = event.id
+            if not score:
+                return None
+            return self.flush()
+        return self._score(event.id, touched, keys)
+
+    def flush(self) -> StageResult | None:
+        """Score the events held (``step(..., score=False)``) as one stage, that of the last
+        of them; None when none is held."""
+        if self._index == self._scored:
+            return None
+        touched, keys = self._held_touched, self._held_keys
+        self._held_touched, self._held_keys = set(), set()
+        return self._score(self._held_last, touched, keys)
+
+    def _score(self, event_id: str, touched: set[FactKey], keys: Iterable[FactKey]) -> StageResult:
+        at = self.at
+        assert at is not None
         changed = self._tracker.changed_keys(at) if self._tracker is not None else None
 
         entering = [
             p
-            for key in event.keys
+            for key in keys
             if key not in self._active_keys and self.truth.asserted(key)
             for p in self._enter(key)
         ]
@@ -285,14 +328,21 @@ class Replay:
             self._score_changes(at, entering, changed, touched)
         for fact in ended:
             self._due.setdefault(self._index + self.forgetting_window, []).append(fact)
-        for fact in self._due.pop(self._index, ()):
-            probe = self._generated_probe(fact.key)
-            answer = self._answers.get(probe.id, ()) if probe else ()
-            add_cells(
-                self._forget_counts,
-                ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
-            )
-        return StageResult(self._index, event.id, at, self._all_counts())
+        for index in range(self._scored + 1, self._index + 1):
+            for fact in self._due.pop(index, ()):
+                probe = self._generated_probe(fact.key)
+                answer = self._answers.get(probe.id, ()) if probe else ()
+                add_cells(
+                    self._forget_counts,
+                    ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
+                )
+        self._scored = self._index
+        return StageResult(self._index, event_id, at, self._all_counts())
+
+    @property
+    def held(self) -> int:
+        """Events applied and not scored yet (a batch in progress)."""
+        return self._index - self._scored
 
     def metrics(self) -> dict[str, Metrics]:
         return metrics_from_counts(self._all_counts())
@@ -349,7 +399,7 @@ class Replay:
         replay = cls(memory, probes, **options)
         for event in events:
             replay.truth.apply(event)
-        replay._index = int(snapshot["index"])
+        replay._index = replay._scored = int(snapshot["index"])
         replay.stats = ReplayStats(int(snapshot["events"]), int(snapshot["probe_queries"]))
         replay._forget_counts = [int(c) for c in snapshot["forget_counts"]]
         replay._due = {
@@ -728,7 +778,7 @@ class Replay:
         truth), whose memory is as it was then: nothing is replayed or asked again."""
         replay = cls(memory, probes, **options)
         replay.truth = truth
-        replay._index = int(counters["index"])
+        replay._index = replay._scored = int(counters["index"])
         replay.stats = ReplayStats(int(counters["events"]), int(counters["probe_queries"]))
         replay._counts = [int(c) for c in counters["counts"]]
         replay._forget_counts = [int(c) for c in counters["forget_counts"]]
@@ -786,13 +836,31 @@ def evaluate(
     stages: list[StageResult] = []
     last_change: StageResult | None = None
     swept = False
+    batch = batch_events(memory)
+    in_batch = 0
+    changed = False  # the batch holds a real change (not only revalidation sweeps)
     with replay_collection():
         for event in events:
-            stage = replay.step(event)
-            if is_sweep(event):
-                swept = True
-            else:
+            in_batch += 1
+            changed = changed or not is_sweep(event)
+            stage = replay.step(event, score=in_batch == batch)
+            if stage is None:
+                continue
+            if changed:
                 last_change, swept = stage, False
+            else:
+                swept = True
+            in_batch, changed = 0, False
+            if keep_stages:
+                stages.append(stage)
+            if on_stage is not None:
+                on_stage(stage)
+        stage = replay.flush()  # the last batch, however short
+        if stage is not None:
+            if changed:
+                last_change, swept = stage, False
+            else:
+                swept = True
             if keep_stages:
                 stages.append(stage)
             if on_stage is not None:

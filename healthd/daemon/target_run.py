@@ -18,10 +18,16 @@ from healthd.daemon.shadows import Shadows
 from healthd.daemon.state import TargetRow
 from healthd.daemon.targets import TargetRuntime, build_shadow
 from healthd.daemon.views import Views
-from healthd.evaluator import Replay
+from healthd.evaluator import Replay, StageResult, is_sweep
 from healthd.exporters.report import metrics_json
 from healthd.logging import get_logger, redact_text
-from healthd.memory import Checkpointed, EventExpiryReporting, RunScoped, retrieval_fingerprint
+from healthd.memory import (
+    Checkpointed,
+    EventExpiryReporting,
+    RunScoped,
+    batch_events,
+    retrieval_fingerprint,
+)
 from healthd.memory.fingerprint import UNDECLARED
 from healthd.model import ChangeEvent, FactKey
 from healthd.probes import ProbeSet
@@ -140,6 +146,10 @@ class TargetRuns(Shadows):
                 progress = _Progress(self, t.name, run_id, count)
                 done = 0
                 timed_out: str | None = None
+                # a memory written in batches (one wait, one stage per batch) is never
+                # committed with a batch half scored
+                batch = batch_events(t.memory) if t.memory is not None else 1
+                held: list[ChangeEvent] = []
                 with replay_collection():
                     for done, event in enumerate(todo, 1):
                         if self.stop.is_set():
@@ -148,17 +158,24 @@ class TargetRuns(Shadows):
                             done -= 1
                             timed_out = f"replay stopped after {done} of {count} events"
                             break
-                        stage = replay.step(event)
-                        t.stages.add(stage, event)
-                        t.note_stage(stage, event)
+                        commit = batched and done % self.settings.checkpoint_events == 0
+                        score = batch == 1 or len(held) + 1 >= batch or done == count or commit
+                        stage = replay.step(event, score=score)
+                        if stage is None:
+                            held.append(event)
+                        else:
+                            _take_stage(t, stage, event, held)
                         if t.store is not None:
                             t.store.note(event)
                         t.position += 1
                         t.last_event = event.id
-                        if batched and done % self.settings.checkpoint_events == 0:
+                        if commit:
                             self._commit(t)
                         if done % 128 == 0:
                             progress.update(done)
+                    stage = replay.flush()  # a batch cut short by the run's time limit
+                    if stage is not None:
+                        _take_stage(t, stage, held[-1], held[:-1])
                 self._settle_change(t)
                 if batched and (done or fresh):
                     self._commit(t)
@@ -219,6 +236,8 @@ class TargetRuns(Shadows):
         except Aborted:
             if t.persistent and isinstance(t.memory, Checkpointed):
                 try:  # what was replayed so far is kept; the next run resumes from here
+                    if t.replay is not None and t.replay.held:
+                        t.replay.flush()  # a checkpoint never holds half a batch
                     self._commit(t)
                 except Exception:
                     pass
@@ -371,6 +390,17 @@ class TargetRuns(Shadows):
         log_fields["probes"] = outcome["probes"]
         log_fields["metrics"] = outcome["metrics"]
         log.info("run", **log_fields, **_llm_fields(outcome.get("llm")))
+
+
+def _take_stage(
+    t: TargetRuntime, stage: StageResult, event: ChangeEvent, held: list[ChangeEvent]
+) -> None:
+    """The stage of ``event``, the last of a batch whose others (``held``, emptied here) were
+    applied unscored: its newest real change (if any) is the batch's."""
+    t.stages.add(stage, event)
+    changes = [e for e in (*held, event) if not is_sweep(e)]
+    t.note_stage(stage, max(changes, key=lambda e: e.timestamp) if changes else event)
+    held.clear()
 
 
 def _llm_fields(block: dict[str, Any] | None) -> dict[str, Any]:

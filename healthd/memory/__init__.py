@@ -108,6 +108,15 @@ def take_llm_block(memory: Memory | None, kind: str) -> dict[str, Any]:
     return empty_block([NOT_COUNTED[kind]] if kind in NOT_COUNTED else [])
 
 
+def batch_events(memory: Memory) -> int:
+    """How many events are written to ``memory`` before it is read again (its
+    ``batch_events``): a memory that must be waited for after a write (AgentCore's
+    consistency wait) is waited for once per batch, and the batch is one stage. 1 (the
+    default): every change is a stage."""
+    value = getattr(memory, "batch_events", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+
 @runtime_checkable
 class Checkpointed(Protocol):
     """A persistent memory whose writes can be made durable in batches, each with a

@@ -117,6 +117,8 @@ class AgentCoreOptions(BaseModel):
     record_expiry_days: int | None = Field(None, ge=31, le=36500)
     top_k: int = Field(20, ge=1, le=MAX_TOP_K)
     consistency_wait_seconds: float = Field(0.0, ge=0, le=300)
+    # events written before the memory is read again: one wait, one stage per batch
+    batch_events: int = Field(1, ge=1, le=10_000)
     max_attempts: int = Field(4, ge=1, le=10)
     timeout_seconds: float = Field(10.0, gt=0, le=300)
 
@@ -197,6 +199,7 @@ class AgentCoreMemory:
                 "writes only under a prefix it owns (set shadow = true)"
             )
         self.options = options
+        self.batch_events = options.batch_events
         self.prefix = options.namespace_prefix
         self._session = session
         self._sleep = sleep

@@ -85,6 +85,8 @@ class EventsOptions(BaseModel):
     control_endpoint_url: str | None = None
     top_k: int = Field(5, ge=1, le=MAX_TOP_K)
     consistency_wait_seconds: float = Field(0.0, ge=0, le=300)
+    # events written before the memory is read again: one wait, one stage per batch
+    batch_events: int = Field(1, ge=1, le=10_000)
     max_attempts: int = Field(4, ge=1, le=10)
     timeout_seconds: float = Field(10.0, gt=0, le=300)
 
@@ -167,6 +169,7 @@ class AgentCoreEventsMemory:
                 "only as an actor it owns (set shadow = true)"
             )
         self.options = options
+        self.batch_events = options.batch_events
         self.actor = options.actor_id
         self._boto_session = session
         self._sleep = sleep
