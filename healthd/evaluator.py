@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, overload
 
 from healthd._collector import replay_collection
 from healthd._packed import to_micros
+from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import (
     ChangeTracking,
     Memory,
@@ -878,7 +879,7 @@ def evaluate(
         retrieval=retrieval_fingerprint(memory, replay.reader.label),
         reader=replay.reader.label,
         reading=replay.reading_counts(),
-        llm=llm_block(memory, kind),
+        llm=add_blocks(take_reader_block(replay.reader), llm_block(memory, kind)),
     )
 
 

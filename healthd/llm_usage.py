@@ -205,6 +205,13 @@ def summary_text(block: Mapping[str, Any] | None) -> str | None:
     return text
 
 
+def take_reader_block(reader: Any) -> dict[str, Any] | None:
+    """The calls a reader (healthd's LLM judge) made since the last time, if it counts any
+    (its ``usage``), counting again from nothing; None for a reader that calls nothing."""
+    usage = getattr(reader, "usage", None)
+    return usage.take() if isinstance(usage, LLMUsage) else None
+
+
 class LLMUsage:
     """One target's calls, by purpose; safe to count from several threads (Mem0 embeds in
     a thread pool). ``not_counted`` says what healthd causes but cannot see."""

@@ -334,3 +334,38 @@ def test_a_daemons_totals_add_up_run_after_run() -> None:
     assert total["calls"] == 6 and total["calls_without_usage"] == 2
     assert list(total["by_purpose"]) == ["extraction", "embedding"]  # in PURPOSES' order
     assert total["by_purpose"]["extraction"]["prompt_tokens"] == 40
+
+
+def test_healthds_own_judge_is_counted_for_the_target_whose_served_text_it_read(
+    tmp_path: Path,
+) -> None:
+    """`evaluate --reader llm` over two text-serving targets: every request the judge
+    received is counted once, as `judge`, under the target whose answer it was reading, with
+    the tokens its answers reported; the `http` target also says the service's own calls are
+    not counted."""
+    from fake_judge import FakeJudge
+    from text_memory_service import TextMemoryService
+
+    from healthd.cli import main
+
+    out = tmp_path / "report.json"
+    with FakeJudge() as judge, TextMemoryService() as service:
+        reader = f"llm:base_url={judge.url},model=fake-judge-1"
+        targets = [
+            f"http:base_url={service.url},namespace=healthd/{name},shadow=on,baseline={b}"
+            for name, b in (("one", "off"), ("two", "on"))
+        ]
+        args = ["evaluate", "--reader", reader, "--format", "json", "--output", str(out)]
+        for target in targets:
+            args += ["--target", target]
+        assert main(args) == 0
+        received = len(judge.requests)
+    blocks = [t["llm"] for t in json.loads(out.read_text())["targets"]]
+    assert received > 0 and all(b["by_purpose"]["judge"]["calls"] > 0 for b in blocks)
+    assert sum(b["calls"] for b in blocks) == received
+    for block in blocks:
+        assert set(block["by_purpose"]) == {"judge"}
+        judged = block["by_purpose"]["judge"]
+        # the fake judge reports 1 prompt and 1 completion token an answer
+        assert judged["prompt_tokens"] == judged["completion_tokens"] == judged["calls"]
+        assert "the service's own LLM and embedding calls" in block["not_counted"][0]

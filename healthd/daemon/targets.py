@@ -12,7 +12,7 @@ from typing import Any
 from healthd.daemon.replay_store import ReplayStore
 from healthd.daemon.state import SourceRow, TargetRow
 from healthd.evaluator import Replay, StageResult, is_sweep
-from healthd.llm_usage import add_blocks
+from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import Memory, TargetSpec, build_memory, take_llm_block
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.model import ChangeEvent
@@ -93,6 +93,10 @@ class TargetRuntime:
         """Add the calls the memory counted since the last time to the run's and the
         total (before the memory is closed or the run ends)."""
         block = take_llm_block(self.memory, self.kind)
+        if self.replay is not None:  # healthd's judge reading what this target served
+            judged = take_reader_block(self.replay.reader)
+            if judged is not None:
+                block = add_blocks(judged, block)
         self.llm_total = add_blocks(self.llm_total, block)
         self.llm_run = add_blocks(self.llm_run, block)
 

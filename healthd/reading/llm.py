@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.errors import ReaderError, shorten
+from healthd.llm_usage import LLMUsage, tokens_of
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
 
@@ -77,6 +78,8 @@ class LlmReader:
                 f"reader 'llm': environment variable {options.token_env!r} (token_env) is not set"
             )
         self.options = options
+        # the judge's calls, taken by the replay of the target whose served items it read
+        self.usage = LLMUsage()
         self._client = HttpClient(
             session or requests.Session(),
             options,
@@ -105,10 +108,12 @@ class LlmReader:
             ],
         }
         where = f"reader 'llm' at {self.options.base_url}"
+        self.usage.sent("judge")  # counted as sent: a failed call may cost all the same
         try:
             data = self._client.post_json(self.options.base_url + "/chat/completions", body).data
         except HttpError as exc:
             raise ReaderError(f"{where}: {exc}") from None
+        self.usage.answered("judge", tokens_of(data))
         return _reading(data, values, where)
 
 
