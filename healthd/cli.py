@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "memory/postgres and its index; extra langmem), "
         "agentcore (memory_id, namespace_prefix, shadow, "
         "mode = native/managed/events, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
-        "consistency_wait_seconds, max_attempts, timeout_seconds; events: actor_id, "
+        "consistency_wait_seconds, batch_events, max_attempts, timeout_seconds; events: actor_id, "
         "isolation_actor_id, control_endpoint_url; extra agentcore), and any a "
         "plugin registers. Any kind takes baseline=on|off: a baseline is meant to fail and is "
         "shown apart (naive is one unless baseline=off)",
