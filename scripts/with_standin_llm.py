@@ -2,11 +2,16 @@
 TEAM_LLM_* and TEAM_EMBEDDING_* variables that config/mem0-team.toml reads, then stop it.
 
     python scripts/with_standin_llm.py healthd evaluate --config config/mem0-team.toml
+    python scripts/with_standin_llm.py --style verbatim healthd evaluate --config ...
 
-Chat completions are answered by the stand-in's responders (deterministic extraction from
-healthd's own sentences); embeddings are the real all-MiniLM-L6-v2. Figures computed this way
-are labelled "(stand-in LLM)". At the end it prints, on stderr, the requests it received by
-path: what the report's `llm` blocks (summed over the targets) count.
+Chat completions are answered by the stand-in's responders (deterministic, not a model) in a
+style: ``varied`` (the default: memories reworded, merged, with implicit subjects, neighbouring
+subjects, invented values, dropped or stale facts, as healthd.testing.standin_style documents)
+or ``verbatim`` (the stand-in before styles existed); ``--seed N`` varies the varied draws.
+Embeddings are the real all-MiniLM-L6-v2. Figures computed this way are labelled "(stand-in
+LLM)", and with ``varied`` "stand-in style varied".
+At the end it prints, on stderr, the requests it received by path: what the report's `llm`
+blocks (summed over the targets) count.
 """
 
 from __future__ import annotations
@@ -16,13 +21,35 @@ import subprocess
 import sys
 
 from healthd.testing.standin_llm import MINILM_MODELS, StandInLLM
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 
 def main(argv: list[str]) -> int:
+    style, seed = DEFAULT_STYLE, DEFAULT_SEED
+    while argv[:1] and argv[0] in ("--style", "--seed"):
+        if len(argv) < 2:
+            print(f"with_standin_llm: {argv[0]} needs a value", file=sys.stderr)
+            return 2
+        if argv[0] == "--style":
+            style = argv[1]
+            if style not in STYLES:
+                print(
+                    f"with_standin_llm: --style must be one of {', '.join(STYLES)}", file=sys.stderr
+                )
+                return 2
+        else:
+            try:
+                seed = int(argv[1])
+            except ValueError:
+                print(
+                    f"with_standin_llm: --seed {argv[1]!r} is not a whole number", file=sys.stderr
+                )
+                return 2
+        argv = argv[2:]
     if not argv:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    with StandInLLM() as llm:
+    with StandInLLM(style=style, seed=seed) as llm:
         env = dict(
             os.environ,
             TEAM_LLM_BASE_URL=llm.base_url,

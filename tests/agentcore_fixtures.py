@@ -43,6 +43,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 @pytest.fixture
 def emulator(aws_env: dict[str, str]) -> Iterator[AgentCoreEmulator]:
     with AgentCoreEmulator() as emu:
+        emu.events.style = "verbatim"  # healthd's plumbing, not the stand-in's style, under test
         emu.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
         yield emu
 

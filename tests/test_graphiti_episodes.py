@@ -77,7 +77,7 @@ def _table(base_url: str, client: str = "openai_generic") -> Any:
 
 @pytest.fixture
 def standin() -> Iterator[StandInLLM]:
-    with StandInLLM() as server:
+    with StandInLLM(style="verbatim") as server:  # the pipeline, not the style, under test
         yield server
 
 
@@ -137,7 +137,7 @@ def test_an_episode_run_ends_the_old_edge_by_graphitis_own_contradiction_detecti
 def test_what_ends_is_the_llms_decision_not_healthds(standin: StandInLLM) -> None:
     """The same episodes with an LLM that never sees a contradiction: Alice's edge stays."""
 
-    def never_contradicts(request: Mapping[str, Any]) -> str | None:
+    def never_contradicts(request: Mapping[str, Any], *style_and_seed: object) -> str | None:
         if _schema(request) != "EdgeDuplicate":
             return None
         return json.dumps({"duplicate_facts": [], "contradicted_facts": []})
@@ -392,7 +392,7 @@ def test_the_stand_in_answers_graphitis_prompts_only_from_healthds_sentences() -
             "messages": [{"role": "user", "content": content}],
             "response_format": {"type": "json_schema", "json_schema": {"name": schema}},
         }
-        answer = responder.respond(request)
+        answer = responder.respond(request, "verbatim")
         return None if answer is None else json.loads(answer)
 
     text = '<TEXT>\nThe language of auth-service changed from "node" to "go".\n</TEXT>'

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from healthd.testing.standin_llm import StandInLLM, UnknownPrompt, complete, responders
-from healthd.testing.standin_llm.mem0 import UnreadableTurn, respond
+from healthd.testing.standin_llm.mem0 import UnreadableTurn
+from healthd.testing.standin_llm.mem0 import respond as respond_any
+
+
+def respond(request: dict[str, Any]) -> str | None:
+    """The responder as it was before styles (``verbatim``), whose answers these pin."""
+    return respond_any(request, "verbatim")
+
 
 # mem0 reads MEM0_TELEMETRY once, when first imported: imported here before any target
 # turns it off, the mem0 targets in this process would refuse to run
@@ -92,7 +99,7 @@ def test_another_prompt_is_not_its_own_and_an_unknown_turn_is_refused() -> None:
 def test_served_over_http_as_mem0s_openai_client_asks() -> None:
     from openai import OpenAI
 
-    with StandInLLM() as server:
+    with StandInLLM(style="verbatim") as server:
         client = OpenAI(base_url=server.base_url, api_key="not-a-key", max_retries=0)
         request = mem0_request(["(2026-03-01 09:00 UTC) Auth-service is written in go."])
         done = client.chat.completions.create(

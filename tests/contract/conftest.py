@@ -159,6 +159,7 @@ def agentcore_events_target(tmp_path: Path) -> Iterator[ContractTarget]:
     from healthd.testing.agentcore_events import Strategy
 
     with AgentCoreEmulator() as emulator:
+        emulator.events.style = "verbatim"  # healthd's contract, not the stand-in's style
         emulator.events.configure(
             MEMORY_ID, strategies=[Strategy("facts-a1b2c3d4e5", "healthd/{actorId}/facts")]
         )

@@ -57,6 +57,7 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
     timeline = tmp_path / "timeline.jsonl"
     timeline.write_text(_event(1, "@alice", None) + _event(2, "@bob", "@alice"))
     with AgentCoreEmulator() as emulator:
+        emulator.events.style = "verbatim"  # the daemon's handling, not the style, under test
         emulator.events.configure(
             MEMORY_ID, event_expiry_days=30, strategies=[Strategy(STRATEGY, "h/{actorId}")]
         )

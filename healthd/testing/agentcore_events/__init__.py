@@ -20,10 +20,18 @@ What the documents (``002``, ``004``) and botocore's models describe, for tests 
   statement that something stopped being true only invalidates the topic's record) or NO-OP
   (the same statement again). It knows nothing of dependencies between facts.
 
-The emulator has no language model: its *extraction* reads the sentences healthd renders for
-a change ("Billing is owned by @bob.", "It is no longer true that ..."), a stand-in for the
-service's model, deterministic and named as such wherever its figures are shown. A sentence it
-cannot read is ignored, as routine chatter would be.
+The emulator has no language model: its *extraction* is a stand-in for the service's model,
+deterministic and named as such wherever its figures are shown, in a ``style`` (``style``
+and ``seed`` of :class:`EventPlane`, ``--style`` of ``python -m
+healthd.testing.agentcore_events``). ``verbatim`` reads the sentences healthd renders for a
+change ("Billing is owned by @bob.", "It is no longer true that ...") by their shape, as the
+emulator did before styles existed (its figures reproduce exactly). ``varied`` (the default)
+reads the conversation as English (:func:`healthd.testing.standin_style.read`) and writes
+its records as :mod:`healthd.testing.standin_style` documents (reworded, merged with another
+subject's fact, the subject left implicit, a neighbouring subject credited too, an invented
+value, a dropped or stale fact); a record's topic is what its own text reads as, so a record
+whose subject was left as "it" is never updated. A sentence it cannot read is ignored, as
+routine chatter would be.
 
 ``python -m healthd.testing.agentcore_events`` serves an emulator with such a memory (its
 ``__main__``, kept apart: the emulator imports this plane, which imports only
@@ -38,6 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from healthd.testing import standin_style
 from healthd.testing._agentcore_core import (
     DAY,
     META_STRING,
@@ -109,9 +118,19 @@ class ShortTermMemory:
 class EventPlane:
     """The events, the control plane's ``GetMemory`` and the strategies of an emulator."""
 
-    def __init__(self, emulator: Host, consolidation_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        emulator: Host,
+        consolidation_delay: float = 0.0,
+        style: str = standin_style.DEFAULT_STYLE,
+        seed: int = standin_style.DEFAULT_SEED,
+    ) -> None:
+        if style not in standin_style.STYLES:
+            raise ValueError(f"style must be one of {', '.join(standin_style.STYLES)}")
         self._emulator = emulator
         self.consolidation_delay = consolidation_delay
+        self.style = style
+        self.seed = seed
         self.memories: dict[str, ShortTermMemory] = {}
         # for tests, the newest only: (event id, decision, record id) and (method, path, body)
         self.consolidations: deque[tuple[str, str, str]] = deque(maxlen=KEPT)
@@ -401,6 +420,9 @@ class EventPlane:
         self, store: MemoryStore, strategy: Strategy, event: Event, now: float
     ) -> None:
         namespace = strategy.resolve(event.actor_id, event.session_id)
+        if self.style == "varied":
+            self._consolidate_varied(store, strategy, event, namespace, now)
+            return
         for statement in extract(_conversation(event.payload)):
             active = [
                 r
@@ -428,6 +450,58 @@ class EventPlane:
             store.records[record.id] = record
             decision = "UPDATE" if active else "ADD"
             self.consolidations.append((event.event_id, decision, record.id))
+
+    def _consolidate_varied(
+        self, store: MemoryStore, strategy: Strategy, event: Event, namespace: str, now: float
+    ) -> None:
+        """The ``varied`` extraction: the conversation read as English, each record's topic
+        what its own text reads as (ADD / UPDATE / NO-OP as in ``verbatim``)."""
+        said = _conversation(event.payload)
+        active = [
+            r
+            for r in store.records.values()
+            if r.deleted_at is None
+            and r.strategy_id == strategy.strategy_id
+            and namespace in r.namespaces
+        ]
+        read = {r.id: standin_style.read(r.content)[:1] for r in active}
+        known = [claim for claims in read.values() for claim in claims]
+        claims = standin_style.read(said)
+        for index, claim in enumerate(claims):
+            context = [*known, *claims[:index], *claims[index + 1 :]]
+            for memory in standin_style.write(
+                claim, seed=self.seed, key=f"{said}#{index}", context=context, said=said
+            ):
+                stated = memory.claim
+                alive = [r for r in active if r.deleted_at is None]
+                on_topic = [r for r in alive if any(c.topic == stated.topic for c in read[r.id])]
+                same = [
+                    r
+                    for r in on_topic
+                    if any(c.value.casefold() == stated.value.casefold() for c in read[r.id])
+                ]
+                if not stated.negated and same:
+                    self.consolidations.append((event.event_id, "NO-OP", same[0].id))
+                    continue
+                for record in on_topic:
+                    record.deleted_at = now
+                if stated.negated:
+                    ended = on_topic[0].id if on_topic else ""
+                    decision = "UPDATE" if on_topic else "NO-OP"
+                    self.consolidations.append((event.event_id, decision, ended))
+                    continue
+                record = Record(
+                    id=self._emulator._new_id(), namespaces=[namespace], content=memory.text,
+                    timestamp=event.timestamp, strategy_id=strategy.strategy_id, metadata={},
+                    created_at=now, updated_at=now, expires_at=None, expiry_days=None,
+                    visible_from=now,
+                )  # fmt: skip
+                store.records[record.id] = record
+                active.append(record)
+                read[record.id] = standin_style.read(record.content)[:1]
+                self.consolidations.append(
+                    (event.event_id, "UPDATE" if on_topic else "ADD", record.id)
+                )
 
 
 # -- the emulator's stand-in extraction ---------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from healthd.testing import standin_style
 from healthd.testing._agentcore_core import Strategy
 from healthd.testing.agentcore import AgentCoreEmulator, indexed_key_option, indexed_keys, serve
 
@@ -23,6 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", default="healthd/{actorId}/facts")
     parser.add_argument("--event-expiry-days", type=int, default=90)
     parser.add_argument("--consolidation-delay", type=float, default=0.0)
+    parser.add_argument(
+        "--style",
+        choices=standin_style.STYLES,
+        default=standin_style.DEFAULT_STYLE,
+        help="how the stand-in strategy writes records: varied (reworded, merged, implicit, "
+        "neighbouring, invented, dropped or stale, as healthd.testing.standin_style documents) "
+        "or verbatim (the emulator before styles existed)",
+    )
+    parser.add_argument("--seed", type=int, default=standin_style.DEFAULT_SEED)
     indexed_key_option(parser)
     args = parser.parse_args(argv)
     try:
@@ -31,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     emulator = AgentCoreEmulator(port=args.port)
     emulator.events.consolidation_delay = args.consolidation_delay
+    emulator.events.style, emulator.events.seed = args.style, args.seed
     emulator.events.configure(
         args.memory_id,
         event_expiry_days=args.event_expiry_days,

@@ -10,7 +10,11 @@ or the hashing embedder (model ``healthd-hashing``) where a test only needs plum
 Figures computed through it measure a product's pipeline with this stand-in deciding what
 its LLM would have decided; they are labelled as such wherever they are shown.
 
-    python -m healthd.testing.standin_llm --port 8011    # prints its base URL
+    python -m healthd.testing.standin_llm --port 8011 [--style varied|verbatim] [--seed 0]
+
+``style`` (``--style``): ``varied`` (the default) writes memories as an unkind LLM would,
+``verbatim`` as the stand-in did before styles existed; the behaviours and their proportions
+are documented in :mod:`healthd.testing.standin_style`.
 
 Faults on demand (``fault``): ``garbage`` answers 200 with a body that is not JSON,
 ``error`` answers 500, ``prose`` answers a well-formed chat completion whose content is
@@ -30,16 +34,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from healthd.embedding import HASHING_MODEL, hash_embeddings
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 MAX_BODY = 8 * 1024 * 1024
 FAULTS = ("none", "garbage", "error", "prose")
 PROSE = "Sure! Here is what I remember about that conversation."
 MINILM_MODELS = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
-#: a responder answers with the message's text, or with an assistant message of ``tool_calls``
-#: (``{"content": ..., "tool_calls": [(name, arguments), ...]}``) for a prompt that asks for
-#: function calls, or None for a prompt that is not its product's
-Responder = Callable[[Mapping[str, Any]], "str | Mapping[str, Any] | None"]
+#: a responder, ``respond(request, style, seed)``, answers with the message's text, or with an
+#: assistant message of ``tool_calls`` (``{"content": ..., "tool_calls": [(name, arguments),
+#: ...]}``) for a prompt that asks for function calls, or None for a prompt that is not its
+#: product's
+Responder = Callable[..., "str | Mapping[str, Any] | None"]
 
 
 class UnknownPrompt(ValueError):
@@ -71,9 +77,14 @@ def message_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def complete(request: Mapping[str, Any], found: Sequence[Responder]) -> str | Mapping[str, Any]:
+def complete(
+    request: Mapping[str, Any],
+    found: Sequence[Responder],
+    style: str = DEFAULT_STYLE,
+    seed: int = DEFAULT_SEED,
+) -> str | Mapping[str, Any]:
     for respond in found:
-        content = respond(request)
+        content = respond(request, style, seed)
         if content is not None:
             return content
     raise UnknownPrompt("no stand-in responder recognises this prompt")
@@ -96,10 +107,21 @@ class StandInLLM:
     (:meth:`counts` sums them by path: the stand-in's own request log, what a count of the
     calls made to it is checked against)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, fault: str = "none") -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        fault: str = "none",
+        style: str = DEFAULT_STYLE,
+        seed: int = DEFAULT_SEED,
+    ) -> None:
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {', '.join(STYLES)}")
         self.fault = fault
+        self.style = style
+        self.seed = seed
         self._host = host
         self.requests: list[dict[str, Any]] = []
         self._responders = responders()
@@ -183,7 +205,11 @@ class StandInLLM:
         messages = body.get("messages")
         if not isinstance(messages, list):
             raise ValueError("messages must be a list")
-        answer = PROSE if self.fault == "prose" else complete(body, self._responders)
+        answer = (
+            PROSE
+            if self.fault == "prose"
+            else complete(body, self._responders, self.style, self.seed)
+        )
         message, content = _assistant_message(answer, len(self.requests))
         words = len(message_text(messages).split())
         return {
@@ -216,7 +242,7 @@ class StandInLLM:
         messages: list[Any] = given
         if isinstance(body.get("instructions"), str):
             messages = [{"role": "system", "content": body["instructions"]}, *messages]
-        content = complete({**body, "messages": messages}, self._responders)
+        content = complete({**body, "messages": messages}, self._responders, self.style, self.seed)
         if not isinstance(content, str):
             raise ValueError("this prompt asks for function calls: use /chat/completions")
         words = len(message_text(messages).split())
@@ -309,8 +335,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free)")
     parser.add_argument("--fault", choices=FAULTS, default="none", help="answer with this fault")
+    parser.add_argument(
+        "--style",
+        choices=STYLES,
+        default=DEFAULT_STYLE,
+        help="how the memories are written: varied (reworded, merged, implicit, neighbouring, "
+        "invented, dropped or stale, in the proportions healthd.testing.standin_style "
+        "documents) or verbatim (the stand-in before styles existed)",
+    )
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
     args = parser.parse_args(argv)
-    server = StandInLLM(port=args.port, fault=args.fault)
+    server = StandInLLM(port=args.port, fault=args.fault, style=args.style, seed=args.seed)
     print(server.base_url, flush=True)
     try:
         server.server.serve_forever()

@@ -19,6 +19,17 @@ answer, as a cautious model would give:
   contradicts it.
 - ``SummarizedEntities`` (summaries): an entity's summary is the newest sentence naming it.
 - ``EdgeTimestamps``: valid from the reference time.
+
+That is ``style="verbatim"``, which reads healthd's episode grammar (kept so that figures
+measured before styles existed reproduce exactly). ``style="varied"`` (the default) reads
+the episode as English (:func:`healthd.testing.standin_style.read`), never by healthd's
+grammar, and writes its edges as :mod:`healthd.testing.standin_style` documents: the fact
+strings reworded, merged with another subject's fact, with the subject left as "it", an
+edge credited to a neighbouring subject too, now and then an invented value, a dropped edge
+or a stale one (the other subjects come from the previous episodes in the prompt). The
+entities it extracts are the ends of those edges (the same draws: each is seeded by the
+episode's own text), and ``EdgeDuplicate`` compares facts as read back from their text, so a
+fact whose subject was left implicit contradicts nothing.
 """
 
 from __future__ import annotations
@@ -30,11 +41,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from healthd.memory.graphiti_episodes import STATEMENT
+from healthd.testing import standin_style
 
 _SECTION = re.compile(r"<(?P<tag>[A-Z][A-Z_ ]*)>\n(?P<body>.*?)\n</(?P=tag)>", re.DOTALL)
 
 
-def respond(request: Mapping[str, Any]) -> str | None:
+def respond(
+    request: Mapping[str, Any],
+    style: str = standin_style.DEFAULT_STYLE,
+    seed: int = standin_style.DEFAULT_SEED,
+) -> str | None:
     """Graphiti's structured answer to the request, or None for another product's prompt."""
     from healthd.testing.standin_llm import message_text
 
@@ -42,9 +58,12 @@ def respond(request: Mapping[str, Any]) -> str | None:
     if not isinstance(messages, list):
         return None
     text = message_text(messages)
-    answer = _ANSWERS.get(_response_model(request, text) or "")
+    model = _response_model(request, text) or ""
+    answer = _ANSWERS.get(model)
     if answer is None:
         return None
+    if style == "varied" and model in _VARIED:
+        return json.dumps(_VARIED[model](_sections(text), seed))
     return json.dumps(answer(_sections(text)))
 
 
@@ -233,3 +252,93 @@ def _strings(text: str) -> Sequence[str]:
             elif isinstance(item, Mapping) and isinstance(item.get("content"), str):
                 out.append(item["content"])
     return out
+
+
+# -- style "varied": the episode read as English ------------------------------------------------
+
+
+def _previous(sections: Mapping[str, str]) -> str:
+    for tag in ("PREVIOUS MESSAGES", "PREVIOUS_MESSAGES"):
+        if tag in sections:
+            return "\n".join(_strings(sections[tag])) or sections[tag]
+    return ""
+
+
+def _varied_memories(sections: Mapping[str, str], seed: int) -> list[standin_style.Memory]:
+    episode = _episode(sections)
+    earlier = standin_style.read(_previous(sections))
+    claims = standin_style.read(episode)
+    out: list[standin_style.Memory] = []
+    for index, claim in enumerate(claims):
+        context = [*earlier, *claims[:index], *claims[index + 1 :]]
+        out.extend(
+            standin_style.write(
+                claim, seed=seed, key=f"{episode}#{index}", context=context, said=episode
+            )
+        )
+    return out
+
+
+def _varied_entities(sections: Mapping[str, str], seed: int) -> dict[str, Any]:
+    names: list[str] = []
+    for memory in _varied_memories(sections, seed):
+        for name in (memory.claim.subject, memory.claim.value):
+            wanted = memory.claim.relation != "exists" or name == memory.claim.subject
+            if wanted and name and name not in names:
+                names.append(name)
+    return {
+        "extracted_entities": [
+            {"name": name, "entity_type_id": 0, "episode_indices": [0]} for name in names
+        ]
+    }
+
+
+def _varied_edges(sections: Mapping[str, str], seed: int) -> dict[str, Any]:
+    reference = _reference_time(sections.get("REFERENCE_TIME", ""))
+    known = {str(e.get("name", "")) for e in _json_list(sections.get("ENTITIES", "[]"))}
+    edges = []
+    for memory in _varied_memories(sections, seed):
+        claim = memory.claim
+        if claim.relation == "exists":
+            continue  # existence relates the subject to nothing
+        if known and not {claim.subject, claim.value} <= known:
+            continue  # an end the entity extraction did not name
+        edges.append(
+            {
+                "source_entity_name": claim.subject,
+                "target_entity_name": claim.value,
+                "relation_type": re.sub(r"\W+", "_", claim.relation).strip("_").upper(),
+                "fact": memory.text,
+                "valid_at": reference,
+                "invalid_at": None,
+                "episode_indices": [0],
+            }
+        )
+    return {"edges": edges}
+
+
+def _varied_duplicate(sections: Mapping[str, str], seed: int) -> dict[str, Any]:
+    new = next(iter(standin_style.read(sections.get("NEW FACT", ""))), None)
+    existing = _python_list(sections.get("EXISTING FACTS", "[]"))
+    candidates = _python_list(sections.get("FACT INVALIDATION CANDIDATES", "[]"))
+    duplicates: list[int] = []
+    contradicted: list[int] = []
+    if new is not None:
+        for entry in [*existing, *candidates]:
+            old = next(iter(standin_style.read(str(entry.get("fact", "")))), None)
+            if old is None or old.topic != new.topic:
+                continue
+            index = int(entry.get("idx", -1))
+            same = old.value.casefold() == new.value.casefold()
+            if same and old.negated == new.negated and entry in existing:
+                duplicates.append(index)
+            elif not old.negated and (not same or new.negated):
+                contradicted.append(index)
+    return {"duplicate_facts": duplicates, "contradicted_facts": contradicted}
+
+
+_VARIED: dict[str, Callable[[Mapping[str, str], int], dict[str, Any]]] = {
+    "ExtractedEntities": _varied_entities,
+    "ExtractedEdges": _varied_edges,
+    "EdgeDuplicate": _varied_duplicate,
+}

@@ -57,8 +57,12 @@ class UnreadableSession(ValueError):
     """LangMem's prompt without a conversation the stand-in can read."""
 
 
-def respond(request: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The assistant message (``tool_calls``) answering LangMem's request, or None."""
+def respond(
+    request: Mapping[str, Any], style: str = "verbatim", seed: int = 0
+) -> dict[str, Any] | None:
+    """The assistant message (``tool_calls``) answering LangMem's request, or None. It has
+    one style: ``style`` and ``seed`` are taken and not used (the varied style of
+    :mod:`healthd.testing.standin_style` is not built for LangMem's tool calls yet)."""
     messages = request.get("messages")
     tools = _tool_names(request.get("tools"))
     if not isinstance(messages, list) or "Memory" not in tools or not messages:

@@ -12,6 +12,16 @@ by @bob."), "it is no longer true that X is Y" said as "X is no longer Y", skipp
 an existing memory already states it (the prompt's deduplication rule); it links nothing.
 A prompt that is not Mem0's is not its to answer (``None``); Mem0's prompt with a turn it
 cannot read is refused with an error rather than guessed at.
+
+That is ``style="verbatim"``, which reads the turns by the shape healthd gives them (kept so
+that figures measured before styles existed reproduce exactly). ``style="varied"`` (the
+default) reads the turns as English (:func:`healthd.testing.standin_style.read`: sentence
+splitting, subject, verb group and object, a date wherever the turn gives one) and writes
+each fact as :mod:`healthd.testing.standin_style` documents (reworded in several registers,
+merged with another subject's fact, its subject left as "it", credited to a neighbouring
+subject too, now and then with an invented value, dropped or stale), deterministically for
+a seed; the other subjects come from the prompt's Existing Memories and Last k Messages. A
+turn it reads nothing in gives no memory, as Mem0's prompt says for chatter.
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from healthd.testing import standin_style
 
 SYSTEM_MARK = "You are a Memory Extractor"
 _SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
@@ -33,7 +45,11 @@ class UnreadableTurn(ValueError):
     """Mem0's prompt, with a new message the stand-in does not know how to read."""
 
 
-def respond(request: Mapping[str, Any]) -> str | None:
+def respond(
+    request: Mapping[str, Any],
+    style: str = standin_style.DEFAULT_STYLE,
+    seed: int = standin_style.DEFAULT_SEED,
+) -> str | None:
     messages = request.get("messages")
     if not isinstance(messages, list) or len(messages) != 2:
         return None
@@ -44,6 +60,8 @@ def respond(request: Mapping[str, Any]) -> str | None:
     if "New Messages" not in sections or "Existing Memories" not in sections:
         return None
     existing = _existing(sections["Existing Memories"])
+    if style == "varied":
+        return json.dumps({"memory": _varied(sections, existing, seed)})
     memories: list[dict[str, Any]] = []
     for role, content in _turns(sections["New Messages"]):
         if role != "user":
@@ -63,6 +81,49 @@ def respond(request: Mapping[str, Any]) -> str | None:
             }
         )
     return json.dumps({"memory": memories})
+
+
+def _varied(
+    sections: Mapping[str, str], existing: Sequence[tuple[str, str]], seed: int
+) -> list[dict[str, Any]]:
+    known = [claim for _, text in existing for claim in standin_style.read(text)]
+    earlier = [
+        claim
+        for _, content in _turns(sections.get("Last k Messages", ""))
+        for claim in standin_style.read(content)
+    ]
+    said = sections["New Messages"]
+    memories: list[dict[str, Any]] = []
+    for role, content in _turns(said):
+        if role != "user":
+            continue
+        claims = standin_style.read(content)
+        day = next(iter(standin_style.dates(content)), None)
+        for index, claim in enumerate(claims):
+            if any(_restates(claim, other) for other in known):
+                continue  # "semantically equivalent to an Existing Memory": skipped
+            context = [*known, *earlier, *claims[:index], *claims[index + 1 :]]
+            key = f"{content}#{index}"
+            for memory in standin_style.write(
+                claim, seed=seed, key=key, context=context, said=said, day=day
+            ):
+                memories.append(
+                    {
+                        "id": str(len(memories)),
+                        "text": memory.text,
+                        "attributed_to": "user",
+                        "linked_memory_ids": [],
+                    }
+                )
+    return memories
+
+
+def _restates(new: standin_style.Claim, old: standin_style.Claim) -> bool:
+    return (new.topic, new.value.casefold(), new.negated) == (
+        old.topic,
+        old.value.casefold(),
+        old.negated,
+    )
 
 
 def grounded(statement: str, day: str) -> str:
