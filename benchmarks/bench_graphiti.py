@@ -37,9 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 @contextmanager
 def standin() -> Iterator[str]:
-    """The stand-in LLM in its own process; its base URL."""
+    """The stand-in LLM in its own process; its base URL (style verbatim: the workload the
+    figures in docs/ were measured on)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "healthd.testing.standin_llm", "--port", "0"],
+        [sys.executable, "-m", "healthd.testing.standin_llm", "--port", "0", "--style", "verbatim"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

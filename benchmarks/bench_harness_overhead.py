@@ -128,6 +128,8 @@ def main() -> int:
             *(f"--indexed-key={k}:{t}" for k, t in FILTER_KEYS.items()),
             "--strategy-id",
             STRATEGY_ID,
+            "--style",  # the workload the figures in docs/ were measured on
+            "verbatim",
         ) as ac_url,
     ):
         agentcore = (
