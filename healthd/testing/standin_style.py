@@ -5,9 +5,12 @@ Not a model, and it does not decode healthd's sentence grammar: :func:`read` rea
 the way a cautious extractor would, from the text alone: it splits sentences and clauses,
 takes off asides in parentheses (keeping a replaced value named in one, "replacing X",
 "formerly X"), unwraps frames ("it is no longer true that ...", "the user said that ..."),
-and cuts each clause into subject, verb group and object with closed word classes of English
-(auxiliaries, adverbs, prepositions, participles); "the A of B" is B's attribute A, "changed
-from X to Y" a transition, a trailing number a version of the object's head.
+and cuts each clause (coordinated clauses apart) into subject, verb group and object with
+closed word classes of English (auxiliaries, adverbs, prepositions, participles); "the A of
+B" and "B's A" are B's attribute A, "changed from X to Y" a transition, a trailing number a
+version of the object's head, "@bob owns x" the passive "x is owned by @bob", a note
+"x — owner: y" or "x: retired" what it abbreviates. Whatever it writes it reads back as the
+fact it states (its subject "it" where it was left implicit).
 
 ``style`` is the stand-ins' knob (``--style`` on ``python -m healthd.testing.standin_llm``,
 ``python -m healthd.testing.agentcore_events`` and ``scripts/with_standin_llm.py``):
@@ -80,14 +83,23 @@ _VERBS = _words(
 _ADVERBS = _words("no longer not still now currently also already never again")
 _PREPS = _words("by in on for to from of with at as into onto off upon under via")
 _PARTICIPLES = _words("written run built kept known held made done set led")
+# transitive verbs an active clause normalises to the passive ("@bob owns x": x owned by @bob)
+_ACTIVE = {"owns": "owned", "own": "owned", "maintains": "maintained", "maintain": "maintained",
+           "manages": "managed", "manage": "managed", "leads": "led", "lead": "led",
+           "runs": "run", "run": "run"}  # fmt: skip
 _DETERMINERS = _words("the a an this that its their his her of")
 _FRAME = re.compile(
     r"^it (?:is|was) (?P<neg>no longer |not )?(?:true|the case) that (?P<rest>.+)$", re.I
 )
 _REPORT = re.compile(
-    r"^(?:the )?(?:user|team|assistant) (?:said|says|mentioned|noted|reported)(?: that)? (.+)$",
+    r"^(?:(?:the )?(?:user|team|assistant) (?:said|says|mentioned|noted|reported)(?: that)?"
+    r"|noted:|note:|fyi:?|as of [\w-]+,)\s+(.+)$",
     re.I,
 )
+_NOTE = re.compile(r"^(?P<s>[^—–:]+?)\s+[—–]\s+(?P<r>[^:]+?):\s*(?P<v>.+)$")  # "x — owner: y"
+_STATUS = re.compile(r"^(?P<s>[^—–:]+?):\s*(?P<v>in service|live|retired|gone)$", re.I)
+_POSSESSIVE = re.compile(r"^(?:(?P<s>.+?)'s|(?P<p>its|their))\s+(?P<a>.+)$", re.I)
+PRONOUNS = frozenset({"it", "they", "its", "their"})
 _ASIDE = re.compile(r"\s*\(([^()]*)\)")
 _OLD = re.compile(r"^(?:replacing|formerly|previously|was|it was|instead of)\s+(.+)$", re.I)
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
@@ -124,10 +136,24 @@ def read(text: str) -> list[Claim]:
     """The claims of a text, clause by clause; a clause without a subject and a verb is
     skipped, as chatter would be."""
     out: list[Claim] = []
-    for clause in _SPLIT.split(text):
-        claim = read_clause(clause)
-        if claim is not None:
-            out.append(claim)
+    for sentence in _SPLIT.split(text):
+        for clause in _coordinated(sentence):
+            claim = read_clause(clause)
+            if claim is not None:
+                out.append(claim)
+    return out
+
+
+def _coordinated(sentence: str) -> list[str]:
+    """ "x is a, and y is b" as two clauses where what follows the conjunction is a clause
+    of its own (a list of values, "a, b, and c", stays one)."""
+    parts = re.split(r",\s+(?:and|but|while)\s+", sentence)
+    out = [parts[0]]
+    for part in parts[1:]:
+        if read_clause(part) is not None:
+            out.append(part)
+        else:
+            out[-1] = f"{out[-1]}, and {part}"
     return out
 
 
@@ -152,13 +178,30 @@ def read_clause(clause: str) -> Claim | None:
             clause = framed["rest"]
         else:
             clause = framed.group(1)
-    clause = re.sub(r"^as of [\w-]+,\s*", "", clause, flags=re.I)
-    claim = _svo(clause.split())
+    claim = _note(clause) or _svo(clause.split())
     if claim is None:
         return None
     if old is not None and claim.old is None:
         claim = replace(claim, old=old)
     return replace(claim, negated=True) if negated and not claim.negated else claim
+
+
+def _note(clause: str) -> Claim | None:
+    """A note's "subject — relation: value" or "subject: in service"."""
+    status = _STATUS.match(clause)
+    if status:
+        gone = status["v"].lower() in ("retired", "gone")
+        return Claim(_unquote(status["s"]), "exists", "true", negated=gone)
+    note = _NOTE.match(clause)
+    if note is None:
+        return None
+    subject, relation, value = _unquote(note["s"]), note["r"].strip(), _unquote(note["v"])
+    negated = bool(re.match(r"(?:not|no longer)\s", value, re.I))
+    value = re.sub(r"^(?:not|no longer)\s+", "", value, flags=re.I)
+    words = relation.lower().split()
+    if any(w in _PREPS or w in _VERBS or w in _AUX or w.endswith("ed") for w in words):
+        return Claim(subject, relation, value, negated=negated)
+    return Claim(subject, "is", value, attr=relation, negated=negated)
 
 
 def _is_verb(words: list[str], at: int) -> bool:
@@ -217,12 +260,20 @@ def _svo(words: list[str]) -> Claim | None:
             return Claim(subject, "exists", "true", negated=negated)
         return None
     attr = ""
+    possessive = _POSSESSIVE.match(subject)
+    if possessive and verb.lower().split()[0] in _AUX:
+        pronoun = (possessive["p"] or "").lower()
+        owner = {"its": "It", "their": "They"}.get(pronoun) or possessive["s"]
+        verb = "is" if verb.lower() in ("is", "are", "was") else verb
+        return Claim(owner, verb, value, attr=possessive["a"], negated=negated, old=old)
     genitive = re.match(r"^(?:the\s+)?(?P<a>.+)\s+of\s+(?P<s>\S.*)$", subject, re.I)
     if genitive and verb.lower().split()[:1] and verb.lower().split()[0] in _AUX:
         attr, subject = genitive["a"], genitive["s"]
         attr = re.sub(r"^(?:the)\s+", "", attr, flags=re.I)
         if len(verb.split()) == 1 or verb.lower() in ("is", "are", "was"):
             verb = "is"
+    if verb.lower() in _ACTIVE and " " not in value:
+        return Claim(value, f"is {_ACTIVE[verb.lower()]} by", subject, negated=negated, old=old)
     head = value.rsplit(" ", 1)
     if not attr and len(head) == 2 and _VERSION.match(head[1]) and " " not in head[0]:
         verb, value = f"{verb} {head[0]}", head[1]
@@ -279,7 +330,11 @@ def write(
     kind = behaviour(rng)
     register = REGISTERS[rng.randrange(len(REGISTERS))]
     neighbour_draw = rng.random()
-    others = [c for c in context or [] if c.subject.casefold() != claim.subject.casefold()]
+    others = [
+        c
+        for c in context or []
+        if c.subject.casefold() != claim.subject.casefold() and c.subject.casefold() not in PRONOUNS
+    ]
     kinds: set[str] = set()
     out: list[Memory] = []
     stated = claim
@@ -304,19 +359,30 @@ def write(
         kinds = {"merged"}
     out.append(Memory(text, stated, frozenset(kinds or {"paraphrase"}), register))
     if neighbour_draw < NEIGHBOUR and others and not claim.negated:
-        near = neighbour(claim.subject, [c.subject for c in others])
+        near = neighbour(claim, others)
         moved = replace(claim, subject=near, old=None)
         out.append(Memory(render(moved, "plain", rng, day=day), moved, frozenset({"neighbour"})))
     return out
 
 
-def neighbour(subject: str, names: list[str]) -> str:
-    """The name nearest ``subject``: one sharing its stem, else the one named last."""
-    stem = re.split(r"[-_./ ]", subject.casefold().lstrip("@"))[0]
-    for name in reversed(names):
-        if re.split(r"[-_./ ]", name.casefold().lstrip("@"))[0] == stem:
-            return name
-    return names[-1]
+def neighbour(claim: Claim, others: list[Claim]) -> str:
+    """The subject nearest the claim's among others': one sharing its name's stem, else one
+    said to have the same relation, else one of the same kind (a handle or not), else the one
+    named last."""
+
+    def stem(name: str) -> str:
+        return re.split(r"[-_./ ]", name.casefold().lstrip("@"))[0]
+
+    handle = claim.subject.startswith("@")
+    for test in (
+        lambda c: stem(c.subject) == stem(claim.subject),
+        lambda c: c.relation == claim.relation,
+        lambda c: c.subject.startswith("@") == handle,
+    ):
+        for other in reversed(others):
+            if test(other):
+                return other.subject
+    return others[-1].subject
 
 
 _INVENTED_TECH = (
