@@ -2,7 +2,7 @@
 
 It is not a language model. Chat completions are answered deterministically from the
 request's messages by *responders*, one per product prompt it recognises (each module of this
-package with a ``respond(request)`` function: Mem0's extraction prompt, Graphiti's entity and
+package with a ``respond(request, style, seed)`` function: Mem0's extraction prompt, Graphiti's entity and
 edge prompts, ...); a prompt no responder recognises is answered 400, never with a guess.
 Embeddings are real: all-MiniLM-L6-v2 run offline (model ``all-MiniLM-L6-v2``, the default),
 or the hashing embedder (model ``healthd-hashing``) where a test only needs plumbing.
