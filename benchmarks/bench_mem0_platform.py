@@ -52,7 +52,9 @@ def main() -> int:
     probes = build_probe_set(events)
     os.environ["MEM0_API_KEY"] = DEFAULT_KEY
     name = "mem0:deployment=platform (imitation, stand-in LLM)"
-    with Mem0Platform(embedding_model=model, embedding_dims=dims, processing_seconds=0) as api:
+    with Mem0Platform(
+        embedding_model=model, embedding_dims=dims, processing_seconds=0, style="verbatim"
+    ) as api:
         options = {"deployment": "platform", "shadow": "on", "host": api.base_url}
         memory: Any = build_memory(TargetSpec("mem0", options, name))
         client = TimedCalls(memory._client)

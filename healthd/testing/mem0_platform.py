@@ -64,6 +64,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from healthd.testing.standin_llm import MINILM_MODELS, StandInLLM
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 MAX_BODY = 8 * 1024 * 1024
 ENTITY_IDS = ("user_id", "agent_id", "run_id")
@@ -210,11 +211,13 @@ class Mem0Platform:
         processing_seconds: float = 0.2,
         host: str = "127.0.0.1",
         port: int = 0,
+        style: str = DEFAULT_STYLE,
+        seed: int = DEFAULT_SEED,
     ) -> None:
         self.keys = {k.key: k for k in keys}
         self.processing_seconds = processing_seconds
         self.requests: list[tuple[str, str, Any]] = []
-        self._llm = None if llm_base_url else StandInLLM()
+        self._llm = None if llm_base_url else StandInLLM(style=style, seed=seed)
         self._llm_url = llm_base_url
         self._model, self._dims = embedding_model, embedding_dims
         self._scratch = tempfile.TemporaryDirectory(prefix="healthd-mem0-platform-")
@@ -679,6 +682,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: the stand-in)")
     parser.add_argument("--processing-seconds", type=float, default=0.2,
                         help="how long an add stays PENDING")  # fmt: skip
+    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
+                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -687,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
         llm_base_url=args.llm_url,
         processing_seconds=args.processing_seconds,
         port=args.port,
+        style=args.style,
+        seed=args.seed,
     ).start()
     try:
         if command:

@@ -198,8 +198,11 @@ def mem0_platform_target(tmp_path: Path) -> Iterator[ContractTarget]:
     from healthd.testing.mem0_platform import DEFAULT_KEY, DEFAULT_PROJECT, Mem0Platform
 
     turn = {"role": "user", "content": "(2024-02-01 09:00 UTC) Billing is owned by @carol."}
-    with Mem0Platform(
-        embedding_model="healthd-hashing", embedding_dims=256, processing_seconds=0.05
+    with Mem0Platform(  # verbatim: the stand-in keeps the outside memory it is given
+        embedding_model="healthd-hashing",
+        embedding_dims=256,
+        processing_seconds=0.05,
+        style="verbatim",
     ) as platform:
         auth = {"Authorization": f"Token {DEFAULT_KEY}"}
 
