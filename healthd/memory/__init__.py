@@ -236,7 +236,7 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
         raise TargetError(f"target {spec.label!r}: {exc}") from None
 
 
-_BUILTIN = ("agentcore", "graphiti", "http", "langmem", "mem0", "naive", "reference")
+_BUILTIN = ("agentcore", "graphiti", "http", "langmem", "mem0", "naive", "reference", "zep")
 
 
 def _load_builtin(kind: str | None = None) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 from healthd.memory.graphiti_episodes import STATEMENT
 from healthd.testing import standin_style
 
+_SPEAKER = re.compile(r"^[\w .@-]{1,40}: (?P<said>.+)$")
 _SECTION = re.compile(r"<(?P<tag>[A-Z][A-Z_ ]*)>\n(?P<body>.*?)\n</(?P=tag)>", re.DOTALL)
 
 
@@ -93,7 +94,16 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def _statements(content: str) -> list[re.Match[str]]:
-    return [m for m in (STATEMENT.match(line.strip()) for line in content.splitlines()) if m]
+    """The sentences of an episode, one a line; in a ``message`` episode (``speaker:
+    message``, as Graphiti and Zep take them) after the speaker."""
+    found = []
+    for line in content.splitlines():
+        match = STATEMENT.match(line.strip())
+        if match is None and (spoken := _SPEAKER.match(line.strip())):
+            match = STATEMENT.match(spoken["said"])
+        if match:
+            found.append(match)
+    return found
 
 
 def _episode(sections: Mapping[str, str]) -> str:
