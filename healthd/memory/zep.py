@@ -239,8 +239,10 @@ class ZepMemory:
                     raise MemoryAdapterError(
                         f"{self._where}: creating shadow user {self.user_id!r}: {_why(exc)}"
                     ) from exc
-                existing = self._lookup()  # a delete still under way, or another's user
-                if existing is not None and not (existing.metadata or {}).get(SHADOW_MARK):
+                user = self._lookup()  # healthd's from before, another's, or being deleted
+                if user is not None and (user.metadata or {}).get(SHADOW_MARK):
+                    break
+                if user is not None:
                     raise ShadowViolation(
                         f"zep user_id {self.user_id!r} was created by someone else"
                     ) from None
@@ -332,8 +334,9 @@ def _why(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
     if status is not None:
-        error = body.get("error") if isinstance(body, Mapping) else None
+        error = body.get("error") if isinstance(body, Mapping) else getattr(body, "error", None)
         message = error.get("message") if isinstance(error, Mapping) else None
+        message = message or getattr(error, "message", None)  # the SDK's parsed ErrorBody
         text = str(message or body or "").strip().splitlines()
         return shorten(f"HTTP {status}: {text[0] if text else 'no message'}", 300)
     return shorten(first_line(exc), 300)
