@@ -241,6 +241,62 @@ def mem0_platform_target(tmp_path: Path) -> Iterator[ContractTarget]:
                 os.environ["MEM0_API_KEY"] = before
 
 
+def _zep(search: str, honours: bool, forgets: bool) -> Callable[[Path], Any]:
+    """`zep` through zep-cloud against the imitation of Zep's v4 API (Graphiti on Kuzu with the
+    stand-in LLM as its engine): two real users' graphs beside the shadow user's."""
+
+    @contextmanager
+    def factory(tmp_path: Path) -> Iterator[ContractTarget]:
+        for extra in ("zep_cloud", "graphiti_core"):
+            if importlib.util.find_spec(extra) is None:
+                pytest.skip(f"the {extra.split('_')[0]} extra is not installed")
+        import httpx
+
+        from healthd.testing.zep import DEFAULT_KEY, Zep
+
+        with Zep(processing_seconds=0) as zep:
+            auth = {"Authorization": f"Api-Key {DEFAULT_KEY}"}
+            outside: dict[str, Any] = {}
+
+            def write_outside() -> None:
+                for user in ("a-real-user", "healthd-shadow2"):
+                    made = httpx.post(f"{zep.base_url}/users", headers=auth,
+                                      json={"user_id": user}, timeout=30).json()  # fmt: skip
+                    httpx.post(f"{zep.base_url}/graphs/{made['uuid']}/episodes", headers=auth,
+                               json={"data": 'The owners of billing is "@carol".'},
+                               timeout=30)  # fmt: skip
+                zep.wait_idle()
+                outside.update({u.uuid: zep.facts(u.uuid) for u in zep.users.values()})
+
+            def snapshot() -> Any:
+                zep.wait_idle()
+                users = sorted(zep.users.values(), key=lambda u: str(u.user_id))
+                return [(u.user_id, zep.facts(u.uuid)) for u in users], len(zep.episodes)
+
+            def build(shadow: bool) -> Memory:
+                os.environ["ZEP_API_KEY"] = DEFAULT_KEY
+                return build_memory(parse_target(
+                    f"zep:base_url={zep.base_url},search={search},shadow={_switch(shadow)}"
+                ))  # fmt: skip
+
+            before = os.environ.get("ZEP_API_KEY")
+            try:
+                yield ContractTarget(
+                    f"zep-{search}", build, snapshot, honours_event_time=honours,
+                    forgets=forgets, write_outside=write_outside,
+                    outside_intact=lambda: bool(outside) and all(
+                        zep.facts(uuid) == facts for uuid, facts in outside.items()
+                    ),
+                )  # fmt: skip
+            finally:  # the key the imitation accepts is this test's alone
+                if before is None:
+                    os.environ.pop("ZEP_API_KEY", None)
+                else:
+                    os.environ["ZEP_API_KEY"] = before
+
+    return factory
+
+
 def _tree_digest(path: Path) -> dict[str, str]:
     import hashlib
 
@@ -340,6 +396,8 @@ FACTORIES: dict[str, Callable[[Path], Any]] = {
     "mem0-platform": mem0_platform_target,
     "graphiti-default": _embedded("graphiti:search=default", "graphiti_core", False, False),
     "graphiti-valid": _embedded("graphiti:search=valid", "graphiti_core", True, True),
+    "zep-default": _zep("default", honours=False, forgets=False),
+    "zep-valid": _zep("valid", honours=True, forgets=True),
 }
 
 
