@@ -262,11 +262,12 @@ def _zep(search: str, honours: bool, forgets: bool) -> Callable[[Path], Any]:
                 for user in ("a-real-user", "healthd-shadow2"):
                     made = httpx.post(f"{zep.base_url}/users", headers=auth,
                                       json={"user_id": user}, timeout=30).json()  # fmt: skip
+                    outside[made["uuid"]] = None
                     httpx.post(f"{zep.base_url}/graphs/{made['uuid']}/episodes", headers=auth,
                                json={"data": 'The owners of billing is "@carol".'},
                                timeout=30)  # fmt: skip
                 zep.wait_idle()
-                outside.update({u.uuid: zep.facts(u.uuid) for u in zep.users.values()})
+                outside.update({uuid: zep.facts(uuid) for uuid in outside})
 
             def snapshot() -> Any:
                 zep.wait_idle()
@@ -284,8 +285,8 @@ def _zep(search: str, honours: bool, forgets: bool) -> Callable[[Path], Any]:
                 yield ContractTarget(
                     f"zep-{search}", build, snapshot, honours_event_time=honours,
                     forgets=forgets, write_outside=write_outside,
-                    outside_intact=lambda: bool(outside) and all(
-                        zep.facts(uuid) == facts for uuid, facts in outside.items()
+                    outside_intact=lambda: len(outside) == 2 and all(
+                        facts and zep.facts(uuid) == facts for uuid, facts in outside.items()
                     ),
                 )  # fmt: skip
             finally:  # the key the imitation accepts is this test's alone
