@@ -120,3 +120,49 @@ def test_a_mem0_platform_whose_inference_fails_is_a_failed_run_then_recovers(tmp
         assert sample(metrics, "healthd_consistency_ratio", target="hosted", domain="all") > 0
         runner.close()
         state.close()
+
+
+@pytest.mark.slow
+def test_a_zep_whose_extraction_fails_is_a_failed_run_then_recovers(tmp_path, monkeypatch):
+    """Zep (its imitation) answers, but an episode's task fails: the run fails as a metric
+    naming the event, the reference's run goes on, and once Zep's extraction works again the
+    next run replays and scores (slow: the whole example through Graphiti's pipeline)."""
+    pytest.importorskip("zep_cloud", reason="the zep extra is not installed")
+    from prometheus_client import generate_latest
+
+    from healthd.testing.standin_llm import StandInLLM
+    from healthd.testing.zep import DEFAULT_KEY, Zep
+
+    with (
+        StandInLLM(fault="error") as llm,
+        Zep(llm_base_url=llm.base_url, processing_seconds=0) as zep,
+    ):
+        monkeypatch.setenv("ZEP_API_KEY", DEFAULT_KEY)
+        config = toml_config(
+            tmp_path,
+            port=1,
+            targets={
+                "reference": {"kind": "reference", "shadow": True},
+                "zep": {"kind": "zep", "shadow": True, "base_url": zep.base_url},
+            },
+        )
+        settings = load_settings(str(config))
+        state = StateStore(settings.state_path)
+        runner = Runner(
+            settings, state, get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+        )
+        registry, _ = build_registry(runner.view)
+        runner.run_once()
+        metrics = parse_metrics(generate_latest(registry).decode())
+        assert sample(metrics, "healthd_runs_total", target="zep", result="failure") == 1
+        assert sample(metrics, "healthd_runs_total", target="reference", result="success") == 1
+        error = runner.view()["targets"]["zep"].last_error
+        assert "add of event" in error and "failed" in error
+
+        llm.fault = "none"  # Zep's extraction is back
+        runner.run_once()
+        metrics = parse_metrics(generate_latest(registry).decode())
+        assert sample(metrics, "healthd_runs_total", target="zep", result="success") == 1
+        assert sample(metrics, "healthd_consistency_ratio", target="zep", domain="all") > 0
+        runner.close()
+        state.close()
