@@ -91,9 +91,8 @@ class ZepMemory:
         wait_seconds: float = 300,
         max_response_bytes: int = 16 << 20,
     ) -> None:
+        require_extra("zep_cloud", "zep", "zep")  # before httpx, which the SDK brings
         import httpx
-
-        require_extra("zep_cloud", "zep", "zep")
         from zep_cloud.client import Zep
 
         from healthd.memory.mem0_platform import _Bounded
