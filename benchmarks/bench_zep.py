@@ -72,7 +72,7 @@ def main() -> int:
     probes = build_probe_set(events)
     os.environ["ZEP_API_KEY"] = DEFAULT_KEY
     name = "zep (imitation: Graphiti, stand-in LLM)"
-    with Zep(processing_seconds=0) as api:
+    with Zep(processing_seconds=0, style="verbatim") as api:
         options = {"shadow": "on", "base_url": api.base_url}
         memory: Any = build_memory(TargetSpec("zep", options, name))
         timed = Timed(memory)

@@ -30,7 +30,9 @@ PROBE = Probe("p-billing", "Who owns billing?", "billing", "owned_by", "ownershi
 
 @pytest.fixture(scope="module")
 def zep():
-    with Zep(keys={DEFAULT_KEY: "proj_shadow", OTHER_KEY: "proj_other"}) as running:
+    with Zep(
+        keys={DEFAULT_KEY: "proj_shadow", OTHER_KEY: "proj_other"}, style="verbatim"
+    ) as running:
         yield running
 
 
@@ -151,7 +153,7 @@ def test_a_failing_extraction_is_a_failed_run_naming_the_event(monkeypatch):
 
 
 def test_processing_is_waited_for_within_wait_seconds(monkeypatch):
-    with Zep(processing_seconds=30) as slow:
+    with Zep(processing_seconds=30, style="verbatim") as slow:
         memory = target(slow, monkeypatch, wait_seconds="1")
         try:
             memory.reset()
@@ -302,7 +304,7 @@ def test_the_bundled_example_against_the_imitation_prints_every_metric():
     env = {k: v for k, v in os.environ.items() if k != "ZEP_API_KEY"}
     done = subprocess.run(
         [
-            sys.executable, "-m", "healthd.testing.zep", "--",
+            sys.executable, "-m", "healthd.testing.zep", "--style", "verbatim", "--",
             sys.executable, "-m", "healthd", "evaluate",
             "--target", "zep:shadow=on,base_url_env=ZEP_BASE_URL",
         ],

@@ -65,6 +65,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
+
 MAX_BODY = 8 * 1024 * 1024
 PREFIX = "/api/v4"
 DEFAULT_KEY = "z-healthd-imitation-key"
@@ -191,6 +193,8 @@ class Zep:
         processing_seconds: float = 0.1,
         host: str = "127.0.0.1",
         port: int = 0,
+        style: str = DEFAULT_STYLE,
+        seed: int = DEFAULT_SEED,
     ) -> None:
         from healthd.testing.standin_llm import StandInLLM
 
@@ -200,7 +204,7 @@ class Zep:
         self.users: dict[str, User] = {}
         self.episodes: dict[str, Episode] = {}
         self._graphiti_episodes: dict[str, str] = {}  # Graphiti's episode uuid: Zep's
-        self._llm = None if llm_base_url else StandInLLM()
+        self._llm = None if llm_base_url else StandInLLM(style=style, seed=seed)
         self._llm_url = llm_base_url
         self._scratch = tempfile.TemporaryDirectory(prefix="healthd-zep-")
         self._lock = threading.Lock()
@@ -622,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: the stand-in)")
     parser.add_argument("--processing-seconds", type=float, default=0.1,
                         help="how long an episode stays pending")  # fmt: skip
+    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
+                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -630,6 +637,8 @@ def main(argv: list[str] | None = None) -> int:
         llm_base_url=args.llm_url,
         processing_seconds=args.processing_seconds,
         port=args.port,
+        style=args.style,
+        seed=args.seed,
     ).start()
     try:
         if command:

@@ -254,7 +254,7 @@ def _zep(search: str, honours: bool, forgets: bool) -> Callable[[Path], Any]:
 
         from healthd.testing.zep import DEFAULT_KEY, Zep
 
-        with Zep(processing_seconds=0) as zep:
+        with Zep(processing_seconds=0, style="verbatim") as zep:
             auth = {"Authorization": f"Api-Key {DEFAULT_KEY}"}
             outside: dict[str, Any] = {}
 
