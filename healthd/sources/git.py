@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
-import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
@@ -90,71 +89,13 @@ from healthd.sources._gitlog import (
     validate_options,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo
+from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
 
 EXISTS = "exists"
 LANGUAGE = "language"
 DEP_PREFIX = "dependency:"
 OWNERS = "owners"
-
-#: Source-file extensions by language (markup, data and config files do not count).
-LANGUAGES: dict[str, str] = {
-    ".py": "python",
-    ".pyi": "python",
-    ".go": "go",
-    ".rs": "rust",
-    ".js": "javascript",
-    ".mjs": "javascript",
-    ".cjs": "javascript",
-    ".jsx": "javascript",
-    ".ts": "typescript",
-    ".tsx": "typescript",
-    ".mts": "typescript",
-    ".cts": "typescript",
-    ".java": "java",
-    ".kt": "kotlin",
-    ".kts": "kotlin",
-    ".scala": "scala",
-    ".groovy": "groovy",
-    ".clj": "clojure",
-    ".rb": "ruby",
-    ".php": "php",
-    ".cs": "csharp",
-    ".fs": "fsharp",
-    ".vb": "visualbasic",
-    ".swift": "swift",
-    ".m": "objective-c",
-    ".mm": "objective-c",
-    ".c": "c",
-    ".h": "c",
-    ".cc": "cpp",
-    ".cpp": "cpp",
-    ".cxx": "cpp",
-    ".hpp": "cpp",
-    ".hh": "cpp",
-    ".ex": "elixir",
-    ".exs": "elixir",
-    ".erl": "erlang",
-    ".hs": "haskell",
-    ".ml": "ocaml",
-    ".dart": "dart",
-    ".lua": "lua",
-    ".pl": "perl",
-    ".pm": "perl",
-    ".r": "r",
-    ".jl": "julia",
-    ".zig": "zig",
-    ".nim": "nim",
-    ".sh": "shell",
-    ".bash": "shell",
-    ".sql": "sql",
-    ".vue": "vue",
-    ".svelte": "svelte",
-    ".tf": "terraform",
-    ".sol": "solidity",
-}
-_VENDORED = {"node_modules", "vendor", "third_party", "__pycache__"}
-_MAY_BE_VENDORED = re.compile("|".join(sorted(map(re.escape, _VENDORED)))).search
 
 #: Directory names (globs, matched at any depth) that hold no modules by default: vendored
 #: code and documentation. The ADR directory (``.adr-dir``) is excluded as well.
@@ -208,24 +149,6 @@ class GitOptions(RepoOptions):
         return value
 
 
-def language_of(path: str) -> str | None:
-    """The language of a source file by its extension; None for other files and for
-    vendored code (node_modules, vendor, third_party)."""
-    start = path.rfind("/") + 1  # of the file name
-    dot = path.rfind(".")
-    if dot <= start:
-        return None
-    lang = LANGUAGES.get(path[dot:].lower())
-    if lang is None:
-        return None
-    vendored = (
-        start
-        and _MAY_BE_VENDORED(path)
-        and any(p in _VENDORED for p in path[: start - 1].split("/"))
-    )
-    return None if vendored else lang
-
-
 _NO_FILES: Counter[str] = Counter()  # a unit without source files (never changed)
 _NO_DEPS: dict[str, str] = {}  # a manifest not read (never changed)
 _NO_KEYS: frozenset[FactKey] = frozenset()
@@ -248,11 +171,6 @@ def edit_matters(path: bytes) -> bool:
     that most edits are, which :meth:`GitExtractor.apply` skips."""
     name = path.rpartition(b"/")[2]
     return name in _OWNER_NAMES or may_be_manifest(name)
-
-
-def main_language(counts: Mapping[str, int]) -> str | None:
-    best = [(-n, lang) for lang, n in counts.items() if n > 0]
-    return min(best)[1] if best else None
 
 
 class GitExtractor(Extractor):

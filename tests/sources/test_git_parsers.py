@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from healthd.sources._codeowners import parse_codeowners
+from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
     parse_go_mod,
     parse_pom_xml,
@@ -15,7 +16,7 @@ from healthd.sources._manifests import (
     parse_requirements_txt,
     try_parse_manifest,
 )
-from healthd.sources.git import edit_matters, language_of, main_language
+from healthd.sources.git import edit_matters
 
 
 def test_codeowners_last_line_wins_owners_sorted_comments_and_sections_ignored():

@@ -1,0 +1,89 @@
+"""What language a repository's source file is written in, by its extension, and a
+module's main language from its files' counts (the `git` source's ``language`` facts)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+#: Source-file extensions by language (markup, data and config files do not count).
+LANGUAGES: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".go": "go",
+    ".rs": "rust",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".scala": "scala",
+    ".groovy": "groovy",
+    ".clj": "clojure",
+    ".rb": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".fs": "fsharp",
+    ".vb": "visualbasic",
+    ".swift": "swift",
+    ".m": "objective-c",
+    ".mm": "objective-c",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".erl": "erlang",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".dart": "dart",
+    ".lua": "lua",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".r": "r",
+    ".jl": "julia",
+    ".zig": "zig",
+    ".nim": "nim",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".sql": "sql",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    ".tf": "terraform",
+    ".sol": "solidity",
+}
+_VENDORED = {"node_modules", "vendor", "third_party", "__pycache__"}
+_MAY_BE_VENDORED = re.compile("|".join(sorted(map(re.escape, _VENDORED)))).search
+
+
+def language_of(path: str) -> str | None:
+    """The language of a source file by its extension; None for other files and for
+    vendored code (node_modules, vendor, third_party)."""
+    start = path.rfind("/") + 1  # of the file name
+    dot = path.rfind(".")
+    if dot <= start:
+        return None
+    lang = LANGUAGES.get(path[dot:].lower())
+    if lang is None:
+        return None
+    vendored = (
+        start
+        and _MAY_BE_VENDORED(path)
+        and any(p in _VENDORED for p in path[: start - 1].split("/"))
+    )
+    return None if vendored else lang
+
+
+def main_language(counts: Mapping[str, int]) -> str | None:
+    best = [(-n, lang) for lang, n in counts.items() if n > 0]
+    return min(best)[1] if best else None
