@@ -50,20 +50,19 @@ import argparse
 import dataclasses
 import json
 import os
-import queue
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from healthd.testing.standin_llm import MINILM_MODELS, StandInLLM
+from healthd.testing._imitation import Imitation
+from healthd.testing.standin_llm import MINILM_MODELS
 from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 MAX_BODY = 8 * 1024 * 1024
@@ -198,7 +197,7 @@ class Project:
         self.memory.db.close()
 
 
-class Mem0Platform:
+class Mem0Platform(Imitation):
     """The server. ``requests`` keeps (method, path, body) of each request, for tests;
     ``processing_seconds`` is how long an add stays ``PENDING`` before it is processed."""
 
@@ -214,75 +213,24 @@ class Mem0Platform:
         style: str = DEFAULT_STYLE,
         seed: int = DEFAULT_SEED,
     ) -> None:
+        super().__init__(llm_base_url, host, port, style, seed, "healthd-mem0-platform-")
         self.keys = {k.key: k for k in keys}
         self.processing_seconds = processing_seconds
-        self.requests: list[tuple[str, str, Any]] = []
-        self._llm = None if llm_base_url else StandInLLM(style=style, seed=seed)
-        self._llm_url = llm_base_url
         self._model, self._dims = embedding_model, embedding_dims
-        self._scratch = tempfile.TemporaryDirectory(prefix="healthd-mem0-platform-")
         self._projects: dict[str, Project] = {}
         self._events: dict[str, Event] = {}
-        self._lock = threading.Lock()
-        self._queue: queue.Queue[tuple[Event, Callable[[], list[dict[str, Any]]]] | None] = (
-            queue.Queue()
-        )
-        platform = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                platform._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                platform._handle(self, "POST")
-
-            def do_DELETE(self) -> None:
-                platform._handle(self, "DELETE")
-
-            def do_PUT(self) -> None:
-                platform._handle(self, "PUT")
-
-        self._host = host
-        self.server = ThreadingHTTPServer((host, port), Handler)
-        self.server.daemon_threads = True
-        self._threads: list[threading.Thread] = []
 
     @property
     def base_url(self) -> str:
-        return f"http://{self._host}:{self.server.server_port}"
+        return self.root_url
 
-    def start(self) -> Mem0Platform:
-        if self._llm is not None:
-            self._llm.start()
-            self._llm_url = self._llm.base_url
+    def _started(self) -> None:
         for key in self.keys.values():  # the projects exist before the first request
             self._project(key.project_id)
-        for target in (self.server.serve_forever, self._work):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
 
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._queue.put(None)
-        for thread in self._threads:
-            thread.join(30)
+    def _stopped(self) -> None:
         for project in self._projects.values():
             project.close()
-        if self._llm is not None:
-            self._llm.stop()
-        self._scratch.cleanup()
-
-    def __enter__(self) -> Mem0Platform:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def memories(self, project_id: str, user_id: str) -> list[str]:
         """The texts stored for a user of a project, read directly (for tests)."""
@@ -359,12 +307,7 @@ class Mem0Platform:
             status, answer = refused.status, refused.body
         except Exception as exc:  # the imitation's own failure: a 500, as a service says it
             status, answer = 500, {"detail": f"internal error: {str(exc).splitlines()[0]}"}
-        data = json.dumps(answer).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        self._reply(handler, status, answer)
 
     def _body(self, handler: BaseHTTPRequestHandler, method: str) -> Any:
         length = int(handler.headers.get("Content-Length") or 0)

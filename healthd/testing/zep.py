@@ -51,20 +51,19 @@ import asyncio
 import dataclasses
 import json
 import os
-import queue
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from healthd.testing._imitation import Imitation
 from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 MAX_BODY = 8 * 1024 * 1024
@@ -182,7 +181,7 @@ class Engine:
         self._thread.join(10)
 
 
-class Zep:
+class Zep(Imitation):
     """The server. ``requests`` keeps (method, path, body) of each request, for tests;
     ``processing_seconds`` is how long an episode stays ``pending`` before it is processed."""
 
@@ -196,77 +195,26 @@ class Zep:
         style: str = DEFAULT_STYLE,
         seed: int = DEFAULT_SEED,
     ) -> None:
-        from healthd.testing.standin_llm import StandInLLM
-
+        super().__init__(llm_base_url, host, port, style, seed, "healthd-zep-")
         self.keys = dict(keys or {DEFAULT_KEY: DEFAULT_PROJECT})  # API key: project
         self.processing_seconds = processing_seconds
-        self.requests: list[tuple[str, str, Any]] = []
         self.users: dict[str, User] = {}
         self.episodes: dict[str, Episode] = {}
         self._graphiti_episodes: dict[str, str] = {}  # Graphiti's episode uuid: Zep's
-        self._llm = None if llm_base_url else StandInLLM(style=style, seed=seed)
-        self._llm_url = llm_base_url
-        self._scratch = tempfile.TemporaryDirectory(prefix="healthd-zep-")
-        self._lock = threading.Lock()
-        self._queue: queue.Queue[Episode | None] = queue.Queue()
         self.engine: Engine | None = None
-        zep = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                zep._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                zep._handle(self, "POST")
-
-            def do_DELETE(self) -> None:
-                zep._handle(self, "DELETE")
-
-            def do_PATCH(self) -> None:
-                zep._handle(self, "PATCH")
-
-        self._host = host
-        self.server = ThreadingHTTPServer((host, port), Handler)
-        self.server.daemon_threads = True
-        self._threads: list[threading.Thread] = []
 
     @property
     def base_url(self) -> str:
         """What ``Zep(base_url=...)`` is given: the API's root, version included."""
-        return f"http://{self._host}:{self.server.server_port}{PREFIX}"
+        return f"{self.root_url}{PREFIX}"
 
-    def start(self) -> Zep:
-        if self._llm is not None:
-            self._llm.start()
-            self._llm_url = self._llm.base_url
+    def _started(self) -> None:
         assert self._llm_url is not None
         self.engine = Engine(self._scratch.name, self._llm_url)
-        for target in (self.server.serve_forever, self._work):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
 
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._queue.put(None)
-        for thread in self._threads:
-            thread.join(30)
+    def _stopped(self) -> None:
         if self.engine is not None:
             self.engine.close()
-        if self._llm is not None:
-            self._llm.stop()
-        self._scratch.cleanup()
-
-    def __enter__(self) -> Zep:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def facts(self, graph_uuid: str) -> list[tuple[str, bool]]:
         """Every edge's fact in a graph and whether Graphiti ended it (for tests)."""
@@ -350,12 +298,7 @@ class Zep:
             status, answer = exc.status, exc.body()
         except Exception as exc:  # a bug here is a 500, as a server's would be
             status, answer = 500, ApiError(500, "internal", str(exc)).body()
-        data = json.dumps(answer).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        self._reply(handler, status, answer)
 
     def _body(self, handler: BaseHTTPRequestHandler, method: str) -> Any:
         length = int(handler.headers.get("Content-Length") or 0)
