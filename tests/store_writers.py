@@ -25,9 +25,10 @@ def _mem0(path: Path):
     from mem0 import Memory
 
     from healthd.memory._embedder_switch import embedder_from_options
-    from healthd.memory.mem0 import _import_mem0, mem0_config
+    from healthd.memory._mem0_library import import_mem0
+    from healthd.memory.mem0 import mem0_config
 
-    _import_mem0()  # the embedder a mem0 target has by default, so the vectors fit
+    import_mem0()  # the embedder a mem0 target has by default, so the vectors fit
     return Memory.from_config(mem0_config(str(path), embedder_from_options({})))
 
 

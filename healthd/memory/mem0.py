@@ -28,13 +28,9 @@ Two ingestions:
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-import tempfile
-import threading
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from healthd.embedding import Embedder, HashingEmbedder
@@ -44,25 +40,23 @@ from healthd.memory import Memory, register_memory
 from healthd.memory._embedder_switch import embedder_from_options
 from healthd.memory._llm_count import counting
 from healthd.memory._mem0_config import team_config, turn
+from healthd.memory._mem0_library import MEM0_ERRORS, import_mem0, served_item, when
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
     first_line,
     memory_text,
     package_versions,
-    require_extra,
     shadow_directory,
 )
 from healthd.memory._options import integer, reject_unknown, switch
-from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint, changed_since
+from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.model import (
-    RETRIEVAL_CHANGED,
     Answer,
     ChangeEvent,
     Fact,
     FactKey,
     Probe,
-    ServedItem,
 )
 
 DEFAULT_USER = "healthd-shadow"
@@ -90,52 +84,6 @@ _SWITCHES = {
     "mem0",
     "timeout_seconds",
 }
-_QUIET_LOGGERS = ("mem0", "qdrant_client", "httpx", "posthog")
-
-
-def _import_mem0() -> Any:
-    # Read once, when mem0 is first imported: healthd never lets it phone home, and keeps its
-    # home directory (~/.mem0 by default) out of the user's home.
-    already_imported = "mem0" in sys.modules
-    os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), "healthd-mem0-home"))
-    module = require_extra("mem0", "mem0", "mem0")
-    if already_imported and require_extra("mem0.memory.telemetry", "mem0", "mem0").MEM0_TELEMETRY:
-        raise TargetError(
-            "mem0 was imported with its telemetry on before healthd could turn it off; "
-            "set MEM0_TELEMETRY=False in the environment"
-        )
-    require_extra("langchain.embeddings.base", "mem0", "mem0")
-    for name in _QUIET_LOGGERS:  # optional-feature notices (spaCy, fastembed) are not errors
-        logging.getLogger(name).setLevel(logging.ERROR)
-    mem0_logger = logging.getLogger("mem0")
-    if _MEM0_ERRORS not in mem0_logger.handlers:
-        mem0_logger.addHandler(_MEM0_ERRORS)
-        mem0_logger.propagate = False
-    return module
-
-
-class _Mem0Errors(logging.Handler):
-    """What Mem0 logs as an error, kept per thread for the adapter to raise. Mem0 logs and
-    swallows some failures (an extraction answer it cannot parse becomes "nothing to
-    remember"; a memory the vector store refused is dropped): healthd fails the run on them
-    instead, and says them once, in its own error line."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self._local = threading.local()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if getattr(self._local, "message", None) is None:  # the first says what went wrong
-            self._local.message = record.getMessage()
-
-    def drain(self) -> str | None:
-        message: str | None = getattr(self._local, "message", None)
-        self._local.message = None
-        return message
-
-
-_MEM0_ERRORS = _Mem0Errors()
 
 
 def _langchain_embeddings(embedder: Embedder) -> Any:
@@ -246,7 +194,7 @@ class Mem0Memory:
                 f"mem0 scope {self._scope} in {where} is not declared shadow "
                 "(set shadow=on for a scope healthd owns)"
             )
-        mem0 = _import_mem0()
+        mem0 = import_mem0()
         self.mode = mode
         self.ingest = ingest
         self.top_k = top_k
@@ -331,14 +279,14 @@ class Mem0Memory:
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
         try:
-            _MEM0_ERRORS.drain()
+            MEM0_ERRORS.drain()
             if self.ingest == "messages":
                 self._apply_messages(event, now)
             elif self.mode == "native":
                 self._apply_native(event, now)
             else:
                 self._apply_managed(event, now)
-            swallowed = _MEM0_ERRORS.drain()
+            swallowed = MEM0_ERRORS.drain()
             if swallowed is not None:
                 raise MemoryAdapterError(f"Mem0 logged and went on: {shorten(swallowed, 200)}")
         except Exception as exc:
@@ -364,10 +312,10 @@ class Mem0Memory:
         # Qdrant's scores of equally similar texts differ in their last bits from one call to
         # the next: rounded, equal scores are ordered newest first, then by record.
         rows = [
-            (round(row.get("score") or 0.0, 6), _served(row, self._fingerprint))
+            (round(row.get("score") or 0.0, 6), served_item(row, self._fingerprint))
             for row in found.get("results", [])
         ]
-        rows.sort(key=lambda r: (-r[0], -_when(r[1].written_at), r[1].record_id))
+        rows.sort(key=lambda r: (-r[0], -when(r[1].written_at), r[1].record_id))
         # What Mem0 serves is the memory's text: the reader reads it; the metadata healthd
         # wrote (which infer=True copies onto every extraction) only tells a mismatch.
         return Answer(probe.id, (), tuple(item for _, item in rows))
@@ -521,38 +469,6 @@ def _bound(memory: Any, timeout_seconds: float, usage: LLMUsage, reranker: bool)
         with_options = getattr(client, "with_options", None)
         if callable(with_options):
             part.client = with_options(timeout=timeout_seconds)
-
-
-def _served(row: Mapping[str, Any], fingerprint: RetrievalFingerprint) -> ServedItem:
-    """A Mem0 memory as served: its text, and the times healthd stamped on it (a memory
-    healthd did not write has only Mem0's own ``created_at``); flagged when it was written
-    under another retrieval fingerprint."""
-    metadata = {k: v for k, v in (row.get("metadata") or {}).items() if isinstance(v, str)}
-    written = _time(metadata.get("written_at")) or _time(row.get("created_at"))
-    return ServedItem(
-        str(row.get("memory") or ""),
-        f"mem0:{metadata.get('healthd_event', row.get('id'))}",
-        written,
-        _time(metadata.get("validated_at")),
-        metadata,
-        frozenset({RETRIEVAL_CHANGED})
-        if changed_since(metadata.get(METADATA_KEY), fingerprint)
-        else frozenset(),
-    )
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-
-
-def _when(at: datetime | None) -> float:
-    return at.timestamp() if at is not None else 0.0
 
 
 @register_memory("mem0")

@@ -122,9 +122,9 @@ class Mem0PlatformMemory:
         wait_seconds: float = 300,
         max_response_bytes: int = 16 << 20,
     ) -> None:
-        from healthd.memory.mem0 import _import_mem0
+        from healthd.memory._mem0_library import import_mem0
 
-        _import_mem0()  # telemetry off and Mem0's home out of the user's, before the client
+        import_mem0()  # telemetry off and Mem0's home out of the user's, before the client
         import httpx
         from mem0.client.main import MemoryClient
 
@@ -190,7 +190,7 @@ class Mem0PlatformMemory:
         self._wait(str(event_id), f"add of event {event.id!r}")
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
-        from healthd.memory.mem0 import _served, _when
+        from healthd.memory._mem0_library import served_item, when
 
         options: dict[str, Any] = {"top_k": self.top_k}
         if self.threshold is not None:
@@ -212,11 +212,11 @@ class Mem0PlatformMemory:
         # differ in their last bits from one call to the next: rounded, equal scores are
         # ordered newest first, then by record (as the open-source target does).
         served = [
-            (round(float(row.get("score") or 0.0), 6), _served(row, self._fingerprint))
+            (round(float(row.get("score") or 0.0), 6), served_item(row, self._fingerprint))
             for row in rows
             if isinstance(row, Mapping)
         ]
-        served.sort(key=lambda r: (-r[0], -_when(r[1].written_at), r[1].record_id))
+        served.sort(key=lambda r: (-r[0], -when(r[1].written_at), r[1].record_id))
         return Answer(probe.id, (), tuple(item for _, item in served))
 
     def retrieval_fingerprint(self) -> RetrievalFingerprint:

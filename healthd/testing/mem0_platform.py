@@ -170,9 +170,9 @@ class Project:
     """One project's memories: an open-source ``mem0.Memory`` of its own."""
 
     def __init__(self, directory: str, llm_base_url: str, model: str, dims: int) -> None:
-        from healthd.memory.mem0 import _import_mem0
+        from healthd.memory._mem0_library import import_mem0
 
-        mem0 = _import_mem0()
+        mem0 = import_mem0()
         endpoint = {"openai_base_url": llm_base_url, "api_key": "imitation-not-a-secret"}
         self.memory = mem0.Memory.from_config(
             {
@@ -260,14 +260,14 @@ class Mem0Platform(Imitation):
             wait = event.created_at + self.processing_seconds - time.time()
             if wait > 0:
                 time.sleep(wait)
-            from healthd.memory.mem0 import _MEM0_ERRORS
+            from healthd.memory._mem0_library import MEM0_ERRORS
 
             with self._lock:
                 event.status, event.started_at = "RUNNING", time.time()
-            _MEM0_ERRORS.drain()
+            MEM0_ERRORS.drain()
             try:
                 results = run()
-                swallowed = _MEM0_ERRORS.drain()  # Mem0 logs and drops what it cannot parse
+                swallowed = MEM0_ERRORS.drain()  # Mem0 logs and drops what it cannot parse
                 if swallowed is not None:
                     raise RuntimeError(swallowed)
             except Exception as exc:
