@@ -283,6 +283,9 @@ class Replay:
         of writes the memory is read after once (a memory that must be waited for, such as
         AgentCore's, waits once per batch). A forgetting check falling due inside a batch is
         made at the batch's stage."""
+        # the memory first: an event it refuses (an LLM budget reached) leaves the replay
+        # as it was, to be stepped again by the next run
+        self.memory.apply(event)
         self._index += 1
         self.stats.events += 1
         touched = self.truth.apply(event)
@@ -290,7 +293,6 @@ class Replay:
         at = self.truth.latest
         assert at is not None
         self.at = at
-        self.memory.apply(event)
         keys: Iterable[FactKey] = event.keys
         if not score or self._held_keys:
             self._held_touched |= touched

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from healthd.llm_budget import LLMBudget
+
 #: The purposes a call is counted under, in the order they are shown.
 PURPOSES = (
     "extraction",
@@ -220,14 +222,23 @@ class LLMUsage:
         self._lock = threading.Lock()
         self._rows: dict[str, dict[str, int]] = {}
         self.not_counted = list(not_counted)
+        # the target's budgets (healthd.llm_budget), asked before each call; ``writing``:
+        # the memory is applying an event (its calls may be refused), not answering a probe
+        self.budget: LLMBudget | None = None
+        self.writing = False
 
     def sent(self, purpose: str) -> None:
+        """A call is about to be sent: counted, or refused by a budget (raised, not sent)."""
+        if self.budget is not None:
+            self.budget.admit(self.writing)
         with self._lock:
             self._row(purpose)["calls"] += 1
 
     def answered(self, purpose: str, tokens: tuple[int, int] | None) -> None:
         if tokens is None:
             return
+        if self.budget is not None:
+            self.budget.spent(tokens[0] + tokens[1])
         with self._lock:
             row = self._row(purpose)
             row["prompt_tokens"] += tokens[0]

@@ -40,6 +40,7 @@ from pydantic_settings import (
 
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, HealthdError
+from healthd.llm_budget import KEYS as BUDGET_KEYS
 from healthd.model import MEASUREMENT_REVISION
 
 CONFIG_ENV = "HEALTHD_CONFIG"
@@ -652,7 +653,8 @@ def target_fingerprint(
     target = settings.targets[name]
     doc = {
         "kind": target.kind,
-        "options": {k: str(v) for k, v in sorted(options.items())},
+        # a budget only stops a run early: changing it replays nothing again
+        "options": {k: str(v) for k, v in sorted(options.items()) if k not in BUDGET_KEYS},
         "windows": {d: w.total_seconds() for d, w in settings.staleness.windows().items()},
         "forgetting_window": settings.forgetting_window,
         "mode": settings.mode,

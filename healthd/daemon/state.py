@@ -11,8 +11,8 @@
   table is built, so a restart reads as the run before it did;
 * ``targets``: per target the fingerprint of its configuration, how many events of the log
   it has applied, the last results and its run counters (the replay's own state is kept
-  beside a persistent shadow, :mod:`healthd.daemon.replay_store`; ``snapshot`` is no longer
-  written), and a
+  beside a persistent shadow, :mod:`healthd.daemon.replay_store`; ``snapshot`` no longer
+  holds a replay: it keeps the day's LLM tokens for ``max_llm_tokens_per_day``), and a
   ``dirty`` flag set *before* a persistent shadow is written and cleared in the same
   transaction that records the run, so an interrupted run is detected on restart (the shadow
   is then reset and everything replayed).

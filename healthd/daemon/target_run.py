@@ -9,6 +9,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from healthd import _stop
@@ -20,10 +21,12 @@ from healthd.daemon.targets import TargetRuntime, build_shadow
 from healthd.daemon.views import Views
 from healthd.evaluator import Replay, StageResult, is_sweep
 from healthd.exporters.report import metrics_json
+from healthd.llm_budget import LLMBudget, LLMBudgetExceeded
 from healthd.logging import get_logger, redact_text
 from healthd.memory import (
     Checkpointed,
     EventExpiryReporting,
+    LLMCounting,
     RunScoped,
     batch_events,
     retrieval_fingerprint,
@@ -138,6 +141,7 @@ class TargetRuns(Shadows):
                         t.replay.update_probes(probes, keys)
                         t.probes = probes
                         t.page_wanted += 1
+                self._begin_budget(t)
                 todo = self._events_from(t.position)
                 count = total - t.position
                 replay = t.replay
@@ -231,7 +235,9 @@ class TargetRuns(Shadows):
                 dirty=False,
                 events_replayed=row.events_replayed + max(new, 0),
                 applied=total,
-                snapshot=None,  # the replay's state is in the shadow, with its checkpoint
+                # the replay's state is in the shadow, with its checkpoint; the column keeps
+                # the day's LLM tokens, for a budget per day
+                snapshot=self._budget_state(t),
             )
         except Aborted:
             if t.persistent and isinstance(t.memory, Checkpointed):
@@ -247,6 +253,13 @@ class TargetRuns(Shadows):
             t.note = "the previous run was stopped by a shutdown"
             log.warning("run aborted by shutdown", run_id=run_id, target=t.name)
             return {"result": "aborted", "aborted": True, "events": max(new, 0)}
+        except LLMBudgetExceeded as exc:
+            # Before the call that would exceed it, between two events: what was replayed
+            # stands (in the open shadow, committed when it keeps checkpoints) and the next
+            # run goes on from it, with a fresh calls budget.
+            self._keep_replayed(t)
+            where = f"{t.position} of {total} events replayed; the next run resumes from there"
+            return self._failed(t, row, run_id, t0, new, f"{exc}; {where}")
         except _stop.RunTimedOut as exc:
             # Between two events: what was replayed stands, and the next run goes on from it.
             return self._failed(t, row, run_id, t0, new, str(exc))
@@ -273,6 +286,7 @@ class TargetRuns(Shadows):
             last_result="failure",
             last_error=message,
             dirty=t.persistent or row.dirty,
+            snapshot=self._budget_state(t),
         )
         outcome: dict[str, Any] = {"result": "failure", "events": max(new, 0), "error": message}
         # logged at once, before the failure shows in the metrics
@@ -289,6 +303,33 @@ class TargetRuns(Shadows):
         )
         outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
         return outcome
+
+    def _begin_budget(self, t: TargetRuntime) -> None:
+        """A run with LLM budgets starts: a fresh calls budget, the day's tokens so far (the
+        day in UTC, from the state file after a restart)."""
+        budget = _budget(t)
+        if budget is not None:
+            day = datetime.fromtimestamp(self.clock(), UTC).date().isoformat()
+            budget.begin_run(day, (t.row.snapshot or {}).get("llm_budget"))
+
+    def _budget_state(self, t: TargetRuntime) -> dict[str, Any] | None:
+        """What the state file keeps of the target's budgets; what is left, for the gauge."""
+        budget = _budget(t)
+        if budget is None:
+            return t.row.snapshot
+        with self._changing():
+            t.llm_budget_left = budget.remaining()
+        return {"llm_budget": budget.stored()}
+
+    def _keep_replayed(self, t: TargetRuntime) -> None:
+        """A run stopped between two events keeps its replay open where it got to."""
+        self.pending.pop(t.name, None)
+        replay = t.replay
+        if replay is not None and replay.held:  # reads are never refused
+            replay.flush()
+        self._settle_change(t)
+        if t.persistent and isinstance(t.memory, Checkpointed) and replay is not None:
+            self._commit(t)
 
     def _stands_as_stored(self, t: TargetRuntime) -> bool:
         """A reference shadow not read back since a restart, its results stored by a run
@@ -390,6 +431,11 @@ class TargetRuns(Shadows):
         log_fields["probes"] = outcome["probes"]
         log_fields["metrics"] = outcome["metrics"]
         log.info("run", **log_fields, **_llm_fields(outcome.get("llm")))
+
+
+def _budget(t: TargetRuntime) -> LLMBudget | None:
+    usage = t.memory.llm_usage() if isinstance(t.memory, LLMCounting) else None
+    return usage.budget if usage is not None else None
 
 
 def _take_stage(

@@ -88,6 +88,7 @@ class TargetRuntime:
     # the results across restarts) and this run's (for its log line)
     llm_total: dict[str, Any] | None = None
     llm_run: dict[str, Any] | None = None
+    llm_budget_left: dict[str, int] | None = None  # by budget, after the last run
 
     def count_llm(self) -> None:
         """Add the calls the memory counted since the last time to the run's and the

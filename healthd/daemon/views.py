@@ -77,6 +77,11 @@ class Views:
                 "missed_runs": self.missed_runs,
                 "skipped_inputs": dict(self.skipped_inputs),
                 "shadow_rebuilds": {name: t.rebuilds for name, t in self.targets.items()},
+                "llm_budget_left": {
+                    name: dict(t.llm_budget_left)
+                    for name, t in self.targets.items()
+                    if t.llm_budget_left is not None
+                },
                 "pending": dict(self.pending),
                 "pulling": dict(self.pulling),
                 "runs_completed": self.runs_completed,

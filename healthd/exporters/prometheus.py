@@ -238,6 +238,16 @@ class HealthdCollector(Collector):
         for name, count in view.get("shadow_rebuilds", {}).items():
             rebuilds.add_metric([name, roles.get(name, SUBJECT)], count)
         yield rebuilds
+        budget_left = GaugeMetricFamily(
+            "healthd_llm_budget_remaining",
+            "What is left of a target's LLM budgets: calls this run (max_llm_calls_per_run, "
+            "after the last run), tokens today in UTC (max_llm_tokens_per_day)",
+            labels=["target", "role", "budget"],
+        )
+        for name, left in (view.get("llm_budget_left") or {}).items():
+            for budget, value in left.items():
+                budget_left.add_metric([name, roles.get(name, SUBJECT), budget], value)
+        yield budget_left
         pending = GaugeMetricFamily(
             "healthd_replay_pending_events",
             "Events a replay in progress has still to apply to the target's shadow "

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import TargetError
+from healthd.llm_budget import CALLS, TOKENS, LLMBudget, budget_options
 from healthd.llm_usage import LLMUsage, empty_block
 from healthd.memory._options import switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
@@ -231,9 +232,25 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
     options: dict[str, Any] = dict(spec.options)
     options.update(overrides)
     try:
-        return _REGISTRY[spec.kind](options)
+        options, budgets = budget_options(options)
+        memory = _REGISTRY[spec.kind](options)
+        if budgets:
+            _set_budget(memory, spec.kind, budgets)
+        return memory
     except TargetError as exc:
         raise TargetError(f"target {spec.label!r}: {exc}") from None
+
+
+def _set_budget(memory: Memory, kind: str, budgets: dict[str, int]) -> None:
+    """Give a memory whose writes call an LLM healthd counts its budgets
+    (:mod:`healthd.llm_budget`); any other memory refuses them."""
+    if not (isinstance(memory, LLMCounting) and getattr(memory, "llm_budgets", False)):
+        memory.close()
+        raise TargetError(
+            f"{', '.join(budgets)}: a {kind} target makes no LLM call healthd counts and "
+            "can refuse (LLM budgets apply to mem0 targets)"
+        )
+    memory.llm_usage().budget = LLMBudget(budgets.get(CALLS), budgets.get(TOKENS))
 
 
 _BUILTIN = ("agentcore", "graphiti", "http", "langmem", "mem0", "naive", "reference", "zep")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from healthd.llm_budget import LLMBudgetExceeded
 from healthd.llm_usage import LLMUsage, parse_body, purpose_of, tokens_of
 
 
@@ -36,10 +37,21 @@ def counting(client: Any, usage: LLMUsage, **options: Any) -> Any | None:
         import openai
     except ImportError:  # pragma: no cover - every product extra brings it
         return None
+
+    class Refused(openai.OpenAIError):
+        """A budget refused the call: an OpenAI error, so the SDK raises it at once instead
+        of retrying it as a connection error."""
+
+    def admit(request: Any) -> None:
+        try:
+            usage.sent(_request_purpose(request))
+        except LLMBudgetExceeded as exc:
+            raise Refused(str(exc)) from exc
+
     if isinstance(client, openai.AsyncOpenAI):
 
         async def sent_async(request: Any) -> None:
-            usage.sent(_request_purpose(request))
+            admit(request)
 
         async def answered_async(response: Any) -> None:
             if _streamed(response):
@@ -54,7 +66,7 @@ def counting(client: Any, usage: LLMUsage, **options: Any) -> Any | None:
     elif isinstance(client, openai.OpenAI):
 
         def sent(request: Any) -> None:
-            usage.sent(_request_purpose(request))
+            admit(request)
 
         def answered(response: Any) -> None:
             if _streamed(response):

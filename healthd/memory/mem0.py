@@ -278,6 +278,24 @@ class Mem0Memory:
 
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
+        budget = self._usage.budget
+        self._usage.writing = True
+        try:
+            self._apply(event, now)
+        except MemoryAdapterError:
+            # a call a budget refused, whatever Mem0 made of it: every later call was
+            # refused too, and Mem0 stores only after its calls, so nothing of it is stored
+            refused = budget.take_refusal() if budget is not None else None
+            if refused is not None:
+                raise refused from None
+            raise
+        finally:
+            self._usage.writing = False
+        refused = budget.take_refusal() if budget is not None else None
+        if refused is not None:  # Mem0 logged and skipped it (a failed embedding)
+            raise refused
+
+    def _apply(self, event: ChangeEvent, now: datetime) -> None:
         try:
             MEM0_ERRORS.drain()
             if self.ingest == "messages":
@@ -322,6 +340,9 @@ class Mem0Memory:
 
     def retrieval_fingerprint(self) -> RetrievalFingerprint:
         return self._fingerprint
+
+    #: its writes' calls can be refused by an LLM budget (healthd.llm_budget)
+    llm_budgets = True
 
     def llm_usage(self) -> LLMUsage:
         """The calls Mem0's own clients made to the team's LLM and embedding endpoints."""
