@@ -221,3 +221,22 @@ def test_changing_a_budget_replays_nothing_again(tmp_path: Path) -> None:
         prints.append(target_fingerprint(settings, "team-mem0", options, ""))
     assert len(set(prints)) == 1
     assert "max_llm_calls_per_run" in options
+
+
+def test_evaluate_past_its_budget_exits_2_with_one_line_naming_it(
+    llm: StandInLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evaluate` keeps nothing between runs: past a budget it stops, exit 2, one line; the
+    stand-in received exactly the budget's calls (the refused one was never sent)."""
+    from healthd.cli import main
+
+    config = budgeted(tmp_path / "c", llm.base_url, "max_llm_calls_per_run = 50")
+    out = tmp_path / "report.json"
+    code = main(["evaluate", "--config", str(config), "--format", "json", "--output", str(out)])
+    assert code == 2 and not out.exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        "healthd: error: LLM budget max_llm_calls_per_run reached: 50 calls this run, of 50: "
+        "stopped before the call that would exceed it"
+    )
+    assert len(llm.requests) == 50
