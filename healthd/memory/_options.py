@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -56,3 +57,19 @@ def reject_unknown(options: Mapping[str, Any], known: set[str], kind: str) -> No
         raise TargetError(
             f"unknown switch {unknown[0]!r} for {kind}; known switches: {', '.join(sorted(known))}"
         )
+
+
+def url_option(options: Mapping[str, Any], name: str, default: str, where: str) -> str:
+    """The http(s) URL in ``options[name]``, or in the environment variable that
+    ``options[name + "_env"]`` names (a hosted API's address kept out of the file)."""
+    url = str(options.get(name, default))
+    if f"{name}_env" in options:
+        if name in options:
+            raise TargetError(f"{where}: give {name} or {name}_env, not both")
+        variable = str(options[f"{name}_env"])
+        url = os.environ.get(variable, "")
+        if not url:
+            raise TargetError(f"{where} {name}_env: environment variable {variable} is not set")
+    if not url.startswith(("http://", "https://")):
+        raise TargetError(f"{where} {name}={url!r}: expected an http(s) URL")
+    return url

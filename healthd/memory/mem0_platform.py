@@ -31,7 +31,7 @@ from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, sho
 from healthd.logging import env_secret
 from healthd.memory._mem0_config import turn
 from healthd.memory._offline import first_line, package_versions
-from healthd.memory._options import integer, reject_unknown, switch
+from healthd.memory._options import integer, reject_unknown, switch, url_option
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
 
@@ -306,16 +306,7 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
             "api_key_env; it holds the Mem0 API key)"
         )
     api_key = env_secret(key_env)
-    host = str(options.get("host", DEFAULT_HOST))
-    if "host_env" in options:
-        if "host" in options:
-            raise TargetError("mem0 platform: give host or host_env, not both")
-        name = str(options["host_env"])
-        host = os.environ.get(name, "")
-        if not host:
-            raise TargetError(f"mem0 platform host_env: environment variable {name} is not set")
-    if not host.startswith(("http://", "https://")):
-        raise TargetError(f"mem0 platform host={host!r}: expected an http(s) URL")
+    host = url_option(options, "host", DEFAULT_HOST, "mem0 platform")
     threshold = None
     if "threshold" in options:
         try:

@@ -41,7 +41,7 @@ from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, sho
 from healthd.logging import env_secret
 from healthd.memory import register_memory
 from healthd.memory._offline import first_line, package_versions, require_extra
-from healthd.memory._options import integer, reject_unknown, switch
+from healthd.memory._options import integer, reject_unknown, switch, url_option
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.memory.graphiti_episodes import SOURCE_DESCRIPTION, episode_text
 from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
@@ -359,16 +359,7 @@ def zep_memory(options: Mapping[str, Any]) -> ZepMemory:
             "the Zep project API key)"
         )
     api_key = env_secret(key_env)
-    base_url = str(options.get("base_url", DEFAULT_BASE_URL))
-    if "base_url_env" in options:
-        if "base_url" in options:
-            raise TargetError("zep: give base_url or base_url_env, not both")
-        name = str(options["base_url_env"])
-        base_url = os.environ.get(name, "")
-        if not base_url:
-            raise TargetError(f"zep base_url_env: environment variable {name} is not set")
-    if not base_url.startswith(("http://", "https://")):
-        raise TargetError(f"zep base_url={base_url!r}: expected an http(s) URL")
+    base_url = url_option(options, "base_url", DEFAULT_BASE_URL, "zep")
     choices = {"episode_type": EPISODE_TYPES, "scope": SCOPES, "search": SEARCHES,
                "reranker": RERANKERS}  # fmt: skip
     chosen = {name: str(options.get(name, values[0])) for name, values in choices.items()}
