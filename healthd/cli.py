@@ -115,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         "minilm/hashing, dimensions, timeout_seconds, and a config file's mem0 table for "
         "Memory.from_config; platform, the hosted Mem0 Platform: host or host_env, "
         "api_key_env, org_id, project_id, user_id, agent_id, run_id, shadow, top_k, threshold, "
-        "rerank, timeout_seconds, wait_seconds, max_response_bytes; extra mem0), graphiti (ingest = "
+        "rerank, timeout_seconds, wait_seconds, batch_events, max_response_bytes; extra mem0), "
+        "graphiti (ingest = "
         "edges/episodes, search = default/valid, path, group_id, shadow, top_k, embedder = "
         "minilm/hashing, dimensions, a [targets.NAME.graphiti] table in config; extra graphiti), "
         "langmem (namespace, shadow, enable_deletes, model, model_env, model_provider, base_url, "
@@ -125,13 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
         "zep (a shadow user's graph in Zep through zep-cloud: shadow, user_id, base_url, "
         "base_url_env, api_key_env, episode_type = text/message, scope = edges/nodes, search "
         "= default/valid, reranker, mmr_lambda, top_k, timeout_seconds, wait_seconds, "
-        "max_response_bytes; extra zep), "
+        "batch_events, max_response_bytes; extra zep), "
         "agentcore (memory_id, namespace_prefix, shadow, "
         "mode = native/managed/events, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
         "consistency_wait_seconds, batch_events, max_attempts, timeout_seconds; events: actor_id, "
         "isolation_actor_id, control_endpoint_url; extra agentcore), and any a "
         "plugin registers. Any kind takes baseline=on|off: a baseline is meant to fail and is "
-        "shown apart (naive is one unless baseline=off)",
+        "shown apart (naive is one unless baseline=off); mem0, graphiti, langmem and zep take "
+        "the LLM budgets max_llm_calls_per_run and max_llm_tokens_per_day",
     )
     ev.add_argument(
         "--mode",

@@ -34,6 +34,8 @@ PURPOSES = (
     "rerank",
     "judge",
     "embedding",
+    "ingest",
+    "search",
     "unknown",
 )
 
@@ -44,6 +46,13 @@ _MEM0_PROMPTS = (
     ("You are a Personal Information Organizer", "extraction"),  # FACT_RETRIEVAL_PROMPT
     ("You are an Assistant Information Organizer", "extraction"),  # agent memories
     ("You are a smart memory manager", "update_decision"),  # DEFAULT_UPDATE_MEMORY_PROMPT
+)
+
+#: LangMem 0.0.x's memory manager (``langmem/knowledge/extraction.py``): its extraction
+#: (trustcall's, with the Memory/PatchDoc/RemoveDoc tools) and its query model's searches.
+_LANGMEM_PROMPTS = (
+    ("You are a memory subroutine for an AI.", "extraction"),
+    ("Use parallel tool calling to search for distinct memories", "search"),
 )
 
 #: graphiti-core 0.31's response models (``graphiti_core/prompts``), by what they ask for.
@@ -81,7 +90,7 @@ def purpose_of(path: str, body: Any, judge: bool = False) -> str:
     if model in _GRAPHITI_MODELS:
         return _GRAPHITI_MODELS[model]
     text = _prompt_text(body)
-    for mark, purpose in _MEM0_PROMPTS:
+    for mark, purpose in (*_MEM0_PROMPTS, *_LANGMEM_PROMPTS):
         if mark in text:
             return purpose
     if _RERANK_MARK in text:
@@ -227,10 +236,12 @@ class LLMUsage:
         self.budget: LLMBudget | None = None
         self.writing = False
 
-    def sent(self, purpose: str) -> None:
-        """A call is about to be sent: counted, or refused by a budget (raised, not sent)."""
+    def sent(self, purpose: str, writing: bool | None = None) -> None:
+        """A call is about to be sent: counted, or refused by a budget (raised, not sent).
+        ``writing``: whether a write sends it (a budget may refuse it); by default, whether
+        the memory is applying an event (:attr:`writing`)."""
         if self.budget is not None:
-            self.budget.admit(self.writing)
+            self.budget.admit(self.writing if writing is None else writing)
         with self._lock:
             self._row(purpose)["calls"] += 1
 

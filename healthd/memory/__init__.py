@@ -233,6 +233,12 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
     options.update(overrides)
     try:
         options, budgets = budget_options(options)
+        if TOKENS in budgets and _hosted(spec.kind, options):
+            raise TargetError(
+                f"{TOKENS}: a {_hosted(spec.kind, options)} target's service makes its LLM "
+                "calls itself and reports no tokens to healthd; only "
+                f"{CALLS} can be kept (on the requests healthd sends it)"
+            )
         memory = _REGISTRY[spec.kind](options)
         if budgets:
             _set_budget(memory, spec.kind, budgets)
@@ -248,9 +254,19 @@ def _set_budget(memory: Memory, kind: str, budgets: dict[str, int]) -> None:
         memory.close()
         raise TargetError(
             f"{', '.join(budgets)}: a {kind} target makes no LLM call healthd counts and "
-            "can refuse (LLM budgets apply to mem0 targets)"
+            "can refuse (LLM budgets apply to mem0, graphiti, langmem and zep targets)"
         )
     memory.llm_usage().budget = LLMBudget(budgets.get(CALLS), budgets.get(TOKENS))
+
+
+def _hosted(kind: str, options: Mapping[str, Any]) -> str | None:
+    """The name of a hosted service whose own LLM calls healthd cannot see (so no tokens to
+    budget), or None."""
+    if kind == "zep":
+        return "zep"
+    if kind == "mem0" and str(options.get("deployment", "local")) == "platform":
+        return "mem0 platform"
+    return None
 
 
 _BUILTIN = ("agentcore", "graphiti", "http", "langmem", "mem0", "naive", "reference", "zep")

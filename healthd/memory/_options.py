@@ -51,6 +51,15 @@ def integer(options: Mapping[str, Any], name: str, default: int, minimum: int = 
     return number
 
 
+def batch_option(options: Mapping[str, Any]) -> int:
+    """``batch_events``: writes a memory processes asynchronously sent before they are
+    waited for, once (and scored as one stage); 1 to 10000."""
+    batch = integer(options, "batch_events", 1)
+    if batch > 10_000:
+        raise TargetError(f"switch batch_events={batch}: at most 10000")
+    return batch
+
+
 def reject_unknown(options: Mapping[str, Any], known: set[str], kind: str) -> None:
     unknown = sorted(set(options) - known)
     if unknown:

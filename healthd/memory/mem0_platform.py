@@ -7,7 +7,10 @@ writes), sent with ``add`` to the shadow ``user_id`` (and ``agent_id``/``run_id`
 given); the platform's own inference decides what is stored. Its processing is asynchronous:
 ``add`` answers an ``event_id`` and ``PENDING`` before any memory exists, so the target reads
 the event (``GET /v1/event/{event_id}/``) until it is ``SUCCEEDED`` (or fails the run on
-``FAILED``, or when ``wait_seconds`` pass first). Probes are the platform's v3 ``search`` with
+``FAILED``, or when ``wait_seconds`` pass first). With ``batch_events = N`` the adds of N
+events are sent one after another and their events read once, after the Nth (and before any
+probe), not after each add: the wait is paid once per batch, and the batch is one stage (the
+platform may then process a batch's adds in an order of its own). Probes are the platform's v3 ``search`` with
 the probe's question and the shadow scope as its v2 ``filters`` (no key filter of healthd's);
 the reader reads the text served. ``reset`` is ``delete_all`` on the shadow scope, itself
 queued on the platform and waited for the same way.
@@ -17,6 +20,11 @@ Organisation and project come from the API key (the client's ``/v1/ping/``); ``o
 start (a key of another project is one line, exit 2). The key is read only from the
 environment variable ``api_key_env`` names (``MEM0_API_KEY``). Every HTTP call is bounded in
 total time (``timeout_seconds``) and size (``max_response_bytes``).
+
+The platform's own LLM and embedding calls are made inside it and reported to no one: what
+healthd counts (:mod:`healthd.llm_usage`) are its own requests that cause them, ``ingest``
+(an ``add``) and ``search``, and ``max_llm_calls_per_run`` refuses an ``add`` before it is
+sent; ``max_llm_tokens_per_day`` cannot be kept (no tokens are reported).
 """
 
 from __future__ import annotations
@@ -28,10 +36,11 @@ from datetime import datetime
 from typing import Any, cast
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
+from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
 from healthd.memory._mem0_config import turn
 from healthd.memory._offline import first_line, package_versions
-from healthd.memory._options import integer, reject_unknown, switch, url_option
+from healthd.memory._options import batch_option, integer, reject_unknown, switch, url_option
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
 
@@ -55,9 +64,16 @@ SWITCHES = {
     "rerank",
     "timeout_seconds",
     "wait_seconds",
+    "batch_events",
     "max_response_bytes",
 }
 DONE = ("SUCCEEDED", "FAILED")
+#: What healthd cannot count of what a platform target causes.
+NOT_COUNTED = (
+    "the platform's own LLM and embedding calls (its inference on each add, its search's "
+    "embeddings) are made inside it and reported to no one: counted instead are healthd's "
+    "requests that cause them (ingest: an add; search: a search)"
+)
 
 
 class _Bounded:
@@ -120,6 +136,7 @@ class Mem0PlatformMemory:
         rerank: bool = False,
         timeout_seconds: float = 30,
         wait_seconds: float = 300,
+        batch_events: int = 1,
         max_response_bytes: int = 16 << 20,
     ) -> None:
         from healthd.memory._mem0_library import import_mem0
@@ -133,6 +150,12 @@ class Mem0PlatformMemory:
         self.top_k, self.threshold, self.rerank = top_k, threshold, rerank
         self.wait_seconds = wait_seconds
         self.events_read = 0  # event status reads, for the benchmark
+        # adds sent and not yet waited for: (platform event id, what it was); one wait per
+        # ``batch_events`` of them, or before the next probe
+        self.batch_events = batch_events
+        self._pending: list[tuple[str, str]] = []
+        self.waits = 0
+        self._usage = LLMUsage([NOT_COUNTED])
         transport = _Bounded(timeout_seconds, max_response_bytes)
         http = httpx.Client(transport=transport, timeout=timeout_seconds)  # type: ignore[arg-type]
         try:
@@ -159,6 +182,7 @@ class Mem0PlatformMemory:
     # --- the Memory protocol ---------------------------------------------------------------
 
     def reset(self) -> None:
+        self._settle()
         try:
             queued = self._client.delete_all(**self._scope)
             if queued.get("event_id"):
@@ -175,6 +199,9 @@ class Mem0PlatformMemory:
             "validated_at": event.timestamp.isoformat(),
             METADATA_KEY: self._fingerprint.id,
         }
+        if len(self._pending) >= self.batch_events:
+            self._settle()
+        self._usage.sent("ingest", writing=True)  # refused here, unsent, past a budget
         try:
             queued = self._client.add([turn(event)], metadata=metadata, **self._scope)
         except Exception as exc:
@@ -187,7 +214,9 @@ class Mem0PlatformMemory:
                 f"mem0 platform add of event {event.id!r}: no event_id in the answer "
                 f"({shorten(str(queued), 120)})"
             )
-        self._wait(str(event_id), f"add of event {event.id!r}")
+        self._pending.append((str(event_id), f"add of event {event.id!r}"))
+        if len(self._pending) >= self.batch_events:
+            self._settle()
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         from healthd.memory._mem0_library import served_item, when
@@ -197,6 +226,8 @@ class Mem0PlatformMemory:
             options["threshold"] = self.threshold
         if self.rerank:
             options["rerank"] = True
+        self._settle()
+        self._usage.sent("search", writing=False)
         try:
             found = self._client.search(probe.question, filters=self._filters(), **options)
         except Exception as exc:
@@ -225,6 +256,14 @@ class Mem0PlatformMemory:
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         return None  # what the platform infers from a turn may answer any probe
 
+    #: an add can be refused by max_llm_calls_per_run (no tokens are reported to keep a
+    #: max_llm_tokens_per_day: refused in healthd.memory.build_memory)
+    llm_budgets = True
+
+    def llm_usage(self) -> LLMUsage:
+        """healthd's requests that make the platform call its LLM and embedder."""
+        return self._usage
+
     def close(self) -> None:
         client = getattr(self, "_client", None)
         if client is not None:
@@ -237,6 +276,16 @@ class Mem0PlatformMemory:
         if len(self._scope) == 1:
             return dict(self._scope)
         return {"AND": [{name: value} for name, value in self._scope.items()]}
+
+    def _settle(self) -> None:
+        """Wait, once, for every add sent since the last wait (in the order they were sent);
+        a failed one fails the run naming its event."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        self.waits += 1
+        for event_id, what in pending:
+            self._wait(event_id, what)
 
     def _wait(self, event_id: str, what: str) -> None:
         """Until the platform has processed the event, read from its status, within
@@ -331,5 +380,6 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
         rerank=switch(options, "rerank", False),
         timeout_seconds=integer(options, "timeout_seconds", 30),
         wait_seconds=integer(options, "wait_seconds", 300),
+        batch_events=batch_option(options),
         max_response_bytes=integer(options, "max_response_bytes", 16 << 20, minimum=1024),
     )

@@ -9,7 +9,10 @@ as its ``reference_time`` (v3's ``created_at``). Zep's own extraction, deduplica
 invalidation decide which edges exist and which end; healthd never writes an edge and never
 sets ``invalid_at``/``expired_at``. Zep processes a graph's episodes asynchronously, one at a
 time: the add answers a ``task``, read (``task.get``) until it has ``succeeded`` (a failed
-task fails the run) within ``wait_seconds``, before the next event or any probe.
+task fails the run) within ``wait_seconds``, before the next event or any probe. With
+``batch_events = N`` the episodes of N events are added one after another and their tasks
+read once, after the Nth (and before any probe), not after each add: Zep still processes
+them one at a time in the order added, and the wait is paid once per batch (one stage).
 
 Probes are Zep's graph search with the probe's question: ``search_edges`` (``scope=edges``,
 the default; the served text is each edge's ``fact``) or ``search_nodes`` (``scope=nodes``:
@@ -26,6 +29,11 @@ that id which healthd did not create is refused before anything is written. ``re
 deletes that user (and so its graph) and creates it again; nothing else is read or written.
 The key is read only from the variable ``api_key_env`` names (``ZEP_API_KEY``); every call
 is bounded in total time (``timeout_seconds``, no retries) and size (``max_response_bytes``).
+
+Zep's own LLM and embedding calls are made inside it and reported to no one: what healthd
+counts (:mod:`healthd.llm_usage`) are its own requests that cause them, ``ingest`` (an
+episode added) and ``search``; ``max_llm_calls_per_run`` refuses an episode before it is
+sent, and ``max_llm_tokens_per_day`` cannot be kept (no tokens are reported).
 """
 
 from __future__ import annotations
@@ -38,10 +46,11 @@ from datetime import datetime
 from typing import Any
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
+from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
 from healthd.memory import register_memory
 from healthd.memory._offline import first_line, package_versions, require_extra
-from healthd.memory._options import integer, reject_unknown, switch, url_option
+from healthd.memory._options import batch_option, integer, reject_unknown, switch, url_option
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.memory.graphiti_episodes import SOURCE_DESCRIPTION, episode_text
 from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
@@ -68,8 +77,16 @@ SWITCHES = {
     "top_k",
     "timeout_seconds",
     "wait_seconds",
+    "batch_events",
     "max_response_bytes",
 }
+#: What healthd cannot count of what a Zep target causes.
+NOT_COUNTED = (
+    "Zep's own LLM and embedding calls (its extraction, deduplication and invalidation of "
+    "each episode, its search's embeddings) are made inside it and reported to no one: "
+    "counted instead are healthd's requests that cause them (ingest: an episode added; "
+    "search: a search)"
+)
 
 
 class ZepMemory:
@@ -89,6 +106,7 @@ class ZepMemory:
         top_k: int = 10,
         timeout_seconds: float = 30,
         wait_seconds: float = 300,
+        batch_events: int = 1,
         max_response_bytes: int = 16 << 20,
     ) -> None:
         require_extra("zep_cloud", "zep", "zep")  # before httpx, which the SDK brings
@@ -102,6 +120,12 @@ class ZepMemory:
         self.mmr_lambda, self.top_k = mmr_lambda, top_k
         self.wait_seconds = wait_seconds
         self.tasks_read = 0  # task status reads, for the benchmark
+        # episodes added and not yet waited for: (task uuid, what it was); one wait per
+        # ``batch_events`` of them, or before the next probe
+        self.batch_events = batch_events
+        self._pending: list[tuple[str, str]] = []
+        self.waits = 0
+        self._usage = LLMUsage([NOT_COUNTED])
         self._options: Any = {"max_retries": 0, "timeout": timeout_seconds}
         transport = _Bounded(timeout_seconds, max_response_bytes)
         self._http: Any = httpx.Client(transport=transport, timeout=timeout_seconds)  # type: ignore[arg-type]
@@ -130,6 +154,7 @@ class ZepMemory:
     # --- the Memory protocol ---------------------------------------------------------------
 
     def reset(self) -> None:
+        self._settle()
         user = self._lookup()
         if user is not None:
             self._call(lambda o: self._client.user.delete(str(user.uuid_), request_options=o),
@@ -151,6 +176,9 @@ class ZepMemory:
         data = f"user: {text}" if self.episode_type == "message" else text
         metadata = {"healthd_event": event.id, METADATA_KEY: self._fingerprint.id}
         graph = self._user()
+        if len(self._pending) >= self.batch_events:
+            self._settle()
+        self._usage.sent("ingest", writing=True)  # refused here, unsent, past a budget
         added = self._call(
             lambda o: self._client.graph.episode.add(
                 graph, data=data, type=self.episode_type, reference_time=event.timestamp.isoformat(),
@@ -164,7 +192,9 @@ class ZepMemory:
                 f"{self._where}: add of event {event.id!r} answered no episode and task"
             )
         self._episodes[str(episode.uuid_)] = (event.id, event.timestamp)
-        self._wait(str(task.uuid_), f"add of event {event.id!r}")
+        self._pending.append((str(task.uuid_), f"add of event {event.id!r}"))
+        if len(self._pending) >= self.batch_events:
+            self._settle()
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         graph = self._user()
@@ -175,6 +205,8 @@ class ZepMemory:
         search: Any = self._client.graph.search_edges
         if self.scope == "nodes":
             search = self._client.graph.search_nodes
+        self._settle()
+        self._usage.sent("search", writing=False)
         found = self._call(
             lambda o: search(graph, **options, request_options=o),
             f"search for probe {probe.id!r}",
@@ -194,6 +226,14 @@ class ZepMemory:
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         return None  # what Zep makes of an episode may answer any probe
+
+    #: an episode can be refused by max_llm_calls_per_run (no tokens are reported to keep
+    #: a max_llm_tokens_per_day: refused in healthd.memory.build_memory)
+    llm_budgets = True
+
+    def llm_usage(self) -> LLMUsage:
+        """healthd's requests that make Zep call its LLM and embedder."""
+        return self._usage
 
     def close(self) -> None:
         http = getattr(self, "_http", None)
@@ -248,6 +288,16 @@ class ZepMemory:
                 time.sleep(0.2)
         self._user_uuid = str(user.uuid_)
         return self._user_uuid
+
+    def _settle(self) -> None:
+        """Wait, once, for every episode added since the last wait (Zep processes them in
+        the order added); a failed one fails the run naming its event."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        self.waits += 1
+        for task_uuid, what in pending:
+            self._wait(task_uuid, what)
 
     def _wait(self, task_uuid: str, what: str) -> None:
         """Until Zep has processed the episode, read from its task, within ``wait_seconds``:
@@ -388,6 +438,7 @@ def zep_memory(options: Mapping[str, Any]) -> ZepMemory:
         top_k=integer(options, "top_k", 10),
         timeout_seconds=integer(options, "timeout_seconds", 30),
         wait_seconds=integer(options, "wait_seconds", 300),
+        batch_events=batch_option(options),
         max_response_bytes=integer(options, "max_response_bytes", 16 << 20, minimum=1024),
         **chosen,
     )
