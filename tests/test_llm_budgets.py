@@ -54,10 +54,11 @@ def daemon_runs(
     runs: int,
     clock: Callable[[], float] = time.time,
     between: Callable[[], None] = lambda: None,
+    target: str = "team-mem0",
 ) -> tuple[list[dict[str, Any]], list[Any], list[tuple[str, str]]]:
     """A daemon started on ``config``'s state file, up to ``runs`` runs until one succeeds,
-    then stopped: each run's outcome for the Mem0 target, its log, and the metrics scraped
-    and the page at / after each."""
+    then stopped: each run's outcome for ``target`` (the Mem0 one), its log, and the metrics
+    scraped and the page at / after each."""
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from prometheus_client import generate_latest
 
@@ -84,7 +85,7 @@ def daemon_runs(
             with capture_logs() as captured:
                 summary = runner.run_once()
             assert summary is not None
-            outcomes.append(summary.targets["team-mem0"])
+            outcomes.append(summary.targets[target])
             logs.append(captured)
             scraped.append(
                 (generate_latest(registry).decode(), live_html(runner.view(), ready=True))

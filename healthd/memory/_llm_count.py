@@ -11,6 +11,7 @@ body is the product's to consume as it comes).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from healthd.llm_budget import LLMBudgetExceeded
@@ -29,10 +30,11 @@ def _streamed(response: Any) -> bool:
     return "text/event-stream" in response.headers.get("content-type", "")
 
 
-def counting(client: Any, usage: LLMUsage, **options: Any) -> Any | None:
+def counting(client: Any, usage: LLMUsage, refusable: bool = True, **options: Any) -> Any | None:
     """``client`` (an ``openai.OpenAI`` or ``AsyncOpenAI``) as a copy whose requests are
     counted in ``usage``, with ``options`` (e.g. ``timeout``) set too; None when it is not
-    an OpenAI client."""
+    an OpenAI client. ``refusable=False``: a budget counts its calls and never refuses them
+    (a product that stores between two of them, where a refusal would store half a write)."""
     try:
         import openai
     except ImportError:  # pragma: no cover - every product extra brings it
@@ -44,7 +46,7 @@ def counting(client: Any, usage: LLMUsage, **options: Any) -> Any | None:
 
     def admit(request: Any) -> None:
         try:
-            usage.sent(_request_purpose(request))
+            usage.sent(_request_purpose(request), None if refusable else False)
         except LLMBudgetExceeded as exc:
             raise Refused(str(exc)) from exc
 
@@ -98,3 +100,24 @@ def count_parts(parts: dict[str, Any], usage: LLMUsage, **options: Any) -> None:
             )
             continue
         part.client = counted
+
+
+def budgeted_write(usage: LLMUsage, write: Callable[[], None]) -> None:
+    """Run ``write`` (one event's write into the product) with its calls open to the budget's
+    refusal: a call refused is raised as the budget's :class:`LLMBudgetExceeded` whatever
+    the product made of it (an error of its own, or one it logged and went on from). The
+    product must store only after its calls, so a refused write stores nothing."""
+    budget = usage.budget
+    usage.writing = True
+    try:
+        write()
+    except Exception:
+        refused = budget.take_refusal() if budget is not None else None
+        if refused is not None:
+            raise refused from None
+        raise
+    finally:
+        usage.writing = False
+    refused = budget.take_refusal() if budget is not None else None
+    if refused is not None:
+        raise refused

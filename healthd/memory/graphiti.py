@@ -53,7 +53,7 @@ from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.llm_usage import LLMUsage
 from healthd.memory import register_memory
 from healthd.memory._embedder_switch import embedder_from_options
-from healthd.memory._llm_count import count_parts
+from healthd.memory._llm_count import budgeted_write, count_parts
 from healthd.memory._offline import (
     IN_MEMORY,
     ReplayClock,
@@ -316,9 +316,10 @@ class GraphitiMemory:
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
         if self.ingest == "episodes":
-            self._call(self._add_episode(event), f"add_episode of event {event.id!r}")
+            write, what = self._add_episode(event), f"add_episode of event {event.id!r}"
         else:
-            self._call(self._apply(event, now), f"apply of event {event.id!r}")
+            write, what = self._apply(event, now), f"apply of event {event.id!r}"
+        budgeted_write(self._usage, lambda: self._call(write, what))
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         if self.ingest == "episodes":
@@ -329,6 +330,9 @@ class GraphitiMemory:
         edges = self._call(self._search(probe, at), f"search for probe {probe.id!r}")
         facts = [_retrieved(edge, self._fingerprint) for edge in edges]
         return Answer(probe.id, tuple(facts))
+
+    #: its writes' calls can be refused by an LLM budget (healthd.llm_budget)
+    llm_budgets = True
 
     def llm_usage(self) -> LLMUsage:
         """The calls Graphiti's own clients made to the team's LLM, cross-encoder and

@@ -16,6 +16,12 @@ the team names its own (``index.embed``, any ``init_embeddings`` model). Everyth
 written under one namespace tuple declared shadow; a store that may hold other namespaces
 (Postgres) takes an explicit ``shadow = on``; nothing outside the shadow namespace is read,
 written or deleted (LangMem's searches are namespace-prefix searches of it).
+
+The team's chat models (and an OpenAI ``index.embed``) are counted as they send
+(:mod:`healthd.llm_usage`): their OpenAI clients are given a counting HTTP client, so
+``max_llm_calls_per_run`` and ``max_llm_tokens_per_day`` refuse a chat call before it is
+sent. LangMem stores only after its model has decided (each put embedding as it goes), so
+the index embedder's calls are counted and never refused: a refused write stores nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 
 from healthd.embedding import Embedder
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.llm_usage import LLMUsage
 from healthd.memory import register_memory
 from healthd.memory._embedder_switch import embedder_from_options
 from healthd.memory._langmem_config import (
@@ -38,6 +45,7 @@ from healthd.memory._langmem_config import (
     namespace_tuple,
     team_langmem,
 )
+from healthd.memory._llm_count import budgeted_write, counting
 from healthd.memory._offline import ReplayClock, first_line, package_versions, require_extra
 from healthd.memory._options import integer, reject_unknown, switch
 from healthd.memory.fingerprint import RetrievalFingerprint
@@ -143,6 +151,10 @@ class LangMemMemory:
             )
         except Exception as exc:
             raise TargetError(f"langmem.model refused by LangChain: {first_line(exc)}") from None
+        self._usage = LLMUsage()
+        _count_chat(self.model, self._usage, "langmem.model")
+        if query_model is not None:
+            _count_chat(query_model, self._usage, "langmem.query_model")
         index = self._index()
         self.store = store if store is not None else self._open_store(memory_store, index)
         try:
@@ -185,6 +197,7 @@ class LangMemMemory:
             raise TargetError(
                 f"langmem.store.index.embed refused by LangChain: {first_line(exc)}"
             ) from None
+        _count_embeddings(embed, self._usage)
         return {"dims": team["dims"], "embed": embed, "fields": team["fields"]}
 
     def _open_store(self, memory_store: Any, index: dict[str, Any] | None) -> Any:
@@ -251,6 +264,9 @@ class LangMemMemory:
 
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
+        budgeted_write(self._usage, lambda: self._apply(event, now))
+
+    def _apply(self, event: ChangeEvent, now: datetime) -> None:
         message = {"role": "user", "content": statement(event)}
         try:
             _DROPPED.drain()
@@ -290,6 +306,13 @@ class LangMemMemory:
         """What LangMem keeps may answer any probe's search: it cannot tell."""
         return None
 
+    #: its writes' chat calls can be refused by an LLM budget (healthd.llm_budget)
+    llm_budgets = True
+
+    def llm_usage(self) -> LLMUsage:
+        """The calls the team's chat models (and OpenAI index embedder) made."""
+        return self._usage
+
     def close(self) -> None:
         connection, self._connection = getattr(self, "_connection", None), None
         if connection is not None:
@@ -318,6 +341,45 @@ class LangMemMemory:
             noted[2] if noted else None,
             {"kind": str(value.get("kind", ""))} if isinstance(value, Mapping) else {},
         )
+
+
+def _count_chat(model: Any, usage: LLMUsage, name: str) -> None:
+    """A LangChain ``ChatOpenAI``'s OpenAI clients (``root_client``, ``root_async_client``
+    and the completions resources it calls through) given counting HTTP clients; any other
+    chat model is said not to be counted."""
+    root, root_async = (
+        getattr(model, "root_client", None),
+        getattr(model, "root_async_client", None),
+    )
+    counted = counting(root, usage) if root is not None else None
+    counted_async = counting(root_async, usage) if root_async is not None else None
+    if counted is None or counted_async is None:
+        usage.not_counted.append(
+            f"{name}: {type(model).__name__} has no OpenAI client; its calls are not counted"
+        )
+        return
+    model.root_client, model.client = counted, counted.chat.completions
+    model.root_async_client, model.async_client = counted_async, counted_async.chat.completions
+
+
+def _count_embeddings(embed: Any, usage: LLMUsage) -> None:
+    """A LangChain ``OpenAIEmbeddings`` index embedder counted (never refused: the store
+    embeds between two puts); any other is said not to be counted."""
+    resource = getattr(embed, "client", None)
+    root = getattr(resource, "_client", None)
+    counted = counting(root, usage, refusable=False) if root is not None else None
+    if counted is None or not hasattr(counted, "embeddings"):
+        usage.not_counted.append(
+            f"langmem.store.index.embed: {type(embed).__name__} has no OpenAI client; its "
+            "calls are not counted"
+        )
+        return
+    embed.client = counted.embeddings
+    resource_async = getattr(embed, "async_client", None)
+    root_async = getattr(resource_async, "_client", None)
+    counted_async = counting(root_async, usage, refusable=False) if root_async else None
+    if counted_async is not None:
+        embed.async_client = counted_async.embeddings
 
 
 @register_memory("langmem")
