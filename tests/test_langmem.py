@@ -54,7 +54,7 @@ OWNER_PROBE = Probe("p-owner", "billing", "owners", "Who owns billing?", "owners
 @pytest.fixture
 def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandInLLM]:
     monkeypatch.setenv(KEY_VAR, "sk-standin-not-a-secret-0000")
-    with StandInLLM() as server:
+    with StandInLLM(style="verbatim") as server:
         yield server
 
 
@@ -138,6 +138,43 @@ def test_the_teams_model_and_langmems_decisions_are_what_the_store_holds(llm: St
     assert fingerprint.embedder == HashingEmbedder().model
     assert dict(fingerprint.libraries)["extraction_llm"] == "openai:team-chat-7b"
     assert dict(fingerprint.libraries)["store"] == "InMemoryStore"
+
+
+def test_the_varied_style_reaches_langmems_manager_and_changes_what_it_stores(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The stand-in's `style` knob reaches LangMem's manager as it does the others: on the
+    bundled example's first events, verbatim stores the sentences as said; varied stores
+    them reworded (and merged, dropped, credited to a neighbour...), each memory still a
+    fact the varied reader reads back; and both are counted, call for call."""
+    from healthd.cli import example_timeline_path
+    from healthd.reading.render import statement
+    from healthd.testing import standin_style
+    from healthd.timeline import read_timeline
+
+    monkeypatch.setenv(KEY_VAR, "sk-standin-not-a-secret-0000")
+    events = list(read_timeline(str(example_timeline_path())))[:24]
+    stored: dict[str, list[str]] = {}
+    for style in ("verbatim", "varied"):
+        with StandInLLM(style=style) as server:
+            memory = target(server.base_url, enable_deletes="on")
+            try:
+                memory.reset()
+                for event in events:
+                    memory.apply(event)
+                stored[style] = sorted(contents(memory.store, memory.namespace).values())
+                block = memory.llm_usage().block()
+            finally:
+                memory.close()
+            chats = [r for r in server.requests if r["path"].endswith("/chat/completions")]
+            assert block["calls"] == len(chats) == len(events)
+            assert block["by_purpose"]["extraction"]["calls"] == len(events)
+    said = {statement(event) for event in events}
+    assert stored["verbatim"] and set(stored["verbatim"]) <= said
+    assert len(stored["varied"]) > len(events) // 3
+    reworded = [text for text in stored["varied"] if text not in said]
+    assert len(reworded) > len(stored["varied"]) // 2
+    assert all(standin_style.read(text) for text in stored["varied"])
 
 
 def test_without_deletes_langmem_rewrites_what_no_longer_holds(llm: StandInLLM):
@@ -462,13 +499,17 @@ def _postgres() -> str:
 
 
 @pytest.mark.slow
-def test_the_bundled_example_offline_prints_every_metric():
+@pytest.mark.parametrize("style", ["verbatim", "varied"])
+def test_the_bundled_example_offline_prints_every_metric(style: str):
     """`python scripts/with_standin_llm.py healthd evaluate --target "langmem:..."`: LangMem's
-    own manager through the stand-in model and the real all-MiniLM-L6-v2 index."""
+    own manager through the stand-in model (each style) and the real all-MiniLM-L6-v2
+    index."""
     done = subprocess.run(
         [
             sys.executable,
             str(ROOT / "scripts" / "with_standin_llm.py"),
+            "--style",
+            style,
             sys.executable,
             "-m",
             "healthd",
@@ -487,14 +528,17 @@ def test_the_bundled_example_offline_prints_every_metric():
     final = {k: round(v, 3) for k, v in result["final"]["metrics"]["all"].items()}
     columns = ("freshness", "consistency", "coverage", "forgetting", "contamination")
     assert set(columns) <= set(final)
-    assert tuple(final[c] for c in columns) == DOCS_ROW
+    assert tuple(final[c] for c in columns) == DOCS_ROWS[style]
 
 
 DOCS_TARGET = (
     "langmem:model_env=TEAM_LLM_MODEL,model_provider=openai,base_url_env=TEAM_LLM_BASE_URL,"
     "api_key_env=TEAM_LLM_API_KEY,enable_deletes=on"
 )
-DOCS_ROW = (0.231, 0.769, 1.0, 0.765, 0.182)
+DOCS_ROWS = {
+    "verbatim": (0.231, 0.769, 1.0, 0.765, 0.182),
+    "varied": (0.25, 0.688, 0.875, 0.647, 0.273),
+}
 
 
 def test_daemon_a_model_answering_errors_is_a_failed_run_and_other_targets_go_on(

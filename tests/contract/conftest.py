@@ -357,7 +357,7 @@ def langmem_target(tmp_path: Path) -> Iterator[ContractTarget]:
             for i in store.search(ns, limit=1000)
         )
 
-    with StandInLLM() as llm:
+    with StandInLLM(style="verbatim") as llm:  # healthd's contract, not the stand-in's style
         os.environ["HEALTHD_CONTRACT_LLM_KEY"] = "standin-not-a-secret"
         model = {
             "model": "openai:team-chat",

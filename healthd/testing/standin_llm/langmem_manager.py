@@ -29,6 +29,22 @@ healthd's keys; it parses no grammar of healthd's beyond plain English sentences
   otherwise says that memory is outdated: ``PatchDoc`` ``replace /content``;
 - any other sentence is a new memory (``Memory``), its text the sentence as said.
 
+That is ``style="verbatim"``. ``style="varied"`` (the default, as for the other stand-ins)
+reads the human messages as English (:func:`healthd.testing.standin_style.read`, clause by
+clause) and the existing memories the same way, and writes what it decides as
+:mod:`healthd.testing.standin_style` documents (reworded, merged, implicit subjects,
+neighbours, invented values, dropped or stale facts, drawn from ``seed`` and the clause):
+
+- a clause an existing memory already states (same subject, relation and value) changes
+  nothing;
+- a clause saying a fact no longer holds removes the memories stating it (``RemoveDoc``), or
+  with deletes off rewrites them as the style says it; unless the draw drops it, or keeps
+  the fact as still true (stale), when nothing changes;
+- a clause about a subject and relation an existing memory has, with another value (the
+  one it replaces first), patches that memory with the style's text (a neighbour's memory,
+  when drawn, is inserted beside);
+- any other clause is inserted as the style's memories (none when dropped).
+
 A request carrying LangMem's tools but no session it can read is refused with an error, not
 guessed at; another product's prompt is not its to answer (``None``).
 """
@@ -40,6 +56,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from healthd.testing import standin_style
 
 SYSTEM_MARK = "You are a memory subroutine for an AI."
 _SESSION = re.compile(r"<session_[^>]+>\n(?P<body>.*?)\n</session_[^>]+>", re.DOTALL)
@@ -58,11 +76,12 @@ class UnreadableSession(ValueError):
 
 
 def respond(
-    request: Mapping[str, Any], style: str = "verbatim", seed: int = 0
+    request: Mapping[str, Any],
+    style: str = standin_style.DEFAULT_STYLE,
+    seed: int = standin_style.DEFAULT_SEED,
 ) -> dict[str, Any] | None:
-    """The assistant message (``tool_calls``) answering LangMem's request, or None. It has
-    one style: ``style`` and ``seed`` are taken and not used (the varied style of
-    :mod:`healthd.testing.standin_style` is not built for LangMem's tool calls yet)."""
+    """The assistant message (``tool_calls``) answering LangMem's request in ``style``, or
+    None when the request is not LangMem's."""
     messages = request.get("messages")
     tools = _tool_names(request.get("tools"))
     if not isinstance(messages, list) or "Memory" not in tools or not messages:
@@ -79,8 +98,12 @@ def respond(
         raise UnreadableSession("the LangMem stand-in found no <session_...> in the prompt")
     existing = _existing(system)
     calls: list[tuple[str, dict[str, Any]]] = []
-    for sentence in _human_sentences(session.group("body")):
-        calls.extend(_decide(sentence, existing, tools))
+    if style == "varied":
+        for said in _human_messages(session.group("body")):
+            calls.extend(_varied(said, existing, tools, seed))
+    else:
+        for sentence in _human_sentences(session.group("body")):
+            calls.extend(_decide(sentence, existing, tools))
     if not calls and request.get("tool_choice") in ("required", "any") and existing:
         first_id = next(iter(existing))
         calls.append(("PatchDoc", _patch(first_id, "Nothing new to record.", [])))
@@ -121,6 +144,58 @@ def _decide(
             plan = "The existing memory is outdated: replace /content with the new statement."
             return [("PatchDoc", _patch(best, plan, [_replace(new_text)]))]
     return [("Memory", {"content": new_text})]
+
+
+def _varied(
+    said: str, existing: dict[str, str], tools: set[str], seed: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """The varied style's decisions on one human message, clause by clause."""
+    known = {i: standin_style.read(content) for i, content in existing.items()}
+    claims = standin_style.read(said)
+    day = next(iter(standin_style.dates(said)), None)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for index, claim in enumerate(claims):
+        context = [c for cs in known.values() for c in cs]
+        context += [*claims[:index], *claims[index + 1 :]]
+        value = claim.value.casefold()
+        if any(_restates(claim, c) for cs in known.values() for c in cs):
+            continue  # already held
+        memories = standin_style.write(
+            claim, seed=seed, key=f"{said}#{index}", context=context, said=said, day=day
+        )
+        if claim.negated:
+            held = [i for i, cs in known.items()
+                    if any(c.topic == claim.topic and c.value.casefold() == value
+                           and not c.negated for c in cs)]  # fmt: skip
+            if not memories or not memories[0].claim.negated:
+                continue  # dropped, or kept as still true (stale)
+            for doc_id in held:
+                if "RemoveDoc" in tools:
+                    calls.append(("RemoveDoc", {"json_doc_id": doc_id}))
+                elif "PatchDoc" in tools:
+                    plan = "The memory no longer holds; say so."
+                    calls.append(("PatchDoc", _patch(doc_id, plan, [_replace(memories[0].text)])))
+            continue
+        same_topic = sorted(
+            (i for i, cs in known.items() if any(c.topic == claim.topic for c in cs)),
+            key=lambda i: (
+                not any(c.value.casefold() == (claim.old or "").casefold() for c in known[i])
+            ),
+        )
+        if memories and same_topic and "PatchDoc" in tools:
+            plan = "The existing memory is outdated: replace /content with the new statement."
+            calls.append(("PatchDoc", _patch(same_topic[0], plan, [_replace(memories[0].text)])))
+            memories = memories[1:]
+        calls.extend(("Memory", {"content": m.text}) for m in memories)
+    return calls
+
+
+def _restates(new: standin_style.Claim, old: standin_style.Claim) -> bool:
+    return (new.topic, new.value.casefold(), new.negated) == (
+        old.topic,
+        old.value.casefold(),
+        old.negated,
+    )
 
 
 def _best_prefix(text: str, candidates: Mapping[str, str], least: int = 2) -> str | None:
@@ -189,6 +264,18 @@ def _existing(system: str) -> dict[str, str]:
         content = value.get("content") if isinstance(value, Mapping) else value
         found[instance.group("id")] = str(content)
     return found
+
+
+def _human_messages(session: str) -> Sequence[str]:
+    """The text of each of the session's human messages, in order."""
+    marks = list(_BANNER.finditer(session))
+    if not marks:
+        raise UnreadableSession("the LangMem stand-in found no message in the session")
+    return [
+        session[mark.end() : nxt.start() if nxt else len(session)].strip()
+        for mark, nxt in zip(marks, [*marks[1:], None], strict=True)
+        if mark.group("role").strip() == "Human"
+    ]
 
 
 def _human_sentences(session: str) -> Sequence[str]:
