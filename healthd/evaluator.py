@@ -34,6 +34,7 @@ from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import (
     ChangeTracking,
     Memory,
+    SweepBatching,
     batch_events,
     llm_block,
     retrieval_fingerprint,
@@ -48,6 +49,7 @@ from healthd.model import (
     RetrievedFact,
     ServedItem,
     Status,
+    is_sweep,
 )
 from healthd.probes import ProbeSet
 from healthd.reading import CachedReader, ItemReading, Reader, read_facts
@@ -191,9 +193,37 @@ def retrieval_changed(served: Iterable[RetrievedFact]) -> int:
     return sum(1 for f in served if RETRIEVAL_CHANGED in f.flags)
 
 
-def is_sweep(event: ChangeEvent) -> bool:
-    """A revalidation a source stamps on its own schedule, not a change seen in the world."""
-    return event.type == "revalidated" and event.metadata.get("revalidation") == "sweep"
+def sweep_groups(events: Iterable[ChangeEvent], memory: Memory) -> Iterator[list[ChangeEvent]]:
+    """``events`` in order, in groups: for a memory that writes a revalidation sweep one
+    subject at a time (:class:`~healthd.memory.SweepBatching` with ``sweeps = "subject"``),
+    each run of consecutive sweep events about one subject at one time is a group; every
+    other event is a group of its own."""
+    if not (isinstance(memory, SweepBatching) and memory.sweeps == "subject"):
+        for event in events:
+            yield [event]
+        return
+    group: list[ChangeEvent] = []
+    for event in events:
+        if group and not (
+            is_sweep(event)
+            and is_sweep(group[0])
+            and event.timestamp == group[0].timestamp
+            and event.fact.subject == group[0].fact.subject
+        ):
+            yield group
+            group = []
+        group.append(event)
+    if group:
+        yield group
+
+
+def write_group(memory: Memory, group: list[ChangeEvent]) -> bool:
+    """Give the memory a group of :func:`sweep_groups` of two or more events at once (one
+    statement); True when it did, and the replay steps them ``written``."""
+    if len(group) < 2 or not isinstance(memory, SweepBatching):
+        return False
+    memory.apply_sweep(group)
+    return True
 
 
 @dataclass
@@ -275,17 +305,23 @@ class Replay:
     def step(self, event: ChangeEvent) -> StageResult: ...
 
     @overload
-    def step(self, event: ChangeEvent, *, score: bool) -> StageResult | None: ...
+    def step(
+        self, event: ChangeEvent, *, score: bool, written: bool = False
+    ) -> StageResult | None: ...
 
-    def step(self, event: ChangeEvent, *, score: bool = True) -> StageResult | None:
+    def step(
+        self, event: ChangeEvent, *, score: bool = True, written: bool = False
+    ) -> StageResult | None:
         """Apply ``event`` and score the stage after it. ``score=False`` applies it to truth
         and the memory only (None): it is scored with the next event that is, as one batch
         of writes the memory is read after once (a memory that must be waited for, such as
         AgentCore's, waits once per batch). A forgetting check falling due inside a batch is
-        made at the batch's stage."""
+        made at the batch's stage. ``written``: the memory has been given the event already
+        (a revalidation sweep's group, :func:`write_group`)."""
         # the memory first: an event it refuses (an LLM budget reached) leaves the replay
         # as it was, to be stepped again by the next run
-        self.memory.apply(event)
+        if not written:
+            self.memory.apply(event)
         self._index += 1
         self.stats.events += 1
         touched = self.truth.apply(event)
@@ -843,21 +879,24 @@ def evaluate(
     in_batch = 0
     changed = False  # the batch holds a real change (not only revalidation sweeps)
     with replay_collection():
-        for event in events:
-            in_batch += 1
-            changed = changed or not is_sweep(event)
-            stage = replay.step(event, score=in_batch == batch)
-            if stage is None:
-                continue
-            if changed:
-                last_change, swept = stage, False
-            else:
-                swept = True
-            in_batch, changed = 0, False
-            if keep_stages:
-                stages.append(stage)
-            if on_stage is not None:
-                on_stage(stage)
+        for group in sweep_groups(events, memory):
+            written = write_group(memory, group)
+            for event in group:
+                in_batch += 1
+                changed = changed or not is_sweep(event)
+                score = in_batch >= batch and event is group[-1]
+                stage = replay.step(event, score=score, written=written)
+                if stage is None:
+                    continue
+                if changed:
+                    last_change, swept = stage, False
+                else:
+                    swept = True
+                in_batch, changed = 0, False
+                if keep_stages:
+                    stages.append(stage)
+                if on_stage is not None:
+                    on_stage(stage)
         stage = replay.flush()  # the last batch, however short
         if stage is not None:
             if changed:

@@ -181,6 +181,8 @@ def add_blocks(a: Mapping[str, Any] | None, b: Mapping[str, Any]) -> dict[str, A
             for name in _FIELDS:
                 into[name] += int(row.get(name) or 0)
     out["by_purpose"] = _ordered(out["by_purpose"])
+    if "sweeps" in b:
+        out["sweeps"] = b["sweeps"]
     return out
 
 
@@ -235,6 +237,9 @@ class LLMUsage:
         # the memory is applying an event (its calls may be refused), not answering a probe
         self.budget: LLMBudget | None = None
         self.writing = False
+        # how the memory is told a revalidation sweep (healthd.memory.SweepBatching), said
+        # in the block as ``sweeps``; None for a memory without the option
+        self.sweeps: str | None = None
 
     def sent(self, purpose: str, writing: bool | None = None) -> None:
         """A call is about to be sent: counted, or refused by a budget (raised, not sent).
@@ -284,11 +289,14 @@ class LLMUsage:
             for name in _FIELDS:
                 out[name] += row[name]
         out["by_purpose"] = _ordered(rows)
+        if self.sweeps is not None:
+            out["sweeps"] = self.sweeps
         return out
 
     def take(self) -> dict[str, Any]:
         """:meth:`block`, and counting starts again from nothing (a daemon's run)."""
         with self._lock:
             taken = LLMUsage(self.not_counted)
+            taken.sweeps = self.sweeps
             taken._rows, self._rows = self._rows, {}
         return taken.block()

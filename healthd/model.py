@@ -106,6 +106,11 @@ class ChangeEvent:
         return (self.fact.key,)
 
 
+def is_sweep(event: ChangeEvent) -> bool:
+    """A revalidation a source stamps on its own schedule, not a change seen in the world."""
+    return event.type == "revalidated" and event.metadata.get("revalidation") == "sweep"
+
+
 @dataclass(frozen=True, slots=True)
 class Probe:
     """A natural-language question about one key."""

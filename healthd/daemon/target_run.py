@@ -19,7 +19,7 @@ from healthd.daemon.shadows import Shadows
 from healthd.daemon.state import TargetRow
 from healthd.daemon.targets import TargetRuntime, build_shadow
 from healthd.daemon.views import Views
-from healthd.evaluator import Replay, StageResult, is_sweep
+from healthd.evaluator import Replay, StageResult, sweep_groups, write_group
 from healthd.exporters.report import metrics_json
 from healthd.llm_budget import LLMBudget, LLMBudgetExceeded
 from healthd.logging import get_logger, redact_text
@@ -32,7 +32,7 @@ from healthd.memory import (
     retrieval_fingerprint,
 )
 from healthd.memory.fingerprint import UNDECLARED
-from healthd.model import ChangeEvent, FactKey
+from healthd.model import ChangeEvent, FactKey, is_sweep
 from healthd.probes import ProbeSet
 from healthd.reading import versioned
 from healthd.timeline import format_timestamp
@@ -154,29 +154,40 @@ class TargetRuns(Shadows):
                 # committed with a batch half scored
                 batch = batch_events(t.memory) if t.memory is not None else 1
                 held: list[ChangeEvent] = []
+                every = self.settings.checkpoint_events
                 with replay_collection():
-                    for done, event in enumerate(todo, 1):
+                    # a revalidation sweep's events about one subject may be one write (one
+                    # statement), given before any of them is stepped: a refusal leaves
+                    # the whole group to the next run
+                    for group in sweep_groups(todo, replay.memory):
                         if self.stop.is_set():
                             raise Aborted()
                         if _stop.run_time_left() == 0.0:
-                            done -= 1
                             timed_out = f"replay stopped after {done} of {count} events"
                             break
-                        commit = batched and done % self.settings.checkpoint_events == 0
-                        score = batch == 1 or len(held) + 1 >= batch or done == count or commit
-                        stage = replay.step(event, score=score)
-                        if stage is None:
-                            held.append(event)
-                        else:
-                            _take_stage(t, stage, event, held)
-                        if t.store is not None:
-                            t.store.note(event)
-                        t.position += 1
-                        t.last_event = event.id
-                        if commit:
-                            self._commit(t)
-                        if done % 128 == 0:
-                            progress.update(done)
+                        written = write_group(replay.memory, group)
+                        for event in group:
+                            done += 1
+                            last = event is group[-1]
+                            commit = (
+                                batched and last and done // every > (done - len(group)) // every
+                            )
+                            score = last and (
+                                batch == 1 or len(held) + 1 >= batch or done == count or commit
+                            )
+                            stage = replay.step(event, score=score, written=written)
+                            if stage is None:
+                                held.append(event)
+                            else:
+                                _take_stage(t, stage, event, held)
+                            if t.store is not None:
+                                t.store.note(event)
+                            t.position += 1
+                            t.last_event = event.id
+                            if commit:
+                                self._commit(t)
+                            if done % 128 == 0:
+                                progress.update(done)
                     stage = replay.flush()  # a batch cut short by the run's time limit
                     if stage is not None:
                         _take_stage(t, stage, held[-1], held[:-1])

@@ -11,11 +11,11 @@ from typing import Any
 
 from healthd.daemon.replay_store import ReplayStore
 from healthd.daemon.state import SourceRow, TargetRow
-from healthd.evaluator import Replay, StageResult, is_sweep
+from healthd.evaluator import Replay, StageResult
 from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import Memory, TargetSpec, build_memory, take_llm_block
 from healthd.memory.fingerprint import RetrievalFingerprint
-from healthd.model import ChangeEvent
+from healthd.model import ChangeEvent, is_sweep
 from healthd.probes import ProbeSet
 from healthd.report.stagelog import StageLog
 from healthd.settings import Settings, shadow_path

@@ -85,6 +85,20 @@ class LLMCounting(Protocol):
     def llm_usage(self) -> LLMUsage: ...
 
 
+@runtime_checkable
+class SweepBatching(Protocol):
+    """A memory whose writes call an LLM, told a revalidation sweep (every fact still true,
+    stamped by a source on its schedule) as its ``sweeps`` option says: ``subject``, one
+    statement per subject (:meth:`apply_sweep`, one write where there were as many as the
+    subject's facts); ``each``, every sweep event written as any other; ``off``, none
+    written (the memory never hears that its facts still hold)."""
+
+    sweeps: str
+
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """Write sweep events about one subject, at one time, as one statement."""
+
+
 #: What healthd causes but cannot count, by the kind of memory that makes the calls itself.
 NOT_COUNTED = {
     "http": "the service's own LLM and embedding calls, if it makes any, are made inside it; "

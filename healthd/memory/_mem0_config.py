@@ -72,8 +72,10 @@ def team_config(table: Any, env: Mapping[str, str]) -> dict[str, Any]:
     return resolved
 
 
-def turn(event: ChangeEvent) -> dict[str, str]:
+def turn(event: ChangeEvent, *more: ChangeEvent) -> dict[str, str]:
     """The event as the user's turn in a conversation, stamped with its event time (Mem0's
-    own Observation Date is the wall clock's day, so the time travels in the text)."""
+    own Observation Date is the wall clock's day, so the time travels in the text); ``more``
+    events (a revalidation sweep's, about one subject) said in the same turn."""
     at = event.timestamp.astimezone(UTC)
-    return {"role": "user", "content": f"({at:%Y-%m-%d %H:%M} UTC) {statement(event)}"}
+    said = " ".join(statement(e) for e in (event, *more))
+    return {"role": "user", "content": f"({at:%Y-%m-%d %H:%M} UTC) {said}"}

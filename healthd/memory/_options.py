@@ -60,6 +60,18 @@ def batch_option(options: Mapping[str, Any]) -> int:
     return batch
 
 
+SWEEPS = ("subject", "each", "off")
+
+
+def sweeps_option(options: Mapping[str, Any]) -> str:
+    """``sweeps``: how a memory whose writes call an LLM is told a revalidation sweep
+    (:class:`healthd.memory.SweepBatching`); ``subject`` by default."""
+    value = str(options.get("sweeps", SWEEPS[0]))
+    if value not in SWEEPS:
+        raise TargetError(f"switch sweeps={value!r}: expected one of {', '.join(SWEEPS)}")
+    return value
+
+
 def reject_unknown(options: Mapping[str, Any], known: set[str], kind: str) -> None:
     unknown = sorted(set(options) - known)
     if unknown:

@@ -63,7 +63,7 @@ from healthd.memory._offline import (
     require_extra,
     shadow_directory,
 )
-from healthd.memory._options import integer, reject_unknown, switch
+from healthd.memory._options import integer, reject_unknown, sweeps_option, switch
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint, changed_since
 from healthd.memory.graphiti_episodes import SOURCE_DESCRIPTION, episode_name, episode_text
 from healthd.memory.graphiti_setup import (
@@ -86,6 +86,7 @@ from healthd.model import (
     Probe,
     RetrievedFact,
     ServedItem,
+    is_sweep,
 )
 
 DEFAULT_GROUP = "healthd-shadow"
@@ -103,6 +104,7 @@ _SWITCHES = {
     "embedder",
     "dimensions",
     "graphiti",
+    "sweeps",
 }
 # A Kuzu connection keeps memory outside the buffer pool for every query it has run (measured:
 # about a third of a MiB per replayed event, 3 GiB after 5,000); a fresh one every so many
@@ -172,6 +174,7 @@ class GraphitiMemory:
         top_k: int = 5,
         embedder: Embedder | None = None,
         table: GraphitiTable | None = None,
+        sweeps: str | None = None,
     ) -> None:
         if search not in SEARCHES:
             raise TargetError(f"switch search={search!r}: expected one of {', '.join(SEARCHES)}")
@@ -228,6 +231,10 @@ class GraphitiMemory:
         self._fingerprint = RetrievalFingerprint.of(model, dimensions, libraries)
         # Graphiti's own OpenAI clients, their requests counted as they are sent
         self._usage = LLMUsage()
+        # an episode is an LLM's work: a sweep's facts about one subject are one episode;
+        # edges are healthd's own writes, one per fact as any change
+        self.sweeps = sweeps or ("subject" if ingest == "episodes" else "each")
+        self._usage.sweeps = self.sweeps
         count_parts(
             {
                 "graphiti.llm": llm,
@@ -314,9 +321,23 @@ class GraphitiMemory:
         self._episodes.clear()
 
     def apply(self, event: ChangeEvent) -> None:
-        now = self._clock.advance(event.timestamp)
+        if self.sweeps == "off" and is_sweep(event):
+            return  # Graphiti is not told its facts still hold
+        self._write([event])
+
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """A revalidation sweep's events about one subject: one episode (edges: each)."""
         if self.ingest == "episodes":
-            write, what = self._add_episode(event), f"add_episode of event {event.id!r}"
+            self._write(events)
+        else:
+            for event in events:
+                self._write([event])
+
+    def _write(self, events: list[ChangeEvent]) -> None:
+        event = events[0]
+        now = self._clock.advance(events[-1].timestamp)
+        if self.ingest == "episodes":
+            write, what = self._add_episode(events), f"add_episode of event {event.id!r}"
         else:
             write, what = self._apply(event, now), f"apply of event {event.id!r}"
         budgeted_write(self._usage, lambda: self._call(write, what))
@@ -369,12 +390,13 @@ class GraphitiMemory:
 
     # --- episodes ------------------------------------------------------------------------
 
-    async def _add_episode(self, event: ChangeEvent) -> None:
+    async def _add_episode(self, events: list[ChangeEvent]) -> None:
         from graphiti_core.nodes import EpisodeType
 
+        event = events[0]
         result = await self._graphiti.add_episode(
             name=episode_name(event),
-            episode_body=episode_text(event),
+            episode_body="\n".join(episode_text(e) for e in events),
             source_description=SOURCE_DESCRIPTION,
             reference_time=event.timestamp,
             source=EpisodeType.text,
@@ -656,4 +678,5 @@ def graphiti_memory(options: Mapping[str, Any]) -> GraphitiMemory:
         top_k=integer(options, "top_k", 5),
         embedder=embedder_from_options(options) if given or table.embedder is None else None,
         table=table,
+        sweeps=sweeps_option(options) if "sweeps" in options else None,
     )

@@ -47,9 +47,9 @@ from healthd.memory._langmem_config import (
 )
 from healthd.memory._llm_count import budgeted_write, counting
 from healthd.memory._offline import ReplayClock, first_line, package_versions, require_extra
-from healthd.memory._options import integer, reject_unknown, switch
+from healthd.memory._options import integer, reject_unknown, sweeps_option, switch
 from healthd.memory.fingerprint import RetrievalFingerprint
-from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
+from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem, is_sweep
 from healthd.reading.render import statement
 
 DEFAULT_NAMESPACE = ("memories", "healthd-shadow")
@@ -71,6 +71,7 @@ _SWITCHES = {
     "enable_deletes",
     "langmem",
     "store",
+    "sweeps",
     *MODEL_SWITCHES,
 }
 _QUIET_LOGGERS = ("httpx", "openai", "langsmith")
@@ -125,6 +126,7 @@ class LangMemMemory:
         embedder: Embedder | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT,
         store: Any = None,
+        sweeps: str = "subject",
     ) -> None:
         self.namespace = namespace
         self.top_k = top_k
@@ -152,6 +154,7 @@ class LangMemMemory:
         except Exception as exc:
             raise TargetError(f"langmem.model refused by LangChain: {first_line(exc)}") from None
         self._usage = LLMUsage()
+        self.sweeps = self._usage.sweeps = sweeps
         _count_chat(self.model, self._usage, "langmem.model")
         if query_model is not None:
             _count_chat(query_model, self._usage, "langmem.query_model")
@@ -264,10 +267,18 @@ class LangMemMemory:
 
     def apply(self, event: ChangeEvent) -> None:
         now = self._clock.advance(event.timestamp)
-        budgeted_write(self._usage, lambda: self._apply(event, now))
+        if self.sweeps == "off" and is_sweep(event):
+            return  # LangMem is not told its facts still hold
+        budgeted_write(self._usage, lambda: self._apply([event], now))
 
-    def _apply(self, event: ChangeEvent, now: datetime) -> None:
-        message = {"role": "user", "content": statement(event)}
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """A revalidation sweep's events about one subject, as one user message."""
+        now = self._clock.advance(events[-1].timestamp)
+        budgeted_write(self._usage, lambda: self._apply(events, now))
+
+    def _apply(self, events: list[ChangeEvent], now: datetime) -> None:
+        event = events[0]
+        message = {"role": "user", "content": " ".join(statement(e) for e in events)}
         try:
             _DROPPED.drain()
             puts = self.manager.invoke(
@@ -404,4 +415,5 @@ def langmem_memory(options: Mapping[str, Any]) -> LangMemMemory:
         embedder=None if team.index is not None else embedder_from_options(options),
         timeout_seconds=integer(options, "timeout_seconds", DEFAULT_TIMEOUT),
         store=store,
+        sweeps=sweeps_option(options),
     )

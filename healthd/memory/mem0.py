@@ -49,7 +49,7 @@ from healthd.memory._offline import (
     package_versions,
     shadow_directory,
 )
-from healthd.memory._options import integer, reject_unknown, switch
+from healthd.memory._options import integer, reject_unknown, sweeps_option, switch
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.model import (
     Answer,
@@ -57,6 +57,7 @@ from healthd.model import (
     Fact,
     FactKey,
     Probe,
+    is_sweep,
 )
 
 DEFAULT_USER = "healthd-shadow"
@@ -83,6 +84,7 @@ _SWITCHES = {
     "ingest",
     "mem0",
     "timeout_seconds",
+    "sweeps",
 }
 
 
@@ -172,6 +174,7 @@ class Mem0Memory:
         embedder: Embedder | None = None,
         team: Mapping[str, Any] | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT,
+        sweeps: str | None = None,
     ) -> None:
         if mode not in MODES:
             raise TargetError(f"switch mode={mode!r}: expected one of {', '.join(MODES)}")
@@ -214,6 +217,10 @@ class Mem0Memory:
                 else f"mem0 store in {path!r} cannot be opened: {first_line(exc)}"
             ) from None
         self._usage = LLMUsage()
+        # a turn is an LLM's work: a sweep's facts about one subject are one turn; healthd's
+        # own writes (ingest=facts) are one per fact as any change
+        self.sweeps = sweeps or ("subject" if ingest == "messages" else "each")
+        self._usage.sweeps = self.sweeps
         _bound(self._memory, timeout_seconds, self._usage, "reranker" in team)
         self._fingerprint = self._retrieval(team)
         self._clock = ReplayClock()
@@ -277,11 +284,24 @@ class Mem0Memory:
         self._touched.clear()
 
     def apply(self, event: ChangeEvent) -> None:
-        now = self._clock.advance(event.timestamp)
+        if self.sweeps == "off" and is_sweep(event):
+            return  # Mem0 is not told its facts still hold
+        self._write([event])
+
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """A revalidation sweep's events about one subject: one turn (facts: each)."""
+        if self.ingest == "messages":
+            self._write(events)
+        else:
+            for event in events:
+                self._write([event])
+
+    def _write(self, events: list[ChangeEvent]) -> None:
+        now = self._clock.advance(events[-1].timestamp)
         budget = self._usage.budget
         self._usage.writing = True
         try:
-            self._apply(event, now)
+            self._apply(events, now)
         except MemoryAdapterError:
             # a call a budget refused, whatever Mem0 made of it: every later call was
             # refused too, and Mem0 stores only after its calls, so nothing of it is stored
@@ -295,11 +315,12 @@ class Mem0Memory:
         if refused is not None:  # Mem0 logged and skipped it (a failed embedding)
             raise refused
 
-    def _apply(self, event: ChangeEvent, now: datetime) -> None:
+    def _apply(self, events: list[ChangeEvent], now: datetime) -> None:
+        event = events[0]
         try:
             MEM0_ERRORS.drain()
             if self.ingest == "messages":
-                self._apply_messages(event, now)
+                self._apply_messages(events, now)
             elif self.mode == "native":
                 self._apply_native(event, now)
             else:
@@ -367,11 +388,13 @@ class Mem0Memory:
 
     # --- ingestions ----------------------------------------------------------------------
 
-    def _apply_messages(self, event: ChangeEvent, now: datetime) -> None:
-        """The event as a turn of conversation; Mem0's extraction decides what it keeps.
-        The metadata (the event's key and replay times) lands on whatever it extracts."""
+    def _apply_messages(self, events: list[ChangeEvent], now: datetime) -> None:
+        """The event (or a sweep's events about one subject) as a turn of conversation;
+        Mem0's extraction decides what it keeps. The metadata (the first event's key and
+        replay times) lands on whatever it extracts."""
+        event = events[0]
         metadata = self._metadata(event.id, event.fact, now, now)
-        self._memory.add([turn(event)], infer=True, metadata=metadata, **self._scope)
+        self._memory.add([turn(*events)], infer=True, metadata=metadata, **self._scope)
 
     def _apply_native(self, event: ChangeEvent, now: datetime) -> None:
         if event.type in ("added", "revised"):
@@ -526,4 +549,5 @@ def mem0_memory(options: Mapping[str, Any]) -> Memory:
         embedder=None if "embedder" in team else embedder_from_options(options),
         team=team,
         timeout_seconds=integer(options, "timeout_seconds", DEFAULT_TIMEOUT),
+        sweeps=sweeps_option(options) if "sweeps" in options else None,
     )

@@ -40,9 +40,16 @@ from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
 from healthd.memory._mem0_config import turn
 from healthd.memory._offline import first_line, package_versions
-from healthd.memory._options import batch_option, integer, reject_unknown, switch, url_option
+from healthd.memory._options import (
+    batch_option,
+    integer,
+    reject_unknown,
+    sweeps_option,
+    switch,
+    url_option,
+)
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
-from healthd.model import Answer, ChangeEvent, FactKey, Probe
+from healthd.model import Answer, ChangeEvent, FactKey, Probe, is_sweep
 
 DEFAULT_HOST = "https://api.mem0.ai"
 DEFAULT_USER = "healthd-shadow"
@@ -65,6 +72,7 @@ SWITCHES = {
     "timeout_seconds",
     "wait_seconds",
     "batch_events",
+    "sweeps",
     "max_response_bytes",
 }
 DONE = ("SUCCEEDED", "FAILED")
@@ -137,6 +145,7 @@ class Mem0PlatformMemory:
         timeout_seconds: float = 30,
         wait_seconds: float = 300,
         batch_events: int = 1,
+        sweeps: str = "subject",
         max_response_bytes: int = 16 << 20,
     ) -> None:
         from healthd.memory._mem0_library import import_mem0
@@ -156,6 +165,7 @@ class Mem0PlatformMemory:
         self._pending: list[tuple[str, str]] = []
         self.waits = 0
         self._usage = LLMUsage([NOT_COUNTED])
+        self.sweeps = self._usage.sweeps = sweeps
         transport = _Bounded(timeout_seconds, max_response_bytes)
         http = httpx.Client(transport=transport, timeout=timeout_seconds)  # type: ignore[arg-type]
         try:
@@ -193,6 +203,16 @@ class Mem0PlatformMemory:
             raise MemoryAdapterError(f"mem0 platform reset of {self._scope}: {_why(exc)}") from exc
 
     def apply(self, event: ChangeEvent) -> None:
+        if self.sweeps == "off" and is_sweep(event):
+            return  # the platform is not told its facts still hold
+        self._add([event])
+
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """A revalidation sweep's events about one subject, as one turn (one add)."""
+        self._add(events)
+
+    def _add(self, events: list[ChangeEvent]) -> None:
+        event = events[0]
         metadata = {
             "healthd_event": event.id,
             "written_at": event.timestamp.isoformat(),
@@ -203,7 +223,7 @@ class Mem0PlatformMemory:
             self._settle()
         self._usage.sent("ingest", writing=True)  # refused here, unsent, past a budget
         try:
-            queued = self._client.add([turn(event)], metadata=metadata, **self._scope)
+            queued = self._client.add([turn(*events)], metadata=metadata, **self._scope)
         except Exception as exc:
             raise MemoryAdapterError(
                 f"mem0 platform add of event {event.id!r}: {_why(exc)}"
@@ -381,5 +401,6 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
         timeout_seconds=integer(options, "timeout_seconds", 30),
         wait_seconds=integer(options, "wait_seconds", 300),
         batch_events=batch_option(options),
+        sweeps=sweeps_option(options),
         max_response_bytes=integer(options, "max_response_bytes", 16 << 20, minimum=1024),
     )

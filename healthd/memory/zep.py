@@ -50,10 +50,17 @@ from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
 from healthd.memory import register_memory
 from healthd.memory._offline import first_line, package_versions, require_extra
-from healthd.memory._options import batch_option, integer, reject_unknown, switch, url_option
+from healthd.memory._options import (
+    batch_option,
+    integer,
+    reject_unknown,
+    sweeps_option,
+    switch,
+    url_option,
+)
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.memory.graphiti_episodes import SOURCE_DESCRIPTION, episode_text
-from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
+from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem, is_sweep
 
 DEFAULT_BASE_URL = "https://api.getzep.com/api/v4"
 DEFAULT_USER = "healthd-shadow"
@@ -78,6 +85,7 @@ SWITCHES = {
     "timeout_seconds",
     "wait_seconds",
     "batch_events",
+    "sweeps",
     "max_response_bytes",
 }
 #: What healthd cannot count of what a Zep target causes.
@@ -107,6 +115,7 @@ class ZepMemory:
         timeout_seconds: float = 30,
         wait_seconds: float = 300,
         batch_events: int = 1,
+        sweeps: str = "subject",
         max_response_bytes: int = 16 << 20,
     ) -> None:
         require_extra("zep_cloud", "zep", "zep")  # before httpx, which the SDK brings
@@ -126,6 +135,7 @@ class ZepMemory:
         self._pending: list[tuple[str, str]] = []
         self.waits = 0
         self._usage = LLMUsage([NOT_COUNTED])
+        self.sweeps = self._usage.sweeps = sweeps
         self._options: Any = {"max_retries": 0, "timeout": timeout_seconds}
         transport = _Bounded(timeout_seconds, max_response_bytes)
         self._http: Any = httpx.Client(transport=transport, timeout=timeout_seconds)  # type: ignore[arg-type]
@@ -172,7 +182,17 @@ class ZepMemory:
         self._user()
 
     def apply(self, event: ChangeEvent) -> None:
-        text = episode_text(event)
+        if self.sweeps == "off" and is_sweep(event):
+            return  # Zep is not told its facts still hold
+        self._add([event])
+
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """A revalidation sweep's events about one subject, as one episode."""
+        self._add(events)
+
+    def _add(self, events: list[ChangeEvent]) -> None:
+        event = events[0]
+        text = "\n".join(episode_text(e) for e in events)
         data = f"user: {text}" if self.episode_type == "message" else text
         metadata = {"healthd_event": event.id, METADATA_KEY: self._fingerprint.id}
         graph = self._user()
@@ -439,6 +459,7 @@ def zep_memory(options: Mapping[str, Any]) -> ZepMemory:
         timeout_seconds=integer(options, "timeout_seconds", 30),
         wait_seconds=integer(options, "wait_seconds", 300),
         batch_events=batch_option(options),
+        sweeps=sweeps_option(options),
         max_response_bytes=integer(options, "max_response_bytes", 16 << 20, minimum=1024),
         **chosen,
     )
