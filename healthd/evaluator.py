@@ -34,7 +34,6 @@ from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import (
     ChangeTracking,
     Memory,
-    SweepBatching,
     batch_events,
     llm_block,
     retrieval_fingerprint,
@@ -54,6 +53,7 @@ from healthd.model import (
 from healthd.probes import ProbeSet
 from healthd.reading import CachedReader, ItemReading, Reader, read_facts
 from healthd.reading.default import DefaultReader
+from healthd.replay_groups import sweep_groups, write_group
 from healthd.scoring import (
     DEFAULT_FORGETTING_WINDOW,
     DEFAULT_WINDOWS,
@@ -191,39 +191,6 @@ def retrieval_changed(served: Iterable[RetrievedFact]) -> int:
     apart from stale facts, since their scores moved with the retrieval layer, not the
     memory."""
     return sum(1 for f in served if RETRIEVAL_CHANGED in f.flags)
-
-
-def sweep_groups(events: Iterable[ChangeEvent], memory: Memory) -> Iterator[list[ChangeEvent]]:
-    """``events`` in order, in groups: for a memory that writes a revalidation sweep one
-    subject at a time (:class:`~healthd.memory.SweepBatching` with ``sweeps = "subject"``),
-    each run of consecutive sweep events about one subject at one time is a group; every
-    other event is a group of its own."""
-    if not (isinstance(memory, SweepBatching) and memory.sweeps == "subject"):
-        for event in events:
-            yield [event]
-        return
-    group: list[ChangeEvent] = []
-    for event in events:
-        if group and not (
-            is_sweep(event)
-            and is_sweep(group[0])
-            and event.timestamp == group[0].timestamp
-            and event.fact.subject == group[0].fact.subject
-        ):
-            yield group
-            group = []
-        group.append(event)
-    if group:
-        yield group
-
-
-def write_group(memory: Memory, group: list[ChangeEvent]) -> bool:
-    """Give the memory a group of :func:`sweep_groups` of two or more events at once (one
-    statement); True when it did, and the replay steps them ``written``."""
-    if len(group) < 2 or not isinstance(memory, SweepBatching):
-        return False
-    memory.apply_sweep(group)
-    return True
 
 
 @dataclass

@@ -19,7 +19,7 @@ from healthd.daemon.shadows import Shadows
 from healthd.daemon.state import TargetRow
 from healthd.daemon.targets import TargetRuntime, build_shadow
 from healthd.daemon.views import Views
-from healthd.evaluator import Replay, StageResult, sweep_groups, write_group
+from healthd.evaluator import Replay, StageResult
 from healthd.exporters.report import metrics_json
 from healthd.llm_budget import LLMBudget, LLMBudgetExceeded
 from healthd.logging import get_logger, redact_text
@@ -35,6 +35,7 @@ from healthd.memory.fingerprint import UNDECLARED
 from healthd.model import ChangeEvent, FactKey, is_sweep
 from healthd.probes import ProbeSet
 from healthd.reading import versioned
+from healthd.replay_groups import sweep_groups, write_group
 from healthd.timeline import format_timestamp
 
 log = get_logger("healthd.runner")
