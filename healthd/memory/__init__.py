@@ -253,7 +253,8 @@ def _set_budget(memory: Memory, kind: str, budgets: dict[str, int]) -> None:
     memory.llm_usage().budget = LLMBudget(budgets.get(CALLS), budgets.get(TOKENS))
 
 
-_BUILTIN = ("agentcore", "graphiti", "http", "langmem", "mem0", "naive", "reference", "zep")
+_BUILTIN = ("agentcore", "graphiti", "http", "langmem", "letta", "mem0", "naive", "reference",
+            "zep")  # fmt: skip
 
 
 def _load_builtin(kind: str | None = None) -> None:
