@@ -91,6 +91,9 @@ def test_messages_the_agents_own_tool_calls_decide_and_archival_keeps_what_it_st
         }
         # what the agent wrote is dated by the event whose turn wrote it, not the server's clock
         assert sorted(i.written_at.day for i in served if i.written_at) == [1, 5]
+        memory.apply(owner(7, "@bob", kind="invalidated"))  # the agent removes the line...
+        assert "@bob" not in next(b for b in agent.blocks if b.label == "human").value
+        assert len(agent.passages) == 2  # ...and has no tool to delete the passage
     finally:
         memory.close()
 
