@@ -357,3 +357,14 @@ def test_the_live_letta_round_trip():
         if memory._agent_id:  # the shadow agent is not left behind
             memory._client.agents.delete(memory._agent_id)
         memory.close()
+
+
+def test_the_shipped_config_checks_against_the_imitation_and_writes_nothing(letta):
+    env = {"LETTA_API_KEY": DEFAULT_PASSWORD, "LETTA_BASE_URL": letta.base_url}
+    before = sorted(letta.agents)
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config", "--config", "config/letta.toml"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(letta.agents) == before  # the shadow agent is looked up, not made
