@@ -338,7 +338,9 @@ def _why(exc: BaseException) -> str:
         detail = body.get("detail") if isinstance(body, Mapping) else None
         text = str(detail or body or "").strip().splitlines()
         return shorten(f"HTTP {status}: {text[0] if text else 'no message'}", 300)
-    return shorten(first_line(exc), 300)
+    cause = exc.__cause__  # the SDK's connection and timeout errors wrap httpx's, which say more
+    said = f" ({first_line(cause)})" if cause is not None else ""
+    return shorten(first_line(exc) + said, 300)
 
 
 @register_memory("letta")
