@@ -412,3 +412,33 @@ def test_the_shipped_config_checks_against_the_imitation_and_writes_nothing(lett
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert sorted(letta.agents) == before  # the shadow agent is looked up, not made
+
+
+def test_the_varied_stand_in_rewords_and_still_acts_through_lettas_tools():
+    """The stand-in's varied style (the imitation's default) writes what it was told as an
+    unkind LLM would, and acts on what it wrote with Letta's tools: across seeds it replaces
+    the block's line for a changed owner, and its archival texts are not always the
+    sentence as said."""
+    from healthd.testing.letta import Agent, Block, _system, _tool
+    from healthd.testing.standin_llm import letta as responder
+
+    line, said = "Billing is owned by @alice.", "Billing is owned by @bob (replacing @alice)."
+    agent = Agent("agent-x", "x", [], {}, [Block("b", "human", line, None, 1000)],
+                  ["memory_insert", "memory_replace", "archival_memory_insert"], "openai/m",
+                  EMBEDDING, "now")  # fmt: skip
+    request = {"messages": [{"role": "system", "content": _system(agent)},
+                            {"role": "user", "content": said}],
+               "tools": [_tool(name) for name in agent.tools]}  # fmt: skip
+    replaced, stored = 0, set()
+    for seed in range(30):
+        answer = responder.respond(request, "varied", seed)
+        assert answer is not None
+        for name, arguments in answer["tool_calls"]:
+            assert name in agent.tools
+            if name == "memory_replace":
+                assert arguments["old_string"] == line
+                replaced += 1
+            if name == "archival_memory_insert":
+                stored.add(arguments["content"])
+    assert replaced >= 15
+    assert len(stored) > 3 and stored != {"Billing is owned by @bob."}

@@ -40,9 +40,9 @@ archived 2026-08):
 With a password (a server run with ``SECURE=true``), every route but health asks for
 ``Authorization: Bearer <password>`` (401 ``{"detail": "Unauthorized"}`` otherwise), as
 Letta's ``CheckPasswordMiddleware`` does. The LLM and the embedder behind the handles are the
-endpoint given (the stand-in LLM, ``healthd/testing/standin_llm``, when none is): what the
-agent stores, replaces and removes is the stand-in's choice through Letta's tools, not a
-model's. Not modelled: streaming, conversations, folders, identities, templates, sleep-time
+endpoint given (the stand-in LLM, ``healthd/testing/standin_llm``, in ``style``, when none
+is): what the agent stores, replaces and removes is the stand-in's choice through Letta's
+tools, not a model's. Not modelled: streaming, conversations, folders, identities, templates, sleep-time
 agents, compaction (the turn is sent with the system prompt alone before it, no history).
 
     python -m healthd.testing.letta -- healthd evaluate --target letta:shadow=on,base_url_env=LETTA_BASE_URL
@@ -596,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--password", default=DEFAULT_PASSWORD, help="the password it asks for")
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: the stand-in)")
     parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
-                        help="the stand-in LLM's style (the Letta responder has one)")  # fmt: skip
+                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
-"""How the stand-ins (the stand-in LLM's Mem0 and Graphiti responders, the AgentCore emulator's
-stand-in strategy) read a conversation and write memories of it, in a ``style``.
+"""How the stand-ins (the stand-in LLM's Mem0, Graphiti and Letta responders, the AgentCore
+emulator's stand-in strategy) read a conversation and write memories of it, in a ``style``.
 
 Not a model, and it does not decode healthd's sentence grammar: :func:`read` reads English
 the way a cautious extractor would, from the text alone: it splits sentences and clauses,

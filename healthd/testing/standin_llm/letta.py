@@ -22,9 +22,17 @@ first block that is not the ``persona`` standing for LangMem's existing memories
   has no delete tool, so nothing is taken out of it;
 - any other sentence is ``memory_insert`` into the block and ``archival_memory_insert``.
 
+That is ``style="verbatim"``. ``style="varied"`` (the default) reads the message as English
+(:func:`healthd.testing.standin_style.read`) and writes each clause as an unkind LLM would
+(reworded, merged, implicit, invented, dropped or stale, in the proportions
+:mod:`healthd.testing.standin_style` documents), then acts on what it wrote the same way: a
+value its block holds changes nothing, another value for a topic a line holds replaces the
+line, a value said no longer to hold removes its line, anything else is a new line, and
+every memory written is also inserted into archival memory.
+
 Every call of a step is sent in one assistant message (parallel tool calls). Once the turn
 has tool results after the user's message, it ends the turn with a short answer and no tool
-call. One style: ``style`` and ``seed`` are taken and not used. A request with Letta's
+call. A request with Letta's
 prompt but no user message is refused, not guessed at; another product's prompt is not its
 to answer (``None``).
 """
@@ -72,10 +80,15 @@ def respond(
     from healthd.testing.standin_llm.langmem_manager import _SENTENCE_END, _decide
 
     label, lines = _block(system)
-    existing = {str(i): line for i, line in enumerate(lines) if line.strip()}
-    calls: list[tuple[str, dict[str, Any]]] = []
     archival = "archival_memory_insert" in tools
     said = message_text([messages[last]])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    if style == "varied":
+        calls = _varied(said, label, lines, archival, seed)
+        return (
+            {"content": None, "tool_calls": calls} if calls else {"content": DONE, "tool_calls": []}
+        )
+    existing = {str(i): line for i, line in enumerate(lines) if line.strip()}
     for part in _SENTENCE_END.split(said.strip()):
         sentence = part.strip()
         if not sentence:
@@ -106,6 +119,48 @@ def respond(
     if not calls:
         return {"content": DONE, "tool_calls": []}
     return {"content": None, "tool_calls": calls}
+
+
+def _varied(
+    said: str, label: str, lines: list[str], archival: bool, seed: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """The varied style: each clause read is written as an unkind LLM would
+    (:func:`healthd.testing.standin_style.write`), and the agent acts on what it wrote: a
+    memory stating a value its block holds changes nothing, one stating another value for a
+    topic a line holds replaces that line, one saying a value no longer holds removes the
+    line stating it, any other is a new line; every memory written goes to archival memory."""
+    from healthd.testing import standin_style
+
+    held = [(line, standin_style.read(line)) for line in lines if line.strip()]
+    claims = standin_style.read(said)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for index, claim in enumerate(claims):
+        context = [*(c for _, cs in held for c in cs), *claims[:index], *claims[index + 1 :]]
+        for memory in standin_style.write(
+            claim, seed=seed, key=f"{said}#{index}", context=context, said=said
+        ):
+            stated = memory.claim
+            same = [(line, cs) for line, cs in held if any(c.topic == stated.topic for c in cs)]
+            value = stated.value.casefold()
+            if stated.negated:
+                for line, cs in same:
+                    if any(c.value.casefold() == value and not c.negated for c in cs):
+                        calls.append(("memory_replace", {"label": label, "old_string": line,
+                                                         "new_string": ""}))  # fmt: skip
+                        held.remove((line, cs))
+            elif any(c.value.casefold() == value for _, cs in same for c in cs):
+                continue  # already recorded
+            elif same:
+                line, cs = same[0]
+                calls.append(("memory_replace", {"label": label, "old_string": line,
+                                                 "new_string": memory.text}))  # fmt: skip
+                held[held.index((line, cs))] = (memory.text, standin_style.read(memory.text))
+            else:
+                calls.append(("memory_insert", {"label": label, "new_string": memory.text}))
+                held.append((memory.text, standin_style.read(memory.text)))
+            if archival:
+                calls.append(("archival_memory_insert", {"content": memory.text}))
+    return calls
 
 
 def _block(system: str) -> tuple[str, list[str]]:
