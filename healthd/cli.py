@@ -281,6 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the effective configuration (file, HEALTHD_* overrides and defaults) as "
         "TOML, secrets redacted",
     )
+    cc.add_argument(
+        "--estimate",
+        action="store_true",
+        help="also pull the sources and estimate, per target, the events, LLM/embedding calls, "
+        "tokens, waits and (with [llm.prices]) money of the first run and of a day "
+        "(docs/operating.md#cost-estimate)",
+    )
+    cc.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="the estimate's format (default text; json: the figures, on stdout)",
+    )
 
     hc = commands.add_parser(
         "healthcheck",
@@ -452,6 +465,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_check_config(args: argparse.Namespace) -> int:
     from healthd.settings import config_path, load_settings
 
+    if args.print and (args.estimate or args.format != "text"):
+        raise ConfigError("--print prints the configuration alone; leave out --estimate/--format")
     path = config_path(args.config)
     settings = load_settings(path, reach=True)
     if args.print:
@@ -459,11 +474,27 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
         sys.stdout.write(effective_toml(settings))
         return 0
-    print(
+    ok = (
         f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
         f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "
         f"({', '.join(sorted(settings.targets))}), schedule {settings.schedule.cron!r}"
     )
+    if not args.estimate:
+        if args.format != "text":
+            raise ConfigError("--format json goes with --estimate")
+        print(ok)
+        return 0
+    from healthd._estimate_cli import configured_estimate
+    from healthd.estimate import render
+
+    data = configured_estimate(settings)
+    if args.format == "json":
+        import json
+
+        print(json.dumps(data, indent=1))
+    else:
+        print(ok)
+        print("\n".join(render(data)))
     return 0
 
 
