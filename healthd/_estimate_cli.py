@@ -26,24 +26,24 @@ def measured_costs() -> dict[str, Any]:
     return dict(json.loads(path.read_text()))
 
 
-def schedule_runs(cron: str, now: datetime, days: int = RUN_DAYS) -> list[datetime]:
-    """The schedule's run times over ``days`` days from ``now`` (a schedule firing more
-    often than every minute: spread evenly at its period)."""
+def schedule_runs(cron: str, now: datetime, days: int = RUN_DAYS) -> tuple[list[datetime], int]:
+    """The schedule's run times over some days from ``now``, and how many days: ``days``, or
+    one for a schedule firing more often than every minute (its runs spread evenly at its
+    period)."""
     from healthd.daemon.scheduler import parse_schedule
 
     schedule = parse_schedule(cron)
-    end = now + timedelta(days=days)
     if schedule.period < timedelta(minutes=1):
         step = max(schedule.period, timedelta(seconds=1))
-        count = int((end - now) / step)
-        return [now + step * i for i in range(count)]
+        return [now + step * i for i in range(int(timedelta(days=1) / step))], 1
+    end = now + timedelta(days=days)
     runs: list[datetime] = []
     previous = None
     at = now
     while True:
         fire = schedule.trigger.get_next_fire_time(previous, at)
         if fire is None or fire >= end:
-            return runs
+            return runs, days
         runs.append(fire)
         previous, at = fire, fire + timedelta(microseconds=1)
 
@@ -69,11 +69,12 @@ def configured_estimate(settings: Settings, now: datetime | None = None) -> dict
         TargetInput(name, t.kind, t.options, NOT_COUNTED.get(t.kind))
         for name, t in settings.targets.items()
     ]
+    runs, days = schedule_runs(settings.schedule.cron, now)
     data = estimate(
         events,
         now=now,
-        runs=schedule_runs(settings.schedule.cron, now),
-        run_days=RUN_DAYS,
+        runs=runs,
+        run_days=days,
         intervals=intervals,
         targets=targets,
         profiles=measured_costs(),
@@ -84,6 +85,7 @@ def configured_estimate(settings: Settings, now: datetime | None = None) -> dict
         "a burst or a quiet spell to come: the rate per day is the recent history's",
         "a real model's tokens and answers: the tokens are the stand-in LLM's on the example",
         "the LLM's latency: the waits are the configured ones, an upper bound",
+        "runs skipped while one is still going: the runs a day are the schedule's",
     ]
     if settings.reader.startswith("llm"):
         cannot.append("the LLM reader's judge calls (reader = llm:...): not in the figures")

@@ -210,3 +210,15 @@ def test_a_bad_price_table_is_one_line_exit_2(tmp_path: Path, table: str, says: 
 def test_switches_that_do_not_go_together_are_one_line_exit_2(args: list[str]) -> None:
     done = healthd("check-config", *args)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("cron", "per_day"),
+    [("@hourly", 24), ("0 9 * * 1-5", 5 / 7), ("*/5 * * * * *", 17280), ("@weekly", 1 / 7)],
+)
+def test_runs_a_day_are_the_schedules(cron: str, per_day: float) -> None:
+    from healthd._estimate_cli import schedule_runs
+
+    runs, days = schedule_runs(cron, NOW)
+    assert len(runs) / days == pytest.approx(per_day)
+    assert all(NOW <= run < NOW + timedelta(days=days) for run in runs)
