@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from healthd.evaluator import is_sweep
+from healthd.llm_budget import CALLS, TOKENS
 from healthd.llm_prices import LLMConfig, Prices
 from healthd.llm_usage import PURPOSES
 from healthd.model import ChangeEvent
@@ -286,6 +287,9 @@ def _target(
     now = profile.cost(now_kinds, profile.asked_share * active_sum / batch)
     day = profile.cost(per_day, profile.asked_share * probes * stages_day)
     row["now"], row["per_day"] = now.as_json(), day.as_json()
+    budgets = _budgets(target.options, now, day)
+    if budgets:
+        row["budgets"] = budgets
     prices = llm.prices_for(target.name)
     if prices is not None:
         row["money"] = {
@@ -296,11 +300,33 @@ def _target(
     return row
 
 
+def _budgets(options: Mapping[str, Any], now: Cost, day: Cost) -> dict[str, Any]:
+    """What the target's LLM budgets mean for these figures: the runs its first replay
+    takes under ``max_llm_calls_per_run``, the days under ``max_llm_tokens_per_day`` (the
+    calls of the stages' reads count against both, as the daemon counts them)."""
+    out: dict[str, Any] = {}
+    calls = _whole(options.get(CALLS), 0)
+    if calls:
+        out[CALLS] = {"limit": calls, "first_replay_runs": math.ceil(now.total("calls") / calls)}
+    tokens = _whole(options.get(TOKENS), 0)
+    if tokens:
+        spent = now.total("prompt_tokens") + now.total("completion_tokens")
+        daily = day.total("prompt_tokens") + day.total("completion_tokens")
+        out[TOKENS] = {
+            "limit": tokens,
+            "first_replay_days": math.ceil(spent / tokens),
+            "a_day_fits": daily <= tokens,
+        }
+    return out
+
+
 def _significant(value: float) -> float:
     return float(f"{value:.4g}")
 
 
 def _whole(value: Any, default: int) -> int:
+    if value is None:
+        return default
     try:
         number = int(str(value))
     except ValueError:
@@ -343,6 +369,16 @@ def render(data: Mapping[str, Any]) -> list[str]:
         if t["wait_seconds"]["now"] or t["wait_seconds"]["per_day"]:
             w = t["wait_seconds"]
             parts.append(f"waits up to {w['now']:g} s now, {w['per_day']:g} s a day")
+        for budget, b in (t.get("budgets") or {}).items():
+            if "first_replay_runs" in b:
+                parts.append(
+                    f"first replay over {b['first_replay_runs']} runs at {budget} {b['limit']}"
+                )
+            else:
+                fits = "a day fits" if b["a_day_fits"] else "a day does NOT fit"
+                parts.append(
+                    f"first replay over {b['first_replay_days']} days at {budget} {b['limit']}, {fits}"
+                )
         if "money" in t:
             m = t["money"]
             parts.append(f"{m['now']:g} {m['currency']} now, {m['per_day']:g} a day")

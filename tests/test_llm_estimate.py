@@ -222,3 +222,18 @@ def test_runs_a_day_are_the_schedules(cron: str, per_day: float) -> None:
     runs, days = schedule_runs(cron, NOW)
     assert len(runs) / days == pytest.approx(per_day)
     assert all(NOW <= run < NOW + timedelta(days=days) for run in runs)
+
+
+def test_the_budgets_say_how_many_runs_and_days_the_first_replay_takes() -> None:
+    events = [event(n, "added", 1) for n in range(10)]
+    # now: 10 extractions + 10 embedding writes + 55 probe reads = 75 calls; tokens
+    # 10 * (10 + 1 + 2) + 55 * 3 = 295. A day (those 10 changes came within one): 10 writes
+    # (130 tokens) and 10 stages asking the 10 probes (300): 430, over the 100
+    budgeted = {"ingest": "messages", "max_llm_calls_per_run": 30, "max_llm_tokens_per_day": 100}
+    data = run_estimate(events, [TargetInput("team", "mem0", budgeted)], LLMConfig())
+    team = data["targets"]["team"]
+    assert team["now"]["calls"] == 75
+    assert team["budgets"] == {
+        "max_llm_calls_per_run": {"limit": 30, "first_replay_runs": 3},
+        "max_llm_tokens_per_day": {"limit": 100, "first_replay_days": 3, "a_day_fits": False},
+    }
