@@ -53,9 +53,31 @@ def _mem0_table(base_url: str) -> dict[str, Any]:
     }
 
 
+def _graphiti_table(base_url: str) -> dict[str, Any]:
+    model = "healthd-standin"
+    return {
+        "llm": {
+            "client": "openai_generic",
+            "model": model,
+            "small_model": model,
+            "base_url": base_url,
+        },
+        "embedder": {
+            "provider": "openai",
+            "model": "healthd-hashing",
+            "base_url": base_url,
+            "dimensions": 256,
+        },
+    }
+
+
 #: The profiles measured: the name `check-config --estimate` looks a target up by
 #: (healthd.estimate.profile_of), and the target built to measure it.
 PROFILES = {
+    "graphiti:episodes": lambda url: TargetSpec(
+        "graphiti",
+        {"ingest": "episodes", "graphiti": _graphiti_table(url)},  # type: ignore[dict-item]
+    ),
     "mem0:messages": lambda url: TargetSpec(
         "mem0", {"ingest": "messages", "mem0": _mem0_table(url)}
     ),  # type: ignore[dict-item]
@@ -125,7 +147,7 @@ def main(argv: list[str]) -> int:
     with _standin() as llm:
         profiles = {name: measure(make(llm.base_url)) for name, make in PROFILES.items()}
     versions = {}
-    for package in ("mem0ai",):
+    for package in ("mem0ai", "graphiti-core"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:  # pragma: no cover
