@@ -698,6 +698,8 @@ def effective_toml(settings: Settings) -> str:
         return redact(value, key)
 
     data = clean(data)
+    if data.get("example"):  # loading adds the example source back; printed, it would clash
+        data.get("sources", {}).pop("example", None)
     for table in ("sources", "targets"):  # a kind's options sit beside its kind
         for name, entry in list(data.get(table, {}).items()):
             options = entry.pop("options", {})
