@@ -165,6 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="table",
         help="table for people, json for tools (default table)",
     )
+    ev.add_argument(
+        "--repeats",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="replay each target N times, each into a fresh shadow, and report each "
+        "metric's mean, min, max and 95%% interval per stage (default: the target's "
+        "repeats option, else 1)",
+    )
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
     ev.add_argument(
         "--html",
@@ -531,6 +540,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.exporters.report import (
         StageSampler,
         StageSpool,
+        metrics_json,
         render_table,
         report_json,
         write_report_json,
@@ -538,6 +548,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.memory import EventExpiryReporting, build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
     from healthd.reading import build_reader, versioned, with_people
+    from healthd.repeats import Repeats
     from healthd.scoring import DEFAULT_WINDOWS
 
     reader = build_reader(args.reader)
@@ -609,9 +620,20 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 samplers.append(StageSampler(count, len(specs)))
                 sample = samplers[-1].add
 
+            repeats = Repeats(args.repeats or spec.repeats)
+
+            def spread(stage: StageResult, repeats: Repeats = repeats) -> None:
+                repeats.add_stage(stage.index, metrics_json(stage.metrics))
+
             def on_stage(
-                stage: StageResult, task: Any = task, keep: Any = keep, sample: Any = sample
+                stage: StageResult,
+                task: Any = task,
+                keep: Any = keep,
+                sample: Any = sample,
+                repeats: Repeats = repeats,
             ) -> None:
+                if repeats.n > 1:
+                    repeats.add_stage(stage.index, metrics_json(stage.metrics))
                 if keep is not None:
                     keep(stage)
                 if sample is not None:
@@ -620,8 +642,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     progress.advance(task)
 
             try:
-                results.append(
-                    evaluate(
+                for replay in range(repeats.n):
+                    result = evaluate(
                         events,
                         memory,
                         probes,
@@ -630,11 +652,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         mode=args.mode,
                         forgetting_window=args.forgetting_window,
                         keep_stages=False,
-                        on_stage=on_stage,
+                        on_stage=on_stage if replay == 0 else spread,
                         windows=windows if windows is not None else DEFAULT_WINDOWS,
                         reader=reader,
                     )
-                )
+                    repeats.add_final(metrics_json(result.metrics))
+                    if replay == 0:
+                        results.append(result)
+                    else:  # the calls of every replay (the block counts on)
+                        results[-1].llm = result.llm
+                if repeats.n > 1:
+                    results[-1].repeats = repeats.as_json()
                 if isinstance(memory, EventExpiryReporting):
                     results[-1].event_expiry = memory.event_expiry_report()
             finally:
