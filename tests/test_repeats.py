@@ -178,3 +178,54 @@ def test_the_daemon_exports_the_mean_and_its_bounds(tmp_path: Path):
     upper = samples(text, "healthd_contamination_ratio_upper")
     assert mean[("drifted", "all")] == pytest.approx(0.181818, abs=1e-6)
     assert lower == upper == mean and set(mean) >= {("plain", "all"), ("drifted", "decision")}
+
+
+def test_the_daemon_refuses_repeats_where_it_cannot_make_a_private_shadow():
+    """A memory that is a service has one shadow scope, the daemon's own: its extra replays
+    would wipe it. `repeats` above 1 is refused there with one line naming the target."""
+    from healthd.daemon.state import TargetRow
+    from healthd.daemon.targets import TargetRuntime, scratch_spec
+
+    def runtime(kind: str, **options: object) -> TargetRuntime:
+        return TargetRuntime("team", kind, dict(options), False, "f", TargetRow("team"))
+
+    for refused in (
+        runtime("http", base_url="http://127.0.0.1:1", repeats=3),
+        runtime("mem0", deployment="platform", repeats=3),
+        runtime("mem0", ingest="messages", mem0={"vector_store": {"provider": "qdrant"}}),
+    ):
+        with pytest.raises(TargetError, match="target 'team': repeats above 1 in the daemon"):
+            scratch_spec(refused)
+    private = scratch_spec(runtime("reference", path="/var/lib/healthd/ref.sqlite", repeats=3))
+    assert private.options["path"] == ":memory:"  # never the daemon's own shadow file
+
+
+def test_a_daemon_run_with_refused_repeats_is_a_failed_run_naming_it(tmp_path: Path):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from healthd.daemon.runner import Runner
+    from healthd.daemon.state import StateStore
+    from healthd.exporters.tracing import build_tracer_provider, get_tracer
+    from healthd.settings import load_settings
+
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f"state_path = {json.dumps(str(tmp_path / 'state.sqlite'))}\nexample = true\n"
+        "[targets.service]\nkind = 'http'\nshadow = true\nbase_url = 'http://127.0.0.1:9'\nnamespace = 'healthd/shadow'\n"
+        "repeats = 2\n"
+        "[targets.plain]\nkind = 'reference'\nshadow = true\n"
+    )
+    settings = load_settings(str(config))
+    state = StateStore(settings.state_path)
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    runner = Runner(settings, state, tracer)
+    try:
+        runner.run_once()
+        rows = runner.view()["targets"]
+    finally:
+        runner.close()
+        state.close()
+    assert rows["service"].runs_failure == 1 and rows["service"].runs_success == 0
+    error = rows["service"].last_error or ""
+    assert "repeats above 1 in the daemon" in error and len(error.splitlines()) == 1
+    assert rows["plain"].runs_success == 1  # the other targets go on

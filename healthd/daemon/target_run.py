@@ -99,6 +99,8 @@ class TargetRuns(Shadows):
             with self.tracer.start_as_current_span(
                 "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
             ) as span:
+                if TargetSpec(t.kind, t.options, t.name).repeats > 1:
+                    scratch_spec(t)  # a kind with no private shadow is refused before any write
                 if isinstance(t.memory, RunScoped):
                     t.memory.begin_run()
                 if t.replay is None and t.persistent:
