@@ -229,3 +229,22 @@ def test_a_daemon_run_with_refused_repeats_is_a_failed_run_naming_it(tmp_path: P
     error = rows["service"].last_error or ""
     assert "repeats above 1 in the daemon" in error and len(error.splitlines()) == 1
     assert rows["plain"].runs_success == 1  # the other targets go on
+
+
+def test_the_verdict_judges_the_bound_the_alert_compares():
+    """The verdict on `/` and in the HTML report reads a replayed target's bounds as the
+    alerts do: the noise that straddles a threshold crosses nothing, a drift does."""
+    from healthd.verdict import alert_book, ratio_crossings
+
+    book = alert_book()
+    noisy = {"consistency": 0.85, "contamination": 0.08}
+    assert [c.alert for c in ratio_crossings(book, noisy)] == [
+        "HealthdConsistencyLow",
+        "HealthdContaminationRising",
+    ]
+    straddling = {"consistency": (0.75, 0.95), "contamination": (0.02, 0.14)}
+    assert ratio_crossings(book, noisy, straddling) == []
+    drifted = {"consistency": (0.7, 0.85), "contamination": (0.06, 0.1)}
+    crossed = ratio_crossings(book, noisy, drifted)
+    assert [c.alert for c in crossed] == ["HealthdConsistencyLow", "HealthdContaminationRising"]
+    assert crossed[0].what == "consistency (upper bound) 0.850 < 0.9"
