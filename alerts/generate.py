@@ -24,6 +24,13 @@ failing looks like, so its numbers are meant to cross every threshold and must p
 Aggregations use ``without (...)`` (never ``by (target)`` alone), and the ratio alerts keep
 every label of the series, so the same rules work for one sidecar or a fleet of them with
 extra labels (namespace, pod, project) added by the scrape configuration.
+
+The ratio alerts read the bounds of the 95 % interval a target with ``repeats`` exports
+beside each ratio (``healthd_<metric>_ratio_lower`` / ``_upper``; both equal the ratio when
+the target is replayed once), each the bound least favourable to paging: a floor is crossed
+when the upper bound is below it, a ceiling when the lower bound is above it, and a drop (or
+a rise) is the lower bound of the change: the earlier lower bound less the upper bound now
+(the lower bound now less the earlier upper bound). A replay's noise alone does not page.
 """
 
 from __future__ import annotations
@@ -116,6 +123,13 @@ def recording_rules() -> list[dict[str, str]]:
     ]
 
 
+def bound(ratio: str, which: str, sel: str, offset: str = "") -> str:
+    """The ``which`` (lower/upper) bound of a ratio's interval over a target's replays, or
+    the ratio itself where no bound is exported (a healthd from before repeats)."""
+    at = f" offset {offset}" if offset else ""
+    return f"(healthd_{ratio}_ratio_{which}{{{sel}}}{at} or healthd_{ratio}_ratio{{{sel}}}{at})"
+
+
 def _alert(
     name: str, expr: str, for_: str, severity: str, summary: str, description: str, runbook: str
 ) -> dict[str, Any]:
@@ -143,7 +157,7 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         _alert(
             "HealthdFreshnessLow",
-            f"healthd_freshness_ratio{{{sel}}} < {fr['min']}",
+            f"{bound('freshness', 'upper', sel)} < {fr['min']}",
             fr["for"],
             "critical",
             f"Memory of {tgt} serves facts nobody has re-validated",
@@ -154,7 +168,7 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdConsistencyLow",
-            f"healthd_consistency_ratio{{{sel}}} < {co['min']}",
+            f"{bound('consistency', 'upper', sel)} < {co['min']}",
             co["for"],
             "critical",
             f"Memory of {tgt} serves facts that are no longer true",
@@ -166,8 +180,8 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         _alert(
             "HealthdConsistencyDropped",
             "(\n"
-            f"  healthd_consistency_ratio{{{sel}}} offset 1d\n"
-            f"  - healthd_consistency_ratio{{{sel}}}\n"
+            f"  {bound('consistency', 'lower', sel, '1d')}\n"
+            f"  - {bound('consistency', 'upper', sel)}\n"
             f") > {co['max_drop_1d']}\n"
             "unless ignoring (domain)\n"
             "  (target:healthd_probe_set_versions:count1d > 1)\n",
@@ -182,13 +196,13 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdContaminationRising",
-            f"healthd_contamination_ratio{{{sel}}} > {ct['max']}\n"
+            f"{bound('contamination', 'lower', sel)} > {ct['max']}\n"
             "or\n"
             "(\n"
-            f"  healthd_contamination_ratio{{{sel}}}\n"
+            f"  {bound('contamination', 'lower', sel)}\n"
             "  and\n"
-            f"  (healthd_contamination_ratio{{{sel}}}\n"
-            f"   - healthd_contamination_ratio{{{sel}}} offset {ct['rise_window']})"
+            f"  ({bound('contamination', 'lower', sel)}\n"
+            f"   - {bound('contamination', 'upper', sel, ct['rise_window'])})"
             f" > {ct['max_rise']}\n"
             ")\n",
             ct["for"],
@@ -202,13 +216,13 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _alert(
             "HealthdCoverageCollapsing",
-            f"healthd_coverage_ratio{{{sel}}} < {cv['min']}\n"
+            f"{bound('coverage', 'upper', sel)} < {cv['min']}\n"
             "or\n"
             "(\n"
-            f"  healthd_coverage_ratio{{{sel}}}\n"
+            f"  {bound('coverage', 'upper', sel)}\n"
             "  and\n"
-            f"  (healthd_coverage_ratio{{{sel}}} offset {cv['drop_window']}\n"
-            f"   - healthd_coverage_ratio{{{sel}}}) > {cv['max_drop']}\n"
+            f"  ({bound('coverage', 'lower', sel, cv['drop_window'])}\n"
+            f"   - {bound('coverage', 'upper', sel)}) > {cv['max_drop']}\n"
             ")\n",
             cv["for"],
             "warning",

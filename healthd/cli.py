@@ -129,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         "base_url_env, api_key_env, episode_type = text/message, scope = edges/nodes, search "
         "= default/valid, reranker, mmr_lambda, top_k, timeout_seconds, wait_seconds, "
         "batch_events, sweeps, max_response_bytes; extra zep), "
+        "letta (a shadow agent on a Letta server through letta-client: shadow, agent_name, "
+        "base_url, base_url_env, api_key_env, project_id, ingest = messages/passages, model, "
+        "embedding, blocks, top_k, max_steps, timeout_seconds, max_response_bytes; extra letta), "
         "agentcore (memory_id, namespace_prefix, shadow, "
         "mode = native/managed/events, region, endpoint_url, strategy_id, record_expiry_days, top_k, "
         "consistency_wait_seconds, batch_events, max_attempts, timeout_seconds; events: actor_id, "
@@ -167,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("table", "json"),
         default="table",
         help="table for people, json for tools (default table)",
+    )
+    ev.add_argument(
+        "--repeats",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="replay each target N times, each into a fresh shadow, and report each "
+        "metric's mean, min, max and 95%% interval per stage (default: the target's "
+        "repeats option, else 1)",
     )
     ev.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
     ev.add_argument(
@@ -283,6 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the effective configuration (file, HEALTHD_* overrides and defaults) as "
         "TOML, secrets redacted",
+    )
+    cc.add_argument(
+        "--estimate",
+        action="store_true",
+        help="also pull the sources and estimate, per target, the events, LLM/embedding calls, "
+        "tokens, waits and (with [llm.prices]) money of the first run and of a day "
+        "(docs/operating.md#cost-estimate)",
+    )
+    cc.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="the estimate's format (default text; json: the figures, on stdout)",
     )
 
     hc = commands.add_parser(
@@ -455,6 +480,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_check_config(args: argparse.Namespace) -> int:
     from healthd.settings import config_path, load_settings
 
+    if args.print and (args.estimate or args.format != "text"):
+        raise ConfigError("--print prints the configuration alone; leave out --estimate/--format")
     path = config_path(args.config)
     settings = load_settings(path, reach=True)
     if args.print:
@@ -462,11 +489,27 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
 
         sys.stdout.write(effective_toml(settings))
         return 0
-    print(
+    ok = (
         f"{path or '(built-in defaults)'}: ok: {len(settings.sources)} source(s) "
         f"({', '.join(sorted(settings.sources))}), {len(settings.targets)} target(s) "
         f"({', '.join(sorted(settings.targets))}), schedule {settings.schedule.cron!r}"
     )
+    if not args.estimate:
+        if args.format != "text":
+            raise ConfigError("--format json goes with --estimate")
+        print(ok)
+        return 0
+    from healthd._estimate_cli import configured_estimate
+    from healthd.estimate import render
+
+    data = configured_estimate(settings)
+    if args.format == "json":
+        import json
+
+        print(json.dumps(data, indent=1))
+    else:
+        print(ok)
+        print("\n".join(render(data)))
     return 0
 
 
@@ -503,6 +546,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.exporters.report import (
         StageSampler,
         StageSpool,
+        metrics_json,
         render_table,
         report_json,
         write_report_json,
@@ -510,6 +554,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.memory import EventExpiryReporting, build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
     from healthd.reading import build_reader, versioned, with_people
+    from healthd.repeats import Repeats
     from healthd.scoring import DEFAULT_WINDOWS
 
     reader = build_reader(args.reader)
@@ -581,9 +626,20 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 samplers.append(StageSampler(count, len(specs)))
                 sample = samplers[-1].add
 
+            repeats = Repeats(args.repeats or spec.repeats)
+
+            def spread(stage: StageResult, repeats: Repeats = repeats) -> None:
+                repeats.add_stage(stage.index, metrics_json(stage.metrics))
+
             def on_stage(
-                stage: StageResult, task: Any = task, keep: Any = keep, sample: Any = sample
+                stage: StageResult,
+                task: Any = task,
+                keep: Any = keep,
+                sample: Any = sample,
+                repeats: Repeats = repeats,
             ) -> None:
+                if repeats.n > 1:
+                    repeats.add_stage(stage.index, metrics_json(stage.metrics))
                 if keep is not None:
                     keep(stage)
                 if sample is not None:
@@ -592,8 +648,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                     progress.advance(task)
 
             try:
-                results.append(
-                    evaluate(
+                for replay in range(repeats.n):
+                    result = evaluate(
                         events,
                         memory,
                         probes,
@@ -602,11 +658,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                         mode=args.mode,
                         forgetting_window=args.forgetting_window,
                         keep_stages=False,
-                        on_stage=on_stage,
+                        on_stage=on_stage if replay == 0 else spread,
                         windows=windows if windows is not None else DEFAULT_WINDOWS,
                         reader=reader,
                     )
-                )
+                    repeats.add_final(metrics_json(result.metrics))
+                    if replay == 0:
+                        results.append(result)
+                    else:  # the calls of every replay (the block counts on)
+                        results[-1].llm = result.llm
+                if repeats.n > 1:
+                    results[-1].repeats = repeats.as_json()
                 if isinstance(memory, EventExpiryReporting):
                     results[-1].event_expiry = memory.event_expiry_report()
             finally:

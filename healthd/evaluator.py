@@ -179,6 +179,8 @@ class TargetResult:
     event_expiry: dict[str, Any] | None = None
     # the LLM and embedding calls the replay caused (healthd.llm_usage's ``llm`` block)
     llm: dict[str, Any] | None = None
+    # N replays' mean and spread per stage (healthd.repeats), when run more than once
+    repeats: dict[str, Any] | None = None
 
     @property
     def retrieval_changed(self) -> int:

@@ -41,6 +41,7 @@ from pydantic_settings import (
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, HealthdError
 from healthd.llm_budget import KEYS as BUDGET_KEYS
+from healthd.llm_prices import LLMConfig
 from healthd.model import MEASUREMENT_REVISION
 
 CONFIG_ENV = "HEALTHD_CONFIG"
@@ -215,6 +216,7 @@ class Settings(BaseSettings):
     probes: str | None = None
     reader: str = Field("default", min_length=1)  # how served text is read: `healthd --help`
     plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    llm: LLMConfig = Field(default_factory=LLMConfig)  # [llm.prices]: check-config --estimate
 
     @field_validator("max_future_skew", mode="before")
     @classmethod
@@ -242,6 +244,14 @@ class Settings(BaseSettings):
         if not value:
             raise ValueError("at least one is needed")
         return value
+
+    @model_validator(mode="after")
+    def _priced_targets_exist(self) -> Settings:
+        prices = self.llm.prices
+        for name in prices.by_target if prices is not None else ():
+            if name not in self.targets:
+                raise ValueError(f"llm.prices.by_target.{name}: no target {name!r} is configured")
+        return self
 
     @model_validator(mode="after")
     def _adr_dirs_are_no_modules(self) -> Settings:
@@ -688,6 +698,8 @@ def effective_toml(settings: Settings) -> str:
         return redact(value, key)
 
     data = clean(data)
+    if data.get("example"):  # loading adds the example source back; printed, it would clash
+        data.get("sources", {}).pop("example", None)
     for table in ("sources", "targets"):  # a kind's options sit beside its kind
         for name, entry in list(data.get(table, {}).items()):
             options = entry.pop("options", {})

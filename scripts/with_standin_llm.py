@@ -7,7 +7,9 @@ TEAM_LLM_* and TEAM_EMBEDDING_* variables that config/mem0-team.toml reads, then
 Chat completions are answered by the stand-in's responders (deterministic, not a model) in a
 style: ``varied`` (the default: memories reworded, merged, with implicit subjects, neighbouring
 subjects, invented values, dropped or stale facts, as healthd.testing.standin_style documents)
-or ``verbatim`` (the stand-in before styles existed); ``--seed N`` varies the varied draws.
+or ``verbatim`` (the stand-in before styles existed); ``--seed N`` varies the varied draws;
+``--noise SHARE`` (0..1) writes that share of the memories otherwise on each replay of the
+same turns (``evaluate --repeats``; Mem0's prompt).
 Embeddings are the real all-MiniLM-L6-v2. Figures computed this way are labelled "(stand-in
 LLM)", and with ``varied`` "stand-in style varied".
 At the end it prints, on stderr, the requests it received by path: what the report's `llm`
@@ -25,8 +27,8 @@ from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 
 def main(argv: list[str]) -> int:
-    style, seed = DEFAULT_STYLE, DEFAULT_SEED
-    while argv[:1] and argv[0] in ("--style", "--seed"):
+    style, seed, noise = DEFAULT_STYLE, DEFAULT_SEED, 0.0
+    while argv[:1] and argv[0] in ("--style", "--seed", "--noise"):
         if len(argv) < 2:
             print(f"with_standin_llm: {argv[0]} needs a value", file=sys.stderr)
             return 2
@@ -35,6 +37,17 @@ def main(argv: list[str]) -> int:
             if style not in STYLES:
                 print(
                     f"with_standin_llm: --style must be one of {', '.join(STYLES)}", file=sys.stderr
+                )
+                return 2
+        elif argv[0] == "--noise":
+            try:
+                noise = float(argv[1])
+            except ValueError:
+                noise = -1.0
+            if not 0.0 <= noise <= 1.0:
+                print(
+                    f"with_standin_llm: --noise {argv[1]!r} is not a share from 0 to 1",
+                    file=sys.stderr,
                 )
                 return 2
         else:
@@ -49,7 +62,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    with StandInLLM(style=style, seed=seed) as llm:
+    with StandInLLM(style=style, seed=seed, noise=noise) as llm:
         env = dict(
             os.environ,
             TEAM_LLM_BASE_URL=llm.base_url,

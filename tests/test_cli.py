@@ -554,5 +554,5 @@ def test_evaluating_the_reference_memory_loads_no_other_adapter():
     )
     unknown = healthd("evaluate", "--target", "pinecone")
     assert unknown.returncode == 2
-    known = "agentcore, graphiti, http, langmem, mem0, naive, reference, zep"
+    known = "agentcore, graphiti, http, langmem, letta, mem0, naive, reference, zep"
     assert f"known kinds: {known}" in unknown.stderr

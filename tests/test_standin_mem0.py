@@ -112,3 +112,34 @@ def test_served_over_http_as_mem0s_openai_client_asks() -> None:
     assert json.loads(content)["memory"][0]["text"] == (
         "As of 2026-03-01, auth-service is written in go."
     )
+
+
+def test_noise_varies_a_share_of_the_memories_from_one_replay_to_the_next() -> None:
+    """`noise`: the n-th time the same turns are asked about, each memory is, with the
+    share's probability (drawn from the seed, the turns and n), skipped or rephrased;
+    replayed again with the same seed, the same draws; without noise, every replay alike."""
+    from healthd.testing.standin_style import Noise
+
+    turns = [f"(2026-01-0{d} 09:00 UTC) Service-{d} is owned by @owner{d}." for d in range(1, 10)]
+    request = mem0_request(turns)
+
+    def replays(share: float, seed: int = 0, n: int = 6) -> list[list[str]]:
+        noise = Noise(share)
+        return [
+            [
+                m["text"]
+                for m in json.loads(respond_any(request, "varied", seed, noise=noise))["memory"]
+            ]
+            for _ in range(n)
+        ]
+
+    calm = replays(0.0)
+    assert all(r == calm[0] for r in calm) and len(calm[0]) >= 9
+    noisy = replays(0.5)
+    assert len({tuple(r) for r in noisy}) > 1  # the replays differ
+    assert replays(0.5) == noisy  # the same seed draws the same noise
+    assert replays(0.5, seed=1) != noisy
+    changed = sum(len(set(calm[0]) - set(r)) for r in noisy) / (len(noisy) * len(calm[0]))
+    assert 0.25 < changed < 0.75  # about the share asked for
+    with pytest.raises(ValueError, match="noise must be a share from 0 to 1"):
+        Noise(1.5)

@@ -342,6 +342,8 @@ def test_agentcore_varied_records_show_the_behaviours_and_a_pronoun_record_is_ne
     [
         (["scripts/with_standin_llm.py", "--style", "poetic", "true"], "--style must be one of"),
         (["scripts/with_standin_llm.py", "--seed", "x", "true"], "is not a whole number"),
+        (["scripts/with_standin_llm.py", "--noise", "2", "true"], "is not a share from 0 to 1"),
+        (["-m", "healthd.testing.standin_llm", "--noise", "-0.5"], "must be a share from 0 to 1"),
         (["-m", "healthd.testing.standin_llm", "--style", "poetic"], "invalid choice: 'poetic'"),
         (["-m", "healthd.testing.agentcore_events", "--memory-id", "m", "--strategy-id", "s",
           "--style", "poetic"], "invalid choice: 'poetic'"),

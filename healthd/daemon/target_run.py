@@ -17,24 +17,29 @@ from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.shadows import Shadows
 from healthd.daemon.state import TargetRow
-from healthd.daemon.targets import TargetRuntime, build_shadow
+from healthd.daemon.targets import TargetRuntime, build_shadow, scratch_spec
 from healthd.daemon.views import Views
-from healthd.evaluator import Replay, StageResult
+from healthd.evaluator import Replay, StageResult, evaluate
 from healthd.exporters.report import metrics_json
 from healthd.llm_budget import LLMBudget, LLMBudgetExceeded
+from healthd.llm_usage import add_blocks
 from healthd.logging import get_logger, redact_text
 from healthd.memory import (
     Checkpointed,
     EventExpiryReporting,
     LLMCounting,
     RunScoped,
+    TargetSpec,
     batch_events,
+    build_memory,
+    llm_block,
     retrieval_fingerprint,
 )
 from healthd.memory.fingerprint import UNDECLARED
 from healthd.model import ChangeEvent, FactKey, is_sweep
 from healthd.probes import ProbeSet
 from healthd.reading import versioned
+from healthd.repeats import Spread, bounds, means
 from healthd.replay_groups import sweep_groups, write_group
 from healthd.timeline import format_timestamp
 
@@ -95,6 +100,8 @@ class TargetRuns(Shadows):
             with self.tracer.start_as_current_span(
                 "replay", attributes={"healthd.target": t.name, "healthd.target.kind": t.kind}
             ) as span:
+                if TargetSpec(t.kind, t.options, t.name).repeats > 1:
+                    scratch_spec(t)  # a kind with no private shadow is refused before any write
                 if isinstance(t.memory, RunScoped):
                     t.memory.begin_run()
                 if t.replay is None and t.persistent:
@@ -233,6 +240,9 @@ class TargetRuns(Shadows):
                     results["event_expiry"] = t.memory.event_expiry_report()
                 outcome["llm"] = t.end_llm_run()
                 results["llm"] = t.llm_total
+                repeats = TargetSpec(t.kind, t.options, t.name).repeats
+                if repeats > 1:
+                    self._repeat(t, probes, results, outcome, repeats)
                 span.set_attribute("healthd.probes", replay.active_probes)
                 span.set_attribute("healthd.probe_set.version", probes.version)
                 for name, value in results["metrics"]["all"].items():
@@ -283,6 +293,45 @@ class TargetRuns(Shadows):
             return self._failed(t, row, run_id, t0, new, f"{type(exc).__name__}: {exc}")
         outcome["replay_seconds"] = round(time.perf_counter() - t0, 6)
         return outcome
+
+    def _repeat(
+        self,
+        t: TargetRuntime,
+        probes: ProbeSet,
+        results: dict[str, Any],
+        outcome: dict[str, Any],
+        n: int,
+    ) -> None:
+        """``repeats = n``: the history replayed n - 1 times more, each into a fresh private
+        shadow; the ratios become the n replays' means, with their spread beside them
+        (``spread``: the gauges' bounds; ``repeats``: the whole of it). Their calls are this
+        run's too."""
+        spread = Spread()
+        spread.add(results["metrics"])
+        memory = build_memory(scratch_spec(t))
+        try:
+            for _ in range(n - 1):
+                if self.stop.is_set():
+                    raise Aborted()
+                again = evaluate(
+                    self._events_from(0),
+                    memory,
+                    probes,
+                    name=t.name,
+                    kind=t.kind,
+                    keep_stages=False,
+                    **self._replay_options(),
+                )
+                spread.add(metrics_json(again.metrics))
+            block = llm_block(memory, t.kind)
+        finally:
+            memory.close()
+        outcome["llm"] = add_blocks(outcome["llm"], block)
+        t.llm_total = results["llm"] = add_blocks(t.llm_total, block)
+        final = spread.as_json()
+        results["repeats"] = {"n": n, "final": final}
+        results["metrics"] = means(final)
+        results["spread"] = bounds(final)
 
     def _failed(
         self, t: TargetRuntime, row: TargetRow, run_id: str, t0: float, new: int, error: str

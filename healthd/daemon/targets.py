@@ -11,6 +11,7 @@ from typing import Any
 
 from healthd.daemon.replay_store import ReplayStore
 from healthd.daemon.state import SourceRow, TargetRow
+from healthd.errors import TargetError
 from healthd.evaluator import Replay, StageResult
 from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import Memory, TargetSpec, build_memory, take_llm_block
@@ -142,3 +143,27 @@ def newest_change(events: Iterable[ChangeEvent]) -> float | None:
     """The event time (epoch seconds) of the newest event that is not a revalidation sweep."""
     times = (e.timestamp.timestamp() for e in events if not is_sweep(e))
     return max(times, default=None)
+
+
+#: kinds whose shadow can be copied into the process for the extra replays of ``repeats``
+_SCRATCH_KINDS = ("reference", "naive", "mem0")
+
+
+def scratch_spec(t: TargetRuntime) -> TargetSpec:
+    """The target as a private in-process shadow, for the extra replays of ``repeats``
+    (:mod:`healthd.repeats`): never the daemon's own shadow, nor a service's scope that the
+    persistent shadow lives in. A target whose memory is a service (or a team's vector
+    store) cannot be copied so: TargetError naming why."""
+    options = dict(t.options)
+    mem0 = options.get("mem0")
+    team_store = isinstance(mem0, dict) and "vector_store" in mem0
+    if t.kind not in _SCRATCH_KINDS or options.get("deployment", "local") != "local" or team_store:
+        raise TargetError(
+            f"target {t.name!r}: repeats above 1 in the daemon replay the history again into "
+            "a private in-process shadow, which only reference, naive and a local mem0 "
+            "(without a team vector_store) can have; use `healthd evaluate --repeats` for this "
+            "target"
+        )
+    if "path" in options:
+        options["path"] = ":memory:"
+    return TargetSpec(t.kind, options, t.name)

@@ -73,9 +73,14 @@ EVENT_EXPIRY_NAMES = (
 #: (``healthd.llm_usage``): counters kept in the results across restarts.
 LLM_NAMES = ("healthd_llm_calls_total", "healthd_llm_tokens_total")
 
+#: The bounds of each ratio's 95 % interval over a target's replays (``repeats``; both equal
+#: the ratio, which is the replays' mean, when the target is replayed once).
+BOUND_NAMES = tuple(f"healthd_{r}_ratio_{b}" for r in RATIOS for b in ("lower", "upper"))
+
 #: Every metric healthd exports, for the README and for the tests.
 METRIC_NAMES = (
     *(f"healthd_{r}_ratio" for r in RATIOS),
+    *BOUND_NAMES,
     "healthd_conflicts",
     "healthd_probes",
     "healthd_timeline_lag_seconds",
@@ -123,6 +128,17 @@ class HealthdCollector(Collector):
                 labels=["target", "role", "domain"],
             )
             for r in RATIOS
+        }
+        bounds = {
+            (r, b): GaugeMetricFamily(
+                f"healthd_{r}_ratio_{b}",
+                f"The {b} bound of the 95% interval of healthd_{r}_ratio (the mean of the "
+                "target's replays, repeats) at the newest stage, per domain; the ratio itself "
+                "when the target is replayed once",
+                labels=["target", "role", "domain"],
+            )
+            for r in RATIOS
+            for b in ("lower", "upper")
         }
         conflicts = GaugeMetricFamily(
             "healthd_conflicts",
@@ -202,6 +218,7 @@ class HealthdCollector(Collector):
             if not res:
                 continue
             _add_stage(ratios, conflicts, who, res["metrics"])
+            _add_bounds(bounds, who, res["metrics"], res.get("spread"))
             probes.add_metric(who, res["probes"])
             newest = res.get("newest_change")
             if newest is None:
@@ -225,6 +242,7 @@ class HealthdCollector(Collector):
                 retrieval_changes.add_metric(who, res.get("retrieval_changes", 0))
                 changed_items.add_metric(who, res.get("retrieval_changed_items", 0))
         yield from ratios.values()
+        yield from bounds.values()
         yield from (conflicts, probes, lag, runs, last_run, last_ok, replayed)
         yield from _last_change(targets, roles)
         yield from _event_expiry(targets, roles)
@@ -318,6 +336,24 @@ def _add_stage(
             if values[r] is not None:
                 ratios[r].add_metric([*who, bucket], values[r])
         conflicts.add_metric([*who, bucket], values["conflicts"])
+
+
+def _add_bounds(
+    bounds: dict[tuple[str, str], GaugeMetricFamily],
+    who: list[str],
+    metrics: dict[str, Any],
+    spread: dict[str, Any] | None,
+) -> None:
+    """Each ratio's interval bounds over the replays (``spread``: bucket -> ratio ->
+    [lower, upper], :func:`healthd.repeats.bounds`), or the ratio itself for both."""
+    for bucket in BUCKETS:
+        for r in RATIOS:
+            value = metrics[bucket][r]
+            if value is None:
+                continue
+            low, high = ((spread or {}).get(bucket) or {}).get(r) or (value, value)
+            bounds[(r, "lower")].add_metric([*who, bucket], low)
+            bounds[(r, "upper")].add_metric([*who, bucket], high)
 
 
 def _event_expiry(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:

@@ -151,6 +151,7 @@ def report_json(
                     "changed_items": result.retrieval_changed,
                 },
                 **({"llm": result.llm} if result.llm is not None else {}),
+                **({"repeats": result.repeats} if result.repeats is not None else {}),
                 **(
                     {"last_change": stage_json(result.last_change)}
                     if result.last_change is not None
@@ -369,6 +370,8 @@ def render_table(
         llm = summary_text(result.llm) if result.llm and result.llm.get("calls") else None
         if llm is not None:
             console.print(f"  {llm}")
+        if result.repeats is not None:
+            console.print(f"  {_spread_text(result.repeats)}")
         if result.last_change is not None:
             before = result.last_change.metrics["all"]
             console.print(
@@ -382,6 +385,20 @@ def render_table(
         console.print(_comparison(results))
     console.print(
         f"probe set {probe_set_version} ({probe_count} probes); — means nothing to measure yet"
+    )
+
+
+def _spread_text(repeats: Mapping[str, Any]) -> str:
+    """The ``all`` row's spread over the replays: the table above is the first replay's."""
+    row = repeats["final"]["all"]
+    cells = [
+        f"{n} {_cell(c['mean'])} [{_cell(c['lower'])}, {_cell(c['upper'])}]"
+        for n in _RATIOS
+        if (c := row.get(n)) is not None
+    ]
+    return (
+        f"over {repeats['n']} replays (the table is the first's), all domains, mean "
+        f"[95% interval]: " + ", ".join(cells)
     )
 
 

@@ -24,6 +24,7 @@ from healthd.llm_usage import LLMUsage, empty_block
 from healthd.memory._options import switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
+from healthd.repeats import repeats_option
 
 
 @runtime_checkable
@@ -195,6 +196,14 @@ class TargetSpec:
     def role(self) -> str:
         return target_role(self.kind, self.baseline)
 
+    @property
+    def repeats(self) -> int:
+        """Replays per run (the ``repeats`` option, 1 when not given: :mod:`healthd.repeats`)."""
+        try:
+            return repeats_option(self.options)[1]
+        except TargetError as exc:
+            raise TargetError(f"target {self.label!r}: {exc}") from None
+
 
 MemoryFactory = Callable[[Mapping[str, Any]], Memory]
 _REGISTRY: dict[str, MemoryFactory] = {}
@@ -247,6 +256,7 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
     options.update(overrides)
     try:
         options, budgets = budget_options(options)
+        options, _ = repeats_option(options)
         if TOKENS in budgets and _hosted(spec.kind, options):
             raise TargetError(
                 f"{TOKENS}: a {_hosted(spec.kind, options)} target's service makes its LLM "
@@ -283,7 +293,8 @@ def _hosted(kind: str, options: Mapping[str, Any]) -> str | None:
     return None
 
 
-_BUILTIN = ("agentcore", "graphiti", "http", "langmem", "mem0", "naive", "reference", "zep")
+_BUILTIN = ("agentcore", "graphiti", "http", "langmem", "letta", "mem0", "naive", "reference",
+            "zep")  # fmt: skip
 
 
 def _load_builtin(kind: str | None = None) -> None:

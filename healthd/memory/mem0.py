@@ -29,6 +29,7 @@ Two ingestions:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -278,10 +279,28 @@ class Mem0Memory:
     def reset(self) -> None:
         try:
             self._memory.delete_all(**self._scope)
+            self._forget_messages()
         except Exception as exc:
             raise MemoryAdapterError(f"mem0 reset of {self._scope}: {first_line(exc)}") from exc
         self._clock.reset()
         self._touched.clear()
+
+    def _forget_messages(self) -> None:
+        """Mem0 keeps the scope's last messages apart from its memories (its history
+        database's ``messages`` table, sent as "Last k Messages" with every extraction) and
+        ``delete_all`` leaves them: a reset shadow would extract its first events with the
+        previous replay's last turns as context. Only the shadow scope's rows go."""
+        db = getattr(self._memory, "db", None)
+        connection = getattr(db, "connection", None)
+        if connection is None:
+            return
+        from mem0.memory.main import _build_session_scope
+
+        with getattr(db, "_lock", threading.Lock()):
+            connection.execute(
+                "DELETE FROM messages WHERE session_scope = ?", (_build_session_scope(self._scope),)
+            )
+            connection.commit()
 
     def apply(self, event: ChangeEvent) -> None:
         if self.sweeps == "off" and is_sweep(event):

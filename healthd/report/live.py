@@ -161,7 +161,8 @@ def verdicts(view: Mapping[str, Any], now: float) -> list[Verdict]:
     for name, row in view["targets"].items():
         runs = run_crossings(book, row.last_run, row.last_success, now)
         metrics = row.results["metrics"]["all"] if row.results else None
-        out.append(judge(name, roles.get(name, SUBJECT), metrics, runs, book))
+        bounds = (row.results or {}).get("spread", {}).get("all")
+        out.append(judge(name, roles.get(name, SUBJECT), metrics, runs, book, bounds))
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from healthd.llm_usage import summary_text
 from healthd.memory import BASELINE, target_role
 from healthd.model import ChangeEvent
+from healthd.repeats import bounds as replay_bounds
 from healthd.report.downsample import QuietSpans, keep_positions
 from healthd.report.failures import (
     KINDS,
@@ -364,7 +365,12 @@ def page_model(
     if verdicts is None:
         verdicts = [
             judge(
-                t["name"], roles[t["name"]], t["final"]["metrics"]["all"] if t["stages"] else None
+                t["name"],
+                roles[t["name"]],
+                t["final"]["metrics"]["all"] if t["stages"] else None,
+                bounds=replay_bounds(t["repeats"]["final"]).get("all")
+                if t.get("repeats")
+                else None,
             )
             for t in report["targets"]
         ]

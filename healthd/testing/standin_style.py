@@ -1,5 +1,5 @@
-"""How the stand-ins (the stand-in LLM's Mem0 and Graphiti responders, the AgentCore emulator's
-stand-in strategy) read a conversation and write memories of it, in a ``style``.
+"""How the stand-ins (the stand-in LLM's Mem0, Graphiti and Letta responders, the AgentCore
+emulator's stand-in strategy) read a conversation and write memories of it, in a ``style``.
 
 Not a model, and it does not decode healthd's sentence grammar: :func:`read` reads English
 the way a cautious extractor would, from the text alone: it splits sentences and clauses,
@@ -41,6 +41,13 @@ fact it states (its subject "it" where it was left implicit).
 
 Every figure measured through ``varied`` is the stand-in's choices as much as the product's;
 it is labelled "stand-in style varied" wherever it is shown.
+
+``noise`` (``--noise SHARE``, 0 by default) makes a stand-in as unsteady as a real LLM, which
+does not extract the same memories from the same conversation twice (:class:`Noise`): the
+n-th time it is asked about the same turns (the n-th replay of a history), each memory it
+would write is, with probability SHARE, drawn from ``seed``, the turns and n, written
+otherwise: skipped (half of those), or phrased in another register (the other half; a
+memory it cannot read back is skipped). With ``noise = 0`` every replay is the same.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import threading
 from dataclasses import dataclass, field, replace
 
 STYLES = ("varied", "verbatim")
@@ -479,3 +487,42 @@ def _active(claim: Claim) -> str | None:
     if len(words) >= 3 and words[0] in _AUX and words[-1] == "by" and words[-2].endswith("ed"):
         return words[-2][:-2] + "s"
     return None
+
+
+class Noise:
+    """A stand-in's run-to-run variation: ``share`` of the memories it writes for a
+    conversation written otherwise, differently each time the same conversation comes again
+    (the replay number n counted per ``key``, the turns as said), deterministically for the
+    seed. Thread-safe: one per server."""
+
+    def __init__(self, share: float = 0.0) -> None:
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"noise must be a share from 0 to 1, not {share!r}")
+        self.share = share
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def replay(self, key: str) -> int:
+        """How many times ``key`` was asked about before (0 the first time)."""
+        with self._lock:
+            n = self._seen.get(key, 0)
+            self._seen[key] = n + 1
+        return n
+
+    def vary(self, texts: list[str], *, seed: int, key: str, day: str | None = None) -> list[str]:
+        """``texts`` (the memories written for the turns ``key``) as this replay writes them."""
+        if not self.share:
+            return texts
+        n = self.replay(key)
+        out: list[str] = []
+        for i, text in enumerate(texts):
+            rng = rng_for(seed, "noise", key, str(n), str(i))
+            if rng.random() >= self.share:
+                out.append(text)
+                continue
+            claims = read(text)
+            if rng.random() < 0.5 or len(claims) != 1:
+                continue  # skipped: this replay's extraction leaves the fact out
+            register = REGISTERS[rng.randrange(len(REGISTERS))]
+            out.append(render(claims[0], register, rng, day=day))
+        return out

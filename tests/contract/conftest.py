@@ -384,6 +384,69 @@ def langmem_target(tmp_path: Path) -> Iterator[ContractTarget]:
             del os.environ["HEALTHD_CONTRACT_LLM_KEY"]
 
 
+def _letta(ingest: str, forgets: bool) -> Callable[[Path], Any]:
+    """`letta` through letta-client against the imitation of Letta's REST API (its agent's
+    LLM the stand-in): a real agent's archival memory and blocks beside the shadow agent."""
+
+    @contextmanager
+    def factory(tmp_path: Path) -> Iterator[ContractTarget]:
+        if importlib.util.find_spec("letta_client") is None:
+            pytest.skip("the letta extra is not installed")
+        import httpx
+
+        from healthd.testing.letta import DEFAULT_PASSWORD, Letta
+
+        with Letta(style="verbatim") as letta:
+            auth = {"Authorization": f"Bearer {DEFAULT_PASSWORD}"}
+            outside: dict[str, Any] = {}
+
+            def held(agent_id: str) -> Any:
+                agent = letta.agents.get(agent_id)
+                if agent is None:
+                    return None
+                return [p.text for p in agent.passages], [b.value for b in agent.blocks]
+
+            def write_outside() -> None:
+                for name in ("a-real-agent", "healthd-shadow2"):
+                    made = httpx.post(f"{letta.base_url}/v1/agents/", headers=auth, timeout=30,
+                                      json={"name": name, "model": "openai/standin",
+                                            "embedding": "openai/all-MiniLM-L6-v2",
+                                            "memory_blocks": [{"label": "human",
+                                                               "value": "Carol owns billing."}]},
+                                      ).json()  # fmt: skip
+                    httpx.post(f"{letta.base_url}/v1/agents/{made['id']}/archival-memory",
+                               headers=auth, json={"text": 'The owners of billing is "@carol".'},
+                               timeout=30)  # fmt: skip
+                    outside[made["id"]] = held(made["id"])
+
+            def snapshot() -> Any:
+                return sorted((a.name, a.id, held(a.id)) for a in letta.agents.values())
+
+            def build(shadow: bool) -> Memory:
+                os.environ["LETTA_API_KEY"] = DEFAULT_PASSWORD
+                return build_memory(parse_target(
+                    f"letta:base_url={letta.base_url},ingest={ingest},shadow={_switch(shadow)},"
+                    "model=openai/standin,embedding=openai/all-MiniLM-L6-v2"
+                ))  # fmt: skip
+
+            before = os.environ.get("LETTA_API_KEY")
+            try:
+                yield ContractTarget(
+                    f"letta-{ingest}", build, snapshot, honours_event_time=False,
+                    forgets=forgets, write_outside=write_outside,
+                    outside_intact=lambda: len(outside) == 2 and all(
+                        facts and held(agent) == facts for agent, facts in outside.items()
+                    ),
+                )  # fmt: skip
+            finally:  # the password the imitation accepts is this test's alone
+                if before is None:
+                    os.environ.pop("LETTA_API_KEY", None)
+                else:
+                    os.environ["LETTA_API_KEY"] = before
+
+    return factory
+
+
 FACTORIES: dict[str, Callable[[Path], Any]] = {
     "langmem": langmem_target,
     "reference": reference_target,
@@ -399,6 +462,8 @@ FACTORIES: dict[str, Callable[[Path], Any]] = {
     "graphiti-valid": _embedded("graphiti:search=valid", "graphiti_core", True, True),
     "zep-default": _zep("default", honours=False, forgets=False),
     "zep-valid": _zep("valid", honours=True, forgets=True),
+    "letta-messages": _letta("messages", forgets=False),
+    "letta-passages": _letta("passages", forgets=True),
 }
 
 

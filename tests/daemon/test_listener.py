@@ -299,3 +299,14 @@ def test_check_config_print_shows_the_effective_configuration_with_secrets_redac
     again = load_settings(str(printed))
     assert again.server.port == 9555 and again.targets["reference"].options["ttl"] == "off"
     assert again.staleness == load_settings(str(config)).staleness
+
+
+def test_check_config_print_of_the_bundled_example_loads_back_to_the_same_sources(tmp_path, capsys):
+    config = tmp_path / "healthd.toml"
+    config.write_text('example = true\nstate_path = "state/state.sqlite"\n')
+    assert cli_main(["check-config", "--config", str(config), "--print"]) == 0
+    printed = tmp_path / "printed.toml"
+    printed.write_text(capsys.readouterr().out)
+    again = load_settings(str(printed))
+    assert again.example is True
+    assert again.sources == load_settings(str(config)).sources

@@ -187,7 +187,7 @@ def test_runbook_url_resolves_to_the_runbook_and_can_be_set_at_generation(tmp_pa
 
 
 def test_evaluate_help_lists_every_memory_kind_and_its_switches():
-    from healthd.memory import _BUILTIN, graphiti, langmem, mem0, zep
+    from healthd.memory import _BUILTIN, graphiti, langmem, letta, mem0, zep
     from healthd.memory.agentcore import AgentCoreOptions
 
     proc = _healthd("evaluate", "--help", env={**healthd_env(), "COLUMNS": "400"})
@@ -200,6 +200,7 @@ def test_evaluate_help_lists_every_memory_kind_and_its_switches():
         "graphiti": graphiti._SWITCHES,
         "langmem": langmem._SWITCHES,
         "zep": zep.SWITCHES,
+        "letta": letta.SWITCHES,
         "agentcore": set(AgentCoreOptions.model_fields),
     }
     for kind, names in switches.items():

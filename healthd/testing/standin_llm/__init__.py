@@ -14,7 +14,9 @@ its LLM would have decided; they are labelled as such wherever they are shown.
 
 ``style`` (``--style``): ``varied`` (the default) writes memories as an unkind LLM would,
 ``verbatim`` as the stand-in did before styles existed; the behaviours and their proportions
-are documented in :mod:`healthd.testing.standin_style`.
+are documented in :mod:`healthd.testing.standin_style`. ``noise`` (``--noise``, 0 by default)
+makes a share of its extractions differ from one replay of the same history to the next
+(:class:`healthd.testing.standin_style.Noise`; Mem0's prompt only, so far).
 
 Faults on demand (``fault``): ``garbage`` answers 200 with a body that is not JSON,
 ``error`` answers 500, ``prose`` answers a well-formed chat completion whose content is
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import pkgutil
 import threading
@@ -34,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from healthd.embedding import HASHING_MODEL, hash_embeddings
-from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES, Noise
 
 MAX_BODY = 8 * 1024 * 1024
 FAULTS = ("none", "garbage", "error", "prose")
@@ -82,9 +85,13 @@ def complete(
     found: Sequence[Responder],
     style: str = DEFAULT_STYLE,
     seed: int = DEFAULT_SEED,
+    noise: Noise | None = None,
 ) -> str | Mapping[str, Any]:
     for respond in found:
-        content = respond(request, style, seed)
+        if noise is not None and "noise" in inspect.signature(respond).parameters:
+            content = respond(request, style, seed, noise=noise)
+        else:
+            content = respond(request, style, seed)
         if content is not None:
             return content
     raise UnknownPrompt("no stand-in responder recognises this prompt")
@@ -114,6 +121,7 @@ class StandInLLM:
         fault: str = "none",
         style: str = DEFAULT_STYLE,
         seed: int = DEFAULT_SEED,
+        noise: float = 0.0,
     ) -> None:
         if fault not in FAULTS:
             raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
@@ -122,6 +130,7 @@ class StandInLLM:
         self.fault = fault
         self.style = style
         self.seed = seed
+        self.noise = Noise(noise)
         self._host = host
         self.requests: list[dict[str, Any]] = []
         self._responders = responders()
@@ -208,7 +217,7 @@ class StandInLLM:
         answer = (
             PROSE
             if self.fault == "prose"
-            else complete(body, self._responders, self.style, self.seed)
+            else complete(body, self._responders, self.style, self.seed, self.noise)
         )
         message, content = _assistant_message(answer, len(self.requests))
         words = len(message_text(messages).split())
@@ -242,7 +251,9 @@ class StandInLLM:
         messages: list[Any] = given
         if isinstance(body.get("instructions"), str):
             messages = [{"role": "system", "content": body["instructions"]}, *messages]
-        content = complete({**body, "messages": messages}, self._responders, self.style, self.seed)
+        content = complete(
+            {**body, "messages": messages}, self._responders, self.style, self.seed, self.noise
+        )
         if not isinstance(content, str):
             raise ValueError("this prompt asks for function calls: use /chat/completions")
         words = len(message_text(messages).split())
@@ -344,8 +355,19 @@ def main(argv: list[str] | None = None) -> int:
         "documents) or verbatim (the stand-in before styles existed)",
     )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        help="share (0..1) of the memories written otherwise on each replay of the same "
+        "conversation (skipped or rephrased), drawn from the seed and the replay number",
+    )
     args = parser.parse_args(argv)
-    server = StandInLLM(port=args.port, fault=args.fault, style=args.style, seed=args.seed)
+    if not 0.0 <= args.noise <= 1.0:
+        parser.error(f"--noise must be a share from 0 to 1, not {args.noise}")
+    server = StandInLLM(
+        port=args.port, fault=args.fault, style=args.style, seed=args.seed, noise=args.noise
+    )
     print(server.base_url, flush=True)
     try:
         server.server.serve_forever()

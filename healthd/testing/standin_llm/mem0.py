@@ -49,6 +49,7 @@ def respond(
     request: Mapping[str, Any],
     style: str = standin_style.DEFAULT_STYLE,
     seed: int = standin_style.DEFAULT_SEED,
+    noise: standin_style.Noise | None = None,
 ) -> str | None:
     messages = request.get("messages")
     if not isinstance(messages, list) or len(messages) != 2:
@@ -61,7 +62,9 @@ def respond(
         return None
     existing = _existing(sections["Existing Memories"])
     if style == "varied":
-        return json.dumps({"memory": _varied(sections, existing, seed)})
+        return json.dumps(
+            {"memory": _noisy(_varied(sections, existing, seed), sections, seed, noise)}
+        )
     memories: list[dict[str, Any]] = []
     for role, content in _turns(sections["New Messages"]):
         if role != "user":
@@ -80,7 +83,25 @@ def respond(
                 "linked_memory_ids": [],
             }
         )
-    return json.dumps({"memory": memories})
+    return json.dumps({"memory": _noisy(memories, sections, seed, noise)})
+
+
+def _noisy(
+    memories: list[dict[str, Any]],
+    sections: Mapping[str, str],
+    seed: int,
+    noise: standin_style.Noise | None,
+) -> list[dict[str, Any]]:
+    """The memories as this replay of the same turns writes them (:class:`Noise`)."""
+    if noise is None or not noise.share:
+        return memories
+    said = sections["New Messages"]
+    day = next(iter(standin_style.dates(said)), None)
+    texts = noise.vary([m["text"] for m in memories], seed=seed, key=said, day=day)
+    return [
+        {"id": str(i), "text": text, "attributed_to": "user", "linked_memory_ids": []}
+        for i, text in enumerate(texts)
+    ]
 
 
 def _varied(
