@@ -224,7 +224,7 @@ def agent(api):
         ("GET", "/agents/{id}/archival-memory/search", None, 422, "query"),
         # AgentId path validator: agent-{uuid4}; LettaAgentNotFoundError / NoResultFound: 404
         ("GET", "/agents/agent-1", None, 422, "agent-{uuid4}"),
-        ("GET", f"/agents/agent-{uuid.uuid4()}", None, 404, "not found"),
+        ("GET", "/agents/agent-3f0c2b1e-8d7a-4c55-9e21-6b0f4a7d9c13", None, 404, "not found"),
         ("DELETE", "/agents/{id}/archival-memory/passage-nope", None, 404, "not found"),
         # agent_manager.create_agent_async: "llm_config is required"; HandleNotFoundError: 404
         ("POST", "/agents/", {"name": "n"}, 400, "llm_config is required"),
