@@ -170,6 +170,30 @@ def test_mem0_platform_is_sent_one_add_per_subject_of_a_sweep(
     assert counts == {"subject": len(FACTS) + SUBJECTS, "each": 2 * len(FACTS), "off": len(FACTS)}
 
 
+def test_a_letta_agent_is_sent_one_message_per_subject_of_a_sweep(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("letta_client", reason="the letta extra is not installed")
+    from healthd.testing.letta import DEFAULT_PASSWORD, Letta
+
+    monkeypatch.setenv("LETTA_API_KEY", DEFAULT_PASSWORD)
+    with Letta(style="verbatim") as letta:
+        counts = {}
+        for sweeps in ("subject", "each", "off"):
+            seen = len(letta.requests)
+            target = (
+                f"letta:shadow=on,base_url={letta.base_url},embedding=openai/all-MiniLM-L6-v2,"
+                f"agent_name=shadow-{uuid.uuid4().hex[:8]},sweeps={sweeps}"
+            )
+            result = replay(build_memory(parse_target(target)), "letta")
+            sent = [
+                r for r in letta.requests[seen:] if r[0] == "POST" and r[1].endswith("/messages")
+            ]
+            counts[sweeps] = len(sent)
+            assert result.llm["sweeps"] == sweeps
+    assert counts == {"subject": len(FACTS) + SUBJECTS, "each": 2 * len(FACTS), "off": len(FACTS)}
+
+
 def test_a_sweeps_value_the_target_does_not_have_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

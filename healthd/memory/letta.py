@@ -43,9 +43,9 @@ from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
 from healthd.memory import register_memory
 from healthd.memory._offline import first_line, memory_text, package_versions, require_extra
-from healthd.memory._options import integer, reject_unknown, switch, url_option
+from healthd.memory._options import integer, reject_unknown, sweeps_option, switch, url_option
 from healthd.memory.fingerprint import RetrievalFingerprint
-from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem
+from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem, is_sweep
 from healthd.reading.render import statement
 
 DEFAULT_BASE_URL = "https://api.letta.com"
@@ -73,7 +73,7 @@ NOT_COUNTED = (
 SWITCHES = {
     "shadow", "agent_name", "base_url", "base_url_env", "api_key_env", "project_id",
     "ingest", "model", "embedding", "blocks", "top_k", "max_steps", "timeout_seconds",
-    "max_response_bytes",
+    "max_response_bytes", "sweeps",
 }  # fmt: skip
 
 
@@ -95,6 +95,7 @@ class LettaMemory:
         max_steps: int = 10,
         timeout_seconds: float = 60,
         max_response_bytes: int = 16 << 20,
+        sweeps: str | None = None,
     ) -> None:
         require_extra("letta_client", "letta", "letta")  # before httpx, which the SDK brings
         import httpx
@@ -116,6 +117,7 @@ class LettaMemory:
                                   max_retries=0, timeout=timeout_seconds, http_client=self._http)  # fmt: skip
         self._where = f"letta at {base_url}"
         self._usage = LLMUsage([NOT_COUNTED])
+        self.sweeps = self._usage.sweeps = sweeps or ("subject" if ingest == "messages" else "each")
         self._written: dict[str, tuple[str, datetime]] = {}  # passage id: (event id, time)
         self._lines: dict[str, datetime] = {}  # block line: when it was first held
         self._passages: dict[FactKey, list[str]] = {}  # passages mode: a fact's passages
@@ -146,11 +148,27 @@ class LettaMemory:
         self._agent()
 
     def apply(self, event: ChangeEvent) -> None:
+        if self.sweeps == "off" and is_sweep(event):
+            return  # the agent is not told its facts still hold
         agent = self._agent()
         if self.ingest == "passages":
             self._apply_passages(agent, event)
             return
-        message = {"role": "user", "content": statement(event)}
+        self._message(agent, [event])
+
+    def apply_sweep(self, events: list[ChangeEvent]) -> None:
+        """A revalidation sweep's events about one subject: one message (one turn of the
+        agent) with messages, a passage each with passages."""
+        agent = self._agent()
+        if self.ingest == "passages":
+            for event in events:
+                self._apply_passages(agent, event)
+            return
+        self._message(agent, events)
+
+    def _message(self, agent: str, events: list[ChangeEvent]) -> None:
+        event = events[0]
+        message = {"role": "user", "content": " ".join(statement(e) for e in events)}
         turn = self._call(
             lambda: self._client.agents.messages.create(
                 agent, messages=[message], max_steps=self.max_steps
@@ -382,5 +400,6 @@ def letta_memory(options: Mapping[str, Any]) -> LettaMemory:
         max_steps=integer(options, "max_steps", 10),
         timeout_seconds=integer(options, "timeout_seconds", 60),
         max_response_bytes=integer(options, "max_response_bytes", 16 << 20, minimum=1024),
+        sweeps=sweeps_option(options) if "sweeps" in options else None,
         **handles,
     )
