@@ -7,14 +7,17 @@ does (:meth:`Imitation._work`, which returns when it takes ``None`` from the que
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import queue
+import subprocess
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
-from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
 
 
 class Imitation:
@@ -116,3 +119,29 @@ class Imitation:
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The stand-in's ``--style`` and ``--seed``, and the command after ``--`` that every
+    imitation's ``python -m`` entry point takes."""
+    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
+                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+
+
+def serve(imitation: Imitation, command: list[str], env: dict[str, str], banner: str) -> int:
+    """Run ``command`` (after its ``--``) with ``env`` added and return its exit status, or,
+    without one, print ``banner`` and serve until interrupted; the imitation stops either way."""
+    command = command[1:] if command[:1] == ["--"] else command
+    try:
+        if command:
+            return subprocess.run(command, check=False, env={**os.environ, **env}).returncode
+        print(banner, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+        return 0
+    finally:
+        imitation.stop()

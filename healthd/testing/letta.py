@@ -54,9 +54,7 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 import threading
 import uuid
@@ -66,8 +64,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from healthd.testing._imitation import Imitation
-from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
+from healthd.testing._imitation import Imitation, add_common_arguments, serve
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE
 
 MAX_BODY = 8 * 1024 * 1024
 DEFAULT_PASSWORD = "letta-healthd-imitation-password"
@@ -595,26 +593,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free)")
     parser.add_argument("--password", default=DEFAULT_PASSWORD, help="the password it asks for")
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: the stand-in)")
-    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
-                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+    add_common_arguments(parser)
     args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     letta = Letta(password=args.password, llm_base_url=args.llm_url, port=args.port,
                   style=args.style, seed=args.seed).start()  # fmt: skip
-    try:
-        if command:
-            env = dict(os.environ, LETTA_API_KEY=args.password, LETTA_BASE_URL=letta.base_url)
-            return subprocess.run(command, check=False, env=env).returncode
-        print(f"{letta.base_url} password={args.password}", flush=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
-        return 0
-    finally:
-        letta.stop()
+    return serve(
+        letta,
+        args.command,
+        {"LETTA_API_KEY": args.password, "LETTA_BASE_URL": letta.base_url},
+        f"{letta.base_url} password={args.password}",
+    )
 
 
 if __name__ == "__main__":

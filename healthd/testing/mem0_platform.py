@@ -50,7 +50,6 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -61,9 +60,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from healthd.testing._imitation import Imitation
+from healthd.testing._imitation import Imitation, add_common_arguments, serve
 from healthd.testing.standin_llm import MINILM_MODELS
-from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE
 
 MAX_BODY = 8 * 1024 * 1024
 ENTITY_IDS = ("user_id", "agent_id", "run_id")
@@ -625,12 +624,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: the stand-in)")
     parser.add_argument("--processing-seconds", type=float, default=0.2,
                         help="how long an add stays PENDING")  # fmt: skip
-    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
-                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+    add_common_arguments(parser)
     args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     platform = Mem0Platform(
         keys=(ApiKey(args.key, args.org_id, args.project_id),),
         llm_base_url=args.llm_url,
@@ -639,19 +634,12 @@ def main(argv: list[str] | None = None) -> int:
         style=args.style,
         seed=args.seed,
     ).start()
-    try:
-        if command:
-            env = dict(os.environ, MEM0_API_KEY=args.key, MEM0_HOST=platform.base_url)
-            return subprocess.run(command, check=False, env=env).returncode
-        print(f"{platform.base_url} key={args.key} org_id={args.org_id} "
-              f"project_id={args.project_id}", flush=True)  # fmt: skip
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
-        return 0
-    finally:
-        platform.stop()
+    return serve(
+        platform,
+        args.command,
+        {"MEM0_API_KEY": args.key, "MEM0_HOST": platform.base_url},
+        f"{platform.base_url} key={args.key} org_id={args.org_id} project_id={args.project_id}",
+    )
 
 
 if __name__ == "__main__":

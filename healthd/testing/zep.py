@@ -51,7 +51,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -63,8 +62,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
-from healthd.testing._imitation import Imitation
-from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE, STYLES
+from healthd.testing._imitation import Imitation, add_common_arguments, serve
+from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE
 
 MAX_BODY = 8 * 1024 * 1024
 PREFIX = "/api/v4"
@@ -569,12 +568,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-url", help="an OpenAI-compatible endpoint (default: the stand-in)")
     parser.add_argument("--processing-seconds", type=float, default=0.1,
                         help="how long an episode stays pending")  # fmt: skip
-    parser.add_argument("--style", choices=STYLES, default=DEFAULT_STYLE,
-                        help="the stand-in LLM's style (healthd.testing.standin_style)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the varied style's seed")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
+    add_common_arguments(parser)
     args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     zep = Zep(
         keys={args.key: DEFAULT_PROJECT},
         llm_base_url=args.llm_url,
@@ -583,18 +578,12 @@ def main(argv: list[str] | None = None) -> int:
         style=args.style,
         seed=args.seed,
     ).start()
-    try:
-        if command:
-            env = dict(os.environ, ZEP_API_KEY=args.key, ZEP_BASE_URL=zep.base_url)
-            return subprocess.run(command, check=False, env=env).returncode
-        print(f"{zep.base_url} key={args.key}", flush=True)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
-        return 0
-    finally:
-        zep.stop()
+    return serve(
+        zep,
+        args.command,
+        {"ZEP_API_KEY": args.key, "ZEP_BASE_URL": zep.base_url},
+        f"{zep.base_url} key={args.key}",
+    )
 
 
 if __name__ == "__main__":
