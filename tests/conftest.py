@@ -51,3 +51,59 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.image)
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+
+
+class DrippingHost:
+    """A host on 127.0.0.1 that answers every connection with headers promising 100,000
+    bytes and then a byte each half second: a call bounded only between two reads never
+    ends. ``accepted`` counts the connections (a retry is a second one)."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen()
+        self._stop = threading.Event()
+        self.accepted = 0
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._drip, args=(connection,), daemon=True).start()
+
+    def _drip(self, connection: Any) -> None:
+        import time
+
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 100000\r\n\r\n")  # fmt: skip
+            while not self._stop.is_set():
+                try:
+                    connection.sendall(b" ")
+                except OSError:
+                    return
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._listener.close()
+
+
+@pytest.fixture
+def dripping_host() -> Iterator[DrippingHost]:
+    host = DrippingHost()
+    try:
+        yield host
+    finally:
+        host.close()

@@ -299,48 +299,19 @@ def test_each_configuration_error_is_one_line_and_exit_2(letta, switches, env, s
     assert DEFAULT_PASSWORD not in done.stderr
 
 
-def test_a_server_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch):
+def test_a_server_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch, dripping_host):
     """Each call is bounded in all, not only between two reads: the agents lookup answered a
     byte every half second is given up at timeout_seconds, and the SDK does not retry it."""
-    import socket
-    import threading
     import time
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    stop = threading.Event()
-    accepted: list[int] = []
-
-    def drip() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(1)
-            connection.recv(65536)
-            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                               b"Content-Length: 100000\r\n\r\n")  # fmt: skip
-            while not stop.is_set():
-                try:
-                    connection.sendall(b" ")
-                except OSError:
-                    break
-                time.sleep(0.5)
-
-    threading.Thread(target=drip, daemon=True).start()
     monkeypatch.setenv("LETTA_API_KEY", DEFAULT_PASSWORD)
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     started = time.monotonic()
-    try:
-        with pytest.raises(TargetError, match="not read within 2 s"):
-            build_memory(parse_target(f"letta:shadow=on,base_url={url},timeout_seconds=2"))
-        assert time.monotonic() - started < 4
-        assert len(accepted) == 1  # no retry
-    finally:
-        stop.set()
-        listener.close()
+    with pytest.raises(TargetError, match="not read within 2 s"):
+        build_memory(
+            parse_target(f"letta:shadow=on,base_url={dripping_host.url},timeout_seconds=2")
+        )
+    assert time.monotonic() - started < 4
+    assert dripping_host.accepted == 1  # no retry
 
 
 def test_a_switch_letta_does_not_have_is_refused(monkeypatch):

@@ -351,42 +351,17 @@ def test_each_configuration_error_is_one_line_and_exit_2(platform, switches, env
     assert DEFAULT_KEY not in done.stderr and "REDACTED" not in done.stderr
 
 
-def test_a_host_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch):
-    """Each call is bounded in all, not only between two reads: a ping answered a byte a
-    second is given up at timeout_seconds."""
-    import socket
-    import threading
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    stop = threading.Event()
-
-    def drip() -> None:
-        connection, _ = listener.accept()
-        connection.recv(65536)
-        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                           b"Content-Length: 100000\r\n\r\n")  # fmt: skip
-        while not stop.is_set():
-            try:
-                connection.sendall(b" ")
-            except OSError:
-                return
-            time.sleep(0.5)
-
-    threading.Thread(target=drip, daemon=True).start()
+def test_a_host_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch, dripping_host):
+    """Each call is bounded in all, not only between two reads: a ping answered a byte each
+    half second is given up at timeout_seconds."""
     monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
-    host = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    host = dripping_host.url
     started = time.monotonic()
-    try:
-        with pytest.raises(TargetError, match="not read within 2 s"):
-            build_memory(
-                parse_target(f"mem0:deployment=platform,shadow=on,host={host},timeout_seconds=2")
-            )
-        assert time.monotonic() - started < 4
-    finally:
-        stop.set()
-        listener.close()
+    with pytest.raises(TargetError, match="not read within 2 s"):
+        build_memory(
+            parse_target(f"mem0:deployment=platform,shadow=on,host={host},timeout_seconds=2")
+        )
+    assert time.monotonic() - started < 4
 
 
 def test_an_unreachable_host_is_one_line_and_exit_2():

@@ -253,41 +253,18 @@ def test_each_configuration_error_is_one_line_and_exit_2(zep, switches, env, sai
     assert DEFAULT_KEY not in done.stderr
 
 
-def test_a_host_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch):
+def test_a_host_that_drips_its_answer_is_cut_at_timeout_seconds(monkeypatch, dripping_host):
     """Each call is bounded in all, not only between two reads: a lookup answered a byte
     every half second is given up at timeout_seconds, and the SDK does not retry it."""
-    import socket
-    import threading
     import time
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    stop = threading.Event()
-
-    def drip() -> None:
-        connection, _ = listener.accept()
-        connection.recv(65536)
-        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                           b"Content-Length: 100000\r\n\r\n")  # fmt: skip
-        while not stop.is_set():
-            try:
-                connection.sendall(b" ")
-            except OSError:
-                return
-            time.sleep(0.5)
-
-    threading.Thread(target=drip, daemon=True).start()
     monkeypatch.setenv("ZEP_API_KEY", DEFAULT_KEY)
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}/api/v4"
+    url = f"{dripping_host.url}/api/v4"
     started = time.monotonic()
-    try:
-        with pytest.raises(TargetError, match="not read within 2 s"):
-            build_memory(parse_target(f"zep:shadow=on,base_url={url},timeout_seconds=2"))
-        assert time.monotonic() - started < 4
-    finally:
-        stop.set()
-        listener.close()
+    with pytest.raises(TargetError, match="not read within 2 s"):
+        build_memory(parse_target(f"zep:shadow=on,base_url={url},timeout_seconds=2"))
+    assert time.monotonic() - started < 4
+    assert dripping_host.accepted == 1  # no retry
 
 
 def test_a_switch_zep_does_not_have_is_refused(monkeypatch):
