@@ -72,7 +72,9 @@ def test_a_private_database_replays_as_one_in_memory_on_random_timelines(events)
     """`evaluate`'s private database defers writes to each batch's end, keeps only the
     indexes its reads use and fills its full-text index on demand. In small batches, with its
     cache let go of every few events (so keys are read back from the tables between and
-    within batches), every stage and every final answer is an in-memory shadow's."""
+    within batches), every stage and every final answer is an in-memory shadow's. It keeps
+    one or two ended records a key (the shadow its default few), so a fold that reaches
+    back past them reads the rest back from the table."""
     probes = build_probe_set(events)
 
     def replay(memory, on_stage=None):
@@ -83,6 +85,7 @@ def test_a_private_database_replays_as_one_in_memory_on_random_timelines(events)
 
     private = ReferenceMemory(path="", ttl_windows=SHORT_TTL, top_k=10)
     private.private_batch = 3
+    private.ended_kept = 1
     released = replay(private, lambda stage: stage.index % 4 or private.release(2))
     shadow = ReferenceMemory(ttl_windows=SHORT_TTL, top_k=10)
     expected = replay(shadow)

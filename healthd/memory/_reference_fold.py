@@ -13,7 +13,14 @@ from typing import Any
 
 from healthd.memory._reference_cascade import _Cascades, _no_cut
 from healthd.memory._reference_expiry import _Deadlines
-from healthd.memory._reference_records import _content, _Insert, _KeyLog, _Record
+from healthd.memory._reference_records import (
+    _ALWAYS,
+    _NEVER,
+    _content,
+    _Insert,
+    _KeyLog,
+    _Record,
+)
 from healthd.memory._reference_store import _DEPS_SQL, _UPDATE_SQL, _VALIDATED_SQL
 from healthd.memory._validity import Folding, LogOp, Validity, removals
 from healthd.model import FactKey
@@ -34,20 +41,28 @@ class _Folds(_Cascades, _Deadlines):
         while queue:
             key = queue.popleft()
             queued.discard(key)
-            if self._refold(key) and self.propagation:
+            changed = self._refold(key)
+            if changed is not None and self.propagation:
                 for dependent in self._dependents(key):
                     self._cache.folds.pop(dependent, None)  # its cascades read this key
+                    log = self._log_of(dependent)
+                    # nothing their cascades read changed before that instant
+                    log.changed_from = min(log.changed_from, changed)
                     if dependent not in queued:
                         queue.append(dependent)
                         queued.add(dependent)
 
-    def _refold(self, key: FactKey) -> bool:
-        """Fold the key's log into records; True when the instants at which the key is left
-        with no value changed (the keys depending on it must then be folded again).
+    def _refold(self, key: FactKey) -> float | None:
+        """Fold the key's log into records; when the instants at which the key is left with
+        no value changed (the keys depending on it must then be folded again), the first
+        instant at which they differ.
 
         When the operations logged since the key's last fold all land after it, only they
         are folded in, and only the records they can change (those held before, those they
-        open) are compared and written."""
+        open) are compared and written. Otherwise the log is folded again, and only the
+        records from the earliest instant at which the fold may differ (the log's
+        ``changed_from``) are compared and written: a record that ended before it is as
+        this fold would write it (with a dependency cycle, every record is compared)."""
         log = self._log_of(key)
         fresh, log.fresh = log.fresh, []
         folding = self._cache.folds.pop(key, None)
@@ -66,18 +81,23 @@ class _Folds(_Cascades, _Deadlines):
             folding.step(op, cascade)
         folding.close()
         intervals = folding.intervals
+        since = log.changed_from if self._acyclic else _ALWAYS
+        log.changed_from = _NEVER
 
-        records = self._every_record(key)
+        records = self._records_since(key, since)
         existing = dict(records)
-        for interval in intervals:
+        changing = [i for i in intervals if i.end is None or i.end >= since]
+        for interval in changing:
             existing.pop(interval.opener.seq, None)
-        self._write(key, log, intervals, records)
+        self._write(key, log, changing, records)
         merged = [record.rid for record in existing.values()]  # openers now re-validating
         if merged:
             live = self._cache.live[key]
+            ended = self._cache.ended[key]
             for seq in existing:
                 del records[seq]
                 live.pop(seq, None)
+                ended.pop(seq, None)
             self._flush()
             marks = ",".join("?" * len(merged))
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
@@ -92,7 +112,9 @@ class _Folds(_Cascades, _Deadlines):
         self._touched.add(key)
         return self._store_removals(key, ends)
 
-    def _fold_tail(self, key: FactKey, log: _KeyLog, folding: Folding, ops: list[LogOp]) -> bool:
+    def _fold_tail(
+        self, key: FactKey, log: _KeyLog, folding: Folding, ops: list[LogOp]
+    ) -> float | None:
         held_before = list(folding.held.values())
         was_held = bool(held_before)
         count = len(folding.intervals)
@@ -101,6 +123,7 @@ class _Folds(_Cascades, _Deadlines):
             folding.step(op, cascade)
         folding.close()
         opened = folding.intervals[count:]
+        log.changed_from = _NEVER
         self._write(key, log, [*held_before, *opened], self._records_of(key))
         deps = self._depends_on(key)
         for interval in opened:
@@ -109,7 +132,7 @@ class _Folds(_Cascades, _Deadlines):
         self._touched.add(key)
         if was_held and folding.held:
             folding.compact()
-            return False  # covered before and after, in one span: removals unchanged
+            return None  # covered before and after, in one span: removals unchanged
         ends = folding.removals()
         folding.compact()
         return self._store_removals(key, ends)
@@ -125,6 +148,8 @@ class _Folds(_Cascades, _Deadlines):
         (``records``: the key's records that may be among them, by opener; not changed)."""
         multi = int(log.multi)
         live = self._cache.live[key]
+        ended = self._cache.ended[key]
+        ending = False
         by_opener: dict[int, _Record] = {}  # the records of ``intervals``
         for interval in intervals:
             opener, validated = interval.opener, interval.validated
@@ -148,6 +173,9 @@ class _Folds(_Cascades, _Deadlines):
                 if wanted[5] == "active":
                     live[opener.seq] = record
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
+                else:
+                    ended[opener.seq] = record
+                    ending = True
                 continue
             by_opener[opener.seq] = found
             if found.columns != wanted:
@@ -166,11 +194,16 @@ class _Folds(_Cascades, _Deadlines):
                 found.columns = wanted
                 if wanted[5] == "active":
                     live[opener.seq] = found
+                    ended.pop(opener.seq, None)
                     if not pushed:  # after the record holds them: a compaction checks against it
                         self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 else:
                     live.pop(opener.seq, None)
+                    ended[opener.seq] = found
+                    ending = True
                     found._served = None  # an ended record is not served as active again
+        if ending:
+            self._trim_ended(key)
         for interval in intervals:
             if interval.superseded_by is not None:
                 record = by_opener[interval.opener.seq]

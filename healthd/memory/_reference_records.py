@@ -85,6 +85,8 @@ class _Insert:
 _Expiry = tuple[float | None, float | None]  # soft expiry and purge, after a validation
 _DOMAINS: dict[str, Domain] = {domain: domain for domain in DOMAINS}
 _Origin = tuple[str, str, float]  # metadata, event id, written at: a new record's columns
+_NEVER = float("inf")
+_ALWAYS = float("-inf")
 
 
 def _log_order(op: LogOp) -> tuple[float, int]:
@@ -139,13 +141,17 @@ class _KeyLog:
     operation came from is kept only until it is folded (the records it opens are written
     then); a later fold that opens a record at an older operation reads it from key_log."""
 
-    __slots__ = ("fresh", "multi", "ops", "origins")
+    __slots__ = ("changed_from", "fresh", "multi", "ops", "origins")
 
     def __init__(self, codec: _LogCodec) -> None:
         self.ops: PackedLog[LogOp] = PackedLog(codec, _log_order)
         self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
         self.origins: dict[int, _Origin] = {}
         self.multi = False
+        # The earliest instant from which the key's fold may differ from its records as
+        # written (an operation logged there, a dependency's removals changed there): every
+        # record that ended before it is as the next fold would write it
+        self.changed_from = _NEVER
 
     def add(self, op: LogOp, origin: _Origin | None, multi: bool) -> None:
         if not self.fresh:  # everything logged before was folded, its records written
@@ -160,7 +166,10 @@ class _KeyLog:
         self.fresh.append((op, appended))
         if origin is not None:
             self.origins[op.seq] = origin
-        self.multi = self.multi or multi
+        self.changed_from = min(self.changed_from, op.at)
+        if multi and not self.multi:  # every earlier assertion folds differently
+            self.multi = True
+            self.changed_from = _ALWAYS
 
 
 @dataclass(slots=True)
@@ -206,6 +215,12 @@ class _KeyCache:
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
     folds: dict[FactKey, Folding] = field(default_factory=dict)
+    # The key's records ended last, by opener: what a fold resumed from an instant compares
+    # besides the active ones. At most ``ended_kept`` (about; the oldest let go in bulk), and
+    # every record of the key that ended after ``ended_floor[key]`` is among them (a key
+    # read back from the tables: +inf, every ended record is read from there when needed)
+    ended: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
+    ended_floor: dict[FactKey, float] = field(default_factory=dict)
     # The keys held above, least recently read or written first (see ReferenceMemory.release)
     warm: dict[FactKey, None] = field(default_factory=dict)
 
@@ -220,9 +235,10 @@ class _KeyCache:
         cold = list(itertools.islice(warm, max(0, len(warm) - keep)))
         for key in cold:
             del warm[key]
-            for table in (self.logs, self.live, self.removals, self.deps):
+            for table in (self.logs, self.live, self.removals, self.deps, self.ended):
                 table.pop(key, None)
             self.folds.pop(key, None)
+            self.ended_floor.pop(key, None)
         return len(cold)
 
 

@@ -12,6 +12,8 @@ from contextlib import AbstractContextManager
 from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError
 from healthd.memory._reference_records import (
+    _ALWAYS,
+    _NEVER,
     _Deferred,
     _KeyCache,
     _KeyLog,
@@ -125,6 +127,11 @@ _UPDATE_SQL = (
     "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?, purge_at = ?,"
     " state = ?, ended_at = ?, end_reason = ? WHERE id = ?"
 )
+
+
+def _end_of(item: tuple[int, _Record]) -> float:
+    end: float = item[1].columns[6]
+    return end
 
 
 @functools.lru_cache(maxsize=4096)
@@ -261,37 +268,75 @@ class _Store:
         return origin
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
-        """The key's active records, by opener: all an answer or a tail fold reads. Ended
-        records are not kept (most of a long history's records); a full refold reads them
-        back with :meth:`_every_record`."""
+        """The key's active records, by opener: all an answer or a tail fold reads. Of the
+        ended ones only the last few are kept (:meth:`_records_since`); the rest, most of a
+        long history's records, are read back from the table when a fold needs them."""
         live = self._cache.live.get(key)
         if live is None:
             self._cache.touch(key)
+            cache = self._cache
+            cache.ended[key] = {}
             if self._cache_complete:
-                live = self._cache.live[key] = {}
+                live = cache.live[key] = {}
+                cache.ended_floor[key] = _ALWAYS  # no row: none let go
             else:
                 self._flush()
-                live = self._cache.live[key] = {
+                live = cache.live[key] = {
                     opened_by: _Record(rid, list(rest), superseded_by, value, created)
                     for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
                         _RECORDS_SQL + " AND state = 'active'",
                         (self.namespace, key.subject, key.predicate),
                     )
                 }
+                cache.ended_floor[key] = _NEVER  # its ended records are in the table
         return live
 
-    def _every_record(self, key: FactKey) -> dict[int, _Record]:
-        """Every record of the key, by opener: the active ones as the cache holds them, the
-        ended ones read back from the table, once the batch's deferred inserts and updates
-        are written (a record inserted and ended within the batch is in neither otherwise)."""
+    def _records_since(self, key: FactKey, since: float) -> dict[int, _Record]:
+        """The key's records active or ended at or after ``since``, by opener: those a fold
+        that may differ from the records from ``since`` on can change. From the cache when
+        it keeps every record of the key that ended then; else the ended ones are read back
+        from the table (since the batch's deferred writes, written first, and only the key's
+        rows ended then: its whole history when ``since`` is -inf)."""
         records = dict(self._records_of(key))
-        self._flush()
-        for rid, opened_by, superseded_by, value, created, *rest in self._db.execute(
-            _RECORDS_SQL, (self.namespace, key.subject, key.predicate)
-        ):
-            if opened_by not in records:
-                records[opened_by] = _Record(rid, list(rest), superseded_by, value, created)
+        cache = self._cache
+        ended = cache.ended[key]
+        for opener, record in ended.items():
+            end = record.columns[6]
+            if end is not None and end >= since:
+                records[opener] = record
+        if since <= cache.ended_floor[key]:
+            self._flush()
+            if since == _ALWAYS:
+                rows = self._db.execute(_RECORDS_SQL, (self.namespace, key.subject, key.predicate))
+            else:
+                rows = self._db.execute(
+                    _RECORDS_SQL + " AND state != 'active' AND ended_at >= ?",
+                    (self.namespace, key.subject, key.predicate, since),
+                )
+            for rid, opened_by, superseded_by, value, created, *rest in rows:
+                if opened_by not in records:
+                    record = _Record(rid, list(rest), superseded_by, value, created)
+                    records[opened_by] = record
+                    if rest[5] != "active":
+                        ended[opened_by] = record
+            cache.ended_floor[key] = since
+            self._trim_ended(key)
         return records
+
+    ended_kept = 16  # ended records kept per key, about (see _KeyCache.ended)
+
+    def _trim_ended(self, key: FactKey) -> None:
+        """Let the key's oldest ended records go past twice ``ended_kept``: they stay in the
+        table (or the batch), read back if a fold reaches back to them."""
+        ended = self._cache.ended[key]
+        if len(ended) <= 2 * self.ended_kept:
+            return
+        by_end = sorted(ended.items(), key=_end_of)
+        gone = by_end[: len(by_end) - self.ended_kept]
+        for opener, _ in gone:
+            del ended[opener]
+        floor = self._cache.ended_floor
+        floor[key] = max(floor[key], gone[-1][1].columns[6])
 
     def _removals_of(self, key: FactKey) -> list[float]:
         known = self._cache.removals.get(key)
@@ -313,10 +358,12 @@ class _Store:
 
     # -- written to the tables and the cache together -------------------------------------
 
-    def _store_removals(self, key: FactKey, ends: list[float]) -> bool:
-        """Record the instants the key is left with no value; True when they changed."""
-        if self._removals_of(key) == ends:
-            return False
+    def _store_removals(self, key: FactKey, ends: list[float]) -> float | None:
+        """Record the instants the key is left with no value; when they changed, the first
+        instant at which they differ (a cascade reads nothing different before it)."""
+        before = self._removals_of(key)
+        if before == ends:
+            return None
         self._db.execute(
             "DELETE FROM key_removals WHERE namespace = ? AND subject = ? AND predicate = ?",
             (self.namespace, key.subject, key.predicate),
@@ -326,7 +373,7 @@ class _Store:
             [(self.namespace, key.subject, key.predicate, at) for at in ends],
         )
         self._cache.removals[key] = ends
-        return True
+        return _first_difference(before, ends)
 
     def _log(self, event: ChangeEvent, fact: Fact, op: LogOp, multi: bool) -> None:
         expires, purge = op.expiry
@@ -357,3 +404,12 @@ class _Store:
             self._db.execute(_LOG_SQL, row)
         assert self._clock is not None
         log.add(op, (meta, event.id, self._clock), multi)
+
+
+def _first_difference(before: list[float], after: list[float]) -> float:
+    """The first instant in one of two different sorted lists and not the other."""
+    for old, new in zip(before, after, strict=False):
+        if old != new:
+            return min(old, new)
+    longer = before if len(before) > len(after) else after
+    return longer[min(len(before), len(after))]
