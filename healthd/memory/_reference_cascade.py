@@ -103,11 +103,32 @@ class _Cascades(_Store):
         return seen
 
     def _dependents(self, key: FactKey) -> list[FactKey]:
-        self._flush(dependencies_only=True)
-        rows = self._db.execute(
-            "SELECT DISTINCT r.subject, r.predicate FROM record_deps d JOIN records r "
-            "ON r.id = d.record_id WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ? "
-            "ORDER BY r.subject, r.predicate",
-            (self.namespace, key.subject, key.predicate),
-        )
-        return [FactKey(s, p) for s, p in rows]
+        """The keys with a record depending on the key, in order: from the tables once, then
+        from the cache, kept in step with the writes (nothing flushed for a cascade)."""
+        dependents = self._cache.dependents
+        if dependents is None:
+            self._flush(dependencies_only=True)
+            dependents = self._cache.dependents = {}
+            for subject, predicate, of_subject, of_predicate, count in self._db.execute(
+                "SELECT d.subject, d.predicate, r.subject, r.predicate, count(*)"
+                " FROM record_deps d JOIN records r ON r.id = d.record_id"
+                " WHERE d.namespace = ? GROUP BY 1, 2, 3, 4",
+                (self.namespace,),
+            ):
+                dependents.setdefault(FactKey(subject, predicate), {})[
+                    FactKey(of_subject, of_predicate)
+                ] = count
+        return sorted(dependents.get(key, ()))
+
+    def _forget_dependents(self, key: FactKey, rids: list[int], marks: str) -> None:
+        """Before the records ``rids`` of the key and their dependency rows are deleted."""
+        dependents = self._cache.dependents
+        if dependents is None:
+            return
+        for subject, predicate in self._db.execute(
+            f"SELECT subject, predicate FROM record_deps WHERE record_id IN ({marks})", rids
+        ):
+            counts = dependents[FactKey(subject, predicate)]
+            counts[key] -= 1
+            if not counts[key]:
+                del counts[key]

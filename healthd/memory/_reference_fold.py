@@ -100,6 +100,7 @@ class _Folds(_Cascades, _Deadlines):
                 ended.pop(seq, None)
             self._flush()
             marks = ",".join("?" * len(merged))
+            self._forget_dependents(key, merged, marks)
             self._db.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_meta WHERE record_id IN ({marks})", merged)
             self._db.execute(f"DELETE FROM record_deps WHERE record_id IN ({marks})", merged)
@@ -210,11 +211,13 @@ class _Folds(_Cascades, _Deadlines):
                 replacement = by_opener[interval.superseded_by].rid
                 if record.superseded_by != replacement:
                     record.superseded_by = replacement
-                    if not self._deferring() or not self._deferred.inserting(record.rid):
+                    if not self._deferring():
                         self._db.execute(
                             "UPDATE records SET superseded_by = ? WHERE id = ?",
                             (replacement, record.rid),
                         )
+                    elif not self._deferred.inserting(record.rid):  # else inserted with it
+                        self._deferred.links[record.rid] = record
 
     def _insert(
         self,
@@ -268,6 +271,11 @@ class _Folds(_Cascades, _Deadlines):
                 self._acyclic = False  # a new cycle: earlier cascades may read differently
             if self._depended is not None:
                 self._depended.update(opener.depends_on)
+            dependents = self._cache.dependents
+            if dependents is not None:
+                for dep in opener.depends_on:
+                    counts = dependents.setdefault(dep, {})
+                    counts[key] = counts.get(key, 0) + 1
             deps = [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on]
             if self._deferring():
                 self._deferred.deps.extend(deps)

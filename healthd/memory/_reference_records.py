@@ -42,6 +42,8 @@ class _Deferred:
     # records to insert, ids above ``inserted_after``: written as they are at the flush
     inserts: list[_Insert] = field(default_factory=list)
     inserted_after: int = 0
+    # records inserted before the batch whose replacement (superseded_by) changed in it
+    links: dict[int, _Record] = field(default_factory=dict)
 
     def inserting(self, rid: int) -> bool:
         """Whether record ``rid`` waits to be inserted."""
@@ -52,6 +54,7 @@ class _Deferred:
         self.deps.clear()
         self.records.clear()
         self.inserts.clear()
+        self.links.clear()
 
 
 @dataclass(slots=True)
@@ -221,6 +224,9 @@ class _KeyCache:
     # read back from the tables: +inf, every ended record is read from there when needed)
     ended: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
     ended_floor: dict[FactKey, float] = field(default_factory=dict)
+    # For each key, the keys with records depending on it and how many such records (as
+    # record_deps holds them): read from the tables once, kept in step with every write
+    dependents: dict[FactKey, dict[FactKey, int]] | None = None
     # The keys held above, least recently read or written first (see ReferenceMemory.release)
     warm: dict[FactKey, None] = field(default_factory=dict)
 

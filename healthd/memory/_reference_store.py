@@ -4,10 +4,12 @@ batch of deferred writes flushed before any read (see :mod:`healthd.memory.refer
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import sqlite3
 from contextlib import AbstractContextManager
+from typing import Any
 
 from healthd._sqlite import savepoint, transaction
 from healthd.errors import MemoryAdapterError
@@ -129,6 +131,11 @@ _UPDATE_SQL = (
 )
 
 
+def _seq_of(row: tuple[Any, ...]) -> int:
+    seq: int = row[3]
+    return seq
+
+
 def _end_of(item: tuple[int, _Record]) -> float:
     end: float = item[1].columns[6]
     return end
@@ -184,6 +191,12 @@ class _Store:
             if deferred.log:
                 self._db.executemany(_LOG_SQL, deferred.log)
                 deferred.log.clear()
+            if deferred.links:
+                self._db.executemany(
+                    "UPDATE records SET superseded_by = ? WHERE id = ?",
+                    [(record.superseded_by, rid) for rid, record in deferred.links.items()],
+                )
+                deferred.links.clear()
             if deferred.records:
                 moved, changed = [], []
                 for record, whole in deferred.records.values():
@@ -257,14 +270,19 @@ class _Store:
     def _origin(self, key: FactKey, log: _KeyLog, seq: int) -> _Origin:
         """Where operation ``seq`` of the key came from, for the record it opens."""
         origin = log.origins.get(seq)
-        if origin is None:
-            self._flush()
-            row = self._db.execute(
-                "SELECT metadata, event_id, written_at FROM key_log WHERE namespace = ?"
-                " AND subject = ? AND predicate = ? AND seq = ?",
-                (self.namespace, key.subject, key.predicate, seq),
-            ).fetchone()
-            origin = (row[0], row[1], row[2])
+        if origin is not None:
+            return origin
+        logged = self._deferred.log  # the batch's entries, in seq order
+        if logged and logged[0][3] <= seq:
+            row = logged[bisect.bisect_left(logged, seq, key=_seq_of)]
+            return (row[12], row[13], row[14])
+        # written before the batch: read back, with nothing flushed
+        row = self._db.execute(
+            "SELECT metadata, event_id, written_at FROM key_log WHERE namespace = ?"
+            " AND subject = ? AND predicate = ? AND seq = ?",
+            (self.namespace, key.subject, key.predicate, seq),
+        ).fetchone()
+        origin = (row[0], row[1], row[2])
         return origin
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
