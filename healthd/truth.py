@@ -198,6 +198,21 @@ class _Folded:
             self.cut_until is None or self.cut_until <= op.at
         )
 
+    def recut(self, cascade: Callable[[Interval], tuple[datetime, str] | None]) -> bool:
+        """Cut the values held again, after the removals of a key they depend on changed,
+        when nothing of the fold can change but that: every change of those removals lies
+        after the last operation and no cascade end was applied after it. False otherwise
+        (the key must be folded from the start)."""
+        if self.last is None or (self.cut_until is not None and self.cut_until > self.last[0]):
+            return False
+        for value, interval in self.open_.items():
+            cut = cascade(interval) if interval.depends_on else None
+            if cut is not None:
+                self.cuts[value] = cut
+        self.close_cuts(None)
+        self.compact()
+        return True
+
     def close_cuts(self, until: datetime | None) -> None:
         if not self.cuts:
             return
@@ -255,8 +270,10 @@ class GroundTruth:
     An event's keys are folded again at once: only the new operations when they land after
     every other one of the key, else from the start. The keys depending on a key are folded
     again only when the instants at which that key is left with no value changed (that is
-    all a cascade reads). Once a dependency cycle appears, every change invalidates all
-    dependents instead, and folds that met the cycle are not kept.
+    all a cascade reads); a dependent whose operations all lie before the first changed
+    instant keeps its fold and only has its held values cut again. Once a dependency cycle
+    appears, every change invalidates all dependents instead, and folds that met the cycle
+    are not kept.
     """
 
     def __init__(self, events: Iterable[ChangeEvent] = ()) -> None:
@@ -347,6 +364,8 @@ class GroundTruth:
         # The removals each queued key had when its dependents last read them: a key folded
         # early, through a dependent's cascade, must still pass its change on.
         before = {key: self._removals.get(key) for key in queue}
+        # Dependents whose kept fold only needs its held values cut again (Folded.recut)
+        recut: set[FactKey] = set()
         while queue:
             key = queue.pop()
             touched.add(key)
@@ -354,7 +373,12 @@ class GroundTruth:
             old = before.pop(key, None)
             folded = self._effective.get(key)
             history = self._keys[key]
-            if (
+            if key in recut and folded is not None:
+                recut.discard(key)
+                if not folded.recut(self._cascade(frozenset({key}))):
+                    self._effective.pop(key)
+                    folded = self._fold(key, frozenset())
+            elif (
                 ops is not None
                 and folded is not None
                 and all(appended for _, appended in ops)
@@ -376,10 +400,27 @@ class GroundTruth:
             if key in self._effective:
                 self._removals[key] = new
             if new != old:
+                # nothing a dependent's cascade reads changed before this instant
+                since = None if old is None else _first_difference(old, new)
                 for dependent in sorted(self._dependents.get(key, ())):
+                    kept = self._effective.get(dependent)
+                    # its kept fold stands but for the cuts when its operations all lie
+                    # before the change (and before any other change it is queued for)
+                    fits = (
+                        since is not None
+                        and kept is not None
+                        and kept.last is not None
+                        and kept.last[0] < since
+                        and dependent not in self._pushed
+                    )
                     if dependent not in before:
                         before[dependent] = self._removals.get(dependent)
-                    self._effective.pop(dependent, None)
+                        if fits:
+                            recut.add(dependent)
+                    elif not fits:
+                        recut.discard(dependent)
+                    if dependent not in recut:
+                        self._effective.pop(dependent, None)
                     self._removals.pop(dependent, None)
                     queue.append(dependent)
         return touched
@@ -667,6 +708,14 @@ def replaced_by(value: str) -> str:
 def was_removed(key: FactKey) -> str:
     """The reason a cascade ended a fact, shared as :func:`replaced_by`."""
     return f"{key} was removed"
+
+
+def _first_difference(before: list[datetime], after: list[datetime]) -> datetime:
+    """The first instant in one of two different sorted lists and not the other."""
+    for old, new in zip(before, after, strict=False):
+        if old != new:
+            return min(old, new)
+    return (before if len(before) > len(after) else after)[min(len(before), len(after))]
 
 
 def _segment_ends(
