@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from healthd.model import Domain, FactKey
 
@@ -18,9 +19,9 @@ from healthd.model import Domain, FactKey
 Cut = tuple[float, str]
 
 
-@dataclass(frozen=True, slots=True)
-class LogOp:
-    """One entry of a key's log: an assertion of a value, or the end of one."""
+class LogOp(NamedTuple):
+    """One entry of a key's log: an assertion of a value, or the end of one (a tuple: one is
+    made for every event applied, and a frozen dataclass costs several times as much)."""
 
     seq: int  # arrival order, global to the memory
     at: float  # event time
