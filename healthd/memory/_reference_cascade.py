@@ -64,7 +64,10 @@ class _Cascades(_Store):
     def _depends_on(self, key: FactKey) -> set[FactKey]:
         """The keys the key's records depend on."""
         deps = self._cache.deps.get(key)
-        if deps is None:
+        if deps is None and self._cache_complete:
+            # every fold of the key set them: it was never folded, and has no record yet
+            deps = self._cache.deps[key] = set()
+        elif deps is None:
             log = self._log_of(key)
             openers = {
                 opened_by
