@@ -341,7 +341,7 @@ class _Store:
             self._trim_ended(key)
         return records
 
-    ended_kept = 16  # ended records kept per key, about (see _KeyCache.ended)
+    ended_kept = 2  # ended records kept per key, about (see _KeyCache.ended)
 
     def _trim_ended(self, key: FactKey) -> None:
         """Let the key's oldest ended records go past twice ``ended_kept``: they stay in the
