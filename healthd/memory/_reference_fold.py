@@ -93,7 +93,7 @@ class _Folds(_Cascades, _Deadlines):
         merged = [record.rid for record in existing.values()]  # openers now re-validating
         if merged:
             live = self._cache.live[key]
-            ended = self._cache.ended[key]
+            ended = self._cache.ended.get(key, {})
             for seq in existing:
                 del records[seq]
                 live.pop(seq, None)
@@ -149,7 +149,7 @@ class _Folds(_Cascades, _Deadlines):
         (``records``: the key's records that may be among them, by opener; not changed)."""
         multi = int(log.multi)
         live = self._cache.live[key]
-        ended = self._cache.ended[key]
+        ended = self._cache.ended.get(key)
         ending = False
         by_opener: dict[int, _Record] = {}  # the records of ``intervals``
         for interval in intervals:
@@ -175,6 +175,8 @@ class _Folds(_Cascades, _Deadlines):
                     live[opener.seq] = record
                     self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 else:
+                    if ended is None:
+                        ended = self._cache.ended[key] = {}
                     ended[opener.seq] = record
                     ending = True
                 continue
@@ -195,11 +197,14 @@ class _Folds(_Cascades, _Deadlines):
                 found.columns = wanted
                 if wanted[5] == "active":
                     live[opener.seq] = found
-                    ended.pop(opener.seq, None)
+                    if ended:
+                        ended.pop(opener.seq, None)
                     if not pushed:  # after the record holds them: a compaction checks against it
                         self._push_deadlines(key, opener.seq, wanted[3], wanted[4])
                 else:
                     live.pop(opener.seq, None)
+                    if ended is None:
+                        ended = self._cache.ended[key] = {}
                     ended[opener.seq] = found
                     ending = True
                     found._served = None  # an ended record is not served as active again

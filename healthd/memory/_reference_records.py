@@ -218,10 +218,11 @@ class _KeyCache:
     removals: dict[FactKey, list[float]] = field(default_factory=dict)
     deps: dict[FactKey, set[FactKey]] = field(default_factory=dict)
     folds: dict[FactKey, Folding] = field(default_factory=dict)
-    # The key's records ended last, by opener: what a fold resumed from an instant compares
-    # besides the active ones. At most ``ended_kept`` (about; the oldest let go in bulk), and
-    # every record of the key that ended after ``ended_floor[key]`` is among them (a key
-    # read back from the tables: +inf, every ended record is read from there when needed)
+    # The key's records ended last, by opener (none by default): what a fold done again from
+    # an instant compares besides the active ones. At most about ``ended_kept`` (the oldest
+    # let go in bulk), and every record of the key that ended after ``ended_floor[key]`` is
+    # among them (the latest end let go; -inf: none; +inf for a key read back from the
+    # tables): a fold reaching back to that instant reads the key's rows ended since
     ended: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
     ended_floor: dict[FactKey, float] = field(default_factory=dict)
     # For each key, the keys with records depending on it and how many such records (as

@@ -287,16 +287,14 @@ class _Store:
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
         """The key's active records, by opener: all an answer or a tail fold reads. Of the
-        ended ones only the last few are kept (:meth:`_records_since`); the rest, most of a
+        ended ones only the instant the last ended (:meth:`_records_since`); they, most of a
         long history's records, are read back from the table when a fold needs them."""
         live = self._cache.live.get(key)
         if live is None:
             self._cache.touch(key)
             cache = self._cache
-            cache.ended[key] = {}
             if self._cache_complete:
-                live = cache.live[key] = {}
-                cache.ended_floor[key] = _ALWAYS  # no row: none let go
+                live = cache.live[key] = {}  # no row: no ended record let go (floor -inf)
             else:
                 self._flush()
                 live = cache.live[key] = {
@@ -317,12 +315,12 @@ class _Store:
         rows ended then: its whole history when ``since`` is -inf)."""
         records = dict(self._records_of(key))
         cache = self._cache
-        ended = cache.ended[key]
+        ended = cache.ended.get(key, {})
         for opener, record in ended.items():
             end = record.columns[6]
             if end is not None and end >= since:
                 records[opener] = record
-        if since <= cache.ended_floor[key]:
+        if since <= cache.ended_floor.get(key, _ALWAYS):
             self._flush()
             if since == _ALWAYS:
                 rows = self._db.execute(_RECORDS_SQL, (self.namespace, key.subject, key.predicate))
@@ -336,25 +334,28 @@ class _Store:
                     record = _Record(rid, list(rest), superseded_by, value, created)
                     records[opened_by] = record
                     if rest[5] != "active":
+                        ended = cache.ended.setdefault(key, ended)
                         ended[opened_by] = record
             cache.ended_floor[key] = since
             self._trim_ended(key)
         return records
 
-    ended_kept = 2  # ended records kept per key, about (see _KeyCache.ended)
+    ended_kept = 0  # ended records kept per key, about (see _KeyCache.ended)
 
     def _trim_ended(self, key: FactKey) -> None:
         """Let the key's oldest ended records go past twice ``ended_kept``: they stay in the
         table (or the batch), read back if a fold reaches back to them."""
-        ended = self._cache.ended[key]
-        if len(ended) <= 2 * self.ended_kept:
+        ended = self._cache.ended.get(key)
+        if ended is None or len(ended) <= 2 * self.ended_kept:
             return
         by_end = sorted(ended.items(), key=_end_of)
         gone = by_end[: len(by_end) - self.ended_kept]
         for opener, _ in gone:
             del ended[opener]
+        if not ended:
+            del self._cache.ended[key]
         floor = self._cache.ended_floor
-        floor[key] = max(floor[key], gone[-1][1].columns[6])
+        floor[key] = max(floor.get(key, _ALWAYS), gone[-1][1].columns[6])
 
     def _removals_of(self, key: FactKey) -> list[float]:
         known = self._cache.removals.get(key)
