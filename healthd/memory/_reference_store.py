@@ -286,9 +286,9 @@ class _Store:
         return origin
 
     def _records_of(self, key: FactKey) -> dict[int, _Record]:
-        """The key's active records, by opener: all an answer or a tail fold reads. Of the
-        ended ones only the instant the last ended (:meth:`_records_since`); they, most of a
-        long history's records, are read back from the table when a fold needs them."""
+        """The key's active records, by opener: all an answer or a tail fold reads. Of its
+        ended records the cache keeps only when the last one ended (:meth:`_records_since`):
+        they, most of a long history's records, are read back when a fold reaches them."""
         live = self._cache.live.get(key)
         if live is None:
             self._cache.touch(key)
