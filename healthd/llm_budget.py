@@ -28,12 +28,13 @@ KEYS = (CALLS, TOKENS)
 class LLMBudgetExceeded(MemoryAdapterError):
     """A call was refused by a budget: the run stops before it, what was replayed stands."""
 
-    def __init__(self, budget: str, limit: int, used: int) -> None:
+    def __init__(
+        self, budget: str, limit: int, used: int, before: str = "the call that would exceed it"
+    ) -> None:
         self.budget = budget
         what = "calls this run" if budget == CALLS else "tokens today (UTC)"
         super().__init__(
-            f"LLM budget {budget} reached: {used} {what}, of {limit}: stopped before the "
-            "call that would exceed it"
+            f"LLM budget {budget} reached: {used} {what}, of {limit}: stopped before {before}"
         )
 
 
@@ -91,6 +92,21 @@ class LLMBudget:
                 if self.refused is not None:
                     raise self.refused
             self.calls += 1
+
+    def admit_turn(self, calls: int) -> None:
+        """A write about to make up to ``calls`` calls that healthd learns of only once they
+        are made (a Letta agent's turn, its steps reported with its answer): refused (raised)
+        when that many could exceed the calls budget, or the day's tokens are reached. The
+        calls are counted afterwards, as made (:meth:`admit` with ``write=False``)."""
+        with self._lock:
+            before = f"an agent turn of up to {calls} calls that could exceed it"
+            if self.refused is None:
+                if self.max_calls is not None and self.calls + calls > self.max_calls:
+                    self.refused = LLMBudgetExceeded(CALLS, self.max_calls, self.calls, before)
+                elif self.max_tokens is not None and self.tokens >= self.max_tokens:
+                    self.refused = LLMBudgetExceeded(TOKENS, self.max_tokens, self.tokens, before)
+            if self.refused is not None:
+                raise self.refused
 
     def spent(self, tokens: int) -> None:
         with self._lock:

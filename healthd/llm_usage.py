@@ -250,6 +250,12 @@ class LLMUsage:
         with self._lock:
             self._row(purpose)["calls"] += 1
 
+    def before_turn(self, calls: int) -> None:
+        """A write is about to make up to ``calls`` calls counted only once made
+        (:meth:`healthd.llm_budget.LLMBudget.admit_turn`): refused (raised) past a budget."""
+        if self.budget is not None:
+            self.budget.admit_turn(calls)
+
     def answered(self, purpose: str, tokens: tuple[int, int] | None) -> None:
         if tokens is None:
             return

@@ -106,7 +106,13 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandInLLM]:
 
 
 def resumes_to_the_unbudgeted_run(
-    tmp_path: Path, target: str, budget: int, sent: Callable[[], int], runs: int = 3
+    tmp_path: Path,
+    target: str,
+    budget: int,
+    sent: Callable[[], int],
+    runs: int = 3,
+    stopped_before: str = "the call",
+    calls_a_write: int = 1,
 ) -> list[dict[str, Any]]:
     """The unbudgeted run, then the budgeted ones until one succeeds: what the other end
     received (``sent``) and the final scores are the same; each failed run said one line
@@ -125,10 +131,10 @@ def resumes_to_the_unbudgeted_run(
         error = outcome["error"]
         assert error == line["error"] and "\n" not in error and error in page
         assert error.startswith("LLM budget max_llm_calls_per_run reached: ")
-        assert f"calls this run, of {budget}: stopped before the call" in error
+        assert f"calls this run, of {budget}: stopped before {stopped_before}" in error
         assert "the next run resumes from there" in error
         left = sample(metrics, "healthd_llm_budget_remaining", target=NAME)
-        assert left == 0
+        assert left < calls_a_write  # what is left is less than the refused write needed
     return outcomes
 
 
@@ -193,6 +199,40 @@ user_id = "{uuid.uuid4().hex}"
             return sum(1 for r in zep.requests if r[0] == "POST" and r[1].endswith("/episodes"))
 
         resumes_to_the_unbudgeted_run(tmp_path, target, 40, episodes)
+
+
+@pytest.mark.slow
+def test_a_letta_agents_turn_that_could_pass_a_calls_budget_waits_for_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """healthd learns of a turn's calls only from its answer: a turn is sent only while its
+    max_steps calls fit in what is left, so no run passes the budget."""
+    pytest.importorskip("letta_client", reason="the letta extra is not installed")
+    from healthd.testing.letta import DEFAULT_PASSWORD, Letta
+
+    monkeypatch.setenv("LETTA_API_KEY", DEFAULT_PASSWORD)
+    with Letta(style="verbatim") as letta:
+        target = f"""kind = "letta"
+shadow = true
+base_url = "{letta.base_url}"
+agent_name = "shadow-{uuid.uuid4().hex[:8]}"
+embedding = "openai/all-MiniLM-L6-v2"
+max_steps = 3
+{{budget}}
+"""
+
+        def turns() -> int:
+            return sum(1 for r in letta.requests if r[0] == "POST" and r[1].endswith("/messages"))
+
+        outcomes = resumes_to_the_unbudgeted_run(
+            tmp_path,
+            target,
+            8,
+            turns,
+            stopped_before="an agent turn of up to 3 calls",
+            calls_a_write=3,
+        )
+    assert 0 < outcomes[-1]["llm"]["calls"] <= 8  # the run that finished stayed within it
 
 
 @pytest.mark.parametrize("kind", ["zep", "mem0:deployment=platform"])

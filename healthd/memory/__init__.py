@@ -278,7 +278,7 @@ def _set_budget(memory: Memory, kind: str, budgets: dict[str, int]) -> None:
         memory.close()
         raise TargetError(
             f"{', '.join(budgets)}: a {kind} target makes no LLM call healthd counts and "
-            "can refuse (LLM budgets apply to mem0, graphiti, langmem and zep targets)"
+            "can refuse (LLM budgets apply to mem0, graphiti, langmem, zep and letta targets)"
         )
     memory.llm_usage().budget = LLMBudget(budgets.get(CALLS), budgets.get(TOKENS))
 

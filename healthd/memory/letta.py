@@ -169,6 +169,7 @@ class LettaMemory:
     def _message(self, agent: str, events: list[ChangeEvent]) -> None:
         event = events[0]
         message = {"role": "user", "content": " ".join(statement(e) for e in events)}
+        self._usage.before_turn(self.max_steps)  # refused here, unsent, past a budget
         turn = self._call(
             lambda: self._client.agents.messages.create(
                 agent, messages=[message], max_steps=self.max_steps
@@ -208,6 +209,10 @@ class LettaMemory:
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         return None  # what the agent makes of a message may answer any probe
+
+    #: a turn is refused when its max_steps could pass max_llm_calls_per_run, or the day's
+    #: tokens are reached (healthd.llm_budget.LLMBudget.admit_turn)
+    llm_budgets = True
 
     def llm_usage(self) -> LLMUsage:
         return self._usage
@@ -321,7 +326,7 @@ class LettaMemory:
         steps = int(getattr(usage, "step_count", 0) or 0)
         tokens = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
         for step in range(steps):
-            self._usage.sent("unknown")  # Letta does not say what each step was for
+            self._usage.sent("unknown", writing=False)  # made; Letta does not say what for
             self._usage.answered("unknown", tokens if step == 0 else (0, 0))
 
     def _passage(self, row: Any) -> ServedItem:
