@@ -68,6 +68,34 @@ def sweeps_per_fact_per_day(runs: Sequence[datetime], days: float, interval: tim
 # -- the measured costs -----------------------------------------------------------------------
 
 
+#: The kinds and ingests whose own LLM reads healthd's writes: a revalidation sweep reaches them
+#: one statement per subject unless ``sweeps`` says otherwise (healthd.replay_groups).
+_SWEEP_BY_SUBJECT = {"mem0:messages", "graphiti:episodes", "langmem", "zep", "mem0", "letta"}
+
+
+def sweeps_mode(kind: str, options: Mapping[str, Any]) -> str:
+    """How a target is told a revalidation sweep (its ``sweeps`` option, or its default):
+    ``subject``, ``each`` or ``off``."""
+    if "sweeps" in options:
+        return str(options["sweeps"])
+    name = profile_of(kind, options)
+    if kind == "letta" and str(options.get("ingest", "messages")) != "messages":
+        return "each"
+    return "subject" if name in _SWEEP_BY_SUBJECT else "each"
+
+
+def sweep_groups(events: Iterable[ChangeEvent]) -> int:
+    """How many writes a replay gives the sweeps of ``events`` by subject: each run of
+    consecutive sweep events about one subject at one time is one."""
+    groups, last = 0, None
+    for event in events:
+        here = (event.timestamp, event.fact.subject) if is_sweep(event) else None
+        if here is not None and here != last:
+            groups += 1
+        last = here
+    return groups
+
+
 def profile_of(kind: str, options: Mapping[str, Any]) -> str:
     """The name a target's costs were measured under in ``llm_costs.json``."""
     if kind == "mem0" and str(options.get("deployment", "local")) == "local":
@@ -160,12 +188,18 @@ def kind_of(event: ChangeEvent) -> str:
     return "sweep" if is_sweep(event) else str(event.type)
 
 
-def live_facts(events: Iterable[ChangeEvent]) -> Counter[str]:
-    """The facts each source holds at the end of ``events``, by source."""
+def live_facts(events: Iterable[ChangeEvent]) -> tuple[Counter[str], Counter[str]]:
+    """The facts each source holds at the end of ``events``, by source; and the subjects
+    those facts are about, by source."""
     alive: dict[tuple[str, Any], bool] = {}
+    subject: dict[Any, str] = {}
     for event in events:
         alive[(event.source, event.fact.key)] = event.type != "invalidated"
-    return Counter(source for (source, _), live in alive.items() if live)
+        subject[event.fact.key] = event.fact.subject
+    live = [(source, key) for (source, key), held in alive.items() if held]
+    facts = Counter(source for source, _ in live)
+    subjects = Counter(source for source, _ in {(src, subject[key]) for src, key in live})
+    return facts, subjects
 
 
 def estimate(
@@ -191,16 +225,24 @@ def estimate(
     recent = Counter(kind_of(e) for e in changes if now - span <= e.timestamp <= now)
     days = span / DAY
     per_day: dict[str, float] = {k: n / days for k, n in sorted(recent.items())}
-    held = live_facts(events)
+    held, subjects = live_facts(events)
     sweeps: dict[str, Any] = {}
+    subject_sweeps = 0.0  # the day's sweep writes when each subject is one
     for source, interval in sorted(intervals.items()):
         rate = sweeps_per_fact_per_day(runs, run_days, interval)
         sweeps[source] = {
             "facts_held": held.get(source, 0),
+            "subjects_held": subjects.get(source, 0),
             "revalidate_interval_seconds": interval.total_seconds(),
             "sweeps_per_fact_per_day": round(rate, 3),
         }
         per_day["sweep"] = per_day.get("sweep", 0.0) + held.get(source, 0) * rate
+        subject_sweeps += subjects.get(source, 0) * rate
+    by_mode = {
+        "each": (now_kinds.get("sweep", 0), per_day.get("sweep", 0.0)),
+        "subject": (sweep_groups(events), subject_sweeps),
+        "off": (0, 0.0),
+    }
     # the probes active at each stage: those whose key some event has asserted by then
     seen: set[Any] = set()
     active_sum = 0
@@ -225,7 +267,6 @@ def estimate(
         "measured": {k: profiles[k] for k in ("command", "measured_on", "llm") if k in profiles},
         "targets": {},
     }
-    day_events = sum(per_day.values())
     for target in targets:
         out["targets"][target.name] = _target(
             target,
@@ -235,7 +276,7 @@ def estimate(
             per_day=per_day,
             active_sum=active_sum,
             probes=probes_now,
-            day_events=day_events,
+            sweep_writes=by_mode,
         )
     return out
 
@@ -249,10 +290,16 @@ def _target(
     per_day: Mapping[str, float],
     active_sum: int,
     probes: int,
-    day_events: float,
+    sweep_writes: Mapping[str, tuple[int, float]],
 ) -> dict[str, Any]:
     batch = _whole(target.options.get("batch_events"), 1)
     wait = _number(target.options.get("consistency_wait_seconds"))
+    # the writes a sweep becomes: one per fact, one per subject, or none (``sweeps``)
+    mode = sweeps_mode(target.kind, target.options)
+    now_writes, day_writes = sweep_writes.get(mode, sweep_writes["each"])
+    now_kinds = {**now_kinds, "sweep": now_writes}
+    per_day = {**per_day, "sweep": day_writes}
+    day_events = sum(per_day.values())
     events_now = sum(now_kinds.values())
     stages_now, stages_day = math.ceil(events_now / batch), day_events / batch
     row: dict[str, Any] = {
@@ -281,7 +328,7 @@ def _target(
         )
         return row
     profile = Profile(profiles[name])
-    row["profile"] = name
+    row["profile"], row["sweeps"] = name, mode
     # a batch is read once: its probes are asked once per stage, not once per event
     now = profile.cost(now_kinds, profile.asked_share * active_sum / batch)
     day = profile.cost(per_day, profile.asked_share * probes * stages_day)
@@ -356,13 +403,15 @@ def render(data: Mapping[str, Any]) -> list[str]:
     ]
     for source, s in data["sweeps"].items():
         lines.append(
-            f"  sweeps {source}: {s['facts_held']} facts held x "
+            f"  sweeps {source}: {s['facts_held']} facts ({s['subjects_held']} subjects) held x "
             f"{s['sweeps_per_fact_per_day']:g} a day (revalidate_interval "
             f"{s['revalidate_interval_seconds']:g} s)"
         )
     for name, t in data["targets"].items():
         head = f"  target {name} ({t['profile'] or t['kind']}):"
         parts = []
+        if "sweeps" in t:
+            parts.append(f"sweeps = {t['sweeps']}")
         if "now" in t:
             parts += [f"now {_calls(t['now'])}", f"per day {_calls(t['per_day'])}"]
         if t["wait_seconds"]["now"] or t["wait_seconds"]["per_day"]:

@@ -237,3 +237,37 @@ def test_the_budgets_say_how_many_runs_and_days_the_first_replay_takes() -> None
         "max_llm_calls_per_run": {"limit": 30, "first_replay_runs": 3},
         "max_llm_tokens_per_day": {"limit": 100, "first_replay_days": 3, "a_day_fits": False},
     }
+
+
+@pytest.mark.parametrize(("sweeps", "writes"), [("subject", 2), ("each", 4), ("off", 0)])
+def test_a_sweep_costs_the_writes_the_targets_sweeps_option_makes_of_it(
+    sweeps: str, writes: int
+) -> None:
+    """Four facts about two subjects, swept once a day: one write per subject, one per fact
+    or none, now (the sweep in the history) and per day (the schedule's)."""
+    facts = [Fact(s, p, "x", "tech") for s in ("auth", "billing") for p in ("language", "db")]
+    added = [
+        ChangeEvent(f"a{i}", "added", NOW - timedelta(days=40), "repo", f)
+        for i, f in enumerate(facts)
+    ]
+    swept = [
+        ChangeEvent(f"s{i}", "revalidated", NOW - timedelta(days=1), "repo", f,
+                    metadata={"revalidation": "sweep"})
+        for i, f in enumerate(facts)
+    ]  # fmt: skip
+    data = estimate(
+        added + swept,
+        now=NOW,
+        runs=hourly(),
+        run_days=7,
+        intervals={"repo": timedelta(days=1)},
+        targets=[TargetInput("team", "mem0", {"ingest": "messages", "sweeps": sweeps})],
+        profiles=PROFILES,
+        llm=LLMConfig(),
+        probe_keys=frozenset(),
+    )
+    team = data["targets"]["team"]
+    assert team["sweeps"] == sweeps
+    assert data["sweeps"]["repo"]["subjects_held"] == 2
+    assert team["per_day"]["by_purpose"].get("extraction", {"calls": 0})["calls"] == writes
+    assert team["now"]["by_purpose"]["extraction"]["calls"] == len(added) + writes
