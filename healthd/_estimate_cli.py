@@ -13,6 +13,7 @@ from healthd.durations import parse_duration
 from healthd.errors import ConfigError
 
 if TYPE_CHECKING:
+    from healthd.model import ChangeEvent
     from healthd.settings import Settings
 
 #: The days of the schedule's runs counted (a weekly cron counts too).
@@ -48,14 +49,15 @@ def schedule_runs(cron: str, now: datetime, days: int = RUN_DAYS) -> tuple[list[
         previous, at = fire, fire + timedelta(microseconds=1)
 
 
-def configured_estimate(settings: Settings, now: datetime | None = None) -> dict[str, Any]:
-    from healthd.cli import configured_pull
+def configured_estimate(
+    settings: Settings, events: list[ChangeEvent], now: datetime | None = None
+) -> dict[str, Any]:
+    """The estimate of ``settings`` over ``events``, the sources pulled as a first run would."""
     from healthd.estimate import TargetInput, estimate
     from healthd.memory import NOT_COUNTED
     from healthd.probes import build_probe_set, load_probe_file
 
     now = now or datetime.now(UTC)
-    events, _ = configured_pull(settings)
     extra = load_probe_file(settings.probes) if settings.probes else []
     probes = build_probe_set(events, extra)
     intervals = {}

@@ -503,7 +503,7 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     from healthd._estimate_cli import configured_estimate
     from healthd.estimate import render
 
-    data = configured_estimate(settings)
+    data = configured_estimate(settings, configured_pull(settings)[0])
     if args.format == "json":
         import json
 
