@@ -39,20 +39,15 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[StandInLLM]:
         yield server
 
 
-def mem0_config(tmp_path: Path, base_url: str, source: str = "example = true") -> Path:
-    """A team's Mem0 run through the stand-in: its LLM and embedder behind one
-    OpenAI-compatible endpoint, every event a conversation turn (``ingest = "messages"``)."""
-    config = tmp_path / "healthd.toml"
-    config.write_text(
-        f"""
-state_path = {json.dumps(str(tmp_path / "state.sqlite"))}
-{source}
-
-[targets.team-mem0]
+def mem0_targets(base_url: str, extra: str = "") -> str:
+    """A team's Mem0 target through the stand-in (its LLM and embedder behind one
+    OpenAI-compatible endpoint, every event a conversation turn), ``extra`` lines added to
+    its table, beside the reference target."""
+    return f"""[targets.team-mem0]
 kind = "mem0"
 shadow = true
 ingest = "messages"
-
+{extra}
 [targets.team-mem0.mem0.llm]
 provider = "openai"
 config = {{ model = "team-extractor-7b", openai_base_url = "{base_url}", api_key_env = "{KEY_VAR}" }}
@@ -65,6 +60,18 @@ config = {{ model = "healthd-hashing", openai_base_url = "{base_url}", api_key_e
 kind = "reference"
 shadow = true
 """
+
+
+def mem0_config(tmp_path: Path, base_url: str, source: str = "example = true") -> Path:
+    """A team's Mem0 run through the stand-in: its LLM and embedder behind one
+    OpenAI-compatible endpoint, every event a conversation turn (``ingest = "messages"``)."""
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f"""
+state_path = {json.dumps(str(tmp_path / "state.sqlite"))}
+{source}
+
+{mem0_targets(base_url)}"""
     )
     return config
 

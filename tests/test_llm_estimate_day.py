@@ -26,7 +26,7 @@ from healthd.testing.standin_llm import StandInLLM
 os.environ["MEM0_TELEMETRY"] = "False"  # read once, when mem0 is first imported
 pytest.importorskip("mem0", reason="the mem0 extra is not installed")
 
-from test_llm_accounting import KEY_VAR, sample
+from test_llm_accounting import KEY_VAR, mem0_targets, sample
 
 pytestmark = pytest.mark.product
 
@@ -117,23 +117,7 @@ path = {json.dumps(str(repo))}
 kind = "adr"
 path = {json.dumps(str(repo))}
 
-[targets.team-mem0]
-kind = "mem0"
-shadow = true
-ingest = "messages"
-
-[targets.team-mem0.mem0.llm]
-provider = "openai"
-config = {{ model = "team-extractor-7b", openai_base_url = "{base_url}", api_key_env = "{KEY_VAR}" }}
-
-[targets.team-mem0.mem0.embedder]
-provider = "openai"
-config = {{ model = "healthd-hashing", openai_base_url = "{base_url}", api_key_env = "{KEY_VAR}", embedding_dims = 256 }}
-
-[targets.reference]
-kind = "reference"
-shadow = true
-
+{mem0_targets(base_url)}
 [llm.prices]
 prompt = 0.15
 completion = 0.60

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from test_llm_accounting import KEY_VAR, mem0_targets
 
 from healthd.testing.standin_llm import StandInLLM
 
@@ -34,7 +35,6 @@ pytestmark = [pytest.mark.product, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "healthd" / "data" / "example_timeline.jsonl"
 ALERTS = ROOT / "alerts"
-KEY_VAR = "TEAM_LLM_KEY_FOR_TESTS"
 QUIET, CHANGED = 39, 49  # events before the first revision; after ten more
 RATIOS = ("freshness", "consistency", "coverage", "forgetting", "contamination")
 ALERTS_ON_RATIOS = (
@@ -59,6 +59,7 @@ def history(path: Path, events: int) -> Path:
 
 def config(tmp_path: Path, base_url: str, timeline: Path, repeats: int = 3) -> Path:
     path = tmp_path / "healthd.toml"
+    targets = mem0_targets(base_url, f"repeats = {repeats}\n")
     path.write_text(
         f"""
 state_path = {json.dumps(str(tmp_path / "state.sqlite"))}
@@ -67,24 +68,7 @@ state_path = {json.dumps(str(tmp_path / "state.sqlite"))}
 kind = "file"
 path = {json.dumps(str(timeline))}
 
-[targets.team-mem0]
-kind = "mem0"
-shadow = true
-ingest = "messages"
-repeats = {repeats}
-
-[targets.team-mem0.mem0.llm]
-provider = "openai"
-config = {{ model = "team-extractor-7b", openai_base_url = "{base_url}", api_key_env = "{KEY_VAR}" }}
-
-[targets.team-mem0.mem0.embedder]
-provider = "openai"
-config = {{ model = "healthd-hashing", openai_base_url = "{base_url}", api_key_env = "{KEY_VAR}", embedding_dims = 256 }}
-
-[targets.reference]
-kind = "reference"
-shadow = true
-"""
+{targets}"""
     )
     return path
 
