@@ -23,21 +23,11 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from healthd import _stop
 from healthd._collector import replay_collection
-from healthd.durations import parse_duration
-from healthd.errors import ConfigError, SourceError
+from healthd.errors import SourceError
 from healthd.logging import env_secret, get_logger, register_secret
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.reading.aliases import Person
@@ -52,68 +42,52 @@ log = get_logger("healthd.sources.git")
 # --------------------------------------------------------------------------- options
 
 
-class RepoOptions(BaseModel):
-    """Options shared by the `git` and `adr` kinds (see their docstrings)."""
+class RepoConfig(Protocol):
+    """What the pull loop reads of a repository source's options: the `git` source's plain
+    :class:`healthd.sources.git.GitConfig`, or a pydantic model of
+    :mod:`healthd.sources._repo_options` (`adr`, `backstage`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    path: str | None
+    url: str | None
+    cache_dir: str | None
+    branch: str | None
+    first_parent: bool
+    since: datetime | date | None
+    token_env: str | None
+    token_user: str
+    revalidate_interval: timedelta
+    revalidate_clock: Literal["wall", "head"]
+    timeout_seconds: float
+    stall_seconds: float
 
-    path: str | None = None
-    url: str | None = None
-    cache_dir: str | None = None
-    branch: str | None = None
-    first_parent: bool = True
-    since: datetime | date | None = None
-    token_env: str | None = None
-    token_user: str = "x-access-token"
-    revalidate_interval: timedelta = timedelta(days=1)
-    revalidate_clock: Literal["wall", "head"] = "wall"
-    timeout_seconds: float = Field(120.0, gt=0, le=86400)  # clone or fetch from url
-    # an http(s) remote that sends nothing for this long ends the clone or fetch at once
-    stall_seconds: float = Field(30.0, gt=0, le=3600)
-
-    @field_validator("revalidate_interval", mode="before")
-    @classmethod
-    def _duration(cls, value: Any) -> timedelta:
-        return parse_duration(value)
-
-    @model_validator(mode="after")
-    def _where(self) -> RepoOptions:
-        if (self.path is None) == (self.url is None):
-            raise ValueError("set exactly one of 'path' (a local checkout) or 'url'")
-        if self.url is not None and not self.cache_dir:
-            raise ValueError(
-                "'cache_dir' is required with 'url' (healthd keeps a bare mirror there)"
-            )
-        if self.token_env is not None and self.url is None:
-            raise ValueError("'token_env' only applies with 'url'")
-        if self.revalidate_interval < timedelta(0):
-            raise ValueError("'revalidate_interval' must not be negative")
-        return self
-
-    def since_datetime(self) -> datetime | None:
-        if self.since is None:
-            return None
-        if isinstance(self.since, datetime):
-            return self.since if self.since.tzinfo else self.since.replace(tzinfo=UTC)
-        return datetime.combine(self.since, time(0), tzinfo=UTC)
+    def since_datetime(self) -> datetime | None: ...
 
 
-def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
-    """Validate ``options`` with ``model``; a failure is a ConfigError naming the field."""
-    try:
-        return model.model_validate(dict(options))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        where = f"field '{loc}': " if loc else ""
-        raise ConfigError(f"source {name!r}: {where}{msg}") from None
+def check_where(opts: RepoConfig) -> None:
+    """The checks across fields (ValueError): where the repository is, and its token."""
+    if (opts.path is None) == (opts.url is None):
+        raise ValueError("set exactly one of 'path' (a local checkout) or 'url'")
+    if opts.url is not None and not opts.cache_dir:
+        raise ValueError("'cache_dir' is required with 'url' (healthd keeps a bare mirror there)")
+    if opts.token_env is not None and opts.url is None:
+        raise ValueError("'token_env' only applies with 'url'")
+    if opts.revalidate_interval < timedelta(0):
+        raise ValueError("'revalidate_interval' must not be negative")
+
+
+def since_datetime(since: datetime | date | None) -> datetime | None:
+    """``since`` as an aware datetime: a date is its midnight UTC, a naive time is UTC."""
+    if since is None:
+        return None
+    if isinstance(since, datetime):
+        return since if since.tzinfo else since.replace(tzinfo=UTC)
+    return datetime.combine(since, time(0), tzinfo=UTC)
 
 
 # --------------------------------------------------------------------------- repository
 
 
-def open_repo(opts: RepoOptions, name: str) -> tuple[Repo, str | None]:
+def open_repo(opts: RepoConfig, name: str) -> tuple[Repo, str | None]:
     """The repository to read, fetching the mirror first in url mode.
 
     Returns the repo and, in url mode, a note when the fetch failed but an older mirror is
@@ -435,7 +409,7 @@ class RepoSource:
     #: Whether the history read pairs renamed files (``R`` changes) for the extractor.
     follows_renames = False
 
-    def __init__(self, name: str, opts: RepoOptions, *, clock: Clock | None = None) -> None:
+    def __init__(self, name: str, opts: RepoConfig, *, clock: Clock | None = None) -> None:
         self.name = name
         self.opts = opts
         if clock is None and opts.revalidate_clock == "wall":

@@ -89,15 +89,14 @@ from healthd.sources._adrlayout import (
 from healthd.sources._gitlog import (
     Extractor,
     Held,
-    RepoOptions,
     RepoSource,
     Skips,
     dump_cursor,
     event_id,
     prune_seen,
-    validate_options,
 )
 from healthd.sources._gitrepo import Change, Commit, GitError, Repo
+from healthd.sources._repo_options import RepoOptions, validate_options
 
 PREDICATE = "decision"
 

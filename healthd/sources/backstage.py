@@ -71,7 +71,6 @@ from healthd.sources._catalog_files import Parsed, glob_regex, parse_catalog_fil
 from healthd.sources._gitlog import (
     Extractor,
     Held,
-    RepoOptions,
     RepoSource,
     Skips,
     dump_cursor,
@@ -80,10 +79,10 @@ from healthd.sources._gitlog import (
     prune_seen,
     revalidation_time,
     revalidations,
-    validate_options,
     wall_clock,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo
+from healthd.sources._repo_options import RepoOptions, validate_options
 
 KIND = "backstage"
 log = get_logger("healthd.sources.backstage")

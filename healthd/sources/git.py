@@ -67,12 +67,13 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import field_validator
-
+from healthd.durations import parse_duration
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.reading.aliases import Person
 from healthd.sources import register_source
@@ -80,13 +81,13 @@ from healthd.sources._codeowners import LOCATIONS, owner_people, parse_codeowner
 from healthd.sources._gitlog import (
     Extractor,
     Held,
-    RepoOptions,
     RepoSource,
     Skips,
+    check_where,
     dump_cursor,
     event_id,
     prune_seen,
-    validate_options,
+    since_datetime,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo
 from healthd.sources._languages import language_of, main_language
@@ -112,41 +113,120 @@ DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
 )
 
 
-class GitOptions(RepoOptions):
-    adr_dirs: list[str] = []
-    service_roots: list[str] = []
-    exclude: list[str] = []
-    exclude_dirs: list[str] = list(DEFAULT_EXCLUDED_DIRS)
+def check_service_roots(value: list[str]) -> list[str]:
+    """``service_roots`` as read: each a relative directory glob (ValueError otherwise)."""
+    out = []
+    for root in value:
+        root = root.strip().strip("/")
+        if not root or any(not part for part in root.split("/")):
+            raise ValueError(f"service root {root!r} is not a relative directory glob")
+        out.append(root)
+    return out
+
+
+def check_adr_dirs(value: list[str]) -> list[str]:
+    """``adr_dirs`` as read: each a directory inside the repository (ValueError otherwise)."""
+    out = []
+    for directory in value:
+        directory = directory.strip().strip("/")
+        if not directory or directory.startswith("..") or "/../" in f"/{directory}/":
+            raise ValueError(f"{directory!r} is not a directory inside the repository")
+        out.append(directory)
+    return out
+
+
+def check_root_subject(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+@dataclass
+class GitConfig:
+    """The `git` source's options, read (see :func:`git_options`)."""
+
+    path: str | None = None
+    url: str | None = None
+    cache_dir: str | None = None
+    branch: str | None = None
+    first_parent: bool = True
+    since: datetime | date | None = None
+    token_env: str | None = None
+    token_user: str = "x-access-token"
+    revalidate_interval: timedelta = timedelta(days=1)
+    revalidate_clock: Literal["wall", "head"] = "wall"
+    timeout_seconds: float = 120.0  # clone or fetch from url (0 < s <= 86400)
+    # an http(s) remote that sends nothing for this long ends the clone or fetch at once
+    stall_seconds: float = 30.0  # (0 < s <= 3600)
+    adr_dirs: list[str] = field(default_factory=list)
+    service_roots: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    exclude_dirs: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDED_DIRS))
     root_subject: str = "."
 
-    @field_validator("service_roots")
-    @classmethod
-    def _roots(cls, value: list[str]) -> list[str]:
-        out = []
-        for root in value:
-            root = root.strip().strip("/")
-            if not root or any(not part for part in root.split("/")):
-                raise ValueError(f"service root {root!r} is not a relative directory glob")
-            out.append(root)
-        return out
+    def since_datetime(self) -> datetime | None:
+        return since_datetime(self.since)
 
-    @field_validator("adr_dirs")
-    @classmethod
-    def _adr_dirs(cls, value: list[str]) -> list[str]:
-        out = []
-        for directory in value:
-            directory = directory.strip().strip("/")
-            if not directory or directory.startswith("..") or "/../" in f"/{directory}/":
-                raise ValueError(f"{directory!r} is not a directory inside the repository")
-            out.append(directory)
-        return out
 
-    @field_validator("root_subject")
-    @classmethod
-    def _root_subject(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
+_PLAIN_STRINGS = frozenset(("path", "url", "cache_dir", "branch", "token_env", "token_user"))
+_PLAIN_LISTS: dict[str, Callable[[list[str]], list[str]]] = {
+    "adr_dirs": check_adr_dirs,
+    "service_roots": check_service_roots,
+    "exclude": list,
+    "exclude_dirs": list,
+}
+_PLAIN_BOUNDS = {"timeout_seconds": 86400, "stall_seconds": 3600}
+
+
+def git_options(name: str, options: Mapping[str, Any]) -> GitConfig:
+    """The `git` kind's options; a ConfigError naming the field when one is wrong.
+
+    Options of the types they are meant to have (strings, booleans, numbers, lists of
+    strings, as TOML writes them) are read here; any other (a ``since`` date, a value to
+    convert, or a wrong one) by pydantic (:class:`healthd.sources._repo_options.GitOptions`),
+    which gives the same options or the error. A one-shot pull then need not import it."""
+    config = _plain_git_options(options)
+    if config is not None:
+        return config
+    from healthd.sources._repo_options import GitOptions, validate_options
+
+    return GitConfig(**validate_options(GitOptions, name, options).model_dump())
+
+
+def _plain_git_options(options: Mapping[str, Any]) -> GitConfig | None:
+    """:func:`git_options` for options of their own types (None: pydantic's to read)."""
+    values: dict[str, Any] = {}
+    try:
+        for key, value in options.items():
+            if key in _PLAIN_STRINGS or key == "root_subject":
+                if type(value) is not str:
+                    return None
+                if key == "root_subject":
+                    value = check_root_subject(value)
+            elif key in _PLAIN_LISTS:
+                if type(value) is not list or any(type(item) is not str for item in value):
+                    return None
+                value = _PLAIN_LISTS[key](value)
+            elif key == "first_parent":
+                if type(value) is not bool:
+                    return None
+            elif key in _PLAIN_BOUNDS:
+                if type(value) not in (int, float) or not 0 < value <= _PLAIN_BOUNDS[key]:
+                    return None
+                value = float(value)
+            elif key == "revalidate_clock":
+                if type(value) is not str or value not in ("wall", "head"):
+                    return None
+            elif key == "revalidate_interval":
+                value = parse_duration(value)
+            else:  # `since` (a date to read) or no option of this kind
+                return None
+            values[key] = value
+        config = GitConfig(**values)
+        check_where(config)
+    except ValueError:
+        return None
+    return config
 
 
 _NO_FILES: Counter[str] = Counter()  # a unit without source files (never changed)
@@ -186,7 +266,7 @@ class GitExtractor(Extractor):
     def __init__(
         self,
         source: str,
-        opts: GitOptions,
+        opts: GitConfig,
         repo: Repo,
         skips: Skips,
         adr_dirs: tuple[str, ...] = (),
@@ -722,7 +802,7 @@ class GitExtractor(Extractor):
         )
 
 
-def adr_dirs_of(repo: Repo, head: str, opts: GitOptions) -> tuple[str, ...]:
+def adr_dirs_of(repo: Repo, head: str, opts: GitConfig) -> tuple[str, ...]:
     """The directories holding decision records, which are no code module: those named in
     ``adr_dirs`` (the `adr` sources on this repository add their ``dir``) and the one the
     `adr` source would discover, each with the names it had before a rename."""
@@ -740,7 +820,7 @@ class GitSource(RepoSource):
     """History of a repository as tech and ownership facts (see the module docstring)."""
 
     kind = "git"
-    opts: GitOptions
+    opts: GitConfig
 
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
@@ -777,5 +857,4 @@ class GitSource(RepoSource):
 
 @register_source("git")
 def git_source(name: str, options: Mapping[str, Any]) -> GitSource:
-    opts = validate_options(GitOptions, name, options)
-    return GitSource(name, opts)
+    return GitSource(name, git_options(name, options))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -517,6 +518,55 @@ def test_git_is_a_registered_kind():
 def test_bad_options_fail_at_config_load_naming_the_field(options, field):
     with pytest.raises(ConfigError, match=field):
         build_source("git", "repo", options)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"path": "/x"},
+        {
+            "path": "/x",
+            "branch": "main",
+            "first_parent": False,
+            "revalidate_interval": "P2D",
+            "revalidate_clock": "head",
+            "timeout_seconds": 5,
+            "stall_seconds": 2.5,
+            "service_roots": [" services/* ", "/apps/*/"],
+            "adr_dirs": ["/decision-record/"],
+            "exclude": ["scripts"],
+            "exclude_dirs": [],
+            "root_subject": "shop",
+        },
+        {"url": "https://e/x.git", "cache_dir": "/c", "token_env": "T", "token_user": "oauth2"},
+        {"path": "/x", "since": "2024-01-01", "first_parent": "false"},  # pydantic's to convert
+        {"path": "/x", "timeout_seconds": "90", "exclude": ("a",)},
+    ],
+)
+def test_options_read_without_pydantic_are_those_pydantic_reads(options):
+    """The plain reading of the `git` kind's options (no pydantic import for a one-shot pull)
+    gives what the pydantic model gives, defaults included."""
+    from dataclasses import asdict
+
+    from healthd.sources._repo_options import GitOptions, validate_options
+
+    assert asdict(build_source("git", "repo", options).opts) == (
+        validate_options(GitOptions, "repo", options).model_dump()
+    )
+
+
+def test_a_git_source_is_built_and_pulled_without_importing_pydantic(repo):
+    repo.commit("2024-01-01", {"api/go.mod": "module api\n\nrequire x.io/y v1.0.0\n"})
+    code = (
+        "import sys\n"
+        "from healthd.sources import build_source\n"
+        f"r = build_source('git', 'r', {{'path': {str(repo.path)!r}}}).pull(None)\n"
+        "assert r.ok and r.events, r\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
 
 
 def test_a_path_that_is_not_a_repository_is_a_failed_pull_not_a_crash(tmp_path):
