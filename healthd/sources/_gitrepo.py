@@ -27,6 +27,7 @@ except ImportError:  # Windows: no fcntl, pipes keep their size
 
 NULL_SHA = "0" * 40
 _SUBMODULE_MODE = "160000"
+_ADDED_DELETED = frozenset(b"AD")  # a raw change's last byte, its status
 
 
 class GitError(SourceError):
@@ -195,7 +196,11 @@ class Repo:
                                 continue
                             changes.append(_change(pending_meta, token, renamed_from))
                             renamed_from = None
-                        elif modified is None or pending_meta[-1:] in b"AD" or modified(token):
+                        elif (
+                            modified is None
+                            or pending_meta[-1] in _ADDED_DELETED
+                            or modified(token)
+                        ):
                             changes.append(_change(pending_meta, token))
                         pending_meta = None
                         continue

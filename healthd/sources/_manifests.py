@@ -13,12 +13,15 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import rtoml
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
+# rtoml and the XML parser are imported by the parsers that need them: a repository of
+# go.mod files alone is read without them.
 
 ANY = "*"
 
@@ -90,6 +93,8 @@ def parse_requirements_txt(text: str) -> Deps:
 def _toml(text: str) -> dict[str, Any]:
     # rtoml (the Rust toml crate) rather than tomllib: a long history re-reads a large
     # pyproject.toml at every change, and tomllib takes longer than git itself
+    import rtoml
+
     try:
         data = rtoml.loads(text)
     except (ValueError, RecursionError) as exc:  # rtoml.TomlParsingError is a ValueError
@@ -357,6 +362,8 @@ def _text(elem: ET.Element | None) -> str:
 def parse_pom_xml(text: str) -> Deps:
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         raise ManifestError("pom.xml with a DOCTYPE/ENTITY declaration is not read")
+    import xml.etree.ElementTree as ET
+
     try:
         root = ET.fromstring(text)
     except (ET.ParseError, ValueError) as exc:

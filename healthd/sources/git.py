@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -235,6 +236,14 @@ _NO_KEYS: frozenset[FactKey] = frozenset()
 _SUBMODULE = "160000"  # a gitlink's mode
 
 
+def _any_glob(patterns: list[str]) -> Callable[[str], bool]:
+    """Whether a name matches any of the globs ``patterns`` (``fnmatch.fnmatchcase``)."""
+    if not patterns:
+        return lambda name: False
+    match = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+    return lambda name: match(name) is not None
+
+
 def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
     found = table.get(key)
     if found is None:
@@ -297,6 +306,9 @@ class GitExtractor(Extractor):
         self.service_of = lru_cache(maxsize=65536)(self._unit_of_dir)
         self.manifest_subject = lru_cache(maxsize=65536)(self._manifest_subject)
         self._excluded = lru_cache(maxsize=65536)(self._excluded_name)
+        # a directory name matching one of ``exclude_dirs`` (what fnmatchcase tells for
+        # each, in one match: fnmatchcase matches fnmatch.translate's expression)
+        self._excluded_part = _any_glob(opts.exclude_dirs)
 
     def people(self) -> list[Person]:
         """The CODEOWNERS' owners as identity records (handles and e-mails)."""
@@ -310,11 +322,8 @@ class GitExtractor(Extractor):
             return False
         if any(directory == adr or directory.startswith(adr + "/") for adr in self.adr_dirs):
             return True
-        patterns = self.opts.exclude_dirs
-        return any(
-            part.startswith(".") or any(fnmatch.fnmatchcase(part, p) for p in patterns)
-            for part in directory.split("/")
-        )
+        excluded = self._excluded_part
+        return any(part.startswith(".") or excluded(part) for part in directory.split("/"))
 
     def _unit_of_dir(self, directory: str) -> str | None:
         if not directory or self.excluded_dir(directory):
