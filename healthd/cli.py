@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from healthd.evaluator import TargetResult
     from healthd.memory import Memory, TargetSpec
     from healthd.model import ChangeEvent, FactKey, Probe
-    from healthd.reading.aliases import Person
+    from healthd.people import Person
     from healthd.settings import Settings
     from healthd.timeline import TimelineCopy
 

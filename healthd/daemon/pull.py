@@ -12,7 +12,7 @@ from healthd.daemon.state import RunRecord, SourceRow
 from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
 from healthd.model import ChangeEvent
-from healthd.reading.aliases import Person
+from healthd.people import Person
 from healthd.sources import PullResult
 from healthd.sources._merge import merge_timelines
 from healthd.timeline import dumps_event, format_timestamp

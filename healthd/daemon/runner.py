@@ -58,9 +58,9 @@ from healthd.errors import HealthdError
 from healthd.logging import get_logger, redact_text
 from healthd.memory.fingerprint import RetrievalFingerprint
 from healthd.model import ChangeEvent, FactKey, Probe
+from healthd.people import Person
 from healthd.probes import ProbeSet, load_probe_file
 from healthd.reading import build_reader, with_people
-from healthd.reading.aliases import Person
 from healthd.settings import Settings, duration_text, target_fingerprint
 from healthd.sources import Source, build_source
 

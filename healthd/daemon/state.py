@@ -37,8 +37,8 @@ from healthd._sqlite import transaction
 from healthd.errors import HealthdError
 from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Domain
+from healthd.people import Person
 from healthd.probes import KeyCatalog
-from healthd.reading.aliases import Person
 from healthd.timeline import dumps_event, iter_timeline
 
 SCHEMA_VERSION = "1"

@@ -18,7 +18,8 @@ from typing import Protocol, runtime_checkable
 
 from healthd.errors import ReaderError
 from healthd.model import INVENTED, Domain, FactKey, RetrievedFact, ServedItem
-from healthd.reading.aliases import PeopleTable, Person, naming_people, people_table
+from healthd.people import Person
+from healthd.reading.aliases import PeopleTable, naming_people, people_table
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,8 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from healthd.people import Person
 
 PACKAGES: dict[str, tuple[str, ...]] = {
     "postgres": ("postgresql", "pg", "psql", "postgre"),
@@ -117,16 +118,6 @@ OWNER_NOUNS = (
     "backend",
     "cluster",
 )
-
-
-@dataclass(frozen=True)
-class Person:
-    """One source's identity record: a handle or login (with or without ``@``), the names
-    it gives (a display name) and the e-mails."""
-
-    handle: str = ""
-    names: tuple[str, ...] = ()
-    emails: tuple[str, ...] = ()
 
 
 #: Each person's spellings, lower case, a handle without its ``@``.

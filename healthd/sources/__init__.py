@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from healthd.errors import ConfigError, SourceError
 from healthd.model import ChangeEvent
-from healthd.reading.aliases import Person
+from healthd.people import Person
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from healthd.model import Domain, Fact, FactKey
-from healthd.reading.aliases import Person
+from healthd.people import Person
 from healthd.sources._gitlog import Held
 
 DEFAULT_NAMESPACE = "default"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from healthd.reading.aliases import Person
+from healthd.people import Person
 
 #: Where GitHub looks, in its order of precedence.
 LOCATIONS: tuple[str, ...] = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")

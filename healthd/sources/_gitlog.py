@@ -30,7 +30,7 @@ from healthd._collector import replay_collection
 from healthd.errors import SourceError
 from healthd.logging import env_secret, get_logger, register_secret
 from healthd.model import ChangeEvent, Fact, FactKey
-from healthd.reading.aliases import Person
+from healthd.people import Person
 from healthd.sources._gitrepo import Change, Commit, GitError, Repo
 
 if TYPE_CHECKING:

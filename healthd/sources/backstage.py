@@ -52,7 +52,7 @@ from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError
 from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Fact, FactKey
-from healthd.reading.aliases import Person
+from healthd.people import Person
 from healthd.sources import PullResult, register_source, unique_events
 from healthd.sources._catalog import (
     Catalog,

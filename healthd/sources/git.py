@@ -76,7 +76,7 @@ from typing import Any, Literal
 
 from healthd.durations import parse_duration
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
-from healthd.reading.aliases import Person
+from healthd.people import Person
 from healthd.sources import register_source
 from healthd.sources._codeowners import LOCATIONS, owner_people, parse_codeowners
 from healthd.sources._gitlog import (
