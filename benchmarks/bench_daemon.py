@@ -13,7 +13,11 @@ requests sent from a second process.
 mix), side by side in one process: the reference memory's persistent shadow (the daemon's
 default, SQLite on disk) against the same memory in process memory (``path = ":memory:"``),
 their ratio, and the cost of a restart of the persistent one (restoring the shadow, then a
-run with nothing new). Prints one JSON object.
+run with nothing new). Prints one JSON object. ``--repeat R``: the fastest of R alternated
+rounds (default 2). ``--shadow-pragmas NAME=VALUE[,NAME=VALUE] ...``: the persistent
+shadow also with each of these sets of SQLite pragmas in place of its own settings of those
+names (``ReferenceMemory.disk_pragmas``), e.g. ``journal_mode=DELETE,synchronous=FULL``,
+each run in every round, with its ratio to the in-memory one.
 
 ``--scrape-impact N``: the same first run over N events (in-memory shadow) with the daemon's
 /metrics listener serving its registry, once alone and once while 10 scraper threads in a
@@ -166,7 +170,27 @@ def _quiet_logging() -> None:
     configure_logging("warning", "json", stream=open(os.devnull, "w"))  # noqa: SIM115
 
 
-def replay_benchmark(events: int, repeats: int = 2) -> dict[str, Any]:
+def _pragmas_run(
+    tmp: str, timeline: str, name: str, pragmas: str
+) -> tuple[tuple[float, float], Any, Any]:
+    """A persistent shadow's run with ``pragmas`` (``NAME=VALUE,...``) in place of its own
+    settings of those names."""
+    from healthd.memory.reference import ReferenceMemory
+
+    default = ReferenceMemory.disk_pragmas
+    changed = dict(item.split("=", 1) for item in pragmas.split(","))
+    ReferenceMemory.disk_pragmas = {**default, **changed}
+    try:
+        return _replay_run(tmp, timeline, name, "")
+    finally:
+        ReferenceMemory.disk_pragmas = default
+
+
+def replay_benchmark(
+    events: int, repeats: int = 2, pragmas: list[str] | None = None
+) -> dict[str, Any]:
+    from healthd.memory.reference import ReferenceMemory
+
     _quiet_logging()
     with tempfile.TemporaryDirectory() as tmp:
         timeline = os.path.join(tmp, "timeline.jsonl")
@@ -179,9 +203,23 @@ def replay_benchmark(events: int, repeats: int = 2) -> dict[str, Any]:
                 got = _replay_run(tmp, timeline, f"{label}{round_}", options)
                 if label not in best or got[0][0] < best[label][0][0]:
                     best[label] = got
+            for number, variant in enumerate(pragmas or ()):
+                got = _pragmas_run(tmp, timeline, f"variant{number}-{round_}", variant)
+                if variant not in best or got[0][0] < best[variant][0][0]:
+                    best[variant] = got
         memory_s, memory_metrics, _ = best["memory"]
         disk_s, disk_metrics, restart = best["disk"]
     replayed = restart["replayed"]["reference"]["replayed"] if restart["replayed"] else None
+    variants = {
+        variant: {
+            "first_run_seconds": round(best[variant][0][0], 2),
+            "first_run_cpu_seconds": round(best[variant][0][1], 2),
+            "ratio_to_in_memory": round(best[variant][0][0] / memory_s[0], 2),
+            "cpu_ratio_to_in_memory": round(best[variant][0][1] / memory_s[1], 2),
+            "identical_metrics": best[variant][1] == memory_metrics,
+        }
+        for variant in pragmas or ()
+    }
     return {
         "events": events,
         "fastest_of": repeats,
@@ -198,11 +236,15 @@ def replay_benchmark(events: int, repeats: int = 2) -> dict[str, Any]:
             "persistent": round(events / disk_s[0]),
         },
         "ratio_persistent_to_in_memory": round(disk_s[0] / memory_s[0], 2),
+        "cpu_ratio_persistent_to_in_memory": round(disk_s[1] / memory_s[1], 2),
         "identical_metrics": memory_metrics == disk_metrics,
         "restart_persistent": {
             "seconds": round(restart["seconds"], 2),
             "events_replayed_after_restart": replayed,
         },
+        **({"persistent_with": variants} if variants else {}),
+        "persistent_default": ",".join(f"{k}={v}" for k, v in ReferenceMemory.disk_pragmas.items()),
+        "load_average": os.getloadavg(),
     }
 
 
@@ -873,6 +915,16 @@ def main() -> int:
     parser.add_argument("--idle", type=float, default=5.0, help="seconds idle before measuring")
     parser.add_argument("--replay", type=int, metavar="N", help="first-run replay of N events")
     parser.add_argument(
+        "--repeat", type=int, default=2, metavar="R", help="with --replay: the fastest of R"
+    )
+    parser.add_argument(
+        "--shadow-pragmas",
+        nargs="+",
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help="with --replay: the persistent shadow also with each of these sets of SQLite "
+        "pragmas (e.g. journal_mode=DELETE,synchronous=FULL synchronous=OFF)",
+    )
+    parser.add_argument(
         "--scrape-impact", type=int, metavar="N", help="a run of N events, scraped and not"
     )
     parser.add_argument(
@@ -946,7 +998,8 @@ def main() -> int:
         print(json.dumps(evaluate_memory(args.evaluate, max(1, args.evaluate // 10)), indent=1))
         return 0
     if args.replay:
-        print(json.dumps(replay_benchmark(args.replay), indent=1))
+        result = replay_benchmark(args.replay, args.repeat, args.shadow_pragmas)
+        print(json.dumps(result, indent=1))
         return 0
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:

@@ -58,6 +58,18 @@ class ReferenceMemory(_Query, _Folds):
 
     kind = "reference"
     private_batch = 1000  # events per transaction on a private temporary database
+    # A shadow on disk: the write-ahead log, synced at SQLite's checkpoints, not at each
+    # commit. A crash of the process loses nothing committed; a power loss or an OS crash
+    # can take back the last commits, never half of one, and the shadow is then resumed
+    # from the checkpoint it holds (docs/operating.md, "Crash safety"). A page cache of
+    # 16 MiB, not SQLite's 2: with 2 a 100k-event replay re-read its index pages from the
+    # file over and over (docs/benchmarks.md, issue 43). A class attribute, so a benchmark
+    # can measure others (benchmarks/bench_daemon.py --shadow-pragmas).
+    disk_pragmas: Mapping[str, str] = {
+        "journal_mode": "WAL",
+        "synchronous": "NORMAL",
+        "cache_size": "-16384",
+    }
 
     def __init__(
         self,
@@ -96,10 +108,9 @@ class ReferenceMemory(_Query, _Folds):
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             if path not in ("", ":memory:"):
-                # A shadow on disk: the write-ahead log and one fsync per committed batch,
-                # not per event; a crash loses at most the batch after the last checkpoint.
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
+                # A shadow on disk (see disk_pragmas): one commit per batch of events.
+                for name, value in self.disk_pragmas.items():
+                    self._db.execute(f"PRAGMA {name}={value}")
             elif path == "":
                 # A private temporary database: pages past SQLite's cache go to a file that is
                 # deleted on close, so a long replay does not hold the whole store in RAM. Its
