@@ -62,8 +62,9 @@ class ReferenceMemory(_Query, _Folds):
     # commit. A crash of the process loses nothing committed; a power loss or an OS crash
     # can take back the last commits, never half of one, and the shadow is then resumed
     # from the checkpoint it holds (docs/operating.md, "Crash safety"). A page cache of
-    # 16 MiB, not SQLite's 2: with 2 a 100k-event replay re-read its index pages from the
-    # file over and over (docs/benchmarks.md, issue 43). A class attribute, so a benchmark
+    # 16 MiB, not SQLite's 2: a 100k-event replay cost 1.49x an in-memory shadow's CPU
+    # with 2, 1.34x with 16, in one sitting (docs/benchmarks.md, issue 43). A class
+    # attribute, so a benchmark
     # can measure others (benchmarks/bench_daemon.py --shadow-pragmas).
     disk_pragmas: Mapping[str, str] = {
         "journal_mode": "WAL",
