@@ -246,6 +246,9 @@ class Replay:
         self._answer_keys: dict[str, frozenset[FactKey]] = {}
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
+        # their sum, the counts of every stage until one of them changes (most stages
+        # change no count: summing 50 cells for each cost 2 % of a replay)
+        self._totals: tuple[int, ...] | None = None
         # Each value a stage has looked at was current then (in _live) or not (its bit, by
         # the value's rank in truth, in _gone: a few bytes a key, not a tuple a value);
         # values no stage has looked at yet are _pending.
@@ -340,6 +343,7 @@ class Replay:
             for fact in self._due.pop(index, ()):
                 probe = self._generated_probe(fact.key)
                 answer = self._answers.get(probe.id, ()) if probe else ()
+                self._totals = None
                 add_cells(
                     self._forget_counts,
                     ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
@@ -356,7 +360,10 @@ class Replay:
         return metrics_from_counts(self._all_counts())
 
     def _all_counts(self) -> tuple[int, ...]:
-        return tuple(map(operator.add, self._counts, self._forget_counts))
+        totals = self._totals
+        if totals is None:
+            totals = self._totals = tuple(map(operator.add, self._counts, self._forget_counts))
+        return totals
 
     def update_probes(self, probes: ProbeSet, keys: Iterable[FactKey] | None = None) -> list[Probe]:
         """Switch to a probe set that extends the current one; probes new to it whose key is
@@ -410,6 +417,7 @@ class Replay:
         replay._index = replay._scored = int(snapshot["index"])
         replay.stats = ReplayStats(int(snapshot["events"]), int(snapshot["probe_queries"]))
         replay._forget_counts = [int(c) for c in snapshot["forget_counts"]]
+        replay._totals = None
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in snapshot["due"].items()
         }
@@ -631,6 +639,7 @@ class Replay:
         new = score_probe(probe, self._answers.get(pid, ()), self.truth, at, self.windows)
         old = self._scores.get(pid)
         if old is None or old.cells != new.cells:
+            self._totals = None
             counts = self._counts
             if old is not None:
                 for index, amount in old.cells:
@@ -658,6 +667,7 @@ class Replay:
         self._stale_compact_at = max(STALE_COMPACT_MIN, 2 * len(heap))
 
     def _score_all(self, at: datetime) -> None:
+        self._totals = None
         self._counts = [0] * SIZE
         self._scores.clear()
         self._by_fact_key.clear()
@@ -790,6 +800,7 @@ class Replay:
         replay.stats = ReplayStats(int(counters["events"]), int(counters["probe_queries"]))
         replay._counts = [int(c) for c in counters["counts"]]
         replay._forget_counts = [int(c) for c in counters["forget_counts"]]
+        replay._totals = None
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in counters["due"].items()
         }
