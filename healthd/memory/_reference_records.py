@@ -104,11 +104,11 @@ class _LogCodec:
 
     def __init__(self) -> None:
         self._deps = DependencyTable()
-        self._expiries: dict[_Expiry, _Expiry] = {}
+        self._expiries = DependencyTable()
 
     def expiry(self, expiry: _Expiry) -> _Expiry:
         """One tuple for each distinct expiry, however many entries share it."""
-        return self._expiries.setdefault(expiry, expiry)
+        return self._expiries[self._expiries.index(expiry)]
 
     def pack(self, op: LogOp) -> tuple[Any, ...]:
         index = self._deps.index(op.depends_on)
@@ -121,7 +121,7 @@ class _LogCodec:
             op.end_state,
             op.reason,
             index,
-            op.expiry,
+            self._expiries.index(op.expiry),
         )
 
     def unpack(self, row: tuple[Any, ...]) -> LogOp:
@@ -135,7 +135,7 @@ class _LogCodec:
             sys.intern(end_state),
             sys.intern(reason),
             self._deps[index],
-            self.expiry(expiry),
+            self._expiries[expiry],
         )
 
 
