@@ -106,32 +106,36 @@ class _Cascades(_Store):
         return seen
 
     def _dependents(self, key: FactKey) -> list[FactKey]:
-        """The keys with a record depending on the key, in order: from the tables once, then
-        from the cache, kept in step with the writes (nothing flushed for a cascade)."""
-        dependents = self._cache.dependents
-        if dependents is None:
+        """The keys with a record depending on the key, in order: from the cache, the key's
+        rows read from the tables the first time it is asked for unless the cache holds every
+        key's (nothing flushed for a cascade then)."""
+        cache = self._cache
+        if not cache.holds_dependents(key):
             self._flush(dependencies_only=True)
-            dependents = self._cache.dependents = {}
-            for subject, predicate, of_subject, of_predicate, count in self._db.execute(
-                "SELECT d.subject, d.predicate, r.subject, r.predicate, count(*)"
-                " FROM record_deps d JOIN records r ON r.id = d.record_id"
-                " WHERE d.namespace = ? GROUP BY 1, 2, 3, 4",
-                (self.namespace,),
-            ):
-                dependents.setdefault(FactKey(subject, predicate), {})[
-                    FactKey(of_subject, of_predicate)
-                ] = count
-        return sorted(dependents.get(key, ()))
+            cache.dependents[key] = {
+                FactKey(subject, predicate): count
+                for subject, predicate, count in self._db.execute(
+                    "SELECT r.subject, r.predicate, count(*)"
+                    " FROM record_deps d JOIN records r ON r.id = d.record_id"
+                    " WHERE d.namespace = ? AND d.subject = ? AND d.predicate = ?"
+                    " GROUP BY 1, 2",
+                    (self.namespace, key.subject, key.predicate),
+                )
+            }
+            assert cache.dependents_read is not None
+            cache.dependents_read.add(key)
+        return sorted(cache.dependents.get(key, ()))
 
     def _forget_dependents(self, key: FactKey, rids: list[int], marks: str) -> None:
         """Before the records ``rids`` of the key and their dependency rows are deleted."""
-        dependents = self._cache.dependents
-        if dependents is None:
-            return
+        cache = self._cache
         for subject, predicate in self._db.execute(
             f"SELECT subject, predicate FROM record_deps WHERE record_id IN ({marks})", rids
         ):
-            counts = dependents[FactKey(subject, predicate)]
+            of = FactKey(subject, predicate)
+            if not cache.holds_dependents(of):
+                continue  # read from the tables, after this delete, when first asked for
+            counts = cache.dependents[of]
             counts[key] -= 1
             if not counts[key]:
                 del counts[key]

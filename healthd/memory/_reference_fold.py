@@ -276,10 +276,10 @@ class _Folds(_Cascades, _Deadlines):
                 self._acyclic = False  # a new cycle: earlier cascades may read differently
             if self._depended is not None:
                 self._depended.update(opener.depends_on)
-            dependents = self._cache.dependents
-            if dependents is not None:
-                for dep in opener.depends_on:
-                    counts = dependents.setdefault(dep, {})
+            cache = self._cache
+            for dep in opener.depends_on:
+                if cache.holds_dependents(dep):  # else read with this row when asked for
+                    counts = cache.dependents.setdefault(dep, {})
                     counts[key] = counts.get(key, 0) + 1
             deps = [(rid, self.namespace, d.subject, d.predicate) for d in opener.depends_on]
             if self._deferring():

@@ -226,8 +226,15 @@ class _KeyCache:
     ended: dict[FactKey, dict[int, _Record]] = field(default_factory=dict)
     ended_floor: dict[FactKey, float] = field(default_factory=dict)
     # For each key, the keys with records depending on it and how many such records (as
-    # record_deps holds them): read from the tables once, kept in step with every write
-    dependents: dict[FactKey, dict[FactKey, int]] | None = None
+    # record_deps holds them), kept in step with every write: every key's when
+    # ``dependents_read`` is None (the namespace was empty when the cache was made), else
+    # only those of the keys in it, each read from the tables when first asked for (a
+    # restarted shadow does not read a million rows for its first cascade)
+    dependents: dict[FactKey, dict[FactKey, int]] = field(default_factory=dict)
+    dependents_read: set[FactKey] | None = field(default_factory=set)
+
+    def holds_dependents(self, key: FactKey) -> bool:
+        return self.dependents_read is None or key in self.dependents_read
     # The keys held above, least recently read or written first (see ReferenceMemory.release)
     warm: dict[FactKey, None] = field(default_factory=dict)
 

@@ -193,7 +193,7 @@ class ReferenceMemory(_Query, _Folds):
         self._text_indexed = 0
         self._touched.clear()
         self._asked_until = None
-        self._cache = _KeyCache()
+        self._cache = _KeyCache(dependents_read=None)
         self._cache_complete = True
         self._acyclic = True
         self._depended = set()
