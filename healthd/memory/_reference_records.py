@@ -235,6 +235,7 @@ class _KeyCache:
 
     def holds_dependents(self, key: FactKey) -> bool:
         return self.dependents_read is None or key in self.dependents_read
+
     # The keys held above, least recently read or written first (see ReferenceMemory.release)
     warm: dict[FactKey, None] = field(default_factory=dict)
 
