@@ -951,3 +951,15 @@ def test_a_shadow_file_that_is_not_a_database_is_one_error_naming_it(tmp_path):
         MemoryAdapterError, match=f"reference memory at {path}: file is not a database"
     ):
         ReferenceMemory(path=str(path))
+
+
+def test_a_reopened_shadow_ends_what_depended_on_a_key_that_goes_after_the_restart(tmp_path):
+    """The keys depending on a key are read back from the shadow's tables when the key is
+    first asked for after a restart (not every key's at once): its dependents still end."""
+    path = str(tmp_path / "shadow.sqlite")
+    feed(ReferenceMemory(path=path), added("1", 0, exists), added("2", 1, pg, DEPS)).close()
+    reopened = ReferenceMemory(path=path)
+    assert values(reopened, pg, 2) == ["13"]
+    feed(reopened, invalidated("3", 3, exists))
+    assert values(reopened, pg, 4) == []
+    reopened.close()
