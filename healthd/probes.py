@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
+from json.encoder import encode_basestring, encode_basestring_ascii
 
 from healthd import _json
 from healthd._files import open_text
@@ -70,7 +71,9 @@ def question_for(subject: str, predicate: str, domain: Domain) -> str:
 def _digest(*parts: str) -> str:
     """A digest of the parts as a JSON list: no two different lists share an encoding,
     whatever characters the parts hold (a separator character could be one of them)."""
-    encoded = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    # json.dumps(parts, ensure_ascii=False, separators=(",", ":")), byte for byte, without
+    # building an encoder per call (a restart digests every key's id)
+    encoded = "[" + ",".join(map(encode_basestring, parts)) + "]"
     return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
@@ -79,10 +82,12 @@ def generated_probe_id(key: FactKey) -> str:
 
 
 def _canonical(probe: Probe) -> str:
-    """What of a probe its set's version covers, as JSON."""
-    return json.dumps(
-        [probe.id, probe.question, probe.subject, probe.predicate, probe.domain, probe.multi_valued]
-    )
+    """What of a probe its set's version covers, as JSON (as json.dumps writes it)."""
+    texts = (probe.id, probe.question, probe.subject, probe.predicate, probe.domain)
+    multi = probe.multi_valued
+    if multi is not True and multi is not False:
+        return json.dumps([*texts, multi])
+    return f"[{', '.join(map(encode_basestring_ascii, texts))}, {'true' if multi else 'false'}]"
 
 
 @dataclass(frozen=True)
