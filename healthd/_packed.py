@@ -56,8 +56,9 @@ class Codec(Protocol[T]):
     def unpack(self, row: Any) -> T: ...
 
 
-class DependencyTable:
-    """Each distinct dependency list stored once; a packed operation keeps its index."""
+class TupleTable:
+    """Each distinct tuple (a dependency list, an expiry) stored once; a packed entry keeps
+    its index."""
 
     __slots__ = ("_index", "_lists")
 

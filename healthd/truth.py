@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from healthd._packed import DependencyTable, PackedLog, from_micros, to_micros
+from healthd._packed import PackedLog, TupleTable, from_micros, to_micros
 from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Status
 
 EndKind = Literal["superseded", "invalidated"]
@@ -75,7 +75,7 @@ class _OpCodec:
     __slots__ = ("_deps",)
 
     def __init__(self) -> None:
-        self._deps = DependencyTable()
+        self._deps = TupleTable()
 
     def pack(self, op: _Op) -> tuple[Any, ...]:
         index = self._deps.index(op.depends_on)

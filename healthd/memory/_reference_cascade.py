@@ -129,6 +129,8 @@ class _Cascades(_Store):
     def _forget_dependents(self, key: FactKey, rids: list[int], marks: str) -> None:
         """Before the records ``rids`` of the key and their dependency rows are deleted."""
         cache = self._cache
+        if cache.dependents_read is not None and not cache.dependents_read:
+            return  # no key's dependents are held yet: each is read after this delete
         for subject, predicate in self._db.execute(
             f"SELECT subject, predicate FROM record_deps WHERE record_id IN ({marks})", rids
         ):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from healthd._packed import DependencyTable, PackedLog
+from healthd._packed import PackedLog, TupleTable
 from healthd.memory._validity import Folding, LogOp
 from healthd.model import DOMAINS, HISTORICAL, SOFT_EXPIRED, Domain, FactKey, RetrievedFact
 
@@ -103,8 +103,8 @@ class _LogCodec:
     __slots__ = ("_deps", "_expiries")
 
     def __init__(self) -> None:
-        self._deps = DependencyTable()
-        self._expiries = DependencyTable()
+        self._deps = TupleTable()
+        self._expiries = TupleTable()
 
     def expiry(self, expiry: _Expiry) -> _Expiry:
         """One tuple for each distinct expiry, however many entries share it."""
