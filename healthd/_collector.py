@@ -36,7 +36,18 @@ def replay_collection() -> Iterator[None]:
     try:
         yield
     finally:
+        _settle()
         gc.set_threshold(*before)
+
+
+def _settle() -> None:
+    """What the young generations hold goes to the oldest one as it stands (freeze clears
+    the allocation count, unfreeze hands the objects back to the collector, not counted as
+    promoted): with the previous thresholds back, the next allocation would otherwise scan
+    what the replay kept (a pull's events), to free nothing. Cycles among them are still
+    freed by the next full collection."""
+    gc.freeze()
+    gc.unfreeze()
 
 
 @contextmanager
@@ -47,9 +58,5 @@ def one_off_collection() -> Iterator[None]:
     try:
         yield
     finally:
-        # Into the oldest generation without a scan: freeze clears the allocation count,
-        # unfreeze hands the objects back to the collector, not counted as promoted, so no
-        # full collection follows for them alone.
-        gc.freeze()
-        gc.unfreeze()
+        _settle()  # no full collection follows for them alone either
         gc.set_threshold(*before)
