@@ -266,13 +266,17 @@ def _go_direct(text: str, spans: list[tuple[int, int]]) -> str:
     such a line requires nothing directly whatever precedes it, and since Go 1.17 the
     indirect requirements have a block of their own, most of a go.mod's lines."""
     sections: list[str] = []
+    count = text.count
     for start, end in spans:
-        section = text[start:end]
-        if section.endswith("\n") and section.count("// indirect\n") == section.count(
-            "\n"
-        ) - section.startswith("\n"):
+        # (counted in place: most sections are indirect blocks, never copied)
+        if (
+            end > start
+            and text[end - 1] == "\n"
+            and count("// indirect\n", start, end)
+            == count("\n", start, end) - (text[start] == "\n")
+        ):
             continue
-        sections.append(section)
+        sections.append(text[start:end])
     return "\n".join(sections)
 
 
