@@ -287,6 +287,9 @@ class GroundTruth:
         self._cycle_cut = False
         self._cyclic = False
         self._pushed: dict[FactKey, list[tuple[_Op, bool]]] = {}
+        # Operations pushed since a caller last asked to keep them (see keep_pushed), by key:
+        # None until one asks
+        self._journal: dict[FactKey, list[_Op]] | None = None
         # Keys whose operations are held, least recently given one or folded first
         self._warm: dict[FactKey, None] = {}
         self.latest: datetime | None = None
@@ -458,6 +461,8 @@ class GroundTruth:
         else:
             ops.insort(op)
         self._pushed.setdefault(key, []).append((op, appended))
+        if self._journal is not None:
+            self._journal.setdefault(key, []).append(op)
         for dep in op.depends_on:
             dependents = self._dependents.setdefault(dep, set())
             if key not in dependents:
@@ -630,6 +635,18 @@ class GroundTruth:
     def operations(self, key: FactKey) -> list[Operation]:
         """The key's operations in order of event time, as :meth:`from_stored` reads them."""
         return [Operation(*op) for op in self._keys[key].ops]
+
+    def keep_pushed(self) -> None:
+        """Keep the operations pushed from now on (those kept so far are dropped), for
+        :meth:`pushed_since_kept`."""
+        self._journal = {}
+
+    def pushed_since_kept(self, key: FactKey) -> list[Operation] | None:
+        """The key's operations pushed since :meth:`keep_pushed`, in the order pushed; None
+        if it was never called (read :meth:`operations` then)."""
+        if self._journal is None:
+            return None
+        return [Operation(*op) for op in self._journal.get(key, ())]
 
     def release(self, keep: int, load: Callable[[FactKey], Iterable[OperationRow]]) -> int:
         """Let go of the operations and folds of every key but the ``keep`` given an

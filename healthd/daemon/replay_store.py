@@ -102,6 +102,8 @@ class ReplayStore:
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
         self._scores: dict[str, ProbeScore] = {}
         self._was_current = _StoredValues()  # as saved, per key
+        # the truth that keeps for this store the operations pushed since its last save
+        self._keeping: GroundTruth | None = None
         db = memory.state_db()
         for statement in _SCHEMA.split(";"):
             if statement.strip():
@@ -115,6 +117,7 @@ class ReplayStore:
         self._keys.clear()
         self._saved_seq = 0
         self._answers, self._scores, self._was_current = {}, {}, _StoredValues()
+        self._keeping = None
 
     def note(self, event: ChangeEvent) -> None:
         """An event was replayed: its keys have operations to save."""
@@ -145,11 +148,15 @@ class ReplayStore:
                     json.dumps(list(values.items())),
                 )
             )
-            for op in truth.operations(key):
-                if op.seq > self._saved_seq:
-                    ops.append(_op_row(key, op))
-                    top = max(top, op.seq)
-                    deps.update((*key, *dep) for dep in op.depends_on)
+            # those pushed since the last save, without reading the key's whole history
+            # out of truth's packed log (once truth keeps them: from the second save on)
+            pushed = truth.pushed_since_kept(key) if truth is self._keeping else None
+            if pushed is None:
+                pushed = [op for op in truth.operations(key) if op.seq > self._saved_seq]
+            for op in pushed:
+                ops.append(_op_row(key, op))
+                top = max(top, op.seq)
+                deps.update((*key, *dep) for dep in op.depends_on)
         db.executemany("INSERT INTO healthd_truth_ops VALUES (?,?,?,?,?,?,?,?,?,?)", ops)
         db.executemany("INSERT OR REPLACE INTO healthd_truth_keys VALUES (?,?,?,?,?)", keys)
         db.executemany("INSERT OR IGNORE INTO healthd_truth_deps VALUES (?,?,?,?)", sorted(deps))
@@ -184,6 +191,8 @@ class ReplayStore:
             saved.get(k)[v] = c
         self._keys.clear()
         self._saved_seq = top
+        truth.keep_pushed()  # every operation so far is written
+        self._keeping = truth
         latest = truth.latest.isoformat() if truth.latest is not None else None
         return {**replay.counters(), "truth_seq": top, "latest": latest}
 
