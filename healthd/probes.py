@@ -6,7 +6,6 @@ Pure: no I/O here except :func:`load_probe_file`, which only reads and validates
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
@@ -84,10 +83,8 @@ def generated_probe_id(key: FactKey) -> str:
 def _canonical(probe: Probe) -> str:
     """What of a probe its set's version covers, as JSON (as json.dumps writes it)."""
     texts = (probe.id, probe.question, probe.subject, probe.predicate, probe.domain)
-    multi = probe.multi_valued
-    if multi is not True and multi is not False:
-        return json.dumps([*texts, multi])
-    return f"[{', '.join(map(encode_basestring_ascii, texts))}, {'true' if multi else 'false'}]"
+    multi = "true" if probe.multi_valued else "false"  # a bool wherever a probe is made
+    return f"[{', '.join(map(encode_basestring_ascii, texts))}, {multi}]"
 
 
 @dataclass(frozen=True)
