@@ -107,6 +107,39 @@ def test_a_commit_that_fails_names_the_cause_and_the_shadow_stays_at_its_last_ch
     assert served(again) == {"auth": ["go"], "billing": [], "payments": ["16"]}
 
 
+def test_a_batch_whose_writes_fail_is_never_committed_and_the_shadow_stays_at_its_checkpoint(
+    tmp_path,
+):
+    memory, committed = committed_then_fed(tmp_path / "shadow.db", {"run": 1})
+    db = memory.state_db()
+    memory.apply(revalidated("6", 2, pg))  # waits in the batch for the commit
+    db.execute("DROP TABLE key_log")  # rolled back with the batch
+    with pytest.raises(MemoryAdapterError, match="no such table: key_log.*batch since the last"):
+        memory.commit({"run": 2})
+    with pytest.raises(MemoryAdapterError, match="batch since the last commit is lost"):
+        memory.commit({"run": 2})  # what is left of the batch is never made durable
+    memory.close()
+    reopened = ReferenceMemory(path=str(tmp_path / "shadow.db"), ttl=False)
+    assert (reopened.checkpoint(), served(reopened)) == ({"run": 1}, committed)
+
+
+def test_a_record_validated_again_within_a_batch_is_written_once_at_the_commit(tmp_path):
+    memory = feed(batched(tmp_path / "shadow.db"), *FIRST)
+    memory.commit({"run": 1})
+    updates: list[str] = []
+    memory.state_db().set_trace_callback(
+        lambda sql: updates.append(sql) if sql.startswith("UPDATE records") else None
+    )
+    feed(memory, *(revalidated(f"r{n}", 1 + n / 10, pg) for n in range(5)))
+    assert updates == []  # nothing written while the batch is open
+    memory.commit({"run": 2})
+    assert len(updates) == 1
+    memory.close()
+    reopened = ReferenceMemory(path=str(tmp_path / "shadow.db"), ttl=False)
+    [record] = reopened.answer(probe_for(pg), day(3)).facts
+    assert (record.value, record.validated_at) == ("16", day(1.4))
+
+
 def test_what_a_caller_writes_beside_the_shadow_is_durable_with_its_commit_only(tmp_path):
     memory = feed(batched(tmp_path / "shadow.db"), *FIRST)
     memory.state_db().execute("CREATE TABLE beside (n INTEGER)")

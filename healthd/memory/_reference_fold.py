@@ -21,7 +21,13 @@ from healthd.memory._reference_records import (
     _KeyLog,
     _Record,
 )
-from healthd.memory._reference_store import _DEPS_SQL, _UPDATE_SQL, _VALIDATED_SQL
+from healthd.memory._reference_store import (
+    _DEPS_SQL,
+    _META_SQL,
+    _TEXT_SQL,
+    _UPDATE_SQL,
+    _VALIDATED_SQL,
+)
 from healthd.memory._validity import Folding, LogOp, Validity, removals
 from healthd.model import FactKey
 
@@ -262,10 +268,11 @@ class _Folds(_Cascades, _Deadlines):
             rid = row_id
             record = _Record(rid, wanted, None, opener.value, written)
         if not self._private or rid <= self._text_indexed:  # a rolled-back id used again
-            self._db.execute(
-                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
-                (rid, _content(key.subject, key.predicate, opener.value)),
-            )
+            text = (rid, _content(key.subject, key.predicate, opener.value))
+            if self._deferring():
+                self._deferred.text.append(text)
+            else:
+                self._db.execute(_TEXT_SQL, text)
         if opener.depends_on:
             known = self._depends_on(key)
             if any(
@@ -288,8 +295,9 @@ class _Folds(_Cascades, _Deadlines):
                 self._db.executemany(_DEPS_SQL, deps)
         metadata: dict[str, str] = json.loads(meta) if meta != "{}" else {}
         if metadata:
-            self._db.executemany(
-                "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)",
-                [(rid, k, v) for k, v in metadata.items()],
-            )
+            rows = [(rid, k, v) for k, v in metadata.items()]
+            if self._deferring():
+                self._deferred.meta.extend(rows)
+            else:
+                self._db.executemany(_META_SQL, rows)
         return record

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from healthd.errors import MemoryAdapterError
 from healthd.memory._reference_expiry import _Deadlines
 from healthd.memory._reference_records import _FLAGS, _content, _dt, _Record, _ts
+from healthd.memory._reference_store import _TEXT_SQL
 from healthd.model import Answer, FactKey, Probe, RetrievedFact
 
 FilterOp = Literal["equals", "contains", "before", "after"]
@@ -118,7 +119,7 @@ class _Query(_Deadlines):
                 (self._text_indexed,),
             ).fetchall()
             self._db.executemany(
-                "INSERT INTO records_fts (rowid, content) VALUES (?, ?)",
+                _TEXT_SQL,
                 [(rid, _content(s, p, v)) for rid, s, p, v in rows],
             )
         if rows:

@@ -44,6 +44,9 @@ class _Deferred:
     inserted_after: int = 0
     # records inserted before the batch whose replacement (superseded_by) changed in it
     links: dict[int, _Record] = field(default_factory=dict)
+    # rows of records_fts (rowid, content) and of record_meta (record_id, key, value)
+    text: list[tuple[int, str]] = field(default_factory=list)
+    meta: list[tuple[int, str, str]] = field(default_factory=list)
 
     def inserting(self, rid: int) -> bool:
         """Whether record ``rid`` waits to be inserted."""
@@ -55,6 +58,8 @@ class _Deferred:
         self.records.clear()
         self.inserts.clear()
         self.links.clear()
+        self.text.clear()
+        self.meta.clear()
 
 
 @dataclass(slots=True)

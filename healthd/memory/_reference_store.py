@@ -124,6 +124,8 @@ _RECORDS_SQL = (
     " WHERE namespace = ? AND subject = ? AND predicate = ?"
 )
 _DEPS_SQL = "INSERT INTO record_deps (record_id, namespace, subject, predicate) VALUES (?,?,?,?)"
+_TEXT_SQL = "INSERT INTO records_fts (rowid, content) VALUES (?, ?)"
+_META_SQL = "INSERT INTO record_meta (record_id, key, value) VALUES (?,?,?)"
 _VALIDATED_SQL = "UPDATE records SET updated_at = ?, expires_at = ?, purge_at = ? WHERE id = ?"
 _UPDATE_SQL = (
     "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?, purge_at = ?,"
@@ -155,7 +157,7 @@ class _Store:
     _db: sqlite3.Connection
     _batched: bool  # writes wait for commit (batch_writes)
     _private: bool  # a private temporary database (see ReferenceMemory.__init__)
-    _failed: str | None  # why a private replay cannot go on
+    _failed: str | None  # why a replay cannot go on from its deferred writes
     _deferred: _Deferred
     _clock: float | None  # the replay clock: the latest event time applied
     _text_indexed: int  # a private database's records up to this id are in records_fts
@@ -171,9 +173,19 @@ class _Store:
             raise MemoryAdapterError(self._failed)
 
     def _deferring(self) -> bool:
-        """Whether writes wait for the batch's end (a private database's replay): no one
-        reads them before, and a record validated again within the batch is written once."""
-        return self._private and not self._batched
+        """Whether writes wait for the batch's end (a private database's replay, or a
+        batched shadow's, made durable only at its commit): no one reads them before (a read
+        of the tables flushes them first), and a record validated again within the batch is
+        written once."""
+        return self._private or self._batched
+
+    def _lost(self) -> str:
+        """What a failed deferred write takes with it."""
+        if self._batched:
+            return (
+                "the batch since the last commit is lost (the shadow resumes from its checkpoint)"
+            )
+        return "the private replay cannot go on"
 
     def _flush(self, *, dependencies_only: bool = False) -> None:
         """Write what the batch deferred; called before every read of the tables (before a
@@ -188,6 +200,12 @@ class _Store:
                 deferred.deps.clear()
             if dependencies_only:
                 return
+            if deferred.text:
+                self._db.executemany(_TEXT_SQL, deferred.text)
+                deferred.text.clear()
+            if deferred.meta:
+                self._db.executemany(_META_SQL, deferred.meta)
+                deferred.meta.clear()
             if deferred.log:
                 self._db.executemany(_LOG_SQL, deferred.log)
                 deferred.log.clear()
@@ -211,9 +229,7 @@ class _Store:
             # the batch's writes are lost with it: the replay cannot go on, and every entry
             # point refuses from now on, so neither the cache nor the open batch is read again
             deferred.clear()
-            self._failed = (
-                f"reference memory: writing a batch failed ({exc}); the private replay cannot go on"
-            )
+            self._failed = f"reference memory: writing a batch failed ({exc}); {self._lost()}"
             raise MemoryAdapterError(self._failed) from exc
 
     def _tx(self) -> AbstractContextManager[None]:

@@ -206,7 +206,7 @@ class ReferenceMemory(_Query, _Folds):
         at = _ts(event.timestamp)
         self._clock = at if self._clock is None else max(self._clock, at)
         try:
-            if self._private and not self._batched:
+            if self._deferring():
                 self._apply_in_batch(event, at)
             else:
                 with self._tx():
@@ -215,14 +215,12 @@ class ReferenceMemory(_Query, _Folds):
             # The writes were rolled back: what the cache learnt from them is forgotten too.
             self._cache = _KeyCache()
             self._cache_complete = False
-            if self._private and not self._batched:
-                # The batch's earlier events went with it: this replay cannot go on, and
-                # every entry point refuses from now on (close() rolls the batch back).
+            if self._deferring():
+                # The batch's earlier events went with it (their writes were waiting with
+                # this one's): this replay cannot go on, and every entry point refuses from
+                # now on (close() rolls the batch back; a shadow resumes from its checkpoint).
                 self._deferred.clear()
-                self._failed = (
-                    f"reference memory: a write failed at {event.id}; the private replay "
-                    "cannot go on"
-                )
+                self._failed = f"reference memory: a write failed at {event.id}; {self._lost()}"
             if isinstance(exc, sqlite3.Error):
                 raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
             raise
@@ -246,9 +244,12 @@ class ReferenceMemory(_Query, _Folds):
     # -- an event: the log entries it writes, then the keys it touches settled ------------
 
     def _apply_in_batch(self, event: ChangeEvent, at: float) -> None:
+        # No savepoint per event: a failed event takes its batch with it (see apply)
         if not self._db.in_transaction:
             self._db.execute("BEGIN")
         self._apply(event, at)
+        if self._batched:
+            return  # made durable by the caller's commit
         self._pending += 1
         if self._pending >= self.private_batch:
             self._pending = 0
@@ -312,13 +313,17 @@ class ReferenceMemory(_Query, _Folds):
     # -- batched writes (Checkpointed) ----------------------------------------------------
 
     def batch_writes(self) -> None:
-        """From now on writes become durable only at :meth:`commit`, all together."""
+        """From now on writes become durable only at :meth:`commit`, all together, and wait
+        in the batch until then (or until a read of the tables needs them)."""
         self._flush()
+        self._last_rid = self._max_rid()  # deferred inserts number on from the table's
         self._batched = True
 
     def commit(self, checkpoint: Mapping[str, Any]) -> None:
         """Make every write since the last commit durable, with ``checkpoint`` describing the
         shadow as it is now, in one transaction."""
+        self._refuse_if_failed()  # a batch that lost writes is never made durable
+        self._flush()
         try:
             if not self._db.in_transaction:
                 self._db.execute("BEGIN")
