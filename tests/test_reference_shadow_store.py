@@ -12,7 +12,7 @@ from timeline_builders import added, day, fact, invalidated, revalidated, revise
 
 from healthd.errors import MemoryAdapterError
 from healthd.memory.reference import ReferenceMemory
-from healthd.model import Probe
+from healthd.model import ChangeEvent, Probe
 from healthd.probes import generated_probe_id, question_for
 
 node, go = fact("auth", "language", "node"), fact("auth", "language", "go")
@@ -121,6 +121,35 @@ def test_a_batch_whose_writes_fail_is_never_committed_and_the_shadow_stays_at_it
     memory.close()
     reopened = ReferenceMemory(path=str(tmp_path / "shadow.db"), ttl=False)
     assert (reopened.checkpoint(), served(reopened)) == ({"run": 1}, committed)
+
+
+def test_a_value_sqlite_cannot_store_fails_the_batch_at_its_commit_and_nothing_is_half_written(
+    tmp_path,
+):
+    memory, committed = committed_then_fed(tmp_path / "shadow.db", {"run": 1})
+    with pytest.raises(MemoryAdapterError, match="writing a batch failed .*surrogate"):
+        # the row waits in the batch until the commit, or a read of the tables before it
+        memory.apply(added("6", 2, fact("docs", "owners", "@b\udcffb")))
+        memory.commit({"run": 2})
+    with pytest.raises(MemoryAdapterError, match="batch since the last commit is lost"):
+        memory.commit({"run": 2})
+    memory.close()
+    reopened = ReferenceMemory(path=str(tmp_path / "shadow.db"), ttl=False)
+    assert (reopened.checkpoint(), served(reopened)) == ({"run": 1}, committed)
+
+
+def test_an_event_about_a_file_whose_name_is_not_utf8_is_stored_with_its_metadata(tmp_path):
+    # git's paths are decoded with surrogateescape: b"docs/\xff.md" is "docs/\udcff.md"
+    path = b"docs/\xff.md".decode("utf-8", "surrogateescape")
+    owner = fact("docs", "owners", "@bob", "ownership")
+    event = ChangeEvent("6", "added", day(2), "git", owner, metadata={"path": path})
+    memory = feed(batched(tmp_path / "shadow.db"), event)
+    memory.commit({"run": 1})
+    memory.close()
+    reopened = ReferenceMemory(path=str(tmp_path / "shadow.db"), ttl=False)
+    assert values_at(reopened, owner, 3) == ["@bob"]
+    stored = reopened.state_db().execute("SELECT key, value FROM record_meta").fetchall()
+    assert stored == [("path", "docs/?.md")]
 
 
 def test_a_record_validated_again_within_a_batch_is_written_once_at_the_commit(tmp_path):

@@ -295,9 +295,17 @@ class _Folds(_Cascades, _Deadlines):
                 self._db.executemany(_DEPS_SQL, deps)
         metadata: dict[str, str] = json.loads(meta) if meta != "{}" else {}
         if metadata:
-            rows = [(rid, k, v) for k, v in metadata.items()]
+            rows = [(rid, _bindable(k), _bindable(v)) for k, v in metadata.items()]
             if self._deferring():
                 self._deferred.meta.extend(rows)
             else:
                 self._db.executemany(_META_SQL, rows)
         return record
+
+
+def _bindable(text: str) -> str:
+    """``text`` as SQLite can store it: a lone surrogate (a git path that is not UTF-8,
+    decoded with ``surrogateescape``) becomes ``?``."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "replace").decode("utf-8")

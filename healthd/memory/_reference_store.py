@@ -225,7 +225,7 @@ class _Store:
                 self._db.executemany(_VALIDATED_SQL, moved)
                 self._db.executemany(_UPDATE_SQL, changed)
                 deferred.records.clear()
-        except sqlite3.Error as exc:
+        except Exception as exc:  # SQLite's, or a value it cannot bind (a lone surrogate)
             # the batch's writes are lost with it: the replay cannot go on, and every entry
             # point refuses from now on, so neither the cache nor the open batch is read again
             deferred.clear()
