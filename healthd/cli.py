@@ -389,6 +389,7 @@ def configured_pull(
 ) -> tuple[list[ChangeEvent], list[Person]]:
     """:func:`configured_events`, and the identity records the sources know (a Backstage
     User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
+    from healthd.model import not_text
     from healthd.sources import build_source, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
     from healthd.timeline import format_timestamp
@@ -419,6 +420,13 @@ def configured_pull(
                     f"{format_timestamp(event.timestamp)} is in the future, later than "
                     f"{format_timestamp(not_after)} (now plus max_future_skew)"
                 )
+        kept = []
+        for event in result.events:
+            problem = not_text(event)
+            if problem is None:
+                kept.append(event)
+            else:
+                result.skipped.append(f"event {event.id!r} refused: {' '.join(problem)}")
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:
@@ -426,7 +434,7 @@ def configured_pull(
                 f"healthd: warning: source {name!r}: {len(result.skipped)} input(s) skipped",
                 file=sys.stderr,
             )
-        events, _repeats = unique_events(result.events, f"source {name!r}")
+        events, _repeats = unique_events(kept, f"source {name!r}")
         lists.append(events)
         people += result.people or []
     return merge_timelines(*lists), people

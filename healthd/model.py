@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -109,6 +109,50 @@ class ChangeEvent:
 def is_sweep(event: ChangeEvent) -> bool:
     """A revalidation a source stamps on its own schedule, not a change seen in the world."""
     return event.type == "revalidated" and event.metadata.get("revalidation") == "sweep"
+
+
+def not_text(event: ChangeEvent) -> tuple[str, str] | None:
+    """The field, and what is wrong, when one of ``event``'s strings (its metadata aside) holds a lone
+    surrogate, which is no Unicode text: no memory can store it, and a JSON escape such as
+    ``"\\udcff"`` or a path git gives in bytes that are not UTF-8 makes one. None when every
+    string is text. (Metadata is provenance: a store keeps it with such characters replaced.)
+    """
+    fact, previous = event.fact, event.previous
+    if (  # the usual case, at the cost of a scan of each string
+        event.id.isascii()
+        and event.source.isascii()
+        and fact.subject.isascii()
+        and fact.predicate.isascii()
+        and fact.value.isascii()
+        and previous is None
+        and (event.reason is None or event.reason.isascii())
+        and all(dep.subject.isascii() and dep.predicate.isascii() for dep in event.depends_on)
+    ):
+        return None
+    for name, text in _strings(event):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return name, (
+                f"holds a lone surrogate ({text[exc.start]!r}), which is not Unicode text: "
+                "no memory can store it"
+            )
+    return None
+
+
+def _strings(event: ChangeEvent) -> Iterator[tuple[str, str]]:
+    yield "id", event.id
+    yield "source", event.source
+    for name, fact in (("fact", event.fact), ("previous", event.previous)):
+        if fact is not None:
+            yield f"{name}.subject", fact.subject
+            yield f"{name}.predicate", fact.predicate
+            yield f"{name}.value", fact.value
+    if event.reason is not None:
+        yield "reason", event.reason
+    for i, dep in enumerate(event.depends_on):
+        yield f"depends_on[{i}].subject", dep.subject
+        yield f"depends_on[{i}].predicate", dep.predicate
 
 
 @dataclass(frozen=True, slots=True)

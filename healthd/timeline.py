@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, TextIO
 from healthd import _json
 from healthd._packed import from_micros, to_micros
 from healthd.errors import HealthdError, TimelineError
-from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Domain, Fact, FactKey
+from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Domain, Fact, FactKey, not_text
 
 _EVENT_FIELDS = {
     "id",
@@ -243,7 +243,7 @@ def _event_from_dict(obj: object, ctx: _Ctx, shared: _Shared) -> ChangeEvent:
     for k, v in raw_meta.items():
         if not isinstance(v, str):
             raise ctx.fail(f"expected a string value, got {v!r}", f"metadata.{k}")
-    return ChangeEvent(
+    event = ChangeEvent(
         id=event_id,
         type=kind,
         timestamp=timestamp,
@@ -254,6 +254,10 @@ def _event_from_dict(obj: object, ctx: _Ctx, shared: _Shared) -> ChangeEvent:
         depends_on=shared.deps.setdefault(tuple(deps), tuple(deps)) if deps else (),
         metadata=dict(raw_meta),
     )
+    problem = not_text(event)
+    if problem is not None:
+        raise ctx.fail(problem[1], problem[0])
+    return event
 
 
 def iter_timeline(

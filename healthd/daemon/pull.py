@@ -11,7 +11,7 @@ from opentelemetry.trace import Status, StatusCode
 from healthd.daemon.state import RunRecord, SourceRow
 from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
-from healthd.model import ChangeEvent
+from healthd.model import ChangeEvent, not_text
 from healthd.people import Person
 from healthd.sources import PullResult
 from healthd.sources._merge import merge_timelines
@@ -71,6 +71,10 @@ class Pulling(Views):
                             f"{format_timestamp(event.timestamp)} is later than "
                             f"{format_timestamp(not_after)} (now plus max_future_skew)"
                         )
+                        continue
+                    problem = not_text(event)
+                    if problem is not None:
+                        result.skipped.append(f"event {event.id!r} refused: {' '.join(problem)}")
                         continue
                     timely.append(event)
                 fresh = self._unseen(s.name, timely, result)

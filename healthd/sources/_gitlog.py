@@ -165,16 +165,15 @@ def open_repo(opts: RepoConfig, name: str) -> tuple[Repo, str | None]:
 
 
 def event_id(kind: str, source: str, sha: str, path: str, key: FactKey, etype: str) -> str:
-    digest = hashlib.sha256(
-        "\x1f".join((source, sha, path, key.subject, key.predicate, etype)).encode()
-    ).hexdigest()[:16]
+    text = "\x1f".join((source, sha, path, key.subject, key.predicate, etype))
+    # (surrogatepass: a path git gave in bytes that are not UTF-8 still has an id)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{kind}:{sha[:12]}:{digest}"
 
 
 def fact_hash(fact: Fact) -> str:
-    return hashlib.sha256(
-        "\x1f".join((fact.subject, fact.predicate, fact.value, fact.domain)).encode()
-    ).hexdigest()[:16]
+    text = "\x1f".join((fact.subject, fact.predicate, fact.value, fact.domain))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass

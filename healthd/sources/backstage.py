@@ -669,7 +669,7 @@ class BackstageApiSource:
                     held.fact.predicate,
                     change.type,
                 )
-            ).encode()
+            ).encode("utf-8", "surrogatepass")  # an escape such as "\udcff" still has an id
         ).hexdigest()[:16]
         return ChangeEvent(
             id=f"{KIND}:api:{digest}",

@@ -4,7 +4,9 @@ daemon a bad line is refused, named and skipped, and the good lines around it ar
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 
 import pytest
 from daemon_helpers import (
@@ -400,3 +402,79 @@ def test_a_hung_git_remote_is_visible_while_it_waits_and_ends_after_stall_second
     assert sample(metrics, "healthd_source_up", source="repo") == 0
     assert daemon.stop()[0] == 0
     assert_metrics_equal_evaluate(metrics, EXAMPLE, target="naive")
+
+
+def _surrogate_line(value: str, event_id: str) -> str:
+    """A timeline line whose fact value is ``value`` written as JSON escapes."""
+    escaped = "".join(f"\\u{ord(c):04x}" for c in value)
+    return (
+        f'{{"id": "{event_id}", "type": "added", "timestamp": "2024-05-01T00:00:00Z", '
+        f'"source": "file", "fact": {{"subject": "billing", "predicate": "owner", '
+        f'"value": "{escaped}", "domain": "ownership"}}}}\n'
+    )
+
+
+def test_a_lone_surrogate_escape_is_refused_naming_line_and_field_a_surrogate_pair_is_text(
+    tmp_path,
+):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(GOOD[:3]) + _surrogate_line("caf\udce9", "lone") + "\n")
+    line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    assert f"{timeline}, line 4, field 'fact.value': holds a lone surrogate" in line
+    assert "'\\udce9'" in line  # named as an escape: the message itself is text
+    rocket = tmp_path / "rocket.jsonl"  # U+1F680 as the pair \ud83d\ude80 is one character
+    rocket.write_text("".join(GOOD[:3]) + _surrogate_line("\U0001f680", "pair"))
+    result = run_cli("evaluate", "--timeline", str(rocket), "--format", "json")
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _git(repo, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_DATE": "2024-03-01T00:00:00+0000",
+            "GIT_COMMITTER_DATE": "2024-03-01T00:00:00+0000",
+        },
+    )
+
+
+def test_a_module_whose_directory_name_is_not_utf8_is_refused_by_event_and_runs_go_on(
+    start_daemon, tmp_path
+):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    latin1 = repo / os.fsdecode(b"caf\xe9")  # a Latin-1 name: git gives it as bytes
+    for module in (repo / "api", latin1):
+        module.mkdir()
+        (module / "go.mod").write_text(
+            "module example.com/m\n\ngo 1.22\n\nrequire github.com/x/y v1.0.0\n"
+        )
+        (module / "main.go").write_text("package main\n")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "two")
+    daemon = start_daemon(
+        sources={"repo": {"kind": "git", "path": str(repo), "revalidate_clock": "head"}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon.wait_ready()
+    metrics = daemon.wait_runs("reference", 2, timeout=30)
+    assert runs(metrics, "reference", "failure") == 0
+    assert sample(metrics, "healthd_source_up", source="repo") == 1
+    # api's module: exists, language, one dependency; caf\xe9's three are refused
+    assert sample(metrics, "healthd_events_replayed_total", target="reference") == 3
+    refused = [
+        entry["reason"]
+        for entry in daemon.log_lines()
+        if entry.get("event") == "source skipped input"
+    ]
+    assert len(refused) == 3, refused  # each once, when pulled: the cursor is past them
+    assert all(
+        "refused: fact.subject holds a lone surrogate ('\\udce9')" in reason for reason in refused
+    ), refused
+    assert not [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+    assert daemon.stop()[0] == 0
