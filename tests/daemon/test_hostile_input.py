@@ -24,6 +24,16 @@ from daemon_helpers import (
 )
 from memory_service import MemoryService
 
+
+def skipped_reasons(daemon) -> list[str]:
+    """What the daemon logged as `source skipped input`, in order."""
+    return [
+        entry["reason"]
+        for entry in daemon.log_lines()
+        if entry.get("event") == "source skipped input"
+    ]
+
+
 OUT_OF_RANGE = ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00")
 
 
@@ -106,11 +116,7 @@ def test_the_daemon_skips_a_line_out_of_range_and_measures_every_good_line(
     metrics = daemon.wait_runs("reference", 2)
     assert sample(metrics, "healthd_source_up", source="tl") == 1
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == len(GOOD)
-    refused = [
-        entry["reason"]
-        for entry in daemon.log_lines()
-        if entry.get("event") == "source skipped input"
-    ]
+    refused = skipped_reasons(daemon)
     assert len(refused) == 1, refused  # once, when read: the cursor is past it
     assert f"{timeline}, line 61, field 'timestamp'" in refused[0]
     assert not [e for e in daemon.log_lines() if e.get("event") == "source failed"]
@@ -165,11 +171,7 @@ def test_a_non_utf8_line_or_one_over_4_mib_is_skipped_and_never_wedges_the_sourc
     assert sample(metrics, "healthd_source_up", source="tl") == 1
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == len(GOOD)
     assert sample(metrics, "healthd_source_skipped_inputs_total", source="tl") == 2
-    refused = [
-        entry["reason"]
-        for entry in daemon.log_lines()
-        if entry.get("event") == "source skipped input"
-    ]
+    refused = skipped_reasons(daemon)
     assert len(refused) == 2, refused  # each once, when read: the cursor is past it
     assert refused[0].startswith(f"line refused: {timeline}, line 61: not UTF-8 text")
     assert refused[1].startswith(f"line refused: {timeline}, line 82: longer than 4194304 bytes")
@@ -467,11 +469,7 @@ def test_a_module_whose_directory_name_is_not_utf8_is_refused_by_event_and_runs_
     assert sample(metrics, "healthd_source_up", source="repo") == 1
     # api's module: exists, language, one dependency; caf\xe9's three are refused
     assert sample(metrics, "healthd_events_replayed_total", target="reference") == 3
-    refused = [
-        entry["reason"]
-        for entry in daemon.log_lines()
-        if entry.get("event") == "source skipped input"
-    ]
+    refused = skipped_reasons(daemon)
     assert len(refused) == 3, refused  # each once, when pulled: the cursor is past them
     assert all(
         "refused: fact.subject holds a lone surrogate ('\\udce9')" in reason for reason in refused
