@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from healthd.errors import SourceError
 from healthd.logging import redact_text, register_secret
@@ -26,6 +26,10 @@ except ImportError:  # Windows: no fcntl, pipes keep their size
     fcntl = None  # type: ignore[assignment]
 
 NULL_SHA = "0" * 40
+#: The largest file a repository source reads (a manifest, CODEOWNERS, a decision record, a
+#: catalog file): a bigger one, generated or committed by mistake, is reported and passed
+#: over, never held in memory whole.
+MAX_BLOB_BYTES = 8 << 20
 _SUBMODULE_MODE = "160000"
 _ADDED_DELETED = frozenset(b"AD")  # a raw change's last byte, its status
 
@@ -75,6 +79,7 @@ class Repo:
         self.env = env
         self._cat: subprocess.Popen[bytes] | None = None
         self._absent: set[str] = set()
+        self._oversized: dict[str, int] = {}  # blob → its size, over MAX_BLOB_BYTES
         self._prefetched: dict[str, bytes | None] = {}
         self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
 
@@ -308,7 +313,7 @@ class Repo:
                     found[sha] = None
                     continue
                 size = int(parts[2])
-                found[sha] = stdout.read(size + 1)[:-1]
+                found[sha] = self._content(stdout, sha, size)
         finally:
             writer.join(timeout=60)
         if len(found) < len(wanted) or failed:
@@ -319,7 +324,7 @@ class Repo:
         """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
         if sha in self._prefetched:
             return self._prefetched[sha]
-        if sha in self._absent:
+        if sha in self._absent or sha in self._oversized:
             return None
         with self._lock:
             return self._one_blob(sha)
@@ -341,9 +346,31 @@ class Repo:
         parts = header.split()
         if len(parts) < 3 or parts[1] == b"missing":
             return None
-        size = int(parts[2])
-        data = cat.stdout.read(size + 1)
-        return data[:-1]
+        return self._content(cat.stdout, sha, int(parts[2]))
+
+    def _content(self, stdout: IO[bytes], sha: str, size: int) -> bytes | None:
+        """The blob ``cat-file`` is sending (``size`` bytes and a newline); None, read past
+        in pieces, when it is over :data:`MAX_BLOB_BYTES`."""
+        if size <= MAX_BLOB_BYTES:
+            return stdout.read(size + 1)[:-1]
+        left = size + 1
+        while left > 0:
+            piece = stdout.read(min(left, 1 << 20))
+            if not piece:
+                break
+            left -= len(piece)
+        self._oversized[sha] = size
+        return None
+
+    def unread(self, sha: str) -> str:
+        """Why :meth:`blob` gave None for ``sha``, for a skipped-input line."""
+        size = self._oversized.get(sha)
+        if size is not None:
+            return (
+                f"blob {sha[:12]} is {size} bytes, over the {MAX_BLOB_BYTES >> 20} MiB a file "
+                "is read up to"
+            )
+        return f"blob {sha[:12]} missing (partial clone?)"
 
     def _cat_file(self) -> subprocess.Popen[bytes]:
         if self._cat is None:

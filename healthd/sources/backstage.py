@@ -260,7 +260,7 @@ class CatalogExtractor(Extractor):
         if cached is None:
             data = self.repo.blob(sha)
             if data is None:
-                cached = f"blob {sha[:12]} missing (partial clone?)"
+                cached = self.repo.unread(sha)
             else:
                 try:
                     text = data.decode("utf-8", errors="replace")

@@ -532,7 +532,7 @@ class GitExtractor(Extractor):
         if data is None:
             self.skips.add(
                 f"{ch.path}@{commit.sha[:12]}",
-                f"blob {ch.new_sha[:12]} missing (partial clone?); kept as before",
+                f"{self.repo.unread(ch.new_sha)}; kept as before",
             )
             return None
         return data.decode("utf-8", errors="replace")

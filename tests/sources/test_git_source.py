@@ -223,6 +223,38 @@ def test_an_unreadable_manifest_is_skipped_with_its_reason_and_facts_kept(repo, 
     assert result.skipped[0].startswith("api/package.json@") and "invalid JSON" in result.skipped[0]
 
 
+def test_a_manifest_over_the_size_bound_is_passed_over_named_and_its_facts_kept(repo, brief):
+    from healthd.sources._gitrepo import MAX_BLOB_BYTES, Repo
+
+    repo.commit("2024-01-01", {"api/package.json": '{"dependencies": {"express": "4.18.2"}}'})
+    # a generated package.json committed by mistake, one byte over the bound
+    padding = " " * (MAX_BLOB_BYTES - 60)
+    huge = '{"dependencies": {"express": "5.0.0", "left-pad": "1.3.0"}}' + padding
+    huge = huge + " " * (MAX_BLOB_BYTES + 1 - len(huge))
+    big = repo.commit("2024-01-02", {"api/package.json": huge})
+    repo.commit("2024-01-03", {"api/package.json": '{"dependencies": {"express": "5.0.0"}}'})
+    result = pull(git_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "api exists=true"),
+        ("2024-01-01", "added", "api dependency:express=4.18.2"),
+        ("2024-01-03", "revised", "api dependency:express=4.18.2 -> api dependency:express=5.0.0"),
+    ]
+    blob = repo.git("rev-parse", f"{big}:api/package.json")
+    assert result.skipped == [
+        f"api/package.json@{big[:12]}: blob {blob[:12]} is {MAX_BLOB_BYTES + 1} bytes, over "
+        f"the {MAX_BLOB_BYTES >> 20} MiB a file is read up to; kept as before"
+    ]
+    one = Repo(str(repo.path))  # one blob at a time, as a decision record is read
+    try:
+        assert one.blob(blob) is None
+        assert one.unread(blob).startswith(f"blob {blob[:12]} is {MAX_BLOB_BYTES + 1} bytes")
+        assert one.blob(repo.git("rev-parse", "HEAD:api/package.json")) == (
+            b'{"dependencies": {"express": "5.0.0"}}'
+        )  # the exchange after the blob passed over is in step
+    finally:
+        one.close()
+
+
 # --------------------------------------------------------------------------- services
 
 
