@@ -568,6 +568,8 @@ class RepoSource:
         events += revalidations(
             self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
         )
+        for note in repo.notes:
+            skips.note(note)
         problem = self._finish(extractor)
         if problem is not None:
             return PullResult([], cursor, error=problem, skipped=skips.lines())

@@ -26,6 +26,9 @@ except ImportError:  # Windows: no fcntl, pipes keep their size
     fcntl = None  # type: ignore[assignment]
 
 NULL_SHA = "0" * 40
+#: What a commit time git gives (seconds from 1970, any unsigned 64-bit number) is read as
+#: when no date can hold it.
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 #: The largest file a repository source reads (a manifest, CODEOWNERS, a decision record, a
 #: catalog file): a bigger one, generated or committed by mistake, is reported and passed
 #: over, never held in memory whole.
@@ -81,6 +84,8 @@ class Repo:
         self._absent: set[str] = set()
         self._oversized: dict[str, int] = {}  # blob → its size, over MAX_BLOB_BYTES
         self._prefetched: dict[str, bytes | None] = {}
+        #: What the reading found wrong that is no git failure (a pull reports each once).
+        self.notes: list[str] = []
         self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
 
     # -- helpers
@@ -118,7 +123,21 @@ class Repo:
 
     def commit_time(self, sha: str) -> datetime:
         out = self.run("show", "-s", "--format=%ct", sha).stdout.decode().strip()
-        return datetime.fromtimestamp(int(out), tz=UTC)
+        return self._time_of(sha, int(out))
+
+    def _time_of(self, sha: str, seconds: int) -> datetime:
+        """A commit's time; one no date can hold (past the year 9999: a broken clock's, or
+        forged) is read as the last second of 9999 and said once, and its events are then
+        refused as any from the future are."""
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (ValueError, OverflowError, OSError):
+            when = _LATEST
+            self.notes.append(
+                f"commit {sha[:12]}: its time, {seconds} s from 1970, is beyond what a "
+                f"date holds; read as {when.isoformat()}"
+            )
+            return when
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self.run("merge-base", "--is-ancestor", older, newer, check=False).returncode == 0
@@ -214,7 +233,7 @@ class Repo:
                         if commit is not None:
                             yield commit, changes
                         sha, _, ct = token[1:].decode().partition(" ")
-                        commit = Commit(sha, datetime.fromtimestamp(int(ct), tz=UTC))
+                        commit = Commit(sha, self._time_of(sha, int(ct)))
                         changes = []
                     elif token.startswith(b":"):
                         pending_meta = token

@@ -255,6 +255,28 @@ def test_a_manifest_over_the_size_bound_is_passed_over_named_and_its_facts_kept(
         one.close()
 
 
+@pytest.mark.parametrize("seconds", [300_000_000_000, 9_223_372_036_854_775_000])
+def test_a_commit_time_past_what_a_date_holds_is_read_as_its_last_second_and_said(
+    repo, brief, seconds
+):
+    # git's %ct is any unsigned 64-bit number: year 11476, or past what the C library takes
+    go_mod = "module m\n\ngo 1.22\n\nrequire github.com/x/y {}\n"
+    repo.commit("2024-01-01", {"api/go.mod": go_mod.format("v1.0.0"), "api/main.go": "package m\n"})
+    repo.write({"api/go.mod": go_mod.format("v1.1.0")})
+    repo.git("add", "-A")
+    stamp = f"@{seconds} +0000"  # a broken clock's, or a forged one: git takes any
+    env = {**repo.env(), "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    subprocess.run(["git", "commit", "-qm", "forged"], cwd=repo.path, env=env, check=True)
+    forged = repo.head()
+    result = pull(git_source(repo))
+    revised = "api dependency:github.com/x/y=v1.0.0 -> api dependency:github.com/x/y=v1.1.0"
+    assert ("9999-12-31", "revised", revised) in brief(result.events)
+    assert result.skipped == [
+        f"commit {forged[:12]}: its time, {seconds} s from 1970, is beyond what a date holds; "
+        "read as 9999-12-31T23:59:59+00:00"
+    ]
+
+
 # --------------------------------------------------------------------------- services
 
 
