@@ -389,7 +389,7 @@ def configured_pull(
 ) -> tuple[list[ChangeEvent], list[Person]]:
     """:func:`configured_events`, and the identity records the sources know (a Backstage
     User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
-    from healthd.model import not_text
+    from healthd.model import as_text, not_text_note
     from healthd.sources import build_source, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
     from healthd.timeline import format_timestamp
@@ -422,11 +422,10 @@ def configured_pull(
                 )
         kept = []
         for event in result.events:
-            problem = not_text(event)
-            if problem is None:
-                kept.append(event)
-            else:
-                result.skipped.append(f"event {event.id!r} refused: {' '.join(problem)}")
+            event, replaced = as_text(event)
+            if replaced is not None:
+                result.skipped.append(not_text_note(replaced))
+            kept.append(event)
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:

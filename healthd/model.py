@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,48 +112,105 @@ def is_sweep(event: ChangeEvent) -> bool:
     return event.type == "revalidated" and event.metadata.get("revalidation") == "sweep"
 
 
+#: A code point of the surrogate range: alone in a str it is no Unicode text (a UTF-8
+#: encoder refuses it). A JSON escape such as ``"\\udcff"`` makes one, and so does a path git
+#: gives in bytes that are not UTF-8 (decoded with ``surrogateescape``).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
 def not_text(event: ChangeEvent) -> tuple[str, str] | None:
-    """The field, and what is wrong, when one of ``event``'s strings (its metadata aside) holds a lone
-    surrogate, which is no Unicode text: no memory can store it, and a JSON escape such as
-    ``"\\udcff"`` or a path git gives in bytes that are not UTF-8 makes one. None when every
-    string is text. (Metadata is provenance: a store keeps it with such characters replaced.)
-    """
+    """The field, and what is wrong, when one of ``event``'s strings (metadata included)
+    holds a lone surrogate; None when every string is text."""
+    for name, text in _non_ascii(event):
+        found = _LONE_SURROGATE.search(text)
+        if found is not None:
+            return name, (
+                f"holds a lone surrogate ({found.group()!r}), which is not Unicode text: "
+                "a UTF-8 store cannot keep it"
+            )
+    return None
+
+
+def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
+    """``event`` with U+FFFD in place of each lone surrogate in its strings, and what was
+    replaced first ("fact.subject 'caf\\udce9'"), None when nothing was. The same text is
+    replaced the same way in every event, so the events of one fact still pair up: what a
+    source read from bytes that are not UTF-8 is kept under a name that is text."""
+    first = next(
+        (f"{name} {text!r}" for name, text in _non_ascii(event) if _LONE_SURROGATE.search(text)),
+        None,
+    )
+    if first is None:
+        return event, None
+
+    def fix(text: str) -> str:
+        return text if text.isascii() else _LONE_SURROGATE.sub(REPLACEMENT, text)
+
+    def fix_fact(fact: Fact) -> Fact:
+        return Fact(fix(fact.subject), fix(fact.predicate), fix(fact.value), fact.domain)
+
+    repaired = ChangeEvent(
+        id=fix(event.id),
+        type=event.type,
+        timestamp=event.timestamp,
+        source=fix(event.source),
+        fact=fix_fact(event.fact),
+        previous=None if event.previous is None else fix_fact(event.previous),
+        reason=None if event.reason is None else fix(event.reason),
+        depends_on=tuple(FactKey(fix(d.subject), fix(d.predicate)) for d in event.depends_on),
+        metadata={fix(k): fix(v) for k, v in event.metadata.items()},
+    )
+    return repaired, first
+
+
+def not_text_note(replaced: str) -> str:
+    """The skipped-input line for what :func:`as_text` replaced: one per distinct text, so a
+    fact observed again (a revalidation sweep) is not reported again."""
+    return (
+        f"{replaced} is not Unicode text (a name git gives in bytes that are not UTF-8, or an "
+        "escape such as \\udcff): read with U+FFFD in place of each lone surrogate"
+    )
+
+
+def _non_ascii(event: ChangeEvent) -> Iterator[tuple[str, str]]:
+    """Each string of ``event`` that is not ASCII (only such a one can hold a surrogate),
+    named by its field; nothing, at the cost of a scan of each, for most events."""
     fact, previous = event.fact, event.previous
-    if (  # the usual case, at the cost of a scan of each string
+    if (
         event.id.isascii()
         and event.source.isascii()
         and fact.subject.isascii()
         and fact.predicate.isascii()
         and fact.value.isascii()
-        and previous is None
+        and (previous is None or _ascii_fact(previous))
         and (event.reason is None or event.reason.isascii())
         and all(dep.subject.isascii() and dep.predicate.isascii() for dep in event.depends_on)
+        and all(k.isascii() and v.isascii() for k, v in event.metadata.items())
     ):
-        return None
-    for name, text in _strings(event):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return name, (
-                f"holds a lone surrogate ({text[exc.start]!r}), which is not Unicode text: "
-                "no memory can store it"
-            )
-    return None
-
-
-def _strings(event: ChangeEvent) -> Iterator[tuple[str, str]]:
-    yield "id", event.id
-    yield "source", event.source
-    for name, fact in (("fact", event.fact), ("previous", event.previous)):
-        if fact is not None:
-            yield f"{name}.subject", fact.subject
-            yield f"{name}.predicate", fact.predicate
-            yield f"{name}.value", fact.value
+        return
+    strings = [("id", event.id), ("source", event.source)]
+    for name, each in (("fact", fact), ("previous", previous)):
+        if each is not None:
+            strings += [
+                (f"{name}.subject", each.subject),
+                (f"{name}.predicate", each.predicate),
+                (f"{name}.value", each.value),
+            ]
     if event.reason is not None:
-        yield "reason", event.reason
+        strings.append(("reason", event.reason))
     for i, dep in enumerate(event.depends_on):
-        yield f"depends_on[{i}].subject", dep.subject
-        yield f"depends_on[{i}].predicate", dep.predicate
+        strings += [
+            (f"depends_on[{i}].subject", dep.subject),
+            (f"depends_on[{i}].predicate", dep.predicate),
+        ]
+    for k, v in event.metadata.items():
+        strings += [("metadata", k), (f"metadata.{k}", v)]
+    yield from ((name, text) for name, text in strings if not text.isascii())
+
+
+def _ascii_fact(fact: Fact) -> bool:
+    return fact.subject.isascii() and fact.predicate.isascii() and fact.value.isascii()
 
 
 @dataclass(frozen=True, slots=True)

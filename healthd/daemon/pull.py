@@ -11,7 +11,7 @@ from opentelemetry.trace import Status, StatusCode
 from healthd.daemon.state import RunRecord, SourceRow
 from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
-from healthd.model import ChangeEvent, not_text
+from healthd.model import ChangeEvent, as_text, not_text_note
 from healthd.people import Person
 from healthd.sources import PullResult
 from healthd.sources._merge import merge_timelines
@@ -72,10 +72,9 @@ class Pulling(Views):
                             f"{format_timestamp(not_after)} (now plus max_future_skew)"
                         )
                         continue
-                    problem = not_text(event)
-                    if problem is not None:
-                        result.skipped.append(f"event {event.id!r} refused: {' '.join(problem)}")
-                        continue
+                    event, replaced = as_text(event)
+                    if replaced is not None:
+                        result.skipped.append(not_text_note(replaced))
                     timely.append(event)
                 fresh = self._unseen(s.name, timely, result)
                 row = SourceRow(

@@ -13,6 +13,7 @@ from daemon_helpers import (
     EXAMPLE,
     GOOD,
     assert_metrics_equal_evaluate,
+    free_port,
     one_line_error,
     poison_event,
     run_cli,
@@ -424,6 +425,11 @@ def test_a_lone_surrogate_escape_is_refused_naming_line_and_field_a_surrogate_pa
     line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
     assert f"{timeline}, line 4, field 'fact.value': holds a lone surrogate" in line
     assert "'\\udce9'" in line  # named as an escape: the message itself is text
+    note = tmp_path / "note.jsonl"  # metadata is text too: the daemon's state keeps it
+    bad_note = poison_event("2024-05-01T00:00:00Z")[:-1] + ', "metadata": {"note": "\\udcff"}}\n'
+    note.write_text("".join(GOOD[:3]) + bad_note)
+    line = one_line_error(run_cli("evaluate", "--timeline", str(note)))
+    assert f"{note}, line 4, field 'metadata.note': holds a lone surrogate" in line
     rocket = tmp_path / "rocket.jsonl"  # U+1F680 as the pair \ud83d\ude80 is one character
     rocket.write_text("".join(GOOD[:3]) + _surrogate_line("\U0001f680", "pair"))
     result = run_cli("evaluate", "--timeline", str(rocket), "--format", "json")
@@ -444,35 +450,65 @@ def _git(repo, *args: str) -> None:
     )
 
 
-def test_a_module_whose_directory_name_is_not_utf8_is_refused_by_event_and_runs_go_on(
+def test_names_git_gives_in_bytes_that_are_not_utf8_are_kept_as_text_and_said_once(
     start_daemon, tmp_path
 ):
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
-    latin1 = repo / os.fsdecode(b"caf\xe9")  # a Latin-1 name: git gives it as bytes
-    for module in (repo / "api", latin1):
+    latin1 = os.fsdecode(b"caf\xe9")  # a Latin-1 name: git gives it as bytes
+    for module in (repo / "api", repo / latin1):
         module.mkdir()
         (module / "go.mod").write_text(
             "module example.com/m\n\ngo 1.22\n\nrequire github.com/x/y v1.0.0\n"
         )
         (module / "main.go").write_text("package main\n")
+    adr = repo / "docs" / "adr"
+    adr.mkdir(parents=True)
+    for number, name in ((1, "record-decisions"), (2, latin1)):
+        (adr / f"000{number}-{name}.md").write_text(
+            f"# {number}. Decision {number}\n\nDate: 2024-03-01\n\n## Status\n\nAccepted\n"
+        )
     _git(repo, "add", "-A")
     _git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "two")
-    daemon = start_daemon(
-        sources={"repo": {"kind": "git", "path": str(repo), "revalidate_clock": "head"}},
+    sources = {  # the wall clock and a one-second sweep: every run observes the facts again
+        "repo": {"kind": "git", "path": str(repo), "revalidate_interval": "PT1S"},
+        "decisions": {"kind": "adr", "path": str(repo), "revalidate_interval": "PT1S"},
+    }
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources=sources,
         targets={"reference": {"kind": "reference", "shadow": True}},
     )
+    printed = run_cli("timeline", "--config", str(config))
+    assert printed.returncode == 0, printed.stderr
+    events = [json.loads(line) for line in printed.stdout.splitlines()]
+    subjects = {event["fact"]["subject"] for event in events}
+    assert {"api", "caf\ufffd", "adr:1", "adr:2"} <= subjects, subjects
+    timeline = tmp_path / "printed.jsonl"
+    timeline.write_text(printed.stdout)  # what it prints is a timeline its reader takes
+    assert run_cli("evaluate", "--timeline", str(timeline)).returncode == 0
+
+    daemon = start_daemon(config, port=port)
     daemon.wait_ready()
-    metrics = daemon.wait_runs("reference", 2, timeout=30)
+    metrics = daemon.wait_runs("reference", 4, timeout=40)
     assert runs(metrics, "reference", "failure") == 0
     assert sample(metrics, "healthd_source_up", source="repo") == 1
-    # api's module: exists, language, one dependency; caf\xe9's three are refused
-    assert sample(metrics, "healthd_events_replayed_total", target="reference") == 3
-    refused = skipped_reasons(daemon)
-    assert len(refused) == 3, refused  # each once, when pulled: the cursor is past them
-    assert all(
-        "refused: fact.subject holds a lone surrogate ('\\udce9')" in reason for reason in refused
-    ), refused
-    assert not [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+    assert sample(metrics, "healthd_source_up", source="decisions") == 1
+    # the first run's events, and sweeps after: the module and the record are measured
+    assert sample(metrics, "healthd_events_replayed_total", target="reference") > len(
+        [e for e in events if e["type"] != "revalidated"]
+    )
+    said = skipped_reasons(daemon)
+    assert said == [  # each once, however many sweeps observed the facts again
+        "fact.subject 'caf\\udce9' is not Unicode text (a name git gives in bytes that are "
+        "not UTF-8, or an escape such as \\udcff): read with U+FFFD in place of each lone "
+        "surrogate",
+        "metadata.adr_file 'docs/adr/0002-caf\\udce9.md' is not Unicode text (a name git "
+        "gives in bytes that are not UTF-8, or an escape such as \\udcff): read with U+FFFD in "
+        "place of each lone surrogate",
+    ], said
+    assert not [e for e in daemon.log_lines() if e.get("event") in ("source failed", "run crashed")]
     assert daemon.stop()[0] == 0
