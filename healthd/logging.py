@@ -4,7 +4,9 @@
 :func:`redact_text` is the one redaction: every text logged, stored or shown passes through
 it. Besides the shapes of secrets it knows, it replaces every value healthd took from an
 environment variable named by a ``*_env`` key (a user name as much as a password) and their
-base64 forms, whatever the remote echoed them in.
+base64 forms, whatever the remote echoed them in. It also writes each lone surrogate out as
+its escape (:func:`healthd.model.repaired`: a name git gave in bytes that are not UTF-8), so
+what is stored or shown is text.
 
 structlog (and the console renderer's imports) are loaded when something first logs: a
 one-shot command that logs nothing does not carry them."""
@@ -19,6 +21,8 @@ import sys
 import threading
 from collections.abc import Mapping, MutableMapping
 from typing import Any, TextIO
+
+from healthd.model import repaired
 
 REDACTED = "[REDACTED]"
 
@@ -134,7 +138,7 @@ def redact_text(text: str) -> str:
         text = values.sub(REDACTED, text)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
-    return text
+    return repaired(text)  # stored and shown as text, whatever a name held
 
 
 def redact(value: Any, key: str | None = None) -> Any:

@@ -116,7 +116,20 @@ def is_sweep(event: ChangeEvent) -> bool:
 #: encoder refuses it). A JSON escape such as ``"\\udcff"`` makes one, and so does a path git
 #: gives in bytes that are not UTF-8 (decoded with ``surrogateescape``).
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-REPLACEMENT = "\ufffd"
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte surrogateescape kept: shown as Python shows bytes
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def repaired(text: str) -> str:
+    """``text`` with each lone surrogate written out as an escape: ``caf\\udce9`` (the
+    Latin-1 byte 0xE9 of a name git gave) becomes the text ``caf\\xe9``, ``\\ud800`` the text
+    ``\\ud800``. Two names that differ stay two names."""
+    return text if text.isascii() else _LONE_SURROGATE.sub(_escaped, text)
 
 
 def not_text(event: ChangeEvent) -> tuple[str, str] | None:
@@ -133,10 +146,11 @@ def not_text(event: ChangeEvent) -> tuple[str, str] | None:
 
 
 def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
-    """``event`` with U+FFFD in place of each lone surrogate in its strings, and what was
-    replaced first ("fact.subject 'caf\\udce9'"), None when nothing was. The same text is
-    replaced the same way in every event, so the events of one fact still pair up: what a
-    source read from bytes that are not UTF-8 is kept under a name that is text."""
+    """``event`` with its strings :func:`repaired` (ids, facts, reason, depends_on,
+    metadata), and what was repaired first ("fact.subject 'caf\\udce9'"), None when nothing
+    was. The same text is repaired the same way in every event, so the events of one fact
+    still pair up, and two texts stay two: what a source read from bytes that are not UTF-8
+    is kept under a name that is text."""
     first = next(
         (f"{name} {text!r}" for name, text in _non_ascii(event) if _LONE_SURROGATE.search(text)),
         None,
@@ -144,13 +158,12 @@ def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
     if first is None:
         return event, None
 
-    def fix(text: str) -> str:
-        return text if text.isascii() else _LONE_SURROGATE.sub(REPLACEMENT, text)
+    fix = repaired
 
     def fix_fact(fact: Fact) -> Fact:
         return Fact(fix(fact.subject), fix(fact.predicate), fix(fact.value), fact.domain)
 
-    repaired = ChangeEvent(
+    as_text_event = ChangeEvent(
         id=fix(event.id),
         type=event.type,
         timestamp=event.timestamp,
@@ -161,7 +174,7 @@ def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
         depends_on=tuple(FactKey(fix(d.subject), fix(d.predicate)) for d in event.depends_on),
         metadata={fix(k): fix(v) for k, v in event.metadata.items()},
     )
-    return repaired, first
+    return as_text_event, first
 
 
 def not_text_note(replaced: str) -> str:
@@ -169,7 +182,7 @@ def not_text_note(replaced: str) -> str:
     fact observed again (a revalidation sweep) is not reported again."""
     return (
         f"{replaced} is not Unicode text (a name git gives in bytes that are not UTF-8, or an "
-        "escape such as \\udcff): read with U+FFFD in place of each lone surrogate"
+        "escape such as \\udcff): read with each lone surrogate written as its escape"
     )
 
 
