@@ -74,7 +74,12 @@ def parse_time(value: object, field: str) -> datetime:
         raise Malformed(f"field '{field}' is not an ISO 8601 timestamp: {value[:40]!r}") from None
     if ts.tzinfo is None:
         raise Malformed(f"field '{field}' has no timezone: {value[:40]!r}")
-    return ts.astimezone(UTC)
+    try:
+        return ts.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59:59-01:00 is in the year 10000 in UTC
+        raise Malformed(
+            f"field '{field}' is out of range once converted to UTC: {value[:40]!r}"
+        ) from None
 
 
 def format_time(ts: datetime) -> str:

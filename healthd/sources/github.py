@@ -38,7 +38,7 @@ against the rate limit) and single-page event lists of recently seen issues.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -411,6 +411,7 @@ class GitHubSource(TicketSource):
         if since:
             params["since"] = since  # type: ignore[index]
         newest: datetime | None = parse_time(since, "since") if since else None
+        pulled_at = datetime.fromtimestamp(self._clock(), UTC)
         first_etag = None
         page = 0
         while url:
@@ -446,7 +447,9 @@ class GitHubSource(TicketSource):
                 if newest is None or issue.updated_at > newest:
                     newest = issue.updated_at
             url, params = resp.links.get("next"), None
-        return (format_time(newest) if newest else since), first_etag
+        # an issue "updated" past this pull (a broken clock's date) must not become the
+        # watermark, or every issue updated before that date would never be read again
+        return (format_time(min(newest, pulled_at)) if newest else since), first_etag
 
 
 def _retracted(before: frozenset[str] | None, after: frozenset[str] | None, open_: bool) -> bool:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -466,7 +466,10 @@ class JiraSource(TicketSource):
             return f"({self.options.jql}) ORDER BY updated DESC"
         # JQL compares minutes in the API user's time zone: step back by the overlap (a day
         # by default covers any zone); per-issue history ids drop what was already emitted.
-        start = parse_time(since, "since") - timedelta(minutes=self.options.overlap_minutes)
+        watermark = parse_time(since, "since")
+        if watermark.year < 1970:  # no issue was updated then: read them all
+            return f"({self.options.jql}) ORDER BY updated DESC"
+        start = watermark - timedelta(minutes=self.options.overlap_minutes)
         return (
             f'({self.options.jql}) AND updated >= "{start.strftime("%Y/%m/%d %H:%M")}" '
             "ORDER BY updated DESC"
@@ -588,6 +591,7 @@ class JiraSource(TicketSource):
         events: list[ChangeEvent] = []
         skipped: list[str] = []
         newest: datetime | None = parse_time(since, "since") if since else None
+        pulled_at = datetime.fromtimestamp(self._clock(), UTC)
         areas = load_areas(state)
         claims: list[AreaClaim] = []
 
@@ -644,7 +648,8 @@ class JiraSource(TicketSource):
                 error=f"jira source {self.name!r}: {exc}{hint}",
                 skipped=skipped,
             )
-        done = cursor_now(format_time(newest) if newest else since)
+        # never past this pull: an issue "updated" in the year 9999 would hide every later one
+        done = cursor_now(format_time(min(newest, pulled_at)) if newest else since)
         return PullResult(_ordered(events), done, skipped=skipped)
 
 

@@ -246,7 +246,7 @@ class FakeGitHub(FakeApi):
             {
                 "X-RateLimit-Limit": "5000",
                 "X-RateLimit-Remaining": "4999",
-                "X-RateLimit-Reset": "1700000000",
+                "X-RateLimit-Reset": "1800000000",
                 "X-RateLimit-Resource": "core",
             }
         )
@@ -538,7 +538,7 @@ def ticket_source(
         options(**{**retries, **settings}),
         session=requests.Session(),
         sleep=sleeps or Sleeps(),
-        clock=lambda: 1_700_000_000.0,
+        clock=lambda: 1_800_000_000.0,  # 2027-01-15: after every issue the fixtures hold
         rng=lambda: 0.5,
         environ=environ,
     )

@@ -370,12 +370,12 @@ def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
 
 def test_exhausted_primary_rate_limit_uses_the_reset_header(gh):
     sleeps = Sleeps()
-    # clock is 1_700_000_000: a reset 5 s later is waited for, 2 h later is deferred
+    # clock is 1_800_000_000: a reset 5 s later is waited for, 2 h later is deferred
     gh.fail(
         r"/issues$",
         status=403,
         body='{"message": "API rate limit exceeded"}',
-        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000005"},
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1800000005"},
     )
     assert make(gh, sleeps).pull(None).ok
     assert sleeps.calls == [5.0]
@@ -384,7 +384,7 @@ def test_exhausted_primary_rate_limit_uses_the_reset_header(gh):
         r"/issues$",
         status=403,
         body='{"message": "API rate limit exceeded"}',
-        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700007200"},
+        headers={"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1800007200"},
     )
     result = make(gh, Sleeps()).pull(None)
     assert not result.ok and "deferred" in result.error
@@ -773,3 +773,29 @@ def test_removing_an_issues_area_label_ends_the_ownership_it_gave(gh):
         ("github:acme/payments#40:4003:owners:search", "invalidated", T(5),
          owners("search", "carol"), None, "label 'area/search' removed from acme/payments#40"),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["issue updated_at", "event created_at"])
+def test_a_date_past_what_utc_holds_is_one_skipped_line_and_the_rest_is_read(gh, where):
+    late = "9999-12-31T23:59:59-01:00"  # valid ISO 8601, but the year 10000 in UTC
+    if where == "issue updated_at":
+        gh.issues[4]["updated_at"] = late
+    else:
+        gh.events[2][0]["created_at"] = late
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert len(set(result.skipped)) == 1
+    assert f"is out of range once converted to UTC: {late!r}" in result.skipped[0]
+    assert "github:acme/payments#1:105:owners:billing" in {e.id for e in result.events}
+
+
+def test_an_issue_updated_in_the_year_9999_does_not_hide_the_issues_updated_after_it(gh):
+    gh.issues[4]["updated_at"] = "9999-12-31T23:59:59Z"  # a broken clock's date
+    first = make(gh).pull(None)
+    assert first.ok
+    assert json.loads(first.cursor)["since"] == "2027-01-15T08:00:00Z"  # the pull's own time
+    later = "2027-02-01T10:00:00Z"  # reopened after that pull
+    gh.issues[1]["updated_at"] = later
+    gh.events[1].append(gh_event(108, "reopened", later))
+    second = make(gh).pull(first.cursor)
+    assert "github:acme/payments#1:108" in {e.id for e in second.events}

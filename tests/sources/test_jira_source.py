@@ -475,8 +475,8 @@ def test_the_search_api_is_v3_on_a_cloud_host_and_asked_elsewhere(base_url, api)
 
 
 def test_an_iso_8601_rate_limit_reset_is_honoured(jira):
-    sleeps = Sleeps()  # the source's clock reads 2023-11-14T22:13:20Z
-    jira.fail(r"/search$", status=429, headers={"X-RateLimit-Reset": "2023-11-14T22:13:27Z"})
+    sleeps = Sleeps()  # the source's clock reads 2027-01-15T08:00:00Z
+    jira.fail(r"/search$", status=429, headers={"X-RateLimit-Reset": "2027-01-15T08:00:07Z"})
     assert make(jira, sleeps).pull(None).ok
     assert sleeps.calls == [7.0]
 
@@ -546,7 +546,7 @@ def test_resolving_a_components_last_open_issue_keeps_its_owner_until_another_cl
 
 
 def test_a_429_whose_iso_reset_is_already_past_is_retried_at_once(jira):
-    sleeps = Sleeps()  # the source's clock reads 2023-11-14T22:13:20Z
+    sleeps = Sleeps()  # the source's clock reads 2027-01-15T08:00:00Z
     jira.fail(r"/search$", status=429, headers={"X-RateLimit-Reset": "2023-11-14T22:10:00Z"})
     result = make(jira, sleeps).pull(None)
     assert result.ok, result.error
@@ -664,3 +664,24 @@ def test_unassigning_or_removing_the_component_ends_the_ownership_the_issue_gave
          Fact("Search", "owners", "carol", "ownership"), None,
          "component 'Search' removed from PAY-52"),
     ]  # fmt: skip
+
+
+def test_a_date_past_what_utc_holds_is_one_skipped_line_and_the_rest_is_read(jira):
+    late = "9999-12-31T23:59:59.000-0100"  # what Jira's format allows, the year 10000 in UTC
+    jira.issues["PAY-3"]["changelog"]["histories"][1]["created"] = late
+    result = make(jira).pull(None)
+    assert result.ok, result.error
+    assert result.skipped == [
+        "PAY-3 history #1: field 'changelog.histories[].created' is out of range once "
+        f"converted to UTC: {late!r}"
+    ]
+    assert result.events  # the other issues, and PAY-3's other changes, are read
+
+
+def test_a_watermark_in_the_year_1_reads_everything_again_not_a_traceback(jira):
+    state = json.loads(make(jira).pull(None).cursor)
+    state["since"] = "0001-01-01T00:00:00Z"  # an issue "updated" then made it the watermark
+    result = make(jira).pull(json.dumps(state))
+    assert result.ok, result.error
+    assert 'updated >= "' not in [r for r in jira.log if r.path.endswith("/search")][-1].args["jql"]
+    assert json.loads(result.cursor)["since"].startswith("2024-01-")  # moved on again
