@@ -555,6 +555,8 @@ class RepoSource:
             except GitError as exc:
                 if last is None:
                     raise
+                for note in repo.notes:
+                    skips.note(note)
                 return PullResult(
                     events,
                     self._cursor(last, seen, extractor),

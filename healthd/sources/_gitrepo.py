@@ -27,8 +27,9 @@ except ImportError:  # Windows: no fcntl, pipes keep their size
 
 NULL_SHA = "0" * 40
 #: What a commit time git gives (seconds from 1970, any unsigned 64-bit number) is read as
-#: when no date can hold it.
+#: when no date can hold it, and when git reads none.
 _LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The largest file a repository source reads (a manifest, CODEOWNERS, a decision record, a
 #: catalog file): a bigger one, generated or committed by mistake, is reported and passed
 #: over, never held in memory whole.
@@ -86,6 +87,7 @@ class Repo:
         self._prefetched: dict[str, bytes | None] = {}
         #: What the reading found wrong that is no git failure (a pull reports each once).
         self.notes: list[str] = []
+        self._read_as: dict[str, datetime] = {}  # commits whose time git gave is no date
         self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
 
     # -- helpers
@@ -123,20 +125,25 @@ class Repo:
 
     def commit_time(self, sha: str) -> datetime:
         out = self.run("show", "-s", "--format=%ct", sha).stdout.decode().strip()
-        return self._time_of(sha, int(out))
+        return self._time_of(sha, out)
 
-    def _time_of(self, sha: str, seconds: int) -> datetime:
-        """A commit's time; one no date can hold (past the year 9999: a broken clock's, or
-        forged) is read as the last second of 9999 and said once, and its events are then
-        refused as any from the future are."""
+    def _time_of(self, sha: str, ct: str, before: datetime | None = None) -> datetime:
+        """A commit's time from git's ``%ct``. One no date can hold (past the year 9999: a
+        broken clock's, or forged) is read as the last second of 9999, its events then
+        refused as any from the future are; one git reads none in (a forged commit with no
+        date, ``%ct`` empty) at the time of the commit ``before`` it in the history (else
+        1970, as git reads it), so history does not run backwards. Each is said once."""
         try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
+            return datetime.fromtimestamp(int(ct), tz=UTC)
         except (ValueError, OverflowError, OSError):
-            when = _LATEST
-            self.notes.append(
-                f"commit {sha[:12]}: its time, {seconds} s from 1970, is beyond what a "
-                f"date holds; read as {when.isoformat()}"
-            )
+            if sha in self._read_as:  # the head, after the history read it
+                return self._read_as[sha]
+            if ct.isdigit():
+                when, why = _LATEST, f"its time, {ct} s from 1970, is beyond what a date holds"
+            else:
+                when, why = before or _EPOCH, f"git reads no time in it ({ct!r})"
+            self.notes.append(f"commit {sha[:12]}: {why}; read as {when.isoformat()}")
+            self._read_as[sha] = when
             return when
 
     def is_ancestor(self, older: str, newer: str) -> bool:
@@ -233,7 +240,8 @@ class Repo:
                         if commit is not None:
                             yield commit, changes
                         sha, _, ct = token[1:].decode().partition(" ")
-                        commit = Commit(sha, self._time_of(sha, int(ct)))
+                        before = commit.time if commit is not None else None
+                        commit = Commit(sha, self._time_of(sha, ct, before))
                         changes = []
                     elif token.startswith(b":"):
                         pending_meta = token
