@@ -34,6 +34,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: catalog file): a bigger one, generated or committed by mistake, is reported and passed
 #: over, never held in memory whole.
 MAX_BLOB_BYTES = 8 << 20
+#: What one exchange of many blobs holds at most: the blobs past it are read again, one at a
+#: time, when the fold asks for them (the history is read a few exchanges ahead).
+MAX_EXCHANGE_BYTES = 32 << 20
+
+
+class _Stopped(Exception):
+    """``cat-file`` ended in the middle of a blob."""
 _SUBMODULE_MODE = "160000"
 _ADDED_DELETED = frozenset(b"AD")  # a raw change's last byte, its status
 
@@ -330,20 +337,29 @@ class Repo:
 
         writer = threading.Thread(target=write, name="healthd-cat-file-writer", daemon=True)
         writer.start()
+        answered = held = 0
         try:
             for sha in wanted:
                 header = stdout.readline()
                 if not header:  # cat-file stopped (e.g. a failed lazy fetch)
                     break
                 parts = header.split()
+                answered += 1
                 if len(parts) < 3 or parts[1] == b"missing":
                     found[sha] = None
                     continue
                 size = int(parts[2])
-                found[sha] = self._content(stdout, sha, size)
+                if held + size > MAX_EXCHANGE_BYTES and size <= MAX_BLOB_BYTES:
+                    self._skip(stdout, size)  # left out: blob() reads it when it is wanted
+                    continue
+                content = self._content(stdout, sha, size)
+                found[sha] = content
+                held += len(content) if content is not None else 0
+        except _Stopped:
+            answered = -1
         finally:
             writer.join(timeout=60)
-        if len(found) < len(wanted) or failed:
+        if answered < len(wanted) or failed:
             self._close()  # what was not answered is read one at a time again
         return found
 
@@ -373,21 +389,32 @@ class Repo:
         parts = header.split()
         if len(parts) < 3 or parts[1] == b"missing":
             return None
-        return self._content(cat.stdout, sha, int(parts[2]))
+        try:
+            return self._content(cat.stdout, sha, int(parts[2]))
+        except _Stopped:
+            self._close()  # the next read starts a new cat-file
+            return None
 
     def _content(self, stdout: IO[bytes], sha: str, size: int) -> bytes | None:
         """The blob ``cat-file`` is sending (``size`` bytes and a newline); None, read past
-        in pieces, when it is over :data:`MAX_BLOB_BYTES`."""
+        in pieces, when it is over :data:`MAX_BLOB_BYTES`. _Stopped when it ends short."""
         if size <= MAX_BLOB_BYTES:
-            return stdout.read(size + 1)[:-1]
+            data = stdout.read(size + 1)
+            if len(data) <= size:
+                raise _Stopped
+            return data[:-1]
+        self._skip(stdout, size)
+        self._oversized[sha] = size
+        return None
+
+    @staticmethod
+    def _skip(stdout: IO[bytes], size: int) -> None:
         left = size + 1
         while left > 0:
             piece = stdout.read(min(left, 1 << 20))
             if not piece:
-                break
+                raise _Stopped
             left -= len(piece)
-        self._oversized[sha] = size
-        return None
 
     def unread(self, sha: str) -> str:
         """Why :meth:`blob` gave None for ``sha``, for a skipped-input line."""

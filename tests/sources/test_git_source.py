@@ -304,6 +304,33 @@ def test_a_commit_git_reads_no_time_in_is_read_at_the_time_of_the_one_before_and
     ]
 
 
+def test_one_exchange_holds_at_most_its_bound_and_a_blob_past_it_is_read_when_wanted(
+    repo, monkeypatch
+):
+    from healthd.sources import _gitrepo
+
+    monkeypatch.setattr(_gitrepo, "MAX_EXCHANGE_BYTES", 300)  # (32 MiB in use)
+    files = {
+        f"m{i}/package.json": json.dumps({"dependencies": {f"p{i}": "1.0.0"}, "about": "x" * 80})
+        for i in range(5)
+    }
+    repo.commit("2024-01-01", files)
+    shas = [repo.git("rev-parse", f"HEAD:{path}") for path in files]
+    one = _gitrepo.Repo(str(repo.path))
+    try:
+        held = one.fetch_blobs(shas)
+        assert 0 < len(held) < len(files)
+        assert sum(len(data or b"") for data in held.values()) <= 300
+        one.use_prefetched(held)
+        assert [one.blob(sha) for sha in shas] == [text.encode() for text in files.values()]
+    finally:
+        one.close()
+    result = pull(git_source(repo))  # every module's dependency, whichever exchange held it
+    deps = {(e.fact.subject, e.fact.predicate) for e in result.events}
+    assert {(f"m{i}", f"dependency:p{i}") for i in range(5)} <= deps
+    assert result.skipped == []
+
+
 # --------------------------------------------------------------------------- services
 
 
