@@ -134,12 +134,29 @@ class Repo:
         out = self.run("show", "-s", "--format=%ct", sha).stdout.decode().strip()
         return self._time_of(sha, out)
 
+    def _time_before(self, sha: str) -> datetime:
+        """The time of the nearest first-parent ancestor of ``sha`` git reads one in (1970
+        when there is none within 64 commits)."""
+        rev = sha
+        for _ in range(64):
+            parent = self.run("rev-parse", "--verify", "--quiet", f"{rev}^", check=False)
+            rev = parent.stdout.decode().strip()
+            if not rev:
+                break
+            if rev in self._read_as:
+                return self._read_as[rev]
+            ct = self.run("show", "-s", "--format=%ct", rev).stdout.decode().strip()
+            if ct.isdigit():
+                return self._time_of(rev, ct)
+        return _EPOCH
+
     def _time_of(self, sha: str, ct: str, before: datetime | None = None) -> datetime:
         """A commit's time from git's ``%ct``. One no date can hold (past the year 9999: a
         broken clock's, or forged) is read as the last second of 9999, its events then
         refused as any from the future are; one git reads none in (a forged commit with no
-        date, ``%ct`` empty) at the time of the commit ``before`` it in the history (else
-        1970, as git reads it), so history does not run backwards. Each is said once."""
+        date, ``%ct`` empty) at the time of the commit before it (``before``, the one read just
+        before in the history, else its parent's), so history does not run backwards. Each
+        is said once."""
         try:
             return datetime.fromtimestamp(int(ct), tz=UTC)
         except (ValueError, OverflowError, OSError):
@@ -148,7 +165,8 @@ class Repo:
             if ct.isdigit():
                 when, why = _LATEST, f"its time, {ct} s from 1970, is beyond what a date holds"
             else:
-                when, why = before or _EPOCH, f"git reads no time in it ({ct!r})"
+                when = before if before is not None else self._time_before(sha)
+                why = f"git reads no time in it ({ct!r})"
             self.notes.append(f"commit {sha[:12]}: {why}; read as {when.isoformat()}")
             self._read_as[sha] = when
             return when

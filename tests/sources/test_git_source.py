@@ -280,6 +280,7 @@ def test_a_commit_time_past_what_a_date_holds_is_read_as_its_last_second_and_sai
 def test_a_commit_git_reads_no_time_in_is_read_at_the_time_of_the_one_before_and_said(repo, brief):
     go_mod = "module m\n\ngo 1.22\n\nrequire github.com/x/y {}\n"
     repo.commit("2024-01-01", {"api/go.mod": go_mod.format("v1.0.0"), "api/main.go": "package m\n"})
+    up_to_parent = pull(git_source(repo))
     repo.write({"api/go.mod": go_mod.format("v1.1.0")})
     repo.git("add", "-A")
     tree, parent = repo.git("write-tree"), repo.head()
@@ -298,10 +299,12 @@ def test_a_commit_git_reads_no_time_in_is_read_at_the_time_of_the_one_before_and
     repo.git("update-ref", "refs/heads/main", forged)
     result = pull(git_source(repo))
     revised = "api dependency:github.com/x/y=v1.0.0 -> api dependency:github.com/x/y=v1.1.0"
+    said = f"commit {forged[:12]}: git reads no time in it (''); read as 2024-01-01T00:00:00+00:00"
     assert ("2024-01-01", "revised", revised) in brief(result.events)  # never before it
-    assert result.skipped == [
-        f"commit {forged[:12]}: git reads no time in it (''); read as 2024-01-01T00:00:00+00:00"
-    ]
+    assert result.skipped == [said]
+    after = pull(git_source(repo), up_to_parent.cursor)  # the forged commit read first
+    assert brief(after.events) == [("2024-01-01", "revised", revised)]
+    assert after.skipped == [said]
 
 
 def test_one_exchange_holds_at_most_its_bound_and_a_blob_past_it_is_read_when_wanted(
