@@ -41,6 +41,8 @@ MAX_EXCHANGE_BYTES = 32 << 20
 
 class _Stopped(Exception):
     """``cat-file`` ended in the middle of a blob."""
+
+
 _SUBMODULE_MODE = "160000"
 _ADDED_DELETED = frozenset(b"AD")  # a raw change's last byte, its status
 
