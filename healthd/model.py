@@ -135,13 +135,22 @@ def repaired(text: str) -> str:
 def not_text(event: ChangeEvent) -> tuple[str, str] | None:
     """The field, and what is wrong, when one of ``event``'s strings (metadata included)
     holds a lone surrogate; None when every string is text."""
+    found = _first_lone_surrogate(event)
+    if found is None:
+        return None
+    name, _, char = found
+    return name, (
+        f"holds a lone surrogate ({char!r}), which is not Unicode text: "
+        "a UTF-8 store cannot keep it"
+    )
+
+
+def _first_lone_surrogate(event: ChangeEvent) -> tuple[str, str, str] | None:
+    """The first field holding a lone surrogate: its name, its text and the surrogate."""
     for name, text in _non_ascii(event):
         found = _LONE_SURROGATE.search(text)
         if found is not None:
-            return name, (
-                f"holds a lone surrogate ({found.group()!r}), which is not Unicode text: "
-                "a UTF-8 store cannot keep it"
-            )
+            return name, text, found.group()
     return None
 
 
@@ -151,13 +160,9 @@ def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
     was. The same text is repaired the same way in every event, so the events of one fact
     still pair up, and two texts stay two: what a source read from bytes that are not UTF-8
     is kept under a name that is text."""
-    first = next(
-        (f"{name} {text!r}" for name, text in _non_ascii(event) if _LONE_SURROGATE.search(text)),
-        None,
-    )
-    if first is None:
+    found = _first_lone_surrogate(event)
+    if found is None:
         return event, None
-
     fix = repaired
 
     def fix_fact(fact: Fact) -> Fact:
@@ -174,7 +179,7 @@ def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
         depends_on=tuple(FactKey(fix(d.subject), fix(d.predicate)) for d in event.depends_on),
         metadata={fix(k): fix(v) for k, v in event.metadata.items()},
     )
-    return as_text_event, first
+    return as_text_event, f"{found[0]} {found[1]!r}"
 
 
 def not_text_note(replaced: str) -> str:
