@@ -40,7 +40,11 @@ MAX_EXCHANGE_BYTES = 32 << 20
 
 
 class _Stopped(Exception):
-    """``cat-file`` ended in the middle of a blob."""
+    """``cat-file`` ended in the middle of a blob, after sending ``got`` of its bytes."""
+
+    def __init__(self, got: int) -> None:
+        super().__init__(got)
+        self.got = got
 
 
 _SUBMODULE_MODE = "160000"
@@ -93,6 +97,7 @@ class Repo:
         self._cat: subprocess.Popen[bytes] | None = None
         self._absent: set[str] = set()
         self._oversized: dict[str, int] = {}  # blob → its size, over MAX_BLOB_BYTES
+        self._cut: dict[str, tuple[int, int]] = {}  # blob → (bytes sent, size): cat-file died
         self._prefetched: dict[str, bytes | None] = {}
         #: What the reading found wrong that is no git failure (a pull reports each once).
         self.notes: list[str] = []
@@ -409,11 +414,15 @@ class Repo:
         parts = header.split()
         if len(parts) < 3 or parts[1] == b"missing":
             return None
+        size = int(parts[2])
         try:
-            return self._content(cat.stdout, sha, int(parts[2]))
-        except _Stopped:
+            content = self._content(cat.stdout, sha, size)
+        except _Stopped as stopped:
             self._close()  # the next read starts a new cat-file
+            self._cut[sha] = (stopped.got, size)
             return None
+        self._cut.pop(sha, None)
+        return content
 
     def _content(self, stdout: IO[bytes], sha: str, size: int) -> bytes | None:
         """The blob ``cat-file`` is sending (``size`` bytes and a newline); None, read past
@@ -421,7 +430,7 @@ class Repo:
         if size <= MAX_BLOB_BYTES:
             data = stdout.read(size + 1)
             if len(data) <= size:
-                raise _Stopped
+                raise _Stopped(len(data))
             return data[:-1]
         self._skip(stdout, size)
         self._oversized[sha] = size
@@ -433,7 +442,7 @@ class Repo:
         while left > 0:
             piece = stdout.read(min(left, 1 << 20))
             if not piece:
-                raise _Stopped
+                raise _Stopped(size + 1 - left)
             left -= len(piece)
 
     def unread(self, sha: str) -> str:
@@ -443,6 +452,11 @@ class Repo:
             return (
                 f"blob {sha[:12]} is {size} bytes, over the {MAX_BLOB_BYTES >> 20} MiB a file "
                 "is read up to"
+            )
+        cut = self._cut.get(sha)
+        if cut is not None:
+            return (
+                f"git cat-file stopped after sending {cut[0]} of blob {sha[:12]}'s {cut[1]} bytes"
             )
         return f"blob {sha[:12]} missing (partial clone?)"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -332,6 +333,92 @@ def test_one_exchange_holds_at_most_its_bound_and_a_blob_past_it_is_read_when_wa
     deps = {(e.fact.subject, e.fact.predicate) for e in result.events}
     assert {(f"m{i}", f"dependency:p{i}") for i in range(5)} <= deps
     assert result.skipped == []
+
+
+def _cat_file_cut_after(tmp_path, monkeypatch, limit: int, times: int) -> None:
+    """``git`` on PATH is the real one, but the first ``times`` ``cat-file`` processes die
+    after sending ``limit`` bytes (as one killed, or reading a corrupt pack, does)."""
+    real = shutil.which("git")
+    bin_dir = tmp_path / "cutting-bin"
+    bin_dir.mkdir()
+    runs = tmp_path / "cat-file-runs"
+    runs.write_text("")
+    cutter = bin_dir / "cut-cat-file"
+    cutter.write_text(
+        f"#!{sys.executable}\n"
+        "import os, subprocess, sys\n"
+        f"with open({str(runs)!r}, 'a+') as f:\n"
+        "    f.write('x\\n'); f.seek(0); run = len(f.read().split())\n"
+        f"if run > {times}:\n"
+        f"    os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
+        f"git = subprocess.Popen([{real!r}, *sys.argv[1:]], stdout=subprocess.PIPE)\n"
+        f"left = {limit}\n"
+        "while left > 0:\n"
+        "    piece = os.read(git.stdout.fileno(), left)\n"
+        "    if not piece: break\n"
+        "    os.write(1, piece); left -= len(piece)\n"
+        "git.kill(); git.wait()\n"
+    )
+    cutter.chmod(0o755)
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        f'#!/bin/sh\ncase " $* " in *" cat-file "*) exec "{cutter}" "$@";; esac\n'
+        f'exec "{real}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def _thirty_requirements(version: str) -> str:
+    # thirty direct requirements: a file of about 1.5 KB
+    lines = "".join(f"\tgithub.com/acme/lib{i:02d} v1.0.{i}\n" for i in range(30))
+    return f"module m\n\ngo 1.22\n\nrequire (\n\tgithub.com/x/y {version}\n{lines})\n"
+
+
+def test_a_blob_cut_short_by_a_dying_cat_file_is_read_again_whole(repo, tmp_path, monkeypatch):
+    repo.commit(
+        "2024-01-01", {"api/go.mod": _thirty_requirements("v1.0.0"), "api/main.go": "package m\n"}
+    )
+    repo.commit("2024-02-01", {"api/go.mod": _thirty_requirements("v1.1.0")})
+    whole = pull(git_source(repo))
+    _cat_file_cut_after(tmp_path, monkeypatch, limit=800, times=1)  # mid-way in the first blob
+    again = pull(git_source(repo))
+    assert [dumps_event(e) for e in again.events] == [dumps_event(e) for e in whole.events]
+    assert again.skipped == whole.skipped == []
+    assert len((tmp_path / "cat-file-runs").read_text().split()) == 2  # cut, then run again
+
+
+def test_a_blob_cat_file_never_sends_whole_is_named_and_no_cut_text_is_read(
+    repo, tmp_path, monkeypatch, brief
+):
+    repo.commit(
+        "2024-01-01",
+        {"web/package.json": '{"dependencies": {"react": "18.2.0"}}', "web/a.js": ""},
+    )
+    repo.commit(
+        "2024-02-01", {"api/go.mod": _thirty_requirements("v1.0.0"), "api/main.go": "package m\n"}
+    )
+    repo.commit("2024-03-01", {"api/go.mod": _thirty_requirements("v1.1.0")})
+    _cat_file_cut_after(tmp_path, monkeypatch, limit=800, times=1000)
+    result = pull(git_source(repo))
+    # the small manifest is read; of the go.mod, whose every version is cut, nothing is:
+    # a cut text would have given some of its requirements and dropped the rest
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "web exists=true"),
+        ("2024-01-01", "added", "web dependency:react=18.2.0"),
+        ("2024-01-01", "added", "web language=javascript"),
+        ("2024-02-01", "added", "api exists=true"),
+        ("2024-02-01", "added", "api language=go"),
+    ]
+    sizes = {len(_thirty_requirements(v).encode()) for v in ("v1.0.0", "v1.1.0")}
+    assert len(result.skipped) == 2
+    for line, when in zip(result.skipped, ("2024-02-01", "2024-03-01"), strict=True):
+        commit = repo.git("log", "-1", "--format=%H", f"--until={when}T23:59:59Z")
+        blob = repo.git("rev-parse", f"{commit}:api/go.mod")
+        assert line.startswith(f"api/go.mod@{commit[:12]}: git cat-file stopped after sending ")
+        sent, size = line.split("sending ")[1].split(" of ")[0], line.split("'s ")[1].split()[0]
+        assert 0 < int(sent) < int(size) and int(size) in sizes and blob[:12] in line
+        assert line.endswith(" bytes; kept as before")
 
 
 # --------------------------------------------------------------------------- services
