@@ -97,3 +97,64 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     except OSError:
         proc.kill()
     proc.communicate()
+
+
+class Watch:
+    """Processes that a thread streams from: blocked in a pipe read, it cannot keep to a
+    deadline itself. Made inside a run, a Watch kills each process it holds (and the
+    process's group) as soon as that run takes its ``run_timeout`` or healthd is stopping,
+    and ``why`` then says which; outside a run it watches nothing. Its thread starts with
+    the first process. Processes are started with ``start_new_session=True``, so that their
+    children go too."""
+
+    def __init__(self) -> None:
+        left = run_time_left()
+        self._deadline = None if left is None else time.monotonic() + left
+        self._label = run_label()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.why: str | None = None
+
+    def add(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            if self.why is not None:
+                _signal_group(proc)
+            self._procs.add(proc)
+            if self._deadline is not None and self._thread is None and not self._done.is_set():
+                self._thread = threading.Thread(
+                    target=self._watch, name="healthd-process-watch", daemon=True
+                )
+                self._thread.start()
+
+    def discard(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def close(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _watch(self) -> None:
+        assert self._deadline is not None
+        while not self._done.wait(_POLL_SECONDS):
+            if STOPPING.is_set():
+                why = "stopped, healthd is shutting down"
+            elif time.monotonic() >= self._deadline:
+                why = f"stopped, the run took its {self._label}"
+            else:
+                continue
+            with self._lock:
+                self.why = why
+                for proc in self._procs:
+                    _signal_group(proc)
+            return
+
+
+def _signal_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()

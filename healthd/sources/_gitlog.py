@@ -537,6 +537,7 @@ class RepoSource:
                     events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
                     rev_range = f"{boundary}..{head}"
         last = base
+        folding: str | None = None  # the commit being folded
         if base != head:
             try:
                 history = repo.log(
@@ -549,11 +550,14 @@ class RepoSource:
                 for batch, blobs in read_ahead(repo, history, extractor):
                     repo.use_prefetched(blobs)
                     for commit, changes in batch:
+                        folding = commit.sha
                         events += self._observe(extractor.apply(commit, changes, emit=True), seen)
-                        last = commit.sha
+                        last, folding = commit.sha, None
                 repo.use_prefetched({})
             except GitError as exc:
-                if last is None:
+                # (failing in a commit's fold, the extractor holds part of that commit: the
+                # pull fails whole, from the cursor it was given)
+                if last is None or folding is not None:
                     raise
                 for note in repo.notes:
                     skips.note(note)

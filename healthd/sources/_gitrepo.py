@@ -9,6 +9,7 @@ source's repository (a local path, or a mirror fetched from a url) is
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import threading
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, NamedTuple
 
+from healthd import _stop
 from healthd.errors import SourceError
 from healthd.logging import redact_text, register_secret
 
@@ -103,6 +105,8 @@ class Repo:
         self.notes: list[str] = []
         self._read_as: dict[str, datetime] = {}  # commits whose time git gave is no date
         self._lock = threading.Lock()  # one cat-file exchange at a time (see read_ahead)
+        #: ends the log and cat-file when the daemon's run takes its time (a pipe read can't)
+        self._watch = _stop.Watch()
 
     # -- helpers
     def scrub(self, text: str) -> str:
@@ -121,11 +125,13 @@ class Repo:
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         try:
-            proc = subprocess.run(
-                self._base() + list(args), env=self.env, capture_output=True, check=False
+            proc = _stop.run(
+                self._base() + list(args), env=self.env, timeout=math.inf, what=f"git {args[0]}"
             )
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror}") from exc
+        except _stop.Interrupted as exc:
+            raise GitError(str(exc)) from None
         if check and proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(
@@ -231,12 +237,18 @@ class Repo:
         args.append(rev_range)
         args.append("--")
         args.extend(paths)
+        self._check_watch("git log")
         try:
             proc = subprocess.Popen(
-                args, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                args,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
             )
         except OSError as exc:
             raise GitError(f"cannot run git: {exc.strerror}") from exc
+        self._watch.add(proc)
         assert proc.stdout is not None
         _widen_pipe(proc.stdout)
         commit: Commit | None = None
@@ -277,18 +289,22 @@ class Repo:
                         changes = []
                     elif token.startswith(b":"):
                         pending_meta = token
-            if commit is not None:
-                yield commit, changes
-        finally:
+        finally:  # (also when the caller stops reading: the log is killed)
             if proc.poll() is None:
                 proc.stdout.close()
                 proc.kill()
             proc.wait()
+            self._watch.discard(proc)
         stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
         if proc.stderr:
             proc.stderr.close()
-        if proc.returncode not in (0, -9):
-            raise GitError(self.scrub(f"git log failed: {stderr.strip()}"))
+        # The last commit's changes are whole only if git ended well: one killed (the run's
+        # time, the OOM killer) or failing stopped somewhere in them, or before later commits
+        self._check_watch("git log")
+        if proc.returncode != 0:
+            raise GitError(self.scrub(f"git log failed: {stderr.strip() or proc.returncode}"))
+        if commit is not None:
+            yield commit, changes
 
     def tree(self, rev: str, paths: Iterable[str] = ()) -> list[Change]:
         """Every blob of ``rev``'s tree as an 'A' change, to rebuild a baseline state."""
@@ -386,6 +402,7 @@ class Repo:
             writer.join(timeout=60)
         if answered < len(wanted) or failed:
             self._close()  # what was not answered is read one at a time again
+            self._check_watch("git cat-file")
         return found
 
     def blob(self, sha: str) -> bytes | None:
@@ -406,9 +423,11 @@ class Repo:
             header = cat.stdout.readline()
         except (BrokenPipeError, OSError) as exc:
             self._close()
+            self._check_watch("git cat-file")
             raise GitError("git cat-file stopped unexpectedly") from exc
         if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
             self._close()
+            self._check_watch("git cat-file")
             self._absent.add(sha)
             return None
         parts = header.split()
@@ -419,6 +438,7 @@ class Repo:
             content = self._content(cat.stdout, sha, size)
         except _Stopped as stopped:
             self._close()  # the next read starts a new cat-file
+            self._check_watch("git cat-file")
             self._cut[sha] = (stopped.got, size)
             return None
         self._cut.pop(sha, None)
@@ -462,6 +482,7 @@ class Repo:
 
     def _cat_file(self) -> subprocess.Popen[bytes]:
         if self._cat is None:
+            self._check_watch("git cat-file")
             try:
                 self._cat = subprocess.Popen(
                     self._base() + ["cat-file", "--batch"],
@@ -469,15 +490,23 @@ class Repo:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
+                    start_new_session=True,
                 )
             except OSError as exc:
                 raise GitError(f"cannot run git: {exc.strerror}") from exc
+            self._watch.add(self._cat)
             _widen_pipe(self._cat.stdout)
         return self._cat
+
+    def _check_watch(self, what: str) -> None:
+        """GitError when the watch has ended this repository's git processes."""
+        if self._watch.why is not None:
+            raise GitError(f"{what} {self._watch.why}")
 
     def close(self) -> None:
         with self._lock:
             self._close()
+        self._watch.close()
 
     def _close(self) -> None:
         if self._cat is not None:
@@ -494,6 +523,7 @@ class Repo:
                 cat.wait()
             if cat.stdout:
                 cat.stdout.close()
+            self._watch.discard(cat)
 
 
 def _widen_pipe(pipe: object) -> None:

@@ -12,6 +12,7 @@ import pytest
 from daemon_helpers import (
     EXAMPLE,
     GOOD,
+    Daemon,
     assert_metrics_equal_evaluate,
     free_port,
     one_line_error,
@@ -23,6 +24,7 @@ from daemon_helpers import (
     start_with_hung_remote,
     toml_config,
 )
+from git_faults import cutting_git
 from memory_service import MemoryService
 
 
@@ -512,3 +514,45 @@ def test_names_git_gives_in_bytes_that_are_not_utf8_are_kept_as_text_and_said_on
     ], said
     assert not [e for e in daemon.log_lines() if e.get("event") in ("source failed", "run crashed")]
     assert daemon.stop()[0] == 0
+
+
+def test_a_git_that_hangs_fails_its_run_at_run_timeout_and_the_next_run_reads_the_history(
+    tmp_path,
+):
+    repo = tmp_path / "repo"
+    (repo / "api").mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "api" / "go.mod").write_text("module m\n\ngo 1.22\n\nrequire github.com/x/y v1.0.0\n")
+    (repo / "api" / "main.go").write_text("package main\n")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "one")
+    # the first cat-file answers nothing for a minute, as a lazy fetch from a dead remote
+    bin_dir, cat_files = cutting_git(tmp_path, "cat-file", limit=0, times=1, then="stall")
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"repo": {"kind": "git", "path": str(repo)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+        extra='run_timeout = "3s"',
+    )
+    daemon = Daemon(config, port, tmp_path / "daemon.log", PATH=f"{bin_dir}:{os.environ['PATH']}")
+    try:
+        daemon.wait_ready()
+        metrics = daemon.wait_until(
+            lambda: (m := daemon.scrape()) and runs(m, "reference", "success") >= 1 and m,
+            timeout=30,
+            what="a run after the hung one",
+        )
+        failed = [e for e in daemon.log_lines() if e.get("event") == "source failed"]
+        assert [e["error"] for e in failed] == [
+            "git cat-file stopped, the run took its run_timeout=3s"
+        ], failed
+        assert sample(metrics, "healthd_source_up", source="repo") == 1
+        assert len(cat_files.read_text().split()) >= 2  # the hung one, then one that answered
+        assert sample(metrics, "healthd_events_replayed_total", target="reference") >= 3
+        assert daemon.stop()[0] == 0
+    finally:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait()

@@ -7,9 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from git_faults import cutting_git
 
 from healthd.errors import ConfigError
 from healthd.model import FactKey
@@ -335,38 +338,11 @@ def test_one_exchange_holds_at_most_its_bound_and_a_blob_past_it_is_read_when_wa
     assert result.skipped == []
 
 
-def _cat_file_cut_after(tmp_path, monkeypatch, limit: int, times: int) -> None:
-    """``git`` on PATH is the real one, but the first ``times`` ``cat-file`` processes die
-    after sending ``limit`` bytes (as one killed, or reading a corrupt pack, does)."""
-    real = shutil.which("git")
-    bin_dir = tmp_path / "cutting-bin"
-    bin_dir.mkdir()
-    runs = tmp_path / "cat-file-runs"
-    runs.write_text("")
-    cutter = bin_dir / "cut-cat-file"
-    cutter.write_text(
-        f"#!{sys.executable}\n"
-        "import os, subprocess, sys\n"
-        f"with open({str(runs)!r}, 'a+') as f:\n"
-        "    f.write('x\\n'); f.seek(0); run = len(f.read().split())\n"
-        f"if run > {times}:\n"
-        f"    os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
-        f"git = subprocess.Popen([{real!r}, *sys.argv[1:]], stdout=subprocess.PIPE)\n"
-        f"left = {limit}\n"
-        "while left > 0:\n"
-        "    piece = os.read(git.stdout.fileno(), left)\n"
-        "    if not piece: break\n"
-        "    os.write(1, piece); left -= len(piece)\n"
-        "git.kill(); git.wait()\n"
-    )
-    cutter.chmod(0o755)
-    wrapper = bin_dir / "git"
-    wrapper.write_text(
-        f'#!/bin/sh\ncase " $* " in *" cat-file "*) exec "{cutter}" "$@";; esac\n'
-        f'exec "{real}" "$@"\n'
-    )
-    wrapper.chmod(0o755)
+def _git_cut(tmp_path, monkeypatch, command: str, limit: int, times: int, then: str) -> Path:
+    """``git`` on PATH cut as :func:`git_faults.cutting_git` cuts it; the file counting runs."""
+    bin_dir, runs = cutting_git(tmp_path, command, limit=limit, times=times, then=then)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return runs
 
 
 def _thirty_requirements(version: str) -> str:
@@ -381,11 +357,11 @@ def test_a_blob_cut_short_by_a_dying_cat_file_is_read_again_whole(repo, tmp_path
     )
     repo.commit("2024-02-01", {"api/go.mod": _thirty_requirements("v1.1.0")})
     whole = pull(git_source(repo))
-    _cat_file_cut_after(tmp_path, monkeypatch, limit=800, times=1)  # mid-way in the first blob
+    runs = _git_cut(tmp_path, monkeypatch, "cat-file", limit=800, times=1, then="die")
     again = pull(git_source(repo))
     assert [dumps_event(e) for e in again.events] == [dumps_event(e) for e in whole.events]
     assert again.skipped == whole.skipped == []
-    assert len((tmp_path / "cat-file-runs").read_text().split()) == 2  # cut, then run again
+    assert len(runs.read_text().split()) == 2  # cut mid-way in the first blob, then run again
 
 
 def test_a_blob_cat_file_never_sends_whole_is_named_and_no_cut_text_is_read(
@@ -399,7 +375,7 @@ def test_a_blob_cat_file_never_sends_whole_is_named_and_no_cut_text_is_read(
         "2024-02-01", {"api/go.mod": _thirty_requirements("v1.0.0"), "api/main.go": "package m\n"}
     )
     repo.commit("2024-03-01", {"api/go.mod": _thirty_requirements("v1.1.0")})
-    _cat_file_cut_after(tmp_path, monkeypatch, limit=800, times=1000)
+    _git_cut(tmp_path, monkeypatch, "cat-file", limit=800, times=1000, then="die")
     result = pull(git_source(repo))
     # the small manifest is read; of the go.mod, whose every version is cut, nothing is:
     # a cut text would have given some of its requirements and dropped the rest
@@ -419,6 +395,67 @@ def test_a_blob_cat_file_never_sends_whole_is_named_and_no_cut_text_is_read(
         sent, size = line.split("sending ")[1].split(" of ")[0], line.split("'s ")[1].split()[0]
         assert 0 < int(sent) < int(size) and int(size) in sizes and blob[:12] in line
         assert line.endswith(" bytes; kept as before")
+
+
+def _bumps(repo, count: int) -> None:
+    """``count`` commits an hour apart (git fast-import), each bumping api's one requirement."""
+    stream = []
+    for n in range(count):
+        text = f"module m\n\ngo 1.22\n\nrequire github.com/x/y v1.0.{n}\n"
+        files = f"M 100644 inline api/go.mod\ndata {len(text)}\n{text}\n"
+        if n == 0:
+            files += "M 100644 inline api/main.go\ndata 10\npackage m\n\n"
+        stamp = 1_704_067_200 + 3600 * n
+        stream.append(
+            f"commit refs/heads/main\ncommitter T <t@e> {stamp} +0000\ndata 4\nbump\n{files}"
+        )
+    subprocess.run(
+        ["git", "fast-import", "--quiet"],
+        cwd=repo.path,
+        input="".join(stream).encode(),
+        check=True,
+    )
+    repo.git("reset", "-q", "--hard", "main")
+
+
+def _ids(events) -> list[str]:
+    return [e.id for e in events]
+
+
+def test_a_git_log_killed_mid_history_fails_the_pull_and_what_it_kept_resumes_whole(
+    repo, tmp_path, monkeypatch
+):
+    _bumps(repo, 400)
+    whole = pull(git_source(repo))
+    assert len(whole.events) == 402
+    stream = repo.git("log", "--root", "--raw", "--no-abbrev", "-z", "--format=%x01%H %ct")
+    limit = len(stream.encode()) * 3 // 4  # (the stream healthd reads, as near as matters)
+    runs = _git_cut(tmp_path, monkeypatch, "log", limit=limit, times=1, then="die")
+    cut = git_source(repo).pull(None)
+    assert len(runs.read_text().split()) == 1
+    # killed three quarters through: an error, never a history read as if it were whole
+    assert cut.error is not None and cut.error.startswith("git log failed")
+    assert 0 < len(cut.events) < len(whole.events) and cut.cursor is not None
+    rest = pull(git_source(repo), cut.cursor)  # the next run, from what the cut one kept
+    assert _ids(cut.events) + _ids(rest.events) == _ids(whole.events)
+
+
+@pytest.mark.parametrize("command", ["log", "cat-file"])
+def test_a_git_that_hangs_ends_at_the_runs_timeout_and_nothing_is_lost(
+    repo, tmp_path, monkeypatch, command
+):
+    from healthd import _stop
+
+    _bumps(repo, 300)
+    whole = pull(git_source(repo))
+    _git_cut(tmp_path, monkeypatch, command, limit=4000, times=1, then="stall")
+    started = time.monotonic()
+    with _stop.run_deadline(1.5, "run_timeout=1.5s"):
+        hung = git_source(repo).pull(None)
+    assert time.monotonic() - started < 10  # the stalled git holds its pipe open for an hour
+    assert hung.error == f"git {command} stopped, the run took its run_timeout=1.5s"
+    rest = pull(git_source(repo), hung.cursor)
+    assert _ids(hung.events) + _ids(rest.events) == _ids(whole.events)
 
 
 # --------------------------------------------------------------------------- services
