@@ -11,11 +11,12 @@ from pathlib import Path
 
 
 def cutting_git(
-    tmp_path: Path, command: str, *, limit: int, times: int, then: str
+    tmp_path: Path, command: str, *, limit: int, times: int, then: str, match: str = ""
 ) -> tuple[Path, Path]:
     """A directory holding a ``git`` whose first ``times`` ``command`` processes (``log``,
-    ``cat-file``) send ``limit`` bytes and then die (``then="die"``) or hang (``"stall"``),
-    and the file that counts those processes, a line each."""
+    ``cat-file``; with ``match``, only those given that argument too) send ``limit`` bytes
+    and then die (``then="die"``) or hang (``"stall"``), and the file that counts those
+    processes, a line each."""
     assert then in ("die", "stall")
     real = shutil.which("git")
     assert real is not None
@@ -44,9 +45,9 @@ def cutting_git(
     )
     cutter.chmod(0o755)
     wrapper = bin_dir / "git"
+    pattern = f'*" {command} "*" {match} "*' if match else f'*" {command} "*'
     wrapper.write_text(
-        f'#!/bin/sh\ncase " $* " in *" {command} "*) exec "{cutter}" "$@";; esac\n'
-        f'exec "{real}" "$@"\n'
+        f'#!/bin/sh\ncase " $* " in {pattern}) exec "{cutter}" "$@";; esac\nexec "{real}" "$@"\n'
     )
     wrapper.chmod(0o755)
     return bin_dir, runs

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -99,7 +100,7 @@ class Repo:
         self._cat: subprocess.Popen[bytes] | None = None
         self._absent: set[str] = set()
         self._oversized: dict[str, int] = {}  # blob → its size, over MAX_BLOB_BYTES
-        self._cut: dict[str, tuple[int, int]] = {}  # blob → (bytes sent, size): cat-file died
+        self._cut: dict[str, str] = {}  # blob → how cat-file died sending it, twice
         self._prefetched: dict[str, bytes | None] = {}
         #: What the reading found wrong that is no git failure (a pull reports each once).
         self.notes: list[str] = []
@@ -132,6 +133,8 @@ class Repo:
             raise GitError(f"cannot run git: {exc.strerror}") from exc
         except _stop.Interrupted as exc:
             raise GitError(str(exc)) from None
+        if proc.returncode < 0:  # killed: what it printed is no answer, whatever `check` says
+            raise GitError(f"git {args[0]} was killed (signal {-proc.returncode})")
         if check and proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise GitError(
@@ -238,12 +241,24 @@ class Repo:
         args.append("--")
         args.extend(paths)
         self._check_watch("git log")
+        # (stderr in a file: a pipe nobody reads until the end could fill, or be held open
+        # by a child past git's own end)
+        with tempfile.TemporaryFile() as errors:
+            yield from self._stream_log(args, errors, renames, modified)
+
+    def _stream_log(
+        self,
+        args: list[str],
+        errors: IO[bytes],
+        renames: bool,
+        modified: Callable[[bytes], bool] | None,
+    ) -> Iterator[tuple[Commit, list[Change]]]:
         try:
             proc = subprocess.Popen(
                 args,
                 env=self.env,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=errors,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -291,18 +306,17 @@ class Repo:
                         pending_meta = token
         finally:  # (also when the caller stops reading: the log is killed)
             if proc.poll() is None:
-                proc.stdout.close()
                 proc.kill()
+            proc.stdout.close()
             proc.wait()
             self._watch.discard(proc)
-        stderr = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
-        if proc.stderr:
-            proc.stderr.close()
+            errors.seek(0)
+            stderr = errors.read(1 << 16).decode("utf-8", "replace").strip()
         # The last commit's changes are whole only if git ended well: one killed (the run's
         # time, the OOM killer) or failing stopped somewhere in them, or before later commits
-        self._check_watch("git log")
         if proc.returncode != 0:
-            raise GitError(self.scrub(f"git log failed: {stderr.strip() or proc.returncode}"))
+            self._check_watch("git log")
+            raise GitError(self.scrub(f"git log failed: {stderr or proc.returncode}"))
         if commit is not None:
             yield commit, changes
 
@@ -382,7 +396,7 @@ class Repo:
         try:
             for sha in wanted:
                 header = stdout.readline()
-                if not header:  # cat-file stopped (e.g. a failed lazy fetch)
+                if not header.endswith(b"\n"):  # cat-file stopped, before or in a header
                     break
                 parts = header.split()
                 answered += 1
@@ -415,34 +429,52 @@ class Repo:
             return self._one_blob(sha)
 
     def _one_blob(self, sha: str) -> bytes | None:
-        cat = self._cat_file()
-        assert cat.stdin is not None and cat.stdout is not None
-        try:
-            cat.stdin.write(sha.encode() + b"\n")
-            cat.stdin.flush()
-            header = cat.stdout.readline()
-        except (BrokenPipeError, OSError) as exc:
-            self._close()
-            self._check_watch("git cat-file")
-            raise GitError("git cat-file stopped unexpectedly") from exc
-        if not header:  # e.g. a lazy fetch from an unreachable promisor remote failed
-            self._close()
-            self._check_watch("git cat-file")
-            self._absent.add(sha)
-            return None
-        parts = header.split()
-        if len(parts) < 3 or parts[1] == b"missing":
-            return None
-        size = int(parts[2])
-        try:
-            content = self._content(cat.stdout, sha, size)
-        except _Stopped as stopped:
-            self._close()  # the next read starts a new cat-file
-            self._check_watch("git cat-file")
-            self._cut[sha] = (stopped.got, size)
-            return None
-        self._cut.pop(sha, None)
-        return content
+        """``sha``'s content, or None: missing, over the size bound, or cut short twice. A
+        ``cat-file`` that dies (idle, before or in the header, in the content) is started
+        again once; one that ends of itself with no answer (a lazy fetch from a promisor
+        remote that failed) leaves the blob missing."""
+        for last_try in (False, True):
+            cat = self._cat_file()
+            assert cat.stdin is not None and cat.stdout is not None
+            try:
+                cat.stdin.write(sha.encode() + b"\n")
+                cat.stdin.flush()
+                header = cat.stdout.readline()
+            except (BrokenPipeError, OSError) as exc:  # it had died, idle
+                self._close()
+                self._check_watch("git cat-file")
+                if last_try:
+                    raise GitError("git cat-file stopped unexpectedly") from exc
+                continue
+            if not header.endswith(b"\n"):
+                status = self._close()
+                self._check_watch("git cat-file")
+                if status is None or status >= 0:  # it ended of itself: no such blob here
+                    self._absent.add(sha)
+                    return None
+                if last_try:
+                    self._cut[sha] = f"git cat-file was killed before sending blob {sha[:12]}"
+                    return None
+                continue
+            parts = header.split()
+            if len(parts) < 3 or parts[1] == b"missing":
+                return None
+            size = int(parts[2])
+            try:
+                content = self._content(cat.stdout, sha, size)
+            except _Stopped as stopped:
+                self._close()  # the next read starts a new cat-file
+                self._check_watch("git cat-file")
+                if last_try:
+                    self._cut[sha] = (
+                        f"git cat-file stopped after sending {stopped.got} of blob "
+                        f"{sha[:12]}'s {size} bytes"
+                    )
+                    return None
+                continue
+            self._cut.pop(sha, None)
+            return content
+        raise AssertionError("unreachable")  # (each path of the last try returns or raises)
 
     def _content(self, stdout: IO[bytes], sha: str, size: int) -> bytes | None:
         """The blob ``cat-file`` is sending (``size`` bytes and a newline); None, read past
@@ -475,9 +507,7 @@ class Repo:
             )
         cut = self._cut.get(sha)
         if cut is not None:
-            return (
-                f"git cat-file stopped after sending {cut[0]} of blob {sha[:12]}'s {cut[1]} bytes"
-            )
+            return cut
         return f"blob {sha[:12]} missing (partial clone?)"
 
     def _cat_file(self) -> subprocess.Popen[bytes]:
@@ -508,7 +538,8 @@ class Repo:
             self._close()
         self._watch.close()
 
-    def _close(self) -> None:
+    def _close(self) -> int | None:
+        """End cat-file; its exit status (negative: by that signal), None when none ran."""
         if self._cat is not None:
             cat, self._cat = self._cat, None
             try:
@@ -524,6 +555,8 @@ class Repo:
             if cat.stdout:
                 cat.stdout.close()
             self._watch.discard(cat)
+            return cat.returncode
+        return None
 
 
 def _widen_pipe(pipe: object) -> None:

@@ -4,9 +4,11 @@ Debian's `adr` tool and by hand (MADR, messy real-world records)."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 
 import pytest
+from git_faults import cutting_git
 
 from healthd.errors import ConfigError
 from healthd.sources import build_source
@@ -295,6 +297,28 @@ def test_deleting_an_accepted_record_invalidates_its_decision(repo, brief):
     events = pull(adr_source(repo)).events
     assert brief(events)[-1] == ("2024-02-01", "invalidated", "adr:1 decision=Use A")
     assert events[-1].reason == "ADR 1 deleted"
+
+
+def test_a_git_killed_while_answering_is_no_answer(repo, tmp_path, monkeypatch, brief):
+    # records moved from docs/decisions to doc/adr: which names they had before comes from
+    # one `git log --diff-filter=A`; killed (the OOM killer), its empty output once read as
+    # "no earlier names", and the records as first added in the move, a month late
+    repo.commit("2024-01-01", {"docs/decisions/0001-use-kafka.md": nygard(1, "Kafka", "Accepted")})
+    repo.commit("2024-02-01", {"docs/decisions/0002-use-go.md": nygard(2, "Go", "Accepted")})
+    (repo.path / "doc").mkdir()
+    repo.git("mv", "docs/decisions", "doc/adr")
+    repo.commit("2024-03-01")
+    whole = pull(adr_source(repo))
+    assert [e[0] for e in brief(whole.events)] == ["2024-01-01", "2024-02-01"]
+    bin_dir, runs = cutting_git(
+        tmp_path, "log", limit=0, times=1, then="die", match="--diff-filter=A"
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    killed = adr_source(repo).pull(None)
+    assert len(runs.read_text().split()) == 1
+    assert killed.error == "git log was killed (signal 9)"
+    assert killed.events == [] and killed.cursor is None
+    assert pull(adr_source(repo)).events == whole.events  # the next run: the git answers
 
 
 def test_no_records_anywhere_is_an_error_naming_where_it_looked(repo):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -395,6 +396,44 @@ def test_a_blob_cat_file_never_sends_whole_is_named_and_no_cut_text_is_read(
         sent, size = line.split("sending ")[1].split(" of ")[0], line.split("'s ")[1].split()[0]
         assert 0 < int(sent) < int(size) and int(size) in sizes and blob[:12] in line
         assert line.endswith(" bytes; kept as before")
+
+
+@pytest.mark.parametrize("limit", [0, 20])  # before its header, and inside it
+def test_a_cat_file_killed_before_a_blob_or_inside_its_header_is_started_again(
+    repo, tmp_path, monkeypatch, limit
+):
+    repo.commit("2024-01-01", {"api/go.mod": _thirty_requirements("v1.0.0"), "api/x.go": ""})
+    repo.commit("2024-02-01", {"api/go.mod": _thirty_requirements("v1.1.0")})
+    whole = pull(git_source(repo))
+    # the exchange's cat-file, then the first one reading a blob alone
+    runs = _git_cut(tmp_path, monkeypatch, "cat-file", limit=limit, times=2, then="die")
+    again = pull(git_source(repo))
+    assert [dumps_event(e) for e in again.events] == [dumps_event(e) for e in whole.events]
+    assert again.skipped == [] and len(runs.read_text().split()) == 3
+
+
+def test_a_blob_read_alone_is_read_again_when_cat_file_dies_in_it_or_while_idle(
+    repo, tmp_path, monkeypatch
+):
+    from healthd.sources._gitrepo import Repo
+
+    repo.commit("2024-01-01", {"a.txt": "a" * 1000, "b.txt": "b" * 1000, "c.txt": "c" * 1000})
+    a, b, c = (repo.git("rev-parse", f"HEAD:{name}") for name in ("a.txt", "b.txt", "c.txt"))
+    header = len(f"{a} blob 1000\n")
+    # the first cat-file sends a whole, then dies 500 bytes into b
+    runs = _git_cut(tmp_path, monkeypatch, "cat-file", limit=2 * header + 1501, times=1, then="die")
+    one = Repo(str(repo.path))
+    try:
+        assert one.blob(a) == b"a" * 1000
+        assert one.blob(b) == b"b" * 1000  # from a second cat-file
+        assert len(runs.read_text().split()) == 2
+        assert one._cat is not None
+        os.kill(one._cat.pid, signal.SIGKILL)  # dies while idle (the OOM killer)
+        one._cat.wait()
+        assert one.blob(c) == b"c" * 1000  # from a third
+        assert len(runs.read_text().split()) == 3
+    finally:
+        one.close()
 
 
 def _bumps(repo, count: int) -> None:
