@@ -45,9 +45,11 @@ def cutting_git(
     )
     cutter.chmod(0o755)
     wrapper = bin_dir / "git"
-    pattern = f'*" {command} "*" {match} "*' if match else f'*" {command} "*'
+    cut = f'exec "{cutter}" "$@"'
+    if match:  # (a second test: the argument may come right after the command)
+        cut = f'case " $* " in *" {match} "*) {cut};; esac'
     wrapper.write_text(
-        f'#!/bin/sh\ncase " $* " in {pattern}) exec "{cutter}" "$@";; esac\nexec "{real}" "$@"\n'
+        f'#!/bin/sh\ncase " $* " in *" {command} "*) {cut};; esac\nexec "{real}" "$@"\n'
     )
     wrapper.chmod(0o755)
     return bin_dir, runs

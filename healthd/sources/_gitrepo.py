@@ -370,7 +370,8 @@ class Repo:
         """Many blobs in one pipelined exchange with ``git cat-file --batch`` (a thread
         writes the requests while this one reads the answers, so neither pipe can fill up
         and stall the other); None for a missing one. Safe to call from another thread."""
-        wanted = list(dict.fromkeys(s for s in shas if s not in self._absent))
+        # (a name holding a newline would be two requests, each answer then another's)
+        wanted = list(dict.fromkeys(s for s in shas if s not in self._absent and "\n" not in s))
         if not wanted:
             return {}
         with self._lock:
@@ -423,7 +424,7 @@ class Repo:
         """A blob's content via one long-lived ``git cat-file --batch``; None when missing."""
         if sha in self._prefetched:
             return self._prefetched[sha]
-        if sha in self._absent or sha in self._oversized:
+        if sha in self._absent or sha in self._oversized or "\n" in sha:
             return None
         with self._lock:
             return self._one_blob(sha)
@@ -508,6 +509,8 @@ class Repo:
         cut = self._cut.get(sha)
         if cut is not None:
             return cut
+        if "\n" in sha:
+            return f"{sha!r} holds a newline, which git cat-file cannot be asked for"
         return f"blob {sha[:12]} missing (partial clone?)"
 
     def _cat_file(self) -> subprocess.Popen[bytes]:

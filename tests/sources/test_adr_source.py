@@ -321,6 +321,24 @@ def test_a_git_killed_while_answering_is_no_answer(repo, tmp_path, monkeypatch, 
     assert pull(adr_source(repo)).events == whole.events  # the next run: the git answers
 
 
+def test_a_directory_whose_name_holds_a_newline_does_not_put_the_reading_out_of_step(repo, brief):
+    # asked of `cat-file` one request a line, "notes\nx/0001-n.md" was two requests, and
+    # every answer after it another file's: the records in docs/adr were then not found
+    repo.write({f"notes\nx/000{n}-note.md": nygard(n, f"Note {n}", "Rejected") for n in (1, 2, 3)})
+    repo.commit(
+        "2024-01-01",
+        {
+            "docs/adr/0001-use-kafka.md": nygard(1, "Use Kafka", "Accepted"),
+            "docs/adr/0002-use-go.md": nygard(2, "Use Go", "Accepted"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use Kafka"),
+        ("2024-01-01", "added", "adr:2 decision=Use Go"),
+    ]
+
+
 def test_no_records_anywhere_is_an_error_naming_where_it_looked(repo):
     repo.commit("2024-01-01", {"src/a.py": "", "docs/guide.md": "# Guide\n"})
     result = adr_source(repo).pull(None)
