@@ -310,8 +310,8 @@ class Repo:
             proc.stdout.close()
             proc.wait()
             self._watch.discard(proc)
-            errors.seek(0)
-            stderr = errors.read(1 << 16).decode("utf-8", "replace").strip()
+            errors.seek(max(0, errors.seek(0, os.SEEK_END) - (1 << 16)))  # its end says why
+            stderr = errors.read().decode("utf-8", "replace").strip()
         # The last commit's changes are whole only if git ended well: one killed (the run's
         # time, the OOM killer) or failing stopped somewhere in them, or before later commits
         if proc.returncode != 0:
