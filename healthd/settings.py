@@ -39,7 +39,7 @@ from pydantic_settings import (
 )
 
 from healthd.durations import parse_duration
-from healthd.errors import ConfigError, HealthdError
+from healthd.errors import ConfigError, HealthdError, SourceError
 from healthd.llm_budget import KEYS as BUDGET_KEYS
 from healthd.llm_prices import LLMConfig
 from healthd.model import MEASUREMENT_REVISION
@@ -613,7 +613,7 @@ def _source_reachability(source: SourceConfig) -> list[str]:
             )
             if problem:
                 problems.append(f"path: {path}: {problem}")
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except (OSError, subprocess.TimeoutExpired, SourceError) as exc:
         problems.append(f"path: cannot run git on {path}: {exc}")
     return problems
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from git_faults import cutting_git
 
 
 def healthd(*args: str) -> subprocess.CompletedProcess[str]:
@@ -192,3 +193,22 @@ def test_check_config_and_timeline_agree_on_where_the_adrs_are(repo, tmp_path):
         lines = failed.stderr.strip().splitlines()
         assert len(lines) == 1, (command, failed.stderr)
         assert "no ADR records found" in lines[0] and "docs/decisions" in lines[0], lines[0]
+
+
+def test_check_config_names_the_source_when_its_git_is_killed(repo, tmp_path):
+    repo.commit("2024-01-10", {"doc/adr/0001-use-go.md": "# 1. Use Go\n\n## Status\n\nAccepted\n"})
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.decisions]\nkind = "adr"\npath = "{repo.path}"\n')
+    bin_dir, _ = cutting_git(tmp_path, "rev-parse", limit=0, times=100, then="die", match="--quiet")
+    checked = subprocess.run(
+        [sys.executable, "-m", "healthd", "check-config", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
+    assert checked.returncode == 2, checked.stderr
+    assert checked.stderr.strip().splitlines() == [  # once read as "no commits yet": ok
+        f"healthd: error: {config}: sources.decisions.path: cannot run git on {repo.path}: "
+        "git rev-parse was killed (signal 9)"
+    ]
