@@ -92,10 +92,7 @@ def run(
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
+    _signal_group(proc)
     proc.communicate()
 
 

@@ -416,8 +416,7 @@ class Repo:
         finally:
             writer.join(timeout=60)
         if answered < len(wanted) or failed:
-            self._close()  # what was not answered is read one at a time again
-            self._check_watch("git cat-file")
+            self._cat_died()  # what was not answered is read one at a time again
         return found
 
     def blob(self, sha: str) -> bytes | None:
@@ -442,14 +441,12 @@ class Repo:
                 cat.stdin.flush()
                 header = cat.stdout.readline()
             except (BrokenPipeError, OSError) as exc:  # it had died, idle
-                self._close()
-                self._check_watch("git cat-file")
+                self._cat_died()
                 if last_try:
                     raise GitError("git cat-file stopped unexpectedly") from exc
                 continue
             if not header.endswith(b"\n"):
-                status = self._close()
-                self._check_watch("git cat-file")
+                status = self._cat_died()
                 if status is None or status >= 0:  # it ended of itself: no such blob here
                     self._absent.add(sha)
                     return None
@@ -464,8 +461,7 @@ class Repo:
             try:
                 content = self._content(cat.stdout, sha, size)
             except _Stopped as stopped:
-                self._close()  # the next read starts a new cat-file
-                self._check_watch("git cat-file")
+                self._cat_died()  # the next read starts a new cat-file
                 if last_try:
                     self._cut[sha] = (
                         f"git cat-file stopped after sending {stopped.got} of blob "
@@ -530,6 +526,13 @@ class Repo:
             self._watch.add(self._cat)
             _widen_pipe(self._cat.stdout)
         return self._cat
+
+    def _cat_died(self) -> int | None:
+        """End a cat-file that stopped answering: its exit status (:meth:`_close`), or
+        GitError when the watch ended it (the run's time is up: no new one is started)."""
+        status = self._close()
+        self._check_watch("git cat-file")
+        return status
 
     def _check_watch(self, what: str) -> None:
         """GitError when the watch has ended this repository's git processes."""
