@@ -197,6 +197,9 @@ def test_an_answer_without_other_still_reads():
         ({}, "length", '{"asserts": ["@b', "cut off at the token limit (finish_reason 'length')"),
         ({}, "stop", '{"other": ["@bob"]}', "'other' names ['@bob'], which are the key's values"),
         ({}, "stop", "```json\nnot json\n```", "the answer is not JSON"),
+        # (json.loads raises neither as JSONDecodeError: a plain ValueError, RecursionError)
+        ({}, "stop", '{"asserts": [], "n": ' + "7" * 5000 + "}", "the answer is not JSON"),
+        ({}, "stop", "[" * 100_000 + "]" * 100_000, "the answer is not JSON"),
     ],
 )
 def test_a_refusal_a_cut_off_answer_or_a_listed_value_as_other_is_one_clear_error(

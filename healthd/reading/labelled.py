@@ -19,11 +19,11 @@ when either names the other), unread over items.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
+from healthd import _json
 from healthd._files import open_text
 from healthd.errors import ReaderError
 from healthd.model import FactKey
@@ -132,9 +132,9 @@ def parse_labelled(lines: Sequence[str], origin: str) -> list[LabelledItem]:
             continue
         where = f"{origin}, line {number}"
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ReaderError(f"{where}: invalid JSON: {exc.msg}") from None
+            obj = _json.loads(raw)
+        except _json.BadJSON as exc:
+            raise ReaderError(f"{where}: invalid JSON: {exc.reason}") from None
         if not isinstance(obj, dict):
             raise ReaderError(f"{where}: expected a JSON object")
         missing = _FIELDS - set(obj)

@@ -23,6 +23,7 @@ from typing import Any
 import requests
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from healthd import _json
 from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.errors import ReaderError, shorten
 from healthd.llm_usage import LLMUsage, tokens_of
@@ -144,8 +145,8 @@ def _reading(data: Any, values: Sequence[str], where: str) -> Reading:
     if fenced:
         text = fenced.group(1)
     try:
-        answer = json.loads(text)
-    except json.JSONDecodeError:
+        answer = _json.loads(text)
+    except _json.BadJSON:
         raise ReaderError(f"{where}: the answer is not JSON: {shorten(content, 120)!r}") from None
     if not isinstance(answer, dict):
         raise ReaderError(f"{where}: the answer is not a JSON object")
