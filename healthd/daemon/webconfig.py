@@ -26,7 +26,7 @@ import bcrypt
 import yaml
 
 from healthd._files import NotRegularFile, check_regular, read_text
-from healthd.errors import ConfigError
+from healthd.errors import ConfigError, shorten
 
 _TOP = {"tls_server_config", "basic_auth_users", "http_server_config"}
 _TLS = {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version"}
@@ -118,6 +118,8 @@ def load_web_config(path: str | None) -> WebConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise ConfigError(f"{path}: not valid YAML{where}") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a value its tag cannot hold
+        raise ConfigError(f"{path}: not valid YAML: {shorten(str(exc), 120)}") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

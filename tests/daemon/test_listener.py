@@ -168,6 +168,7 @@ def test_tls_and_basic_auth_from_an_exporter_toolkit_web_config(tmp_path):
         ("basic_auth_users:\n  alice: plaintext\n", "basic_auth_users.alice: not a bcrypt hash"),
         ("basic_auth: {}\n", "basic_auth: unknown key"),
         ("tls_server_config: [\n", "not valid YAML"),
+        ("tls_server_config:\n  cert_file: !!timestamp 2024-13-01\n", "not valid YAML: month"),
     ],
 )
 def test_a_bad_web_config_is_one_line_and_exit_2_at_start_and_in_check_config(
