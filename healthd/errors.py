@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import reprlib
+
 
 class HealthdError(Exception):
     """Base of every error healthd raises on purpose."""
@@ -16,6 +18,20 @@ def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+_QUOTE = reprlib.Repr()  # (keyword arguments only from Python 3.12)
+_QUOTE.maxlevel = 3
+_QUOTE.maxtuple = _QUOTE.maxlist = _QUOTE.maxdict = _QUOTE.maxset = _QUOTE.maxfrozenset = 4
+_QUOTE.maxstring = _QUOTE.maxother = 80
+_QUOTE.maxlong = 40
+
+
+def quote(value: object) -> str:
+    """``value``'s repr for a message, bounded however big or deep the value is: a parsed
+    document's value can be a YAML alias bomb, whose full repr would take hours and GiB,
+    and even a plain one would make a line nobody reads."""
+    return _QUOTE.repr(value)
 
 
 class TimelineError(HealthdError):

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from healthd.errors import quote
 from healthd.model import Domain, Fact, FactKey
 from healthd.people import Person
 from healthd.sources._gitlog import Held
@@ -51,7 +52,7 @@ class OtherKind(Malformed):
     """An entity of a kind a plugin added (not one of the format's): not read, not wrong."""
 
     def __init__(self, kind: str) -> None:
-        super().__init__(f"kind {kind!r} is not a kind of the Backstage descriptor format")
+        super().__init__(f"kind {quote(kind)} is not a kind of the Backstage descriptor format")
         self.kind = kind
 
 
@@ -69,12 +70,12 @@ def parse_ref(value: object, *, default_kind: str | None, default_namespace: str
     if isinstance(value, dict):
         kind, namespace, name = value.get("kind"), value.get("namespace"), value.get("name")
         if not isinstance(name, str) or not name:
-            raise Malformed(f"reference {value!r} has no name")
+            raise Malformed(f"reference {quote(value)} has no name")
         if kind is not None and not isinstance(kind, str):
-            raise Malformed(f"reference {value!r} has a kind that is not a string")
+            raise Malformed(f"reference {quote(value)} has a kind that is not a string")
         if namespace is not None and not isinstance(namespace, str):
-            raise Malformed(f"reference {value!r} has a namespace that is not a string")
-        text = str(value)
+            raise Malformed(f"reference {quote(value)} has a namespace that is not a string")
+        shown: object = value
     elif isinstance(value, str):
         text = value.strip()
         colon, slash = text.find(":"), text.find("/")
@@ -83,13 +84,16 @@ def parse_ref(value: object, *, default_kind: str | None, default_namespace: str
         kind = text[:colon] if colon != -1 else None
         namespace = text[colon + 1 : slash] if slash != -1 else None
         name = text[max(colon + 1, slash + 1) :]
+        shown = text
         if kind == "" or namespace == "" or not name:
-            raise Malformed(f"reference {text!r} is not of the form [<kind>:][<namespace>/]<name>")
+            raise Malformed(
+                f"reference {quote(text)} is not of the form [<kind>:][<namespace>/]<name>"
+            )
     else:
-        raise Malformed(f"reference {value!r} is not a string")
+        raise Malformed(f"reference {quote(value)} is not a string")
     kind = kind or default_kind
     if not kind:
-        raise Malformed(f"reference {text!r} has no kind and this field has no default kind")
+        raise Malformed(f"reference {quote(shown)} has no kind and this field has no default kind")
     return EntityRef(kind.lower(), (namespace or default_namespace).lower(), name.lower())
 
 
@@ -232,13 +236,17 @@ def contribution(entity: Entity, meta: Mapping[str, str]) -> Contribution:
 
     def refs(key: str, default_kind: str | None) -> list[EntityRef]:
         found = []
+        bad: list[Malformed] = []
         for value in _as_list(spec.get(key)):
             try:
                 found.append(
                     parse_ref(value, default_kind=default_kind, default_namespace=ref.namespace)
                 )
             except Malformed as exc:
-                problems.append(f"{entity.where}: {kind} {ref.name}: spec.{key}: {exc}")
+                bad.append(exc)
+        if bad:  # one line a field, however many of its references are bad
+            more = f" (and {len(bad) - 1} more in this field)" if len(bad) > 1 else ""
+            problems.append(f"{entity.where}: {kind} {ref.name}: spec.{key}: {bad[0]}{more}")
         return found
 
     def add(predicate: str, value: str, domain: Domain, depends: bool = True) -> None:

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import yaml
 
+from healthd.errors import shorten
 from healthd.sources._catalog import Entity, Malformed, OtherKind, parse_entity
 
 
@@ -40,8 +41,75 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-def _yaml_loader() -> type[yaml.SafeLoader]:
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+class _CoreLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML 1.2's core schema, as Backstage reads a catalog file (its ``yaml`` package's
+    default): ``yes``, ``on``, ``2023-13-01`` and ``1:30`` are strings, ``0777`` is decimal,
+    ``<<`` an ordinary key. PyYAML's own resolvers are YAML 1.1's, under which a date-like
+    annotation that is no date (``2023-13-01``) fails the whole file."""
+
+    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+for _tag, _pattern, _first in (
+    ("bool", r"(?:[Tt]rue|TRUE|[Ff]alse|FALSE)", "tTfF"),
+    ("int", r"(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)", "-+0123456789"),
+    (
+        "float",
+        r"(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))",
+        "-+0123456789.",
+    ),
+    ("null", r"(?:~|[Nn]ull|NULL|)", ["~", "n", "N", ""]),
+):
+    _CoreLoader.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_tag}", re.compile(rf"^{_pattern}$"), list(_first)
+    )
+
+
+def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    if text.startswith(("0o", "0x")):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)  # (PyYAML's would read 0777 as octal and 1_000 as 1000)
+
+
+_CoreLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
+
+#: Values one document may expand to through its aliases. A hand-written entity has tens;
+#: an alias bomb (``&a [*b, *b, ...]`` nested) shares one object per anchor, small in
+#: memory, but anything that walks it (a comparison with its next version, a message
+#: quoting it) walks every expansion: 10 levels of 10 is 10^10 values.
+MAX_DOCUMENT_VALUES = 100_000
+
+
+def _values(doc: object) -> int:
+    """How many values ``doc`` holds with every alias expanded, counting each shared object
+    once per place it appears (computed once per object); Malformed past the bound, or when
+    the document holds itself."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(value: object) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        known = sizes.get(key)
+        if known is not None:
+            return known
+        if key in busy:
+            raise Malformed("an alias refers to a value that holds it")
+        busy.add(key)
+        items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+        total = 1
+        for k, v in items:
+            total += size(k) + size(v)
+            if total > MAX_DOCUMENT_VALUES:
+                raise Malformed(f"aliases expand it to over {MAX_DOCUMENT_VALUES:,} values")
+        busy.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(doc)
 
 
 _DOC_START = re.compile(r"^---(?=[ \t\r]|$)", re.MULTILINE)
@@ -84,12 +152,20 @@ def parse_catalog_file(
         parsed = cache.get((where, chunk)) if cache is not None else None
         if parsed is None:
             try:
-                docs = list(yaml.load_all(chunk, Loader=_yaml_loader()))
+                docs = list(yaml.load_all(chunk, Loader=_CoreLoader))
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 at = f" at line {line + mark.line + 1}" if mark is not None else ""
                 problem = getattr(exc, "problem", None) or type(exc).__name__
                 raise Malformed(f"not valid YAML{at}: {problem}") from None
+            except (ValueError, TypeError, OverflowError) as exc:
+                # (a value its tag cannot hold: !!timestamp 2023-13-01, !!float x, or an
+                # integer past the interpreter's digit limit)
+                at = f" in the document at line {line + 1}" if line else ""
+                reason = str(exc)
+                if "integer string conversion" in reason:
+                    reason = f"an integer too long to read ({reason.split(':', maxsplit=1)[0]})"
+                raise Malformed(f"not valid YAML{at}: {shorten(reason, 120)}") from None
             parsed = [_entity_or_problem(doc, where) for doc in docs]
             if cache is not None:
                 cache[where, chunk] = parsed
@@ -106,6 +182,7 @@ def _entity_or_problem(doc: object, where: str) -> Parsed:
     if doc is None:
         return None  # an empty document (a trailing ---)
     try:
+        _values(doc)
         return parse_entity(doc, where)
     except OtherKind as exc:
         return f"{exc}; not read"

@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.durations import parse_duration
-from healthd.errors import ConfigError, SourceError
+from healthd.errors import ConfigError, SourceError, quote
 from healthd.logging import get_logger
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.people import Person
@@ -351,7 +351,7 @@ class CatalogExtractor(Extractor):
                             self._report(
                                 path,
                                 commit,
-                                f"Location {entity.ref.name} target {target!r} "
+                                f"Location {entity.ref.name} target {quote(target)} "
                                 "is not in this repository; not followed",
                             )
                             continue
@@ -365,7 +365,7 @@ class CatalogExtractor(Extractor):
                             self._report(
                                 path,
                                 commit,
-                                f"Location {entity.ref.name} target {target!r} matches no file",
+                                f"Location {entity.ref.name} target {quote(target)} matches no file",
                             )
                         queue.extend(p for p in found if p not in reached)
                     continue

@@ -75,6 +75,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from healthd.durations import parse_duration
+from healthd.errors import quote
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.people import Person
 from healthd.sources import register_source
@@ -584,7 +585,7 @@ class GitExtractor(Extractor):
         for line, token in rejected:
             self.skips.add(
                 f"{ch.path}@{commit.sha[:12]} line {line}",
-                f"owner {token!r} is not @user, @org/team or an email; dropped",
+                f"owner {quote(token)} is not @user, @org/team or an email; dropped",
             )
         return True
 

@@ -1,0 +1,143 @@
+"""Catalog files as others write them, and as an attacker could: the `backstage` source
+reads YAML as Backstage does (1.2's core schema), and a document it cannot take is one
+short line while the rest of the catalog is read."""
+
+from __future__ import annotations
+
+from conftest import GitRepo
+
+from healthd.sources import build_source
+
+SERVICE = """\
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: {name}
+spec:
+  type: service
+  lifecycle: production
+  owner: team-a
+"""
+
+
+def source(repo: GitRepo):
+    return build_source(
+        "backstage", "catalog", {"path": str(repo.path), "revalidate_interval": "P3650D"}
+    )
+
+
+def facts(result) -> dict[tuple[str, str], str]:
+    return {(e.fact.subject, e.fact.predicate): e.fact.value for e in result.events}
+
+
+def alias_bomb(levels: int, field: str) -> str:
+    """A component whose ``field`` expands, alias in alias, to 10**levels values."""
+    anchors = ["    a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        anchors.append(f"    a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    return (
+        "apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata:\n  name: bomb\n"
+        "  annotations:\n"
+        + "\n".join(anchors)
+        + f"\nspec:\n  type: service\n  lifecycle: production\n  owner: team-a\n"
+        f"  {field}: *a{levels - 1}\n"
+    )
+
+
+def test_values_are_read_as_backstage_reads_them_not_as_yaml_1_1(repo: GitRepo) -> None:
+    # Backstage parses catalog files with YAML 1.2's core schema: a date-like annotation
+    # is a string (PyYAML's 1.1 reading failed the whole pull on 2023-13-01), and `no`,
+    # `on`, `12:30` are names, not a boolean and a sexagesimal 750
+    repo.commit(
+        "2024-01-02T09:00",
+        {
+            "catalog-info.yaml": (
+                "apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata:\n"
+                "  name: payments\n  annotations:\n    example.com/reviewed: 2023-13-01\n"
+                "    example.com/since: 2023-02-01\nspec:\n  type: service\n"
+                "  lifecycle: production\n  owner: no\n  system: 12:30\n"
+                "---\n" + SERVICE.format(name="ledger").replace("team-a", "on")
+            ),
+        },
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    got = facts(result)
+    assert got[("payments", "owner")] == "no"
+    assert got[("payments", "system")] == "12:30"
+    assert got[("ledger", "owner")] == "on"
+    assert result.skipped == []
+
+
+def test_an_alias_bomb_is_one_short_line_and_the_rest_of_the_catalog_is_read(
+    repo: GitRepo,
+) -> None:
+    # a million values from 100 lines: whatever walks it (a message quoting it, a
+    # comparison with its next version) walks them all; the document is not read
+    repo.commit(
+        "2024-01-02T09:00",
+        {
+            "catalog-info.yaml": SERVICE.format(name="ledger")
+            + "---\n"
+            + alias_bomb(6, "dependsOn")
+            + "---\n"
+            + SERVICE.format(name="itself").replace("owner: team-a", "owner: &o [*o]"),
+            "services/payments/catalog-info.yaml": SERVICE.format(name="payments"),
+        },
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert {s for s, _ in facts(result)} == {"ledger", "payments"}
+    assert len(result.skipped) == 2, result.skipped
+    bomb, itself = sorted(result.skipped)
+    assert "document 2: aliases expand it to over 100,000 values" in bomb
+    assert "document 3: an alias refers to a value that holds it" in itself
+    assert all(len(line) < 200 for line in result.skipped)
+
+
+def test_many_bad_references_in_one_field_are_one_line_that_counts_them(repo: GitRepo) -> None:
+    members = ", ".join(f"{{name: [n{i}]}}" for i in range(500))
+    group = (
+        "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata:\n  name: team-a\n"
+        f"spec:\n  type: team\n  children: []\n  members: [alice, {members}]\n"
+    )
+    repo.commit("2024-01-02T09:00", {"catalog-info.yaml": group})
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert facts(result)[("group:team-a", "members")] == "alice"
+    [line] = result.skipped
+    assert "spec.members: reference {'name': ['n0']} has no name" in line
+    assert line.endswith("(and 499 more in this field)")
+
+
+def test_a_value_its_tag_cannot_hold_keeps_the_file_as_before_in_one_line(
+    repo: GitRepo,
+) -> None:
+    repo.commit(
+        "2024-01-02T09:00",
+        {
+            "catalog-info.yaml": SERVICE.format(name="ledger"),
+            "services/payments/catalog-info.yaml": SERVICE.format(name="payments"),
+        },
+    )
+    repo.commit(
+        "2024-02-01T09:00",
+        {
+            "catalog-info.yaml": SERVICE.format(name="ledger").replace("team-a", "team-b")
+            + "  reviewed: !!timestamp 2023-13-01\n",
+            "services/payments/catalog-info.yaml": SERVICE.format(name="payments").replace(
+                "lifecycle: production", "lifecycle: production\n  replicas: " + "9" * 5000
+            ),
+        },
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    # both files as before: ledger's owner is not revised, nothing is ended
+    assert [e.type for e in result.events if e.timestamp.month == 2] == []
+    assert sorted(result.skipped) == [
+        f"catalog-info.yaml@{repo.head()[:12]}: not valid YAML: month must be in 1..12; "
+        "kept as before",
+        f"services/payments/catalog-info.yaml@{repo.head()[:12]}: not valid YAML: an integer "
+        "too long to read (Exceeds the limit (4300 digits) for integer string conversion); "
+        "kept as before",
+    ]
