@@ -165,7 +165,13 @@ class GitHubSource(TicketSource):
         subject = f"{self.options.repo}#{issue.number}"
         parsed = []
         for index, raw in enumerate(raw_events):
-            if not isinstance(raw, dict) or raw.get("event") not in _INTERESTING:
+            kind = raw.get("event") if isinstance(raw, dict) else None
+            if not isinstance(kind, str):
+                skipped.append(
+                    f"{subject} event #{index}: field 'event' is missing or not a string"
+                )
+                continue
+            if kind not in _INTERESTING:
                 continue
             try:
                 event_id = require(raw, "id", int, "")
@@ -211,7 +217,12 @@ class GitHubSource(TicketSource):
                     reason = f"{login} unassigned, no assignee left"
                 elif kind == "closed":
                     open_ = False
-                    state_reason = raw.get("state_reason") or "completed"
+                    given = raw.get("state_reason")
+                    if given is not None and not isinstance(given, str):
+                        raise Malformed(
+                            f"field 'state_reason' has the wrong type ({type(given).__name__})"
+                        )
+                    state_reason = given or "completed"
                     reason = f"closed as {state_reason.replace('_', ' ')}"
                 elif kind == "reopened":
                     open_, state_reason = True, None

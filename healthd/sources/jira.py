@@ -147,12 +147,21 @@ class _State:
         self.status = _name(fields.get("status"))
         self.resolution = _name(fields.get("resolution"))
         self.assignee = _user(fields.get("assignee"), user_field)
-        comps = fields.get("components") or []
+        comps = _list_field(fields, "components")
         self.components = {
             c["name"] for c in comps if isinstance(c, dict) and isinstance(c.get("name"), str)
         }
-        self.labels = {label for label in fields.get("labels") or [] if isinstance(label, str)}
+        self.labels = {label for label in _list_field(fields, "labels") if isinstance(label, str)}
         self.issuetype = _name(fields.get("issuetype"))
+
+
+def _list_field(fields: dict[str, Any], key: str) -> list[Any]:
+    value = fields.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Malformed(f"field 'fields.{key}' has the wrong type ({type(value).__name__})")
+    return value
 
 
 def _name(obj: Any) -> str | None:
@@ -301,6 +310,12 @@ class JiraSource(TicketSource):
                 st.components.add(new_s)
             return f"component {old_s!r} removed"
         if field == "labels":
+            if new_s is not None and not isinstance(new_s, str):
+                side = "toString" if forward else "fromString"
+                raise Malformed(
+                    f"field '{side}' of a labels change has the wrong type "
+                    f"({type(new_s).__name__})"
+                )
             st.labels = set((new_s or "").split())
             return "labels changed"
         if field == "issuetype":
@@ -482,7 +497,9 @@ class JiraSource(TicketSource):
                 f"issue {issue.get('key')}: field 'changelog' is missing "
                 "(was expand=changelog ignored?)"
             )
-        histories = list(log.get("histories") or [])
+        histories = log.get("histories") or []
+        if not isinstance(histories, list):
+            raise BadPayload(f"issue {issue.get('key')}: field 'changelog.histories' is not a list")
         total = log.get("total")
         if isinstance(total, int) and total > len(histories):
             # The search embeds at most a page of histories: read them all.
@@ -495,10 +512,11 @@ class JiraSource(TicketSource):
                     raise BadPayload(f"GET {resp.url}: field 'values' is missing")
                 histories.extend(values)
                 start += len(values)
+                page_total = resp.data.get("total")
                 if (
                     not values
                     or resp.data.get("isLast") is True
-                    or start >= resp.data.get("total", 0)
+                    or start >= (page_total if isinstance(page_total, int) else total)
                 ):
                     break
         return histories
@@ -537,6 +555,7 @@ class JiraSource(TicketSource):
     def _search_pages_v3(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
         url = f"{self.options.base_url}/rest/api/3/search/jql"
         token = None
+        tokens: set[str] = set()
         while True:
             params = {
                 "jql": jql,
@@ -550,8 +569,15 @@ class JiraSource(TicketSource):
             issues = _issues_of(resp)
             yield issues
             token = resp.data.get("nextPageToken")
-            if not token or resp.data.get("isLast") is True:
+            if token is None or token == "" or resp.data.get("isLast") is True:
                 return
+            # (any other token that is not a new string would ask for a page read before,
+            # for as long as the run lasts)
+            if not isinstance(token, str):
+                raise BadPayload(f"GET {resp.url}: field 'nextPageToken' is not a string")
+            if token in tokens:
+                raise BadPayload(f"GET {resp.url}: field 'nextPageToken' repeats an earlier one")
+            tokens.add(token)
 
     def _search_pages_v2(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
         url = f"{self.options.base_url}/rest/api/2/search"

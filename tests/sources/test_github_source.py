@@ -799,3 +799,19 @@ def test_an_issue_updated_in_the_year_9999_does_not_hide_the_issues_updated_afte
     gh.events[1].append(gh_event(108, "reopened", later))
     second = make(gh).pull(first.cursor)
     assert "github:acme/payments#1:108" in {e.id for e in second.events}
+
+
+def test_an_event_or_a_state_reason_of_the_wrong_type_is_one_skipped_line(gh):
+    # a type fuzz of every field found both escaping pull() (a TypeError on an unhashable
+    # `event`, an AttributeError on a state_reason that is no string) at every run
+    gh.events[2][1]["event"] = ["subscribed"]
+    gh.events[3][1]["state_reason"] = 7
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert sorted(set(result.skipped)) == [
+        f"{REPO}#2 event #1: field 'event' is missing or not a string",
+        f"{REPO}#3 event 302 (closed): field 'state_reason' has the wrong type (int)",
+    ]
+    ids = {e.id for e in result.events}
+    assert "github:acme/payments#2:202" in ids  # issue 2's close is read
+    assert "github:acme/payments#3:302" not in ids  # issue 3's unreadable close is not

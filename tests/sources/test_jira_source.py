@@ -685,3 +685,71 @@ def test_a_watermark_in_the_year_1_reads_everything_again_not_a_traceback(jira):
     assert result.ok, result.error
     assert 'updated >= "' not in [r for r in jira.log if r.path.endswith("/search")][-1].args["jql"]
     assert json.loads(result.cursor)["since"].startswith("2024-01-")  # moved on again
+
+
+# A fuzz of every field of these payloads with values of the wrong type found each of the
+# following escaping pull() (a TypeError, an AttributeError) at every run, so that no issue
+# after it was ever read, or paging for as long as the run lasted.
+
+
+def test_a_list_field_of_the_wrong_type_is_one_skipped_line_and_the_rest_is_read(jira):
+    jira.issues["PAY-2"]["fields"]["components"] = 5
+    jira.issues["PAY-3"]["fields"]["labels"] = True
+    result = make(jira).pull(None)
+    assert result.ok, result.error
+    assert sorted(result.skipped) == [
+        "PAY-2: field 'fields.components' has the wrong type (int)",
+        "PAY-3: field 'fields.labels' has the wrong type (bool)",
+    ]
+    assert [e.id for e in result.events if e.id.startswith("jira:PAY-1:")] == [
+        row[0] for row in EXPECTED if row[0].startswith("jira:PAY-1:")
+    ]
+
+
+def test_a_labels_change_of_the_wrong_type_is_one_skipped_line(jira):
+    history = jira.issues["PAY-1"]["changelog"]["histories"][0]
+    history["items"].append(jira_item("labels", None, "", None, 7))  # type: ignore[arg-type]
+    result = make(jira).pull(None)
+    assert result.ok, result.error
+    assert result.skipped == [
+        f"PAY-1 history {history['id']} item 1: field 'toString' of a labels change has the "
+        "wrong type (int)"
+    ]
+    assert by_time(shape(result.events)) == by_time(EXPECTED)
+
+
+def test_histories_that_are_not_a_list_fail_the_pull_in_one_line_naming_them(jira):
+    jira.issues["PAY-3"]["changelog"]["histories"] = {"id": "1"}
+    result = make(jira).pull(None)
+    assert not result.ok
+    assert "issue PAY-3: field 'changelog.histories' is not a list" in result.error
+    assert "\n" not in result.error
+
+
+@pytest.mark.parametrize("token", [["p"], "p2"])
+def test_a_page_token_that_is_no_string_or_comes_again_ends_the_paging(jira, token):
+    # ["p"] is sent as "p" by requests, so asked for again and again, as a token the
+    # server repeats (a proxy's cache) would be
+    jira.fail(
+        r"/rest/api/3/search/jql$",
+        status=200,
+        body=json.dumps({"issues": [], "nextPageToken": token, "isLast": False}),
+        times=1000,
+    )
+    result = make(jira, api_version="3").pull(None)
+    assert not result.ok
+    assert "nextPageToken" in result.error and "\n" not in result.error
+    assert len([p for p in jira.paths() if p == "/rest/api/3/search/jql"]) <= 2
+
+
+def test_a_changelog_page_whose_total_is_no_number_is_read_to_its_end(jira):
+    jira.embed_limit = 1
+    histories = jira.issues["PAY-1"]["changelog"]["histories"]
+    jira.fail(
+        r"/issue/PAY-1/changelog$",
+        status=200,
+        body=json.dumps({"startAt": 0, "total": "3", "values": histories}),
+    )
+    result = make(jira).pull(None)
+    assert result.ok, result.error
+    assert by_time(shape(result.events)) == by_time(EXPECTED)
