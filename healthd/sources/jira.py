@@ -313,8 +313,7 @@ class JiraSource(TicketSource):
             if new_s is not None and not isinstance(new_s, str):
                 side = "toString" if forward else "fromString"
                 raise Malformed(
-                    f"field '{side}' of a labels change has the wrong type "
-                    f"({type(new_s).__name__})"
+                    f"field '{side}' of a labels change has the wrong type ({type(new_s).__name__})"
                 )
             st.labels = set((new_s or "").split())
             return "labels changed"
