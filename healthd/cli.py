@@ -392,7 +392,7 @@ def configured_pull(
     from healthd.model import as_text, not_text_note
     from healthd.sources import build_source, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
-    from healthd.timeline import format_timestamp
+    from healthd.timeline import fitted, format_timestamp
 
     if only is not None and only not in settings.sources:
         raise ConfigError(
@@ -425,7 +425,11 @@ def configured_pull(
             event, replaced = as_text(event)
             if replaced is not None:
                 result.skipped.append(not_text_note(replaced))
-            kept.append(event)
+            held, cut = fitted(event)
+            if cut is not None and cut not in result.skipped:  # (each revalidation again)
+                result.skipped.append(cut)
+            if held is not None:
+                kept.append(held)
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:

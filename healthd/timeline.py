@@ -107,6 +107,71 @@ def dumps_event(event: ChangeEvent) -> str:
     return json.dumps(event_to_dict(event), ensure_ascii=False, separators=(", ", ": "))
 
 
+#: What each string of an event is cut to when its line would be too long for the reader:
+#: a dozen such strings, each escaped at worst (six characters a character), still fit.
+_CUT_STRING = 1 << 14
+
+
+def fitted(
+    event: ChangeEvent, max_line: int = DEFAULT_MAX_LINE
+) -> tuple[ChangeEvent | None, str | None]:
+    """``event`` as a timeline line can hold it, and what was cut (None: nothing).
+
+    The reader refuses a line over ``max_line`` characters, so an event a source made of a
+    huge text (a heading of a megabyte) could be written but never read again: a daemon
+    that stored it could not replay its own events. Such an event keeps its first
+    :data:`_CUT_STRING` characters of each string, cut the same way in every event, so the
+    events of one fact still pair up; one still too long (thousands of dependencies) is
+    refused: None."""
+    fact, previous = event.fact, event.previous
+    size = len(event.id) + len(event.source) + len(event.reason or "")
+    size += len(fact.subject) + len(fact.predicate) + len(fact.value)
+    if previous is not None:
+        size += len(previous.subject) + len(previous.predicate) + len(previous.value)
+    size += sum(len(k) + len(v) for k, v in event.metadata.items())
+    size += sum(len(d.subject) + len(d.predicate) for d in event.depends_on)
+    # (a bound: each character escaped at worst, and the line's own names and punctuation)
+    if 6 * size + 64 * (len(event.depends_on) + len(event.metadata)) + 1024 < max_line:
+        return event, None
+    length = len(dumps_event(event))
+    if length <= max_line:
+        return event, None
+
+    def cut(text: str) -> str:
+        if len(text) <= _CUT_STRING:
+            return text
+        return f"{text[:_CUT_STRING]}… ({len(text) - _CUT_STRING} more characters)"
+
+    def cut_fact(fact: Fact) -> Fact:
+        return Fact(cut(fact.subject), cut(fact.predicate), cut(fact.value), fact.domain)
+
+    shorter = ChangeEvent(
+        id=cut(event.id),
+        type=event.type,
+        timestamp=event.timestamp,
+        source=cut(event.source),
+        fact=cut_fact(fact),
+        previous=None if previous is None else cut_fact(previous),
+        reason=None if event.reason is None else cut(event.reason),
+        depends_on=tuple(FactKey(cut(d.subject), cut(d.predicate)) for d in event.depends_on),
+        metadata={cut(k): cut(v) for k, v in event.metadata.items()},
+    )
+    longest = max(
+        (event.id, fact.subject, fact.value, event.reason or "", *event.metadata.values()),
+        key=len,
+    )
+    said = f"a text of {len(longest):,} characters ({longest[:40]!r}…)"
+    if len(dumps_event(shorter)) > max_line:
+        return None, (
+            f"event {cut(event.id)[:80]!r} refused: its line would be {length:,} characters, "
+            f"over the {max_line:,} a timeline line holds"
+        )
+    return shorter, (
+        f"{said} makes a line longer than the {max_line:,} characters a timeline line holds: "
+        f"each such text is cut to its first {_CUT_STRING:,} characters"
+    )
+
+
 def write_timeline(events: Iterable[ChangeEvent], out: TextIO) -> int:
     count = 0
     for event in events:

@@ -15,7 +15,7 @@ from healthd.model import ChangeEvent, as_text, not_text_note
 from healthd.people import Person
 from healthd.sources import PullResult
 from healthd.sources._merge import merge_timelines
-from healthd.timeline import dumps_event, format_timestamp
+from healthd.timeline import dumps_event, fitted, format_timestamp
 
 log = get_logger("healthd.runner")
 
@@ -75,7 +75,11 @@ class Pulling(Views):
                     event, replaced = as_text(event)
                     if replaced is not None:
                         result.skipped.append(not_text_note(replaced))
-                    timely.append(event)
+                    held, cut = fitted(event)
+                    if cut is not None and cut not in result.skipped:  # (each revalidation again)
+                        result.skipped.append(cut)
+                    if held is not None:
+                        timely.append(held)
                 fresh = self._unseen(s.name, timely, result)
                 row = SourceRow(
                     s.name,

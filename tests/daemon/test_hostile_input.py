@@ -556,3 +556,51 @@ def test_a_git_that_hangs_fails_its_run_at_run_timeout_and_the_next_run_reads_th
         if daemon.proc.poll() is None:
             daemon.proc.kill()
             daemon.proc.wait()
+
+
+def test_a_record_too_long_for_a_timeline_line_is_cut_and_every_run_replays_it(
+    start_daemon, tmp_path
+):
+    # its event was stored whole, then refused when the daemon read its own events back
+    # (over the reader's 1 MiB line), at every run from then on
+    repo = tmp_path / "repo"
+    adr = repo / "docs" / "adr"
+    adr.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    title = "Use " + "Postgres " * 120_000
+    (adr / "0001-big.md").write_text(f"# 1. {title}\n\nDate: 2024-03-01\n\n## Status\n\nAccepted\n")
+    (adr / "0002-go.md").write_text("# 2. Use Go\n\nDate: 2024-03-01\n\n## Status\n\nAccepted\n")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "two")
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"decisions": {"kind": "adr", "path": str(repo), "revalidate_interval": "PT1S"}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon = start_daemon(config, port=port)
+    daemon.wait_ready()
+    metrics = daemon.wait_runs("reference", 3, timeout=60)
+    assert runs(metrics, "reference", "failure") == 0
+    assert sample(metrics, "healthd_source_up", source="decisions") == 1
+    said = skipped_reasons(daemon)
+    assert len(said) == 1 and said[0].startswith(f"a text of {len(title.strip()):,} characters")
+    assert not [e for e in daemon.log_lines() if e.get("event") in ("source failed", "run crashed")]
+    assert daemon.stop()[0] == 0
+    # a target added later replays every stored event: the daemon reads them back
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"decisions": {"kind": "adr", "path": str(repo), "revalidate_interval": "PT1S"}},
+        targets={
+            "reference": {"kind": "reference", "shadow": True},
+            "naive": {"kind": "naive", "shadow": True},
+        },
+    )
+    again = start_daemon(config, port=port, log_name="again.log")
+    again.wait_ready()
+    metrics = again.wait_runs("naive", 2, timeout=60)
+    assert runs(metrics, "naive", "failure") == 0
+    assert not [e for e in again.log_lines() if e.get("event") in ("source failed", "run crashed")]
+    assert again.stop()[0] == 0

@@ -212,3 +212,36 @@ def test_check_config_names_the_source_when_its_git_is_killed(repo, tmp_path):
         f"healthd: error: {config}: sources.decisions.path: cannot run git on {repo.path}: "
         "git rev-parse was killed (signal 9)"
     ]
+
+
+def test_an_event_too_long_for_a_timeline_line_is_cut_so_evaluate_can_read_it(repo, tmp_path):
+    # a record whose title is a megabyte: its event's line was written, then refused by the
+    # reader (over its 1 MiB limit), by `evaluate` here and by a daemon reading back the
+    # events it had stored, at every run
+    title = "Use " + "Postgres " * 120_000
+    repo.commit(
+        "2024-01-10",
+        {
+            "doc/adr/0001-use-go.md": "# 1. Use Go\n\n## Status\n\nAccepted\n",
+            "doc/adr/0002-big.md": f"# 2. {title}\n\n## Status\n\nAccepted\n",
+        },
+    )
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.decisions]\nkind = "adr"\npath = "{repo.path}"\n')
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text(done.stdout)
+    values = {
+        json.loads(line)["fact"]["subject"]: json.loads(line)["fact"]["value"]
+        for line in done.stdout.splitlines()
+    }
+    assert values["adr:1"] == "Use Go"
+    assert values["adr:2"].startswith("Use Postgres Postgres")
+    assert values["adr:2"].endswith(f"… ({len(title.strip()) - 16384} more characters)")
+    [cut] = [line for line in done.stderr.splitlines() if "a timeline line holds" in line]
+    said = f"healthd: warning: source 'decisions': a text of {len(title.strip()):,} characters"
+    assert cut.startswith(said)
+    assert cut.endswith("each such text is cut to its first 16,384 characters")
+    evaluated = healthd("evaluate", "--timeline", str(timeline), "--format", "json")
+    assert evaluated.returncode == 0, evaluated.stderr
