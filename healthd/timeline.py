@@ -122,7 +122,10 @@ def fitted(
     that stored it could not replay its own events. Such an event keeps its first
     :data:`_CUT_STRING` characters of each string, cut the same way in every event, so the
     events of one fact still pair up; one still too long (thousands of dependencies) is
-    refused: None."""
+    refused: None, as is one with a name or value the reader refuses as empty."""
+    blank = _blank_field(event)
+    if blank is not None:
+        return None, f"event {event.id[:80]!r} refused: {blank} is empty"
     fact, previous = event.fact, event.previous
     size = len(event.id) + len(event.source) + len(event.reason or "")
     size += len(fact.subject) + len(fact.predicate) + len(fact.value)
@@ -170,6 +173,26 @@ def fitted(
         f"{said} makes a line longer than the {max_line:,} characters a timeline line holds: "
         f"each such text is cut to its first {_CUT_STRING:,} characters"
     )
+
+
+def _blank_field(event: ChangeEvent) -> str | None:
+    """The first field of ``event`` the reader requires text in that is empty or blank."""
+    for name, text in (("id", event.id), ("source", event.source)):
+        if not text or text.isspace():
+            return name
+    for where, fact in (("fact", event.fact), ("previous", event.previous)):
+        if fact is None:
+            continue
+        for name, text in (("subject", fact.subject), ("predicate", fact.predicate)):
+            if not text or text.isspace():
+                return f"{where}.{name}"
+        if not fact.value or fact.value.isspace():
+            return f"{where}.value"
+    for i, dep in enumerate(event.depends_on):
+        for name, text in (("subject", dep.subject), ("predicate", dep.predicate)):
+            if not text or text.isspace():
+                return f"depends_on[{i}].{name}"
+    return None
 
 
 def write_timeline(events: Iterable[ChangeEvent], out: TextIO) -> int:

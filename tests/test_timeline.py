@@ -9,7 +9,7 @@ from timeline_builders import added, fact, invalidated, revised
 
 from healthd.errors import TimelineError
 from healthd.sources import build_source
-from healthd.timeline import dumps_event, loads_timeline, read_timeline
+from healthd.timeline import dumps_event, fitted, loads_timeline, read_timeline
 
 GOOD = {
     "id": "ev-7",
@@ -228,3 +228,42 @@ def test_repeated_names_and_dependencies_are_kept_once_across_lines():
     assert first.previous.value is second.previous.value
     assert first.fact.domain is second.fact.domain
     assert first.depends_on is second.depends_on
+
+
+# What a source gives passes the daemon's door (and `timeline --config`'s) only as a line
+# the reader takes back: a daemon stores each event and reads it again to replay.
+
+
+def test_an_event_over_a_line_is_cut_the_same_way_each_time_and_read_back():
+    long = "Use Postgres " * 100_000
+    first = added("e1", 1, fact("adr:1", "decision", long, "decision"), deps=[("svc", "exists")])
+    again = revised(
+        "e2",
+        2,
+        fact("adr:1", "decision", long, "decision"),
+        fact("adr:1", "decision", "Use Go", "decision"),
+    )
+    cut, said = fitted(first)
+    assert cut is not None and said is not None and "a text of 1,300,000 characters" in said
+    [read] = loads_timeline(dumps_event(cut))
+    assert read == cut and len(read.fact.value) < 17_000
+    assert fitted(again)[0].previous == cut.fact  # type: ignore[union-attr]
+    assert fitted(added("e3", 1, fact("adr:2", "decision", "Use Go", "decision"))) == (
+        added("e3", 1, fact("adr:2", "decision", "Use Go", "decision")),
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "field"),
+    [
+        (added("e1", 1, fact("adr:1", "decision", " ")), "fact.value"),
+        (added("e1", 1, fact("", "decision", "x")), "fact.subject"),
+        (added("e1", 1, fact("svc", "owner", "x"), deps=[("svc", "")]), "depends_on[0].predicate"),
+        (revised("e1", 1, fact("svc", "", "a"), fact("svc", "owner", "b")), "previous.predicate"),
+    ],
+)
+def test_an_event_with_a_field_the_reader_refuses_as_empty_is_refused_in_one_line(event, field):
+    with pytest.raises(TimelineError):
+        loads_timeline(dumps_event(event))
+    assert fitted(event) == (None, f"event 'e1' refused: {field} is empty")
