@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -154,6 +154,26 @@ def _first_lone_surrogate(event: ChangeEvent) -> tuple[str, str, str] | None:
     return None
 
 
+def with_strings(event: ChangeEvent, change: Callable[[str], str]) -> ChangeEvent:
+    """``event`` with ``change`` applied to each of its strings: id, source, both facts'
+    subject, predicate and value, reason, dependencies, metadata keys and values."""
+
+    def changed(fact: Fact) -> Fact:
+        return Fact(change(fact.subject), change(fact.predicate), change(fact.value), fact.domain)
+
+    return ChangeEvent(
+        id=change(event.id),
+        type=event.type,
+        timestamp=event.timestamp,
+        source=change(event.source),
+        fact=changed(event.fact),
+        previous=None if event.previous is None else changed(event.previous),
+        reason=None if event.reason is None else change(event.reason),
+        depends_on=tuple(FactKey(change(d.subject), change(d.predicate)) for d in event.depends_on),
+        metadata={change(k): change(v) for k, v in event.metadata.items()},
+    )
+
+
 def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
     """``event`` with its strings :func:`repaired` (ids, facts, reason, depends_on,
     metadata), and what was repaired first ("fact.subject 'caf\\udce9'"), None when nothing
@@ -163,23 +183,7 @@ def as_text(event: ChangeEvent) -> tuple[ChangeEvent, str | None]:
     found = _first_lone_surrogate(event)
     if found is None:
         return event, None
-    fix = repaired
-
-    def fix_fact(fact: Fact) -> Fact:
-        return Fact(fix(fact.subject), fix(fact.predicate), fix(fact.value), fact.domain)
-
-    as_text_event = ChangeEvent(
-        id=fix(event.id),
-        type=event.type,
-        timestamp=event.timestamp,
-        source=fix(event.source),
-        fact=fix_fact(event.fact),
-        previous=None if event.previous is None else fix_fact(event.previous),
-        reason=None if event.reason is None else fix(event.reason),
-        depends_on=tuple(FactKey(fix(d.subject), fix(d.predicate)) for d in event.depends_on),
-        metadata={fix(k): fix(v) for k, v in event.metadata.items()},
-    )
-    return as_text_event, f"{found[0]} {found[1]!r}"
+    return with_strings(event, repaired), f"{found[0]} {found[1]!r}"
 
 
 def not_text_note(replaced: str) -> str:

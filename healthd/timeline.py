@@ -17,7 +17,16 @@ from typing import Any, BinaryIO, TextIO
 from healthd import _json
 from healthd._packed import from_micros, to_micros
 from healthd.errors import HealthdError, TimelineError
-from healthd.model import DOMAINS, EVENT_TYPES, ChangeEvent, Domain, Fact, FactKey, not_text
+from healthd.model import (
+    DOMAINS,
+    EVENT_TYPES,
+    ChangeEvent,
+    Domain,
+    Fact,
+    FactKey,
+    not_text,
+    with_strings,
+)
 
 _EVENT_FIELDS = {
     "id",
@@ -145,32 +154,18 @@ def fitted(
             return text
         return f"{text[:_CUT_STRING]}… ({len(text) - _CUT_STRING} more characters)"
 
-    def cut_fact(fact: Fact) -> Fact:
-        return Fact(cut(fact.subject), cut(fact.predicate), cut(fact.value), fact.domain)
-
-    shorter = ChangeEvent(
-        id=cut(event.id),
-        type=event.type,
-        timestamp=event.timestamp,
-        source=cut(event.source),
-        fact=cut_fact(fact),
-        previous=None if previous is None else cut_fact(previous),
-        reason=None if event.reason is None else cut(event.reason),
-        depends_on=tuple(FactKey(cut(d.subject), cut(d.predicate)) for d in event.depends_on),
-        metadata={cut(k): cut(v) for k, v in event.metadata.items()},
-    )
-    longest = max(
-        (event.id, fact.subject, fact.value, event.reason or "", *event.metadata.values()),
-        key=len,
-    )
-    said = f"a text of {len(longest):,} characters ({longest[:40]!r}…)"
+    shorter = with_strings(event, cut)
     if len(dumps_event(shorter)) > max_line:
         return None, (
             f"event {cut(event.id)[:80]!r} refused: its line would be {length:,} characters, "
             f"over the {max_line:,} a timeline line holds"
         )
+    longest = max(
+        (event.id, fact.subject, fact.value, event.reason or "", *event.metadata.values()),
+        key=len,
+    )
     return shorter, (
-        f"{said} makes a line longer than the {max_line:,} characters a timeline line holds: "
+        f"a text of {len(longest):,} characters ({longest[:40]!r}…) makes a line longer than the {max_line:,} characters a timeline line holds: "
         f"each such text is cut to its first {_CUT_STRING:,} characters"
     )
 
