@@ -4,7 +4,7 @@ Namespaces named in ``protected`` exist and are not shadows. ``fail_next`` queue
 suffix, status) answers to give before the real one; ``requests`` records (method, path,
 Authorization) of every request; ``token`` makes every request need ``Bearer <token>``;
 ``changes=False`` answers the optional ``changes`` operation with 501; ``bad_query_body``
-replaces every query's answer.
+and ``bad_changes_body`` replace every query's and every changes' answer.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class MemoryService(MemoryServer):
         self.fail_next: list[tuple[str, int]] = []
         self.requests: list[tuple[str, str, str | None]] = []
         self.bad_query_body: dict[str, Any] | None = None
+        self.bad_changes_body: dict[str, Any] | None = None
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -63,4 +64,6 @@ class MemoryService(MemoryServer):
             return 501, {"message": "not offered"}
         if path.endswith("/query") and self.bad_query_body is not None:
             return 200, self.bad_query_body
+        if path.endswith("/changes") and self.bad_changes_body is not None:
+            return 200, self.bad_changes_body
         return None

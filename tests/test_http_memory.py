@@ -137,6 +137,32 @@ def test_a_malformed_answer_names_the_field():
             memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
 
 
+def test_a_huge_unknown_domain_is_quoted_short():
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        memory.reset()
+        service.bad_query_body = {
+            "facts": [{"subject": "a", "predicate": "b", "value": "c", "domain": "x" * 200_000,
+                       "record_id": "1", "written_at": "2026-01-01T00:00:00Z"}]
+        }  # fmt: skip
+        with pytest.raises(MemoryAdapterError, match="unknown domain 'xxx") as raised:
+            memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
+    assert len(str(raised.value)) < 300
+
+
+@pytest.mark.parametrize("key", [{"subject": "", "predicate": "exists"},
+                                 {"subject": "auth-service", "predicate": ""}])  # fmt: skip
+def test_a_changed_key_with_an_empty_name_is_refused_not_taken_as_no_change(key):
+    """A key no fact can have would leave the probes that did change unasked."""
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        memory.reset()
+        memory.apply(EVENTS[0])
+        service.bad_changes_body = {"keys": [key]}
+        with pytest.raises(MemoryAdapterError, match="field 'keys'"):
+            memory.changed_keys(EVENTS[0].timestamp)
+
+
 def test_the_token_is_sent_and_never_shown(monkeypatch):
     secret = "memtok-0123456789abcdef"
     monkeypatch.setenv("MEMORY_TOKEN", secret)

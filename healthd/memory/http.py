@@ -24,6 +24,7 @@ from urllib.parse import quote
 import requests
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from healthd import errors
 from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, TimelineError
 from healthd.memory import register_memory
@@ -136,11 +137,13 @@ class HttpMemory:
             isinstance(k, dict)
             and isinstance(k.get("subject"), str)
             and isinstance(k.get("predicate"), str)
+            and k["subject"]
+            and k["predicate"]
             for k in keys
-        ):
+        ):  # an empty name is no fact's key: the probes it changed would go unasked
             raise MemoryAdapterError(
                 "http memory: changes: response, field 'keys': expected a "
-                "list of {subject, predicate} objects"
+                "list of {subject, predicate} objects with non-empty strings"
             )
         return {FactKey(k["subject"], k["predicate"]) for k in keys}
 
@@ -237,7 +240,7 @@ def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
             values[name] = value
         if values["domain"] not in DOMAINS:
             raise MemoryAdapterError(
-                f"{where}, field '{path}.domain': unknown domain {values['domain']!r}"
+                f"{where}, field '{path}.domain': unknown domain {errors.quote(values['domain'])}"
             )
         flags = item.get("flags", [])
         if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
