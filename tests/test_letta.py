@@ -264,6 +264,136 @@ def test_memory_replace_needs_its_old_string_exactly_once(letta, agent):
     assert held.blocks[0].value == "a\na"
 
 
+# --- an answer that is not Letta's shape: one line naming the field ------------------------------
+# letta-client constructs its objects without validating them; before these were checked,
+# each of these answers was a traceback, a silently better score, or a loop of 10^30 steps.
+
+
+class Mangling(Letta):
+    """The imitation with its answers to one route (a method, the path's end) changed by
+    ``mangle(answer)``."""
+
+    def __init__(self, route: str, mangle) -> None:
+        super().__init__(style="verbatim")
+        self.method, _, self.path_end = route.partition(" ")
+        self.mangle = mangle
+
+    def _route(self, method, path, params, body):
+        status, answer = super()._route(method, path, params, body)
+        if status < 300 and method == self.method and path.endswith(self.path_end):
+            answer = self.mangle(answer)
+        return status, answer
+
+
+def _set(answer, path: str, value):
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    held = answer
+    for part in parents:
+        held = held[part]
+    if value is KeyError:
+        del held[last]
+    else:
+        held[last] = value
+    return answer
+
+
+def _run_to_a_probe(letta, monkeypatch, **switches):
+    memory = target(letta, monkeypatch, **switches)
+    try:
+        memory.reset()
+        memory.apply(owner(1, "@alice"))
+        return texts(memory)
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize(
+    ("route", "field", "value", "said"),
+    [
+        # a passage id the adapter dated by the server's clock instead of the event (score up)
+        ("GET /archival-memory/search", "results.0.id", None, "field 'results.0.id'"),
+        ("GET /archival-memory/search", "results.0.id", KeyError, "field 'results.0.id'"),
+        ("GET /archival-memory/search", "results.0.content", 5, "field 'results.0.content'"),
+        ("GET /archival-memory/search", "results", "", "field 'results'"),  # read as nothing served
+        ("GET /archival-memory/search", "results.0", None, "field 'results.0'"),  # a traceback
+        ("GET /archival-memory", "0.id", None, "field '0.id'"),
+        ("GET /core-memory/blocks", "0.value", 12, "value'"),
+        ("POST /messages", "usage.step_count", "two", "field 'usage.step_count'"),
+        ("POST /messages", "usage.prompt_tokens", -1, "'usage.prompt_tokens'"),
+        ("POST /messages", "messages", {}, "field 'messages'"),
+    ],
+)  # fmt: skip
+def test_an_answer_field_of_the_wrong_type_is_one_error_naming_it(
+    monkeypatch, route, field, value, said
+):
+    def mangle(answer):
+        return _set(answer, field, value) if answer else answer
+
+    with Mangling(route, mangle) as letta, pytest.raises(MemoryAdapterError) as raised:
+        _run_to_a_probe(letta, monkeypatch)
+    message = str(raised.value)
+    assert said in message and "not what Letta's schema says" in message
+    assert "\n" not in message and len(message) < 600
+
+
+def test_an_agent_list_item_that_is_not_an_agent_is_refused_before_anything_is_written(
+    monkeypatch,
+):
+    with Mangling("GET /v1/agents", lambda answer: [*answer, None]) as letta:
+        with pytest.raises(TargetError, match=r"field 'items\.0'"):
+            target(letta, monkeypatch)
+        assert letta.agents == {}
+
+
+def test_a_turn_reporting_more_steps_than_max_steps_is_refused_not_counted(monkeypatch):
+    """Letta ends a turn at max_steps: a larger step_count is no count. Before, 11 steps were
+    counted as 11 LLM calls, and 10^30 looped for ever."""
+
+    def steps(answer):
+        answer["usage"]["step_count"] = 11
+        return answer
+
+    refused = pytest.raises(MemoryAdapterError, match="reports 11 steps, more than max_steps=10")
+    with Mangling("POST /messages", steps) as letta, refused:
+        _run_to_a_probe(letta, monkeypatch)
+
+
+def test_a_stop_reason_of_a_megabyte_is_quoted_short(monkeypatch):
+    def stop(answer):
+        answer["stop_reason"]["stop_reason"] = "x" * 1_000_000
+        return answer
+
+    refused = pytest.raises(MemoryAdapterError, match="stopped with 'xxx")
+    with Mangling("POST /messages", stop) as letta, refused as raised:
+        _run_to_a_probe(letta, monkeypatch)
+    assert len(str(raised.value)) < 400
+
+
+def test_a_malformed_answer_is_one_line_and_exit_2_from_evaluate(tmp_path):
+    """As a user sees it: `healthd evaluate` names the field, no traceback."""
+    (tmp_path / "t.jsonl").write_text(
+        json.dumps({"id": "e1", "type": "added", "timestamp": "2026-01-05T09:00:00Z",
+                    "source": "git", "fact": {"subject": "billing", "predicate": "owned_by",
+                                              "value": "@alice", "domain": "ownership"}}) + "\n"
+    )  # fmt: skip
+
+    def no_id(answer):
+        for row in answer["results"]:
+            row["id"] = None
+        return answer
+
+    with Mangling("GET /archival-memory/search", no_id) as letta:
+        done = healthd(
+            "--timeline", str(tmp_path / "t.jsonl"),
+            "--target", f"letta:shadow=on,base_url={letta.base_url},embedding={EMBEDDING}",
+            env={"LETTA_API_KEY": DEFAULT_PASSWORD},
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "field 'results.0.id'" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert DEFAULT_PASSWORD not in done.stderr
+
+
 # --- configuration errors: one line, exit 2 ---------------------------------------------------
 
 

@@ -38,9 +38,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, quote, shorten
 from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
+from healthd.memory import _letta_answers as answers
 from healthd.memory import register_memory
 from healthd.memory._offline import first_line, memory_text, package_versions, require_extra
 from healthd.memory._options import integer, reject_unknown, sweeps_option, switch, url_option
@@ -170,27 +171,30 @@ class LettaMemory:
         event = events[0]
         message = {"role": "user", "content": " ".join(statement(e) for e in events)}
         self._usage.before_turn(self.max_steps)  # refused here, unsent, past a budget
-        turn = self._call(
+        what = f"message of event {event.id!r}"
+        turn = self._read(
+            answers.Turn,
             lambda: self._client.agents.messages.create(
                 agent, messages=[message], max_steps=self.max_steps
             ),
-            f"message of event {event.id!r}",
+            what,
         )
-        self._count(turn.usage)
-        stop = str(getattr(turn.stop_reason, "stop_reason", "") or "")
+        self._count(turn.usage, what)
+        stop = turn.stop_reason.stop_reason if turn.stop_reason else ""
         if stop not in ENDED:
             raise MemoryAdapterError(
-                f"{self._where}: the agent's turn for event {event.id!r} stopped with {stop!r}"
+                f"{self._where}: the agent's turn for event {event.id!r} stopped with {quote(stop)}"
             )
         self.tool_errors += sum(
             1 for m in turn.messages
-            if getattr(m, "message_type", None) == "tool_return_message" and m.status == "error"
+            if m.message_type == "tool_return_message" and m.status == "error"
         )  # fmt: skip
         self._note_written(agent, event)
 
     def answer(self, probe: Probe, at: datetime) -> Answer:
         agent = self._agent()
-        found = self._call(
+        found = self._read(
+            answers.Search,
             lambda: self._client.agents.passages.search(
                 agent, query=probe.question, top_k=self.top_k
             ),
@@ -231,10 +235,16 @@ class LettaMemory:
         except Exception as exc:
             raise MemoryAdapterError(f"{self._where}: {what}: {_why(exc)}") from exc
 
+    def _read(self, shape: Any, call: Any, what: str) -> Any:
+        """The call's answer as the shape healthd reads; one line naming the field that is
+        not what Letta's schema says."""
+        return answers.read(shape, self._call(call, what), f"{self._where}: {what}")
+
     def _lookup(self) -> str | None:
         """The shadow agent's id, or None when the server has no agent of that name; an
         agent of that name that healthd did not create is refused."""
-        page = self._call(lambda: self._client.agents.list(name=self.agent_name, limit=10),
+        page = self._read(answers.AgentPage,
+                          lambda: self._client.agents.list(name=self.agent_name, limit=10),
                           f"lookup of agent {self.agent_name!r}")  # fmt: skip
         named = [a for a in page.items if a.name == self.agent_name]
         foreign = [a for a in named if SHADOW_TAG not in (a.tags or [])]
@@ -248,14 +258,15 @@ class LettaMemory:
                 f"letta: {len(named)} shadow agents are named {self.agent_name!r}; delete all "
                 "but one, or choose another agent_name"
             )
-        return str(named[0].id) if named else None
+        return named[0].id if named else None
 
     def _agent(self) -> str:
         if self._agent_id is not None:
             return self._agent_id
         blocks = [{"label": "human", "value": "", "description": HUMAN},
                   {"label": "persona", "value": PERSONA}]  # fmt: skip
-        made = self._call(
+        made = self._read(
+            answers.Created,
             lambda: self._client.agents.create(
                 name=self.agent_name, tags=[SHADOW_TAG], metadata={SHADOW_MARK: True},
                 memory_blocks=blocks, tools=ARCHIVAL_TOOLS, model=self.model,
@@ -263,7 +274,7 @@ class LettaMemory:
             ),
             f"creating shadow agent {self.agent_name!r}",
         )  # fmt: skip
-        self._agent_id = str(made.id)
+        self._agent_id = made.id
         return self._agent_id
 
     def _apply_passages(self, agent: str, event: ChangeEvent) -> None:
@@ -282,7 +293,8 @@ class LettaMemory:
         for passage_id in self._passages.pop(event.fact.key, []):  # revalidated: written again
             self._call(lambda p=passage_id: self._client.agents.passages.delete(p, agent_id=agent),
                        f"delete of passage {passage_id} (event {event.id!r})")  # fmt: skip
-        made = self._call(
+        made = self._read(
+            answers.PASSAGES,
             lambda: self._client.agents.passages.create(
                 agent, text=memory_text(event.fact), created_at=event.timestamp,
                 tags=[event.fact.domain],
@@ -290,8 +302,8 @@ class LettaMemory:
             f"insert of event {event.id!r}",
         )  # fmt: skip
         for passage in made:
-            self._passages.setdefault(event.fact.key, []).append(str(passage.id))
-            self._written[str(passage.id)] = (event.id, event.timestamp)
+            self._passages.setdefault(event.fact.key, []).append(passage.id)
+            self._written[passage.id] = (event.id, event.timestamp)
 
     def _note_written(self, agent: str, event: ChangeEvent) -> None:
         """What the agent wrote during the event's turn, stamped with the event's time (the
@@ -301,43 +313,53 @@ class LettaMemory:
             kwargs: dict[str, Any] = {"limit": 100, "ascending": True}
             if self._seen is not None:
                 kwargs["after"] = self._seen
-            rows = self._call(lambda k=kwargs: self._client.agents.passages.list(agent, **k),
+            rows = self._read(answers.PASSAGES,
+                              lambda k=kwargs: self._client.agents.passages.list(agent, **k),
                               f"reading what event {event.id!r} stored")  # fmt: skip
             for passage in rows:
-                self._written.setdefault(str(passage.id), (event.id, event.timestamp))
-                self._seen = str(passage.id)
+                self._written.setdefault(passage.id, (event.id, event.timestamp))
+                self._seen = passage.id
             if len(rows) < 100:
                 break
         if self.blocks:
             held = set()
             for block in self._read_blocks(agent):
                 if block.label == self.blocks:
-                    held = {line for line in str(block.value or "").split("\n") if line.strip()}
+                    held = {line for line in block.value.split("\n") if line.strip()}
             self._lines = {line: self._lines.get(line, event.timestamp) for line in held}
 
-    def _read_blocks(self, agent: str) -> list[Any]:
-        page = self._call(lambda: self._client.agents.blocks.list(agent),
-                          "reading the core memory blocks")  # fmt: skip
-        return list(getattr(page, "items", page))
+    def _read_blocks(self, agent: str) -> list[answers.Block]:
+        what = "reading the core memory blocks"
+        page = self._call(lambda: self._client.agents.blocks.list(agent), what)
+        if hasattr(page, "items"):
+            return list(answers.read(answers.BlockPage, page, f"{self._where}: {what}").items)
+        return answers.read(answers.BLOCKS, page, f"{self._where}: {what}")
 
-    def _count(self, usage: Any) -> None:
+    def _count(self, usage: answers.Usage | None, what: str) -> None:
         """The turn's LLM calls as Letta reports them: its steps, and the tokens of the turn
         (one report covering every step)."""
-        steps = int(getattr(usage, "step_count", 0) or 0)
-        tokens = (int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+        if usage is None:
+            return
+        steps = usage.step_count or 0
+        if steps > self.max_steps:  # Letta stops a turn at max_steps; more is not a count
+            raise MemoryAdapterError(
+                f"{self._where}: {what}: the answer reports {steps} steps, more than "
+                f"max_steps={self.max_steps}"
+            )
+        tokens = (usage.prompt_tokens or 0, usage.completion_tokens or 0)
         for step in range(steps):
             self._usage.sent("unknown", writing=False)  # made; Letta does not say what for
             self._usage.answered("unknown", tokens if step == 0 else (0, 0))
 
-    def _passage(self, row: Any) -> ServedItem:
-        told = self._written.get(str(row.id))
+    def _passage(self, row: answers.Found) -> ServedItem:
+        told = self._written.get(row.id)
         at = told[1] if told else _time(row.timestamp)
-        return ServedItem(str(row.content), f"letta:{told[0] if told else row.id}:{row.id}", at,
-                          None, {"timestamp": str(row.timestamp)})  # fmt: skip
+        return ServedItem(row.content, f"letta:{told[0] if told else row.id}:{row.id}", at,
+                          None, {"timestamp": row.timestamp})  # fmt: skip
 
-    def _block_lines(self, block: Any) -> list[ServedItem]:
+    def _block_lines(self, block: answers.Block) -> list[ServedItem]:
         items = []
-        for line in str(block.value or "").split("\n"):
+        for line in block.value.split("\n"):
             if line.strip():
                 digest = hashlib.sha256(line.encode()).hexdigest()[:8]
                 items.append(ServedItem(line, f"letta-block:{block.label}:{digest}",
