@@ -22,7 +22,7 @@ from typing import Any
 import requests
 from pydantic import BaseModel, ValidationError
 
-from healthd.errors import ConfigError
+from healthd.errors import ConfigError, quote
 from healthd.model import ChangeEvent, Fact, FactKey
 
 TICKET_PREDICATES = ("requirement", "decision")
@@ -96,6 +96,24 @@ def require(obj: Any, key: str, kind: type | tuple[type, ...], path: str) -> Any
         where = f"{path}.{key}" if path else key
         raise Malformed(f"field '{where}' has the wrong type ({type(value).__name__})")
     return value
+
+
+MAX_ID = 2**63 - 1  # GitHub's ids are int64; Jira's are Java longs, sent as strings
+
+
+def identifier(obj: Any, key: str, path: str) -> int:
+    """A record's numeric id, which a per-issue watermark is built from: a positive integer
+    (or, as Jira sends them, its decimal string) below 2^63. One id of 10^30 would otherwise
+    become the watermark and hide every later record of its issue."""
+    value = require(obj, key, (int, str), path)
+    where = f"{path}.{key}" if path else key
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit() and len(value) <= 19):
+            raise Malformed(f"field '{where}' is not a decimal id: {quote(value)}")
+        value = int(value)
+    if not 0 < value <= MAX_ID:
+        raise Malformed(f"field '{where}' is not an id between 1 and 2^63-1: {quote(value)}")
+    return int(value)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from healthd.sources._tickets import (
     dump_cursor,
     fold_area_owners,
     format_time,
+    identifier,
     load_areas,
     load_cursor,
     parse_time,
@@ -174,7 +175,7 @@ class GitHubSource(TicketSource):
             if kind not in _INTERESTING:
                 continue
             try:
-                event_id = require(raw, "id", int, "")
+                event_id = identifier(raw, "id", "")
                 parsed.append((parse_time(raw.get("created_at"), "created_at"), event_id, raw))
             except Malformed as exc:
                 skipped.append(f"{subject} event #{index} ({raw.get('event')}): {exc}")

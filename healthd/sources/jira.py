@@ -69,6 +69,7 @@ from healthd.sources._tickets import (
     dump_cursor,
     fold_area_owners,
     format_time,
+    identifier,
     load_areas,
     load_cursor,
     parse_time,
@@ -345,7 +346,7 @@ class JiraSource(TicketSource):
         parsed = []
         for index, raw in enumerate(histories):
             try:
-                hid = int(require(raw, "id", (str, int), "changelog.histories[]"))
+                hid = identifier(raw, "id", "changelog.histories[]")
                 items = require(raw, "items", list, f"changelog.histories[{index}]")
                 parsed.append(
                     (

@@ -815,3 +815,22 @@ def test_an_event_or_a_state_reason_of_the_wrong_type_is_one_skipped_line(gh):
     ids = {e.id for e in result.events}
     assert "github:acme/payments#2:202" in ids  # issue 2's close is read
     assert "github:acme/payments#3:302" not in ids  # issue 3's unreadable close is not
+
+
+@pytest.mark.parametrize("event_id", [10**30, 0, -1])
+def test_an_event_id_out_of_range_is_one_skipped_line_and_hides_nothing_after_it(gh, event_id):
+    # an id of 10^30 became the issue's watermark, and every later event of the issue was
+    # taken as read already; GitHub's ids are positive int64s
+    first = make(gh).pull(None)
+    later = "2027-02-01T10:00:00Z"
+    gh.issues[1]["updated_at"] = later
+    gh.events[1].append(gh_event(event_id, "closed", later))
+    gh.events[1].append(gh_event(109, "reopened", "2027-02-01T11:00:00Z"))
+    second = make(gh).pull(first.cursor)
+    assert second.ok, second.error
+    assert any("field 'id' is not an id between 1 and 2^63-1" in s for s in second.skipped)
+    assert "github:acme/payments#1:109" in {e.id for e in second.events}
+    gh.events[1].append(gh_event(110, "closed", "2027-02-02T10:00:00Z"))
+    gh.issues[1]["updated_at"] = "2027-02-02T10:00:00Z"
+    third = make(gh).pull(second.cursor)
+    assert "github:acme/payments#1:110" in {e.id for e in third.events}

@@ -753,3 +753,40 @@ def test_a_changelog_page_whose_total_is_no_number_is_read_to_its_end(jira):
     result = make(jira).pull(None)
     assert result.ok, result.error
     assert by_time(shape(result.events)) == by_time(EXPECTED)
+
+
+@pytest.mark.parametrize("hid", ["1" + "0" * 30, "-5", "0", "10 041", "１２"])
+def test_a_history_id_out_of_range_is_one_skipped_line_and_hides_nothing_after_it(jira, hid):
+    # a 31-digit id became the issue's watermark, and every later history of the issue was
+    # taken as read already
+    source = make(jira)
+    first = source.pull(None)
+    issue = jira.issues["PAY-1"]
+    issue["fields"].update(resolution=None, updated=T(7))
+    issue["fields"]["status"]["name"] = "Reopened"
+    bad = jira_history(10040, T(7), jira_item("summary", None, "Refund API v2", None, "Refunds"))
+    bad["id"] = hid
+    later = jira_history(
+        10041,
+        T(8),
+        jira_item("resolution", "10000", "Done", None, None),
+        jira_item("status", "10001", "Done", "4", "Reopened"),
+    )
+    issue["changelog"]["histories"] += [bad, later]
+    issue["changelog"]["total"] += 2
+    second = source.pull(first.cursor)
+    assert second.ok, second.error
+    assert (
+        [line for line in second.skipped if "history" in line]
+        == [line for line in second.skipped if "field 'changelog.histories[].id'" in line]
+        != []
+    )
+    assert "jira:PAY-1:10041:0" in {e.id for e in second.events}
+    third = source.pull(second.cursor)
+    issue["changelog"]["histories"].append(
+        jira_history(10042, T(9), jira_item("summary", None, "Refunds", None, "Refunds v3"))
+    )
+    issue["changelog"]["total"] += 1
+    issue["fields"].update(updated=T(9))
+    fourth = source.pull(third.cursor)
+    assert "jira:PAY-1:10042:0" in {e.id for e in fourth.events}
