@@ -394,6 +394,28 @@ def test_a_malformed_answer_is_one_line_and_exit_2_from_evaluate(tmp_path):
     assert DEFAULT_PASSWORD not in done.stderr
 
 
+def test_a_passage_healthd_never_saw_stored_has_no_write_time(monkeypatch):
+    """Letta's ``timestamp`` is its own clock's: a passage dated by it looked just written,
+    and a stale fact fresh (the fuzz read freshness 0 as 0.8)."""
+
+    def unseen(answer):
+        for row in answer["results"]:
+            row["id"] = f"passage-{uuid.uuid4()}"
+        return answer
+
+    with Mangling("GET /archival-memory/search", unseen) as letta:
+        memory = target(letta, monkeypatch)
+        try:
+            memory.reset()
+            memory.apply(owner(1, "@alice"))
+            served = memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
+        finally:
+            memory.close()
+    passages = [item for item in served if item.record_id.startswith("letta:passage-")]
+    assert passages and all(item.written_at is None for item in passages)
+    assert all("timestamp" in item.metadata for item in passages)  # Letta's stamp, kept
+
+
 # --- configuration errors: one line, exit 2 ---------------------------------------------------
 
 

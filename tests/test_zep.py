@@ -96,6 +96,29 @@ def test_episodes_at_their_event_time_and_zep_ends_the_old_fact(zep, monkeypatch
         valid.close()
 
 
+def test_an_edge_no_episode_of_healthds_states_has_no_write_time(monkeypatch):
+    """An edge's ``created_at`` is Zep's clock: an edge dated by it looked just written (the
+    fuzz read freshness 0 as 1.0 when its episode_uuids were empty or unknown)."""
+
+    class Unlinked(Zep):
+        def _route(self, method, path, params, body, project):
+            status, answer = super()._route(method, path, params, body, project)
+            if path.endswith("/search/edges") and status < 300:
+                for row in answer.get("items") or []:
+                    row["episode_uuids"] = []
+            return status, answer
+
+    with Unlinked(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
+        memory = target(server, monkeypatch)
+        try:
+            memory.reset()
+            memory.apply(owner(1, "@alice"))
+            served = memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
+        finally:
+            memory.close()
+    assert served and all(item.written_at is None for item in served)
+
+
 def test_message_episodes_and_node_search(zep, monkeypatch):
     memory = target(zep, monkeypatch, episode_type="message", scope="nodes")
     try:

@@ -352,10 +352,13 @@ class LettaMemory:
             self._usage.answered("unknown", tokens if step == 0 else (0, 0))
 
     def _passage(self, row: answers.Found) -> ServedItem:
+        """A passage as the agent reads it, written when the event whose turn stored it
+        happened. One healthd never saw stored has no such time: Letta's ``timestamp`` is
+        its own clock's, not the replay's, and would make it look just written."""
         told = self._written.get(row.id)
-        at = told[1] if told else _time(row.timestamp)
-        return ServedItem(row.content, f"letta:{told[0] if told else row.id}:{row.id}", at,
-                          None, {"timestamp": row.timestamp})  # fmt: skip
+        return ServedItem(row.content, f"letta:{told[0] if told else row.id}:{row.id}",
+                          told[1] if told else None, None,
+                          {"timestamp": row.timestamp})  # fmt: skip
 
     def _block_lines(self, block: answers.Block) -> list[ServedItem]:
         items = []
@@ -365,14 +368,6 @@ class LettaMemory:
                 items.append(ServedItem(line, f"letta-block:{block.label}:{digest}",
                                         self._lines.get(line)))  # fmt: skip
         return items
-
-
-def _time(value: Any) -> datetime | None:
-    try:
-        at = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return at if at.tzinfo is not None else None
 
 
 def _why(exc: BaseException) -> str:

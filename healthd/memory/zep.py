@@ -357,7 +357,8 @@ class ZepMemory:
 
     def _edge(self, edge: Any) -> tuple[float, ServedItem]:
         """An edge as the agent reads it: its fact, written when the first episode that
-        stated it happened, validated when the newest one did; Zep's own stamps beside."""
+        stated it happened, validated when the newest one did; Zep's own stamps beside. An
+        edge no episode healthd added states has no write time (never fresh)."""
         first, times = self._told(edge.episode_uuids)
         digest = hashlib.sha256(f"{edge.name}\x1f{edge.fact}".encode()).hexdigest()[:8]
         stamps = {k: str(getattr(edge, k)) for k in ("valid_at", "invalid_at", "expired_at")
@@ -365,7 +366,7 @@ class ZepMemory:
         item = ServedItem(
             str(edge.fact or ""),
             f"zep:{first or edge.uuid_}:{digest}",
-            times[0] if times else _time(edge.created_at),
+            times[0] if times else None,  # (its created_at is Zep's clock, not the replay's)
             times[-1] if times else None,
             stamps,
         )
