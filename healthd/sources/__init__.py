@@ -21,7 +21,8 @@ class PullResult:
 
     ``cursor`` covers exactly ``events``: when the pull failed part-way (``error`` set), the
     cursor stops before what was not fetched, so the next pull resumes without loss or
-    duplicates. ``skipped`` lists inputs that could not be understood, each with its reason.
+    duplicates. ``skipped`` lists inputs that could not be understood, each with its reason,
+    once (a source that reads an input twice in one pull, as a second pass does, says so once).
     """
 
     events: list[ChangeEvent]
@@ -40,6 +41,9 @@ class PullResult:
     # gave before; None when the source says nothing of people. Kept apart from the events
     # (the timeline's JSONL is unchanged): the run builds the reader's people table of them.
     people: list[Person] | None = None
+
+    def __post_init__(self) -> None:
+        self.skipped = list(dict.fromkeys(self.skipped))
 
     @property
     def ok(self) -> bool:

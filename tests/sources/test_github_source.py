@@ -834,3 +834,11 @@ def test_an_event_id_out_of_range_is_one_skipped_line_and_hides_nothing_after_it
     gh.issues[1]["updated_at"] = "2027-02-02T10:00:00Z"
     third = make(gh).pull(second.cursor)
     assert "github:acme/payments#1:110" in {e.id for e in third.events}
+
+
+def test_a_bad_event_on_the_newest_issue_is_one_skipped_line_though_read_twice(gh):
+    # the pull's second pass, at the new watermark, reads the newest issue's events again
+    gh.events[6][0]["event"] = ["labeled"]
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert result.skipped == [f"{REPO}#6 event #0: field 'event' is missing or not a string"]
