@@ -241,6 +241,70 @@ def test_the_target_waits_for_the_event_and_serves_what_the_pipeline_extracted(
         memory.close()
 
 
+class Mangling(Mem0Platform):
+    """The imitation with its search answers changed by ``mangle``."""
+
+    def __init__(self, mangle) -> None:
+        super().__init__(keys=KEYS, processing_seconds=0.05, style="verbatim", **HASHING)
+        self.mangle = mangle
+
+    def _route(self, method, path, params, body, key):
+        status, answer = super()._route(method, path, params, body, key)
+        if path == "/v3/memories/search/" and status < 300:
+            answer = self.mangle(answer)
+        return status, answer
+
+
+def _search_with(monkeypatch, mangle):
+    with Mangling(mangle) as platform:
+        memory = target(platform, monkeypatch, user_id=f"shadow-{uuid.uuid4().hex[:6]}")
+        try:
+            memory.reset()
+            memory.apply(event(1, "@bob"))
+            probe = Probe("p1", "Who owns billing?", "billing", "owned_by", "ownership")
+            return memory.answer(probe, datetime(2024, 3, 2, tzinfo=UTC))
+        finally:
+            memory.close()
+
+
+def _each(field, value):
+    def mangle(answer):
+        for row in answer["results"]:
+            if value is KeyError:
+                row.pop(field, None)
+            else:
+                row[field] = value
+        return answer
+
+    return mangle
+
+
+@pytest.mark.parametrize(
+    ("mangle", "said"),
+    [
+        # each was read as nothing served (a better score), or an AttributeError
+        (lambda answer: {"results": [None]}, "field 'results.0'"),
+        (lambda answer: {"results": [7]}, "field 'results.0'"),
+        (_each("memory", 12), "field 'results.0.memory'"),
+        (_each("metadata", "x"), "field 'results.0.metadata'"),
+        (_each("id", KeyError), "field 'results.0.id'"),
+    ],
+)  # fmt: skip
+def test_a_search_answer_not_of_the_apis_shape_is_one_error_naming_it(monkeypatch, mangle, said):
+    with pytest.raises(MemoryAdapterError) as raised:
+        _search_with(monkeypatch, mangle)
+    message = str(raised.value)
+    assert said in message and "not what Mem0's API says" in message
+    assert "\n" not in message and len(message) < 600
+
+
+def test_a_memory_without_healthds_stamps_has_no_write_time(monkeypatch):
+    """The platform's created_at is its own clock, not the replay's: a memory dated by it
+    looked just written (a fuzz read freshness 0 as 1.0 when metadata was dropped)."""
+    answer = _search_with(monkeypatch, _each("metadata", None))
+    assert answer.items and all(item.written_at is None for item in answer.items)
+
+
 def test_a_second_user_is_left_intact_and_unread(platform, monkeypatch, api):
     other = f"real-user-{uuid.uuid4().hex[:6]}"
     turn = {"role": "user", "content": "(2024-02-01 09:00 UTC) Billing is owned by @alice."}

@@ -67,12 +67,22 @@ class _Mem0Errors(logging.Handler):
 MEM0_ERRORS = _Mem0Errors()
 
 
-def served_item(row: Mapping[str, Any], fingerprint: RetrievalFingerprint) -> ServedItem:
+def served_item(
+    row: Mapping[str, Any],
+    fingerprint: RetrievalFingerprint,
+    *,
+    created_at_is_replay_time: bool = True,
+) -> ServedItem:
     """A Mem0 memory as served: its text, and the times healthd stamped on it (a memory
-    healthd did not write has only Mem0's own ``created_at``); flagged when it was written
-    under another retrieval fingerprint."""
-    metadata = {k: v for k, v in (row.get("metadata") or {}).items() if isinstance(v, str)}
-    written = _time(metadata.get("written_at")) or _time(row.get("created_at"))
+    healthd did not write has only Mem0's own ``created_at``, a replay time where healthd
+    sets Mem0's clock, and no time where it cannot); flagged when it was written under
+    another retrieval fingerprint."""
+    held = row.get("metadata")
+    metadata = {k: v for k, v in (held if isinstance(held, Mapping) else {}).items()
+                if isinstance(v, str)}  # fmt: skip
+    written = _time(metadata.get("written_at"))
+    if written is None and created_at_is_replay_time:
+        written = _time(row.get("created_at"))
     return ServedItem(
         str(row.get("memory") or ""),
         f"mem0:{metadata.get('healthd_event', row.get('id'))}",

@@ -38,6 +38,7 @@ from typing import Any, cast
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
+from healthd.memory._answers import Id, Shape, check
 from healthd.memory._mem0_config import turn
 from healthd.memory._offline import first_line, package_versions
 from healthd.memory._options import (
@@ -259,13 +260,18 @@ class Mem0PlatformMemory:
             raise MemoryAdapterError(
                 f"mem0 platform search for probe {probe.id!r}: no results list in the answer"
             )
+        check(_Found, found, f"mem0 platform search for probe {probe.id!r}", "Mem0's API")
         # What the platform serves; the reader reads the text. Equally similar texts' scores
         # differ in their last bits from one call to the next: rounded, equal scores are
-        # ordered newest first, then by record (as the open-source target does).
+        # ordered newest first, then by record (as the open-source target does). The
+        # platform's created_at is its own clock, not the replay's: a memory without
+        # healthd's stamps has no write time.
         served = [
-            (round(float(row.get("score") or 0.0), 6), served_item(row, self._fingerprint))
+            (
+                round(float(row.get("score") or 0.0), 6),
+                served_item(row, self._fingerprint, created_at_is_replay_time=False),
+            )
             for row in rows
-            if isinstance(row, Mapping)
         ]
         served.sort(key=lambda r: (-r[0], -when(r[1].written_at), r[1].record_id))
         return Answer(probe.id, (), tuple(item for _, item in served))
@@ -341,6 +347,19 @@ class Mem0PlatformMemory:
                 )
             time.sleep(pause)
             pause = min(1.0, pause * 2)
+
+
+class _Memory(Shape):
+    """A search result as the platform's API reference gives it, the fields healthd reads."""
+
+    id: Id
+    memory: str
+    score: float | None = None
+    metadata: dict[str, object] | None = None
+
+
+class _Found(Shape):
+    results: list[_Memory]
 
 
 def _why(exc: BaseException) -> str:
