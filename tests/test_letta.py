@@ -298,11 +298,12 @@ def _set(answer, path: str, value):
 
 
 def _run_to_a_probe(letta, monkeypatch, **switches):
+    """What a probe is served after one event."""
     memory = target(letta, monkeypatch, **switches)
     try:
         memory.reset()
         memory.apply(owner(1, "@alice"))
-        return texts(memory)
+        return memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
     finally:
         memory.close()
 
@@ -404,13 +405,7 @@ def test_a_passage_healthd_never_saw_stored_has_no_write_time(monkeypatch):
         return answer
 
     with Mangling("GET /archival-memory/search", unseen) as letta:
-        memory = target(letta, monkeypatch)
-        try:
-            memory.reset()
-            memory.apply(owner(1, "@alice"))
-            served = memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
-        finally:
-            memory.close()
+        served = _run_to_a_probe(letta, monkeypatch)
     passages = [item for item in served if item.record_id.startswith("letta:passage-")]
     assert passages and all(item.written_at is None for item in passages)
     assert all("timestamp" in item.metadata for item in passages)  # Letta's stamp, kept
