@@ -129,6 +129,7 @@ def call(
         PartialCredentialsError,
         ReadTimeoutError,
     )
+    from botocore.parsers import ResponseParserError
 
     try:
         response: dict[str, Any] = getattr(client, operation)(**kwargs)
@@ -147,8 +148,10 @@ def call(
         raise MemoryAdapterError(f"agentcore memory: {what}: {detail}") from None
     except BotoCoreError as exc:
         raise MemoryAdapterError(f"agentcore memory: {what}: {type(exc).__name__}: {exc}") from None
-    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
-        # botocore's parser, given an answer that is not of the model's shapes
+    except (ResponseParserError, AttributeError, TypeError, ValueError, KeyError,
+            RuntimeError) as exc:  # fmt: skip
+        # botocore's parser, given an answer that is not of the model's shapes (a union
+        # with no member, a timestamp of 10^30: RuntimeError from dateutil)
         raise MemoryAdapterError(
             f"agentcore memory: {what}: the answer is not of {SCHEMA}'s shapes "
             f"({type(exc).__name__}: {shorten(str(exc), 160)})"

@@ -135,12 +135,17 @@ def to_fact(summary: Mapping[str, Any], key: FactKey) -> RetrievedFact | None:
         or not text.startswith(prefix)
     ):
         return None
+    try:
+        written_at = datetime.fromtimestamp(written, tz=UTC)
+        validated_at = datetime.fromtimestamp(validated, tz=UTC)
+    except (OverflowError, ValueError, OSError):  # a time no calendar holds: not healthd's
+        return None
     return RetrievedFact(
         subject,
         predicate,
         text[len(prefix) :],
         domain,
         summary["memoryRecordId"],
-        datetime.fromtimestamp(written, tz=UTC),
-        datetime.fromtimestamp(validated, tz=UTC),
+        written_at,
+        validated_at,
     )

@@ -63,6 +63,9 @@ def _first(field, value):
         (_first("namespaces", None), "field 'memoryRecordSummaries.0.namespaces'"),
         (lambda payload: {k: v for k, v in payload.items() if k != "memoryRecordSummaries"},
          "field 'memoryRecordSummaries'"),  # read as nothing served, before
+        # botocore's own parser refuses these, with an exception of its own
+        (_first("content", {}), "the answer is not of the AgentCore service model's shapes"),
+        (_first("createdAt", 10**30), "the answer is not of the AgentCore service model's"),
     ],
 )  # fmt: skip
 def test_a_retrieve_answer_not_of_the_models_shapes_is_one_error_naming_it(aws_env, mangle, said):
@@ -77,6 +80,22 @@ def test_a_retrieve_answer_not_of_the_models_shapes_is_one_error_naming_it(aws_e
     message = str(raised.value)
     assert message.startswith("agentcore memory: ") and said in message
     assert "\n" not in message and len(message) < 600
+
+
+def test_a_record_stamped_at_a_time_no_calendar_holds_is_skipped_as_not_healthds(aws_env):
+    def far(payload):
+        for row in payload["memoryRecordSummaries"]:
+            row["metadata"]["healthd_validated_at"] = {"numberValue": 1e30}
+        return payload
+
+    with Mangling("/retrieve", far) as emulator:
+        emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
+        memory = agentcore(emulator, mode="native")
+        memory.reset()
+        memory.apply(added("a", 1, fact("auth", "language", "go")))
+        memory.flush()
+        assert memory.answer(PROBE, day(2)).facts == ()
+    assert memory.foreign_records == 1  # counted and logged, as any record not healthd's
 
 
 @pytest.mark.parametrize(
