@@ -61,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from healthd import __version__
 from healthd._http import check_http_url
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, quote
 from healthd.logging import get_logger
 from healthd.memory import Memory, register_memory
 from healthd.memory import _agentcore_client as agentcore_client
@@ -220,7 +220,6 @@ class AgentCoreMemory:
         self._memory_checked = False
         self._control_obj: Any = None
         self.expiry_populations: Counter[int | None] = Counter()
-        self.foreign_records = 0
         self.unsettled_reads = 0
 
     # -- Memory protocol ------------------------------------------------------------------
@@ -310,11 +309,7 @@ class AgentCoreMemory:
                         probe=probe.id,
                         waited_seconds=self.options.consistency_wait_seconds,
                     )
-        facts = []
-        for summary in summaries:
-            fact = self._decode(summary, key)
-            if fact is not None:
-                facts.append(fact)
+        facts = [self._decode(summary, key, probe) for summary in summaries]
         facts.sort(key=lambda f: (-f.last_validated.timestamp(), f.record_id))
         return Answer(probe.id, tuple(facts))
 
@@ -842,14 +837,18 @@ class AgentCoreMemory:
         record.expires_wall = self._wall() + days * 86400.0
         heapq.heappush(self._expiring, (record.expires_wall, key, record.id))
 
-    def _decode(self, summary: dict[str, Any], key: FactKey) -> RetrievedFact | None:
+    def _decode(self, summary: dict[str, Any], key: FactKey, probe: Probe) -> RetrievedFact:
+        """The fact a served record holds. The answer was filtered on healthd's keys under
+        its own prefix: a record that does not read as one healthd wrote for ``key`` was
+        changed or written by someone else, and skipping it would score what is left as if
+        measured."""
         fact = to_fact(summary, key)
         if fact is None:
-            self.foreign_records += 1
-            log.warning(
-                "agentcore record not written by healthd skipped",
-                record=summary.get("memoryRecordId"),
-                namespace=namespace_of(summary),
+            raise MemoryAdapterError(
+                f"agentcore memory: query {probe.id}: record "
+                f"{quote(summary.get('memoryRecordId'))} in {quote(namespace_of(summary))} is "
+                f"not one healthd wrote for {key} (its healthd_* metadata or text is missing "
+                "or unreadable): the shadow holds records healthd did not write"
             )
         return fact
 

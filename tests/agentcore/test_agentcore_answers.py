@@ -82,20 +82,31 @@ def test_a_retrieve_answer_not_of_the_models_shapes_is_one_error_naming_it(aws_e
     assert "\n" not in message and len(message) < 600
 
 
-def test_a_record_stamped_at_a_time_no_calendar_holds_is_skipped_as_not_healthds(aws_env):
-    def far(payload):
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("healthd_validated_at", {"numberValue": 1e30}),  # a time no calendar holds
+        ("healthd_subject", {"stringValue": 7}),
+        ("healthd_domain", {"stringValue": "weather"}),
+    ],
+)
+def test_a_served_record_that_is_not_one_healthd_wrote_fails_the_answer(aws_env, field, value):
+    """Under healthd's own prefix, filtered on its keys: before, such a record was skipped
+    with a warning, and what was left scored as if measured (a better score)."""
+
+    def damage(payload):
         for row in payload["memoryRecordSummaries"]:
-            row["metadata"]["healthd_validated_at"] = {"numberValue": 1e30}
+            row["metadata"][field] = value
         return payload
 
-    with Mangling("/retrieve", far) as emulator:
+    with Mangling("/retrieve", damage) as emulator:
         emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
         memory = agentcore(emulator, mode="native")
         memory.reset()
         memory.apply(added("a", 1, fact("auth", "language", "go")))
         memory.flush()
-        assert memory.answer(PROBE, day(2)).facts == ()
-    assert memory.foreign_records == 1  # counted and logged, as any record not healthd's
+        with pytest.raises(MemoryAdapterError, match="is not one healthd wrote for auth language"):
+            memory.answer(PROBE, day(2))
 
 
 @pytest.mark.parametrize(
