@@ -359,6 +359,15 @@ def test_a_turn_reporting_more_steps_than_max_steps_is_refused_not_counted(monke
         _run_to_a_probe(letta, monkeypatch)
 
 
+def test_a_passage_list_that_does_not_move_past_after_is_refused_not_read_for_ever(monkeypatch):
+    """Reading what a turn stored pages with ``after``; a server that ignores it and answers
+    the same full page again was read again for as long as the run lasted."""
+    same = [{"id": f"passage-{i:03d}", "text": "x"} for i in range(100)]
+    refused = pytest.raises(MemoryAdapterError, match="answered passages already read after")
+    with Mangling("GET /archival-memory", lambda answer: list(same)) as letta, refused:
+        _run_to_a_probe(letta, monkeypatch)
+
+
 def test_a_stop_reason_of_a_megabyte_is_quoted_short(monkeypatch):
     def stop(answer):
         answer["stop_reason"]["stop_reason"] = "x" * 1_000_000

@@ -316,11 +316,18 @@ class LettaMemory:
             rows = self._read(answers.PASSAGES,
                               lambda k=kwargs: self._client.agents.passages.list(agent, **k),
                               f"reading what event {event.id!r} stored")  # fmt: skip
-            for passage in rows:
-                self._written.setdefault(passage.id, (event.id, event.timestamp))
-                self._seen = passage.id
+            new = [passage.id for passage in rows if passage.id not in self._written]
+            for passage_id in new:
+                self._written[passage_id] = (event.id, event.timestamp)
+            if rows:
+                self._seen = rows[-1].id
             if len(rows) < 100:
                 break
+            if not new:  # a full page of passages read before: the list did not move on
+                raise MemoryAdapterError(
+                    f"{self._where}: reading what event {event.id!r} stored: the passage list "
+                    f"answered passages already read after {quote(kwargs.get('after'))}"
+                )
         if self.blocks:
             held = set()
             for block in self._read_blocks(agent):
