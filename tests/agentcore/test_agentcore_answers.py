@@ -35,6 +35,18 @@ class Mangling(AgentCoreEmulator):
         return status, payload
 
 
+def _probe_after_one_write(path_end, mangle):
+    """One fact written and flushed, then the probe asked, with the answers to paths ending
+    in ``path_end`` changed by ``mangle``."""
+    with Mangling(path_end, mangle) as emulator:
+        emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
+        memory = agentcore(emulator, mode="native")
+        memory.reset()
+        memory.apply(added("a", 1, fact("auth", "language", "go")))
+        memory.flush()
+        return memory.answer(PROBE, day(2))
+
+
 def _summaries(value):
     def mangle(payload):
         return {**payload, "memoryRecordSummaries": value}
@@ -69,14 +81,8 @@ def _first(field, value):
     ],
 )  # fmt: skip
 def test_a_retrieve_answer_not_of_the_models_shapes_is_one_error_naming_it(aws_env, mangle, said):
-    with Mangling("/retrieve", mangle) as emulator:
-        emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
-        memory = agentcore(emulator, mode="native")
-        memory.reset()
-        memory.apply(added("a", 1, fact("auth", "language", "go")))
-        memory.flush()
-        with pytest.raises(MemoryAdapterError) as raised:
-            memory.answer(PROBE, day(2))
+    with pytest.raises(MemoryAdapterError) as raised:
+        _probe_after_one_write("/retrieve", mangle)
     message = str(raised.value)
     assert message.startswith("agentcore memory: ") and said in message
     assert "\n" not in message and len(message) < 600
@@ -99,14 +105,8 @@ def test_a_served_record_that_is_not_one_healthd_wrote_fails_the_answer(aws_env,
             row["metadata"][field] = value
         return payload
 
-    with Mangling("/retrieve", damage) as emulator:
-        emulator.create_memory(MEMORY_ID, indexed_keys=FILTER_KEYS)
-        memory = agentcore(emulator, mode="native")
-        memory.reset()
-        memory.apply(added("a", 1, fact("auth", "language", "go")))
-        memory.flush()
-        with pytest.raises(MemoryAdapterError, match="is not one healthd wrote for auth language"):
-            memory.answer(PROBE, day(2))
+    with pytest.raises(MemoryAdapterError, match="is not one healthd wrote for auth language"):
+        _probe_after_one_write("/retrieve", damage)
 
 
 @pytest.mark.parametrize(
