@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import heapq
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, overload
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from healthd._collector import replay_collection
 from healthd._packed import to_micros
@@ -227,7 +227,8 @@ class Replay:
         self._tracker = memory if isinstance(memory, ChangeTracking) else None
         self._active: dict[str, Probe] = {}
         self._active_keys: set[FactKey] = set()
-        self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
+        # a resumed replay's may be read back probe by probe (:class:`ReadBack`)
+        self._answers: MutableMapping[str, tuple[RetrievedFact, ...]] = {}
         self.reader: Reader = reader if reader is not None else DefaultReader()
         self._cached_reader = CachedReader(self.reader)
         # Served items per probe, the structured facts beside them, their readings, and how
@@ -235,7 +236,7 @@ class Replay:
         self._served: dict[str, tuple[tuple[ServedItem, ...], tuple[RetrievedFact, ...]]] = {}
         self._readings: dict[str, tuple[ItemReading, ...]] = {}
         self._read_with: dict[str, int] = {}
-        self._scores: dict[str, ProbeScore] = {}
+        self._scores: MutableMapping[str, ProbeScore] = {}
         self._versions: dict[str, int] = {}
         # (instant in microseconds, version, probe id): integers compare faster than datetimes
         self._stale_heap: list[tuple[int, int, str]] = []
@@ -244,6 +245,11 @@ class Replay:
         # the probe anyway), and the other way round: most answers serve only their own.
         self._by_fact_key: dict[FactKey, set[str]] = {}
         self._answer_keys: dict[str, frozenset[FactKey]] = {}
+        # resumed with _by_fact_key as stored: a stored answer's keys are taken when its
+        # probe is next asked
+        self._keys_stored = False
+        # served items, over every answer, written under another retrieval fingerprint
+        self._changed_served = 0
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
         # their sum, the counts of every stage until one of them changes (most stages
@@ -446,6 +452,7 @@ class Replay:
             return out
         # In key order, so a replay restored after a restart reports exactly what one that
         # ran through reports (the order in which probes entered P_i is not kept).
+        _read_all(self._answers)
         status_of = self.truth.status_of
         for probe in sorted(self._active.values(), key=lambda p: (p.subject, p.predicate, p.id)):
             facts = self._answers.get(probe.id, ())
@@ -482,7 +489,7 @@ class Replay:
                     mismatch += reading.mismatch
                     invented += bool(reading.reading.other)
                     irrelevant += reading.reading.irrelevant
-            changed = sum(retrieval_changed(served) for served in self._answers.values())
+            changed = self._changed_served
             summary = self._served_summary = (
                 self._served_version,
                 ReadingCounts(items, unread, mismatch, invented, irrelevant),
@@ -591,6 +598,10 @@ class Replay:
                 del self._served[probe.id]
                 self._readings.pop(probe.id, None)
                 self._served_version += 1
+        if self._keys_stored and probe.id not in self._answer_keys:
+            stored = self._answers.get(probe.id)
+            if stored is not None:  # as the stored index holds them
+                self._answer_keys[probe.id] = _other_keys(probe.key, stored)
         if probe.id in self._answer_keys and facts == self._answers.get(probe.id):
             return  # the same answer: the same keys (most re-asks)
         keys = _other_keys(probe.key, facts)
@@ -605,7 +616,13 @@ class Replay:
             for fact_key in keys - old if old else keys:
                 self._by_fact_key.setdefault(fact_key, set()).add(probe.id)
             self._answer_keys[probe.id] = keys
-        self._answers[probe.id] = facts
+        self._set_answer(probe.id, facts)
+
+    def _set_answer(self, probe_id: str, facts: tuple[RetrievedFact, ...]) -> None:
+        self._changed_served += retrieval_changed(facts) - retrieval_changed(
+            self._answers.get(probe_id, ())
+        )
+        self._answers[probe_id] = facts
         self._served_version += 1
 
     def _read(
@@ -630,7 +647,7 @@ class Replay:
         served = self._served.get(probe.id)
         if served is None or self._read_with.get(probe.id) == len(self.truth.values(probe.key)):
             return
-        self._answers[probe.id] = self._read(probe, served[1], served[0])  # _read bumps
+        self._set_answer(probe.id, self._read(probe, served[1], served[0]))
 
     def _rescore(self, probe: Probe, at: datetime) -> None:
         pid = probe.id
@@ -649,7 +666,7 @@ class Replay:
         self._scores[pid] = new
         if old is not None and old.stale_after == new.stale_after:
             return  # its entry in the staleness heap still stands (a popped one moved it)
-        version = self._versions.get(pid, 0) + 1
+        version = self._versions.get(pid, 0) + 1  # 0: a resumed score's
         self._versions[pid] = version
         if new.stale_after is not None:
             heap = self._stale_heap
@@ -661,7 +678,7 @@ class Replay:
         """Drop the instants of scores since replaced: a probe re-scored often would
         otherwise leave one entry per re-scoring until its time came."""
         versions = self._versions
-        heap = [entry for entry in self._stale_heap if versions.get(entry[2]) == entry[1]]
+        heap = [entry for entry in self._stale_heap if versions.get(entry[2], 0) == entry[1]]
         heapq.heapify(heap)
         self._stale_heap = heap
         self._stale_compact_at = max(STALE_COMPACT_MIN, 2 * len(heap))
@@ -705,7 +722,7 @@ class Replay:
         now = to_micros(at)
         while heap and heap[0][0] < now:
             _, version, probe_id = heapq.heappop(heap)
-            if self._versions.get(probe_id) == version:
+            if self._versions.get(probe_id, 0) == version:
                 rescore[probe_id] = self._active[probe_id]
         for probe in ask.values():
             self._ask(probe, at)
@@ -722,6 +739,7 @@ class Replay:
             "events": self.stats.events,
             "probe_queries": self.stats.probe_queries,
             "counts": list(self._counts),
+            "retrieval_changed": self._changed_served,
             "forget_counts": list(self._forget_counts),
             "due": {
                 str(stage): [[f.subject, f.predicate, f.value, f.domain] for f in facts]
@@ -730,14 +748,20 @@ class Replay:
         }
 
     @property
-    def answers(self) -> dict[str, tuple[RetrievedFact, ...]]:
+    def answers(self) -> Mapping[str, tuple[RetrievedFact, ...]]:
         """Each asked probe's last answer (read only)."""
         return self._answers
 
     @property
-    def scores(self) -> dict[str, ProbeScore]:
+    def scores(self) -> Mapping[str, ProbeScore]:
         """Each scored probe's share of the counts (read only; empty in ``full`` mode)."""
         return self._scores
+
+    @property
+    def answer_keys(self) -> Mapping[str, frozenset[FactKey]]:
+        """Per asked probe, the keys its answer serves besides its own (read only): a
+        resumed replay's for the probes asked since."""
+        return self._answer_keys
 
     @property
     def was_current(self) -> Mapping[tuple[FactKey, str], bool]:
@@ -787,13 +811,21 @@ class Replay:
         truth: GroundTruth,
         counters: dict[str, Any],
         was_current: ValuesSeen,
-        answers: dict[str, tuple[RetrievedFact, ...]],
-        scores: dict[str, ProbeScore],
+        answers: MutableMapping[str, tuple[RetrievedFact, ...]],
+        scores: MutableMapping[str, ProbeScore],
+        *,
+        served_keys: dict[FactKey, set[str]] | None = None,
+        stale: Iterable[tuple[int, str]] | None = None,
         **options: Any,
     ) -> Replay:
         """A replay from the state a replay over the same events exported (its
         :meth:`counters`, :attr:`was_current` per key, :attr:`answers`, :attr:`scores` and
-        truth), whose memory is as it was then: nothing is replayed or asked again."""
+        truth), whose memory is as it was then: nothing is replayed or asked again.
+
+        With ``served_keys`` (per key, the probes whose answers serve it besides their own,
+        as :attr:`answer_keys` held them) and ``stale`` (each score's ``stale_after`` in
+        microseconds, by probe id), an incremental replay reads neither ``answers`` nor
+        ``scores`` whole: a probe's are looked up when a stage first needs them."""
         replay = cls(memory, probes, **options)
         replay.truth = truth
         replay._index = replay._scored = int(counters["index"])
@@ -811,18 +843,34 @@ class Replay:
             if truth.asserted(key):
                 replay._enter(key)
         replay._answers = answers
-        for probe_id, facts in answers.items():
-            probe = replay._active.get(probe_id)
-            answer_keys = _other_keys(probe.key if probe else None, facts)
-            replay._answer_keys[probe_id] = answer_keys
-            for fact_key in answer_keys:
-                replay._by_fact_key.setdefault(fact_key, set()).add(probe_id)
         replay._scores = scores
-        for probe_id, score in scores.items():
-            replay._versions[probe_id] = 1
-            if score.stale_after is not None:
-                replay._stale_heap.append((to_micros(score.stale_after), 1, probe_id))
+        lazy = (
+            served_keys is not None
+            and stale is not None
+            and "retrieval_changed" in counters
+            and replay.mode == "incremental"
+        )
+        if lazy:
+            assert served_keys is not None and stale is not None
+            replay._keys_stored = True
+            replay._by_fact_key = served_keys
+            replay._changed_served = int(counters["retrieval_changed"])
+            # version 0: the stored score's, until the probe is scored again
+            replay._stale_heap = [(micros, 0, probe_id) for micros, probe_id in stale]
+        else:
+            for probe_id, facts in answers.items():
+                probe = replay._active.get(probe_id)
+                answer_keys = _other_keys(probe.key if probe else None, facts)
+                replay._answer_keys[probe_id] = answer_keys
+                for fact_key in answer_keys:
+                    replay._by_fact_key.setdefault(fact_key, set()).add(probe_id)
+                replay._changed_served += retrieval_changed(facts)
+            for probe_id, score in scores.items():
+                if score.stale_after is not None:
+                    replay._stale_heap.append((to_micros(score.stale_after), 0, probe_id))
         heapq.heapify(replay._stale_heap)
+        if len(replay._stale_heap) >= replay._stale_compact_at:
+            replay._stale_compact_at = 2 * len(replay._stale_heap)
         if replay.at is not None and replay._tracker is not None:
             replay._tracker.changed_keys(replay.at)
         return replay
@@ -918,6 +966,19 @@ def _other_keys(own: FactKey | None, facts: Iterable[RetrievedFact]) -> frozense
         if f.predicate != predicate or f.subject != subject
     ]
     return frozenset(keys) if keys else _NO_KEYS
+
+
+@runtime_checkable
+class ReadBack(Protocol):
+    """A mapping read back from storage entry by entry, as asked for; :meth:`read_all`
+    reads the rest at once (before a caller goes through every entry)."""
+
+    def read_all(self) -> None: ...
+
+
+def _read_all(mapping: object) -> None:
+    if isinstance(mapping, ReadBack):
+        mapping.read_all()
 
 
 class ValuesSeen(Protocol):

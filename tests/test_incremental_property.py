@@ -375,3 +375,37 @@ def test_a_record_written_after_the_first_stages_expires_in_both_modes(revalidat
     assert incremental == full
     expires = len(events) - (1 if revalidated_at else 3)  # the stage just after the expiry
     assert full[expires]["all"].contamination != full[expires - 1]["all"].contamination
+
+
+class QuietSpillingMemory(SpillingMemory):
+    """Serves every record of the probe's subject, but reports as changed only the keys it
+    was written: an answer serving another key's fact is asked again only when its own key
+    changes, so it is the evaluator's index of served keys that scores it again when the
+    other key's truth moves."""
+
+    def changed_keys(self, at: datetime) -> set[FactKey]:
+        return ReferenceMemory.changed_keys(self, at)
+
+
+def test_a_restart_still_rescores_an_answer_when_another_key_it_serves_changes(tmp_path):
+    events = [
+        added("e1", 0, fact("a", "lang", "go")),
+        added("e2", 1, fact("a", "owner", "alice")),
+        revised("e3", 2, fact("a", "lang", "go"), fact("a", "lang", "rust")),  # serves alice
+        revised("e4", 3, fact("a", "owner", "alice"), fact("a", "owner", "bob")),  # restarted
+        added("e5", 4, fact("other", "lang", "c")),
+    ]
+
+    def make(path: str) -> Memory:
+        return QuietSpillingMemory(path=path, ttl_windows=SHORT_TTL, grace=0.5, top_k=8)
+
+    through, _ = straight(events, make, "incremental", 1, str(tmp_path / "through.db"))
+    stored = split_stored(events, make, 1, 3, 5, 1, str(tmp_path / "stored.db"))
+    assert scored(stored) == scored(through)
+    served = {
+        f["value"]
+        for p in through["targets"][0]["final"]["probes"]
+        if (p["subject"], p["predicate"]) == ("a", "lang")
+        for f in p["retrieved"]
+    }
+    assert "alice" in served  # what makes the case: a/lang's answer serves a/owner's fact

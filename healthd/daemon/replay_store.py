@@ -9,22 +9,26 @@ commit:
 * ``healthd_truth_keys``: per key whether it is multi-valued and asserted, and its values
   with their domains; ``healthd_truth_deps``: which key depends on which;
 * ``healthd_probes``: each probe's last answer and score, rewritten only when they changed;
+* ``healthd_served_keys``: per probe, the keys its answer serves besides its own (the
+  replay's index from a fact's key to the answers that serve it), rewritten with the answer;
 * ``healthd_values``: per (key, value) whether a stage saw it current, ditto.
 
 The counters (stage index, counts, forgetting checks due) are small and go in the checkpoint.
-A restart reads the rows per key and probe (nothing is parsed, folded or asked again), not
-the events; a key's operations, and which of its values stages saw current, are read when a
-new event or a read first needs them.
+A restart reads the rows per key (nothing is parsed, folded or asked again), not the
+events; a key's operations, which of its values stages saw current, and a probe's answer and
+score are read when a new event or a read first needs them (of the probes, only the index
+of served keys and when each score goes stale are read at once).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from healthd._packed import to_micros
 from healthd.evaluator import Replay
 from healthd.memory import Memory
 from healthd.model import ChangeEvent, FactKey, RetrievedFact
@@ -67,6 +71,12 @@ CREATE TABLE IF NOT EXISTS healthd_probes (
     cells TEXT,
     stale_after TEXT
 );
+CREATE TABLE IF NOT EXISTS healthd_served_keys (
+    probe_id TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    PRIMARY KEY (probe_id, subject, predicate)
+);
 CREATE TABLE IF NOT EXISTS healthd_values (
     subject TEXT NOT NULL,
     predicate TEXT NOT NULL,
@@ -75,11 +85,14 @@ CREATE TABLE IF NOT EXISTS healthd_values (
     PRIMARY KEY (subject, predicate, value)
 );
 """
+V = TypeVar("V")
+
 _TABLES = (
     "healthd_truth_ops",
     "healthd_truth_keys",
     "healthd_truth_deps",
     "healthd_probes",
+    "healthd_served_keys",
     "healthd_values",
 )
 
@@ -101,6 +114,8 @@ class ReplayStore:
         self._saved_seq = 0
         self._answers: dict[str, tuple[RetrievedFact, ...]] = {}
         self._scores: dict[str, ProbeScore] = {}
+        # healthd_served_keys holds every answer's keys (else the next save rewrites it)
+        self._served_complete = True
         self._was_current = _StoredValues()  # as saved, per key
         # the truth that keeps for this store the operations pushed since its last save
         self._keeping: GroundTruth | None = None
@@ -117,6 +132,7 @@ class ReplayStore:
         self._keys.clear()
         self._saved_seq = 0
         self._answers, self._scores, self._was_current = {}, {}, _StoredValues()
+        self._served_complete = True
         self._keeping = None
 
     def note(self, event: ChangeEvent) -> None:
@@ -162,12 +178,18 @@ class ReplayStore:
         db.executemany("INSERT OR IGNORE INTO healthd_truth_deps VALUES (?,?,?,?)", sorted(deps))
         answers, scores = replay.answers, replay.scores
         saved_answers, saved_scores = self._answers, self._scores
-        changed = {pid for pid, a in answers.items() if saved_answers.get(pid) is not a}
-        changed.update(pid for pid, sc in scores.items() if saved_scores.get(pid) is not sc)
+        # of a store's read-back maps, only the probes read back (the rest are as stored)
+        answered = {
+            pid for pid, a in _in_memory(answers).items() if saved_answers.get(pid) is not a
+        }
+        changed = answered | {
+            pid for pid, sc in _in_memory(scores).items() if saved_scores.get(pid) is not sc
+        }
         db.executemany(
             "INSERT OR REPLACE INTO healthd_probes VALUES (?,?,?,?)",
             [_probe_row(pid, answers.get(pid), scores.get(pid)) for pid in sorted(changed)],
         )
+        self._save_served_keys(replay.answer_keys, answered)
         for pid in changed:
             if pid in answers:
                 saved_answers[pid] = answers[pid]
@@ -194,7 +216,26 @@ class ReplayStore:
         truth.keep_pushed()  # every operation so far is written
         self._keeping = truth
         latest = truth.latest.isoformat() if truth.latest is not None else None
-        return {**replay.counters(), "truth_seq": top, "latest": latest}
+        return {**replay.counters(), "truth_seq": top, "latest": latest, "served_keys": 1}
+
+    def _save_served_keys(
+        self, answer_keys: Mapping[str, frozenset[FactKey]], answered: set[str]
+    ) -> None:
+        db = self._memory.state_db()
+        if not self._served_complete:
+            db.execute("DELETE FROM healthd_served_keys")
+            answered = set(answer_keys)
+            self._served_complete = True
+        else:  # a probe answered again and not keyed again kept its keys (a re-read)
+            answered = {pid for pid in answered if pid in answer_keys}
+        db.executemany(
+            "DELETE FROM healthd_served_keys WHERE probe_id = ?",
+            [(pid,) for pid in sorted(answered)],
+        )
+        db.executemany(
+            "INSERT INTO healthd_served_keys VALUES (?,?,?)",
+            [(pid, *key) for pid in sorted(answered) for key in sorted(answer_keys[pid])],
+        )
 
     def release(self, replay: Replay, keep: int) -> int:
         """Let the replay's truth go of the operations of all but ``keep`` keys, read back
@@ -244,38 +285,44 @@ class ReplayStore:
             datetime.fromisoformat(latest) if latest else None,
             self._operations,
         )
-        probe_rows = db.execute(
-            "SELECT probe_id, answer, cells, stale_after FROM healthd_probes"
-        ).fetchall()
-        answers = {
-            probe_id: tuple(_retrieved(f) for f in answer)
-            for (probe_id, _, _, _), answer in zip(
-                (row for row in probe_rows if row[1] is not None),
-                _decode(row[1] for row in probe_rows if row[1] is not None),
-                strict=True,
-            )
-        }
-        parse = datetime.fromisoformat
-        scores = {
-            probe_id: ProbeScore(
-                tuple((i, n) for i, n in cells), parse(stale_after) if stale_after else None
-            )
-            for (probe_id, _, _, stale_after), cells in zip(
-                (row for row in probe_rows if row[2] is not None),
-                _decode(row[2] for row in probe_rows if row[2] is not None),
-                strict=True,
-            )
-        }
+        probe_rows = _StoredProbes(db)
+        lazy = "served_keys" in counters and options.get("mode", "incremental") == "incremental"
+        served: dict[FactKey, set[str]] | None = None
+        stale: list[tuple[int, str]] | None = None
+        if lazy:
+            served = {}
+            for probe_id, s, p in db.execute("SELECT * FROM healthd_served_keys"):
+                served.setdefault(_fact_key(fact_keys, s, p), set()).add(probe_id)
+            parse = datetime.fromisoformat
+            stale = [
+                (to_micros(parse(at)), probe_id)
+                for probe_id, at in db.execute(
+                    "SELECT probe_id, stale_after FROM healthd_probes WHERE stale_after IS NOT NULL"
+                )
+            ]
+        else:  # saved by an older healthd, or scored in full: every probe's rows at once
+            probe_rows.read_all()
         # which values stages saw current: a key's rows are read when a run first touches
         # the key (most of a long history's keys are not touched again soon), once for the
         # replay and this store (the replay reads a key's before a save writes any)
         was_current = _StoredValues(self._values_of)
         replay = Replay.resume(
-            memory, probes, truth, counters, was_current, answers, scores, **options
+            memory,
+            probes,
+            truth,
+            counters,
+            was_current,
+            probe_rows.answers if lazy else probe_rows.answers.data,
+            probe_rows.scores if lazy else probe_rows.scores.data,
+            served_keys=served,
+            stale=stale,
+            **options,
         )
         self._keys.clear()
         self._saved_seq = int(counters["truth_seq"])
-        self._answers, self._scores = dict(answers), dict(scores)
+        # as read back: what a save compares the replay's answers and scores with
+        self._answers, self._scores = probe_rows.read_answers, probe_rows.read_scores
+        self._served_complete = "served_keys" in counters
         self._was_current = was_current
         return replay
 
@@ -284,6 +331,125 @@ class ReplayStore:
             "SELECT value, current FROM healthd_values WHERE subject = ? AND predicate = ?", key
         )
         return {value: current == 1 for value, current in rows}
+
+
+class _StoredProbes:
+    """The probes' stored answers and scores (``healthd_probes``), each probe's row read when
+    its answer or score is first asked for, or every row at once (:meth:`read_all`)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._asked: set[str] = set()
+        self._whole = False
+        self.read_answers: dict[str, tuple[RetrievedFact, ...]] = {}  # as read back
+        self.read_scores: dict[str, ProbeScore] = {}
+        self.answers: _ReadBack[tuple[RetrievedFact, ...]] = _ReadBack(self)
+        self.scores: _ReadBack[ProbeScore] = _ReadBack(self)
+
+    def read(self, probe_id: str) -> None:
+        if self._whole or probe_id in self._asked:
+            return
+        self._asked.add(probe_id)
+        row = self._db.execute(
+            "SELECT answer, cells, stale_after FROM healthd_probes WHERE probe_id = ?",
+            (probe_id,),
+        ).fetchone()
+        if row is not None:
+            answer, cells, stale_after = row
+            self._take(
+                probe_id,
+                None if answer is None else json.loads(answer),
+                None if cells is None else json.loads(cells),
+                stale_after,
+            )
+
+    def read_all(self) -> None:
+        if self._whole:
+            return
+        self._whole = True
+        rows = [
+            row
+            for row in self._db.execute(
+                "SELECT probe_id, answer, cells, stale_after FROM healthd_probes"
+            )
+            if row[0] not in self._asked
+        ]
+        answers = iter(_decode(row[1] for row in rows if row[1] is not None))
+        cells = iter(_decode(row[2] for row in rows if row[2] is not None))
+        for probe_id, answer, cell, stale_after in rows:
+            self._take(
+                probe_id,
+                None if answer is None else next(answers),
+                None if cell is None else next(cells),
+                stale_after,
+            )
+
+    def _take(
+        self, probe_id: str, answer: list[Any] | None, cells: list[Any] | None, stale: str | None
+    ) -> None:
+        # a replay that has set a probe's answer or score since keeps its own
+        if answer is not None:
+            facts = self.read_answers[probe_id] = tuple(_retrieved(f) for f in answer)
+            self.answers.data.setdefault(probe_id, facts)
+        if cells is not None:
+            score = self.read_scores[probe_id] = ProbeScore(
+                tuple((i, n) for i, n in cells), datetime.fromisoformat(stale) if stale else None
+            )
+            self.scores.data.setdefault(probe_id, score)
+
+
+class _ReadBack(MutableMapping[str, V]):
+    """Probe id to a probe's answer or score, read back from :class:`_StoredProbes` when first
+    asked for; going through every entry reads the rest first."""
+
+    def __init__(self, rows: _StoredProbes) -> None:
+        self.data: dict[str, V] = {}  # read back or set since
+        self._rows = rows
+
+    def __getitem__(self, probe_id: str) -> V:
+        data = self.data
+        if probe_id not in data:
+            self._rows.read(probe_id)
+        return data[probe_id]
+
+    def get(self, probe_id: str, default: Any = None) -> Any:
+        data = self.data
+        if probe_id not in data:
+            self._rows.read(probe_id)
+        return data.get(probe_id, default)
+
+    def __contains__(self, probe_id: object) -> bool:
+        data = self.data
+        if probe_id not in data and isinstance(probe_id, str):
+            self._rows.read(probe_id)
+        return probe_id in data
+
+    def __setitem__(self, probe_id: str, value: V) -> None:
+        self.data[probe_id] = value
+
+    def __delitem__(self, probe_id: str) -> None:
+        self._rows.read(probe_id)
+        del self.data[probe_id]
+
+    def __iter__(self) -> Iterator[str]:
+        self._rows.read_all()
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        self._rows.read_all()
+        return len(self.data)
+
+    def clear(self) -> None:
+        self._rows.read_all()
+        self.data.clear()
+
+    def read_all(self) -> None:
+        self._rows.read_all()
+
+
+def _in_memory(mapping: Mapping[str, V]) -> Mapping[str, V]:
+    """What of ``mapping`` is held in memory (all of it, unless it is read back)."""
+    return mapping.data if isinstance(mapping, _ReadBack) else mapping
 
 
 class _StoredValues:
