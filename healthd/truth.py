@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -676,16 +677,21 @@ class GroundTruth:
         load: Callable[[FactKey], Iterable[OperationRow]],
     ) -> GroundTruth:
         """The truth a caller stored: per key whether it is multi-valued, asserted, and its
-        values with their domains in the order first given; each (key, key it depends on);
-        the last operation's ``seq`` and the latest event time. A key's operations are read
-        with ``load`` (each with :class:`Operation`'s fields) only when first needed, so
-        this costs the number of keys, not of operations. Nothing is folded until read."""
+        values with their domains in the order first given (or that list as JSON text, read
+        when the key's values are first asked for); each (key, key it depends on); the last
+        operation's ``seq`` and the latest event time. A key's operations are read with
+        ``load`` (each with :class:`Operation`'s fields) only when first needed, so this
+        costs the number of keys, not of operations. Nothing is folded until read."""
         truth = cls()
+        codec = truth._codec
         for key, multi, asserted, values in keys:
-            history = _StoredHistory(key, load, truth._codec)
+            if isinstance(values, str):
+                history = _StoredHistory(key, load, codec, values)
+            else:
+                history = _StoredHistory(key, load, codec)
+                history.values = dict(values)
+                history.rank = {value: rank for rank, (value, _) in enumerate(values)}
             history.multi, history.asserted = multi, asserted
-            history.values = dict(values)
-            history.rank = {value: rank for rank, (value, _) in enumerate(values)}
             truth._keys[key] = history
         for key, dep in depends:
             truth._dependents.setdefault(dep, set()).add(key)
@@ -773,24 +779,61 @@ OperationRow = tuple[
     datetime, int, bool, str, Domain, EndKind | None, str | None, tuple[FactKey, ...]
 ]
 #: A stored key: (key, multi-valued, asserted, [(value, domain)] in the order first given).
-StoredKey = tuple[FactKey, bool, bool, list[tuple[str, Domain]]]
+StoredKey = tuple[FactKey, bool, bool, list[tuple[str, Domain]] | str]
 
 _UNKNOWN: tuple[Status, None] = ("unknown", None)
 
 _OPS_SLOT: Any = _KeyHistory.__dict__["ops"]  # the slot a stored history fills when read
+_VALUES_SLOT: Any = _KeyHistory.__dict__["values"]
+_RANK_SLOT: Any = _KeyHistory.__dict__["rank"]
 
 
 class _StoredHistory(_KeyHistory):
     """A key's history whose operations are read from where they were stored when first
     needed (after a restart most keys are never touched again)."""
 
-    __slots__ = ("_load",)
+    __slots__ = ("_listed", "_load")
 
     def __init__(
-        self, key: FactKey, load: Callable[[FactKey], Iterable[OperationRow]], codec: _OpCodec
+        self,
+        key: FactKey,
+        load: Callable[[FactKey], Iterable[OperationRow]],
+        codec: _OpCodec,
+        listed: str | None = None,
     ) -> None:
         super().__init__(key, codec)
         self._load: Callable[[FactKey], Iterable[OperationRow]] | None = load
+        self._listed = listed  # its values and their domains as stored, until first read
+
+    def _read_values(self) -> None:
+        listed = self._listed
+        assert listed is not None
+        self._listed = None
+        pairs = json.loads(listed)
+        _VALUES_SLOT.__set__(self, dict(pairs))
+        _RANK_SLOT.__set__(self, {value: rank for rank, (value, _) in enumerate(pairs)})
+
+    @property
+    def values(self) -> dict[str, Domain]:
+        if self._listed is not None:
+            self._read_values()
+        return _VALUES_SLOT.__get__(self)  # type: ignore[no-any-return]
+
+    @values.setter
+    def values(self, value: dict[str, Domain]) -> None:
+        self._listed = None
+        _VALUES_SLOT.__set__(self, value)
+
+    @property
+    def rank(self) -> dict[str, int]:
+        if self._listed is not None:
+            self._read_values()
+        return _RANK_SLOT.__get__(self)  # type: ignore[no-any-return]
+
+    @rank.setter
+    def rank(self, value: dict[str, int]) -> None:
+        self._listed = None
+        _RANK_SLOT.__set__(self, value)
 
     @property
     def ops(self) -> PackedLog[_Op]:

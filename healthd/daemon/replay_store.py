@@ -34,7 +34,7 @@ from healthd.memory import Memory
 from healthd.model import ChangeEvent, FactKey, RetrievedFact
 from healthd.probes import ProbeSet
 from healthd.scoring import ProbeScore
-from healthd.truth import GroundTruth, Operation, OperationRow
+from healthd.truth import GroundTruth, Operation, OperationRow, StoredKey
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS healthd_truth_ops (
@@ -267,11 +267,11 @@ class ReplayStore:
         rows = db.execute(
             "SELECT subject, predicate, multi, asserted, vals FROM healthd_truth_keys"
         ).fetchall()
-        # one FactKey per key, shared by every row that names it
+        # one FactKey per key, shared by every row that names it; a key's values are
+        # decoded when first asked for
         fact_keys = {(s, p): FactKey(s, p) for s, p, _, _, _ in rows}
-        keys = [
-            (fact_keys[s, p], m == 1, a == 1, [(v, d) for v, d in vals])
-            for (s, p, m, a, _), vals in zip(rows, _decode(row[4] for row in rows), strict=True)
+        keys: list[StoredKey] = [
+            (fact_keys[s, p], m == 1, a == 1, vals) for s, p, m, a, vals in rows
         ]
         depends = [
             (_fact_key(fact_keys, s, p), _fact_key(fact_keys, ds, dp))
