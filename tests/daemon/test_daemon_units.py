@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -708,6 +709,49 @@ def test_a_shadow_lost_while_the_daemon_was_down_is_rebuilt_by_the_next_run_with
     assert runner.view()["targets"]["reference"].results["metrics"] == _expected(
         EXAMPLE, "reference"
     )
+    runner.close()
+    state.close()
+
+
+@pytest.mark.parametrize(
+    "rewrite, replayed_from",
+    [
+        # numbered with a gap (a file healthd did not write): the 70th event is still found
+        (["UPDATE events SET seq = seq + 1000 WHERE seq > 35"], 70),
+        # the 69th and 70th swapped: the shadow's last event is not the 70th any more
+        (
+            [
+                "UPDATE events SET seq = -1 WHERE seq = 69",
+                "UPDATE events SET seq = 69 WHERE seq = 70",
+                "UPDATE events SET seq = 70 WHERE seq = -1",
+            ],
+            0,
+        ),
+    ],
+    ids=["gap", "swapped"],
+)
+def test_a_restart_checks_its_checkpoint_against_the_event_stored_at_its_position(
+    tmp_path, rewrite, replayed_from
+):
+    """The shadow's checkpoint names the last event it applied; a restart compares it with
+    the state file's event at that position (looked up by its number, not counted to:
+    counting read a million rows at every restart), and replays from scratch when they
+    differ."""
+    timeline, lines, kw = _the_example_s_first_70_on_a_reference_shadow(tmp_path)
+    runner, state = _runner(tmp_path, **kw)
+    runner.run_once()
+    runner.close()
+    state.close()
+    db = sqlite3.connect(tmp_path / "state" / "state.sqlite")
+    with db:
+        for statement in rewrite:
+            db.execute(statement)
+    db.close()
+
+    runner, state = _runner(tmp_path, **kw)
+    timeline.write_text("".join(lines))
+    run = runner.run_once()
+    assert run.targets["reference"]["replayed"] == len(lines) - replayed_from
     runner.close()
     state.close()
 
