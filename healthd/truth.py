@@ -792,7 +792,7 @@ class _StoredHistory(_KeyHistory):
     """A key's history whose operations are read from where they were stored when first
     needed (after a restart most keys are never touched again)."""
 
-    __slots__ = ("_listed", "_load")
+    __slots__ = ("_codec", "_listed", "_load")
 
     def __init__(
         self,
@@ -801,9 +801,16 @@ class _StoredHistory(_KeyHistory):
         codec: _OpCodec,
         listed: str | None = None,
     ) -> None:
-        super().__init__(key, codec)
+        # what _KeyHistory's constructor sets, but no log, nor values, until they are read:
+        # most of a restart's keys are not touched by its run
+        self.key = key
+        self.multi = self.asserted = False
+        self._codec = codec
         self._load: Callable[[FactKey], Iterable[OperationRow]] | None = load
         self._listed = listed  # its values and their domains as stored, until first read
+        if listed is None:
+            _VALUES_SLOT.__set__(self, {})
+            _RANK_SLOT.__set__(self, {})
 
     def _read_values(self) -> None:
         listed = self._listed
@@ -837,14 +844,16 @@ class _StoredHistory(_KeyHistory):
 
     @property
     def ops(self) -> PackedLog[_Op]:
-        current: PackedLog[_Op] = _OPS_SLOT.__get__(self)
         load = self._load
         if load is not None:
             self._load = None
             ops = [_Op(*row) for row in load(self.key)]
             ops.sort()  # by (at, seq): seq is unique, so no later field is compared
-            current.replace(ops)
-        return current
+            log: PackedLog[_Op] = PackedLog(self._codec, _op_order)
+            log.replace(ops)
+            _OPS_SLOT.__set__(self, log)
+            return log
+        return _OPS_SLOT.__get__(self)  # type: ignore[no-any-return]
 
     @ops.setter
     def ops(self, value: PackedLog[_Op]) -> None:
