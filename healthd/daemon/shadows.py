@@ -155,7 +155,7 @@ class Shadows(Views):
             )
         if not isinstance(applied, int) or applied > self.event_count:
             return "the state file holds fewer events than the shadow applied: fresh replay"
-        last = self.state.event_id_at(applied) if applied else None
+        last = self.state.event_id_at(applied, self.event_count) if applied else None
         if checkpoint.get("last_event") != last:
             return "the shadow's checkpoint does not match the stored events: fresh replay"
         return ""

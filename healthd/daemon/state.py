@@ -255,19 +255,23 @@ class StateStore:
                 (rows[-1][0], _chunk(left)),
             ).fetchall()
 
-    def event_id_at(self, position: int) -> str | None:
-        """The id of the ``position``-th stored event (from 1), None past the end.
+    def event_id_at(self, position: int, stored: int | None = None) -> str | None:
+        """The id of the ``position``-th stored event (from 1), None past the end;
+        ``stored``: how many events are stored, when the caller knows.
 
-        Events are numbered 1, 2, ... as they are stored and none is removed, so the
-        ``position``-th is the one numbered ``position``: an index lookup, where counting
-        rows up to it read the whole table (80 ms at 1M events, at every restart). A file
-        with no event of that number is counted through."""
-        row = (
-            self._db.execute("SELECT event_id FROM events WHERE seq = ?", (position,)).fetchone()
-            or self._db.execute(
+        healthd numbers events 1, 2, ... as it stores them and removes none, so in a file
+        whose numbers run from 1 to the count the ``position``-th is the one numbered
+        ``position``: an index lookup, where counting rows up to it read the whole table
+        (80 ms at 1M events, at every restart). Any other file is counted through."""
+        db = self._db
+        first = db.execute("SELECT min(seq) FROM events").fetchone()[0]
+        last = db.execute("SELECT max(seq) FROM events").fetchone()[0]
+        if first == 1 and last == (self.event_count() if stored is None else stored):
+            row = db.execute("SELECT event_id FROM events WHERE seq = ?", (position,)).fetchone()
+        else:
+            row = db.execute(
                 "SELECT event_id FROM events ORDER BY seq LIMIT 1 OFFSET ?", (position - 1,)
             ).fetchone()
-        )
         return str(row[0]) if row else None
 
     def stored_bodies(self, source: str, ids: Iterable[str]) -> dict[str, str]:

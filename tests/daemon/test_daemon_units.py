@@ -716,8 +716,16 @@ def test_a_shadow_lost_while_the_daemon_was_down_is_rebuilt_by_the_next_run_with
 @pytest.mark.parametrize(
     "rewrite, replayed_from",
     [
-        # numbered with a gap (a file healthd did not write): the 70th event is still found
+        # numbered with a gap (a file healthd did not write): the 70th event is still found,
+        # whether or not another event is numbered 70
         (["UPDATE events SET seq = seq + 1000 WHERE seq > 35"], 70),
+        (
+            [
+                "UPDATE events SET seq = -(seq + 10) WHERE seq > 35",
+                "UPDATE events SET seq = -seq WHERE seq < 0",
+            ],
+            70,
+        ),
         # the 69th and 70th swapped: the shadow's last event is not the 70th any more
         (
             [
@@ -728,7 +736,7 @@ def test_a_shadow_lost_while_the_daemon_was_down_is_rebuilt_by_the_next_run_with
             0,
         ),
     ],
-    ids=["gap", "swapped"],
+    ids=["gap past it", "gap below it", "swapped"],
 )
 def test_a_restart_checks_its_checkpoint_against_the_event_stored_at_its_position(
     tmp_path, rewrite, replayed_from
