@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -182,6 +183,24 @@ def split(events, make, window, cut, grow, path):
     return report(result, probes)
 
 
+def served_keys_stored(memory) -> set[tuple[str, str, str]]:
+    """The stored index of keys each answer serves besides its probe's own."""
+    return set(memory.state_db().execute("SELECT * FROM healthd_served_keys"))
+
+
+def served_keys_of_stored_answers(memory, probes: ProbeSet) -> set[tuple[str, str, str]]:
+    """That index as the stored answers give it."""
+    own = {probe.id: probe.key for probe in probes}
+    rows = memory.state_db().execute("SELECT probe_id, answer FROM healthd_probes")
+    return {
+        (probe_id, subject, predicate)
+        for probe_id, answer in rows
+        if answer is not None
+        for subject, predicate, *_ in json.loads(answer)
+        if (subject, predicate) != own[probe_id]
+    }
+
+
 def split_stored(events, make, window, cut, grow, every, path):
     """``split`` as the daemon does it with a persistent shadow: the replay's state is saved
     beside the shadow at each commit (every ``every`` events) and read back on restart,
@@ -212,8 +231,8 @@ def split_stored(events, make, window, cut, grow, every, path):
     memory = make(path)
     catalog = KeyCatalog(events[:grow])
 
-    def load():
-        return ReplayStore(memory).load(
+    def load(store=None):
+        return (store or ReplayStore(memory)).load(
             memory, catalog.probe_set(EXTRA_PROBES), memory.checkpoint()["replay"], **options
         )
 
@@ -221,8 +240,19 @@ def split_stored(events, make, window, cut, grow, every, path):
     assert (read.was_current, read.answers, read.scores, read.counters()) == ran
     asked = load().was_current  # each value's read back when asked for
     assert all(asked[key_value] == current for key_value, current in ran[0].items())
-    replay = load()  # a key's state read back when a step first touches it
-    stages += [replay.step(e) for e in events[cut:grow]]
+    store = ReplayStore(memory)
+    replay = load(store)  # a key's state read back when a step first touches it
+    memory.batch_writes()
+    for event in events[cut:grow]:
+        stages.append(replay.step(event))
+        store.note(event)
+    memory.commit({"replay": store.save(replay)})  # saved after a read-back, and again read
+    memory.close()
+    memory = make(path)
+    assert served_keys_stored(memory) == served_keys_of_stored_answers(
+        memory, catalog.probe_set(EXTRA_PROBES)
+    )
+    replay = load()
     new_keys = catalog.add(events[grow:])
     probes = catalog.probe_set(EXTRA_PROBES)
     replay.update_probes(probes, new_keys)
