@@ -823,8 +823,9 @@ class Replay:
         truth), whose memory is as it was then: nothing is replayed or asked again.
 
         With ``served_keys`` (per key, the probes whose answers serve it besides their own,
-        as :attr:`answer_keys` held them) and ``stale`` (each score's ``stale_after`` in
-        microseconds, by probe id), an incremental replay reads neither ``answers`` nor
+        as :attr:`answer_keys` held them), ``stale`` (each score's ``stale_after`` in
+        microseconds, by probe id) and counters that hold ``retrieval_changed`` (those of
+        a replay that counted it), an incremental replay reads neither ``answers`` nor
         ``scores`` whole: a probe's are looked up when a stage first needs them."""
         replay = cls(memory, probes, **options)
         replay.truth = truth

@@ -226,7 +226,7 @@ class ReplayStore:
             db.execute("DELETE FROM healthd_served_keys")
             answered = set(answer_keys)
             self._served_complete = True
-        else:  # a probe answered again and not keyed again kept its keys (a re-read)
+        else:  # a probe whose keys this process has not taken keeps its stored rows
             answered = {pid for pid in answered if pid in answer_keys}
         db.executemany(
             "DELETE FROM healthd_served_keys WHERE probe_id = ?",
