@@ -660,9 +660,11 @@ class GroundTruth:
         for key in cold:
             del warm[key]
             history = self._keys[key]
-            stored = _StoredHistory(key, load, self._codec)
+            listed = history._listed if isinstance(history, _StoredHistory) else None
+            stored = _StoredHistory(key, load, self._codec, listed)
             stored.multi, stored.asserted = history.multi, history.asserted
-            stored.values, stored.rank = history.values, history.rank
+            if listed is None:  # else its values are still as stored, not decoded
+                stored.values, stored.rank = history.values, history.rank
             self._keys[key] = stored
             self._effective.pop(key, None)
         return len(cold)

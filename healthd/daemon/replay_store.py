@@ -285,7 +285,7 @@ class ReplayStore:
             datetime.fromisoformat(latest) if latest else None,
             self._operations,
         )
-        probe_rows = _StoredProbes(db)
+        probe_rows = _StoredProbes(self._memory.state_db)
         lazy = "served_keys" in counters and options.get("mode", "incremental") == "incremental"
         served: dict[FactKey, set[str]] | None = None
         stale: list[tuple[int, str]] | None = None
@@ -337,8 +337,8 @@ class _StoredProbes:
     """The probes' stored answers and scores (``healthd_probes``), each probe's row read when
     its answer or score is first asked for, or every row at once (:meth:`read_all`)."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
+    def __init__(self, db: Callable[[], sqlite3.Connection]) -> None:
+        self._db = db  # the memory's, asked at each read (it refuses after a failed batch)
         self._asked: set[str] = set()
         self._whole = False
         self.read_answers: dict[str, tuple[RetrievedFact, ...]] = {}  # as read back
@@ -350,10 +350,14 @@ class _StoredProbes:
         if self._whole or probe_id in self._asked:
             return
         self._asked.add(probe_id)
-        row = self._db.execute(
-            "SELECT answer, cells, stale_after FROM healthd_probes WHERE probe_id = ?",
-            (probe_id,),
-        ).fetchone()
+        row = (
+            self._db()
+            .execute(
+                "SELECT answer, cells, stale_after FROM healthd_probes WHERE probe_id = ?",
+                (probe_id,),
+            )
+            .fetchone()
+        )
         if row is not None:
             answer, cells, stale_after = row
             self._take(
@@ -369,7 +373,7 @@ class _StoredProbes:
         self._whole = True
         rows = [
             row
-            for row in self._db.execute(
+            for row in self._db().execute(
                 "SELECT probe_id, answer, cells, stale_after FROM healthd_probes"
             )
             if row[0] not in self._asked
