@@ -790,6 +790,22 @@ _VALUES_SLOT: Any = _KeyHistory.__dict__["values"]
 _RANK_SLOT: Any = _KeyHistory.__dict__["rank"]
 
 
+def _read_on_first_use(slot: Any) -> Any:
+    """A property over one of :class:`_KeyHistory`'s slots that decodes the stored values
+    first, while they are still the stored text; setting it drops that text."""
+
+    def get(self: _StoredHistory) -> Any:
+        if self._listed is not None:
+            self._read_values()
+        return slot.__get__(self)
+
+    def put(self: _StoredHistory, value: Any) -> None:
+        self._listed = None
+        slot.__set__(self, value)
+
+    return property(get, put)
+
+
 class _StoredHistory(_KeyHistory):
     """A key's history whose operations are read from where they were stored when first
     needed (after a restart most keys are never touched again)."""
@@ -822,27 +838,8 @@ class _StoredHistory(_KeyHistory):
         _VALUES_SLOT.__set__(self, dict(pairs))
         _RANK_SLOT.__set__(self, {value: rank for rank, (value, _) in enumerate(pairs)})
 
-    @property
-    def values(self) -> dict[str, Domain]:
-        if self._listed is not None:
-            self._read_values()
-        return _VALUES_SLOT.__get__(self)  # type: ignore[no-any-return]
-
-    @values.setter
-    def values(self, value: dict[str, Domain]) -> None:
-        self._listed = None
-        _VALUES_SLOT.__set__(self, value)
-
-    @property
-    def rank(self) -> dict[str, int]:
-        if self._listed is not None:
-            self._read_values()
-        return _RANK_SLOT.__get__(self)  # type: ignore[no-any-return]
-
-    @rank.setter
-    def rank(self, value: dict[str, int]) -> None:
-        self._listed = None
-        _RANK_SLOT.__set__(self, value)
+    values = _read_on_first_use(_VALUES_SLOT)
+    rank = _read_on_first_use(_RANK_SLOT)
 
     @property
     def ops(self) -> PackedLog[_Op]:
