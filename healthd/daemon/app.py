@@ -261,10 +261,14 @@ class Daemon:
         self._stopping.set()
         _stop.STOPPING.set()
         self.runner.stop.set()
-        log.info("stopping", signal=signal.Signals(signum).name if signum else None)
-        threading.Thread(target=self._shutdown_scheduler, name="healthd-stop", daemon=True).start()
+        # (logged from that thread: a handler that logs while the main thread holds the
+        # logger's lock, writing a line of its own, would wait on it for ever)
+        threading.Thread(
+            target=self._shutdown_scheduler, args=(signum,), name="healthd-stop", daemon=True
+        ).start()
 
-    def _shutdown_scheduler(self) -> None:
+    def _shutdown_scheduler(self, signum: int | None = None) -> None:
+        log.info("stopping", signal=signal.Signals(signum).name if signum else None)
         try:
             self.scheduler.shutdown(wait=False)
         except Exception:
@@ -335,13 +339,24 @@ def run(settings: Settings) -> int:
         raise HealthdError(
             f"cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror or exc}"
         ) from exc
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda n, _f: daemon.request_stop(n))
-    signal.signal(signal.SIGHUP, lambda _n, _f: _reload_in_background(daemon))
+    install_signal_handlers(daemon)
     return daemon.serve()
 
 
+def install_signal_handlers(daemon: Daemon) -> None:
+    """SIGTERM and SIGINT stop the daemon, SIGHUP reloads its configuration; each handler
+    only starts a thread, which does the work and logs it."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda n, _f: daemon.request_stop(n))
+    signal.signal(signal.SIGHUP, lambda _n, _f: _reload_in_background(daemon))
+
+
 def _reload_in_background(daemon: Daemon) -> None:
-    """From the SIGHUP handler: a reload waits for a run in progress, so not in the handler."""
-    log.info("SIGHUP received: reloading the configuration")
-    threading.Thread(target=daemon.reload, name="healthd-reload", daemon=True).start()
+    """From the SIGHUP handler: a reload waits for a run in progress, so not in the handler
+    (nor is its line logged there: see :meth:`Daemon.request_stop`)."""
+
+    def reload() -> None:
+        log.info("SIGHUP received: reloading the configuration")
+        daemon.reload()
+
+    threading.Thread(target=reload, name="healthd-reload", daemon=True).start()

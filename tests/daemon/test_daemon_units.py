@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import subprocess
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,8 @@ import pytest
 from browser_helpers import page_data
 from daemon_helpers import (
     EXAMPLE,
+    PYTHON,
+    clean_env,
     free_port,
     parse_metrics,
     sample,
@@ -362,7 +365,9 @@ def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserv
                 for rs in message.resource_spans:
                     for ss in rs.scope_spans:
                         spans.extend(ss.spans)
-            if any(s.name == "export" for s in spans):
+            # a run's root span ends after its children, so once it is exported they are
+            # too (an "export" child alone could be in a batch sent before its root ended)
+            if any(s.name == "healthd.run" for s in spans):
                 break
             time.sleep(0.2)
         root = next(s for s in spans if s.name == "healthd.run")
@@ -1071,3 +1076,53 @@ def _held(t) -> int:
         if not isinstance(h, _StoredHistory) or object.__getattribute__(h, "_load") is None
     ]
     return max(len(loaded), len(memory._cache.logs), len(memory._cache.live))
+
+
+SIGNAL_WHILE_LOGGING = r"""
+import io, os, signal, sys, time
+from healthd.daemon.app import Daemon, install_signal_handlers
+from healthd.logging import configure_logging, get_logger
+from healthd.settings import load_settings
+
+
+class Stream(io.StringIO):
+    armed = False
+
+    def write(self, text):
+        if self.armed:  # the signals arrive while the logger's lock is held for this line
+            self.armed = False
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(10_000))  # (the handlers run here, between two bytecodes)
+        return super().write(text)
+
+
+stream = Stream()
+configure_logging("info", "json", stream=stream)
+daemon = Daemon(load_settings(sys.argv[1]))
+install_signal_handlers(daemon)
+stream.armed = True
+get_logger("test").info("a line of the main thread's own")
+deadline = time.monotonic() + 20
+while not ("stopping" in stream.getvalue() and "SIGHUP received" in stream.getvalue()):
+    assert time.monotonic() < deadline, stream.getvalue()
+    time.sleep(0.01)
+print(stream.getvalue())
+"""
+
+
+def test_a_signal_that_arrives_while_a_line_is_being_logged_still_stops_and_reloads(tmp_path):
+    # the handlers used to log themselves: on the main thread, already holding the logger's
+    # (not re-entrant) lock for its own line, they waited on it for ever
+    config = toml_config(tmp_path, port=free_port())
+    done = subprocess.run(
+        [PYTHON, "-c", SIGNAL_WHILE_LOGGING, str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines() if line]
+    assert events[0] == "a line of the main thread's own"
+    assert "stopping" in events and "SIGHUP received: reloading the configuration" in events

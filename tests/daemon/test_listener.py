@@ -190,15 +190,15 @@ def test_sighup_and_post_reload_apply_a_good_configuration_and_refuse_a_bad_one(
     good = config.read_text()
     config.write_text(good.replace("[targets.naive]", "[targets.naive]\nbogus = 1"))
     daemon.proc.send_signal(signal.SIGHUP)
-    metrics = daemon.wait_until(
-        lambda: (
-            (m := daemon.scrape()) and sample(m, "healthd_config_reload_failures_total") == 1 and m
-        ),
-        what="a refused reload",
-    )
+
+    def refused_and_logged():  # the counter goes up just before the line is written
+        m = daemon.scrape()
+        logged = [l for l in daemon.log_lines() if "reload failed" in l.get("event", "")]
+        return sample(m, "healthd_config_reload_failures_total") == 1 and logged and (m, logged)
+
+    metrics, failed = daemon.wait_until(refused_and_logged, what="a refused reload")
     assert sample(metrics, "healthd_config_last_reload_successful") == 0
-    failed = [l for l in daemon.log_lines() if "reload failed" in l.get("event", "")]
-    assert failed and "targets.naive" in failed[0]["error"]
+    assert "targets.naive" in failed[0]["error"]
     assert daemon.proc.poll() is None and runs(daemon.scrape(), "naive") >= 1  # still running
 
     refused = requests.post(daemon.url + "/-/reload", timeout=10)

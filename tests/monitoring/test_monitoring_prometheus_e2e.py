@@ -174,8 +174,9 @@ def test_degrading_target_raises_consistency_and_contamination_alerts(prometheus
     assert quiet == [], quiet
     naive = _query(url, 'healthd_consistency_ratio{target="naive",domain="all"}')
     assert naive and naive[0]["metric"]["role"] == "baseline" and float(naive[0]["value"][1]) < 0.9
-    # and healthd is up: the scrape alerts stay quiet
-    names = {a["labels"]["alertname"] for a in alerts}
+    # and healthd is up: the scrape alerts stay quiet (firing ones: one scrape slower than
+    # the test's 1 s timeout on a loaded machine makes HealthdDown pending, not firing)
+    names = {a["labels"]["alertname"] for a in alerts if a["state"] == "firing"}
     assert not names & {
         "HealthdDown",
         "HealthdAbsent",

@@ -391,18 +391,19 @@ def test_exhausted_primary_rate_limit_uses_the_reset_header(gh):
 
 
 def test_timeout_is_retried(gh):
-    # One real timeout: the server answers after 0.6 s, the client waits 0.25 s.
-    gh.fail(r"/issues/6/events$", delay=0.6, status=200, body="[]")
-    result = make(gh, timeout_seconds=0.25).pull(None)
+    # One real timeout: the server answers after 2.5 s, the client waits 1 s (each other
+    # request has that second: a loaded machine can stall a quick answer past 0.25 s)
+    gh.fail(r"/issues/6/events$", delay=2.5, status=200, body="[]")
+    result = make(gh, timeout_seconds=1).pull(None)
     assert result.ok, result.error
     assert shape(result.events) == EXPECTED
 
 
 def test_timeout_without_retries_fails_and_names_the_request(gh):
-    gh.fail(r"/issues/6/events$", delay=0.6, status=200, body="[]")
-    result = make(gh, timeout_seconds=0.25, max_retries=0).pull(None)
+    gh.fail(r"/issues/6/events$", delay=2.5, status=200, body="[]")
+    result = make(gh, timeout_seconds=1, max_retries=0).pull(None)
     assert not result.ok
-    assert "issues/6/events" in result.error and "timed out after 0.25 s" in result.error
+    assert "issues/6/events" in result.error and "timed out after 1 s" in result.error
     assert result.events == []
 
 
