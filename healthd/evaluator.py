@@ -768,6 +768,25 @@ class Replay:
         """Per (key, value) a stage has looked at: whether it was current (a live view)."""
         return _WasCurrent(self)
 
+    def looked_at(self, key: FactKey) -> dict[str, bool]:
+        """What :attr:`was_current` holds for one key: per value a stage has looked at,
+        whether it was current (a key's at once, not a lookup per value)."""
+        if self._unlooked is not None:
+            self._look(key)
+        live = self._live.get(key, ())
+        gone = self._gone.get(key, 0)
+        if not live and not gone:
+            return {}
+        truth = self.truth
+        rank = truth.value_rank(key) if gone else None
+        seen: dict[str, bool] = {}
+        for value in truth.values(key):
+            if value in live:
+                seen[value] = True
+            elif rank is not None and gone >> rank(value) & 1:
+                seen[value] = False
+        return seen
+
     def _look_back(self, was_current: ValuesSeen) -> None:
         """Take which values stages looked at, and what they saw, from an exported map (per
         key: per value, whether it was current), each key's when the key is first touched

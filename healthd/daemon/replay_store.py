@@ -195,16 +195,19 @@ class ReplayStore:
                 saved_answers[pid] = answers[pid]
             if pid in scores:
                 saved_scores[pid] = scores[pid]
-        saved, was_current = self._was_current, replay.was_current
+        saved = self._was_current
+        moved: list[tuple[FactKey, str, bool]] = []
         if replay.mode == "incremental":
             # a stage looks only at the keys an event touched and those its cascades reach
-            reach = truth.affected(self._keys)
-            items = [(k, v) for k in reach for v in truth.values(k) if (k, v) in was_current]
+            for k in truth.affected(self._keys):
+                seen = replay.looked_at(k)
+                if seen:
+                    stored = saved.get(k)
+                    moved.extend((k, v, c) for v, c in seen.items() if stored.get(v) != c)
         else:
-            items = list(was_current)
-        moved = [
-            (k, v, was_current[k, v]) for k, v in items if saved.get(k).get(v) != was_current[k, v]
-        ]
+            moved = [
+                (k, v, c) for (k, v), c in replay.was_current.items() if saved.get(k).get(v) != c
+            ]
         db.executemany(
             "INSERT OR REPLACE INTO healthd_values VALUES (?,?,?,?)",
             [(k.subject, k.predicate, v, int(c)) for k, v, c in moved],
