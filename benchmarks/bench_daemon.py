@@ -33,7 +33,9 @@ then a restart (a new state store and Runner over the same state, until it serve
 results; target <= 1 s) and its first run, with nothing new (which checks the shadow's
 checkpoint and keeps the stored results), a run with nothing new and one with 100 more events
 after it (which reads the shadow's replay state back first), and the peak RSS of each process
-(target <= 200 MiB). One JSON object.
+(target <= 200 MiB). One JSON object. With ``--steady B``, the first process then takes B
+more batches of 100 events, a run each: the CPU of every such run and how many full
+collections of the garbage collector each paid (a scheduled daemon's runs after its first).
 
 ``--held N:K [N:K ...] [--warm-keys N] [--project]``: the RSS the daemon holds between runs
 (after its first run over an N-event, K-key history and a run with nothing new; default
@@ -542,10 +544,44 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
             "cpu_seconds": cpu,
             "new_events": summary.new_events,
         }
+        out["steady"] = _steady_runs(runner, Path(tmp))
     runner.close()
     state.close()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
+
+
+def _steady_runs(runner: Any, tmp: Path) -> list[dict[str, Any]]:
+    """A run after each ``steady-I.jsonl`` is appended: its CPU, and how many full
+    collections it paid (each scans the whole heap the replay keeps)."""
+    import gc
+
+    full = [0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full[0] += 1
+
+    batches = sorted(tmp.glob("steady-*.jsonl"), key=lambda p: int(p.stem.partition("-")[2]))
+    runs = []
+    gc.callbacks.append(count)
+    try:
+        for batch in batches:
+            with open(tmp / "timeline.jsonl", "a", encoding="utf-8") as handle:
+                handle.write(batch.read_text(encoding="utf-8"))
+            full[0] = 0
+            summary, wall, cpu = _timed(runner.run_once)
+            runs.append(
+                {
+                    "seconds": wall,
+                    "cpu_seconds": cpu,
+                    "new_events": summary.new_events,
+                    "full_collections": full[0],
+                }
+            )
+    finally:
+        gc.callbacks.remove(count)
+    return runs
 
 
 HELD_CHILD = r"""
@@ -662,18 +698,23 @@ def held_benchmark(
     return out
 
 
-def _write_scheduled_history(tmp: str, events: int, keys: int, project: bool) -> None:
-    """``timeline.jsonl`` with the first ``events`` events of an (events + 200)-event history,
-    ``more.jsonl`` and ``more2.jsonl`` with the 100 after them and the last 100."""
+def _write_scheduled_history(
+    tmp: str, events: int, keys: int, project: bool, steady: int = 0
+) -> None:
+    """``timeline.jsonl`` with the first ``events`` events of an (events + 200 + 100 *
+    ``steady``)-event history, ``more.jsonl`` with the 100 after them, ``steady-I.jsonl``
+    with each next 100 and ``more2.jsonl`` with the last 100."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     whole = Path(tmp) / "whole.jsonl"
     if project:
         from project_history import write
 
-        write(events + 200, keys, str(whole))
+        write(events + 200 + 100 * steady, keys, str(whole))
     else:
-        _write_generated(whole, events + 200, keys)
-    parts = (("timeline.jsonl", events), ("more.jsonl", 100), ("more2.jsonl", 100))
+        _write_generated(whole, events + 200 + 100 * steady, keys)
+    parts = [("timeline.jsonl", events), ("more.jsonl", 100)]
+    parts += [(f"steady-{i}.jsonl", 100) for i in range(steady)]
+    parts.append(("more2.jsonl", 100))
     with open(whole, encoding="utf-8") as lines:
         for name, count in parts:
             with open(Path(tmp) / name, "w", encoding="utf-8") as out:
@@ -693,7 +734,11 @@ def _scheduled_part(tmp: str, part: str) -> dict[str, Any]:
 
 
 def scheduled_benchmark(
-    events: int, keys: int | None = None, project: bool = False, restarts: int = 1
+    events: int,
+    keys: int | None = None,
+    project: bool = False,
+    restarts: int = 1,
+    steady: int = 0,
 ) -> dict[str, Any]:
     """The history part once, then the restart part ``restarts`` times, each on a fresh copy
     of the state the history part left, put back at the path it was built at (the config
@@ -701,7 +746,7 @@ def scheduled_benchmark(
     events, and that run's CPU in each."""
     keys = keys or max(1, events // 10)
     with tempfile.TemporaryDirectory() as tmp:
-        _write_scheduled_history(tmp, events, keys, project)
+        _write_scheduled_history(tmp, events, keys, project, steady)
         (Path(tmp) / "config.toml").write_text(
             f'state_path = "{Path(tmp) / "state" / "state.sqlite"}"\n'
             f'[sources.bench]\nkind = "file"\npath = "{Path(tmp) / "timeline.jsonl"}"\n'
@@ -735,6 +780,7 @@ def scheduled_benchmark(
         "first_run": history["first_run"],
         "idle_run_cpu_ms": history["idle_run_cpu_ms"],
         "run_with_100_new": history["run_with_100_new"],
+        "runs_with_100_new_after_it": history["steady"],
         "restart_to_ready": restart["restart_to_ready"],
         "first_run_after_restart": restart["first_run_after_restart"],
         "idle_run_cpu_ms_after_restart": restart["idle_run_cpu_ms_after_restart"],
@@ -1026,6 +1072,13 @@ def main() -> int:
         "(default N/10)",
     )
     parser.add_argument(
+        "--steady",
+        type=int,
+        default=0,
+        metavar="B",
+        help="with --scheduled: B more runs of 100 new events each after the first process's",
+    )
+    parser.add_argument(
         "--restarts",
         type=int,
         default=1,
@@ -1058,7 +1111,11 @@ def main() -> int:
         print(
             json.dumps(
                 scheduled_benchmark(
-                    int(events), int(keys) if keys else None, args.project, args.restarts
+                    int(events),
+                    int(keys) if keys else None,
+                    args.project,
+                    args.restarts,
+                    args.steady,
                 ),
                 indent=1,
             )
