@@ -536,15 +536,9 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
         out["first_run"] = {"seconds": wall, "cpu_seconds": cpu}
         idle = [_timed(runner.run_once)[2] for _ in range(5)]
         out["idle_run_cpu_ms"] = min(idle) * 1000
-        with open(Path(tmp) / "timeline.jsonl", "a", encoding="utf-8") as handle:
-            handle.write((Path(tmp) / "more.jsonl").read_text(encoding="utf-8"))
-        summary, wall, cpu = _timed(runner.run_once)
-        out["run_with_100_new"] = {
-            "seconds": wall,
-            "cpu_seconds": cpu,
-            "new_events": summary.new_events,
-        }
-        out["steady"] = _steady_runs(runner, Path(tmp))
+        run, *steady = _steady_runs(runner, Path(tmp))
+        out["run_with_100_new"] = run
+        out["steady"] = steady
     runner.close()
     state.close()
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -552,8 +546,9 @@ def scheduled_child(tmp: str, part: str) -> dict[str, Any]:
 
 
 def _steady_runs(runner: Any, tmp: Path) -> list[dict[str, Any]]:
-    """A run after each ``steady-I.jsonl`` is appended: its CPU, and how many full
-    collections it paid (each scans the whole heap the replay keeps)."""
+    """A run after ``more.jsonl`` is appended, then one after each ``steady-I.jsonl``: its
+    CPU, and how many full collections it paid (each scans the whole heap the replay
+    keeps)."""
     import gc
 
     full = [0]
@@ -562,7 +557,8 @@ def _steady_runs(runner: Any, tmp: Path) -> list[dict[str, Any]]:
         if phase == "start" and info["generation"] == 2:
             full[0] += 1
 
-    batches = sorted(tmp.glob("steady-*.jsonl"), key=lambda p: int(p.stem.partition("-")[2]))
+    batches = [tmp / "more.jsonl"]
+    batches += sorted(tmp.glob("steady-*.jsonl"), key=lambda p: int(p.stem.partition("-")[2]))
     runs = []
     gc.callbacks.append(count)
     try:
