@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, overload, runtime_checkable
@@ -261,6 +262,9 @@ class Replay:
         self._live: dict[FactKey, set[str]] = {}
         self._gone: dict[FactKey, int] = {}
         self._pending: dict[FactKey, set[str]] = {}
+        # the keys whose part of that changed since forget_looks_changed (what a save of
+        # it must compare; a cascade can reach every key and change few)
+        self._looks_changed: set[FactKey] = set()
         # A resumed replay's stored view of those, per key, taken for a key when it is
         # first touched after the resume (a restart reads no key it does not need)
         self._unlooked: ValuesSeen | None = None
@@ -544,11 +548,14 @@ class Replay:
                     pending.discard(value)
                 bit = 1 << rank(value)
                 if status == "current":
-                    gone &= ~bit
                     if live is None:
                         live = self._live[key] = set()
+                    if gone & bit or value not in live:
+                        self._looks_changed.add(key)
+                    gone &= ~bit
                     live.add(value)
                 elif not gone & bit:  # current when last looked at, or never looked at
+                    self._looks_changed.add(key)
                     gone |= bit
                     if live is not None:
                         live.discard(value)
@@ -767,6 +774,15 @@ class Replay:
     def was_current(self) -> Mapping[tuple[FactKey, str], bool]:
         """Per (key, value) a stage has looked at: whether it was current (a live view)."""
         return _WasCurrent(self)
+
+    @property
+    def looks_changed(self) -> AbstractSet[FactKey]:
+        """The keys whose part of :attr:`was_current` changed since
+        :meth:`forget_looks_changed` (or since the replay began, or resumed)."""
+        return self._looks_changed
+
+    def forget_looks_changed(self) -> None:
+        self._looks_changed.clear()
 
     def looked_at(self, key: FactKey) -> dict[str, bool]:
         """What :attr:`was_current` holds for one key: per value a stage has looked at,

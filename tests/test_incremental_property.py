@@ -247,12 +247,14 @@ def split_stored(events, make, window, cut, grow, every, path):
         stages.append(replay.step(event))
         store.note(event)
     memory.commit({"replay": store.save(replay)})  # saved after a read-back, and again read
+    looked = dict(replay.was_current)
     memory.close()
     memory = make(path)
     assert served_keys_stored(memory) == served_keys_of_stored_answers(
         memory, catalog.probe_set(EXTRA_PROBES)
     )
     replay = load()
+    assert dict(replay.was_current) == looked  # the save wrote every value whose look changed
     new_keys = catalog.add(events[grow:])
     probes = catalog.probe_set(EXTRA_PROBES)
     replay.update_probes(probes, new_keys)

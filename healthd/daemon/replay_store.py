@@ -198,8 +198,9 @@ class ReplayStore:
         saved = self._was_current
         moved: list[tuple[FactKey, str, bool]] = []
         if replay.mode == "incremental":
-            # a stage looks only at the keys an event touched and those its cascades reach
-            for k in truth.affected(self._keys):
+            # the keys whose looks changed since the last save, and those given operations
+            # (all of them when the replay was restored some other way: note_all)
+            for k in replay.looks_changed | self._keys.keys():
                 seen = replay.looked_at(k)
                 if seen:
                     stored = saved.get(k)
@@ -215,6 +216,7 @@ class ReplayStore:
         for k, v, c in moved:
             saved.get(k)[v] = c
         self._keys.clear()
+        replay.forget_looks_changed()
         self._saved_seq = top
         truth.keep_pushed()  # every operation so far is written
         self._keeping = truth
