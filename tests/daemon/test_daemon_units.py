@@ -808,8 +808,8 @@ def test_the_page_asked_for_during_a_run_shows_every_target_with_results(tmp_pat
         return b"".join(body).decode()
 
     runner._replay_lock.acquire()  # a run replaying, as the next scheduled one does
+    started = time.monotonic()  # (before the timer: a stall between the two can't shorten it)
     threading.Timer(0.5, runner._replay_lock.release).start()
-    started = time.monotonic()
     html = page_at_root()
     assert [t["name"] for t in page_data(html)["targets"]] == ["reference", "naive"]
     assert time.monotonic() - started >= 0.4  # waited for that run
