@@ -334,6 +334,29 @@ def test_a_value_a_cascade_ended_before_the_restart_is_not_ended_again_after_it(
     assert scored(stored) == scored(full)
 
 
+def test_a_value_a_late_event_makes_current_again_after_the_restart_is_saved_current(tmp_path):
+    """A late assertion at the instant of a removal undoes it, so a fact that depended on the
+    removed key is current again through an event on another key alone: the save after the
+    restart must still write that fact's value as looked at current, or the next read-back
+    thinks it gone and never reports it ending."""
+    exists = fact("svc", "exists", "true")
+    lang = fact("svc", "lang", "go")
+    events = [
+        added("e1", 0, exists),
+        added("e2", 1, lang, deps=[("svc", "exists")]),
+        invalidated("e3", 2, exists),  # lang ends with it: saved at this commit
+        added("e4", 2, exists),  # after the restart, late, at the same instant: lang is back
+        added("e5", 3, fact("other", "lang", "c")),
+        invalidated("e6", 4, lang),  # after the second read-back: lang ends for good
+        added("e7", 5, fact("other2", "lang", "c")),
+        added("e8", 6, fact("other3", "lang", "c")),
+    ]
+    make = MEMORIES["reference short ttl"]
+    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
+    stored = split_stored(events, make, 1, 3, 5, 1, str(tmp_path / "stored.db"))
+    assert scored(stored) == scored(full)
+
+
 def both_modes(events, make_memory, extra=()):
     return [
         [
