@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from healthd._packed import PackedLog, TupleTable, from_micros, to_micros
 from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Status
@@ -790,20 +790,27 @@ _VALUES_SLOT: Any = _KeyHistory.__dict__["values"]
 _RANK_SLOT: Any = _KeyHistory.__dict__["rank"]
 
 
-def _read_on_first_use(slot: Any) -> Any:
-    """A property over one of :class:`_KeyHistory`'s slots that decodes the stored values
-    first, while they are still the stored text; setting it drops that text."""
+_Slotted = TypeVar("_Slotted")
 
-    def get(self: _StoredHistory) -> Any:
-        if self._listed is not None:
-            self._read_values()
-        return slot.__get__(self)
 
-    def put(self: _StoredHistory, value: Any) -> None:
-        self._listed = None
-        slot.__set__(self, value)
+class _ReadOnFirstUse(Generic[_Slotted]):
+    """One of :class:`_KeyHistory`'s slots on a :class:`_StoredHistory`: reading it decodes
+    the stored values first, while they are still the stored text; setting it drops that
+    text."""
 
-    return property(get, put)
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot
+
+    def __get__(self, history: _StoredHistory, owner: object = None) -> _Slotted:
+        if history._listed is not None:
+            history._read_values()
+        return self._slot.__get__(history)  # type: ignore[no-any-return]
+
+    def __set__(self, history: _StoredHistory, value: _Slotted) -> None:
+        history._listed = None
+        self._slot.__set__(history, value)
 
 
 class _StoredHistory(_KeyHistory):
@@ -838,8 +845,8 @@ class _StoredHistory(_KeyHistory):
         _VALUES_SLOT.__set__(self, dict(pairs))
         _RANK_SLOT.__set__(self, {value: rank for rank, (value, _) in enumerate(pairs)})
 
-    values = _read_on_first_use(_VALUES_SLOT)
-    rank = _read_on_first_use(_RANK_SLOT)
+    values: _ReadOnFirstUse[dict[str, Domain]] = _ReadOnFirstUse(_VALUES_SLOT)
+    rank: _ReadOnFirstUse[dict[str, int]] = _ReadOnFirstUse(_RANK_SLOT)
 
     @property
     def ops(self) -> PackedLog[_Op]:
