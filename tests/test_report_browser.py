@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from urllib.parse import urlencode
 
 import pytest
 from browser_helpers import open_page
@@ -157,6 +158,73 @@ def test_drill_down_sorts_by_a_clicked_column(browser, report_file):
     assert [r[2] for r in _rows(page)] == sorted(domains, reverse=True)
 
 
+def test_the_view_is_kept_in_the_address_so_a_reload_or_a_link_opens_it_again(browser, report_file):
+    page = open_page(browser, report_file.as_uri()).page
+    page.select_option("#domain", "decision")
+    page.select_option("#f-target", "naive")
+    page.select_option("#f-kind", "contaminated")
+    page.locator("#failures th[data-sort='question']").click()
+    page.locator("#failures th[data-sort='question']").click()  # descending
+    rows = _rows(page)
+    assert [r[3] for r in rows] == sorted((r[3] for r in rows), reverse=True) and len(rows) > 2
+    chart = page.evaluate("window.healthdCharts[1].data[5]")
+    address = page.url
+    assert (
+        address.partition("#")[2] == "chart=decision&target=naive&kind=contaminated&sort=-question"
+    )
+
+    page.reload()
+    page.wait_for_selector("body[data-ready=yes]")
+    assert _rows(page) == rows
+    assert page.evaluate("window.healthdCharts[1].data[5]") == chart
+    assert [page.input_value(f"#{i}") for i in ("domain", "f-target", "f-kind", "f-domain")] == [
+        "decision",
+        "naive",
+        "contaminated",
+        "",
+    ]
+    shared = open_page(browser, address).page  # the same address opened by someone else
+    assert _rows(shared) == rows
+
+    page.select_option("#f-target", "")
+    page.select_option("#f-kind", "")
+    page.select_option("#domain", "all")
+    page.locator("#failures th[data-sort='target']").click()  # back to the default sort
+    assert page.url == report_file.as_uri()  # the default view has no fragment
+
+
+def test_an_address_naming_what_the_page_does_not_offer_opens_the_default_view(
+    browser, report_file
+):
+    default = _rows(open_page(browser, report_file.as_uri()).page)
+    hostile = urlencode(
+        {
+            "target": "<img src=x onerror=alert(1)>",
+            "kind": "nope",
+            "chart": "everything",
+            "layer": "constructor",
+            "sort": "-__proto__",
+            "page": "-3",
+            "baselines": "yes",
+        }
+    )
+    visit = open_page(browser, f"{report_file.as_uri()}#{hostile}")
+    page = visit.page
+    assert _rows(page) == default
+    assert [page.input_value(f"#{i}") for i in ("domain", "f-target", "f-kind", "f-layer")] == [
+        "all",
+        "",
+        "",
+        "",
+    ]
+    assert visit.console_errors == []
+    # a page past the last is the last, and a long text is cut to what the box keeps
+    long_text = open_page(browser, f"{report_file.as_uri()}#page=999&text={'x' * 5000}").page
+    assert long_text.locator("#failures-page").inner_text() == "page 1 of 1"
+    assert len(long_text.input_value("#f-text")) == 200
+    assert long_text.locator("#failures-body tr").count() == 0
+
+
 def test_final_table_marks_where_targets_disagree(browser, report_file):
     page = open_page(browser, report_file.as_uri()).page
     row = page.locator("#final-table tr", has=page.locator("td:text-is('contamination')")).filter(
@@ -269,6 +337,11 @@ def test_drill_down_paginates_a_long_list(browser, tmp_path):
     assert page.locator("#failures-next").is_disabled()
     page.click("#failures-prev")
     assert page.locator("#failures-page").inner_text() == "page 2 of 3"
+    second = _probe_ids(page)
+    page.reload()  # the page is kept in the address
+    page.wait_for_selector("body[data-ready=yes]")
+    assert page.locator("#failures-page").inner_text() == "page 2 of 3"
+    assert _probe_ids(page) == second
     # naive switched to a subject: its crossings are alarms now, not a baseline's
     assert (
         "1 of 1 target crosses an alert threshold now"

@@ -127,6 +127,7 @@
   function drawCharts() {
     var bucket = document.getElementById("domain").value;
     for (var i = 0; i < data.targets.length; i++) drawChart(i, bucket);
+    writeView();
   }
 
   // -- drill-down -------------------------------------------------------------------------
@@ -304,6 +305,7 @@
       th.classList.toggle("sorted", th.dataset.sort === sort.column);
       th.dataset.direction = th.dataset.sort === sort.column ? (sort.direction > 0 ? "asc" : "desc") : "";
     });
+    writeView();
   }
 
   function unique(values) {
@@ -328,6 +330,63 @@
     });
   });
   document.getElementById("domain").addEventListener("change", drawCharts);
+
+  // -- the view in the page's address -----------------------------------------------------
+  // The filters, sort, page and chart domain are kept in the fragment (#target=naive&...),
+  // so the daemon's page, which reloads after every run, and a link shared from either page
+  // open on the same view. A value the page does not offer is ignored, not shown as a filter.
+  var VIEW_SELECTS = { chart: "domain", target: "f-target", kind: "f-kind", domain: "f-domain",
+                       layer: "f-layer" };
+  var MAX_TEXT = 200;
+  var viewReady = false;
+
+  function readView() {
+    var params = new URLSearchParams(window.location.hash.slice(1));
+    Object.keys(VIEW_SELECTS).forEach(function (name) {
+      var select = document.getElementById(VIEW_SELECTS[name]), value = params.get(name);
+      var offered = Array.prototype.some.call(select.options, function (o) { return o.value === value; });
+      if (value !== null && offered) select.value = value;
+    });
+    var text = params.get("text");
+    if (text !== null) document.getElementById("f-text").value = text.slice(0, MAX_TEXT);
+    baselineBox.checked = params.get("baselines") === "1";
+    var column = (params.get("sort") || "").replace(/^-/, "");
+    if (Object.prototype.hasOwnProperty.call(SORT_KEYS, column)) {
+      sort.column = column;
+      sort.direction = params.get("sort").charAt(0) === "-" ? -1 : 1;
+    }
+    var number = Number(params.get("page"));
+    if (Number.isInteger(number) && number > 1) page = number - 1;  // drawn, then clamped
+  }
+
+  function writeView() {
+    if (!viewReady) return;
+    var params = new URLSearchParams();
+    Object.keys(VIEW_SELECTS).forEach(function (name) {
+      var select = document.getElementById(VIEW_SELECTS[name]);  // its first option: the default
+      if (select.options.length && select.value !== select.options[0].value) {
+        params.set(name, select.value);
+      }
+    });
+    var text = document.getElementById("f-text").value.slice(0, MAX_TEXT);
+    if (text) params.set("text", text);
+    if (baselineBox.checked) params.set("baselines", "1");
+    if (sort.column !== "target" || sort.direction !== 1) {
+      params.set("sort", (sort.direction < 0 ? "-" : "") + sort.column);
+    }
+    if (page > 0) params.set("page", String(page + 1));
+    var hash = params.toString();
+    if (hash === window.location.hash.slice(1)) return;
+    var url = window.location.href.split("#")[0] + (hash ? "#" + hash : "");
+    try {
+      window.history.replaceState(null, "", url);
+    } catch (e) {  // a browser that refuses it for this page's address: the fragment alone
+      window.location.replace("#" + hash);
+    }
+  }
+
+  readView();
+  viewReady = true;
   drawCharts();
   drawFailures();
   document.body.dataset.ready = "yes";
