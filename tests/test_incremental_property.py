@@ -301,37 +301,38 @@ def test_incremental_equals_full_on_random_timelines(events, memory, window, dat
             assert scored(stored) == scored(full)
 
 
-def test_a_restored_truth_still_cascades_a_removal_to_facts_read_since_the_restart(tmp_path):
-    exists = fact("svc", "exists", "true")
-    lang = fact("svc", "lang", "go")
-    events = [
-        added("e1", 0, exists),
-        added("e2", 1, lang, deps=[("svc", "exists")]),
-        revalidated("e3", 2, lang),  # after the restart: folds lang, names no dependency
-        invalidated("e4", 3, exists),  # lang ends with it
-        added("e5", 4, fact("other", "lang", "c")),
-    ]
+EXISTS, LANG = fact("svc", "exists", "true"), fact("svc", "lang", "go")
+LANG_NEEDS_EXISTS = [added("e1", 0, EXISTS), added("e2", 1, LANG, deps=[("svc", "exists")])]
+
+
+def assert_restored_as_full(events, cut, grow, tmp_path):
+    """A persistent shadow restarted after ``cut`` events, its probe set grown at ``grow``,
+    a commit after every event, scores as one full replay."""
     make = MEMORIES["reference short ttl"]
     full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
-    stored = split_stored(events, make, 1, 2, 2, 1, str(tmp_path / "stored.db"))
+    stored = split_stored(events, make, 1, cut, grow, 1, str(tmp_path / "stored.db"))
     assert scored(stored) == scored(full)
+
+
+def test_a_restored_truth_still_cascades_a_removal_to_facts_read_since_the_restart(tmp_path):
+    events = [
+        *LANG_NEEDS_EXISTS,
+        revalidated("e3", 2, LANG),  # after the restart: folds lang, names no dependency
+        invalidated("e4", 3, EXISTS),  # lang ends with it
+        added("e5", 4, fact("other", "lang", "c")),
+    ]
+    assert_restored_as_full(events, 2, 2, tmp_path)
 
 
 def test_a_value_a_cascade_ended_before_the_restart_is_not_ended_again_after_it(tmp_path):
-    exists = fact("svc", "exists", "true")
-    lang = fact("svc", "lang", "go")
     events = [
-        added("e1", 0, exists),
-        added("e2", 1, lang, deps=[("svc", "exists")]),
-        invalidated("e3", 2, exists),  # lang ends with it: saved at this commit
-        invalidated("e4", 3, lang),  # after the restart: lang is looked at again
+        *LANG_NEEDS_EXISTS,
+        invalidated("e3", 2, EXISTS),  # lang ends with it: saved at this commit
+        invalidated("e4", 3, LANG),  # after the restart: lang is looked at again
         added("e5", 4, fact("other", "lang", "c")),
         added("e6", 5, fact("other2", "lang", "c")),
     ]
-    make = MEMORIES["reference short ttl"]
-    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
-    stored = split_stored(events, make, 1, 3, 3, 1, str(tmp_path / "stored.db"))
-    assert scored(stored) == scored(full)
+    assert_restored_as_full(events, 3, 3, tmp_path)
 
 
 def test_a_value_a_late_event_makes_current_again_after_the_restart_is_saved_current(tmp_path):
@@ -339,22 +340,16 @@ def test_a_value_a_late_event_makes_current_again_after_the_restart_is_saved_cur
     removed key is current again through an event on another key alone: the save after the
     restart must still write that fact's value as looked at current, or the next read-back
     thinks it gone and never reports it ending."""
-    exists = fact("svc", "exists", "true")
-    lang = fact("svc", "lang", "go")
     events = [
-        added("e1", 0, exists),
-        added("e2", 1, lang, deps=[("svc", "exists")]),
-        invalidated("e3", 2, exists),  # lang ends with it: saved at this commit
-        added("e4", 2, exists),  # after the restart, late, at the same instant: lang is back
+        *LANG_NEEDS_EXISTS,
+        invalidated("e3", 2, EXISTS),  # lang ends with it: saved at this commit
+        added("e4", 2, EXISTS),  # after the restart, late, at the same instant: lang is back
         added("e5", 3, fact("other", "lang", "c")),
-        invalidated("e6", 4, lang),  # after the second read-back: lang ends for good
+        invalidated("e6", 4, LANG),  # after the second read-back: lang ends for good
         added("e7", 5, fact("other2", "lang", "c")),
         added("e8", 6, fact("other3", "lang", "c")),
     ]
-    make = MEMORIES["reference short ttl"]
-    full, _ = straight(events, make, "full", 1, str(tmp_path / "full.db"))
-    stored = split_stored(events, make, 1, 3, 5, 1, str(tmp_path / "stored.db"))
-    assert scored(stored) == scored(full)
+    assert_restored_as_full(events, 3, 5, tmp_path)
 
 
 def both_modes(events, make_memory, extra=()):
