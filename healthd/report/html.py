@@ -73,6 +73,7 @@ def _verdict(model: Mapping[str, Any]) -> str:
             + (f"<ul>{crossings}</ul>" if crossings else "")
             + "</td></tr>"
         )
+    unmeasured = [v for v in subjects if v["status"] == "unmeasured"]
     if crossed:
         summary = (
             f"{len(crossed)} of {_count(len(subjects), 'target')} "
@@ -80,6 +81,19 @@ def _verdict(model: Mapping[str, Any]) -> str:
             + ", ".join(escape(v["target"]) for v in crossed)
             + "."
         )
+    elif unmeasured and len(unmeasured) == len(subjects):
+        summary = (
+            "Nothing measured yet: "
+            + (
+                "the target has no"
+                if len(subjects) == 1
+                else f"none of the {len(subjects)} targets has"
+            )
+            + " results to judge."
+        )
+    elif unmeasured:
+        ok = len(subjects) - len(unmeasured)
+        summary = f"{ok} of {_count(len(subjects), 'target')} {'is' if ok == 1 else 'are'} within every alert threshold."
     elif subjects:
         summary = (
             f"{'The' if len(subjects) == 1 else 'All'} {_count(len(subjects), 'target')} "
@@ -87,6 +101,8 @@ def _verdict(model: Mapping[str, Any]) -> str:
         )
     else:
         summary = "Only baselines here: nothing is watched."
+    if unmeasured and len(unmeasured) < len(subjects):
+        summary += " Not measured yet: " + ", ".join(escape(v["target"]) for v in unmeasured) + "."
     if baselines:
         summary += f" Beside {'it' if len(subjects) == 1 else 'them'}: " + _count(
             baselines, "baseline"
@@ -95,7 +111,8 @@ def _verdict(model: Mapping[str, Any]) -> str:
     extra = "".join(_crossing(c) for c in model.get("verdict_sources", ()))
     return (
         f"<section id='verdict'><h2>Verdict</h2>"
-        f"<p class='verdict-summary {'bad' if crossed or extra else 'good'}'>{summary}</p>"
+        f"<p class='verdict-summary {'bad' if crossed or extra else 'unmeasured' if unmeasured else 'good'}'>"
+        f"{summary}</p>"
         + (f"<ul class='sources-crossed'>{extra}</ul>" if extra else "")
         + "<table id='verdict-table'><thead><tr><th>target</th><th>alert thresholds crossed "
         "now</th></tr></thead><tbody>"

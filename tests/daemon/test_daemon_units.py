@@ -1019,6 +1019,50 @@ def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
     assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late
 
 
+def test_the_live_verdict_is_not_green_while_a_target_has_nothing_measured():
+    """Before a first run (run_on_start off, or a first run still going), a target has no
+    numbers: the verdict says so, grey, instead of "within every alert threshold"."""
+    from healthd.daemon.state import TargetRow
+    from healthd.report.live import live_html
+    from healthd.scoring import DEFAULT_WINDOWS
+
+    def view(targets, roles):
+        return {
+            "targets": targets,
+            "sources": {},
+            "roles": roles,
+            "pages": {},
+            "windows": DEFAULT_WINDOWS,
+            "missed_runs": 0,
+            "runs_completed": 0,
+            "last_run": None,
+            "history": [],
+        }
+
+    none = live_html(
+        view(
+            {"mem": TargetRow("mem"), "naive": TargetRow("naive")},
+            {"mem": "subject", "naive": "baseline"},
+        ),
+        False,
+        now=1000.0,
+    )
+    assert (
+        "<p class='verdict-summary unmeasured'>Nothing measured yet: the target has no results"
+        " to judge. Beside it: 1 baseline, meant to fail.</p>" in none
+    )
+    assert "within every alert threshold" not in none
+
+    from healthd.report.html import _verdict
+    from healthd.verdict import Verdict
+
+    mixed = _verdict({"verdict": [Verdict(n, "subject", n == "a").as_dict() for n in "abc"]})
+    assert (
+        "<p class='verdict-summary unmeasured'>1 of 3 targets is within every alert threshold."
+        " Not measured yet: b, c.</p>" in mixed
+    )
+
+
 @pytest.mark.slow
 def test_a_daemon_holding_few_keys_warm_reports_what_one_holding_all_reports(tmp_path):
     """With ``warm_keys`` far below the keys seen (a project history: cascades from a shared
