@@ -162,9 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--reader",
         metavar="NAME",
-        default="default",
+        default=None,
         help="how served text is read into facts (default: default, the deterministic "
-        "reader); its name and version are part of the probe set's version",
+        "reader; with --config, the configuration's reader); its name and version are part "
+        "of the probe set's version",
     )
     ev.add_argument(
         "--format",
@@ -467,6 +468,8 @@ def _evaluate_configured(
         args.mode = settings.mode
     if args.forgetting_window is None:
         args.forgetting_window = settings.forgetting_window
+    if args.reader is None:
+        args.reader = settings.reader
     specs: list[TargetSpec] = []
     memories: list[Memory] = []
     for name, target in settings.targets.items():
@@ -569,7 +572,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from healthd.repeats import Repeats
     from healthd.scoring import DEFAULT_WINDOWS
 
-    reader = build_reader(args.reader)
     windows: dict[str, timedelta] | None = None
     if args.html:
         from healthd.report import check_writable
@@ -585,10 +587,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if args.config:
             specs, memories, listed, extra, windows, people = _evaluate_configured(args)
             # the sources' identity records: "Kim Lee" read as the CODEOWNERS' @klee
-            reader = with_people(reader, people)
+            reader = with_people(build_reader(args.reader), people)
             probes = build_probe_set(listed, extra)
             events, count = listed, len(listed)
         else:
+            reader = build_reader(args.reader or "default")
             if args.mode is None:
                 args.mode = "incremental"
             if args.forgetting_window is None:

@@ -87,6 +87,44 @@ def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tm
             state.close()
 
 
+def test_evaluate_with_the_config_reads_with_the_configs_reader_as_the_daemon_does(
+    tmp_path, capsys
+):
+    """`healthd evaluate --config FILE` shows the numbers the daemon exports, so it reads
+    served text with the reader the file names; --reader still picks another."""
+    import json
+
+    from fake_judge import FakeJudge
+
+    from healthd.cli import main as cli_main
+
+    with FakeJudge() as judge:
+        extra = f'reader = "llm:base_url={judge.url},model=fake-judge-1"'
+        config = str(toml_config(tmp_path, port=1, extra=extra))
+        settings = load_settings(config)
+        state = StateStore(settings.state_path)
+        tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+        runner = Runner(settings, state, tracer)
+        try:
+            runner.run_once()
+            daemon = runner.targets["reference"].row.results
+        finally:
+            runner.close()
+            state.close()
+        capsys.readouterr()  # the run's log lines
+        assert cli_main(["evaluate", "--config", config, "--format", "json"]) == 0
+        configured = json.loads(capsys.readouterr().out)
+        assert (
+            cli_main(["evaluate", "--config", config, "--format", "json", "--reader", "default"])
+            == 0
+        )
+        flag = json.loads(capsys.readouterr().out)
+    reference = next(t for t in configured["targets"] if t["name"] == "reference")
+    assert reference["reader"] == daemon["reader"] == "llm-2:fake-judge-1"
+    assert "+llm-2:fake-judge-1" in configured["probe_set"]["version"]
+    assert next(t for t in flag["targets"] if t["name"] == "reference")["reader"] == "default-6"
+
+
 LANGUAGE = ("auth-service", "language")  # held node, then go
 ELIXIR = "auth-service is written in Elixir."
 
