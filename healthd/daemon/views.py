@@ -125,6 +125,19 @@ class Views:
             self.last_run = old.last_run
             self.history.extend(old.history)
             self.sources_down_since = old.sources_down_since
+            for name, t in self.targets.items():
+                before = old.targets.get(name)
+                # a persistent shadow whose configuration the reload kept, after a run that
+                # succeeded, resumes where its stages end, so its chart goes on from them;
+                # any other replays afresh (and clears what it was given)
+                if (
+                    before is not None
+                    and t.persistent
+                    and before.fingerprint == t.fingerprint
+                    and before.row.last_success is not None
+                    and before.row.last_run == before.row.last_success
+                ):
+                    t.stages = before.stages
 
     def count_missed(self, n: int = 1) -> None:
         with self._changing():

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import bcrypt
 import pytest
 import requests
+from browser_helpers import page_data
 from daemon_helpers import (
     Daemon,
     free_port,
@@ -213,6 +214,31 @@ def test_sighup_and_post_reload_apply_a_good_configuration_and_refuse_a_bad_one(
     )
     assert sample(metrics, "healthd_config_last_reload_successful") == 1
     assert sample(metrics, "healthd_config_reload_failures_total") == 2
+    assert daemon.stop()[0] == 0
+
+
+def test_a_reload_that_keeps_a_persistent_shadow_keeps_its_chart_on_the_page(
+    start_daemon, tmp_path
+):
+    """A reload changing only the log level: the reference shadow resumes, so / still
+    charts its stages (it showed none until new events came); naive replays afresh."""
+    port = free_port()
+    config = toml_config(tmp_path, port=port, cron="*/2 * * * * *")
+    daemon = start_daemon(config, port=port)
+    daemon.wait_ready()
+
+    def stages():
+        return {t["name"]: t["stages"] for t in page_data(daemon.get("/").text)["targets"]}
+
+    before = daemon.wait_until(lambda: (s := stages()) and s["reference"] > 0 and s, what="a chart")
+    text = config.read_text()
+    config.write_text(text.replace("[logging]\n", '[logging]\nlevel = "warning"\n', 1))
+    assert requests.post(daemon.url + "/-/reload", timeout=30).status_code == 200
+    runs_then = runs(daemon.scrape(), "reference")
+    daemon.wait_until(
+        lambda: runs(daemon.scrape(), "reference") > runs_then, what="a run after the reload"
+    )
+    assert stages() == before
     assert daemon.stop()[0] == 0
 
 
