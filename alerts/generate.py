@@ -7,7 +7,8 @@ writes ``alerts.rules.yml`` (the alerts) and ``recording.rules.yml`` (recording 
 dashboards read) into ``alerts/`` (or DIR), and ``healthd/data/alerts.json`` (or
 ``--data DIR``): the thresholds with each alert's severity, ``for`` and runbook link, which
 the verdict at the top of the daemon's `/` and of the HTML report reads, so the page and
-Prometheus judge by the same numbers. All outputs are committed; the tests regenerate them
+Prometheus judge by the same numbers, and ``healthd/data/runbook.md``, a copy of
+``docs/runbook.md`` the daemon serves at ``/runbook``. All outputs are committed; the tests regenerate them
 into a temporary directory and fail when they differ from the committed ones, so a
 threshold is changed in ``thresholds.yml`` only.
 
@@ -48,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 THRESHOLDS = HERE / "thresholds.yml"
 DATA = HERE.parent / "healthd" / "data"
 DATA_FILE = "alerts.json"
+RUNBOOK = HERE.parent / "docs" / "runbook.md"  # copied into the package: the daemon serves it
 ALERTS_FILE = "alerts.rules.yml"
 RECORDING_FILE = "recording.rules.yml"
 HEADER = (
@@ -383,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / name).write_text(text)
     args.data.mkdir(parents=True, exist_ok=True)
     (args.data / DATA_FILE).write_text(package_data(thresholds))
+    (args.data / RUNBOOK.name).write_text(RUNBOOK.read_text())
     return 0
 
 

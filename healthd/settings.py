@@ -215,6 +215,9 @@ class Settings(BaseSettings):
     state_path: str = "healthd-state/state.sqlite"
     probes: str | None = None
     reader: str = Field("default", min_length=1)  # how served text is read: `healthd --help`
+    # where the team reads the runbook (HEALTHD_RUNBOOK_URL, as for alerts/generate.py): the
+    # verdict's links on / go there; unset, to the runbook the daemon serves at /runbook
+    runbook_url: str | None = Field(None, min_length=1)
     plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     llm: LLMConfig = Field(default_factory=LLMConfig)  # [llm.prices]: check-config --estimate
 

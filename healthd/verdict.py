@@ -41,11 +41,19 @@ class AlertBook:
 
 
 @cache
-def alert_book() -> AlertBook:
-    """The thresholds shipped in the package (generated from ``alerts/thresholds.yml``)."""
+def alert_book(runbook_url: str | None = None) -> AlertBook:
+    """The thresholds shipped in the package (generated from ``alerts/thresholds.yml``);
+    with ``runbook_url``, each alert's runbook link is that address and the alert's anchor
+    (``#<alert name in lower case>``), as ``alerts/generate.py --runbook-url`` writes them."""
     text = (resources.files("healthd") / "data" / DATA_FILE).read_text(encoding="utf-8")
     doc = json.loads(text)
-    return AlertBook(doc["thresholds"], doc["alerts"])
+    alerts = doc["alerts"]
+    if runbook_url:
+        base = runbook_url.partition("#")[0]
+        alerts = {
+            name: {**meta, "runbook_url": f"{base}#{name.lower()}"} for name, meta in alerts.items()
+        }
+    return AlertBook(doc["thresholds"], alerts)
 
 
 @dataclass(frozen=True)

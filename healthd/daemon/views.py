@@ -90,6 +90,7 @@ class Views:
                 "pages": _Pages(self),
                 "windows": self.settings.staleness.windows(),
                 "roles": {name: self.settings.targets[name].role for name in self.targets},
+                "runbook_url": self.settings.runbook_url,
             }
 
     def ready(self) -> bool:

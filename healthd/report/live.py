@@ -21,8 +21,13 @@ from healthd.logging import redact_text
 from healthd.memory import SUBJECT
 from healthd.report.assets import STATIC, static_text
 from healthd.report.html import render_body
+from healthd.report.runbook import runbook_html
 from healthd.report.view import page_model
 from healthd.verdict import Verdict, alert_book, judge, run_crossings, source_crossings
+
+#: Where the verdict links when the configuration names no runbook_url: the runbook the
+#: daemon serves, relative to the page (so a path prefix of a proxy in front is kept).
+RUNBOOK_PATH = "runbook"
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 _TEXT = "text/plain; charset=utf-8"
@@ -155,7 +160,7 @@ def _history(view: Mapping[str, Any]) -> str:
 
 def verdicts(view: Mapping[str, Any], now: float) -> list[Verdict]:
     """Every configured target's verdict from its last results and its runs."""
-    book = alert_book()
+    book = alert_book(view.get("runbook_url") or RUNBOOK_PATH)
     roles = view.get("roles", {})
     out = []
     for name, row in view["targets"].items():
@@ -190,7 +195,10 @@ def live_html(view: Mapping[str, Any], ready: bool, now: float | None = None) ->
     )
     model["verdict_sources"] = [
         asdict(c)
-        for c in source_crossings(alert_book(), {n: s.up for n, s in view["sources"].items()})
+        for c in source_crossings(
+            alert_book(view.get("runbook_url") or RUNBOOK_PATH),
+            {n: s.up for n, s in view["sources"].items()},
+        )
     ]
     model["live"] = {"marker": marker(view)}
     model["llm_scope"] = "over every run of the target's state"
@@ -206,7 +214,7 @@ def live_html(view: Mapping[str, Any], ready: bool, now: float | None = None) ->
 
 
 class LiveSite:
-    """`/`, `/last-run` and `/static/*` as a WSGI fragment; the page is rebuilt after a run
+    """`/`, `/last-run`, `/runbook` and `/static/*` as a WSGI fragment; the page is rebuilt after a run
     has finished, or when the minute changes."""
 
     def __init__(self) -> None:
@@ -215,7 +223,7 @@ class LiveSite:
 
     @staticmethod
     def serves(path: str) -> bool:
-        return path in ("/", "/last-run") or path.startswith("/static/")
+        return path in ("/", "/last-run", "/runbook") or path.startswith("/static/")
 
     def respond(
         self,
@@ -230,6 +238,8 @@ class LiveSite:
                 return _send(start_response, "404 Not Found", _TEXT, b"no such static file\n")
             content_type = STATIC[name][1]
             return _send(start_response, "200 OK", content_type, static_text(name).encode())
+        if path == "/runbook":
+            return _send(start_response, "200 OK", _HTML, runbook_html())
         current = view()
         if path == "/last-run":
             return _send(start_response, "200 OK", _TEXT, marker(current).encode())

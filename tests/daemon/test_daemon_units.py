@@ -20,6 +20,7 @@ from daemon_helpers import (
     clean_env,
     free_port,
     parse_metrics,
+    run_cli,
     sample,
     toml_config,
 )
@@ -1017,6 +1018,35 @@ def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
     assert "HealthdNoRecentSuccess" not in fresh and "source git is down" in fresh
     late = live_html(view, True, now=1000.0 + twice + 60)
     assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late
+
+
+def test_the_runbook_url_of_the_alerts_is_where_the_live_verdict_links(tmp_path):
+    """HEALTHD_RUNBOOK_URL, which alerts/generate.py reads for the rules' links, is the
+    daemon's `runbook_url` too (it used to stop `run` as an unknown setting): the page's
+    links then go where the alerts' do; unset, to the runbook the daemon serves."""
+    from healthd.daemon.state import TargetRow
+    from healthd.report.live import live_html
+    from healthd.scoring import DEFAULT_WINDOWS
+
+    wiki = "https://wiki.example.com/healthd/runbook.md"
+    config = toml_config(tmp_path, port=1)
+    done = run_cli("check-config", "--config", str(config), HEALTHD_RUNBOOK_URL=wiki)
+    assert done.returncode == 0, done.stderr
+    assert load_settings(str(config)).runbook_url is None
+    view = {
+        "targets": {"mem": TargetRow("mem", last_run=2000.0, last_success=1000.0)},
+        "sources": {},
+        "roles": {"mem": "subject"},
+        "pages": {},
+        "windows": DEFAULT_WINDOWS,
+        "missed_runs": 0,
+        "runs_completed": 2,
+        "last_run": None,
+        "history": [],
+    }
+    assert "href='runbook#healthdrunsfailing'" in live_html(view, True, now=2000.0)
+    linked = live_html({**view, "runbook_url": wiki}, True, now=2000.0)
+    assert f"href='{wiki}#healthdrunsfailing'" in linked
 
 
 def test_the_live_verdict_is_not_green_while_a_target_has_nothing_measured():

@@ -108,7 +108,17 @@ def test_live_page_names_failures_but_never_a_secret(start_daemon, browser, tmp_
     # the verdict names the failing runs and the source down, with their runbook entries
     broken = page.locator("#verdict-table tr[data-target='broken']")
     assert "HealthdRunsFailing" in broken.inner_text()
-    assert broken.locator("a").first.get_attribute("href").endswith("#healthdrunsfailing")
+    assert broken.locator("a").first.get_attribute("href") == "runbook#healthdrunsfailing"
+    broken.locator("a").first.click()  # the daemon serves the runbook: the alert's section
+    page.wait_for_url(daemon.url + "/runbook#healthdrunsfailing")
+    assert page.locator("#healthdrunsfailing").inner_text() == "HealthdRunsFailing"
+    top, scrolled, height = page.evaluate(
+        "[document.querySelector('#healthdrunsfailing').getBoundingClientRect().top,"
+        " window.scrollY, window.innerHeight]"
+    )
+    assert scrolled > 0 and 0 <= top < height  # scrolled to the section: in view
+    page.go_back()
+    page.wait_for_selector("body[data-ready=yes]")
     assert "source gone is down" in page.locator("#verdict .sources-crossed").inner_text()
     assert page.locator(".chart canvas").count() == 1  # broken never had a successful run
     assert daemon.get("/static/nope.js").status_code == 404

@@ -45,7 +45,10 @@ def test_committed_rules_are_what_the_generator_produces_from_the_thresholds(tmp
         check=True,
         cwd=ROOT,
     )
-    for path in (*RULE_FILES, ROOT / "healthd" / "data" / "alerts.json"):
+    for path in (
+        *RULE_FILES,
+        *(ROOT / "healthd" / "data" / n for n in ("alerts.json", "runbook.md")),
+    ):
         assert (tmp_path / path.name).read_text() == path.read_text(), (
             f"{path.relative_to(ROOT)} is stale: run `python alerts/generate.py`"
         )
