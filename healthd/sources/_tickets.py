@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import requests
-from pydantic import BaseModel, ValidationError
 
-from healthd.errors import ConfigError, quote
+from healthd.errors import quote
 from healthd.model import ChangeEvent, Fact, FactKey
 
 TICKET_PREDICATES = ("requirement", "decision")
@@ -52,15 +51,6 @@ class TicketSource:
 
 class Malformed(ValueError):
     """A payload item lacks a field or has the wrong type; the message names the field."""
-
-
-def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
-    try:
-        return model.model_validate(dict(options))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "options"
-        raise ConfigError(f"source {name!r}: {where}: {first['msg']}") from None
 
 
 def parse_time(value: object, field: str) -> datetime:

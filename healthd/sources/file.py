@@ -7,11 +7,12 @@ import json
 from collections.abc import Mapping
 from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from healthd._files import open_regular
-from healthd.errors import ConfigError, TimelineError
+from healthd.errors import TimelineError
 from healthd.sources import PullResult, register_source
+from healthd.sources._options import validate_options
 from healthd.timeline import iter_timeline
 
 #: Bytes hashed at each end of what was read, to tell an appended file from a rewritten one.
@@ -176,10 +177,5 @@ def _cursor(first: bytes, last: bytes, offset: int, line: int) -> str:
 
 @register_source("file")
 def file_source(name: str, options: Mapping[str, Any]) -> FileSource:
-    try:
-        opts = FileOptions.model_validate(dict(options))
-    except ValidationError as exc:
-        raise ConfigError(
-            f"source {name!r}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
-        ) from None
+    opts = validate_options(FileOptions, name, options)
     return FileSource(name, opts.path)

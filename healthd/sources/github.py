@@ -46,6 +46,7 @@ from pydantic import Field, field_validator
 from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
+from healthd.sources._options import validate_options
 from healthd.sources._tickets import (
     AreaClaim,
     Malformed,
@@ -60,7 +61,6 @@ from healthd.sources._tickets import (
     parse_time,
     require,
     to_events,
-    validate_options,
 )
 
 KIND = "github"

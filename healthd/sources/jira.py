@@ -61,6 +61,7 @@ from healthd._http import (
 from healthd.logging import env_secret
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
+from healthd.sources._options import validate_options
 from healthd.sources._tickets import (
     AreaClaim,
     Malformed,
@@ -75,7 +76,6 @@ from healthd.sources._tickets import (
     parse_time,
     require,
     to_events,
-    validate_options,
 )
 
 KIND = "jira"

@@ -182,3 +182,18 @@ def test_a_line_separator_inside_a_json_string_does_not_split_the_line(tmp_path)
     assert result.skipped == [] and [e.id for e in result.events] == ["ev-1", "ev-2"]
     assert result.events[0].fact.value == "go\u2028\u2029\x85and more"
     assert result.places == {"ev-1": f"{path} line 1", "ev-2": f"{path} line 2"}
+
+
+def test_an_unknown_or_missing_option_is_one_line_naming_it(tmp_path):
+    import pytest
+
+    from healthd.errors import ConfigError
+
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(line("ev-1", "go") + "\n")
+    with pytest.raises(ConfigError) as unknown:
+        build_source("file", "w", {"path": str(path), "bogus": 1})
+    assert str(unknown.value) == "source 'w': bogus: Extra inputs are not permitted"
+    with pytest.raises(ConfigError) as missing:
+        build_source("file", "w", {})
+    assert str(missing.value) == "source 'w': path: Field required"
