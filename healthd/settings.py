@@ -23,6 +23,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -431,6 +432,7 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     each source's inputs as a run would find them; a daemon starts without, since a source
     that is down is a metric, not a reason to refuse to start."""
     origin = path or "(built-in defaults)"
+    document: dict[str, Any] = {}
     if path is not None:
         if not os.path.lexists(path):
             raise ConfigError(f"{path}: cannot read configuration file: no such file")
@@ -440,7 +442,7 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
             from healthd._files import open_regular
 
             with open_regular(path) as handle:
-                tomllib.load(handle)
+                document = tomllib.load(handle)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
         except ValueError as exc:
@@ -455,7 +457,7 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     try:
         settings = bound()
     except ValidationError as exc:
-        raise ConfigError("\n".join(_format_errors(exc, origin))) from None
+        raise ConfigError("\n".join(_format_errors(exc, origin, document))) from None
     from healthd.logging import register_env_secrets
 
     # every value a *_env key names is redacted from every text from here on, before a
@@ -464,13 +466,15 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     if deep:
         problems = check_settings(settings, reach=reach)
         if problems:
-            raise ConfigError("\n".join(f"{origin}: {p}" for p in problems))
+            raise ConfigError(
+                "\n".join(f"{_problem_origin(p, origin, document)}: {p}" for p in problems)
+            )
     settings.__dict__["origin"] = origin
     assert isinstance(settings, Settings)
     return settings
 
 
-def _format_errors(exc: ValidationError, origin: str) -> list[str]:
+def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) -> list[str]:
     lines = []
     for error in exc.errors():
         loc = ".".join(str(part) for part in error["loc"])
@@ -481,20 +485,43 @@ def _format_errors(exc: ValidationError, origin: str) -> list[str]:
             msg = msg[len("Value error, ") :]
         if msg.startswith("shadow: "):  # raised by the target model as a whole
             loc, msg = f"{loc}.shadow", msg[len("shadow: ") :]
-        where = _env_name(error["loc"]) or origin
+        where = _origin_of([str(p) for p in error["loc"]], origin, document)
         lines.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
     return lines
 
 
-def _env_name(loc: tuple[Any, ...]) -> str | None:
-    """The environment variable a value came from, when one did."""
-    parts = [str(p) for p in loc]
+_PROBLEM_AT = re.compile(r"([A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*): ")
+
+
+def _problem_origin(problem: str, origin: str, document: dict[str, Any]) -> str:
+    """Where a problem a source's or target's factory found (``sources.x.path: ...``) was
+    set: the file, or the environment variable that set or added it."""
+    found = _PROBLEM_AT.match(problem)
+    return _origin_of(found.group(1).split(".") if found else [], origin, document)
+
+
+def _origin_of(parts: list[str], origin: str, document: dict[str, Any]) -> str:
+    """Where the value at ``parts`` came from: the environment variable that set it or a
+    table above it (environment wins over the file); else the variables that set something
+    under it (a key the file does not have, such as an unknown one a misspelt variable
+    added), beside the file when the file holds it too; else the file."""
+    if not parts:
+        return origin
+    variables = {key.upper(): key for key in os.environ if key.upper().startswith("HEALTHD_")}
     for end in range(len(parts), 0, -1):
-        name = "HEALTHD_" + "__".join(parts[:end])
-        for key in os.environ:
-            if key.upper() == name.upper():
-                return f"environment {key}"
-    return None
+        key = variables.get("HEALTHD_" + "__".join(parts[:end]).upper())
+        if key is not None:
+            return f"environment {key}"
+    below = "HEALTHD_" + "__".join(parts).upper() + "__"
+    under = sorted(key for name, key in variables.items() if name.startswith(below))
+    if not under:
+        return origin
+    held: Any = document
+    for part in parts:
+        if not isinstance(held, dict) or part not in held:
+            return "environment " + ", ".join(under)
+        held = held[part]
+    return f"{origin} (with environment {', '.join(under)})"
 
 
 def import_plugins(names: list[str]) -> list[str]:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from timeline_builders import added, fact, revised
@@ -390,6 +391,49 @@ def test_an_absurd_staleness_window_in_the_environment_is_a_named_config_error(t
     assert done.returncode == 2
     assert "staleness.ownership" in done.stderr and "too long" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        # a misspelt variable adds a key the file does not have
+        ("HEALTHD_SERVR__PORT", "9000", "environment HEALTHD_SERVR__PORT: servr: unknown key"),
+        # a variable that sets a value the file also sets: the variable's value is the one read
+        (
+            "HEALTHD_SOURCES__EX__PATH",
+            "/nonexistent",
+            "environment HEALTHD_SOURCES__EX__PATH: sources.ex.path: /nonexistent does not exist",
+        ),
+        # a table both give: the file and the variable are named
+        (
+            "HEALTHD_TARGETS__REFERENCE__TLL",
+            "off",
+            "{config} (with environment HEALTHD_TARGETS__REFERENCE__TLL): targets.reference: "
+            "unknown switch 'tll'",
+        ),
+        (None, None, "{config}: servr: unknown key"),
+    ],
+)
+def test_a_bad_setting_names_the_variable_or_the_file_that_gave_it(
+    tmp_path, monkeypatch, variable, value, line
+):
+    from healthd.errors import ConfigError
+    from healthd.settings import load_settings
+
+    config = tmp_path / "healthd.toml"
+    example = Path(__file__).resolve().parents[1] / "healthd" / "data" / "example_timeline.jsonl"
+    config.write_text(
+        f'[sources.ex]\nkind = "file"\npath = "{example}"\n\n'
+        '[targets.reference]\nkind = "reference"\nshadow = true\n'
+        + ("" if variable else "\n[servr]\nport = 1\n")
+    )
+    for key in [k for k in os.environ if k.startswith("HEALTHD_")]:
+        monkeypatch.delenv(key)
+    if variable:
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as refused:
+        load_settings(str(config), reach=True)  # as check-config loads it
+    assert str(refused.value).startswith(line.format(config=config)), str(refused.value)
 
 
 def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path) -> None:
