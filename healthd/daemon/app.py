@@ -221,10 +221,24 @@ class Daemon:
                 self.scheduler.modify_job("run", misfire_grace_time=schedule.misfire_grace_seconds)
             except Exception:  # not scheduled yet (a reload before start): add_job reads it
                 pass
+        self._forget_durations(new)
         self.settings, self.schedule = new, schedule
         for t in self.runner.targets.values():
             if t.note:
                 log.info("next run starts from scratch", target=t.name, reason=t.note)
+
+    def _forget_durations(self, new: Settings) -> None:
+        """Drop the run-duration series of targets the reload removed or gave another role
+        (the other series are read from the runner at each scrape and go with it)."""
+        if self._histogram is None:
+            return
+        for name, config in self.settings.targets.items():
+            kept = new.targets.get(name)
+            if kept is None or kept.role != config.role:
+                try:
+                    self._histogram.remove(name, config.role)
+                except KeyError:  # it never ran
+                    pass
 
     def _observe(self, target: str, seconds: float) -> None:
         if self._histogram is not None:

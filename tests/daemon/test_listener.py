@@ -242,6 +242,36 @@ def test_a_reload_that_keeps_a_persistent_shadow_keeps_its_chart_on_the_page(
     assert daemon.stop()[0] == 0
 
 
+def test_a_reload_that_removes_a_target_removes_its_series(start_daemon, tmp_path):
+    port = free_port()
+    config = toml_config(tmp_path, port=port, cron="0 0 1 1 *")
+    daemon = start_daemon(config, port=port)
+    daemon.wait_ready()
+    both = daemon.wait_until(
+        lambda: (m := daemon.scrape()) and runs(m, "reference") and runs(m, "naive") and m,
+        what="a run of each target",
+    )
+
+    def duration_series(metrics):
+        return {
+            labels["target"]
+            for name, labels in (
+                (n, dict(l)) for n, l in metrics if n == "healthd_run_duration_seconds_count"
+            )
+        }
+
+    assert duration_series(both) == {"reference", "naive"}
+    text = config.read_text()
+    start = text.index("[targets.reference]")
+    end = text.index("[targets.naive]")
+    config.write_text(text[:start] + text[end:])
+    assert requests.post(daemon.url + "/-/reload", timeout=30).status_code == 200
+    after = daemon.scrape()
+    assert duration_series(after) == {"naive"}
+    assert not [n for n, l in after if dict(l).get("target") == "reference"]
+    assert daemon.stop()[0] == 0
+
+
 def test_a_second_daemon_on_the_same_state_file_exits_2_naming_the_holder(daemon, tmp_path):
     daemon.wait_ready()
     second = toml_config(
