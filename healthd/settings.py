@@ -25,6 +25,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -306,13 +307,13 @@ class Settings(BaseSettings):
         # Environment beats the file; init arguments (tests) beat both. Without a file the
         # built-in source and target tables are the lowest layer, so that a variable such as
         # HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them.
-        layers: list[PydanticBaseSettingsSource] = [init_settings, _Env(settings_cls)]
         toml_file = settings_cls.model_config.get("toml_file")
-        if toml_file is None:
-            layers.append(_BuiltinTables(settings_cls))
-        else:
-            layers.append(_TomlRelativeToFile(settings_cls, str(toml_file)))
-        return tuple(layers)
+        lowest: PydanticBaseSettingsSource = (
+            _BuiltinTables(settings_cls)
+            if toml_file is None
+            else _TomlRelativeToFile(settings_cls, str(toml_file))
+        )
+        return (init_settings, _Env(settings_cls, lowest()), lowest)
 
     # -- derived --------------------------------------------------------------------------
 
@@ -372,12 +373,19 @@ class _BuiltinTables(PydanticBaseSettingsSource):
 
 class _Env(PydanticBaseSettingsSource):
     """``HEALTHD_*`` variables, nested with ``__``; the few variables that are not settings
-    (``HEALTHD_CONFIG``) are left out, any other unknown one is rejected."""
+    (``HEALTHD_CONFIG``) are left out, any other unknown one is rejected. Names are read
+    in any case; a source or target the layer below names (``[targets.Team]``) is that
+    table, whatever the case of the variable (``HEALTHD_TARGETS__TEAM__TTL``)."""
 
     _IGNORED = {CONFIG_ENV.lower(), "healthd_agentcore_memory_id"}  # the live AgentCore test's
 
-    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+    def __init__(self, settings_cls: type[BaseSettings], below: Mapping[str, Any]) -> None:
         super().__init__(settings_cls)
+        self._named = {
+            section: {name.lower(): name for name in table}
+            for section in ("sources", "targets")
+            if isinstance(table := below.get(section), dict)
+        }
         self._values = self._collect()
 
     def _collect(self) -> dict[str, Any]:
@@ -389,6 +397,8 @@ class _Env(PydanticBaseSettingsSource):
             path = lower[len("healthd_") :].split("__")
             if not all(path):
                 continue
+            if len(path) > 2 and path[0] in self._named:
+                path[1] = self._named[path[0]].get(path[1], path[1])
             node = out
             for part in path[:-1]:
                 child = node.setdefault(part, {})

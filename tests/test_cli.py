@@ -436,6 +436,21 @@ def test_a_bad_setting_names_the_variable_or_the_file_that_gave_it(
     assert str(refused.value).startswith(line.format(config=config)), str(refused.value)
 
 
+@pytest.mark.parametrize("variable", ["HEALTHD_TARGETS__TEAM__TTL", "HEALTHD_TARGETS__Team__TTL"])
+def test_a_variable_reaches_a_target_the_file_names_in_upper_case(tmp_path, monkeypatch, variable):
+    """Variables are read in any case, so `[targets.Team]` is the table they name, not a
+    second target `team` with no kind."""
+    from healthd.settings import load_settings
+
+    config = tmp_path / "healthd.toml"
+    config.write_text('example = true\n\n[targets.Team]\nkind = "reference"\nshadow = true\n')
+    for key in [k for k in os.environ if k.startswith("HEALTHD_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv(variable, "off")
+    targets = load_settings(str(config)).targets
+    assert list(targets) == ["Team"] and targets["Team"].options["ttl"] == "off"
+
+
 def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path) -> None:
     """Stages are spooled to disk as they come, not kept; the bytes written are exactly
     those of dumping the whole report at once (several targets, the bundled example)."""
