@@ -207,15 +207,34 @@ def live_html(view: Mapping[str, Any], ready: bool, now: float | None = None) ->
         f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)}</title>"
         "<link rel='stylesheet' href='/static/uPlot.min.css'>"
         "<link rel='stylesheet' href='/static/page.css'></head><body>"
-        + render_body(model, before=_status(view, ready) + _last_change(model) + _history(view))
+        + render_body(
+            model,
+            before=_status(view, ready) + _last_change(model) + _history(view) + _unshown(view),
+        )
         + "<script src='/static/uPlot.iife.min.js'></script>"
         "<script src='/static/page.js'></script></body></html>\n"
     )
 
 
+def _unshown(view: Mapping[str, Any]) -> str:
+    """The targets with results but nothing to chart yet: after a restart, a shadow in process
+    memory (or one not read back yet) has its numbers from the state file, not its stages."""
+    pages = view.get("pages", {})
+    names = [n for n, row in view["targets"].items() if row.results and pages.get(n) is None]
+    if not names:
+        return ""
+    return (
+        "<p class='meta' id='unshown'>Not charted yet: "
+        + ", ".join(escape(n) for n in names)
+        + ". Their last results, restored from the state file, are in the verdict and the"
+        " table above; their stages and failing probes are shown once their next run has"
+        " replayed them.</p>"
+    )
+
+
 class LiveSite:
-    """`/`, `/last-run`, `/runbook` and `/static/*` as a WSGI fragment; the page is rebuilt after a run
-    has finished, or when the minute changes."""
+    """`/`, `/last-run`, `/runbook` and `/static/*` as a WSGI fragment; the page is rebuilt
+    after a run has finished, or when the minute changes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

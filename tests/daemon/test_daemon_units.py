@@ -1049,6 +1049,27 @@ def test_the_runbook_url_of_the_alerts_is_where_the_live_verdict_links(tmp_path)
     assert f"href='{wiki}#healthdrunsfailing'" in linked
 
 
+def test_after_a_restart_the_page_says_which_targets_it_cannot_chart_yet(tmp_path):
+    """run_on_start off: the shadow in process memory (naive) has its numbers from the state
+    file but no stages until a run replays it; the page says so instead of leaving it out of
+    the charts and the final table without a word. The persistent reference is read back."""
+    from healthd.report.live import live_html
+
+    runner, state = _runner(tmp_path)
+    runner.run_once()
+    runner.close()
+    state.close()
+    runner, state = _runner(tmp_path)  # the restart, before any run
+    try:
+        view = runner.view()
+        html = live_html({**view, "pages": dict(view["pages"])}, True)
+    finally:
+        runner.close()
+        state.close()
+    assert "<p class='meta' id='unshown'>Not charted yet: naive. " in html
+    assert [t["name"] for t in page_data(html)["targets"]] == ["reference"]
+
+
 def test_the_live_verdict_is_not_green_while_a_target_has_nothing_measured():
     """Before a first run (run_on_start off, or a first run still going), a target has no
     numbers: the verdict says so, grey, instead of "within every alert threshold"."""
