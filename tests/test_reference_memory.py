@@ -355,6 +355,17 @@ def test_changed_keys_reports_writes_and_expiries_once():
     assert memory.changed_keys(day(90)) == set()
 
 
+def test_an_unknown_switch_lists_healthds_own_switches_beside_the_kinds():
+    """baseline, the LLM budgets and repeats are taken by healthd for every kind: the list
+    of known switches that a typo gets names them too."""
+    with pytest.raises(TargetError) as refused:
+        build_memory(parse_target("naive:repeat=3"))
+    assert str(refused.value).endswith(
+        "; and for every kind: baseline, max_llm_calls_per_run, max_llm_tokens_per_day, repeats"
+    )
+    assert "unknown switch 'repeat' for naive" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "text, words",
     [

@@ -24,7 +24,7 @@ from healthd.llm_usage import LLMUsage, empty_block
 from healthd.memory._options import switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
-from healthd.repeats import repeats_option
+from healthd.repeats import REPEATS, repeats_option
 
 
 @runtime_checkable
@@ -268,7 +268,10 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
             _set_budget(memory, spec.kind, budgets)
         return memory
     except TargetError as exc:
-        raise TargetError(f"target {spec.label!r}: {exc}") from None
+        message = str(exc)
+        if message.startswith("unknown switch "):  # the kind lists its own; these are healthd's
+            message += f"; and for every kind: {', '.join((BASELINE, CALLS, TOKENS, REPEATS))}"
+        raise TargetError(f"target {spec.label!r}: {message}") from None
 
 
 def _set_budget(memory: Memory, kind: str, budgets: dict[str, int]) -> None:
