@@ -192,6 +192,19 @@ def test_the_view_is_kept_in_the_address_so_a_reload_or_a_link_opens_it_again(br
     page.locator("#failures th[data-sort='target']").click()  # back to the default sort
     assert page.url == report_file.as_uri()  # the default view has no fragment
 
+    page.evaluate("location.hash = 'target=naive&kind=contaminated&chart=decision&sort=-question'")
+    page.wait_for_function("document.getElementById('f-target').value === 'naive'")
+    assert _rows(page) == rows  # a view's address entered in the open page shows that view
+    page.go_back()  # and the browser's back button the one before
+    page.wait_for_function("document.getElementById('f-target').value === ''")
+    assert page.input_value("#domain") == "all"
+
+
+def test_an_address_naming_a_place_on_the_page_still_goes_there(browser, report_file):
+    page = open_page(browser, f"{report_file.as_uri()}#failures").page
+    assert page.url.endswith("#failures")  # not taken for an empty view and dropped
+    assert page.evaluate("window.scrollY") > 0
+
 
 def test_an_address_naming_what_the_page_does_not_offer_opens_the_default_view(
     browser, report_file

@@ -337,29 +337,34 @@
   // open on the same view. A value the page does not offer is ignored, not shown as a filter.
   var VIEW_SELECTS = { chart: "domain", target: "f-target", kind: "f-kind", domain: "f-domain",
                        layer: "f-layer" };
+  var VIEW_KEYS = Object.keys(VIEW_SELECTS).concat(["text", "baselines", "sort", "page"]);
   var MAX_TEXT = 200;
   var viewReady = false;
 
-  function readView() {
-    var params = new URLSearchParams(window.location.hash.slice(1));
+  // the fragment's view parameters (none: the default view), or null when it names a place
+  // on the page instead (#verdict), which is left to the browser
+  function viewParams() {
+    var fragment = window.location.hash.slice(1), params = new URLSearchParams(fragment);
+    return !fragment || VIEW_KEYS.some(function (k) { return params.has(k); }) ? params : null;
+  }
+
+  function readView(params) {  // every control from params, the default where it names none
     Object.keys(VIEW_SELECTS).forEach(function (name) {
       var select = document.getElementById(VIEW_SELECTS[name]), value = params.get(name);
       var offered = Array.prototype.some.call(select.options, function (o) { return o.value === value; });
-      if (value !== null && offered) select.value = value;
+      select.value = value !== null && offered ? value : select.options.length ? select.options[0].value : "";
     });
-    var text = params.get("text");
-    if (text !== null) document.getElementById("f-text").value = text.slice(0, MAX_TEXT);
+    document.getElementById("f-text").value = (params.get("text") || "").slice(0, MAX_TEXT);
     baselineBox.checked = params.get("baselines") === "1";
     var column = (params.get("sort") || "").replace(/^-/, "");
-    if (Object.prototype.hasOwnProperty.call(SORT_KEYS, column)) {
-      sort.column = column;
-      sort.direction = params.get("sort").charAt(0) === "-" ? -1 : 1;
-    }
+    var known = Object.prototype.hasOwnProperty.call(SORT_KEYS, column);
+    sort.column = known ? column : "target";
+    sort.direction = known && params.get("sort").charAt(0) === "-" ? -1 : 1;
     var number = Number(params.get("page"));
-    if (Number.isInteger(number) && number > 1) page = number - 1;  // drawn, then clamped
+    page = Number.isInteger(number) && number > 1 ? number - 1 : 0;  // drawn, then clamped
   }
 
-  function writeView() {
+  function writeView() {  // after the reader changed the view, not when it was drawn from the address
     if (!viewReady) return;
     var params = new URLSearchParams();
     Object.keys(VIEW_SELECTS).forEach(function (name) {
@@ -385,10 +390,20 @@
     }
   }
 
-  readView();
-  viewReady = true;
-  drawCharts();
-  drawFailures();
+  function showView(params) {
+    viewReady = false;
+    readView(params);
+    drawCharts();
+    drawFailures();
+    viewReady = true;
+  }
+
+  showView(viewParams() || new URLSearchParams(""));
+  // a view's address pasted into the tab, or the browser's back and forward: that view
+  window.addEventListener("hashchange", function () {
+    var params = viewParams();
+    if (params) showView(params);
+  });
   document.body.dataset.ready = "yes";
   if (data.live) {  // the daemon's page: reload once a run has finished
     window.setInterval(function () {

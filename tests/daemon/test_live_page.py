@@ -66,15 +66,21 @@ def test_live_page_shows_the_last_runs_served_by_the_daemon_alone(start_daemon, 
     # the next run reloads the page by itself, on the view the reader had picked
     page.select_option("#f-target", "no-supersession")
     page.select_option("#f-layer", "supersession")
-    layered = page.locator("#failures-body tr").count()
-    before = page.locator("#runs tbody tr").count()
-    page.wait_for_function(
-        f"document.querySelectorAll('#runs tbody tr').length > {before}", timeout=15_000
-    )
-    page.wait_for_selector("body[data-ready=yes]")
+
+    def counted(selector, condition="> 0"):  # read on a page that is drawn, not reloading
+        return page.wait_for_function(
+            f"document.body.dataset.ready === 'yes'"
+            f" && document.querySelectorAll('{selector}').length {condition}"
+            f" && document.querySelectorAll('{selector}').length",
+            timeout=15_000,
+        ).json_value()
+
+    layered = counted("#failures-body tr")
+    before = counted("#runs tbody tr")
+    counted("#runs tbody tr", f"> {before}")
     assert page.input_value("#f-target") == "no-supersession"
     assert page.input_value("#f-layer") == "supersession"
-    assert page.locator("#failures-body tr").count() == layered
+    assert counted("#failures-body tr") == layered
     assert visit.console_errors == []
     assert visit.requests and all(u.startswith(daemon.url + "/") for u in visit.requests)
     assert {u.removeprefix(daemon.url) for u in visit.requests} >= {
