@@ -236,6 +236,20 @@ class Settings(BaseSettings):
             raise ValueError("must be longer than 0 (a run is bounded, never unbounded)")
         return duration
 
+    @field_validator("runbook_url", mode="before")
+    @classmethod
+    def _runbook_url(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip()
+            if not value:
+                return None  # HEALTHD_RUNBOOK_URL= in a template: unset, as generate.py reads it
+            scheme = value.partition(":")[0].lower() if ":" in value.split("/")[0] else ""
+            if scheme not in ("", "http", "https"):
+                raise ValueError(
+                    f"{value[:80]!r}: expected an http(s) address or a path, not a {scheme}: link"
+                )
+        return value
+
     @field_validator("plugins", mode="before")
     @classmethod
     def _split_plugins(cls, value: Any) -> Any:
@@ -397,7 +411,7 @@ class _Env(PydanticBaseSettingsSource):
             path = lower[len("healthd_") :].split("__")
             if not all(path):
                 continue
-            if len(path) > 2 and path[0] in self._named:
+            if len(path) > 1 and path[0] in self._named:
                 path[1] = self._named[path[0]].get(path[1], path[1])
             node = out
             for part in path[:-1]:
@@ -495,7 +509,7 @@ def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) 
             msg = msg[len("Value error, ") :]
         if msg.startswith("shadow: "):  # raised by the target model as a whole
             loc, msg = f"{loc}.shadow", msg[len("shadow: ") :]
-        where = _origin_of([str(p) for p in error["loc"]], origin, document)
+        where = _origin_of(loc.split(".") if loc else [], origin, document)
         lines.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
     return lines
 
@@ -512,9 +526,9 @@ def _problem_origin(problem: str, origin: str, document: dict[str, Any]) -> str:
 
 def _origin_of(parts: list[str], origin: str, document: dict[str, Any]) -> str:
     """Where the value at ``parts`` came from: the environment variable that set it or a
-    table above it (environment wins over the file); else the variables that set something
-    under it (a key the file does not have, such as an unknown one a misspelt variable
-    added), beside the file when the file holds it too; else the file."""
+    table above it (environment wins over the file); else the variables under the deepest
+    table on the way that the file does not have (a misspelt variable's key or table); else
+    the file, with the variables that add to the same table beside it."""
     if not parts:
         return origin
     variables = {key.upper(): key for key in os.environ if key.upper().startswith("HEALTHD_")}
@@ -522,16 +536,21 @@ def _origin_of(parts: list[str], origin: str, document: dict[str, Any]) -> str:
         key = variables.get("HEALTHD_" + "__".join(parts[:end]).upper())
         if key is not None:
             return f"environment {key}"
-    below = "HEALTHD_" + "__".join(parts).upper() + "__"
-    under = sorted(key for name, key in variables.items() if name.startswith(below))
-    if not under:
-        return origin
+
+    def under(end: int) -> list[str]:
+        below = "HEALTHD_" + "__".join(parts[:end]).upper() + "__"
+        return sorted(key for name, key in variables.items() if name.startswith(below))
+
     held: Any = document
-    for part in parts:
+    for end, part in enumerate(parts, 1):
         if not isinstance(held, dict) or part not in held:
-            return "environment " + ", ".join(under)
+            for deeper in range(len(parts), end - 1, -1):
+                if under(deeper):
+                    return "environment " + ", ".join(under(deeper))
+            return origin
         held = held[part]
-    return f"{origin} (with environment {', '.join(under)})"
+    beside = under(len(parts))
+    return f"{origin} (with environment {', '.join(beside)})" if beside else origin
 
 
 def import_plugins(names: list[str]) -> list[str]:

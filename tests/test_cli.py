@@ -404,6 +404,18 @@ def test_an_absurd_staleness_window_in_the_environment_is_a_named_config_error(t
             "/nonexistent",
             "environment HEALTHD_SOURCES__EX__PATH: sources.ex.path: /nonexistent does not exist",
         ),
+        # a misspelt table: the variables under it, though the error is on a key they lack
+        (
+            "HEALTHD_SOURCES__EXX__PATH",
+            "t.jsonl",
+            "environment HEALTHD_SOURCES__EXX__PATH: sources.exx.kind: Field required",
+        ),
+        # a whole-target check on a value the variable overrides
+        (
+            "HEALTHD_TARGETS__REFERENCE__SHADOW",
+            "false",
+            "environment HEALTHD_TARGETS__REFERENCE__SHADOW: targets.reference.shadow: ",
+        ),
         # a table both give: the file and the variable are named
         (
             "HEALTHD_TARGETS__REFERENCE__TLL",

@@ -1033,6 +1033,10 @@ def test_the_runbook_url_of_the_alerts_is_where_the_live_verdict_links(tmp_path)
     done = run_cli("check-config", "--config", str(config), HEALTHD_RUNBOOK_URL=wiki)
     assert done.returncode == 0, done.stderr
     assert load_settings(str(config)).runbook_url is None
+    empty = run_cli("check-config", "--config", str(config), HEALTHD_RUNBOOK_URL="")
+    assert empty.returncode == 0, empty.stderr  # an empty one is unset, as generate.py reads it
+    script = run_cli("check-config", "--config", str(config), HEALTHD_RUNBOOK_URL="javascript:x")
+    assert script.returncode == 2 and "expected an http(s) address or a path" in script.stderr
     view = {
         "targets": {"mem": TargetRow("mem", last_run=2000.0, last_success=1000.0)},
         "sources": {},
