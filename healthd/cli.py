@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, TextIO
 
 from healthd.errors import ConfigError, HealthdError, SourceError, shorten
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from healthd.memory import Memory, TargetSpec
     from healthd.model import ChangeEvent, FactKey, Probe
     from healthd.people import Person
+    from healthd.reading import Reader
     from healthd.settings import Settings
     from healthd.timeline import TimelineCopy
 
@@ -444,18 +445,22 @@ def configured_pull(
     return merge_timelines(*lists), people
 
 
-def _evaluate_configured(
-    args: argparse.Namespace,
-) -> tuple[
-    list[TargetSpec],
-    list[Memory],
-    list[ChangeEvent],
-    list[Probe],
-    dict[str, timedelta],
-    list[Person],
-]:
+class _Configured(NamedTuple):
+    """What `evaluate --config` takes from the configuration, its sources pulled."""
+
+    specs: list[TargetSpec]
+    memories: list[Memory]
+    events: list[ChangeEvent]
+    extra: list[Probe]
+    windows: dict[str, timedelta]
+    reader: Reader  # the configuration's, or --reader's; built before any source is pulled
+    runbook_url: str | None
+
+
+def _evaluate_configured(args: argparse.Namespace) -> _Configured:
     from healthd.memory import TargetSpec, build_memory
     from healthd.probes import load_probe_file
+    from healthd.reading import build_reader, with_people
     from healthd.settings import load_settings
 
     if args.timeline or args.target or args.probes:
@@ -468,8 +473,7 @@ def _evaluate_configured(
         args.mode = settings.mode
     if args.forgetting_window is None:
         args.forgetting_window = settings.forgetting_window
-    if args.reader is None:
-        args.reader = settings.reader
+    reader = build_reader(args.reader or settings.reader)
     specs: list[TargetSpec] = []
     memories: list[Memory] = []
     for name, target in settings.targets.items():
@@ -482,7 +486,9 @@ def _evaluate_configured(
     events, people = configured_pull(settings)
     extra = load_probe_file(settings.probes) if settings.probes else []
     windows = {str(domain): window for domain, window in settings.staleness.windows().items()}
-    return specs, memories, events, extra, windows, people
+    # the sources' identity records: "Kim Lee" read as the CODEOWNERS' @klee
+    reader = with_people(reader, people)
+    return _Configured(specs, memories, events, extra, windows, reader, settings.runbook_url)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -568,11 +574,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     from healthd.memory import EventExpiryReporting, build_memory, parse_target
     from healthd.probes import build_probe_set, load_probe_file
-    from healthd.reading import build_reader, versioned, with_people
+    from healthd.reading import build_reader, versioned
     from healthd.repeats import Repeats
     from healthd.scoring import DEFAULT_WINDOWS
 
     windows: dict[str, timedelta] | None = None
+    runbook_url: str | None = None  # the configuration's, for the verdict's links
     if args.html:
         from healthd.report import check_writable
 
@@ -585,9 +592,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         files.enter_context(one_off_collection())
         events: Iterable[ChangeEvent]
         if args.config:
-            specs, memories, listed, extra, windows, people = _evaluate_configured(args)
-            # the sources' identity records: "Kim Lee" read as the CODEOWNERS' @klee
-            reader = with_people(build_reader(args.reader), people)
+            configured = _evaluate_configured(args)
+            specs, memories, listed, extra, windows = configured[:5]
+            reader, runbook_url = configured.reader, configured.runbook_url
             probes = build_probe_set(listed, extra)
             events, count = listed, len(listed)
         else:
@@ -722,6 +729,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             windows=windows or DEFAULT_WINDOWS,
             target_options={spec.label: spec.options for spec in specs},
             title="healthd report",
+            runbook_url=runbook_url,
         )
         # what the page was built from is let go before it is written out: the text is the
         # peak's last step, and may take the place of all of it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime
@@ -461,6 +462,33 @@ def test_a_variable_reaches_a_target_the_file_names_in_upper_case(tmp_path, monk
     monkeypatch.setenv(variable, "off")
     targets = load_settings(str(config)).targets
     assert list(targets) == ["Team"] and targets["Team"].options["ttl"] == "off"
+
+
+def test_evaluate_with_a_config_checks_the_reader_flag_before_pulling_and_links_its_runbook(
+    tmp_path, monkeypatch, capsys
+):
+    from healthd.cli import main as cli_main
+
+    for key in [k for k in os.environ if k.startswith("HEALTHD_")]:
+        monkeypatch.delenv(key)
+    example = Path(__file__).resolve().parents[1] / "healthd" / "data" / "example_timeline.jsonl"
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        'runbook_url = "https://wiki.example.com/healthd/runbook.md"\n\n'
+        f'[sources.ex]\nkind = "file"\npath = "{tmp_path / "not-yet.jsonl"}"\n'
+    )
+    assert cli_main(["evaluate", "--config", str(config), "--reader", "oracle"]) == 2
+    said = capsys.readouterr().err
+    assert "unknown reader 'oracle'" in said and "not-yet" not in said  # before any pull
+
+    config.write_text(config.read_text().replace(str(tmp_path / "not-yet.jsonl"), str(example)))
+    html = tmp_path / "report.html"
+    assert cli_main(["evaluate", "--config", str(config), "--html", str(html)]) == 0
+    capsys.readouterr()
+    links = re.findall(r"<a href='([^']*#healthd[a-z]+)'", html.read_text())
+    assert links and all(
+        link.startswith("https://wiki.example.com/healthd/runbook.md#") for link in links
+    )
 
 
 def test_json_report_streamed_from_spools_is_the_report_held_in_memory(tmp_path) -> None:

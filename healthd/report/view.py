@@ -26,7 +26,7 @@ from healthd.report.failures import (
 from healthd.report.shape import METRICS, RATIOS
 from healthd.scoring import BUCKETS, DEFAULT_WINDOWS
 from healthd.timeline import format_timestamp, parse_timestamp
-from healthd.verdict import Verdict, judge
+from healthd.verdict import Verdict, alert_book, judge
 
 # Points over all charts of a page (targets x domains); each chart keeps at least the floor.
 POINT_BUDGET = 24_000
@@ -313,11 +313,13 @@ def page_model(
     windows: Mapping[str, timedelta] = DEFAULT_WINDOWS,
     title: str = "healthd report",
     verdicts: Sequence[Verdict] | None = None,
+    runbook_url: str | None = None,
 ) -> dict[str, Any]:
     """Everything the page draws. ``events`` (the replayed timeline) names each stage's event
     on hover and, unless ``multi_valued`` is given, says which keys hold several values;
     without it, stages show their id. ``verdicts`` (the daemon's, with its runs) replace
-    the verdict judged from each target's final numbers."""
+    the verdict judged from each target's final numbers, whose runbook links go to
+    ``runbook_url`` when given (else the repository's ``docs/runbook.md``)."""
     by_id = {event.id: event for event in events}
     if multi_valued is None:
         multi_valued = {event.fact.key for event in events if event.multi_valued}
@@ -363,11 +365,13 @@ def page_model(
         if (text := summary_text(t.get("llm"))) is not None
     ]
     if verdicts is None:
+        book = alert_book(runbook_url)
         verdicts = [
             judge(
                 t["name"],
                 roles[t["name"]],
                 t["final"]["metrics"]["all"] if t["stages"] else None,
+                book=book,
                 bounds=replay_bounds(t["repeats"]["final"]).get("all")
                 if t.get("repeats")
                 else None,
