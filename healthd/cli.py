@@ -340,17 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_healthcheck(args: argparse.Namespace) -> int:
-    from healthd.daemon.healthcheck import (
-        check,
-        client_context,
-        config_of_run,
-        healthz_url,
-        process_argv,
-    )
+    from healthd.daemon.healthcheck import check, client_context, config_of_process, healthz_url
     from healthd.daemon.webconfig import load_web_config
     from healthd.settings import config_path, load_settings
 
-    path = config_path(args.config or config_of_run(process_argv(args.pid)))
+    path = config_path(args.config or config_of_process(args.pid))
     try:
         settings = load_settings(path, deep=False)
         # a TLS listener is asked over HTTPS, trusting the certificate it is configured with

@@ -15,6 +15,7 @@ wildcard host). A listener that asks clients for a certificate is shown the daem
 
 from __future__ import annotations
 
+import os
 import re
 import ssl
 import urllib.error
@@ -76,6 +77,18 @@ def config_of_run(argv: Sequence[str]) -> str | None:
         if arg.startswith("--config="):
             return arg.split("=", 1)[1]
     return None
+
+
+def config_of_process(pid: int) -> str | None:
+    """The configuration file a running ``healthd run`` was started with: its ``--config``,
+    a relative one resolved against that process's working directory, not this one's."""
+    found = config_of_run(process_argv(pid))
+    if found is None or os.path.isabs(found):
+        return found
+    try:
+        return os.path.join(os.readlink(f"/proc/{pid}/cwd"), found)
+    except OSError:  # not ours to read: as given, relative to here
+        return found
 
 
 def process_argv(pid: int) -> list[str]:

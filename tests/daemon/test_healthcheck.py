@@ -4,6 +4,7 @@ daemon's configuration gives, not at a port read from the environment alone."""
 from __future__ import annotations
 
 import signal
+import time
 
 import bcrypt
 import pytest
@@ -46,6 +47,29 @@ def test_healthcheck_finds_the_port_in_the_config_the_daemon_was_started_with(
     daemon.stop()
     gone = run_cli("healthcheck", "--pid", pid, "--config", str(tmp_path / "healthd.toml"))
     assert gone.returncode == 1 and f":{port}/healthz" in gone.stderr
+
+
+def test_a_relative_config_of_the_run_is_read_from_that_process_s_directory(tmp_path):
+    """`healthd run --config healthd.toml` started in /srv, checked from anywhere else."""
+    import subprocess
+    import sys
+
+    from healthd.daemon.healthcheck import config_of_process, process_argv
+
+    elsewhere = tmp_path / "srv"
+    elsewhere.mkdir()
+    stand_in = subprocess.Popen(  # a command line as the daemon's, in its own directory
+        [sys.executable, "-c", "import time; time.sleep(30)", "run", "--config", "healthd.toml"],
+        cwd=elsewhere,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not process_argv(stand_in.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)  # until its exec has replaced the forked command line
+        assert config_of_process(stand_in.pid) == str(elsewhere / "healthd.toml")
+    finally:
+        stand_in.kill()
+        stand_in.wait()
 
 
 def test_healthcheck_with_an_unreadable_config_is_unhealthy_in_one_line(tmp_path):
