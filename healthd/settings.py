@@ -544,10 +544,8 @@ def _origin_of(parts: list[str], origin: str, document: dict[str, Any]) -> str:
     held: Any = document
     for end, part in enumerate(parts, 1):
         if not isinstance(held, dict) or part not in held:
-            for deeper in range(len(parts), end - 1, -1):
-                if under(deeper):
-                    return "environment " + ", ".join(under(deeper))
-            return origin
+            found = next((u for d in range(len(parts), end - 1, -1) if (u := under(d))), None)
+            return "environment " + ", ".join(found) if found else origin
         held = held[part]
     beside = under(len(parts))
     return f"{origin} (with environment {', '.join(beside)})" if beside else origin

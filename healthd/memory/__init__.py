@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from healthd.errors import TargetError
 from healthd.llm_budget import CALLS, TOKENS, LLMBudget, budget_options
 from healthd.llm_usage import LLMUsage, empty_block
-from healthd.memory._options import switch
+from healthd.memory._options import UnknownSwitch, switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
 from healthd.repeats import REPEATS, repeats_option
@@ -267,11 +267,13 @@ def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
         if budgets:
             _set_budget(memory, spec.kind, budgets)
         return memory
+    except UnknownSwitch as exc:  # the kind lists its own; these healthd takes for every kind
+        raise TargetError(
+            f"target {spec.label!r}: {exc}; and for every kind: "
+            f"{', '.join((BASELINE, CALLS, TOKENS, REPEATS))}"
+        ) from None
     except TargetError as exc:
-        message = str(exc)
-        if message.startswith("unknown switch "):  # the kind lists its own; these are healthd's
-            message += f"; and for every kind: {', '.join((BASELINE, CALLS, TOKENS, REPEATS))}"
-        raise TargetError(f"target {spec.label!r}: {message}") from None
+        raise TargetError(f"target {spec.label!r}: {exc}") from None
 
 
 def _set_budget(memory: Memory, kind: str, budgets: dict[str, int]) -> None:

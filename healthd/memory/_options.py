@@ -72,10 +72,14 @@ def sweeps_option(options: Mapping[str, Any]) -> str:
     return value
 
 
+class UnknownSwitch(TargetError):
+    """A switch the kind does not take; the message lists the kind's own."""
+
+
 def reject_unknown(options: Mapping[str, Any], known: set[str], kind: str) -> None:
     unknown = sorted(set(options) - known)
     if unknown:
-        raise TargetError(
+        raise UnknownSwitch(
             f"unknown switch {unknown[0]!r} for {kind}; known switches: {', '.join(sorted(known))}"
         )
 

@@ -93,7 +93,10 @@ def _verdict(model: Mapping[str, Any]) -> str:
         )
     elif unmeasured:
         ok = len(subjects) - len(unmeasured)
-        summary = f"{ok} of {_count(len(subjects), 'target')} {'is' if ok == 1 else 'are'} within every alert threshold."
+        summary = (
+            f"{ok} of {_count(len(subjects), 'target')} {'is' if ok == 1 else 'are'} "
+            "within every alert threshold."
+        )
     elif subjects:
         summary = (
             f"{'The' if len(subjects) == 1 else 'All'} {_count(len(subjects), 'target')} "
@@ -109,10 +112,10 @@ def _verdict(model: Mapping[str, Any]) -> str:
         )
         summary += ", meant to fail."
     extra = "".join(_crossing(c) for c in model.get("verdict_sources", ()))
+    tone = "bad" if crossed or extra else "unmeasured" if unmeasured else "good"
     return (
         f"<section id='verdict'><h2>Verdict</h2>"
-        f"<p class='verdict-summary {'bad' if crossed or extra else 'unmeasured' if unmeasured else 'good'}'>"
-        f"{summary}</p>"
+        f"<p class='verdict-summary {tone}'>{summary}</p>"
         + (f"<ul class='sources-crossed'>{extra}</ul>" if extra else "")
         + "<table id='verdict-table'><thead><tr><th>target</th><th>alert thresholds crossed "
         "now</th></tr></thead><tbody>"

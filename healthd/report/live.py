@@ -23,7 +23,14 @@ from healthd.report.assets import STATIC, static_text
 from healthd.report.html import render_body
 from healthd.report.runbook import runbook_html
 from healthd.report.view import page_model
-from healthd.verdict import Verdict, alert_book, judge, run_crossings, source_crossings
+from healthd.verdict import (
+    AlertBook,
+    Verdict,
+    alert_book,
+    judge,
+    run_crossings,
+    source_crossings,
+)
 
 #: Where the verdict links when the configuration names no runbook_url: the runbook the
 #: daemon serves, relative to the page (so a path prefix of a proxy in front is kept).
@@ -158,9 +165,14 @@ def _history(view: Mapping[str, Any]) -> str:
     )
 
 
+def _book(view: Mapping[str, Any]) -> AlertBook:
+    """The shipped alerts, linking to the configured runbook or the one the daemon serves."""
+    return alert_book(view.get("runbook_url") or RUNBOOK_PATH)
+
+
 def verdicts(view: Mapping[str, Any], now: float) -> list[Verdict]:
     """Every configured target's verdict from its last results and its runs."""
-    book = alert_book(view.get("runbook_url") or RUNBOOK_PATH)
+    book = _book(view)
     roles = view.get("roles", {})
     out = []
     for name, row in view["targets"].items():
@@ -195,10 +207,7 @@ def live_html(view: Mapping[str, Any], ready: bool, now: float | None = None) ->
     )
     model["verdict_sources"] = [
         asdict(c)
-        for c in source_crossings(
-            alert_book(view.get("runbook_url") or RUNBOOK_PATH),
-            {n: s.up for n, s in view["sources"].items()},
-        )
+        for c in source_crossings(_book(view), {n: s.up for n, s in view["sources"].items()})
     ]
     model["live"] = {"marker": marker(view)}
     model["llm_scope"] = "over every run of the target's state"
