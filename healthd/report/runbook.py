@@ -26,13 +26,20 @@ def anchor(heading: str) -> str:
 
 @cache
 def runbook_html() -> bytes:
-    text = (resources.files("healthd") / "data" / DATA_FILE).read_text(encoding="utf-8")
+    return render((resources.files("healthd") / "data" / DATA_FILE).read_text(encoding="utf-8"))
+
+
+def render(text: str) -> bytes:
+    """A Markdown runbook as a page, raw HTML in it shown as text, each heading anchored."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = md.parse(text)
     seen: dict[str, int] = {}
     for token, inline in pairwise(tokens):
-        if token.type == "heading_open":
-            name = anchor(inline.content)
+        if token.type == "heading_open":  # the heading's text, as GitHub slugs it: a link's
+            text = "".join(  # words, not its address
+                c.content for c in inline.children or () if c.type in ("text", "code_inline")
+            )
+            name = anchor(text)
             n = seen[name] = seen.get(name, -1) + 1
             token.attrSet("id", f"{name}-{n}" if n else name)
     body = md.renderer.render(tokens, md.options, {})

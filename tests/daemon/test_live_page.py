@@ -129,3 +129,17 @@ def test_live_page_names_failures_but_never_a_secret(start_daemon, browser, tmp_
     assert page.locator(".chart canvas").count() == 1  # broken never had a successful run
     assert daemon.get("/static/nope.js").status_code == 404
     assert daemon.stop()[0] == 0
+
+
+def test_runbook_anchors_are_the_heading_text_s_as_github_makes_them():
+    """Headings others write hold links and code: the anchor is made of the words shown,
+    repeated headings get -1, -2, and raw HTML is text, as on GitHub."""
+    from healthd.report.runbook import render
+
+    page = render(
+        "# [Kafka lag](https://kafka.apache.org/) on `orders`\n\n## Steps\n\n## Steps\n\n"
+        "<script>alert(1)</script>\n"
+    ).decode()
+    assert '<h1 id="kafka-lag-on-orders">' in page
+    assert '<h2 id="steps">' in page and '<h2 id="steps-1">' in page
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
