@@ -23,15 +23,20 @@ named are records). Every log found is read (``decision_logs``): ``ADR/`` and
 directory inside a log being part of it; ``.adr-dir`` names the one log, as ``dir`` does.
 Finding no record is a failed pull naming where it looked. A directory
 renamed in the history (``doc/`` → ``docs/``) is followed back through its earlier names,
-and git's rename detection makes a renamed record (``git mv 0014-x.md 0015-x.md``) the
-same record: it keeps its subject, and links by its old file name still reach it.
+and git's rename detection makes a renamed record the same record: links by its old file
+name still reach it, and one renumbered (``git mv 0015-x.md 0017-x.md``, its title too, as
+teams do after two branches took one number) takes its new number's subject in one
+``revised`` event (metadata ``renumbered_from``), since the log calls it ADR 17 from then
+on; nothing of its decision ends.
 
 Each record is read at every commit that changed it; its status history gives:
 
 * ``Accepted`` → ``added`` ``("adr:<number>", "decision", "<title>", decision)`` (the
   number without leading zeros, the title without it: ``adr:2`` / ``Use Kafka``); a record
-  reusing a number another record already holds (renumbering) gets its own subject
-  ``adr:<number>:<file stem>``, and a record moved (deleted here, same number there, in one
+  reusing a number another record already holds gets its own subject
+  ``adr:<number>:<file stem>`` until it is the only record of that number (the other
+  renumbered or deleted: it then takes ``adr:<number>``, in a ``revised`` event with
+  ``renumbered_from``), and a record moved (deleted here, same number there, in one
   commit) keeps its subject, its new path in ``adr_file``;
 * superseded (``Superseded by [3. ...](0003-....md)`` on the old record, or
   ``Supersedes [2. ...](...)`` on an accepted new one) → ``revised`` from the old record's
@@ -157,6 +162,12 @@ class AdrExtractor(Extractor):
         self._by_name: dict[str, str] = {}  # file name or stem → path (for links)
         self._by_number: dict[int, list[str]] = {}  # number → paths holding it
         self._touched: set[str] = set()  # record paths the commit being folded changed
+        # in the commit being folded: path → (subject it had, subject it has now) for each
+        # record whose number changed (or whose number another record no longer shares);
+        # record paths renamed (old → new); subjects a moved record carried over
+        self._moves: dict[str, tuple[str, str]] = {}
+        self._renamed: dict[str, str] = {}
+        self._carried: set[str] = set()
         state = state or {}
         # from the cursor (a baseline): path → subject; a link decided between records
         # sharing a number (path → reference → record); a renamed record's old file names
@@ -227,8 +238,9 @@ class AdrExtractor(Extractor):
     def _rename(self, old: str, new: str) -> None:
         _move(self.records, old, new)
         _move(self.subjects, old, new)
-        self.numbers.pop(old, None)  # its subject stays whatever number it now has
+        _move(self.numbers, old, new)  # its new number, if another, moves it (_assign)
         _move(self.links, old, new)
+        self._renamed[old] = new
         held_subject = self.subjects.get(new)
         if held_subject is not None:
             self.path_of[held_subject] = new
@@ -244,6 +256,7 @@ class AdrExtractor(Extractor):
                     refs[ref] = new
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
+        self._moves, self._renamed, self._carried = {}, {}, set()
         records = self._records_changed(changes)
         if not records:
             return []
@@ -282,19 +295,27 @@ class AdrExtractor(Extractor):
                     self.path_of.pop(gone, None)
                 continue
             self._assign(ch.path, rec.number, freed)
+        if emit:  # (a baseline keeps the subjects the events so far have named)
+            self._unshare()
         self.reserved = {}
         return self._diff(commit, emit)
 
     def _assign(self, path: str, number: int, freed: dict[int, str]) -> None:
-        """Give a record its subject: kept while its number stays (or since it was renamed),
-        a moved record's, ``adr:<n>`` when free, else one naming its file."""
+        """Give a record its subject: kept while its number stays; a moved record's (deleted
+        here, the same number there); ``adr:<n>`` when free, else one naming its file. A
+        record renumbered (``git mv 0015-x.md 0017-x.md``, its title too) takes its new
+        number's subject: what the log calls ADR 17 is ``adr:17``."""
         current = self.subjects.get(path)
         if current is not None and self.numbers.get(path, number) == number:
             self.numbers[path] = number
             return
-        wanted = (
-            self.reserved.get(path) or freed.pop(number, None) or subject(number, space=self.space)
-        )
+        if current is None:
+            carried = freed.pop(number, None)
+            if carried is not None:
+                self._carried.add(carried)
+            wanted = self.reserved.get(path) or carried or subject(number, space=self.space)
+        else:
+            wanted = subject(number, space=self.space)
         holder = self.path_of.get(wanted)
         if holder is not None and holder != path:
             self.skips.note(
@@ -304,9 +325,32 @@ class AdrExtractor(Extractor):
             wanted = subject(number, _stem(path), self.space)
         if current is not None:
             self.path_of.pop(current, None)
+            self._moved(path, current, wanted)
         self.subjects[path] = wanted
         self.numbers[path] = number
         self.path_of[wanted] = path
+
+    def _unshare(self) -> None:
+        """A record kept apart as ``adr:<n>:<stem>`` takes ``adr:<n>`` once no other record
+        holds that number's subject (the other renumbered or deleted), in path order."""
+        for path in sorted(self.subjects):
+            held_subject, number = self.subjects[path], self.numbers.get(path)
+            if number is None:
+                continue
+            plain = subject(number, space=self.space)
+            if held_subject == plain or plain in self.path_of:
+                continue
+            del self.path_of[held_subject]
+            self.subjects[path] = plain
+            self.path_of[plain] = path
+            self._moved(path, held_subject, plain)
+
+    def _moved(self, path: str, old: str, new: str) -> None:
+        first = self._moves.get(path, (old, old))[0]
+        if first == new:
+            self._moves.pop(path, None)
+        else:
+            self._moves[path] = (first, new)
 
     def _resolve(self, groups: list[tuple[str, ...]], this: str) -> tuple[list[str], list[str]]:
         """The record paths that references name, and the references that name several
@@ -426,6 +470,23 @@ class AdrExtractor(Extractor):
                     self.skips.add(path, "no title")
         path_of = self.path_of
 
+        # a renumbered record's decision moves to its new subject (one revised event); one
+        # no longer accepted ends under the subject it had, below
+        moved_in: dict[str, tuple[str, Held]] = {}  # new subject → (old subject, its fact)
+        moved_out: dict[str, str] = {}  # old subject → the record's path
+        for path, (old, new) in sorted(self._moves.items()):
+            was = self.held.pop(FactKey(old, PREDICATE), None)
+            if was is None:
+                continue
+            if new in desired:
+                moved_in[new] = (old, was)
+                self.linked = {
+                    (new if p == old else p, new if s == old else s) for p, s in self.linked
+                }
+            else:
+                self.held[FactKey(old, PREDICATE)] = was
+                moved_out[old] = path
+
         events: list[tuple[tuple[int, str], int, ChangeEvent]] = []
         supersedes: dict[str, list[str]] = {}  # successor subject → what it supersedes
         for earlier, later_paths in sorted(successors.items()):
@@ -442,7 +503,7 @@ class AdrExtractor(Extractor):
             if name in desired:
                 continue
             was = self.held.pop(key)
-            where = path_of.get(name)
+            where = moved_out.get(name) or path_of.get(name)
             record = recs.get(where) if where else None
             later = [self.subjects[p] for p in successors.get(where or "", [])]
             live = [s for s in later if s in desired]
@@ -478,8 +539,20 @@ class AdrExtractor(Extractor):
         for name in sorted(desired, key=_order):
             h = self._held(name, desired[name], commit)
             before = self.held.get(h.fact.key)
+            if before is not None and self._taken_over(name, before):
+                # another record's decision held this subject: it ends first
+                events.append((_order(name), -1, self._end_taken(commit, name, before)))
+                before = None
             self.held[h.fact.key] = h
             if before is None:
+                came = moved_in.get(name)
+                if came is not None:
+                    old, was = came
+                    h.metadata["renumbered_from"] = old
+                    events.append(
+                        (_order(old), 0, self._event(commit, h, "revised", previous=was.fact))
+                    )
+                    continue
                 if name in revised_to:
                     continue
                 if name in supersedes:
@@ -501,6 +574,33 @@ class AdrExtractor(Extractor):
             return []
         return [ev for _, _, ev in sorted(events, key=lambda t: (t[0], t[1]))]
 
+    def _taken_over(self, name: str, before: Held) -> bool:
+        """Whether the decision held under ``name`` is another record's than the one that
+        has the subject now (that one deleted, or no longer numbered, in this commit)."""
+        if name in self._carried:
+            return False
+        was_at = before.metadata.get("adr_file", "")
+        return self._renamed.get(was_at, was_at) != self.path_of.get(name)
+
+    def _end_taken(self, commit: Commit, name: str, before: Held) -> ChangeEvent:
+        was_at = before.metadata.get("adr_file", "")
+        was_at = self._renamed.get(was_at, was_at)
+        number = _order(name)[0]
+        gone = self.records.get(was_at) is None
+        reason = (
+            f"{self.label} {number} deleted"
+            if gone
+            else f"{self.label} {number} is {self.path_of[name]} now"
+        )
+        return self._event(
+            commit,
+            before,
+            "invalidated",
+            reason=reason,
+            path=was_at,
+            status="deleted" if gone else None,
+        )
+
     def _held(self, name: str, rec: Record, commit: Commit) -> Held:
         assert rec.title is not None
         path = self.path_of[name]
@@ -519,10 +619,13 @@ class AdrExtractor(Extractor):
         previous: Fact | None = None,
         reason: str | None = None,
         path: str | None = None,
+        status: str | None = None,
     ) -> ChangeEvent:
         meta = dict(held.metadata)
         meta["commit"] = commit.sha
-        if etype == "invalidated":
+        if status is not None:
+            meta["status"] = status
+        elif etype == "invalidated":
             where_now = self.path_of.get(held.fact.subject)
             rec = self.records.get(where_now) if where_now else None
             meta["status"] = (rec.status or "unknown") if rec else "deleted"

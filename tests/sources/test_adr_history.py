@@ -128,7 +128,7 @@ def test_a_shared_number_nothing_decides_is_called_ambiguous_not_missing(two_025
 # --------------------------------------------------------------------------- 2: renumbered
 
 
-def test_a_renumbered_record_is_the_same_decision_and_its_supersession_ends_it(
+def test_a_renumbered_record_moves_to_its_new_number_and_its_supersession_ends_it(
     repo, needs_adr, brief
 ):
     repo.adr("init", when="2024-01-01")
@@ -147,12 +147,15 @@ def test_a_renumbered_record_is_the_same_decision_and_its_supersession_ends_it(
         ("2024-01-01", "added", "adr:1 decision=Record architecture decisions"),
         ("2024-02-01", "added", "adr:2 decision=Deploy with Helm"),
         ("2024-02-01", "added", "adr:3 decision=Use Kafka"),
-        ("2024-04-01", "revised", "adr:3 decision=Use Kafka -> adr:5 decision=Use NATS"),
+        # the same decision, now ADR 4 in the log: one event moves it, none ends it
+        ("2024-03-01", "revised", "adr:3 decision=Use Kafka -> adr:4 decision=Use Kafka"),
+        ("2024-04-01", "revised", "adr:4 decision=Use Kafka -> adr:5 decision=Use NATS"),
     ]
+    assert result.events[3].metadata["renumbered_from"] == "adr:3"
     assert result.events[-1].metadata["adr_file"] == "doc/adr/0005-use-nats.md"
 
 
-def test_a_renumbered_record_keeps_its_subject_across_runs(repo, needs_adr, brief):
+def test_a_renumbered_record_moves_once_across_runs(repo, needs_adr, brief):
     repo.adr("init", when="2024-01-01")
     repo.adr("new", "Use Kafka", when="2024-01-01")
     repo.commit("2024-01-01")
@@ -160,12 +163,149 @@ def test_a_renumbered_record_keeps_its_subject_across_runs(repo, needs_adr, brie
     repo.git("mv", "doc/adr/0002-use-kafka.md", "doc/adr/0007-use-kafka.md")
     repo.commit("2024-03-01", message="renumber")
     after = pull(adr_source(repo), before.cursor)
-    assert brief(after.events) == []
+    assert brief(after.events) == [
+        ("2024-03-01", "revised", "adr:2 decision=Use Kafka -> adr:7 decision=Use Kafka"),
+    ]
+    assert pull(adr_source(repo), after.cursor).events == []
     repo.adr("new", "-s", "7", "Use NATS", when="2024-04-01")
     repo.commit("2024-04-01")
     assert brief(pull(adr_source(repo), after.cursor).events) == [
-        ("2024-04-01", "revised", "adr:2 decision=Use Kafka -> adr:8 decision=Use NATS"),
+        ("2024-04-01", "revised", "adr:7 decision=Use Kafka -> adr:8 decision=Use NATS"),
     ]
+
+
+# The shapes below are alphagov/govuk-aws's (81ee9f6e): branches merged with the same
+# number, then "Fix ADR numbering & links" renames a record and its title to a free number.
+DIR = "doc/architecture/decisions"
+
+
+def record(number: int, title: str, status: str) -> str:
+    """A record whose text is its own, as real ones are (git pairs renames by content)."""
+    words = " ".join(f"{title.lower()} point {i}." for i in range(12))
+    return nygard(number, title, status).replace("Why.", words)
+
+
+def renumber(repo, old: str, new: str, number_before: int, number_after: int) -> None:
+    repo.git("mv", f"{DIR}/{old}", f"{DIR}/{new}")
+    set_status(repo, f"{DIR}/{new}", f"# {number_before}. ", f"# {number_after}. ")
+
+
+def test_a_duplicate_renumbered_to_a_free_number_takes_that_number(repo, brief):
+    repo.commit("2017-07-14", {f"{DIR}/0015-dns-infrastructure.md": record(15, "DNS", "Accepted")})
+    repo.commit(
+        "2017-07-15",
+        {
+            f"{DIR}/0015-terraform-data-structure.md": record(
+                15, "Terraform Data Structure", "Accepted"
+            )
+        },
+    )
+    renumber(repo, "0015-terraform-data-structure.md", "0017-terraform-data-structure.md", 15, 17)
+    repo.commit("2017-07-20", message="Fix ADR numbering & links")
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2017-07-14", "added", "adr:15 decision=DNS"),
+        (
+            "2017-07-15",
+            "added",
+            "adr:15:0015-terraform-data-structure decision=Terraform Data Structure",
+        ),
+        (
+            "2017-07-20",
+            "revised",
+            "adr:15:0015-terraform-data-structure decision=Terraform Data Structure -> "
+            "adr:17 decision=Terraform Data Structure",
+        ),
+    ]
+    moved = result.events[-1]
+    assert moved.metadata["renumbered_from"] == "adr:15:0015-terraform-data-structure"
+    assert moved.metadata["adr_file"] == f"{DIR}/0017-terraform-data-structure.md"
+    # nothing more to say on the next run, and the cursor keeps the new subject
+    assert pull(adr_source(repo), result.cursor).events == []
+
+
+def test_the_record_kept_apart_takes_the_plain_number_once_the_other_moves_away(repo, brief):
+    repo.commit(
+        "2017-09-04",
+        {
+            f"{DIR}/0024-move-publicapi.md": record(
+                24, "Move PublicAPI away from frontend-lb", "Accepted"
+            )
+        },
+    )
+    repo.commit("2017-09-14", {f"{DIR}/0024-ami-lookups.md": record(24, "AMI Lookups", "Accepted")})
+    renumber(repo, "0024-move-publicapi.md", "0027-move-publicapi.md", 24, 27)
+    repo.commit("2017-09-15", message="Fix ADR numbering")
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2017-09-04", "added", "adr:24 decision=Move PublicAPI away from frontend-lb"),
+        ("2017-09-14", "added", "adr:24:0024-ami-lookups decision=AMI Lookups"),
+        (
+            "2017-09-15",
+            "revised",
+            "adr:24 decision=Move PublicAPI away from frontend-lb -> "
+            "adr:27 decision=Move PublicAPI away from frontend-lb",
+        ),
+        (
+            "2017-09-15",
+            "revised",
+            "adr:24:0024-ami-lookups decision=AMI Lookups -> adr:24 decision=AMI Lookups",
+        ),
+    ]
+    assert [ev.metadata["renumbered_from"] for ev in result.events[2:]] == [
+        "adr:24",
+        "adr:24:0024-ami-lookups",
+    ]
+    assert len({ev.id for ev in result.events}) == 4
+
+
+def test_a_number_freed_by_a_renumbering_is_no_duplicate_for_the_next_record(repo, brief):
+    repo.commit(
+        "2017-10-25", {f"{DIR}/0031-aws-metrics-and-alarms.md": record(31, "Alarms", "Pending")}
+    )
+    repo.commit(
+        "2017-11-28", {f"{DIR}/0032-security-group-naming.md": record(32, "SG naming", "Pending")}
+    )
+    repo.write({f"{DIR}/0031-aws-metrics-and-alarms.md": None})
+    renumber(repo, "0032-security-group-naming.md", "0031-security-group-naming.md", 32, 31)
+    repo.commit("2018-01-24", message="remove alarms ADR")
+    repo.commit(
+        "2018-04-13",
+        {
+            f"{DIR}/0032-transfer-artefact-binary.md": record(
+                32, "Transfer artefact binary", "Accepted"
+            )
+        },
+    )
+    set_status(repo, f"{DIR}/0031-security-group-naming.md", "Pending", "Accepted")
+    repo.commit("2018-05-01")
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2018-04-13", "added", "adr:32 decision=Transfer artefact binary"),
+        ("2018-05-01", "added", "adr:31 decision=SG naming"),
+    ]
+    assert not [line for line in result.skipped if "duplicate" in line]
+
+
+def test_a_record_deleted_while_its_number_is_shared_leaves_it_to_the_other(repo, brief):
+    repo.commit("2017-08-02", {f"{DIR}/0018-use-rds.md": record(18, "Use RDS", "Accepted")})
+    repo.commit(
+        "2017-08-03",
+        {f"{DIR}/0018-centralise-mysql.md": record(18, "Centralise MySQL", "Accepted")},
+    )
+    repo.commit("2017-08-04", {f"{DIR}/0018-use-rds.md": None})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2017-08-02", "added", "adr:18 decision=Use RDS"),
+        ("2017-08-03", "added", "adr:18:0018-centralise-mysql decision=Centralise MySQL"),
+        ("2017-08-04", "invalidated", "adr:18 decision=Use RDS"),
+        (
+            "2017-08-04",
+            "revised",
+            "adr:18:0018-centralise-mysql decision=Centralise MySQL -> adr:18 decision=Centralise MySQL",
+        ),
+    ]
+    assert result.events[2].reason == "ADR 18 deleted"
 
 
 # --------------------------------------------------------------------------- 3: directory renamed

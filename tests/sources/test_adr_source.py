@@ -278,8 +278,15 @@ def test_messy_records_are_skipped_with_counted_reasons_never_a_crash(repo, brie
         ("2024-01-01", "added", "adr:4 decision=Use Mongo"),
         ("2024-02-01", "invalidated", "adr:4 decision=Use Mongo"),
         ("2024-03-01", "invalidated", "adr:2 decision=First of two"),
+        # the one record numbered 2 now is ADR 2
+        (
+            "2024-03-01",
+            "revised",
+            "adr:2:0002-second decision=Second of two -> adr:2 decision=Second of two",
+        ),
     ]
     assert result.events[4].reason.startswith("ADR 4 superseded")
+    assert result.events[5].reason == "ADR 2 deleted"
     skipped = "\n".join(result.skipped)
     assert "duplicate number 2" in skipped
     assert "0003-odd.md: status 'Frobnicated' not understood" in skipped
