@@ -71,6 +71,24 @@ def is_record_path(path: str, dirs: tuple[str, ...], by_name: bool = False) -> b
     return ext.lower() in _EXTENSIONS and stem not in _NOT_RECORDS and not stem.endswith("template")
 
 
+def is_template_path(path: str, dirs: tuple[str, ...]) -> bool:
+    """Whether ``path`` is a record template in one of ``dirs``: named with a placeholder
+    for the number (``ADRXXX-...``, ``adr-NNNN.md``), ending in ``template``, or inside a
+    ``templates`` directory (adr-tools' ``templates/template.md``)."""
+    directory = next((d for d in dirs if path.startswith(d + "/")), None)
+    if directory is None:
+        return False
+    parts = path[len(directory) + 1 :].split("/")
+    stem, ext = posixpath.splitext(parts[-1])
+    if ext.lower() not in _EXTENSIONS:
+        return False
+    return (
+        bool(_TEMPLATE_NAME.match(stem))
+        or stem.lower().endswith("template")
+        or any(p in ("templates", "template") for p in parts[:-1])
+    )
+
+
 def records_problem(path: str, directory: str | None, branch: str | None) -> str | None:
     """What a pull of an `adr` source would say about finding records in the checkout at
     ``path`` (None when it finds some), without reading the history."""

@@ -56,7 +56,9 @@ Each record is read at every commit that changed it; its status history gives:
   status says superseded (``invalidated``, "superseded (by adr:15, not accepted)"; the
   successor is ``added`` with ``supersedes`` when accepted); a deleted record's decision
   is ``invalidated``;
-* a retitled accepted record → ``revised`` on the same key.
+* a retitled accepted record → ``revised`` on the same key; a title left as the log's
+  template has it (``# ADRxxx: Decision Record Title ...``) is replaced by the file name's
+  words, and reported.
 
 Formats: Nygard/adr-tools (``# 2. Title``, a ``## Status`` section) and MADR (front matter
 ``status:``, ``* Status:`` / ``- Status:`` lines), with spelling variants (``superceded``),
@@ -88,6 +90,7 @@ from healthd.sources._adrlayout import (
     detect_layout,
     earlier_names,
     is_record_path,
+    is_template_path,
     log_spaces,
     records_problem,
 )
@@ -156,6 +159,7 @@ class AdrExtractor(Extractor):
         self.repo = repo
         self.skips = skips
         self.records: dict[str, Record] = {}  # path → what it says now
+        self.template_titles: dict[str, str] = {}  # template path → its title's words
         self.subjects: dict[str, str] = {}  # path → its subject
         self.numbers: dict[str, int] = {}  # path → the number its subject was given for
         self.path_of: dict[str, str] = {}  # subject → its path
@@ -197,11 +201,50 @@ class AdrExtractor(Extractor):
             path.startswith(inner + "/") for inner in self.inner
         )
 
+    def _is_template_path(self, path: str) -> bool:
+        return is_template_path(path, self.dirs) and not any(
+            path.startswith(inner + "/") for inner in self.inner
+        )
+
     # -- folding
     def wanted(self, changes: list[Change]) -> Iterator[str]:
         for ch in changes:
-            if ch.status != "D" and not ch.is_submodule and self._is_record_path(ch.path):
+            if (
+                ch.status != "D"
+                and not ch.is_submodule
+                and (self._is_record_path(ch.path) or self._is_template_path(ch.path))
+            ):
                 yield ch.new_sha
+
+    def _read_templates(self, changes: list[Change]) -> None:
+        """Keep the title of each template of the log, to know a record that kept it."""
+        for ch in changes:
+            if ch.is_submodule:
+                continue
+            if ch.old_path is not None:
+                self.template_titles.pop(ch.old_path, None)
+            if not self._is_template_path(ch.path):
+                continue
+            data = None if ch.status == "D" else self.repo.blob(ch.new_sha)
+            title = parse_adr("", data.decode("utf-8", "replace")).title if data else None
+            title = _PLACEHOLDER_NUMBER.sub("", title or "")
+            if title:
+                self.template_titles[ch.path] = _words(title)
+            else:
+                self.template_titles.pop(ch.path, None)
+
+    def _untemplated(self, path: str, rec: Record) -> None:
+        """A record whose title is still its template's is named from its file name
+        (alphagov/forms' ``ADR025-remove-papertrail.md``: "Remove papertrail")."""
+        if rec.title is None or _words(rec.title) not in self.template_titles.values():
+            return
+        words = _FILE_TITLE.sub("", _stem(path)).replace("_", " ").replace("-", " ").strip()
+        if not words:
+            return
+        self.skips.note(
+            f"{path}: its title is its template's ({rec.title!r}); named from its file name"
+        )
+        rec.title = words[:1].upper() + words[1:]
 
     def _records_changed(self, changes: list[Change]) -> list[Change]:
         """The commit's changes to records; a record renamed within the ADR directories
@@ -257,6 +300,7 @@ class AdrExtractor(Extractor):
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         self._moves, self._renamed, self._carried = {}, {}, set()
+        self._read_templates(changes)
         records = self._records_changed(changes)
         if not records:
             return []
@@ -285,6 +329,7 @@ class AdrExtractor(Extractor):
                 )
                 continue
             rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
+            self._untemplated(ch.path, rec)
             self.records[ch.path] = rec
             self.read_any = True
             if rec.number is None:
@@ -704,6 +749,12 @@ def _str_map(raw: Any) -> dict[str, str]:
     if not isinstance(raw, dict):
         return {}
     return {str(k): v for k, v in raw.items() if isinstance(v, str)}
+
+
+#: A template title's placeholder for the number (``ADRxxx:``, ``NUMBER.``, ``NNNN -``).
+_PLACEHOLDER_NUMBER = re.compile(r"^[A-Za-z]{0,5}[-_ ]?(?:x{3,}|n{3,}|number)[.:]?\s*", re.I)
+#: A record file name's number and its prefix (``0017-``, ``ADR025-``, ``DR-005_``).
+_FILE_TITLE = re.compile(r"^[A-Za-z]{0,5}[-_ ]?\d+[-_ .]*")
 
 
 def _words(text: str) -> str:

@@ -495,3 +495,55 @@ def test_template_guidance_left_in_a_record_is_reported_and_skipped(repo, brief)
         "0002-use-b.md" in line and "ambiguous status 'Accepted or Rejected'" in line
         for line in result.skipped
     ), result.skipped
+
+
+# alphagov/forms (ae72f4b): ADR/ADR025-remove-papertrail.md kept its template's heading
+FORMS_TEMPLATE = (
+    "# ADRxxx: Decision Record Title (a description of the decision, not the problem)\n\n"
+    "Date: YYYY-MM-DD\n\n## Status\n\n> Accepted or Rejected\n\n## Context\n\nWhy.\n"
+)
+
+
+def forms_record(number: int, heading: str, status: str = "> Accepted") -> str:
+    return (
+        f"# ADR{number:03d}: {heading}\n\nDate: 2024-02-01\n\n## Status\n\n{status}\n\n"
+        f"## Context\n\nWhy.\n\n## Decision\n\nWhat.\n"
+    )
+
+
+def test_a_title_left_as_the_templates_is_named_from_its_file_name(repo, brief):
+    placeholder = "Decision Record Title (a description of the decision, not the problem)"
+    repo.commit(
+        "2023-01-01",
+        {
+            "ADR/ADRXXX-architecture-decision-record-template.md": FORMS_TEMPLATE,
+            "ADR/ADR013-use-paper-trail-gem.md": forms_record(13, "Add PaperTrail gem"),
+        },
+    )
+    repo.commit(
+        "2024-02-07",
+        {
+            "ADR/ADR025-remove-papertrail.md": forms_record(
+                25, placeholder, "> Accepted\n\nSupersedes [ADR013](ADR013-use-paper-trail-gem.md)"
+            )
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2023-01-01", "added", "adr:13 decision=Add PaperTrail gem"),
+        (
+            "2024-02-07",
+            "revised",
+            "adr:13 decision=Add PaperTrail gem -> adr:25 decision=Remove papertrail",
+        ),
+    ]
+    assert [line for line in result.skipped if "ADR025" in line] == [
+        f"ADR/ADR025-remove-papertrail.md: its title is its template's ({placeholder!r}); "
+        "named from its file name"
+    ]
+    # a record titled like the template once the template says something else is its own
+    repo.commit("2024-03-01", {"ADR/ADRXXX-architecture-decision-record-template.md": None})
+    repo.commit("2024-03-02", {"ADR/ADR026-x.md": forms_record(26, placeholder)})
+    assert brief(pull(adr_source(repo), result.cursor).events) == [
+        ("2024-03-02", "added", f"adr:26 decision={placeholder}"),
+    ]
