@@ -172,6 +172,7 @@ class AdrExtractor(Extractor):
         self._moves: dict[str, tuple[str, str]] = {}
         self._renamed: dict[str, str] = {}
         self._carried: set[str] = set()
+        self._apart: list[str] = []  # records given their own subject in this commit
         state = state or {}
         # from the cursor (a baseline): path → subject; a link decided between records
         # sharing a number (path → reference → record); a renamed record's old file names
@@ -299,7 +300,7 @@ class AdrExtractor(Extractor):
                     refs[ref] = new
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
-        self._moves, self._renamed, self._carried = {}, {}, set()
+        self._moves, self._renamed, self._carried, self._apart = {}, {}, set(), []
         self._read_templates(changes)
         records = self._records_changed(changes)
         if not records:
@@ -342,6 +343,14 @@ class AdrExtractor(Extractor):
             self._assign(ch.path, rec.number, freed)
         if emit:  # (a baseline keeps the subjects the events so far have named)
             self._unshare()
+        for path in self._apart:
+            number = self.numbers.get(path)
+            holder = self.path_of.get(subject(number, space=self.space)) if number else None
+            if holder is not None and holder != path:
+                self.skips.note(
+                    f"{path}: duplicate number {number} (also {holder}); "
+                    f"kept apart as {self.subjects[path]}"
+                )
         self.reserved = {}
         return self._diff(commit, emit)
 
@@ -363,10 +372,7 @@ class AdrExtractor(Extractor):
             wanted = subject(number, space=self.space)
         holder = self.path_of.get(wanted)
         if holder is not None and holder != path:
-            self.skips.note(
-                f"{path}: duplicate number {number} (also {holder}); "
-                f"kept apart as {subject(number, _stem(path), self.space)}"
-            )
+            self._apart.append(path)  # said once the commit's records all have subjects
             wanted = subject(number, _stem(path), self.space)
         if current is not None:
             self.path_of.pop(current, None)
@@ -513,24 +519,23 @@ class AdrExtractor(Extractor):
                     desired[self.subjects[path]] = rec
                 else:
                     self.skips.add(path, "no title")
-        path_of = self.path_of
 
         # a renumbered record's decision moves to its new subject (one revised event); one
         # no longer accepted ends under the subject it had, below
         moved_in: dict[str, tuple[str, Held]] = {}  # new subject → (old subject, its fact)
         moved_out: dict[str, str] = {}  # old subject → the record's path
         for path, (old, new) in sorted(self._moves.items()):
+            self.linked = {(new if p == old else p, new if s == old else s) for p, s in self.linked}
             was = self.held.pop(FactKey(old, PREDICATE), None)
             if was is None:
                 continue
             if new in desired:
                 moved_in[new] = (old, was)
-                self.linked = {
-                    (new if p == old else p, new if s == old else s) for p, s in self.linked
-                }
             else:
                 self.held[FactKey(old, PREDICATE)] = was
                 moved_out[old] = path
+        first_events: list[ChangeEvent] = []  # decisions a subject's new record ends
+        move_events: list[tuple[str, str, ChangeEvent]] = []  # (old subject, new, event)
 
         events: list[tuple[tuple[int, str], int, ChangeEvent]] = []
         supersedes: dict[str, list[str]] = {}  # successor subject → what it supersedes
@@ -548,11 +553,11 @@ class AdrExtractor(Extractor):
             if name in desired:
                 continue
             was = self.held.pop(key)
-            where = moved_out.get(name) or path_of.get(name)
+            where = moved_out.get(name) or self._record_of(name, was)
             record = recs.get(where) if where else None
             later = [self.subjects[p] for p in successors.get(where or "", [])]
             live = [s for s in later if s in desired]
-            number = _order(name)[0]
+            number = record.number if record is not None and record.number else _order(name)[0]
             if live:
                 first = self._held(live[0], desired[live[0]], commit)
                 first.metadata["superseded_by"] = " ".join(live)
@@ -571,12 +576,21 @@ class AdrExtractor(Extractor):
                 reason = (
                     f"{self.label} {number} is {record.status or 'without a known status'} again"
                 )
+            ended = was
+            if record is not None and where != was.metadata.get("adr_file"):
+                ended = Held(was.fact, was.depends_on, {**was.metadata, "adr_file": where or ""})
+            status = (record.status or "unknown") if record is not None else "deleted"
             events.append(
                 (
                     _order(name),
                     1,
                     self._event(
-                        commit, was, "invalidated", reason=reason, path=was.metadata.get("adr_file")
+                        commit,
+                        ended,
+                        "invalidated",
+                        reason=reason,
+                        path=was.metadata.get("adr_file"),
+                        status=status,
                     ),
                 )
             )
@@ -586,23 +600,25 @@ class AdrExtractor(Extractor):
             before = self.held.get(h.fact.key)
             if before is not None and self._taken_over(name, before):
                 # another record's decision held this subject: it ends first
-                events.append((_order(name), -1, self._end_taken(commit, name, before)))
+                first_events.append(self._end_taken(commit, name, before))
                 before = None
             self.held[h.fact.key] = h
             if before is None:
                 came = moved_in.get(name)
                 if came is not None:
                     old, was = came
-                    h.metadata["renumbered_from"] = old
-                    events.append(
-                        (_order(old), 0, self._event(commit, h, "revised", previous=was.fact))
+                    told = Held(h.fact, h.depends_on, {**h.metadata, "renumbered_from": old})
+                    move_events.append(
+                        (old, name, self._event(commit, told, "revised", previous=was.fact))
                     )
                     continue
                 if name in revised_to:
                     continue
+                told = h
                 if name in supersedes:
-                    h.metadata["supersedes"] = " ".join(sorted(supersedes[name], key=_order))
-                events.append((_order(name), 0, self._event(commit, h, "added")))
+                    said = " ".join(sorted(supersedes[name], key=_order))
+                    told = Held(h.fact, h.depends_on, {**h.metadata, "supersedes": said})
+                events.append((_order(name), 0, self._event(commit, told, "added")))
             elif before.fact != h.fact:
                 events.append(
                     (_order(name), 0, self._event(commit, h, "revised", previous=before.fact))
@@ -617,7 +633,16 @@ class AdrExtractor(Extractor):
                     h.metadata = before.metadata
         if not emit:
             return []
-        return [ev for _, _, ev in sorted(events, key=lambda t: (t[0], t[1]))]
+        rest = [ev for _, _, ev in sorted(events, key=lambda t: (t[0], t[1]))]
+        return first_events + _moves_in_order(move_events) + rest
+
+    def _record_of(self, name: str, held: Held) -> str | None:
+        """The path of the record whose decision ``held`` is (renamed in this commit, or
+        moved under the same subject), which another record may hold the subject of now."""
+        if name in self._carried:
+            return self.path_of.get(name)
+        was_at = held.metadata.get("adr_file")
+        return self._renamed.get(was_at, was_at) if was_at else self.path_of.get(name)
 
     def _taken_over(self, name: str, before: Held) -> bool:
         """Whether the decision held under ``name`` is another record's than the one that
@@ -738,6 +763,19 @@ def _saved_logs(state: Mapping[str, Any] | None) -> dict[tuple[str, str], Mappin
 
 
 _V = TypeVar("_V")
+
+
+def _moves_in_order(moves: list[tuple[str, str, ChangeEvent]]) -> list[ChangeEvent]:
+    """Renumbering events so that a record leaves a subject before another takes it
+    (24 → 27, then 24:stem → 24); a cycle (two records swapping numbers) in subject order."""
+    pending = sorted(moves, key=lambda m: (_order(m[0]), m[1]))
+    out: list[ChangeEvent] = []
+    while pending:
+        sources = {old for old, _, _ in pending}
+        ready = [m for m in pending if m[1] not in sources] or pending[:1]
+        out.extend(ev for _, _, ev in ready)
+        pending = [m for m in pending if m not in ready]
+    return out
 
 
 def _move(table: dict[str, _V], old: str, new: str) -> None:

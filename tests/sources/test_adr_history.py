@@ -308,6 +308,120 @@ def test_a_record_deleted_while_its_number_is_shared_leaves_it_to_the_other(repo
     assert result.events[2].reason == "ADR 18 deleted"
 
 
+# What a fresh-eyes review of the renumbering found, each a history of five records or fewer.
+K5 = "0005-use-kafka.md"
+
+
+def test_a_deleted_record_ends_as_deleted_when_the_one_kept_apart_takes_its_number(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            f"{DIR}/{K5}": record(5, "Use Kafka", "Accepted"),
+            f"{DIR}/0007-use-nats.md": record(7, "Use NATS", "Accepted"),
+        },
+    )
+    repo.commit("2024-01-02", {f"{DIR}/0005-use-rabbit.md": record(5, "Use Rabbit", "Accepted")})
+    set_status(
+        repo,
+        f"{DIR}/0005-use-rabbit.md",
+        "Accepted",
+        "Superseded by [7. Use NATS](0007-use-nats.md)",
+    )
+    repo.commit("2024-01-03")
+    repo.commit("2024-01-04", {f"{DIR}/{K5}": None})
+    events = pull(adr_source(repo)).events
+    assert brief(events)[-1] == ("2024-01-04", "invalidated", "adr:5 decision=Use Kafka")
+    assert events[-1].reason == "ADR 5 deleted"
+    assert events[-1].metadata["status"] == "deleted"
+
+
+def test_a_record_deleted_ends_before_another_is_renumbered_into_its_number(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            f"{DIR}/{K5}": record(5, "Use Kafka", "Accepted"),
+            f"{DIR}/0006-use-nats.md": record(6, "Use NATS", "Accepted"),
+        },
+    )
+    repo.write({f"{DIR}/0006-use-nats.md": None})
+    renumber(repo, K5, "0006-use-kafka.md", 5, 6)
+    repo.commit("2024-01-02")
+    assert brief(pull(adr_source(repo)).events)[2:] == [
+        ("2024-01-02", "invalidated", "adr:6 decision=Use NATS"),
+        ("2024-01-02", "revised", "adr:5 decision=Use Kafka -> adr:6 decision=Use Kafka"),
+    ]
+
+
+def test_records_renumbered_in_a_chain_leave_a_number_before_it_is_taken(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            f"{DIR}/{K5}": record(5, "Use Kafka", "Accepted"),
+            f"{DIR}/0006-use-nats.md": record(6, "Use NATS", "Accepted"),
+        },
+    )
+    renumber(repo, K5, "0006-use-kafka.md", 5, 6)
+    renumber(repo, "0006-use-nats.md", "0007-use-nats.md", 6, 7)
+    repo.commit("2024-01-02")
+    result = pull(adr_source(repo))
+    assert brief(result.events)[2:] == [
+        ("2024-01-02", "revised", "adr:6 decision=Use NATS -> adr:7 decision=Use NATS"),
+        ("2024-01-02", "revised", "adr:5 decision=Use Kafka -> adr:6 decision=Use Kafka"),
+    ]
+    assert not [line for line in result.skipped if "duplicate" in line]
+
+
+def test_a_record_renumbered_and_deprecated_at_once_ends_as_deprecated_where_it_is(repo, brief):
+    repo.commit("2024-01-01", {f"{DIR}/{K5}": record(5, "Use Kafka", "Accepted")})
+    renumber(repo, K5, "0006-use-kafka.md", 5, 6)
+    set_status(repo, f"{DIR}/0006-use-kafka.md", "Accepted", "Deprecated")
+    repo.commit("2024-01-02")
+    ended = pull(adr_source(repo)).events[-1]
+    assert (ended.type, ended.fact.subject, ended.reason) == (
+        "invalidated",
+        "adr:5",
+        "ADR 6 deprecated",
+    )
+    assert ended.metadata["status"] == "deprecated"
+    assert ended.metadata["adr_file"] == f"{DIR}/0006-use-kafka.md"
+
+
+def test_a_renumbered_record_reads_the_same_pulled_at_once_or_commit_by_commit(repo):
+    steps = [
+        ("2024-01-01", lambda: repo.write({f"{DIR}/{K5}": record(5, "Use Kafka", "Accepted")})),
+        ("2024-01-02", lambda: renumber(repo, K5, "0006-use-kafka.md", 5, 6)),
+        ("2024-01-03", lambda: repo.write({f"{DIR}/0007-x.md": record(7, "Use X", "Accepted")})),
+        ("2024-01-04", lambda: repo.write({f"{DIR}/0006-use-kafka.md": None})),
+    ]
+    cursor, by_step = None, []
+    for when, change in steps:
+        change()
+        repo.commit(when)
+        result = pull(adr_source(repo), cursor)
+        by_step += result.events
+        cursor = result.cursor
+    at_once = pull(adr_source(repo)).events
+    assert [(e.id, e.type, e.fact, dict(e.metadata)) for e in by_step] == [
+        (e.id, e.type, e.fact, dict(e.metadata)) for e in at_once
+    ]
+    assert "renumbered_from" not in at_once[-1].metadata  # the deletion is no renumbering
+
+
+def test_a_superseded_record_renumbered_says_nothing_new(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            f"{DIR}/{K5}": record(5, "Use Kafka", "Accepted"),
+            f"{DIR}/0007-use-nats.md": record(7, "Use NATS", "Accepted"),
+        },
+    )
+    set_status(repo, f"{DIR}/{K5}", "Accepted", "Superseded by [7. Use NATS](0007-use-nats.md)")
+    repo.commit("2024-01-02")
+    renumber(repo, K5, "0006-use-kafka.md", 5, 6)
+    repo.commit("2024-01-03")
+    assert [e for e in brief(pull(adr_source(repo)).events) if e[0] == "2024-01-03"] == []
+
+
 # --------------------------------------------------------------------------- 3: directory renamed
 
 
