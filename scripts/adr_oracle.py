@@ -3,8 +3,9 @@
 At every first-parent commit it lists the decision records of the given directories with
 ``git ls-tree`` and reads each with ``git show``, by rules of its own (no healthd code is
 imported): the number from the file name (``0017-x.md``, ``ADR015-x.md``, ``DR005-x.MD``),
-the title from the first ``# `` heading without its number, the status from the first
-line under a ``Status`` heading or a ``Status:`` line, a decision when that says Accepted or
+the title from the first ``# `` heading without its number (and without ``*`` and
+backticks, on both sides), the status from the first line under a ``Status`` heading or a
+``Status:`` line, a decision when it starts, past quotes, marks and emoji, with Accepted or
 Approved. It replays the timeline's events (``healthd timeline --source NAME``) up to the
 same commit and compares, for every number exactly one file holds, the decision the log
 says ADR N is with the one the timeline holds for ``<space>:N``; a number two files share
@@ -29,6 +30,13 @@ RECORD = re.compile(r"/(?:[A-Z]+)?(\d{3,4})-[^/]*\.md$", re.IGNORECASE)
 TITLE_NUMBER = re.compile(r"^(?:[A-Z]+-?)?\d+[.:]?\s*")
 STATUS_HEADING = re.compile(r"^#+ Status:?\s*\n+(.+)$", re.MULTILINE | re.IGNORECASE)
 STATUS_LINE = re.compile(r"^\W*Status:\W*(.+)$", re.MULTILINE | re.IGNORECASE)
+LEADING_MARKS = re.compile(r"^[\W_]+")  # quotes, emphasis, an emoji: "> **✅ Accepted**"
+MARKUP = str.maketrans("", "", "`*")
+
+
+def plain(title: str) -> str:
+    """A title without inline code or emphasis marks (what it says, not how it looks)."""
+    return title.translate(MARKUP)
 
 
 def git(repo: str, *args: str) -> str:
@@ -56,9 +64,9 @@ def decisions_in_log(repo: str, sha: str, dirs: list[str]) -> tuple[dict[int, st
             (line[2:].strip() for line in text.splitlines() if line.startswith("# ")), ""
         )
         found = STATUS_HEADING.search(text) or STATUS_LINE.search(text)
-        status = found.group(1).strip().strip(">*_ ").lower() if found else ""
+        status = LEADING_MARKS.sub("", found.group(1)).lower() if found else ""
         if status.startswith(("accepted", "approved")) and " or " not in status:
-            out[number] = TITLE_NUMBER.sub("", heading).strip(" :-")
+            out[number] = plain(TITLE_NUMBER.sub("", heading).strip(" :-"))
     return out, holders
 
 
@@ -94,7 +102,7 @@ def main() -> int:
         for name, title in held.items():
             space, _, rest = name.partition(":")
             if space == args.space and rest.isdigit() and holders.get(int(rest), 0) <= 1:
-                ours[int(rest)] = title
+                ours[int(rest)] = plain(title)
         checked += 1
         if ours != truth:
             differing += 1
