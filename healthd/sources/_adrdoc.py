@@ -29,7 +29,7 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
         "proposed",
         re.compile(
             r"\b(?:proposed?|draft|drafted|in[ -]review|under review|"
-            r"pending|open|wip|in[ -]progress|discussion|suggested)\b",
+            r"pending|open|wip|in[ -]progress|incomplete|discussion|suggested)\b",
             re.I,
         ),
     ),

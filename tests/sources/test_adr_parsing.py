@@ -42,6 +42,12 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         ("Deprecated", "deprecated"),
         ("Rejected", "rejected"),
         ("Draft", "proposed"),
+        # ministryofjustice/cloud-platform's 034-EKS-Fargate.md and its other statuses
+        ("🤔 Incomplete", "proposed"),
+        ("🤔 Proposed", "proposed"),
+        ("✅ Accepted (documenting an existing thing)", "accepted"),
+        ("❌ Rejected (see [019](019-Shared-Ingress-Controllers.md))", "rejected"),
+        ("⌛️ Superseded by [036. Multi-cluster](036-multi-cluster.md)", "superseded"),
         ("Frobnicated", None),
     ],
 )
