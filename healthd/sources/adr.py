@@ -234,18 +234,13 @@ class AdrExtractor(Extractor):
             else:
                 self.template_titles.pop(ch.path, None)
 
-    def _untemplated(self, path: str, rec: Record) -> None:
-        """A record whose title is still its template's is named from its file name
-        (alphagov/forms' ``ADR025-remove-papertrail.md``: "Remove papertrail")."""
+    def _untemplated(self, path: str, rec: Record) -> str | None:
+        """The name a record whose title is still its template's takes from its file name
+        (alphagov/forms' ``ADR025-remove-papertrail.md``: "Remove papertrail"), else None."""
         if rec.title is None or _words(rec.title) not in self.template_titles.values():
-            return
+            return None
         words = _FILE_TITLE.sub("", _stem(path)).replace("_", " ").replace("-", " ").strip()
-        if not words:
-            return
-        self.skips.note(
-            f"{path}: its title is its template's ({rec.title!r}); named from its file name"
-        )
-        rec.title = words[:1].upper() + words[1:]
+        return words[:1].upper() + words[1:] if words else None
 
     def _records_changed(self, changes: list[Change]) -> list[Change]:
         """The commit's changes to records; a record renamed within the ADR directories
@@ -257,7 +252,7 @@ class AdrExtractor(Extractor):
                 continue
             if ch.status == "R" and ch.old_path is not None:
                 was, now = self._is_record_path(ch.old_path), self._is_record_path(ch.path)
-                if was and now and self._same_record(ch.old_path, ch.new_sha):
+                if was and now and self._same_record(ch.old_path, ch.path, ch.new_sha):
                     self._rename(ch.old_path, ch.path)
                     out.append(ch._replace(status="M", old_path=None))
                     continue
@@ -269,7 +264,7 @@ class AdrExtractor(Extractor):
                 out.append(ch)
         return out
 
-    def _same_record(self, old: str, new_sha: str) -> bool:
+    def _same_record(self, old: str, new: str, new_sha: str) -> bool:
         """Whether git's rename is the record moved, not another record written from the
         same template in its place: the title stays."""
         before = self.records.get(old)
@@ -277,7 +272,8 @@ class AdrExtractor(Extractor):
         if before is None or data is None:
             return False
         after = parse_adr("", data.decode("utf-8", errors="replace"))
-        return _words(before.title or "") == _words(after.title or "")
+        title = self._untemplated(new, after) or after.title
+        return _words(before.title or "") == _words(title or "")
 
     def _rename(self, old: str, new: str) -> None:
         _move(self.records, old, new)
@@ -330,7 +326,13 @@ class AdrExtractor(Extractor):
                 )
                 continue
             rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
-            self._untemplated(ch.path, rec)
+            named = self._untemplated(ch.path, rec)
+            if named is not None:
+                self.skips.note(
+                    f"{ch.path}: its title is its template's ({rec.title!r}); named from its "
+                    "file name"
+                )
+                rec.title = named
             self.records[ch.path] = rec
             self.read_any = True
             if rec.number is None:

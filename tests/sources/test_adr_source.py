@@ -547,3 +547,27 @@ def test_a_title_left_as_the_templates_is_named_from_its_file_name(repo, brief):
     assert brief(pull(adr_source(repo), result.cursor).events) == [
         ("2024-03-02", "added", f"adr:26 decision={placeholder}"),
     ]
+
+
+def test_a_record_named_from_its_file_name_is_the_same_record_when_renumbered(repo, brief):
+    placeholder = "Decision Record Title (a description of the decision, not the problem)"
+    body = "".join(f"papertrail is removed, point {i}.\n" for i in range(12))
+    repo.commit(
+        "2024-02-07",
+        {
+            "ADR/ADRXXX-architecture-decision-record-template.md": FORMS_TEMPLATE,
+            "ADR/ADR025-remove-papertrail.md": forms_record(25, placeholder) + body,
+        },
+    )
+    repo.git("mv", "ADR/ADR025-remove-papertrail.md", "ADR/ADR026-remove-papertrail.md")
+    text = repo.read("ADR/ADR026-remove-papertrail.md").replace("# ADR025:", "# ADR026:")
+    repo.write({"ADR/ADR026-remove-papertrail.md": text})
+    repo.commit("2024-02-08")
+    assert brief(pull(adr_source(repo)).events) == [
+        ("2024-02-07", "added", "adr:25 decision=Remove papertrail"),
+        (
+            "2024-02-08",
+            "revised",
+            "adr:25 decision=Remove papertrail -> adr:26 decision=Remove papertrail",
+        ),
+    ]
