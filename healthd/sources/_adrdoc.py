@@ -29,7 +29,8 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
         "proposed",
         re.compile(
             r"\b(?:proposed?|draft|drafted|in[ -]review|under review|"
-            r"pending|open|wip|in[ -]progress|incomplete|discussion|suggested)\b",
+            r"pending|open|wip|in[ -]progress|discussion|suggested)\b"
+            r"|^[\W_]*incomplete\b",  # (as the status itself, not "rollout incomplete")
             re.I,
         ),
     ),

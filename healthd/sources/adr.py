@@ -159,7 +159,9 @@ class AdrExtractor(Extractor):
         self.repo = repo
         self.skips = skips
         self.records: dict[str, Record] = {}  # path → what it says now
-        self.template_titles: dict[str, str] = {}  # template path → its title's words
+        # the words of every title the log's templates have had: once a placeholder, always
+        # (a template reworded or deleted leaves the records that kept it as they were)
+        self.template_titles: set[str] = set()
         self.subjects: dict[str, str] = {}  # path → its subject
         self.numbers: dict[str, int] = {}  # path → the number its subject was given for
         self.path_of: dict[str, str] = {}  # subject → its path
@@ -183,6 +185,9 @@ class AdrExtractor(Extractor):
             if isinstance(refs, dict)
         }
         self.aliases: dict[str, str] = _str_map(state.get("aliases"))
+        templates = state.get("templates")
+        if isinstance(templates, list):
+            self.template_titles = {t for t in templates if isinstance(t, str)}
         self.held: dict[FactKey, Held] = {}
         # (predecessor, successor) subjects linked so far: a link is said once, at the commit
         # that makes it (rebuilt with the state at a cursor, so never said twice)
@@ -195,6 +200,7 @@ class AdrExtractor(Extractor):
             "subjects": dict(sorted(self.subjects.items())),
             "links": {p: dict(sorted(r.items())) for p, r in sorted(self.links.items()) if r},
             "aliases": dict(sorted(self.aliases.items())),
+            **({"templates": sorted(self.template_titles)} if self.template_titles else {}),
         }
 
     def _is_record_path(self, path: str) -> bool:
@@ -217,30 +223,32 @@ class AdrExtractor(Extractor):
             ):
                 yield ch.new_sha
 
-    def _read_templates(self, changes: list[Change]) -> None:
-        """Keep the title of each template of the log, to know a record that kept it."""
+    def _read_templates(self, changes: list[Change]) -> bool:
+        """Learn the titles of the log's templates a commit writes; whether one is new."""
+        learned = False
         for ch in changes:
-            if ch.is_submodule:
+            if ch.status == "D" or ch.is_submodule or not self._is_template_path(ch.path):
                 continue
-            if ch.old_path is not None:
-                self.template_titles.pop(ch.old_path, None)
-            if not self._is_template_path(ch.path):
-                continue
-            data = None if ch.status == "D" else self.repo.blob(ch.new_sha)
+            data = self.repo.blob(ch.new_sha)
             title = parse_adr("", data.decode("utf-8", "replace")).title if data else None
-            title = _PLACEHOLDER_NUMBER.sub("", title or "")
-            if title:
-                self.template_titles[ch.path] = _words(title)
-            else:
-                self.template_titles.pop(ch.path, None)
+            words = _words(_PLACEHOLDER_NUMBER.sub("", title or ""))
+            if words and words not in self.template_titles:
+                self.template_titles.add(words)
+                learned = True
+        return learned
 
-    def _untemplated(self, path: str, rec: Record) -> str | None:
-        """The name a record whose title is still its template's takes from its file name
-        (alphagov/forms' ``ADR025-remove-papertrail.md``: "Remove papertrail"), else None."""
-        if rec.title is None or _words(rec.title) not in self.template_titles.values():
-            return None
-        words = _FILE_TITLE.sub("", _stem(path)).replace("_", " ").replace("-", " ").strip()
-        return words[:1].upper() + words[1:] if words else None
+    def _title(self, path: str, rec: Record) -> str | None:
+        """A record's title; one left as a template of the log has it (alphagov/forms'
+        ``ADR025-remove-papertrail.md``: "Decision Record Title (a description of ...)") is
+        named from its file name's words ("Remove papertrail"), unless the file was named
+        after that very title (a real record that a template copied)."""
+        title = rec.title
+        if title is None or _words(title) not in self.template_titles:
+            return title
+        words = _file_words(path)
+        if not words or _words(words) == _words(title):
+            return title
+        return words[:1].upper() + words[1:]
 
     def _records_changed(self, changes: list[Change]) -> list[Change]:
         """The commit's changes to records; a record renamed within the ADR directories
@@ -272,8 +280,7 @@ class AdrExtractor(Extractor):
         if before is None or data is None:
             return False
         after = parse_adr("", data.decode("utf-8", errors="replace"))
-        title = self._untemplated(new, after) or after.title
-        return _words(before.title or "") == _words(title or "")
+        return _words(self._title(old, before) or "") == _words(self._title(new, after) or "")
 
     def _rename(self, old: str, new: str) -> None:
         _move(self.records, old, new)
@@ -297,9 +304,9 @@ class AdrExtractor(Extractor):
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         self._moves, self._renamed, self._carried, self._apart = {}, {}, set(), []
-        self._read_templates(changes)
+        learned = self._read_templates(changes)  # (records that kept it are named anew)
         records = self._records_changed(changes)
-        if not records:
+        if not records and not learned:
             return []
         # a record moved in this commit (deleted here, same number there) keeps its subject
         freed: dict[int, str] = {}
@@ -326,13 +333,6 @@ class AdrExtractor(Extractor):
                 )
                 continue
             rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
-            named = self._untemplated(ch.path, rec)
-            if named is not None:
-                self.skips.note(
-                    f"{ch.path}: its title is its template's ({rec.title!r}); named from its "
-                    "file name"
-                )
-                rec.title = named
             self.records[ch.path] = rec
             self.read_any = True
             if rec.number is None:
@@ -457,7 +457,8 @@ class AdrExtractor(Extractor):
             titled = [
                 p
                 for p in holders
-                if (title := self.records[p].title) and f" {_words(title)} " in f" {said} "
+                if (title := self._title(p, self.records[p]))
+                and f" {_words(title)} " in f" {said} "
             ]
             pick = titled[0] if len(titled) == 1 else None
         if pick is not None:
@@ -517,7 +518,18 @@ class AdrExtractor(Extractor):
             # a decision only once its own status says so: a Pending successor a
             # supersession names is none until it is accepted
             if rec.status == "accepted":
-                if rec.title:
+                title = self._title(path, rec)
+                if title != rec.title:
+                    self.skips.note(
+                        f"{path}: its title is its template's ({rec.title!r}); named from its "
+                        "file name"
+                    )
+                elif title and _words(title) in self.template_titles and not _file_words(path):
+                    self.skips.note(
+                        f"{path}: its title is its template's ({title!r}), and its file name "
+                        "has no words to name it by; kept"
+                    )
+                if title:
                     desired[self.subjects[path]] = rec
                 else:
                     self.skips.add(path, "no title")
@@ -674,10 +686,11 @@ class AdrExtractor(Extractor):
         )
 
     def _held(self, name: str, rec: Record, commit: Commit) -> Held:
-        assert rec.title is not None
         path = self.path_of[name]
+        title = self._title(path, rec)
+        assert title is not None
         return Held(
-            Fact(name, PREDICATE, rec.title, "decision"),
+            Fact(name, PREDICATE, title, "decision"),
             (),
             {"adr_file": path, "commit": commit.sha, "status": rec.status or "unknown"},
         )
@@ -794,7 +807,13 @@ def _str_map(raw: Any) -> dict[str, str]:
 #: A template title's placeholder for the number (``ADRxxx:``, ``NUMBER.``, ``NNNN -``).
 _PLACEHOLDER_NUMBER = re.compile(r"^[A-Za-z]{0,5}[-_ ]?(?:x{3,}|n{3,}|number)[.:]?\s*", re.I)
 #: A record file name's number and its prefix (``0017-``, ``ADR025-``, ``DR-005_``).
-_FILE_TITLE = re.compile(r"^[A-Za-z]{0,5}[-_ ]?\d+[-_ .]*")
+_FILE_TITLE = re.compile(r"^(?:decision|[A-Za-z]{0,5})[-_ ]?\d+[-_ .]*", re.I)
+
+
+def _file_words(path: str) -> str:
+    """A record file name's words, past its number: ``ADR025-remove-papertrail.md`` →
+    ``remove papertrail``."""
+    return _FILE_TITLE.sub("", _stem(path)).replace("_", " ").replace("-", " ").strip()
 
 
 def _words(text: str) -> str:

@@ -44,6 +44,8 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         ("Draft", "proposed"),
         # ministryofjustice/cloud-platform's 034-EKS-Fargate.md and its other statuses
         ("🤔 Incomplete", "proposed"),
+        ("Implemented (rollout incomplete)", None),  # incomplete is no status word inside
+        ("Accepted (incomplete rollout)", "accepted"),
         ("🤔 Proposed", "proposed"),
         ("✅ Accepted (documenting an existing thing)", "accepted"),
         ("❌ Rejected (see [019](019-Shared-Ingress-Controllers.md))", "rejected"),

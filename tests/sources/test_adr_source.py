@@ -541,12 +541,23 @@ def test_a_title_left_as_the_templates_is_named_from_its_file_name(repo, brief):
         f"ADR/ADR025-remove-papertrail.md: its title is its template's ({placeholder!r}); "
         "named from its file name"
     ]
-    # a record titled like the template once the template says something else is its own
-    repo.commit("2024-03-01", {"ADR/ADRXXX-architecture-decision-record-template.md": None})
-    repo.commit("2024-03-02", {"ADR/ADR026-x.md": forms_record(26, placeholder)})
-    assert brief(pull(adr_source(repo), result.cursor).events) == [
-        ("2024-03-02", "added", f"adr:26 decision={placeholder}"),
-    ]
+    # the template reworded, then deleted: what kept its old heading is still no title
+    repo.commit(
+        "2024-03-01",
+        {"ADR/ADRXXX-architecture-decision-record-template.md": "# ADRxxx: Title\n"},
+    )
+    repo.commit("2024-03-02", {"ADR/ADRXXX-architecture-decision-record-template.md": None})
+    text = repo.read("ADR/ADR025-remove-papertrail.md") + "\nEdited.\n"
+    repo.commit(
+        "2024-03-03",
+        {
+            "ADR/ADR025-remove-papertrail.md": text,
+            "ADR/ADR026-drop-x.md": forms_record(26, placeholder),
+        },
+    )
+    again = pull(adr_source(repo), result.cursor)
+    assert brief(again.events) == [("2024-03-03", "added", "adr:26 decision=Drop x")]
+    assert brief(pull(adr_source(repo)).events)[2:] == brief(again.events)
 
 
 def test_a_record_named_from_its_file_name_is_the_same_record_when_renumbered(repo, brief):
@@ -570,4 +581,71 @@ def test_a_record_named_from_its_file_name_is_the_same_record_when_renumbered(re
             "revised",
             "adr:25 decision=Remove papertrail -> adr:26 decision=Remove papertrail",
         ),
+    ]
+
+
+def test_a_template_added_after_its_record_names_it_then_pulled_either_way(repo, brief):
+    placeholder = "Decision Record Title (a description of the decision, not the problem)"
+    steps = [
+        ("2024-01-01", {"ADR/ADR025-remove-papertrail.md": forms_record(25, placeholder)}),
+        ("2024-01-02", {"ADR/ADRXXX-architecture-decision-record-template.md": FORMS_TEMPLATE}),
+        ("2024-01-03", {"ADR/ADR026-use-rails.md": forms_record(26, "Use Rails")}),
+    ]
+    cursor, by_step = None, []
+    for when, files in steps:
+        repo.commit(when, files)
+        result = pull(adr_source(repo), cursor)
+        by_step += result.events
+        cursor = result.cursor
+    at_once = pull(adr_source(repo)).events
+    assert brief(at_once) == [
+        ("2024-01-01", "added", f"adr:25 decision={placeholder}"),
+        (
+            "2024-01-02",
+            "revised",
+            f"adr:25 decision={placeholder} -> adr:25 decision=Remove papertrail",
+        ),
+        ("2024-01-03", "added", "adr:26 decision=Use Rails"),
+    ]
+    assert [(e.id, e.fact, dict(e.metadata)) for e in by_step] == [
+        (e.id, e.fact, dict(e.metadata)) for e in at_once
+    ]
+
+
+def test_a_template_that_copies_a_real_title_leaves_that_record_alone(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0001-record-architecture-decisions.md": nygard(
+                1, "Record architecture decisions", "Accepted"
+            )
+        },
+    )
+    repo.commit(
+        "2024-01-02",
+        {
+            "doc/adr/templates/template.md": "# 1. Record architecture decisions\n\n## Status\n\nAccepted\n"
+        },
+    )
+    record = repo.read("doc/adr/0001-record-architecture-decisions.md")
+    repo.commit("2024-01-03", {"doc/adr/0001-record-architecture-decisions.md": record + "More.\n"})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Record architecture decisions"),
+    ]
+    assert not [line for line in result.skipped if "template" in line]
+
+
+def test_a_decision_prefixed_file_name_gives_its_words_alone(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "docs/decisions/adr-template.md": "# {short title of solved problem and solution}\n",
+            "docs/decisions/decision-0006-use-go.md": (
+                "# {short title of solved problem and solution}\n\n* Status: accepted\n"
+            ),
+        },
+    )
+    assert brief(pull(adr_source(repo)).events) == [
+        ("2024-01-01", "added", "adr:6 decision=Use go")
     ]
