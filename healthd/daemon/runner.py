@@ -130,6 +130,10 @@ class Runner(TargetRuns, Pulling):
         self.sources_down_since: float | None = None  # every source failing since (clock)
         self.last_run: RunSummary | None = None
         self.history: deque[RunSummary] = deque(maxlen=RUN_HISTORY)
+        for saved in state.run_history()[-RUN_HISTORY:]:  # the runs before a restart
+            run = RunSummary.from_saved(saved)
+            if run is not None:
+                self.history.append(run)
 
         self._replay_lock = threading.Lock()  # a run's replays, or the page at / reading one
         # Events taken in but not yet in the state file: a run whose state write failed
@@ -307,6 +311,11 @@ class Runner(TargetRuns, Pulling):
                 self.runs_completed += 1
             self.last_run = summary
             self.history.append(summary)
+            kept = [run.saved() for run in self.history]
+        try:
+            self.state.save_run_history(kept)
+        except HealthdError as exc:  # the run itself is recorded; only its listing is not
+            log.warning("run history not saved", error=redact_text(str(exc)))
         return summary
 
     @property

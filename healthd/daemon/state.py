@@ -426,6 +426,29 @@ class StateStore:
                 "restart healthd to start from the file now there"
             )
 
+    def run_history(self) -> list[dict[str, Any]]:
+        """The recent runs the page at / lists, as :meth:`save_run_history` left them
+        (oldest first); none when unreadable, which is said once."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='run_history'").fetchone()
+        if row is None:
+            return []
+        try:
+            runs = json.loads(row[0])
+        except ValueError:
+            runs = None
+        if not isinstance(runs, list):
+            log.warning(
+                "the state file's run history is unreadable; it starts anew", state=self.path
+            )
+            return []
+        return [run for run in runs if isinstance(run, dict)]
+
+    def save_run_history(self, runs: Sequence[Mapping[str, Any]]) -> None:
+        with self._writing():
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('run_history', ?)", (json.dumps(list(runs)),)
+            )
+
     def record_run(self, record: RunRecord) -> None:
         with self._writing():
             self._insert_events(record.events)

@@ -31,6 +31,43 @@ class RunSummary:
     targets: dict[str, dict[str, Any]] = field(default_factory=dict)
     aborted: bool = False
 
+    #: What the run history keeps of each target's outcome across a restart.
+    KEPT = ("result", "error", "replayed")
+
+    def saved(self) -> dict[str, Any]:
+        """The summary as the state file keeps it: what the page's run history shows."""
+        return {
+            "run_id": self.run_id,
+            "started": self.started,
+            "duration": self.duration,
+            "new_events": self.new_events,
+            "aborted": self.aborted,
+            "targets": {
+                name: {k: outcome[k] for k in self.KEPT if k in outcome}
+                for name, outcome in self.targets.items()
+            },
+        }
+
+    @classmethod
+    def from_saved(cls, saved: Mapping[str, Any]) -> RunSummary | None:
+        """A summary :meth:`saved` wrote, or None when it is not one."""
+        try:
+            targets = {
+                str(name): {k: outcome[k] for k in cls.KEPT if k in outcome}
+                for name, outcome in saved["targets"].items()
+                if isinstance(outcome, dict)
+            }
+            return cls(
+                str(saved["run_id"]),
+                float(saved["started"]),
+                float(saved["duration"]),
+                int(saved["new_events"]),
+                targets,
+                bool(saved.get("aborted", False)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
 
 class Views:
     """The base of a :class:`~healthd.daemon.runner.Runner`'s parts (it sets these fields up):
@@ -124,6 +161,7 @@ class Views:
             self.missed_runs = old.missed_runs
             self.runs_completed = old.runs_completed
             self.last_run = old.last_run
+            self.history.clear()  # (the same runs as read back from the state file, and newer)
             self.history.extend(old.history)
             self.sources_down_since = old.sources_down_since
             for name, t in self.targets.items():

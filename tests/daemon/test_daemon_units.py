@@ -1225,3 +1225,43 @@ def test_a_signal_that_arrives_while_a_line_is_being_logged_still_stops_and_relo
     events = [json.loads(line)["event"] for line in done.stdout.splitlines() if line]
     assert events[0] == "a line of the main thread's own"
     assert "stopping" in events and "SIGHUP received: reloading the configuration" in events
+
+
+def test_the_run_history_on_the_page_outlives_a_restart(tmp_path):
+    """The page at / lists the runs before a restart too (the state file keeps the last
+    twenty, their results and errors); a history the file holds garbled starts anew."""
+    from healthd.report.live import live_html
+
+    def page(runner):
+        view = runner.view()
+        return live_html({**view, "pages": dict(view["pages"])}, True)
+
+    runner, state = _runner(tmp_path)
+    first, second = runner.run_once(), runner.run_once()
+    runner.close()
+    state.close()
+    runner, state = _runner(tmp_path)
+    try:
+        assert [run.run_id for run in runner.history] == [first.run_id, second.run_id]
+        assert runner.history[0].targets["reference"] == {
+            k: first.targets["reference"][k] for k in ("result", "replayed")
+        }
+        html = page(runner)
+        assert html.count(first.run_id) == 1 and html.count(second.run_id) == 1
+        third = runner.run_once()
+    finally:
+        runner.close()
+        state.close()
+    db = sqlite3.connect(str(tmp_path / "state" / "state.sqlite"))
+    saved = json.loads(db.execute("SELECT value FROM meta WHERE key='run_history'").fetchone()[0])
+    assert [run["run_id"] for run in saved] == [first.run_id, second.run_id, third.run_id]
+    db.execute("UPDATE meta SET value='{not json' WHERE key='run_history'")
+    db.commit()
+    db.close()
+    runner, state = _runner(tmp_path)
+    try:
+        assert list(runner.history) == []
+        assert runner.run_once().run_id in page(runner)
+    finally:
+        runner.close()
+        state.close()
