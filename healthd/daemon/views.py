@@ -16,6 +16,7 @@ from opentelemetry.trace import Tracer
 from healthd.daemon.state import SourceRow, StateStore, TargetRow
 from healthd.daemon.targets import SourceRuntime, TargetRuntime
 from healthd.exporters.report import probe_json
+from healthd.logging import redact_text
 from healthd.settings import Settings
 from healthd.timeline import format_timestamp
 
@@ -43,7 +44,11 @@ class RunSummary:
             "new_events": self.new_events,
             "aborted": self.aborted,
             "targets": {
-                name: {k: outcome[k] for k in self.KEPT if k in outcome}
+                name: {
+                    k: redact_text(outcome[k]) if isinstance(outcome[k], str) else outcome[k]
+                    for k in self.KEPT
+                    if k in outcome
+                }
                 for name, outcome in self.targets.items()
             },
         }
