@@ -1,8 +1,10 @@
 """CODEOWNERS: pattern → sorted owners. Pure; never raises on any text.
 
 GitHub reads the first of ``.github/CODEOWNERS``, ``CODEOWNERS``, ``docs/CODEOWNERS``; a
-later line for the same pattern wins; a pattern with no owners leaves it unowned (no fact).
-GitLab section headers (``[Section]``, ``^[Optional]``) are skipped.
+later line for the same pattern wins; a pattern with no owners leaves it unowned (no fact);
+a line holding a token that is no owner (``@org/team,``, ``team``, ``!@user``) is skipped
+whole, as GitHub documents it skips a line of invalid syntax. GitLab section headers
+(``[Section]``, ``^[Optional]``) are skipped.
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ def _split(line: str) -> list[str]:
 
 
 def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -> dict[str, str]:
-    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped). Tokens
-    that are not owners (``@org/team,``, ``team``, ``!@user``) are dropped; each is added
-    to ``rejected`` as (line number, token) when given."""
+    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped). A line
+    with a token that is not an owner (``@org/team,``, ``team``, ``!@user``) is skipped, as
+    GitHub skips it (an earlier line for its pattern stands); each such token is added to
+    ``rejected`` as (line number, token) when given."""
     rules: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -59,9 +62,12 @@ def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -
         if not tokens:
             continue
         pattern, rest = tokens[0], tokens[1:]
-        owners = sorted({t for t in rest if _OWNER.match(t)})
-        if rejected is not None:
-            rejected.extend((number, t) for t in rest if not _OWNER.match(t))
+        invalid = [t for t in rest if not _OWNER.match(t)]
+        if invalid:
+            if rejected is not None:
+                rejected.extend((number, t) for t in invalid)
+            continue
+        owners = sorted(set(rest))
         rules.pop(pattern, None)  # keep the file order of the winning line
         if owners:
             rules[pattern] = " ".join(owners)

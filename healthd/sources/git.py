@@ -585,7 +585,8 @@ class GitExtractor(Extractor):
         for line, token in rejected:
             self.skips.add(
                 f"{ch.path}@{commit.sha[:12]} line {line}",
-                f"owner {quote(token)} is not @user, @org/team or an email; dropped",
+                f"owner {quote(token)} is not @user, @org/team or an email; the line is skipped, "
+                "as GitHub skips it",
             )
         return True
 

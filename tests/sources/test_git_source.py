@@ -848,25 +848,39 @@ def test_a_path_that_is_not_a_repository_is_a_failed_pull_not_a_crash(tmp_path):
     assert result.error is not None and "not a git repository" in result.error
 
 
-def test_malformed_codeowners_owners_are_dropped_counted_and_named(repo, brief):
+def test_a_codeowners_line_with_a_malformed_owner_is_skipped_as_github_skips_it(repo, brief):
+    """GitHub: "If any line in your CODEOWNERS file contains invalid syntax, that line will
+    be skipped." alphagov/gsp's a471d6c6 added `!@issyl0` to its one line: from then on
+    GitHub names no owner for `*`, and neither does healthd."""
     repo.commit(
         "2024-01-01",
-        {"CODEOWNERS": "# owners\n/api/ @acme/web, team @bob\n/db/ !@carol dba@example.com\n"},
+        {"CODEOWNERS": "# owners\n* @alphagov/re-autom8 @alphagov/re-gsp\n/db/ dba@example.com\n"},
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            "CODEOWNERS": (
+                "# owners\n* @alphagov/re-autom8 @alphagov/re-gsp !@issyl0\n"
+                "/db/ dba@example.com\n/db/ @acme/web, team @bob\n"
+            )
+        },
     )
     result = pull(git_source(repo))
     assert brief(result.events) == [
-        ("2024-01-01", "added", "/api/ owners=@bob"),
+        ("2024-01-01", "added", "* owners=@alphagov/re-autom8 @alphagov/re-gsp"),
         ("2024-01-01", "added", "/db/ owners=dba@example.com"),
-    ]
+        ("2024-02-01", "invalidated", "* owners=@alphagov/re-autom8 @alphagov/re-gsp"),
+    ]  # /db/'s later line is skipped too: its earlier one stands
+    skipped = "the line is skipped, as GitHub skips it"
     assert [line.split(": ", 1)[1] for line in result.skipped] == [
-        "owner '@acme/web,' is not @user, @org/team or an email; dropped",
-        "owner 'team' is not @user, @org/team or an email; dropped",
-        "owner '!@carol' is not @user, @org/team or an email; dropped",
+        f"owner '!@issyl0' is not @user, @org/team or an email; {skipped}",
+        f"owner '@acme/web,' is not @user, @org/team or an email; {skipped}",
+        f"owner 'team' is not @user, @org/team or an email; {skipped}",
     ]
     assert [line.split(": ", 1)[0].split(" ", 1)[1] for line in result.skipped] == [
         "line 2",
-        "line 2",
-        "line 3",
+        "line 4",
+        "line 4",
     ]
 
 
