@@ -181,7 +181,6 @@ def parse_package_json(text: str) -> Deps:
 
 _GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*", re.M)
 _GO_ENTRY = re.compile(r"^[ \t(]*\"?([^\s\"()]+)\"?[ \t]+(v[^\s/]+)[ \t]*(//[^\n]*)?$", re.M)
-_GO_INDIRECT = re.compile(r"\bindirect\b")
 
 #: A require section's line → its direct requirement (name, version), or () when it is
 #: none (blank, a comment, an indirect requirement). go.mod files are read at every
@@ -196,9 +195,16 @@ def _go_line(line: str) -> tuple[str, str] | tuple[()]:
     if found is None:
         return ()
     name, version, comment = found.groups()
-    if comment and "indirect" in comment and _GO_INDIRECT.search(comment):
+    if comment and "indirect" in comment and _go_indirect(comment):
         return ()
     return name, version
+
+
+def _go_indirect(comment: str) -> bool:
+    """Go's own rule (``modfile``'s ``isIndirect``): the comment is ``// indirect``, or
+    starts ``// indirect;`` and says more; ``// TODO: was indirect`` is a direct one."""
+    words = comment[2:].split()
+    return words == ["indirect"] or (len(words) > 1 and words[0] == "indirect;")
 
 
 def _go_line_start(text: str, at: int, pos: int) -> int:
@@ -272,8 +278,9 @@ def _go_direct(text: str, spans: list[tuple[int, int]]) -> str:
         if (
             end > start
             and text[end - 1] == "\n"
-            and count("// indirect\n", start, end)
+            and (indirect := count("// indirect\n", start, end))
             == count("\n", start, end) - (text[start] == "\n")
+            and count("//", start, end) == indirect  # (each line's one comment is that)
         ):
             continue
         sections.append(text[start:end])

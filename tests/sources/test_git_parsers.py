@@ -56,6 +56,21 @@ def test_requirements_txt_skips_options_urls_and_comments():
     assert parse_requirements_txt(text) == {"flask": "==3.0.0", "numpy": ">=1.26"}
 
 
+def test_go_mod_indirect_is_goes_own_rule_not_the_word():
+    """Go (modfile's isIndirect) marks a requirement indirect when its comment is
+    `// indirect` or starts `// indirect;` — a note that mentions the word is no mark."""
+    text = (
+        "module m\nrequire (\n"
+        "\ta.io/x v1.0.0 // TODO: was indirect before, now imported directly\n"
+        "\tb.io/y v0.1.0 // indirect; kept for the test helpers\n"
+        "\tc.io/z v0.2.0 //indirect\n"
+        "\td.io/w v0.3.0 // indirect\n"
+        ")\n"
+        "require (\n\te.io/v v1.0.0 // x // indirect\n)\n"
+    )
+    assert parse_go_mod(text) == {"a.io/x": "v1.0.0", "e.io/v": "v1.0.0"}
+
+
 def test_go_mod_skips_indirect_and_replace():
     text = (
         "module m\nrequire (\n a.io/x v1.0.0\n b.io/y v0.1.0 // indirect\n)\n"
@@ -66,7 +81,9 @@ def test_go_mod_skips_indirect_and_replace():
 
 def _go_mod_by_regex_scans(text: str) -> dict[str, str]:
     """parse_go_mod as it was written before it found directives with str.find and matched
-    each line once: regex searches over the whole text, the reference it must agree with."""
+    each line once: regex searches over the whole text, the reference it must agree with;
+    a comment marks a requirement indirect by Go's rule (modfile's isIndirect: its words
+    are ``indirect`` alone, or start with ``indirect;``)."""
     import re
 
     text = text.replace("\r\n", "\n")
@@ -89,7 +106,8 @@ def _go_mod_by_regex_scans(text: str) -> dict[str, str]:
         requires.append(text[start:pos])
     deps: dict[str, str] = {}
     for name, version, comment in entry.findall("\n".join(requires)):
-        if comment and re.search(r"\bindirect\b", comment):
+        words = comment[2:].split() if comment else []
+        if words == ["indirect"] or (len(words) > 1 and words[0] == "indirect;"):
             continue
         deps.setdefault(name, version)
     return deps
@@ -111,6 +129,10 @@ GO_MOD_PIECES = st.sampled_from(
         "\tb.io/y v0.1.0 // indirect\n",
         "\tb.io/y v0.1.0 // indirectly\n",
         "\tb.io/y v0.1.0 //indirect; x\n",
+        "\tb.io/y v0.1.0 // TODO: was indirect before\n",
+        "\tb.io/y v0.1.0 // indirect; now direct?\n",
+        "\tb.io/y v0.1.0 // x // indirect\n",
+        "\tb.io/y v0.1.0 // indirect;\n",
         '\t"c.io/z" v3.0.0+incompatible\n',
         "\t(d.io/w v1\n",
         "\t// a comment (with parens)\n",
