@@ -661,14 +661,10 @@ class AdrExtractor(Extractor):
     def _taken_over(self, name: str, before: Held) -> bool:
         """Whether the decision held under ``name`` is another record's than the one that
         has the subject now (that one deleted, or no longer numbered, in this commit)."""
-        if name in self._carried:
-            return False
-        was_at = before.metadata.get("adr_file", "")
-        return self._renamed.get(was_at, was_at) != self.path_of.get(name)
+        return self._record_of(name, before) != self.path_of.get(name)
 
     def _end_taken(self, commit: Commit, name: str, before: Held) -> ChangeEvent:
-        was_at = before.metadata.get("adr_file", "")
-        was_at = self._renamed.get(was_at, was_at)
+        was_at = self._record_of(name, before) or ""
         number = _order(name)[0]
         gone = self.records.get(was_at) is None
         reason = (
