@@ -268,8 +268,15 @@ def test_the_verdict_comes_first_with_runbook_links_and_the_baseline_apart(brows
     crossed = page.locator("#verdict-table tr[data-target='reference:supersession=off']")
     links = crossed.locator("a")
     assert links.all_inner_texts() == ["HealthdConsistencyLow", "HealthdContaminationRising"]
-    assert links.first.get_attribute("href").endswith("docs/runbook.md#healthdconsistencylow")
     assert "consistency 0.789 < 0.9" in crossed.inner_text()
+    # a report file opened anywhere carries the runbook its links go to
+    assert links.first.get_attribute("href") == "#healthdconsistencylow"
+    links.first.click()
+    heading = page.locator("#runbook #healthdconsistencylow")
+    assert heading.inner_text() == "HealthdConsistencyLow"
+    assert page.evaluate("location.hash") == "#healthdconsistencylow"
+    assert heading.bounding_box()["y"] < 100  # scrolled to it
+    page.evaluate("window.scrollTo(0, 0)")
     ok = page.locator("#verdict-table tr[data-target='reference']").inner_text()
     assert "within every alert threshold" in ok
     naive = page.locator("#verdict-table tr[data-target='naive']")

@@ -248,3 +248,32 @@ def test_a_probe_view_reads_as_the_probe_in_json():
         view = ProbeView(probe)
         assert dict(view) == probe_json(probe)
         assert len(view) == len(probe_json(probe)) and "nothing" not in view
+
+
+def test_a_report_file_carries_the_runbook_its_alert_links_go_to():
+    import re
+
+    from healthd.report.html import render_document
+    from healthd.report.runbook import anchor
+
+    events = [added("a0", 0, fact("svc", "language", "go"))]
+    events += [
+        revised(f"r{i}", i, fact("svc", "language", f"v{i - 1}"), fact("svc", "language", f"v{i}"))
+        for i in range(1, 5)
+    ]
+    report, _ = _run(events)  # naive: answers with what stopped being true
+    page = render_document(page_model(report, events=events))
+    links = re.findall(r"<a href='([^']*)'>(Healthd\w+)</a>", page)
+    assert links, "the naive target crosses thresholds: its verdict links them"
+    ids = set(re.findall(r"<h2 id=\"([^\"]+)\">", page))
+    for href, alert in links:
+        assert href == f"#{anchor(alert)}" and anchor(alert) in ids  # in this page, offline
+
+    configured = render_document(
+        page_model(report, events=events, runbook_url="https://wiki.example.com/runbook.md")
+    )
+    assert "id='runbook'" not in configured
+    assert all(
+        href.startswith("https://wiki.example.com/runbook.md#")
+        for href, _ in re.findall(r"<a href='([^']*)'>(Healthd\w+)</a>", configured)
+    )

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from healthd.report.assets import static_text
+from healthd.report.runbook import runbook_section
 
 _EVENT_TYPES = (
     ("added", "#2a9d3a"),
@@ -286,7 +287,7 @@ def document_pieces(model: Mapping[str, Any]) -> list[str]:
         f"<link rel='icon' href='data:,'><title>{escape(model['title'])}</title>"
         f"<style>{static_text('uPlot.min.css')}\n{static_text('page.css')}</style></head>"
         "<body>",
-        *body_pieces(model),
+        *body_pieces(model, after=runbook_section() if model.get("runbook_in_page") else ""),
         f"<script>{static_text('uPlot.iife.min.js')}</script>"
         f"<script>{static_text('page.js')}</script></body></html>\n",
     ]

@@ -24,13 +24,34 @@ def anchor(heading: str) -> str:
     return _NOT_IN_ANCHOR.sub("", heading.strip().lower()).replace(" ", "-")
 
 
+def _shipped() -> str:
+    return (resources.files("healthd") / "data" / DATA_FILE).read_text(encoding="utf-8")
+
+
 @cache
 def runbook_html() -> bytes:
-    return render((resources.files("healthd") / "data" / DATA_FILE).read_text(encoding="utf-8"))
+    return render(_shipped())
+
+
+@cache
+def runbook_section() -> str:
+    """The shipped runbook as a section of a page that carries it (a report file, opened
+    anywhere), its headings anchored as :func:`render` anchors them."""
+    return f"<section id='runbook' class='runbook'>{render_body(_shipped())}</section>"
 
 
 def render(text: str) -> bytes:
     """A Markdown runbook as a page, raw HTML in it shown as text, each heading anchored."""
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)} runbook</title>"
+        "<link rel='stylesheet' href='static/page.css'></head><body class='runbook'>"
+        f"<p class='meta'><a href='./'>← the page</a></p>{render_body(text)}</body></html>\n"
+    ).encode()
+
+
+def render_body(text: str) -> str:
+    """A Markdown runbook as HTML, raw HTML in it shown as text, each heading anchored."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = md.parse(text)
     seen: dict[str, int] = {}
@@ -42,10 +63,4 @@ def render(text: str) -> bytes:
             name = anchor(text)
             n = seen[name] = seen.get(name, -1) + 1
             token.attrSet("id", f"{name}-{n}" if n else name)
-    body = md.renderer.render(tokens, md.options, {})
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<link rel='icon' href='data:,'><title>healthd {escape(__version__)} runbook</title>"
-        "<link rel='stylesheet' href='static/page.css'></head><body class='runbook'>"
-        f"<p class='meta'><a href='./'>← the page</a></p>{body}</body></html>\n"
-    ).encode()
+    return str(md.renderer.render(tokens, md.options, {}))

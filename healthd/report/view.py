@@ -304,6 +304,11 @@ def report_role(target: Mapping[str, Any], options: Mapping[str, Any] | None) ->
     return target_role(target["kind"], None if raw is None else str(raw).strip().lower() in _ON)
 
 
+#: The runbook address of a page that carries the runbook: its alerts' links are the
+#: headings' anchors in the page (``#healthdfreshnesslow``).
+IN_PAGE = "#"
+
+
 def page_model(
     report: Mapping[str, Any],
     *,
@@ -319,7 +324,8 @@ def page_model(
     on hover and, unless ``multi_valued`` is given, says which keys hold several values;
     without it, stages show their id. ``verdicts`` (the daemon's, with its runs) replace
     the verdict judged from each target's final numbers, whose runbook links go to
-    ``runbook_url`` when given (else the repository's ``docs/runbook.md``)."""
+    ``runbook_url`` when given, else to the runbook the page then carries
+    (``runbook_in_page``: a report file opened anywhere, offline, has it)."""
     by_id = {event.id: event for event in events}
     if multi_valued is None:
         multi_valued = {event.fact.key for event in events if event.multi_valued}
@@ -364,8 +370,9 @@ def page_model(
         for t in report["targets"]
         if (text := summary_text(t.get("llm"))) is not None
     ]
+    runbook_in_page = verdicts is None and not runbook_url
     if verdicts is None:
-        book = alert_book(runbook_url)
+        book = alert_book(runbook_url or IN_PAGE)
         verdicts = [
             judge(
                 t["name"],
@@ -380,6 +387,7 @@ def page_model(
         ]
     return {
         "verdict": [v.as_dict() for v in verdicts],
+        "runbook_in_page": runbook_in_page,
         "title": title,
         "probe_set": dict(report["probe_set"]),
         "buckets": list(BUCKETS),
