@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+import re
 import socket
 import threading
 import time
@@ -347,7 +348,7 @@ class HttpClient:
         if wait > 0:
             self.sleep(wait)
 
-    def _rate_limit_wait(self, response: requests.Response) -> float | None:
+    def _rate_limit_wait(self, response: requests.Response, content: bytes) -> float | None:
         """Seconds to wait if this response is a rate limit, else None."""
         now = self.clock()
         retry_after = _retry_after_seconds(response.headers.get("Retry-After"), now)
@@ -364,6 +365,8 @@ class HttpClient:
             if response.headers.get("X-RateLimit-Remaining") == "0":
                 reset = self._reset_wait(response, now)
                 return reset if reset is not None else 60.0
+            if _SECONDARY_LIMIT.search(_server_message(content)):
+                return 60.0  # GitHub: "otherwise, wait for at least one minute"
         return None
 
     @staticmethod
@@ -481,7 +484,7 @@ class HttpClient:
                 )
             if problem is None:
                 where = response.url or url
-                limit_wait = self._rate_limit_wait(response)
+                limit_wait = self._rate_limit_wait(response, content)
                 if limit_wait is not None:
                     rate_waits += 1
                     why = f"{method} {where} was rate limited (HTTP {response.status_code})"
@@ -545,6 +548,12 @@ class HttpClient:
                 raise HttpError(self.redact(f"{problem} (gave up after {attempt + 1} attempts)"))
             self.sleep(self._backoff(attempt))
             attempt += 1
+
+
+#: How GitHub says a 403 is its secondary rate limit when no header does ("You have exceeded
+#: a secondary rate limit. Please wait a few minutes before you try again."; before 2022,
+#: "You have triggered an abuse detection mechanism.").
+_SECONDARY_LIMIT = re.compile(r"secondary rate limit|abuse detection", re.IGNORECASE)
 
 
 def _server_message(content: bytes) -> str:
