@@ -23,7 +23,10 @@ It lists the repository's issues with ``state=all&sort=updated&direction=desc&si
   issue (``unassigned``, or its area label ``unlabeled``) is: those people no longer own
   the area through it; the union is revised without them, or, when no other claim holds
   the area, the fact is invalidated ("carol unassigned from acme/payments#6"). The claims
-  live in the cursor, so a run that reads one issue still knows the others'.
+  live in the cursor, so a run that reads one issue still knows the others'. A claim whose
+  issue left the repository (transferred, deleted: no event here says so) lapses once a
+  run finds it no longer among the open issues; the login ``ghost`` (a deleted account)
+  is nobody.
 
 Pull requests are left out unless ``include_pull_requests``; ``events_endpoint`` picks
 ``events`` or ``timeline``; ``per_page`` sets the page size (at most 100).
@@ -49,6 +52,7 @@ from healthd.sources import PullResult, register_source
 from healthd.sources._options import validate_options
 from healthd.sources._tickets import (
     AreaClaim,
+    AreaOwners,
     Malformed,
     TicketSource,
     diff,
@@ -68,6 +72,10 @@ _INTERESTING = frozenset(
     {"labeled", "unlabeled", "assigned", "unassigned", "closed", "reopened", "renamed"}
 )
 _INVALIDATING_REASONS = frozenset({"not_planned", "duplicate"})
+_GONE = frozenset({404, 410})
+#: The login GitHub puts in place of a deleted account, in every event that named it: no
+#: person, so no owner (the account's assignments leave the issue's assignees with it)
+GHOST = "ghost"
 
 
 class GitHubOptions(HttpOptions):
@@ -92,7 +100,7 @@ class GitHubOptions(HttpOptions):
 class _Issue:
     """What replay needs from one item of the issue list."""
 
-    __slots__ = ("is_pr", "number", "title", "updated_at", "url")
+    __slots__ = ("closed_as", "is_pr", "number", "title", "updated_at", "url")
 
     def __init__(self, raw: Any) -> None:
         self.number = require(raw, "number", int, "")
@@ -100,6 +108,11 @@ class _Issue:
         self.updated_at = parse_time(raw.get("updated_at"), "updated_at")
         self.url = raw.get("html_url") if isinstance(raw.get("html_url"), str) else ""
         self.is_pr = raw.get("pull_request") is not None
+        reason = raw.get("state_reason")
+        # why the issue is closed now, as the issue says it (its last close event may not)
+        self.closed_as = (
+            reason if raw.get("state") == "closed" and isinstance(reason, str) else None
+        )
 
 
 class GitHubSource(TicketSource):
@@ -189,6 +202,10 @@ class GitHubSource(TicketSource):
             ):
                 title = raw["rename"]["from"]
                 break
+        last_close = max(
+            (i for i, (_, _, raw) in enumerate(parsed) if raw["event"] in ("closed", "reopened")),
+            default=None,
+        )
         labels: set[str] = set()
         assignees: set[str] = set()
         open_, state_reason = True, None
@@ -196,7 +213,7 @@ class GitHubSource(TicketSource):
         claimed: dict[str, frozenset[str]] = {}
         out: list[ChangeEvent] = []
         watermark = after_id
-        for ts, event_id, raw in parsed:
+        for position, (ts, event_id, raw) in enumerate(parsed):
             kind = raw["event"]
             watermark = max(watermark, event_id)
             try:
@@ -214,7 +231,8 @@ class GitHubSource(TicketSource):
                         if isinstance(raw.get("assignee"), dict)
                         else require(raw, "assignee", dict, "")
                     )
-                    (assignees.add if kind == "assigned" else assignees.discard)(login)
+                    if login != GHOST:
+                        (assignees.add if kind == "assigned" else assignees.discard)(login)
                     reason = f"{login} unassigned, no assignee left"
                 elif kind == "closed":
                     open_ = False
@@ -223,6 +241,8 @@ class GitHubSource(TicketSource):
                         raise Malformed(
                             f"field 'state_reason' has the wrong type ({type(given).__name__})"
                         )
+                    if not given and position == last_close:
+                        given = issue.closed_as
                     state_reason = given or "completed"
                     reason = f"closed as {state_reason.replace('_', ' ')}"
                 elif kind == "reopened":
@@ -354,6 +374,8 @@ class GitHubSource(TicketSource):
         new_etags: dict[str, str] = {}
         areas = load_areas(state)
         claims: list[AreaClaim] = []
+        read: set[int] = set()  # the issues whose events this pull read
+        open_etag: str | None = state.get("open_etag")
 
         def cursor_now(complete: bool = False, **extra: Any) -> str:
             # the area claims read so far become ownership events, and the state they leave
@@ -368,6 +390,7 @@ class GitHubSource(TicketSource):
                 "event_etags": etags,
                 "list_since": state.get("list_since"),
                 "list_etag": state.get("list_etag"),
+                "open_etag": open_etag,
                 **areas.cursor(),
             }
             body.update(extra)
@@ -377,19 +400,33 @@ class GitHubSource(TicketSource):
             client = self._client()
             # One pass at the current watermark; when it moved, one more pass at the new one
             # so the stored list ETag matches what the next run will ask for.
+            last_seen = parse_time(since, "since") if since else None
+            complete: dict[str, Any] = {"list_since": None, "list_etag": None}
             for _ in range(2):
                 outcome = self._pass(
-                    client, since, list_etag, seen, old_etags, new_etags, events, skipped, claims
+                    client,
+                    since,
+                    list_etag,
+                    seen,
+                    old_etags,
+                    new_etags,
+                    events,
+                    skipped,
+                    claims,
+                    read,
                 )
                 if outcome is None:  # 304: nothing changed since the watermark
-                    done = cursor_now()
-                    return PullResult(_ordered(events), done, skipped=skipped)
+                    complete = {}
+                    break
                 new_since, first_etag = outcome
                 if new_since == since:
-                    done = cursor_now(True, list_since=since, list_etag=first_etag)
-                    return PullResult(_ordered(events), done, skipped=skipped)
+                    complete = {"list_since": since, "list_etag": first_etag}
+                    break
                 since, list_etag = new_since, None
-            done = cursor_now(True, list_since=None, list_etag=None)
+            if last_seen is not None:
+                gone, open_etag = self._vanished(client, areas, read, last_seen, open_etag)
+                claims.extend(gone)
+            done = cursor_now(bool(complete), **complete)
             return PullResult(_ordered(events), done, skipped=skipped)
         except HttpError as exc:
             done = cursor_now()
@@ -411,8 +448,10 @@ class GitHubSource(TicketSource):
         events: list[ChangeEvent],
         skipped: list[str],
         claims: list[AreaClaim] | None = None,
+        read: set[int] | None = None,
     ) -> tuple[str | None, str | None] | None:
-        """Read every issue updated since ``since``; return (new watermark, first-page ETag)."""
+        """Read every issue updated since ``since`` (their numbers into ``read``); return
+        (new watermark, first-page ETag)."""
         url: str | None = f"{self.options.base_url}/repos/{self.options.repo}/issues"
         params: dict[str, Any] | None = {
             "state": "all",
@@ -447,7 +486,17 @@ class GitHubSource(TicketSource):
                 if self.options.include_pull_requests or not issue.is_pr:
                     key = str(issue.number)
                     known = new_etags.get(key) or old_etags.get(key)
-                    raw_events, etag = self._issue_events(client, issue.number, known)
+                    try:
+                        raw_events, etag = self._issue_events(client, issue.number, known)
+                    except HttpError as exc:
+                        if exc.status not in _GONE:
+                            raise
+                        # deleted (410) or gone (404) since the list was made: the rest of
+                        # the repository is still read; a claim of its lapses (_vanished)
+                        skipped.append(f"{self.options.repo}#{issue.number}: {exc}; not read")
+                        continue
+                    if read is not None:
+                        read.add(issue.number)
                     if etag:
                         new_etags[key] = etag
                     if raw_events is not None:
@@ -462,6 +511,76 @@ class GitHubSource(TicketSource):
         # an issue "updated" past this pull (a broken clock's date) must not become the
         # watermark, or every issue updated before that date would never be read again
         return (format_time(min(newest, pulled_at)) if newest else since), first_etag
+
+    def _vanished(
+        self,
+        client: HttpClient,
+        areas: AreaOwners,
+        read: set[int],
+        last_seen: datetime,
+        etag: str | None,
+    ) -> tuple[list[AreaClaim], str | None]:
+        """The lapses of claims whose issue this pull did not read and that is no longer
+        among the repository's open issues: transferred to another repository, deleted or
+        converted to a discussion, none of which leaves an event here. Each lapses as of
+        ``last_seen`` (the watermark before this pull, the last time the issue was known
+        here), so a newer claim on its area replaces it. The open issues are listed only
+        while such a claim is held; a one-page list is asked for with its ETag (a 304:
+        nothing left it since it was last read), and the new ETag is returned."""
+        prefix = f"{self.options.repo}#"
+        held = {
+            ticket
+            for holders in areas.active.values()
+            for ticket in holders
+            if ticket.startswith(prefix)
+            and ticket[len(prefix) :].isdigit()
+            and int(ticket[len(prefix) :]) not in read
+        }
+        if not held:
+            return [], None
+        url: str | None = f"{self.options.base_url}/repos/{self.options.repo}/issues"
+        params: dict[str, Any] | None = {"state": "open", "per_page": self.options.per_page}
+        open_numbers: set[int] = set()
+        pages = 0
+        new_etag = None
+        while url:
+            resp = client.get_json(url, params=params, etag=etag if pages == 0 else None)
+            if resp.not_modified:
+                return [], etag
+            if not isinstance(resp.data, list):
+                raise BadPayload(
+                    f"GET {resp.url} returned {type(resp.data).__name__}, "
+                    "expected a JSON array of issues"
+                )
+            if pages == 0 and "next" not in resp.links:
+                new_etag = resp.etag
+            pages += 1
+            open_numbers.update(
+                raw["number"]
+                for raw in resp.data
+                if isinstance(raw, dict) and isinstance(raw.get("number"), int)
+            )
+            url, params = resp.links.get("next"), None
+        stamp = int(last_seen.timestamp())
+        lapses = []
+        for area, holders in areas.active.items():
+            for ticket in sorted(holders):
+                number = ticket[len(prefix) :]
+                if ticket in held and int(number) not in open_numbers:
+                    lapses.append(
+                        AreaClaim(
+                            last_seen,
+                            (int(number), 0),
+                            area,
+                            ticket,
+                            frozenset(),
+                            f"{ticket} is no longer an open issue of {self.options.repo} "
+                            "(transferred, deleted or converted to a discussion)",
+                            f"{KIND}:{ticket}:0:gone:{stamp}",
+                            {"event": "gone"},
+                        )
+                    )
+        return lapses, new_etag
 
 
 def _retracted(before: frozenset[str] | None, after: frozenset[str] | None, open_: bool) -> bool:

@@ -255,10 +255,11 @@ class FakeGitHub(FakeApi):
     def route(self, request: Request) -> Response:
         prefix = f"/repos/{self.repo}/issues"
         if request.path == prefix:
-            assert request.args.get("state") == "all"
+            state = request.args.get("state", "open")  # GitHub's default
+            assert state in ("open", "closed", "all")
             since = request.args.get("since")
             items = sorted(
-                self.issues.values(),
+                (i for i in self.issues.values() if state in ("all", i["state"])),
                 key=lambda i: (i["updated_at"], i["number"]),
                 reverse=request.args.get("direction") == "desc",
             )

@@ -355,6 +355,31 @@ def test_rate_limit_with_short_retry_after_waits_then_succeeds(gh, status):
     assert shape(result.events) == EXPECTED
 
 
+def test_a_secondary_rate_limit_said_only_in_the_message_waits_a_minute(gh):
+    # GitHub's documented answer: 403, no retry-after, requests left, the limit in the body
+    # ("otherwise, wait for at least one minute before retrying")
+    sleeps = Sleeps()
+    gh.fail(
+        r"/issues/6/events$",
+        status=403,
+        headers={"X-RateLimit-Remaining": "4987", "X-RateLimit-Reset": "1800003600"},
+        body='{"message": "You have exceeded a secondary rate limit. Please wait a few minutes '
+        "before you try again. If you reach out to GitHub Support for help, please include "
+        'the request ID E198:4063:33BD6:375FF:652AAB04.", "documentation_url": '
+        '"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"}',
+    )
+    result = make(gh, sleeps, max_rate_limit_wait_seconds=60).pull(None)
+    assert result.ok, result.error
+    assert sleeps.calls == [60.0]
+    assert shape(result.events) == EXPECTED
+
+    gh.log.clear()
+    gh.fail(r"/issues/6/events$", status=403, body='{"message": "Resource not accessible"}')
+    refused = make(gh, sleeps := Sleeps()).pull(None)
+    assert not refused.ok and "HTTP 403: Resource not accessible" in refused.error
+    assert sleeps.calls == []  # a refusal is no rate limit: no wait, no retry
+
+
 def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
     sleeps = Sleeps()
     source = make(gh, sleeps)
@@ -843,3 +868,161 @@ def test_a_bad_event_on_the_newest_issue_is_one_skipped_line_though_read_twice(g
     result = make(gh).pull(None)
     assert result.ok, result.error
     assert result.skipped == [f"{REPO}#6 event #0: field 'event' is missing or not a string"]
+
+
+def _search_claim(gh: FakeGitHub, number: int, login: str, day: int) -> None:
+    gh.add(
+        gh_issue(
+            number,
+            f"Search work {number}",
+            labels=("area/search",),
+            assignees=(login,),
+            created_at=T(day),
+            updated_at=T(day, 11),
+        ),
+        [
+            labeled(number * 100 + 1, T(day), "area/search"),
+            assigned(number * 100 + 2, T(day, 11), login),
+        ],
+    )
+
+
+def test_an_issue_transferred_or_deleted_lapses_its_claim_so_a_newer_one_replaces_it(gh):
+    """Carol's open search issue is transferred to another repository (it leaves this one's
+    issue list, and no event here says so); dave's new search issue then owns the area
+    alone, as a newer claim replaces one that lapsed."""
+    gh.issues.clear()
+    gh.events.clear()
+    _search_claim(gh, 6, "carol", 2)
+    source = make(gh)
+    first = source.pull(None)
+    assert first.ok, first.error
+    assert [(e.type, e.fact) for e in first.events] == [("added", owners("search", "carol"))]
+
+    del gh.issues[6], gh.events[6]  # transferred: gone from acme/payments
+    quiet = source.pull(first.cursor)
+    assert quiet.ok and quiet.events == []  # a lapse is no evidence carol stopped owning it
+    assert any(r.args.get("state") == "open" for r in gh.log)
+
+    _search_claim(gh, 7, "dave", 10)
+    second = source.pull(quiet.cursor)
+    assert second.ok, second.error
+    assert shape(second.events) == [
+        (
+            "github:acme/payments#7:702:owners:search",
+            "revised",
+            T(10, 11),
+            owners("search", "dave"),
+            owners("search", "carol"),
+            None,
+        )
+    ]
+
+
+def test_a_claim_still_open_is_kept_and_the_open_list_is_asked_for_only_while_claims_are_held(gh):
+    gh.issues.clear()
+    gh.events.clear()
+    _search_claim(gh, 6, "carol", 2)
+    gh.add(gh_issue(8, "Flaky test", created_at=T(4), updated_at=T(4, 11)), [])
+    source = make(gh)
+    first = source.pull(None)
+    gh.log.clear()
+    _search_claim(gh, 7, "dave", 10)  # carol's issue is still open, not read again
+    second = source.pull(first.cursor)
+    assert [(e.type, e.fact) for e in second.events] == [
+        ("revised", owners("search", "carol dave"))
+    ]
+    states = [r.args.get("state") for r in gh.log if r.path.endswith("/issues")]
+    assert states.count("open") == 2  # the open issues (6, 7, 8), two to a page
+
+    gh.issues.clear()  # no claim held by an issue of the first page
+    gh.events.clear()
+    gh.add(gh_issue(9, "Flaky test", created_at=T(4), updated_at=T(4, 11)), [])
+    fresh = make(gh)
+    gh.log.clear()
+    assert fresh.pull(None).ok
+    assert all(r.args.get("state") != "open" for r in gh.log)
+
+
+def test_a_deleted_account_shown_as_ghost_owns_nothing(gh):
+    """GitHub puts the placeholder user "ghost" in every event that named a deleted
+    account, and drops the account from the issue's assignees."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(12, "Invoices", labels=("area/billing",), created_at=T(1), updated_at=T(3)),
+        [labeled(1201, T(1), "area/billing"), assigned(1202, T(2), "ghost")],
+    )
+    gh.add(
+        gh_issue(
+            13,
+            "Refund audit",
+            labels=("area/billing",),
+            assignees=("alice",),
+            created_at=T(4),
+            updated_at=T(6),
+        ),
+        [
+            labeled(1301, T(4), "area/billing"),
+            assigned(1302, T(5), "alice"),
+            assigned(1303, T(5, 12), "ghost"),
+            assigned(1304, T(6), "ghost", unassign=True),
+        ],
+    )
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert [(e.type, e.fact) for e in result.events] == [("added", owners("billing", "alice"))]
+
+
+def test_a_deleted_issue_is_one_skipped_line_and_the_rest_is_read(gh):
+    gh.fail(
+        r"/issues/3/events$",
+        status=410,
+        body='{"message": "This issue was deleted", "documentation_url": '
+        '"https://docs.github.com/rest/issues/events#list-issue-events"}',
+    )
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert result.skipped == [
+        f"{REPO}#3: GET {gh.base_url}/repos/{REPO}/issues/3/events?per_page=2 returned "
+        "HTTP 410: This issue was deleted; not read"
+    ]
+    assert {e.id.split(":")[1] for e in result.events} == {f"{REPO}#1", f"{REPO}#2", f"{REPO}#6"}
+
+
+def test_a_close_event_without_a_reason_takes_the_reason_the_issue_gives():
+    source = GitHubSource("tickets", GitHubOptions(repo=REPO, token_env=""))
+    issue_raw = gh_issue(
+        30, "Dark mode", state="closed", state_reason="not_planned", updated_at=T(5)
+    )
+    events = [
+        labeled(3001, T(1), "requirement"),
+        gh_event(3002, "closed", T(2)),  # an older close, reopened since: completed
+        gh_event(3003, "reopened", T(3)),
+        gh_event(3004, "closed", T(4)),  # the close the issue is in now
+    ]
+    from healthd.sources.github import _Issue
+
+    out, _ = source.replay(_Issue(issue_raw), events, 0, [])
+    assert [(e.type, e.fact.value, e.reason) for e in out] == [
+        ("added", "Dark mode", None),
+        ("revised", "done", None),  # (revisions carry no reason)
+        ("revised", "Dark mode", None),
+        ("invalidated", "Dark mode", "closed as not planned"),
+    ]
+
+
+def test_an_unchanged_one_page_open_list_is_asked_again_with_its_etag(gh):
+    gh.issues.clear()
+    gh.events.clear()
+    _search_claim(gh, 6, "carol", 2)
+    gh.add(gh_issue(8, "Flaky test", created_at=T(4), updated_at=T(4, 11)), [])
+    source = make(gh, per_page=100)
+    first = source.pull(None)
+    second = source.pull(first.cursor)  # carol's claim held, her issue not read: listed
+    gh.log.clear()
+    third = source.pull(second.cursor)
+    assert third.ok and third.events == []
+    listed = [r for r in gh.log if r.args.get("state") == "open"]
+    assert len(listed) == 1 and listed[0].headers.get("If-None-Match")
+    assert json.loads(third.cursor)["open_etag"] == json.loads(second.cursor)["open_etag"]
