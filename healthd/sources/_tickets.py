@@ -274,6 +274,37 @@ def fold_area_owners(claims: list[AreaClaim], areas: AreaOwners, source: str) ->
     return out
 
 
+def lapses_of_gone(
+    areas: AreaOwners,
+    gone: Iterable[str],
+    at: datetime,
+    *,
+    reason: str,
+    base_id: Callable[[str], str],
+    order: Callable[[str], tuple[Any, ...]],
+) -> list[AreaClaim]:
+    """The lapses of every claim held by a ticket in ``gone`` (no longer among the open
+    tickets the source reads: moved, deleted, out of its query), as of ``at``: the last
+    time the ticket was known, so a newer claim on its area replaces it. ``reason`` is
+    formatted with ``ticket``."""
+    gone = set(gone)
+    return [
+        AreaClaim(
+            at,
+            order(ticket),
+            area,
+            ticket,
+            frozenset(),
+            reason.format(ticket=ticket),
+            base_id(ticket),
+            {"event": "gone"},
+        )
+        for area, holders in areas.active.items()
+        for ticket in sorted(holders)
+        if ticket in gone
+    ]
+
+
 def load_areas(state: Mapping[str, Any]) -> AreaOwners:
     def table(raw: Any) -> dict[str, dict[str, str]]:
         if not isinstance(raw, dict):

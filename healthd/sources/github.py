@@ -60,6 +60,7 @@ from healthd.sources._tickets import (
     fold_area_owners,
     format_time,
     identifier,
+    lapses_of_gone,
     load_areas,
     load_cursor,
     parse_time,
@@ -562,24 +563,16 @@ class GitHubSource(TicketSource):
             )
             url, params = resp.links.get("next"), None
         stamp = int(last_seen.timestamp())
-        lapses = []
-        for area, holders in areas.active.items():
-            for ticket in sorted(holders):
-                number = ticket[len(prefix) :]
-                if ticket in held and int(number) not in open_numbers:
-                    lapses.append(
-                        AreaClaim(
-                            last_seen,
-                            (int(number), 0),
-                            area,
-                            ticket,
-                            frozenset(),
-                            f"{ticket} is no longer an open issue of {self.options.repo} "
-                            "(transferred, deleted or converted to a discussion)",
-                            f"{KIND}:{ticket}:0:gone:{stamp}",
-                            {"event": "gone"},
-                        )
-                    )
+        gone = {t for t in held if int(t[len(prefix) :]) not in open_numbers}
+        lapses = lapses_of_gone(
+            areas,
+            gone,
+            last_seen,
+            reason=f"{{ticket}} is no longer an open issue of {self.options.repo} "
+            "(transferred, deleted or converted to a discussion)",
+            base_id=lambda ticket: f"{KIND}:{ticket}:0:gone:{stamp}",
+            order=lambda ticket: (int(ticket[len(prefix) :]), 0),
+        )
         return lapses, new_etag
 
 

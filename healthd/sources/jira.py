@@ -64,6 +64,7 @@ from healthd.sources import PullResult, register_source
 from healthd.sources._options import validate_options
 from healthd.sources._tickets import (
     AreaClaim,
+    AreaOwners,
     Malformed,
     TicketSource,
     diff,
@@ -71,6 +72,7 @@ from healthd.sources._tickets import (
     fold_area_owners,
     format_time,
     identifier,
+    lapses_of_gone,
     load_areas,
     load_cursor,
     parse_time,
@@ -539,10 +541,11 @@ class JiraSource(TicketSource):
         data = info.data if isinstance(info.data, dict) else {}
         return "3" if str(data.get("deploymentType", "")).lower() == "cloud" else "2"
 
-    def _search_pages(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
+    def _search_pages(self, client: HttpClient, jql: str, fields: str = _FIELDS):  # type: ignore[no-untyped-def]
+        """Pages of issues; with the default ``fields``, each with its changelog."""
         if self._api == "2":
             try:
-                yield from self._search_pages_v2(client, jql)
+                yield from self._search_pages_v2(client, jql, fields)
                 return
             except HttpError as exc:
                 # Cloud removed the v2 search (410 Gone): a site "auto" took for Data Center
@@ -550,19 +553,16 @@ class JiraSource(TicketSource):
                 if exc.status != 410 or self.options.api_version != "auto" or self._paged:
                     raise
                 self._api = "3"
-        yield from self._search_pages_v3(client, jql)
+        yield from self._search_pages_v3(client, jql, fields)
 
-    def _search_pages_v3(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
+    def _search_pages_v3(self, client: HttpClient, jql: str, fields: str):  # type: ignore[no-untyped-def]
         url = f"{self.options.base_url}/rest/api/3/search/jql"
         token = None
         tokens: set[str] = set()
         while True:
-            params = {
-                "jql": jql,
-                "maxResults": self.options.page_size,
-                "fields": _FIELDS,
-                "expand": "changelog",
-            }
+            params = {"jql": jql, "maxResults": self.options.page_size, "fields": fields}
+            if fields == _FIELDS:
+                params["expand"] = "changelog"
             if token:
                 params["nextPageToken"] = token
             resp = client.get_json(url, params=params)
@@ -579,21 +579,20 @@ class JiraSource(TicketSource):
                 raise BadPayload(f"GET {resp.url}: field 'nextPageToken' repeats an earlier one")
             tokens.add(token)
 
-    def _search_pages_v2(self, client: HttpClient, jql: str):  # type: ignore[no-untyped-def]
+    def _search_pages_v2(self, client: HttpClient, jql: str, fields: str):  # type: ignore[no-untyped-def]
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
         self._paged = False
         while True:
-            resp = client.get_json(
-                url,
-                params={
-                    "jql": jql,
-                    "startAt": start,
-                    "maxResults": self.options.page_size,
-                    "fields": _FIELDS,
-                    "expand": "changelog",
-                },
-            )
+            params = {
+                "jql": jql,
+                "startAt": start,
+                "maxResults": self.options.page_size,
+                "fields": fields,
+            }
+            if fields == _FIELDS:
+                params["expand"] = "changelog"
+            resp = client.get_json(url, params=params)
             issues = _issues_of(resp)
             self._paged = True
             yield issues
@@ -620,6 +619,7 @@ class JiraSource(TicketSource):
         pulled_at = datetime.fromtimestamp(self._clock(), UTC)
         areas = load_areas(state)
         claims: list[AreaClaim] = []
+        read: set[str] = set()  # the issues this pull read
 
         def cursor_now(watermark: str | None) -> str:
             # the component claims read so far become ownership events, and the state they
@@ -646,6 +646,7 @@ class JiraSource(TicketSource):
                     except Malformed as exc:
                         skipped.append(f"search page {page} issue {index}: {exc}")
                         continue
+                    read.add(key)
                     histories = self._histories(client, issue)
                     try:
                         issue_claims: list[AreaClaim] = []
@@ -660,6 +661,8 @@ class JiraSource(TicketSource):
                         seen[key] = watermark
                     if newest is None or updated > newest:
                         newest = updated
+            if since:
+                claims.extend(self._gone(client, areas, read, parse_time(since, "since")))
         except HttpError as exc:
             hint = ""
             if exc.status == 410 and self._api == "2":
@@ -677,6 +680,40 @@ class JiraSource(TicketSource):
         # never past this pull: an issue "updated" in the year 9999 would hide every later one
         done = cursor_now(format_time(min(newest, pulled_at)) if newest else since)
         return PullResult(_ordered(events), done, skipped=skipped)
+
+    def _gone(
+        self, client: HttpClient, areas: AreaOwners, read: set[str], last_seen: datetime
+    ) -> list[AreaClaim]:
+        """The lapses of claims whose issue this pull did not read and that is no longer an
+        unresolved issue of the query: moved to another project, deleted, or out of the
+        query some other way (resolved under ``resolution = Unresolved``), none of which
+        the search for updated issues returns. Each lapses as of ``last_seen`` (the
+        watermark before this pull), so a newer claim on its component replaces it. The
+        unresolved issues are listed (keys only) only while such a claim is held."""
+        held = {t for holders in areas.active.values() for t in holders if t not in read}
+        if not held:
+            return []
+        still: set[str] = set()
+        jql = f"({self.options.jql}) AND resolution is EMPTY ORDER BY key"
+        for issues in self._search_pages(client, jql, fields="resolution"):
+            still.update(
+                i["key"] for i in issues if isinstance(i, dict) and isinstance(i.get("key"), str)
+            )
+        stamp = int(last_seen.timestamp())
+        return lapses_of_gone(
+            areas,
+            held - still,
+            last_seen,
+            reason="{ticket} is no longer an unresolved issue of the query (moved, deleted "
+            "or filtered out)",
+            base_id=lambda ticket: f"{KIND}:{ticket}:gone:{stamp}",
+            order=lambda ticket: (*_key_order(ticket), 0),
+        )
+
+
+def _key_order(key: str) -> tuple[str, int]:
+    project, _, number = key.rpartition("-")
+    return project, int(number) if number.isdigit() else 0
 
 
 def _ordered(events: list[ChangeEvent]) -> list[ChangeEvent]:

@@ -422,22 +422,38 @@ class FakeJira(FakeApi):
     def add(self, issue: dict[str, Any]) -> None:
         self.issues[issue["key"]] = issue
 
-    def _matching(self, jql: str) -> list[dict[str, Any]]:
+    def _matching(self, jql: str, with_changelog: bool = True) -> list[dict[str, Any]]:
         items = list(self.issues.values())
         match = re.search(r'updated >= "(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d)"', jql)
         if match:
             start = datetime(*map(int, match.groups()), tzinfo=UTC)
             items = [i for i in items if datetime.fromisoformat(i["fields"]["updated"]) >= start]
+        if re.search(r"resolution (is EMPTY|= Unresolved)", jql):
+            items = [i for i in items if i["fields"]["resolution"] is None]
         items.sort(key=lambda i: (i["fields"]["updated"], i["key"]), reverse=True)
         out = []
         for issue in items:
             issue = json.loads(json.dumps(issue))
+            if not with_changelog:  # Jira sends what expand asks for
+                del issue["changelog"]
+                out.append(issue)
+                continue
             log = issue["changelog"]
             if len(log["histories"]) > self.embed_limit:
                 log["histories"] = log["histories"][: self.embed_limit]
                 log["maxResults"] = self.embed_limit
             out.append(issue)
         return out
+
+    @staticmethod
+    def _expanded(request: Request) -> bool:
+        """The changelog is asked for with every field healthd reads; a keys-only search
+        (``fields=resolution``) asks for neither."""
+        if request.args.get("fields") == "resolution":
+            assert "expand" not in request.args
+            return False
+        assert request.args.get("expand") == "changelog"
+        return True
 
     def route(self, request: Request) -> Response:
         if request.path in ("/rest/api/2/serverInfo", "/rest/api/3/serverInfo"):
@@ -464,8 +480,7 @@ class FakeJira(FakeApi):
                 content_type="application/json",
             )
         if request.path == "/rest/api/2/search":
-            assert request.args.get("expand") == "changelog"
-            items = self._matching(request.args["jql"])
+            items = self._matching(request.args["jql"], self._expanded(request))
             start = int(request.args.get("startAt", 0))
             size = int(request.args.get("maxResults", 50))
             return self.json_response(
@@ -479,8 +494,7 @@ class FakeJira(FakeApi):
                 },
             )
         if request.path == "/rest/api/3/search/jql":
-            assert request.args.get("expand") == "changelog"
-            items = self._matching(request.args["jql"])
+            items = self._matching(request.args["jql"], self._expanded(request))
             start = int(request.args.get("nextPageToken", 0) or 0)
             size = int(request.args.get("maxResults", 50))
             body: dict[str, Any] = {"issues": items[start : start + size]}

@@ -790,3 +790,83 @@ def test_a_history_id_out_of_range_is_one_skipped_line_and_hides_nothing_after_i
     issue["fields"].update(updated=T(9))
     fourth = source.pull(third.cursor)
     assert "jira:PAY-1:10042:0" in {e.id for e in fourth.events}
+
+
+def _billing(key: str, login: str, day: int) -> dict:
+    return jira_issue(
+        key,
+        f"Billing work {key}",
+        issuetype="Task",
+        assignee=login,
+        components=("Billing",),
+        created=T(day),
+        updated=T(day, 11),
+        histories=[
+            jira_history(
+                int(key.split("-")[1]) * 100,
+                T(day, 11),
+                jira_item("assignee", None, None, login, login),
+            )
+        ],
+    )
+
+
+def test_an_issue_moved_out_of_the_query_lapses_its_claim_so_a_newer_one_replaces_it(jira):
+    """PAY-7 (alice, Billing) is moved to another project: the search for updated issues of
+    ``project = PAY`` never returns it again. Bob's newer Billing issue then owns it alone."""
+    jira.issues.clear()
+    jira.add(_billing("PAY-7", "alice", 2))
+    source = make(jira)
+    first = source.pull(None)
+    assert first.ok, first.error
+    assert [(e.type, e.fact.value) for e in first.events if e.fact.predicate == "owners"] == [
+        ("added", "alice")
+    ]
+    del jira.issues["PAY-7"]  # now OPS-3
+    jira.add(_billing("PAY-9", "bob", 10))
+    second = source.pull(first.cursor)
+    assert second.ok, second.error
+    assert [
+        (e.type, e.fact.value, e.previous.value if e.previous else None)
+        for e in second.events
+        if e.fact.predicate == "owners"
+    ] == [("revised", "bob", "alice")]
+    keys_only = [r for r in jira.log if r.args.get("fields") == "resolution"]
+    assert len(keys_only) == 1 and "resolution is EMPTY" in keys_only[0].args["jql"]
+
+
+def test_an_issue_resolved_out_of_an_unresolved_only_query_lapses_its_claim(jira):
+    jira.issues.clear()
+    jira.add(_billing("PAY-8", "carol", 2))
+    source = make(jira, jql="project = PAY AND resolution = Unresolved")
+    first = source.pull(None)
+    resolved = _billing("PAY-8", "carol", 2)
+    resolved["fields"]["resolution"] = {"id": "1", "name": "Done"}
+    resolved["fields"]["updated"] = T(5)
+    jira.add(resolved)  # the query no longer returns it: its resolution is never read
+    jira.add(_billing("PAY-9", "dave", 10))
+    second = source.pull(first.cursor)
+    assert second.ok, second.error
+    assert [e.fact.value for e in second.events if e.fact.predicate == "owners"] == ["dave"]
+
+
+def test_a_claim_still_in_the_query_is_kept_and_no_extra_search_is_made_without_one(jira):
+    jira.issues.clear()
+    jira.add(_billing("PAY-7", "alice", 2))
+    jira.add(jira_issue("PAY-5", "No one's", created=T(5), updated=T(5, 11)))
+    source = make(jira)
+    first = source.pull(None)
+    jira.log.clear()
+    jira.add(_billing("PAY-9", "bob", 10))  # PAY-7 is older than the search reaches back
+    second = source.pull(first.cursor)
+    assert [e.fact.value for e in second.events if e.fact.predicate == "owners"] == ["alice bob"]
+    # the unresolved issues' keys (PAY-5, 7, 9), two to a page
+    assert [r.args.get("fields") for r in jira.log].count("resolution") == 2
+
+    jira.issues.clear()
+    jira.add(jira_issue("PAY-3", "No one's", created=T(2), updated=T(2, 11)))
+    fresh = make(jira)
+    jira.log.clear()
+    done = fresh.pull(fresh.pull(None).cursor)
+    assert done.ok
+    assert all(r.args.get("fields") != "resolution" for r in jira.log)
