@@ -20,7 +20,9 @@ issue from its creation:
   the component, so the fact ages out unless re-claimed. An explicit retraction on the open
   issue (the changelog's ``assignee`` item to nobody, or a ``Component`` item removing the
   component) is: the assignee no longer owns the component through it (revised off the
-  union, or invalidated when no other claim holds it). Users are
+  union, or invalidated when no other claim holds it). A claim whose issue left the
+  query (moved, deleted, filtered out: the search for updated issues never returns it)
+  lapses once a run finds it no longer among the query's unresolved issues. Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
   carry), else ``name``; ``user_field`` picks one.
 
