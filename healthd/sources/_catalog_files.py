@@ -9,11 +9,19 @@ import posixpath
 import re
 from collections.abc import MutableMapping
 from functools import lru_cache
+from typing import NamedTuple
 
 import yaml
 
 from healthd.errors import shorten
-from healthd.sources._catalog import Entity, Malformed, OtherKind, parse_entity
+from healthd.sources._catalog import (
+    DEFAULT_NAMESPACE,
+    Entity,
+    EntityRef,
+    Malformed,
+    OtherKind,
+    parse_entity,
+)
 
 
 @lru_cache(maxsize=1024)
@@ -48,6 +56,26 @@ class _CoreLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
     annotation that is no date (``2023-13-01``) fails the whole file."""
 
     yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        """A mapping whose keys are unique: Backstage's parser refuses a duplicate key (its
+        ``uniqueKeys``), where PyYAML would silently keep the last value."""
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: PyYAML's own error follows
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {shorten(str(key), 60)!r}",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
 
 for _tag, _pattern, _first in (
@@ -136,16 +164,29 @@ def split_documents(text: str) -> list[tuple[int, str]]:
     return pieces
 
 
-Parsed = Entity | str | None  # an entity, why a document is not one, or an empty document
+class Rejected(NamedTuple):
+    """A document the format rejects as an entity (a required field missing, a bad name):
+    why, and the entity it names when that can be read, whose last valid version is kept,
+    as Backstage keeps serving an entity that fails processing."""
+
+    reason: str
+    ref: EntityRef | None
+    document: int = 0  # its place in the file, from 1
+
+
+#: an entity, one the format rejects, why a document is no entity, or an empty document
+Parsed = Entity | Rejected | str | None
 
 
 def parse_catalog_file(
     text: str, where: str, cache: MutableMapping[tuple[str, str], list[Parsed]] | None = None
-) -> tuple[list[Entity], list[str]]:
-    """The entities of one (multi-document) catalog file, and one line per document that
-    is not an entity. Raises Malformed when the file is not YAML at all. With ``cache``,
-    a document already read at this path is not parsed again (and keeps its identity)."""
-    entities: list[Entity] = []
+) -> tuple[list[Entity | Rejected], list[str]]:
+    """The entities of one (multi-document) catalog file and the documents it rejects, in
+    order, and one line per document that is not read (another kind, a template's
+    skeleton). Raises Malformed when the file is not YAML, or holds a document that is no
+    mapping: Backstage then keeps the file's entities as they were. With ``cache``, a
+    document already read at this path is not parsed again (and keeps its identity)."""
+    entities: list[Entity | Rejected] = []
     problems: list[str] = []
     index = 0
     for line, chunk in split_documents(text):
@@ -166,6 +207,9 @@ def parse_catalog_file(
                 if "integer string conversion" in reason:
                     reason = f"an integer too long to read ({reason.split(':', maxsplit=1)[0]})"
                 raise Malformed(f"not valid YAML{at}: {shorten(reason, 120)}") from None
+            for offset, doc in enumerate(docs, start=index + 1):
+                if doc is not None and not isinstance(doc, dict):
+                    raise Malformed(f"document {offset} is a {type(doc).__name__}, not a mapping")
             parsed = [_entity_or_problem(doc, where) for doc in docs]
             if cache is not None:
                 cache[where, chunk] = parsed
@@ -173,9 +217,26 @@ def parse_catalog_file(
             index += 1
             if isinstance(item, Entity):
                 entities.append(item)
+            elif isinstance(item, Rejected):
+                entities.append(item._replace(document=index))
             elif item is not None:
                 problems.append(f"document {index}: {item}")
     return entities, problems
+
+
+def _template_expression(doc: object, at: str = "") -> str | None:
+    """Where ``doc`` holds a scaffolder template expression (``${{ values.owner }}``), as
+    ``spec.owner``, if it does: the document is a software template's skeleton."""
+    if isinstance(doc, str):
+        return at or "the document" if "${{" in doc else None
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
+    for key, value in items:
+        found = _template_expression(value, f"{at}.{key}" if at else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _entity_or_problem(doc: object, where: str) -> Parsed:
@@ -183,11 +244,32 @@ def _entity_or_problem(doc: object, where: str) -> Parsed:
         return None  # an empty document (a trailing ---)
     try:
         _values(doc)
+        # (a Template's own steps hold expressions: it is an entity, the one that fills
+        # them in)
+        template = isinstance(doc, dict) and doc.get("kind") == "Template"
+        templated = None if template else _template_expression(doc)
+        if templated is not None:
+            return (
+                f"{templated} holds a template expression (${{{{ … }}}}): a software "
+                "template's skeleton, not an entity; not read"
+            )
         return parse_entity(doc, where)
     except OtherKind as exc:
         return f"{exc}; not read"
     except Malformed as exc:
-        return f"{exc}; skipped"
+        return Rejected(str(exc), _named(doc))
+
+
+def _named(doc: object) -> EntityRef | None:
+    """The entity a document names (kind, namespace, name), read as leniently as an
+    identity can be, or None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
+        return None
+    kind, metadata = doc.get("kind"), doc["metadata"]
+    name, namespace = metadata.get("name"), metadata.get("namespace", DEFAULT_NAMESPACE)
+    if not all(isinstance(v, str) and v for v in (kind, name, namespace)):
+        return None
+    return EntityRef(str(kind).lower(), str(namespace).lower(), str(name).lower())
 
 
 def resolve_target(location_file: str, target: str) -> str | None:

@@ -4,6 +4,7 @@ short line while the rest of the catalog is read."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import GitRepo
 
 from healthd.sources import build_source
@@ -141,3 +142,89 @@ def test_a_value_its_tag_cannot_hold_keeps_the_file_as_before_in_one_line(
         "too long to read (Exceeds the limit (4300 digits) for integer string conversion); "
         "kept as before",
     ]
+
+
+def test_a_software_templates_skeleton_is_no_entity(repo: GitRepo) -> None:
+    """Scaffolder skeletons sit under the default glob with ``${{ values.* }}`` in them: a
+    service named my-new-service owned by "${{ values.owner }}" is not in the catalog."""
+    skeleton = SERVICE.format(name="my-new-service").replace(
+        "owner: team-a", "owner: ${{ values.owner }}\n  system: ${{ values.system | dump }}"
+    )
+    template = (  # the Template entity itself fills expressions in: it is read
+        "apiVersion: scaffolder.backstage.io/v1beta3\nkind: Template\nmetadata:\n"
+        "  name: new-service\nspec:\n  owner: team-a\n  type: service\n  steps:\n"
+        "    - id: fetch\n      action: fetch:template\n      input:\n"
+        "        values:\n          name: ${{ parameters.name }}\n"
+    )
+    repo.commit(
+        "2024-01-02T09:00",
+        {
+            "catalog-info.yaml": SERVICE.format(name="ledger") + "---\n" + template,
+            "templates/service/skeleton/catalog-info.yaml": skeleton,
+        },
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert {s for s, _ in facts(result)} == {"ledger", "template:new-service"}
+    assert result.skipped == [
+        f"templates/service/skeleton/catalog-info.yaml@{repo.head()[:12]}: document 1: "
+        "spec.owner holds a template expression (${{ … }}): a software template's skeleton, "
+        "not an entity; not read"
+    ]
+
+
+def test_an_entity_that_becomes_invalid_keeps_its_last_valid_version(repo: GitRepo) -> None:
+    """Backstage keeps serving an entity that fails validation as it last was: ledger losing
+    its spec.owner is no removal; payments, valid in the same file, is revised."""
+    both = SERVICE.format(name="ledger") + "---\n" + SERVICE.format(name="payments")
+    repo.commit("2024-01-02T09:00", {"catalog-info.yaml": both})
+    broken = (
+        SERVICE.format(name="ledger").replace("  owner: team-a\n", "")
+        + "---\n"
+        + SERVICE.format(name="payments").replace("team-a", "team-b")
+    )
+    repo.commit("2024-02-01T09:00", {"catalog-info.yaml": broken})
+    repo.commit(
+        "2024-03-01T09:00",
+        {"catalog-info.yaml": both.replace("lifecycle: production", "lifecycle: deprecated", 1)},
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    feb = [(e.type, e.fact.subject, e.fact.value) for e in result.events if e.timestamp.month == 2]
+    assert feb == [("revised", "payments", "team-b")]  # ledger's facts all held
+    assert result.skipped == [
+        f"catalog-info.yaml@{repo.git('rev-parse', 'HEAD~1')[:12]}: document 1: Component ledger: spec.owner "
+        "is required; kept as before"
+    ]
+    march = {
+        (e.type, e.fact.subject, e.fact.predicate) for e in result.events if e.timestamp.month == 3
+    }
+    assert ("revised", "ledger", "lifecycle") in march  # valid again: read as written
+
+
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ("- just\n- a list\n", "document 3 is a list, not a mapping"),
+        ("just a scalar\n", "document 3 is a str, not a mapping"),
+        (
+            SERVICE.format(name="third") + "  owner: team-z\n",
+            "not valid YAML at line 27: found duplicate key 'owner'",
+        ),
+    ],
+)
+def test_a_document_backstage_cannot_parse_keeps_the_whole_file_as_before(
+    repo: GitRepo, bad: str, why: str
+) -> None:
+    """A document that is no mapping, or repeats a key, is a parse error for the whole
+    file in Backstage: the file's entities stay as they were, its valid edits too."""
+    both = SERVICE.format(name="ledger") + "---\n" + SERVICE.format(name="payments")
+    repo.commit("2024-01-02T09:00", {"catalog-info.yaml": both})
+    repo.commit(
+        "2024-02-01T09:00",
+        {"catalog-info.yaml": both.replace("team-a", "team-z") + "---\n" + bad},
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert [e for e in result.events if e.timestamp.month == 2] == []
+    assert result.skipped == [f"catalog-info.yaml@{repo.head()[:12]}: {why}; kept as before"]
