@@ -398,6 +398,17 @@ class CatalogExtractor(Extractor):
                 if first is None:
                     where[entity.ref] = (entity, path)
                     continue
+                if first[1] == path:
+                    # Twice in one file: the catalog upserts a location's entities in
+                    # order, by ref, so the later declaration replaces the earlier one.
+                    where[entity.ref] = (entity, path)
+                    self._report(
+                        path,
+                        commit,
+                        f"{entity.kind} {entity.ref} is declared twice in this file; the "
+                        "last declaration is kept, as Backstage keeps it",
+                    )
+                    continue
                 # Declared twice (mid-move): the file that declared it before keeps it, as
                 # the catalog keeps the first location's entity and reports the conflict.
                 mid_move = True

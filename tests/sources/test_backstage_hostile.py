@@ -228,3 +228,22 @@ def test_a_document_backstage_cannot_parse_keeps_the_whole_file_as_before(
     assert result.ok, result.error
     assert [e for e in result.events if e.timestamp.month == 2] == []
     assert result.skipped == [f"catalog-info.yaml@{repo.head()[:12]}: {why}; kept as before"]
+
+
+def test_an_entity_declared_twice_in_one_file_is_its_last_declaration(repo: GitRepo) -> None:
+    """Backstage upserts a file's entities in order by ref, so the second declaration is
+    the one it serves (giantswarm/backstage-catalogs' charts.yaml declares `muster` twice,
+    with two owners); across two files, the first file keeps it."""
+    twice = (
+        SERVICE.format(name="muster")
+        + "---\n"
+        + SERVICE.format(name="muster").replace("team-a", "team-b")
+    )
+    repo.commit("2024-01-02T09:00", {"catalog-info.yaml": twice})
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert facts(result)[("muster", "owner")] == "team-b"
+    assert result.skipped == [
+        f"catalog-info.yaml@{repo.head()[:12]}: Component component:default/muster is "
+        "declared twice in this file; the last declaration is kept, as Backstage keeps it"
+    ]
