@@ -7,6 +7,7 @@ and ``docs/api-reference/`` of github.com/mem0ai/mem0)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -373,6 +374,28 @@ def test_a_scope_not_declared_shadow_is_refused_before_any_call(platform, monkey
     first = len(platform.requests)
     with pytest.raises(TargetError, match="not declared shadow"):
         build_memory(parse_target(f"mem0:deployment=platform,host={platform.base_url}"))
+    assert len(platform.requests) == first
+
+
+@pytest.mark.parametrize(
+    ("scope", "said"),
+    [
+        # Mem0 reads '*' as every user: its DELETE /v1/memories/?user_id=* empties the project
+        ("user_id=*", "user_id '*' holds '*'"),
+        ("user_id=healthd-*", "user_id 'healthd-*' holds '*'"),
+        ("run_id=*", "run_id '*' holds '*'"),
+        # what a user's turn says is kept with agent_id null: an agent_id scope finds none
+        ("agent_id=bot", "agent_id cannot scope the shadow"),
+    ],
+)
+def test_a_scope_that_is_not_one_shadow_user_is_refused_before_any_call(
+    platform, monkeypatch, scope, said
+):
+    monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
+    first = len(platform.requests)
+    spec = f"mem0:deployment=platform,shadow=on,host={platform.base_url},{scope}"
+    with pytest.raises(TargetError, match=re.escape(said)):
+        build_memory(parse_target(spec))
     assert len(platform.requests) == first
 
 

@@ -79,3 +79,29 @@ def turn(event: ChangeEvent, *more: ChangeEvent) -> dict[str, str]:
     at = event.timestamp.astimezone(UTC)
     said = " ".join(statement(e) for e in (event, *more))
     return {"role": "user", "content": f"({at:%Y-%m-%d %H:%M} UTC) {said}"}
+
+
+#: The shadow scope's default user: healthd's own.
+DEFAULT_USER = "healthd-shadow"
+
+
+def scope_ids(options: Mapping[str, Any], kind: str) -> tuple[str, str | None, str | None]:
+    """The shadow scope's ``user_id``, ``agent_id`` and ``run_id``: none empty, and none a
+    wildcard (Mem0's filters and deletes read ``*`` as every user: a reset would empty the
+    project)."""
+    user_id = str(options.get("user_id", DEFAULT_USER)).strip()
+    if not user_id:
+        raise TargetError(f"{kind}: user_id is empty (the shadow user healthd owns)")
+    ids: dict[str, str | None] = {"user_id": user_id}
+    for name in ("agent_id", "run_id"):
+        given = options.get(name)
+        ids[name] = str(given).strip() if given is not None and str(given).strip() else None
+        if given is not None and ids[name] is None:
+            raise TargetError(f"{kind}: {name} is empty (leave it out, or name the shadow's)")
+    for name, value in ids.items():
+        if value is not None and "*" in value:
+            raise TargetError(
+                f"{kind}: {name} {value!r} holds '*', which Mem0 reads as every {name[:-3]} "
+                "(a reset would delete theirs too); name the one healthd owns"
+            )
+    return user_id, ids["agent_id"], ids["run_id"]

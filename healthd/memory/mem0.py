@@ -40,7 +40,7 @@ from healthd.llm_usage import LLMUsage
 from healthd.memory import Memory, register_memory
 from healthd.memory._embedder_switch import embedder_from_options
 from healthd.memory._llm_count import counting
-from healthd.memory._mem0_config import team_config, turn
+from healthd.memory._mem0_config import DEFAULT_USER, scope_ids, team_config, turn
 from healthd.memory._mem0_library import MEM0_ERRORS, import_mem0, served_item, when
 from healthd.memory._offline import (
     IN_MEMORY,
@@ -61,7 +61,6 @@ from healthd.model import (
     is_sweep,
 )
 
-DEFAULT_USER = "healthd-shadow"
 COLLECTION = "healthd_shadow"
 MODES = ("native", "managed")
 INGESTS = ("facts", "messages")
@@ -556,13 +555,14 @@ def mem0_memory(options: Mapping[str, Any]) -> Memory:
     team = team_config(options["mem0"], os.environ) if "mem0" in options else {}
     if "embedder" in team and {"embedder", "dimensions"} & set(options):
         raise TargetError("switch embedder: the team's embedder is mem0.embedder; give one")
+    user_id, agent_id, run_id = scope_ids(options, "mem0")
     return Mem0Memory(
         mode=str(options.get("mode", "native")),
         ingest=ingest,
         path=str(options.get("path", IN_MEMORY)),
-        user_id=str(options.get("user_id", DEFAULT_USER)),
-        agent_id=str(options["agent_id"]) if options.get("agent_id") else None,
-        run_id=str(options["run_id"]) if options.get("run_id") else None,
+        user_id=user_id,
+        agent_id=agent_id,
+        run_id=run_id,
         shadow=shadow,
         top_k=integer(options, "top_k", MEM0_TOP_K if ingest == "messages" else 5),
         embedder=None if "embedder" in team else embedder_from_options(options),

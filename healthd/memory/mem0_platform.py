@@ -3,8 +3,9 @@
 
 Mem0 as a team on the platform runs it: each timeline event is the user's turn of a
 conversation, stamped with its event time (the same turn the open-source ``ingest=messages``
-writes), sent with ``add`` to the shadow ``user_id`` (and ``agent_id``/``run_id`` when
-given); the platform's own inference decides what is stored. Its processing is asynchronous:
+writes), sent with ``add`` to the shadow ``user_id`` (and ``run_id`` when given; an
+``agent_id`` is refused: the platform keeps a user's turn under ``user_id`` with
+``agent_id`` null, so an agent-scoped search would find none of it); the platform's own inference decides what is stored. Its processing is asynchronous:
 ``add`` answers an ``event_id`` and ``PENDING`` before any memory exists, so the target reads
 the event (``GET /v1/event/{event_id}/``) until it is ``SUCCEEDED`` (or fails the run on
 ``FAILED``, or when ``wait_seconds`` pass first). With ``batch_events = N`` the adds of N
@@ -39,7 +40,7 @@ from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, sho
 from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
 from healthd.memory._answers import Id, Shape, check
-from healthd.memory._mem0_config import turn
+from healthd.memory._mem0_config import DEFAULT_USER, scope_ids, turn
 from healthd.memory._offline import first_line, package_versions
 from healthd.memory._options import (
     batch_option,
@@ -53,7 +54,6 @@ from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe, is_sweep
 
 DEFAULT_HOST = "https://api.mem0.ai"
-DEFAULT_USER = "healthd-shadow"
 DEFAULT_KEY_ENV = "MEM0_API_KEY"
 PLATFORM_TOP_K = 10  # the platform's search default
 SWITCHES = {
@@ -384,9 +384,14 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
             "shadow: a platform project holds real users' memories; set shadow=on for a "
             "user_id healthd owns"
         )
-    user_id = str(options.get("user_id", DEFAULT_USER)).strip()
-    if not user_id:
-        raise TargetError("mem0 platform: user_id is empty (the shadow user healthd owns)")
+    user_id, agent_id, run_id = scope_ids(options, "mem0 platform")
+    if agent_id is not None:
+        raise TargetError(
+            "mem0 platform: agent_id cannot scope the shadow: the platform keeps what a "
+            "user's turn says under user_id with agent_id null, so a search or a reset "
+            "scoped to agent_id finds none of it (docs.mem0.ai/platform/features/"
+            "entity-scoped-memory); scope it with user_id (and run_id)"
+        )
     key_env = str(options.get("api_key_env", DEFAULT_KEY_ENV))
     if key_env not in os.environ or not os.environ[key_env]:
         raise TargetError(
@@ -412,8 +417,7 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
         org_id=str(options["org_id"]) if options.get("org_id") else None,
         project_id=str(options["project_id"]) if options.get("project_id") else None,
         user_id=user_id,
-        agent_id=str(options["agent_id"]) if options.get("agent_id") else None,
-        run_id=str(options["run_id"]) if options.get("run_id") else None,
+        run_id=run_id,
         top_k=top_k,
         threshold=threshold,
         rerank=switch(options, "rerank", False),
