@@ -119,6 +119,52 @@ def test_an_edge_no_episode_of_healthds_states_has_no_write_time(monkeypatch):
     assert served and all(item.written_at is None for item in served)
 
 
+class _Mangled(Zep):
+    """Zep whose edge search answers are changed by ``mangle`` (rows as the SDK types allow
+    them: ``Edge.fact`` is optional in zep-cloud 4)."""
+
+    mangle = staticmethod(lambda row: None)
+
+    def _route(self, method, path, params, body, project):
+        status, answer = super()._route(method, path, params, body, project)
+        if path.endswith("/search/edges") and status < 300:
+            for row in answer.get("items") or []:
+                self.mangle(row)
+        return status, answer
+
+
+def test_an_edge_without_its_fact_serves_nothing_and_a_field_of_the_wrong_type_is_named(
+    monkeypatch,
+):
+    class NoFact(_Mangled):
+        mangle = staticmethod(lambda row: row.pop("fact"))
+
+    class BadScore(_Mangled):
+        mangle = staticmethod(lambda row: row.update(score="high"))
+
+    with NoFact(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
+        memory = target(server, monkeypatch)
+        try:
+            memory.reset()
+            memory.apply(owner(1, "@alice"))
+            served = memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
+        finally:
+            memory.close()
+    assert served == ()  # not an item of empty text
+    with BadScore(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
+        memory = target(server, monkeypatch)
+        try:
+            memory.reset()
+            memory.apply(owner(1, "@alice"))
+            with pytest.raises(MemoryAdapterError) as caught:
+                memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC))
+        finally:
+            memory.close()
+    said = str(caught.value)
+    assert "HTTP 200 with a body not of Zep's shape: items.0.score:" in said
+    assert len(said.splitlines()) == 1 and "uuid" not in said  # the field, not the body
+
+
 def test_message_episodes_and_node_search(zep, monkeypatch):
     memory = target(zep, monkeypatch, episode_type="message", scope="nodes")
     try:

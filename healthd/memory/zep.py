@@ -232,12 +232,14 @@ class ZepMemory:
             f"search for probe {probe.id!r}",
         )
         rows = list(found.items or [])
+        # (an edge without its fact, a node without summary or name, serves no text: the
+        # SDK's types make every one of them optional)
         if self.scope == "nodes":
-            served = [self._node(row) for row in rows]
+            served = [self._node(row) for row in rows if row.summary or row.name]
         else:
             if self.search == "valid":
                 rows = [row for row in rows if _valid(row, at)]
-            served = [self._edge(row) for row in rows]
+            served = [self._edge(row) for row in rows if row.fact]
         served.sort(key=lambda r: (-r[0], -_when(r[1].written_at), r[1].record_id))
         return Answer(probe.id, (), tuple(item for _, item in served))
 
@@ -403,6 +405,15 @@ def _why(exc: BaseException) -> str:
     """A client error as one line: Zep's own message where it gave one."""
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
+    cause: Any = getattr(exc, "cause", None) or exc.__cause__
+    if status is not None and 200 <= status < 300 and callable(getattr(cause, "errors", None)):
+        # the SDK's ParsingError: an answer it could not read as its type, field named
+        first = (cause.errors() or [{}])[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "the body"
+        return shorten(
+            f"HTTP {status} with a body not of Zep's shape: {where}: {first.get('msg', '?')}",
+            300,
+        )
     if status is not None:
         error = body.get("error") if isinstance(body, Mapping) else getattr(body, "error", None)
         message = error.get("message") if isinstance(error, Mapping) else None
