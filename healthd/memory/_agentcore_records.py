@@ -27,7 +27,10 @@ FILTER_KEYS = {SUBJECT_KEY: "STRING", PREDICATE_KEY: "STRING", VALIDATED_KEY: "N
 MAX_TEXT = 16_000
 
 COMPONENT = re.compile(r"[a-zA-Z0-9_-]+")
-META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
+#: The service's StringValue pattern, ``[a-zA-Z0-9\s._:/=+@-]*``, with ``\s`` as the
+#: service's regex dialects read it (ASCII whitespace), not Python's (which takes a no-break
+#: space, U+001C-U+001F and U+0085, and the service then refuses the write)
+META_STRING = re.compile(r"[a-zA-Z0-9 \t\n\x0b\f\r._:/=+@-]*")
 ENCODED = "b32:"
 
 

@@ -604,7 +604,8 @@ class AgentCoreMemory:
 
     def _retrieve(self, probe: Probe, at: datetime) -> list[dict[str, Any]]:
         criteria: dict[str, Any] = {
-            "searchQuery": probe.question or f"{probe.subject} {probe.predicate}",
+            # (SearchCriteria.searchQuery holds at most 10,000 characters)
+            "searchQuery": (probe.question or f"{probe.subject} {probe.predicate}")[:10_000],
             "topK": self.options.top_k,
             "metadataFilters": self._key_filters(probe.key, at),
         }
@@ -690,7 +691,8 @@ class AgentCoreMemory:
             "get_memory",
             f"reading the configuration of memory {self.options.memory_id!r} (GetMemory)",
             client=self._control(),
-            memoryId=self.options.memory_id,
+            # (the control plane's MemoryId is the id alone; the data plane's takes an ARN)
+            memoryId=self.options.memory_id.rsplit("/", 1)[-1],
         )["memory"]
         indexed = {k.get("key"): k.get("type") for k in memory.get("indexedKeys") or []}
         missing = {k: t for k, t in FILTER_KEYS.items() if indexed.get(k) != t}

@@ -36,7 +36,7 @@ STRATEGY_TYPES = ("SEMANTIC", "SUMMARIZATION", "USER_PREFERENCE", "CUSTOM", "EPI
 
 STRATEGY_ID = re.compile(r"[a-zA-Z][a-zA-Z0-9\-_]{0,99}-[a-zA-Z0-9]{10}")  # the control plane's
 NAMESPACE_TEMPLATE = re.compile(r"[a-zA-Z0-9\-_/]*(\{[a-zA-Z][a-zA-Z0-9]*\}[a-zA-Z0-9\-_/]*)*")
-META_STRING = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*")
+META_STRING = re.compile(r"[a-zA-Z0-9 \t\n\x0b\f\r._:/=+@-]*")  # (the service's \s is ASCII)
 _VARIABLE = re.compile(r"\{([a-zA-Z][a-zA-Z0-9]*)\}")
 
 

@@ -104,7 +104,7 @@ class AgentCoreEmulator:
         self._server_errors = 0
         self._fail_records: dict[str, int] = {}
         self._counter = 0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (a request can create a memory: see EventPlane.route)
         self.events = EventPlane(self)  # events, GetMemory and strategies
         emulator = self
 
@@ -264,6 +264,13 @@ class AgentCoreEmulator:
         if not isinstance(body, dict):
             raise validation_error("the request body must be an object")
         parts = [unquote(p) for p in request.path.split("?")[0].split("/")]
+        if len(parts) > 2 and parts[1] == "memories" and parts[2].startswith("arn:"):
+            if parts[3:] in (["details"], ["update"]):  # GetMemory, UpdateMemory
+                raise validation_error(
+                    f"memoryId {parts[2]!r} does not match the control plane's MemoryId "
+                    "pattern [a-zA-Z][a-zA-Z0-9-_]{0,99}-[a-zA-Z0-9]{10} (no ARN)"
+                )
+            parts[2] = parts[2].rsplit("/", 1)[-1]  # the data plane's MemoryId takes an ARN
         routed = self.events.route(request.command, parts, body)
         if routed is not None:
             return routed

@@ -153,3 +153,22 @@ def test_unsigned_requests_are_refused(emulator):
     )
     assert response.status_code == 403
     assert response.headers["x-amzn-ErrorType"] == "AccessDeniedException"
+
+
+def test_an_events_request_to_a_memory_made_without_an_events_configuration_is_answered(
+    aws_env,
+):
+    """A request may create the memory's events side (route -> configure -> create_memory)
+    while the request's lock is held: the emulator answered nothing before (a deadlock)."""
+    from healthd.testing.agentcore import AgentCoreEmulator
+
+    with AgentCoreEmulator() as emu:
+        emu.create_memory("healthd_shadow-a1b2c3d4e5")
+        client = boto3.client(
+            "bedrock-agentcore",
+            region_name="us-east-1",
+            endpoint_url=emu.url,
+            config=Config(read_timeout=5, retries={"total_max_attempts": 1}),
+        )
+        answer = client.list_sessions(memoryId="healthd_shadow-a1b2c3d4e5", actorId="a")
+    assert answer["sessionSummaries"] == []

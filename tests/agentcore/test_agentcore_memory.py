@@ -470,3 +470,16 @@ def test_the_live_tests_variable_is_not_taken_for_a_setting():
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+def test_a_memory_named_by_its_arn_is_read_by_its_id_on_the_control_plane(emulator):
+    """The data plane's MemoryId takes an ARN; the control plane's GetMemory takes only the
+    id (botocore's bedrock-agentcore-control model), so a configured ARN is cut there."""
+    arn = f"arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/{MEMORY_ID}"
+    memory = agentcore(emulator, memory_id=arn)
+    memory.reset()
+    memory.apply(added("a1", 1, fact("auth", "owners", "@alice")))
+    assert values(memory, "auth", "owners") == ["@alice"]
+    # a question past SearchCriteria.searchQuery's 10,000 characters is cut, not refused
+    long = Probe("p-long", "Who owns auth? " + "x" * 12_000, "auth", "owners", "ownership")
+    assert [f.value for f in memory.answer(long, day(400)).facts] == ["@alice"]

@@ -46,3 +46,16 @@ def test_plain_names_stay_readable_and_lookalikes_of_the_encoding_are_encoded():
 def test_a_subject_too_long_for_the_service_is_refused_with_its_name():
     with pytest.raises(ValueError, match="subject 'xxxx"):
         encode("x" * 300 + ",", "subject")
+
+
+#: The service's StringValue pattern as its regex dialects read ``\s``: ASCII whitespace
+#: (written here from the model, apart from healthd's copy)
+SERVICE_STRING_VALUE = re.compile(r"[a-zA-Z0-9\s._:/=+@-]*", re.ASCII)
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\x1c", "\x1f", "\x85", "\u2003"])
+def test_a_space_only_python_calls_one_is_encoded_not_sent_as_it_is(space):
+    text = f"billing{space}team"
+    encoded = encode(text, "subject")
+    assert SERVICE_STRING_VALUE.fullmatch(encoded) and decode(encoded) == text
+    assert encode("billing team", "subject") == "billing team"  # ASCII space: as it is
