@@ -369,6 +369,23 @@ def test_a_failed_event_fails_the_write_with_the_platforms_reason(monkeypatch):
             memory.close()
 
 
+def test_an_event_the_platform_no_longer_knows_is_one_line_with_its_reason(monkeypatch):
+    with Mem0Platform(processing_seconds=0, style="verbatim", **HASHING) as platform:
+        memory = target(platform, monkeypatch, batch_events="2")
+        try:
+            memory.apply(event(1, "@bob"))  # queued, its event read with the batch's
+            platform._events.clear()
+            with pytest.raises(MemoryAdapterError) as caught:
+                memory.apply(event(2, "@dan"))
+        finally:
+            memory.close()
+    said = str(caught.value)
+    assert said.endswith(
+        "unreadable: HTTP 404: Event not found or you don't have permission to access it."
+    )
+    assert "HTTPStatusError" not in said and len(said.splitlines()) == 1
+
+
 def test_a_scope_not_declared_shadow_is_refused_before_any_call(platform, monkeypatch):
     monkeypatch.setenv("MEM0_API_KEY", DEFAULT_KEY)
     first = len(platform.requests)

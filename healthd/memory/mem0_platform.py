@@ -369,6 +369,15 @@ def _why(exc: BaseException) -> str:
         code = getattr(exc, "error_code", None)
         text = message.strip().splitlines()[0]
         return shorten(f"{code}: {text}" if code else text, 300)
+    response = getattr(exc, "response", None)  # httpx's HTTPStatusError (the event reads)
+    if response is not None and getattr(response, "status_code", None):
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        said = body.get("error") or body.get("detail") if isinstance(body, Mapping) else None
+        if isinstance(said, str) and said.strip():
+            return shorten(f"HTTP {response.status_code}: {said.strip().splitlines()[0]}", 300)
     text = first_line(exc)
     if text.startswith("ValueError: Error: "):  # how MemoryClient reports a refused ping
         text = text[len("ValueError: Error: ") :]
