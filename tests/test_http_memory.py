@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -134,6 +135,46 @@ def test_a_malformed_answer_names_the_field():
             ]
         }
         with pytest.raises(MemoryAdapterError, match=r"facts\[0\].written_at"):
+            memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
+
+
+ITEM = {"text": "billing is owned by @bob", "record_id": "r1"}
+FACT = {
+    "subject": "billing",
+    "predicate": "owner",
+    "value": "@bob",
+    "domain": "ownership",
+    "record_id": "r1",
+    "written_at": "2026-01-01T00:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"items": [{**ITEM, "flags": ["historical"]}]}, None),
+        ({"facts": [{**FACT, "flags": ["soft_expired"]}]}, None),
+        ({"items": [{**ITEM, "flags": ["historic"]}]}, "items[0].flags"),  # a typo
+        ({"facts": [{**FACT, "flags": ["stale"]}]}, "facts[0].flags"),
+        ({"items": [{**ITEM, "text": " "}]}, "items[0].text"),
+    ],
+)
+def test_an_answer_is_refused_exactly_when_the_contract_refuses_it(body, field):
+    """The contract's schema is the judge: what it refuses healthd refuses, naming the
+    field (an unknown flag taken as none would score a historical record as current)."""
+    document = yaml.safe_load(open(CONTRACT))
+    schema = {"$ref": "#/components/schemas/QueryResult", **document}
+    answer = {"facts": [], "items": [], **body}
+    contract_refuses = not Draft202012Validator(schema).is_valid(answer)
+    assert contract_refuses == (field is not None)
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        memory.reset()
+        service.bad_query_body = answer
+        if field is None:
+            memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
+            return
+        with pytest.raises(MemoryAdapterError, match=re.escape(f"field '{field}'")):
             memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
 
 

@@ -208,9 +208,7 @@ def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
             raise MemoryAdapterError(
                 f"{where}, field '{path}.metadata': expected an object of strings"
             )
-        flags = item.get("flags", [])
-        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise MemoryAdapterError(f"{where}, field '{path}.flags': expected a list of strings")
+        flags = _flags(item, where, path)
         try:
             times = [
                 None
@@ -222,6 +220,24 @@ def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
             raise MemoryAdapterError(f"{where}, {exc}") from None
         out.append(ServedItem(text, record_id, times[0], times[1], metadata, frozenset(flags)))
     return out
+
+
+#: The contract's flags (docs/memory-http-api.yaml): another is a typo or a meaning healthd
+#: does not have, and taking it as none would score a historical record as current.
+FLAGS = frozenset({"historical", "soft_expired"})
+
+
+def _flags(item: dict[str, Any], where: str, path: str) -> list[str]:
+    flags = item.get("flags", [])
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise MemoryAdapterError(f"{where}, field '{path}.flags': expected a list of strings")
+    unknown = sorted(set(flags) - FLAGS)
+    if unknown:
+        raise MemoryAdapterError(
+            f"{where}, field '{path}.flags': unknown flag {errors.quote(unknown[0])} (the "
+            f"contract's are {', '.join(sorted(FLAGS))})"
+        )
+    return flags
 
 
 def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
@@ -242,9 +258,7 @@ def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
             raise MemoryAdapterError(
                 f"{where}, field '{path}.domain': unknown domain {errors.quote(values['domain'])}"
             )
-        flags = item.get("flags", [])
-        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise MemoryAdapterError(f"{where}, field '{path}.flags': expected a list of strings")
+        flags = _flags(item, where, path)
         try:
             written = parse_timestamp(item.get("written_at"), field=f"{path}.written_at")
             validated = (
