@@ -305,6 +305,33 @@ def lapses_of_gone(
     ]
 
 
+def restores(
+    areas: AreaOwners,
+    ticket: str,
+    claimed: Mapping[str, frozenset[str]],
+    told: set[str],
+    at: datetime,
+    *,
+    order: tuple[Any, ...],
+    base_id: str,
+    metadata: Mapping[str, str],
+) -> list[AreaClaim]:
+    """Claims that put back what a ticket read whole in this pull says now (``claimed``,
+    area → owners) where the state no longer holds it and no claim of this pull about the
+    ticket will (``told``: the areas it has claims about, updated with these): a claim
+    lapsed because the ticket was not found (it left the query, or a listing missed it)
+    and is back, unchanged. Empty when the state agrees."""
+    out = [
+        AreaClaim(at, order, area, ticket, owners, f"{ticket} read again", base_id, metadata)
+        for area, owners in sorted(claimed.items())
+        if area not in told
+        and owners
+        and areas.active.get(area, {}).get(ticket) != owners_value(owners)
+    ]
+    told.update(claim.area for claim in out)
+    return out
+
+
 def load_areas(state: Mapping[str, Any]) -> AreaOwners:
     def table(raw: Any) -> dict[str, dict[str, str]]:
         if not isinstance(raw, dict):

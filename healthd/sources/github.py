@@ -65,6 +65,7 @@ from healthd.sources._tickets import (
     load_cursor,
     parse_time,
     require,
+    restores,
     to_events,
 )
 
@@ -174,9 +175,11 @@ class GitHubSource(TicketSource):
         after_id: int,
         skipped: list[str],
         claims: list[AreaClaim] | None = None,
+        final: dict[str, frozenset[str]] | None = None,
     ) -> tuple[list[ChangeEvent], int]:
         """Events of one issue newer than ``after_id``, and the new per-issue watermark;
-        its new claims on areas' ownership are appended to ``claims``."""
+        its new claims on areas' ownership are appended to ``claims``, and what it claims
+        after its last event is put in ``final``."""
         subject = f"{self.options.repo}#{issue.number}"
         parsed = []
         for index, raw in enumerate(raw_events):
@@ -302,6 +305,8 @@ class GitHubSource(TicketSource):
                         changes, base_id=base_id, timestamp=ts, source=self.name, metadata=metadata
                     )
                 )
+        if final is not None:
+            final.update(claimed)
         return out, watermark
 
     # -- fetching ----------------------------------------------------------------------------
@@ -376,6 +381,7 @@ class GitHubSource(TicketSource):
         areas = load_areas(state)
         claims: list[AreaClaim] = []
         read: set[int] = set()  # the issues whose events this pull read
+        areas_told: dict[str, set[str]] = {}  # per issue, the areas this pull has claims on
         open_etag: str | None = state.get("open_etag")
 
         def cursor_now(complete: bool = False, **extra: Any) -> str:
@@ -415,6 +421,8 @@ class GitHubSource(TicketSource):
                     skipped,
                     claims,
                     read,
+                    areas,
+                    areas_told,
                 )
                 if outcome is None:  # 304: nothing changed since the watermark
                     complete = {}
@@ -450,6 +458,8 @@ class GitHubSource(TicketSource):
         skipped: list[str],
         claims: list[AreaClaim] | None = None,
         read: set[int] | None = None,
+        areas: AreaOwners | None = None,
+        areas_told: dict[str, set[str]] | None = None,
     ) -> tuple[str | None, str | None] | None:
         """Read every issue updated since ``since`` (their numbers into ``read``); return
         (new watermark, first-page ETag)."""
@@ -464,6 +474,7 @@ class GitHubSource(TicketSource):
             params["since"] = since  # type: ignore[index]
         newest: datetime | None = parse_time(since, "since") if since else None
         pulled_at = datetime.fromtimestamp(self._clock(), UTC)
+        retry_from: datetime | None = None  # the oldest issue skipped, to be read again
         first_etag = None
         page = 0
         while url:
@@ -493,24 +504,51 @@ class GitHubSource(TicketSource):
                         if exc.status not in _GONE:
                             raise
                         # deleted (410) or gone (404) since the list was made: the rest of
-                        # the repository is still read; a claim of its lapses (_vanished)
-                        skipped.append(f"{self.options.repo}#{issue.number}: {exc}; not read")
+                        # the repository is still read, and the watermark stays at or before
+                        # this issue, so a run after a passing 404 reads it again
+                        line = f"{self.options.repo}#{issue.number}: {exc}; not read"
+                        if line not in skipped:  # (a second pass meets it again)
+                            skipped.append(line)
+                        if retry_from is None or issue.updated_at < retry_from:
+                            retry_from = issue.updated_at
                         continue
                     if read is not None:
                         read.add(issue.number)
                     if etag:
                         new_etags[key] = etag
                     if raw_events is not None:
+                        issue_claims: list[AreaClaim] = []
+                        now: dict[str, frozenset[str]] = {}
                         new, watermark = self.replay(
-                            issue, raw_events, seen.get(key, 0), skipped, claims
+                            issue, raw_events, seen.get(key, 0), skipped, issue_claims, now
                         )
                         events.extend(new)
                         seen[key] = watermark
+                        if claims is not None:
+                            claims.extend(issue_claims)
+                            if areas is not None and areas_told is not None:
+                                subject = f"{self.options.repo}#{issue.number}"
+                                told = areas_told.setdefault(subject, set())
+                                told.update(c.area for c in issue_claims)
+                                claims.extend(
+                                    restores(
+                                        areas,
+                                        subject,
+                                        now,
+                                        told,
+                                        issue.updated_at,
+                                        order=(issue.number, watermark),
+                                        base_id=f"{KIND}:{subject}:{watermark}",
+                                        metadata={"url": issue.url, "event": "read"},
+                                    )
+                                )
                 if newest is None or issue.updated_at > newest:
                     newest = issue.updated_at
             url, params = resp.links.get("next"), None
         # an issue "updated" past this pull (a broken clock's date) must not become the
         # watermark, or every issue updated before that date would never be read again
+        if newest is not None and retry_from is not None:
+            newest = min(newest, retry_from)
         return (format_time(min(newest, pulled_at)) if newest else since), first_etag
 
     def _vanished(
@@ -563,7 +601,8 @@ class GitHubSource(TicketSource):
             )
             url, params = resp.links.get("next"), None
         stamp = int(last_seen.timestamp())
-        gone = {t for t in held if int(t[len(prefix) :]) not in open_numbers}
+        missing = sorted(t for t in held if int(t[len(prefix) :]) not in open_numbers)
+        gone = {t for t in missing if self._gone(client, int(t[len(prefix) :]))}
         lapses = lapses_of_gone(
             areas,
             gone,
@@ -574,6 +613,24 @@ class GitHubSource(TicketSource):
             order=lambda ticket: (int(ticket[len(prefix) :]), 0),
         )
         return lapses, new_etag
+
+    def _gone(self, client: HttpClient, number: int) -> bool:
+        """Whether an issue missing from the open list is gone from the repository, asked
+        of the issue itself (a list paged while issues close can skip one): 404 or 410, or
+        answered (through GitHub's 301) from another repository. Open or closed here, it
+        is not: a close is read with the issue's events."""
+        try:
+            resp = client.get_json(
+                f"{self.options.base_url}/repos/{self.options.repo}/issues/{number}"
+            )
+        except HttpError as exc:
+            if exc.status in _GONE:
+                return True
+            raise
+        where = resp.data.get("repository_url") if isinstance(resp.data, dict) else None
+        if not isinstance(where, str):
+            return False  # no sign it moved
+        return not where.lower().endswith(f"/repos/{self.options.repo}".lower())
 
 
 def _retracted(before: frozenset[str] | None, after: frozenset[str] | None, open_: bool) -> bool:

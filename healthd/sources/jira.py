@@ -79,6 +79,7 @@ from healthd.sources._tickets import (
     load_cursor,
     parse_time,
     require,
+    restores,
     to_events,
 )
 
@@ -338,9 +339,11 @@ class JiraSource(TicketSource):
         after_id: int | None,
         skipped: list[str],
         claims: list[AreaClaim] | None = None,
+        final: dict[str, frozenset[str]] | None = None,
     ) -> tuple[list[ChangeEvent], int]:
         """Events of one issue newer than ``after_id`` (None: nothing emitted yet); its new
-        claims on components' ownership are appended to ``claims``."""
+        claims on components' ownership are appended to ``claims``, and what it claims
+        after its last history is put in ``final``."""
         claims = [] if claims is None else claims
         key = require(issue, "key", str, "")
         fields = require(issue, "fields", dict, "")
@@ -444,6 +447,8 @@ class JiraSource(TicketSource):
                         metadata={"url": url},
                     )
                 )
+        if final is not None:
+            final.update(claimed)
         return out, watermark
 
     # -- fetching ----------------------------------------------------------------------------
@@ -622,6 +627,7 @@ class JiraSource(TicketSource):
         areas = load_areas(state)
         claims: list[AreaClaim] = []
         read: set[str] = set()  # the issues this pull read
+        areas_told: dict[str, set[str]] = {}  # per issue, the areas this pull has claims on
 
         def cursor_now(watermark: str | None) -> str:
             # the component claims read so far become ownership events, and the state they
@@ -652,8 +658,9 @@ class JiraSource(TicketSource):
                     histories = self._histories(client, issue)
                     try:
                         issue_claims: list[AreaClaim] = []
+                        now: dict[str, frozenset[str]] = {}
                         new, watermark = self.replay(
-                            issue, histories, seen.get(key), skipped, issue_claims
+                            issue, histories, seen.get(key), skipped, issue_claims, now
                         )
                     except Malformed as exc:
                         skipped.append(f"{key}: {exc}")
@@ -661,6 +668,20 @@ class JiraSource(TicketSource):
                         events.extend(new)
                         claims.extend(issue_claims)
                         seen[key] = watermark
+                        told = areas_told.setdefault(key, set())
+                        told.update(c.area for c in issue_claims)
+                        claims.extend(
+                            restores(
+                                areas,
+                                key,
+                                now,
+                                told,
+                                updated,
+                                order=(*_key_order(key), watermark),
+                                base_id=f"{KIND}:{key}:{watermark}:read",
+                                metadata={"url": f"{self.options.base_url}/browse/{key}"},
+                            )
+                        )
                     if newest is None or updated > newest:
                         newest = updated
             if since:

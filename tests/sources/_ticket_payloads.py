@@ -258,8 +258,13 @@ class FakeGitHub(FakeApi):
             state = request.args.get("state", "open")  # GitHub's default
             assert state in ("open", "closed", "all")
             since = request.args.get("since")
+            here = f"/repos/{self.repo}"  # (a transferred issue lists where it went)
             items = sorted(
-                (i for i in self.issues.values() if state in ("all", i["state"])),
+                (
+                    i
+                    for i in self.issues.values()
+                    if state in ("all", i["state"]) and i["repository_url"].endswith(here)
+                ),
                 key=lambda i: (i["updated_at"], i["number"]),
                 reverse=request.args.get("direction") == "desc",
             )
@@ -271,6 +276,9 @@ class FakeGitHub(FakeApi):
                 if k in request.args
             }
             return self._page(request, items, extra)
+        match = re.fullmatch(prefix + r"/(\d+)", request.path)
+        if match and int(match.group(1)) in self.issues:  # "Get an issue"
+            return self.json_response(request, self.issues[int(match.group(1))], {})
         match = re.fullmatch(prefix + r"/(\d+)/(events|timeline)", request.path)
         if match and int(match.group(1)) in self.events:
             return self._page(request, self.events[int(match.group(1))], {})

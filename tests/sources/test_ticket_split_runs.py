@@ -1,0 +1,127 @@
+"""Ticket sources over runs split in time: the area claims a cursor keeps end where a pull
+of the whole history at once ends, whatever a listing missed or a query let go."""
+
+from __future__ import annotations
+
+import json
+
+from _ticket_payloads import (  # noqa: F401
+    _module_server,
+    api_server,
+    assigned,
+    gh_event,
+    gh_issue,
+    jira_history,
+    jira_issue,
+    jira_item,
+    labeled,
+)
+from test_github_source import T, _search_claim, gh, make  # noqa: F401
+from test_jira_source import T as JT
+from test_jira_source import jira  # noqa: F401
+from test_jira_source import make as make_jira
+
+
+def test_an_issue_a_paged_open_list_misses_keeps_its_claim_as_a_pull_at_once_does(gh):  # noqa: F811
+    """Issue 1 closes between two pages of the open list, so page 2 starts one issue late
+    and #6 (carol, open) is not in it: asked for itself, #6 is still here and keeps its
+    claim, and the runs split end where a pull at once does."""
+    gh.issues.clear()
+    gh.events.clear()
+    # open issues 1..3, per_page=2; the fake sorts open list by updated asc
+    gh.add(gh_issue(1, "a", created_at=T(1), updated_at=T(1, 11)), [])
+    gh.add(gh_issue(8, "b", created_at=T(1), updated_at=T(1, 12)), [])  # page 1
+    _search_claim(gh, 6, "carol", 2)  # updated T(2,11): page 2 first item
+    _search_claim(gh, 9, "erin", 4)  # page 2
+    source = make(gh)
+    first = source.pull(None)
+    # issue 1 is closed between page 1 and page 2 of the next open listing
+    orig = gh.route
+
+    def route(request):
+        resp = orig(request)
+        if request.args.get("state") == "open" and request.args.get("page") in (None, "1"):
+            gh.issues[1]["state"] = "closed"
+        return resp
+
+    gh.route = route
+    second = source.pull(first.cursor)
+    gh.route = orig
+    gh.issues[6]["updated_at"] = T(15)
+    gh.events[6].append(
+        gh_event(699, "renamed", T(15), rename={"from": "Search work 6", "to": "Search v2"})
+    )
+    gh.issues[6]["title"] = "Search v2"
+    mid = source.pull(second.cursor)
+    second = mid
+    _search_claim(gh, 12, "dave", 20)
+    third = source.pull(second.cursor)
+    c3 = json.loads(third.cursor)
+    fresh = make(gh).pull(None)
+    assert c3["areas"] == json.loads(fresh.cursor)["areas"]
+
+
+def test_a_passing_404_on_an_issues_events_is_read_again_next_run(gh):  # noqa: F811
+    """A 404 that does not last: the next run reads the issue, nothing is lost."""
+    gh.fail(r"/issues/3/events$", status=404, body='{"message": "Not Found"}', times=1)
+    source = make(gh)
+    first = source.pull(None)
+    second = source.pull(first.cursor)
+    got = {e.id for e in first.events + second.events}
+    want = {e.id for e in make(gh).pull(None).events}
+    assert want <= got
+
+
+def _billing(key, login, day, extra_histories=(), labels=("team-a",), updated=None):
+    return jira_issue(
+        key,
+        f"Billing work {key}",
+        issuetype="Task",
+        assignee=login,
+        components=("Billing",),
+        labels=labels,
+        created=JT(day),
+        updated=updated or JT(day, 11),
+        histories=[
+            jira_history(
+                int(key.split("-")[1]) * 100,
+                JT(day, 11),
+                jira_item("assignee", None, None, login, login),
+            ),
+            *extra_histories,
+        ],
+    )
+
+
+def owners(res):
+    return [(e.type, e.fact.value) for e in res.events if e.fact.predicate == "owners"]
+
+
+def test_an_issue_that_leaves_the_query_and_comes_back_claims_again(jira):  # noqa: F811
+    """PAY-7 (alice, Billing) leaves the query (its label removed), which lapses her claim,
+    then comes back unchanged: read again, it claims again, so bob's later claim joins
+    hers as in a pull at once."""
+    jira.issues.clear()
+    jira.add(_billing("PAY-7", "alice", 2))
+    source = make_jira(jira)
+    first = source.pull(None)
+    jira.issues.pop("PAY-7")  # label removed: out of the query
+    second = source.pull(first.cursor)
+    # label back (a labels history, no claim change), PAY-7 back in the query
+    back = _billing(
+        "PAY-7",
+        "alice",
+        2,
+        extra_histories=[
+            jira_history(701, JT(20), jira_item("labels", None, "", None, "")),
+            jira_history(702, JT(21), jira_item("labels", None, "", None, "team-a")),
+        ],
+        updated=JT(21),
+    )
+    jira.add(back)
+    third = source.pull(second.cursor)
+    jira.add(_billing("PAY-9", "bob", 25))
+    fourth = source.pull(third.cursor)
+    # at once: both issues open, assigned, in the query
+    fresh = make_jira(jira).pull(None)
+    assert json.loads(fourth.cursor)["areas"] == json.loads(fresh.cursor)["areas"]
