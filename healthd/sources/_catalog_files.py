@@ -9,19 +9,11 @@ import posixpath
 import re
 from collections.abc import MutableMapping
 from functools import lru_cache
-from typing import NamedTuple
 
 import yaml
 
 from healthd.errors import shorten
-from healthd.sources._catalog import (
-    DEFAULT_NAMESPACE,
-    Entity,
-    EntityRef,
-    Malformed,
-    OtherKind,
-    parse_entity,
-)
+from healthd.sources._catalog import Entity, Malformed, OtherKind, parse_entity
 
 
 @lru_cache(maxsize=1024)
@@ -60,12 +52,12 @@ class _CoreLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
         """A mapping whose keys are unique: Backstage's parser refuses a duplicate key (its
         ``uniqueKeys``), where PyYAML would silently keep the last value."""
-        seen: set[object] = set()
+        seen: set[tuple[type, object]] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
+            try:  # (by type too: 1 and true are two keys to Backstage's parser, one to Python)
+                duplicate = (type(key), key) in seen
+                seen.add((type(key), key))
             except TypeError:  # an unhashable key: PyYAML's own error follows
                 break
             if duplicate:
@@ -164,29 +156,17 @@ def split_documents(text: str) -> list[tuple[int, str]]:
     return pieces
 
 
-class Rejected(NamedTuple):
-    """A document the format rejects as an entity (a required field missing, a bad name):
-    why, and the entity it names when that can be read, whose last valid version is kept,
-    as Backstage keeps serving an entity that fails processing."""
-
-    reason: str
-    ref: EntityRef | None
-    document: int = 0  # its place in the file, from 1
-
-
-#: an entity, one the format rejects, why a document is no entity, or an empty document
-Parsed = Entity | Rejected | str | None
+Parsed = Entity | str | None  # an entity, why a document is not one, or an empty document
 
 
 def parse_catalog_file(
     text: str, where: str, cache: MutableMapping[tuple[str, str], list[Parsed]] | None = None
-) -> tuple[list[Entity | Rejected], list[str]]:
-    """The entities of one (multi-document) catalog file and the documents it rejects, in
-    order, and one line per document that is not read (another kind, a template's
-    skeleton). Raises Malformed when the file is not YAML, or holds a document that is no
-    mapping: Backstage then keeps the file's entities as they were. With ``cache``, a
+) -> tuple[list[Entity], list[str]]:
+    """The entities of one (multi-document) catalog file, and one line per document that
+    is not an entity. Raises Malformed when the file is not YAML, or holds a document that
+    is no mapping: Backstage then keeps the file's entities as they were. With ``cache``, a
     document already read at this path is not parsed again (and keeps its identity)."""
-    entities: list[Entity | Rejected] = []
+    entities: list[Entity] = []
     problems: list[str] = []
     index = 0
     for line, chunk in split_documents(text):
@@ -217,25 +197,35 @@ def parse_catalog_file(
             index += 1
             if isinstance(item, Entity):
                 entities.append(item)
-            elif isinstance(item, Rejected):
-                entities.append(item._replace(document=index))
             elif item is not None:
                 problems.append(f"document {index}: {item}")
     return entities, problems
 
 
-def _template_expression(doc: object, at: str = "") -> str | None:
-    """Where ``doc`` holds a scaffolder template expression (``${{ values.owner }}``), as
-    ``spec.owner``, if it does: the document is a software template's skeleton."""
-    if isinstance(doc, str):
-        return at or "the document" if "${{" in doc else None
-    items = (
-        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
-    )
-    for key, value in items:
-        found = _template_expression(value, f"{at}.{key}" if at else str(key))
-        if found is not None:
-            return found
+def _template_expression(doc: object) -> str | None:
+    """Where a document's identity or spec (what facts are made of) holds a scaffolder
+    template expression (``${{ values.owner }}``), as ``spec.owner``, if it does: the
+    document is a software template's skeleton. Elsewhere (a description quoting a GitHub
+    Actions ``${{ github.ref }}``) an expression is only text."""
+    if not isinstance(doc, dict):
+        return None
+    metadata = doc.get("metadata")
+    spec = doc.get("spec")
+    fields = [
+        *(
+            (f"metadata.{key}", metadata.get(key))
+            for key in ("name", "namespace")
+            if isinstance(metadata, dict)
+        ),
+        *(
+            (f"spec.{key}", value)
+            for key, value in (spec.items() if isinstance(spec, dict) else ())
+        ),
+    ]
+    for where, value in fields:
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "${{" in v for v in values):
+            return where
     return None
 
 
@@ -257,19 +247,7 @@ def _entity_or_problem(doc: object, where: str) -> Parsed:
     except OtherKind as exc:
         return f"{exc}; not read"
     except Malformed as exc:
-        return Rejected(str(exc), _named(doc))
-
-
-def _named(doc: object) -> EntityRef | None:
-    """The entity a document names (kind, namespace, name), read as leniently as an
-    identity can be, or None."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
-        return None
-    kind, metadata = doc.get("kind"), doc["metadata"]
-    name, namespace = metadata.get("name"), metadata.get("namespace", DEFAULT_NAMESPACE)
-    if not all(isinstance(v, str) and v for v in (kind, name, namespace)):
-        return None
-    return EntityRef(str(kind).lower(), str(namespace).lower(), str(name).lower())
+        return f"{exc}; skipped"
 
 
 def resolve_target(location_file: str, target: str) -> str | None:

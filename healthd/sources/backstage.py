@@ -67,13 +67,7 @@ from healthd.sources._catalog import (
     parse_entity,
     user_person,
 )
-from healthd.sources._catalog_files import (
-    Parsed,
-    Rejected,
-    glob_regex,
-    parse_catalog_file,
-    resolve_target,
-)
+from healthd.sources._catalog_files import Parsed, glob_regex, parse_catalog_file, resolve_target
 from healthd.sources._gitlog import (
     Extractor,
     Held,
@@ -188,7 +182,9 @@ class CatalogExtractor(Extractor):
         self.yaml_blobs: dict[str, str] = {}  # every .yaml/.yml path → its blob sha
         self.root_paths: set[str] = set()  # those catalog_files names
         # (path, blob) → its entities and problems, or why it cannot be read
-        self.parsed: OrderedDict[tuple[str, str], list[Entity] | str] = OrderedDict()
+        self.parsed: OrderedDict[tuple[str, str], tuple[list[Entity], list[str]] | str] = (
+            OrderedDict()
+        )
         self.documents: _Bounded[tuple[str, str], list[Parsed]] = _Bounded(_PARSED_CACHE * 8)
         self.good: dict[str, list[Entity]] = {}  # path → entities of its last readable blob
         self.reachable: frozenset[str] = frozenset()
@@ -268,45 +264,24 @@ class CatalogExtractor(Extractor):
             else:
                 try:
                     text = data.decode("utf-8", errors="replace")
-                    items, problems = parse_catalog_file(text, path, self.documents)
+                    cached = parse_catalog_file(text, path, self.documents)
                 except Malformed as exc:
                     cached = str(exc)
-                else:
-                    for problem in problems:
-                        self._report(path, commit, problem)
-                    cached = self._kept(path, commit, items)
             self.parsed[path, sha] = cached
             if len(self.parsed) > _PARSED_CACHE:
                 self.parsed.popitem(last=False)
             if isinstance(cached, str):
                 kept = "; kept as before" if path in self.good else "; skipped"
                 self._report(path, commit, cached + kept)
+            else:
+                for problem in cached[1]:
+                    self._report(path, commit, problem)
         else:
             self.parsed.move_to_end((path, sha))
         if isinstance(cached, str):
             return self.good.get(path, [])
-        self.good[path] = cached
-        return cached
-
-    def _kept(self, path: str, commit: Commit, items: list[Entity | Rejected]) -> list[Entity]:
-        """The file's entities, an entity it now declares invalidly in its last valid
-        version from this file (as Backstage keeps serving it), one line for each."""
-        before = {e.ref: e for e in self.good.get(path, ())}
-        out = []
-        for item in items:
-            if isinstance(item, Entity):
-                out.append(item)
-                continue
-            kept = before.get(item.ref) if item.ref is not None else None
-            if kept is not None:
-                out.append(kept)
-            self._report(
-                path,
-                commit,
-                f"document {item.document}: {item.reason}; "
-                + ("kept as before" if kept is not None else "skipped"),
-            )
-        return out
+        self.good[path] = cached[0]
+        return cached[0]
 
     def _patch(self, commit: Commit, relevant: list[Change]) -> set[EntityRef] | None:
         """The common commit, edits to files already in the catalog that hold no Location

@@ -159,7 +159,14 @@ def test_a_software_templates_skeleton_is_no_entity(repo: GitRepo) -> None:
     repo.commit(
         "2024-01-02T09:00",
         {
-            "catalog-info.yaml": SERVICE.format(name="ledger") + "---\n" + template,
+            "catalog-info.yaml": SERVICE.format(name="ledger").replace(
+                "  name: ledger\n",
+                "  name: ledger\n"
+                "  description: deployed by ${{ github.workflow }}\n"  # text, no skeleton
+                "  annotations:\n    1: one\n    true: 'yes'\n",  # two keys to Backstage
+            )
+            + "---\n"
+            + template,
             "templates/service/skeleton/catalog-info.yaml": skeleton,
         },
     )
@@ -171,35 +178,6 @@ def test_a_software_templates_skeleton_is_no_entity(repo: GitRepo) -> None:
         "spec.owner holds a template expression (${{ … }}): a software template's skeleton, "
         "not an entity; not read"
     ]
-
-
-def test_an_entity_that_becomes_invalid_keeps_its_last_valid_version(repo: GitRepo) -> None:
-    """Backstage keeps serving an entity that fails validation as it last was: ledger losing
-    its spec.owner is no removal; payments, valid in the same file, is revised."""
-    both = SERVICE.format(name="ledger") + "---\n" + SERVICE.format(name="payments")
-    repo.commit("2024-01-02T09:00", {"catalog-info.yaml": both})
-    broken = (
-        SERVICE.format(name="ledger").replace("  owner: team-a\n", "")
-        + "---\n"
-        + SERVICE.format(name="payments").replace("team-a", "team-b")
-    )
-    repo.commit("2024-02-01T09:00", {"catalog-info.yaml": broken})
-    repo.commit(
-        "2024-03-01T09:00",
-        {"catalog-info.yaml": both.replace("lifecycle: production", "lifecycle: deprecated", 1)},
-    )
-    result = source(repo).pull(None)
-    assert result.ok, result.error
-    feb = [(e.type, e.fact.subject, e.fact.value) for e in result.events if e.timestamp.month == 2]
-    assert feb == [("revised", "payments", "team-b")]  # ledger's facts all held
-    assert result.skipped == [
-        f"catalog-info.yaml@{repo.git('rev-parse', 'HEAD~1')[:12]}: document 1: Component ledger: spec.owner "
-        "is required; kept as before"
-    ]
-    march = {
-        (e.type, e.fact.subject, e.fact.predicate) for e in result.events if e.timestamp.month == 3
-    }
-    assert ("revised", "ledger", "lifecycle") in march  # valid again: read as written
 
 
 @pytest.mark.parametrize(
