@@ -86,18 +86,17 @@ DEFAULT_USER = "healthd-shadow"
 
 
 def scope_ids(options: Mapping[str, Any], kind: str) -> tuple[str, str | None, str | None]:
-    """The shadow scope's ``user_id``, ``agent_id`` and ``run_id``: none empty, and none a
-    wildcard (Mem0's filters and deletes read ``*`` as every user: a reset would empty the
-    project)."""
-    user_id = str(options.get("user_id", DEFAULT_USER)).strip()
-    if not user_id:
+    """The shadow scope's ``user_id``, ``agent_id`` and ``run_id`` as given (an
+    ``agent_id``/``run_id`` left out, empty or false is none): ``user_id`` not blank, and
+    none a wildcard (Mem0's filters and deletes read ``*`` as every user: a reset would
+    empty the project)."""
+    user_id = str(options.get("user_id", DEFAULT_USER))
+    if not user_id.strip():
         raise TargetError(f"{kind}: user_id is empty (the shadow user healthd owns)")
     ids: dict[str, str | None] = {"user_id": user_id}
     for name in ("agent_id", "run_id"):
         given = options.get(name)
-        ids[name] = str(given).strip() if given is not None and str(given).strip() else None
-        if given is not None and ids[name] is None:
-            raise TargetError(f"{kind}: {name} is empty (leave it out, or name the shadow's)")
+        ids[name] = str(given) if given else None
     for name, value in ids.items():
         if value is not None and "*" in value:
             raise TargetError(

@@ -708,7 +708,7 @@ class AgentCoreMemory:
                 + f". Declaring them takes {len(missing)} of the memory's {MAX_INDEXED_KEYS} "
                 f"indexed-key slots ({free} free) for good: indexed keys cannot be removed. "
                 f"To declare them: aws bedrock-agentcore-control update-memory --memory-id "
-                f"{self.options.memory_id} --add-indexed-keys {declare}"
+                f"{self.options.memory_id.rsplit('/', 1)[-1]} --add-indexed-keys {declare}"
             )
         log.info(
             "agentcore memory indexes healthd's keys",
