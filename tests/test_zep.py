@@ -96,29 +96,6 @@ def test_episodes_at_their_event_time_and_zep_ends_the_old_fact(zep, monkeypatch
         valid.close()
 
 
-def test_an_edge_no_episode_of_healthds_states_has_no_write_time(monkeypatch):
-    """An edge's ``created_at`` is Zep's clock: an edge dated by it looked just written (the
-    fuzz read freshness 0 as 1.0 when its episode_uuids were empty or unknown)."""
-
-    class Unlinked(Zep):
-        def _route(self, method, path, params, body, project):
-            status, answer = super()._route(method, path, params, body, project)
-            if path.endswith("/search/edges") and status < 300:
-                for row in answer.get("items") or []:
-                    row["episode_uuids"] = []
-            return status, answer
-
-    with Unlinked(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
-        memory = target(server, monkeypatch)
-        try:
-            memory.reset()
-            memory.apply(owner(1, "@alice"))
-            served = memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
-        finally:
-            memory.close()
-    assert served and all(item.written_at is None for item in served)
-
-
 class _Mangled(Zep):
     """Zep whose edge search answers are changed by ``mangle`` (rows as the SDK types allow
     them: ``Edge.fact`` is optional in zep-cloud 4)."""
@@ -133,6 +110,29 @@ class _Mangled(Zep):
         return status, answer
 
 
+def _served_once(server_class: type[Zep], monkeypatch) -> tuple:
+    """What the target serves for PROBE after one owner event, from ``server_class``."""
+    with server_class(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
+        memory = target(server, monkeypatch)
+        try:
+            memory.reset()
+            memory.apply(owner(1, "@alice"))
+            return memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
+        finally:
+            memory.close()
+
+
+def test_an_edge_no_episode_of_healthds_states_has_no_write_time(monkeypatch):
+    """An edge's ``created_at`` is Zep's clock: an edge dated by it looked just written (the
+    fuzz read freshness 0 as 1.0 when its episode_uuids were empty or unknown)."""
+
+    class Unlinked(_Mangled):
+        mangle = staticmethod(lambda row: row.update(episode_uuids=[]))
+
+    served = _served_once(Unlinked, monkeypatch)
+    assert served and all(item.written_at is None for item in served)
+
+
 def test_an_edge_without_its_fact_serves_nothing_and_a_field_of_the_wrong_type_is_named(
     monkeypatch,
 ):
@@ -142,24 +142,9 @@ def test_an_edge_without_its_fact_serves_nothing_and_a_field_of_the_wrong_type_i
     class BadScore(_Mangled):
         mangle = staticmethod(lambda row: row.update(score="high"))
 
-    with NoFact(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
-        memory = target(server, monkeypatch)
-        try:
-            memory.reset()
-            memory.apply(owner(1, "@alice"))
-            served = memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC)).items
-        finally:
-            memory.close()
-    assert served == ()  # not an item of empty text
-    with BadScore(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
-        memory = target(server, monkeypatch)
-        try:
-            memory.reset()
-            memory.apply(owner(1, "@alice"))
-            with pytest.raises(MemoryAdapterError) as caught:
-                memory.answer(PROBE, datetime(2024, 3, 9, tzinfo=UTC))
-        finally:
-            memory.close()
+    assert _served_once(NoFact, monkeypatch) == ()  # not an item of empty text
+    with pytest.raises(MemoryAdapterError) as caught:
+        _served_once(BadScore, monkeypatch)
     said = str(caught.value)
     assert "HTTP 200 with a body not of Zep's shape: items.0.score:" in said
     assert len(said.splitlines()) == 1 and "uuid" not in said  # the field, not the body

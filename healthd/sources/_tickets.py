@@ -309,7 +309,8 @@ def restores(
     areas: AreaOwners,
     ticket: str,
     claimed: Mapping[str, frozenset[str]],
-    told: set[str],
+    read_claims: Iterable[AreaClaim],
+    told: dict[str, set[str]],
     at: datetime,
     *,
     order: tuple[Any, ...],
@@ -318,17 +319,20 @@ def restores(
 ) -> list[AreaClaim]:
     """Claims that put back what a ticket read whole in this pull says now (``claimed``,
     area → owners) where the state no longer holds it and no claim of this pull about the
-    ticket will (``told``: the areas it has claims about, updated with these): a claim
-    lapsed because the ticket was not found (it left the query, or a listing missed it)
-    and is back, unchanged. Empty when the state agrees."""
+    ticket will (``read_claims``, the ticket's from this reading; ``told``, per ticket the
+    areas the pull has claims about, kept up to date here): a claim lapsed because the
+    ticket was not found (it left the query, or a listing missed it) and is back,
+    unchanged. Empty when the state agrees."""
+    areas_told = told.setdefault(ticket, set())
+    areas_told.update(claim.area for claim in read_claims)
     out = [
         AreaClaim(at, order, area, ticket, owners, f"{ticket} read again", base_id, metadata)
         for area, owners in sorted(claimed.items())
-        if area not in told
+        if area not in areas_told
         and owners
         and areas.active.get(area, {}).get(ticket) != owners_value(owners)
     ]
-    told.update(claim.area for claim in out)
+    areas_told.update(claim.area for claim in out)
     return out
 
 

@@ -528,14 +528,13 @@ class GitHubSource(TicketSource):
                             claims.extend(issue_claims)
                             if areas is not None and areas_told is not None:
                                 subject = f"{self.options.repo}#{issue.number}"
-                                told = areas_told.setdefault(subject, set())
-                                told.update(c.area for c in issue_claims)
                                 claims.extend(
                                     restores(
                                         areas,
                                         subject,
                                         now,
-                                        told,
+                                        issue_claims,
+                                        areas_told,
                                         issue.updated_at,
                                         order=(issue.number, watermark),
                                         base_id=f"{KIND}:{subject}:{watermark}",

@@ -668,14 +668,13 @@ class JiraSource(TicketSource):
                         events.extend(new)
                         claims.extend(issue_claims)
                         seen[key] = watermark
-                        told = areas_told.setdefault(key, set())
-                        told.update(c.area for c in issue_claims)
                         claims.extend(
                             restores(
                                 areas,
                                 key,
                                 now,
-                                told,
+                                issue_claims,
+                                areas_told,
                                 updated,
                                 order=(*_key_order(key), watermark),
                                 base_id=f"{KIND}:{key}:{watermark}:read",

@@ -792,21 +792,24 @@ def test_a_history_id_out_of_range_is_one_skipped_line_and_hides_nothing_after_i
     assert "jira:PAY-1:10042:0" in {e.id for e in fourth.events}
 
 
-def _billing(key: str, login: str, day: int) -> dict:
+def _billing(key, login, day, extra_histories=(), labels=(), updated=None) -> dict:
+    """An open Task of component Billing assigned to ``login`` on ``day``."""
     return jira_issue(
         key,
         f"Billing work {key}",
         issuetype="Task",
         assignee=login,
         components=("Billing",),
+        labels=labels,
         created=T(day),
-        updated=T(day, 11),
+        updated=updated or T(day, 11),
         histories=[
             jira_history(
                 int(key.split("-")[1]) * 100,
                 T(day, 11),
                 jira_item("assignee", None, None, login, login),
-            )
+            ),
+            *extra_histories,
         ],
     )
 

@@ -18,7 +18,7 @@ from _ticket_payloads import (  # noqa: F401
 )
 from test_github_source import T, _search_claim, gh, make  # noqa: F401
 from test_jira_source import T as JT
-from test_jira_source import jira  # noqa: F401
+from test_jira_source import _billing, jira  # noqa: F401
 from test_jira_source import make as make_jira
 
 
@@ -72,27 +72,6 @@ def test_a_passing_404_on_an_issues_events_is_read_again_next_run(gh):  # noqa: 
     assert want <= got
 
 
-def _billing(key, login, day, extra_histories=(), labels=("team-a",), updated=None):
-    return jira_issue(
-        key,
-        f"Billing work {key}",
-        issuetype="Task",
-        assignee=login,
-        components=("Billing",),
-        labels=labels,
-        created=JT(day),
-        updated=updated or JT(day, 11),
-        histories=[
-            jira_history(
-                int(key.split("-")[1]) * 100,
-                JT(day, 11),
-                jira_item("assignee", None, None, login, login),
-            ),
-            *extra_histories,
-        ],
-    )
-
-
 def owners(res):
     return [(e.type, e.fact.value) for e in res.events if e.fact.predicate == "owners"]
 
@@ -102,7 +81,7 @@ def test_an_issue_that_leaves_the_query_and_comes_back_claims_again(jira):  # no
     then comes back unchanged: read again, it claims again, so bob's later claim joins
     hers as in a pull at once."""
     jira.issues.clear()
-    jira.add(_billing("PAY-7", "alice", 2))
+    jira.add(_billing("PAY-7", "alice", 2, labels=("team-a",)))
     source = make_jira(jira)
     first = source.pull(None)
     jira.issues.pop("PAY-7")  # label removed: out of the query
@@ -112,6 +91,7 @@ def test_an_issue_that_leaves_the_query_and_comes_back_claims_again(jira):  # no
         "PAY-7",
         "alice",
         2,
+        labels=("team-a",),
         extra_histories=[
             jira_history(701, JT(20), jira_item("labels", None, "", None, "")),
             jira_history(702, JT(21), jira_item("labels", None, "", None, "team-a")),
@@ -120,7 +100,7 @@ def test_an_issue_that_leaves_the_query_and_comes_back_claims_again(jira):  # no
     )
     jira.add(back)
     third = source.pull(second.cursor)
-    jira.add(_billing("PAY-9", "bob", 25))
+    jira.add(_billing("PAY-9", "bob", 25, labels=("team-a",)))
     fourth = source.pull(third.cursor)
     # at once: both issues open, assigned, in the query
     fresh = make_jira(jira).pull(None)
