@@ -722,15 +722,35 @@ class JiraSource(TicketSource):
                 i["key"] for i in issues if isinstance(i, dict) and isinstance(i.get("key"), str)
             )
         stamp = int(last_seen.timestamp())
+        missing = sorted(held - still)
         return lapses_of_gone(
             areas,
-            held - still,
+            {key for key in missing if not self._still_in_query(client, key)},
             last_seen,
             reason="{ticket} is no longer an unresolved issue of the query (moved, deleted "
             "or filtered out)",
             base_id=lambda ticket: f"{KIND}:{ticket}:gone:{stamp}",
             order=lambda ticket: (*_key_order(ticket), 0),
         )
+
+    def _still_in_query(self, client: HttpClient, key: str) -> bool:
+        """Whether an issue missing from the listed keys is an unresolved issue of the
+        query after all (a list paged by ``startAt`` skips one when an earlier issue is
+        resolved meanwhile), asked of the issue: 404 (deleted, or no longer visible) or
+        another key (moved) is no; else a search for that key alone says."""
+        try:
+            found = client.get_json(
+                f"{self.options.base_url}/rest/api/{self._api}/issue/{key}",
+                params={"fields": "resolution"},
+            )
+        except HttpError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        if not isinstance(found.data, dict) or found.data.get("key") != key:
+            return False  # moved: Jira answers with the issue under its new key
+        jql = f"key = {key} AND ({self.options.jql}) AND resolution is EMPTY"
+        return any(issues for issues in self._search_pages(client, jql, fields="resolution"))
 
 
 def _key_order(key: str) -> tuple[str, int]:

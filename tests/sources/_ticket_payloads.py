@@ -436,6 +436,9 @@ class FakeJira(FakeApi):
         if match:
             start = datetime(*map(int, match.groups()), tzinfo=UTC)
             items = [i for i in items if datetime.fromisoformat(i["fields"]["updated"]) >= start]
+        one = re.match(r"key = ([A-Z]+-\d+) AND", jql)
+        if one:
+            items = [i for i in items if i["key"] == one.group(1)]
         if re.search(r"resolution (is EMPTY|= Unresolved)", jql):
             items = [i for i in items if i["fields"]["resolution"] is None]
         items.sort(key=lambda i: (i["fields"]["updated"], i["key"]), reverse=True)
@@ -512,6 +515,10 @@ class FakeJira(FakeApi):
             else:
                 body["isLast"] = True
             return self.json_response(request, body)
+        match = re.fullmatch(r"/rest/api/[23]/issue/([A-Z]+-\d+)", request.path)
+        if match and match.group(1) in self.issues:  # "Get issue" (fields as asked: enough)
+            issue = self.issues[match.group(1)]
+            return self.json_response(request, {k: issue[k] for k in ("id", "key", "fields")})
         match = re.fullmatch(r"/rest/api/[23]/issue/([A-Z]+-\d+)/changelog", request.path)
         if match and match.group(1) in self.issues:
             histories = self.issues[match.group(1)]["changelog"]["histories"]

@@ -835,7 +835,8 @@ def test_an_issue_moved_out_of_the_query_lapses_its_claim_so_a_newer_one_replace
         if e.fact.predicate == "owners"
     ] == [("revised", "bob", "alice")]
     keys_only = [r for r in jira.log if r.args.get("fields") == "resolution"]
-    assert len(keys_only) == 1 and "resolution is EMPTY" in keys_only[0].args["jql"]
+    assert [r.path for r in keys_only] == ["/rest/api/2/search", "/rest/api/2/issue/PAY-7"]
+    assert "resolution is EMPTY" in keys_only[0].args["jql"]  # listed, then asked: 404
 
 
 def test_an_issue_resolved_out_of_an_unresolved_only_query_lapses_its_claim(jira):

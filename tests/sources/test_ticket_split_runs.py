@@ -105,3 +105,29 @@ def test_an_issue_that_leaves_the_query_and_comes_back_claims_again(jira):  # no
     # at once: both issues open, assigned, in the query
     fresh = make_jira(jira).pull(None)
     assert json.loads(fourth.cursor)["areas"] == json.loads(fresh.cursor)["areas"]
+
+
+def test_an_issue_the_paged_keys_list_misses_keeps_its_claim(jira):  # noqa: F811
+    """The unresolved keys come two to a page, newest first: PAY-8, PAY-5 | PAY-7, PAY-1.
+    PAY-8 is resolved between the pages, so the second starts one issue late and PAY-7
+    (alice, open, in the query) is not in it: asked for itself, it keeps its claim."""
+    jira.issues.clear()
+    jira.add(jira_issue("PAY-1", "Old", created=JT(1), updated=JT(1, 11)))
+    jira.add(_billing("PAY-7", "alice", 3, labels=("team-a",)))
+    jira.add(jira_issue("PAY-5", "Mid", created=JT(4), updated=JT(4, 11)))
+    jira.add(jira_issue("PAY-8", "New", created=JT(10), updated=JT(10, 11)))
+    source = make_jira(jira)
+    first = source.pull(None)
+    original = jira.route
+
+    def route(request):
+        answer = original(request)
+        if request.args.get("fields") == "resolution" and request.args.get("startAt") == "0":
+            jira.issues["PAY-8"]["fields"]["resolution"] = {"id": "1", "name": "Done"}
+        return answer
+
+    jira.route = route
+    second = source.pull(first.cursor)
+    jira.route = original
+    assert second.ok, second.error
+    assert "PAY-7" in json.loads(second.cursor)["areas"]["Billing"]
