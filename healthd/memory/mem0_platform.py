@@ -138,7 +138,6 @@ class Mem0PlatformMemory:
         org_id: str | None = None,
         project_id: str | None = None,
         user_id: str,
-        agent_id: str | None = None,
         run_id: str | None = None,
         top_k: int = PLATFORM_TOP_K,
         threshold: float | None = None,
@@ -155,7 +154,7 @@ class Mem0PlatformMemory:
         import httpx
         from mem0.client.main import MemoryClient
 
-        scope = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+        scope = {"user_id": user_id, "run_id": run_id}
         self._scope = {k: v for k, v in scope.items() if v}
         self.top_k, self.threshold, self.rerank = top_k, threshold, rerank
         self.wait_seconds = wait_seconds

@@ -566,8 +566,8 @@ class GitHubSource(TicketSource):
         while such a claim is held; a one-page list is asked for with its ETag (a 304:
         nothing left it since it was last read), and the new ETag is returned."""
         prefix = f"{self.options.repo}#"
-        held = {
-            ticket
+        held = {  # ticket → its issue number
+            ticket: int(ticket[len(prefix) :])
             for holders in areas.active.values()
             for ticket in holders
             if ticket.startswith(prefix)
@@ -600,8 +600,8 @@ class GitHubSource(TicketSource):
             )
             url, params = resp.links.get("next"), None
         stamp = int(last_seen.timestamp())
-        missing = sorted(t for t in held if int(t[len(prefix) :]) not in open_numbers)
-        gone = {t for t in missing if self._gone(client, int(t[len(prefix) :]))}
+        missing = sorted(t for t, number in held.items() if number not in open_numbers)
+        gone = {t for t in missing if self._gone(client, held[t])}
         lapses = lapses_of_gone(
             areas,
             gone,
@@ -609,7 +609,7 @@ class GitHubSource(TicketSource):
             reason=f"{{ticket}} is no longer an open issue of {self.options.repo} "
             "(transferred, deleted or converted to a discussion)",
             base_id=lambda ticket: f"{KIND}:{ticket}:0:gone:{stamp}",
-            order=lambda ticket: (int(ticket[len(prefix) :]), 0),
+            order=lambda ticket: (held[ticket], 0),
         )
         return lapses, new_etag
 
