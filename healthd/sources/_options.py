@@ -1,5 +1,5 @@
 """A source kind's options read by its pydantic model; a failure is one line naming the
-option (``source 'x': labels_typo: Extra inputs are not permitted``)."""
+option (``source 'x': field 'labels_typo': Extra inputs are not permitted``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ def validate_options(model: type[BaseModel], name: str, options: Mapping[str, An
     try:
         return model.model_validate(dict(options))
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "options"
-        raise ConfigError(f"source {name!r}: {where}: {first['msg']}") from None
+        err = exc.errors()[0]
+        loc = ".".join(str(part) for part in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        where = f"field '{loc}': " if loc else ""
+        raise ConfigError(f"source {name!r}: {where}{msg}") from None

@@ -1,6 +1,6 @@
 """The repository sources' options as pydantic models (`adr`, `backstage`, and the `git`
 kind's options that its plain reading does not take: see :func:`healthd.sources.git.git_options`),
-and :func:`validate_options`, which turns a model's failure into one ConfigError line.
+read with :func:`healthd.sources._options.validate_options`.
 
 Apart from :mod:`healthd.sources._gitlog` so that a `git` source with plain options (the
 usual case) is built and pulled without importing pydantic (a third of a one-shot pull's
@@ -9,7 +9,6 @@ start-up).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
@@ -17,20 +16,18 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from healthd.durations import parse_duration
-from healthd.errors import ConfigError
-from healthd.sources._gitlog import check_where, since_datetime
-from healthd.sources.git import (
+from healthd.sources._git_config import (
     DEFAULT_EXCLUDED_DIRS,
     check_adr_dirs,
     check_root_subject,
     check_service_roots,
 )
+from healthd.sources._gitlog import check_where, since_datetime
 
 
 class RepoOptions(BaseModel):
@@ -64,18 +61,6 @@ class RepoOptions(BaseModel):
 
     def since_datetime(self) -> datetime | None:
         return since_datetime(self.since)
-
-
-def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
-    """Validate ``options`` with ``model``; a failure is a ConfigError naming the field."""
-    try:
-        return model.model_validate(dict(options))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        where = f"field '{loc}': " if loc else ""
-        raise ConfigError(f"source {name!r}: {where}{msg}") from None
 
 
 class GitOptions(RepoOptions):

@@ -104,7 +104,8 @@ from healthd.sources._gitlog import (
     prune_seen,
 )
 from healthd.sources._gitrepo import Change, Commit, GitError, Repo
-from healthd.sources._repo_options import RepoOptions, validate_options
+from healthd.sources._options import validate_options
+from healthd.sources._repo_options import RepoOptions
 
 PREDICATE = "decision"
 

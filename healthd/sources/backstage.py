@@ -82,7 +82,8 @@ from healthd.sources._gitlog import (
     wall_clock,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo
-from healthd.sources._repo_options import RepoOptions, validate_options
+from healthd.sources._options import validate_options
+from healthd.sources._repo_options import RepoOptions
 
 KIND = "backstage"
 log = get_logger("healthd.sources.backstage")

@@ -193,7 +193,7 @@ def test_an_unknown_or_missing_option_is_one_line_naming_it(tmp_path):
     path.write_text(line("ev-1", "go") + "\n")
     with pytest.raises(ConfigError) as unknown:
         build_source("file", "w", {"path": str(path), "bogus": 1})
-    assert str(unknown.value) == "source 'w': bogus: Extra inputs are not permitted"
+    assert str(unknown.value) == "source 'w': field 'bogus': Extra inputs are not permitted"
     with pytest.raises(ConfigError) as missing:
         build_source("file", "w", {})
-    assert str(missing.value) == "source 'w': path: Field required"
+    assert str(missing.value) == "source 'w': field 'path': Field required"

@@ -822,7 +822,8 @@ def test_options_read_without_pydantic_are_those_pydantic_reads(options):
     gives what the pydantic model gives, defaults included."""
     from dataclasses import asdict
 
-    from healthd.sources._repo_options import GitOptions, validate_options
+    from healthd.sources._options import validate_options
+    from healthd.sources._repo_options import GitOptions
 
     assert asdict(build_source("git", "repo", options).opts) == (
         validate_options(GitOptions, "repo", options).model_dump()

@@ -654,11 +654,11 @@ def test_registered_by_kind_and_options_are_validated():
     source = build_source("github", "tickets", {"repo": REPO, "token_env": "GITHUB_TOKEN"})
     assert source.kind == "github" and source.name == "tickets"
     assert source.options.base_url == "https://api.github.com"
-    with pytest.raises(ConfigError, match=r"'tickets': repo: String should match"):
+    with pytest.raises(ConfigError, match=r"'tickets': field 'repo': String should match"):
         build_source("github", "tickets", {"repo": "not-a-repo"})
-    with pytest.raises(ConfigError, match=r"labels_typo: Extra inputs are not permitted"):
+    with pytest.raises(ConfigError, match=r"field 'labels_typo': Extra inputs are not permitted"):
         build_source("github", "tickets", {"repo": REPO, "labels_typo": []})
-    with pytest.raises(ConfigError, match=r"base_url: Value error, must be an http"):
+    with pytest.raises(ConfigError, match=r"field 'base_url': must be an http"):
         build_source("github", "tickets", {"repo": REPO, "base_url": "ghe.example.com"})
     ghe = build_source("github", "t", {"repo": REPO, "base_url": "https://ghe.example.com/api/v3/"})
     assert ghe.options.base_url == "https://ghe.example.com/api/v3"

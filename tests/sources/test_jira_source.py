@@ -350,11 +350,11 @@ def test_options_are_validated():
         "jira", "jira", {"base_url": "https://acme.atlassian.net/", "jql": "project = PAY"}
     )
     assert source.kind == "jira" and source.options.base_url == "https://acme.atlassian.net"
-    with pytest.raises(ConfigError, match=r"'jira': jql: Value error, must not contain ORDER BY"):
+    with pytest.raises(ConfigError, match=r"'jira': field 'jql': must not contain ORDER BY"):
         build_source("jira", "jira", {"base_url": "https://x", "jql": "a = b order by key"})
-    with pytest.raises(ConfigError, match=r"jql: Field required"):
+    with pytest.raises(ConfigError, match=r"field 'jql': Field required"):
         build_source("jira", "jira", {"base_url": "https://x"})
-    with pytest.raises(ConfigError, match=r"type_domains.Bug: Input should be"):
+    with pytest.raises(ConfigError, match=r"field 'type_domains.Bug': Input should be"):
         build_source(
             "jira",
             "jira",
