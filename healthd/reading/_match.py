@@ -112,9 +112,10 @@ def value_pattern(value: str) -> re.Pattern[str]:
 @lru_cache(maxsize=4096)
 def content_words(value: str) -> tuple[re.Pattern[str], ...]:
     """The content words of a long value (three or more), each as a pattern that takes a
-    plural or possessive; empty for a short value, which must be named as written."""
+    plural or possessive; empty for a short value, which must be named as written, and for
+    a name without spaces (``dd/mm/yyyy`` is not named by "yyyy-mm-dd")."""
     words = [w for w in re.findall(r"[\w]+", value.lower()) if w not in _STOP and len(w) > 1]
-    if len(words) < 3:
+    if len(words) < 3 or not any(c.isspace() for c in value.strip()):
         return ()
     return tuple(
         re.compile(rf"\b{re.escape(_stem(w))}(?:e|es|s|ed|d|ing|'s)?\b", re.IGNORECASE)
@@ -213,13 +214,21 @@ def subject_pattern(subject: str) -> re.Pattern[str]:
     if subject.lower().startswith("adr:"):
         number = subject.split(":", 1)[1].lstrip("0") or "0"
         return re.compile(rf"\badr[\s#:-]*0*{re.escape(number)}\b", re.IGNORECASE)
-    return re.compile(rf"{_BEFORE}{_name(subject)}{_AFTER}", re.IGNORECASE)
+    return re.compile(rf"{_BEFORE}{_name(subject)}{_plural(subject)}{_AFTER}", re.IGNORECASE)
+
+
+def _plural(subject: str) -> str:
+    """A subject whose name ends in a word is also named in the plural or the possessive:
+    "the cloud platforms team" speaks of `cloud platform`."""
+    return r"(?:s|['’]s)?" if subject[-1:].isalpha() else ""
 
 
 @lru_cache(maxsize=4096)
 def near_subject_pattern(subject: str) -> re.Pattern[str]:
-    """A longer name that starts with the subject's: ``auth-service-v2`` for ``auth-service``."""
-    return re.compile(rf"{_BEFORE}{_name(subject)}[-_.]?\w", re.IGNORECASE)
+    """A longer name that starts with the subject's: ``auth-service-v2`` for ``auth-service``
+    (its plural is the subject itself)."""
+    plural = r"(?!(?:s|['’]s)(?![\w@])(?!-\w))" if _plural(subject) else ""
+    return re.compile(rf"{_BEFORE}{_name(subject)}{plural}[-_.]?\w", re.IGNORECASE)
 
 
 def package_names(name: str) -> tuple[str, ...]:

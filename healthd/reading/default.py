@@ -43,9 +43,13 @@ from healthd.reading._subjects import cue_patterns, other_subjects
 from healthd.reading.aliases import PeopleTable, people_digest, person_aliases
 
 NAME = "default"
-VERSION = "6"
+VERSION = "7"
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|(?<=\))\s*-\s+|\s+[-–—]\s+(?=[A-Z])")
+# (a numbered list item's "1." at the start of a line ends no sentence)
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!^\d\.)(?<!\n\d\.)(?<!^\d\d\.)(?<!\n\d\d\.)\s+|\n+|(?<=\))\s*-\s+"
+    r"|\s+[-–—]\s+(?=[A-Z])"
+)
 _CLAUSE = re.compile(
     r";\s*|,?\s+(?:but|whereas|however|although|though|while|so|and then)\s+|,\s*(?:and\s+)?now\s+",
     re.IGNORECASE,
@@ -60,7 +64,7 @@ _TRANSITION_VERB = (
     r"(?:from|replac\w*|supersed\w*|succeed\w*|swap\w*|switch\w*|migrat\w*|mov\w*|upgrad\w*|"
     r"downgrad\w*|bump\w*|hand\w*|transferr?\w*|pass\w*|chang\w*|reassign\w*|rotat\w*|went|"
     r"shift\w*|port\w*|rewr\w*|revert\w*|roll\w*|transition\w*|tighten\w*|loosen\w*|relax\w*|"
-    r"rais\w*|lower\w*|cut|reduc\w*|increas\w*|went back|back)"
+    r"rais\w*|lower\w*|cut|reduc\w*|increas\w*|translat\w*|convert\w*|went back|back)"
 )
 _FORWARD_ARROW = re.compile(r"(?:→|->|=>|⇒|➝|➔)\s*$")
 _FORWARD_END = re.compile(
@@ -81,12 +85,19 @@ _BACKWARD_END = re.compile(
     re.IGNORECASE,
 )
 _BACKWARD_BLOCK = re.compile(r"\b(?:to|into|by)\s*$", re.IGNORECASE)
+# Markup around a name: "from `^43.0` to `^44.0`", "**external-secrets**".
+_MARKUP = " \t\n`*_\"'“”‘’"
+_INLINE_MARKUP = re.compile(r"[`*\"“”]+|(?<!\w)_+|_+(?!\w)")
+_FROM_END = re.compile(r"\bfrom(?:\s+[\w-]+){0,2}\s*$", re.IGNORECASE)
+_TO_NEAR = re.compile(r"^(?:[\w-]+\s+){0,2}(?:to|into)(?:\s+[\w-]+){0,2}$", re.IGNORECASE)
 
 _PRE_PAST = re.compile(
     r"(?:n['’]t\b|\b(?:no\s+longer|not|never|no|without|off|stopped|stop|dropped|drop|drops|removed|remove|"
     r"abandoned|abandon|retired|retire|deprecated|deprecate|decommissioned|former|formerly|"
     r"previously|originally|used\s+to|ex|away\s+from|(?:decided|voted|argued|ruled|went)\s+against|rejected|reject|ditched|"
-    r"phased\s+out|sunset|sunsetted|replaced|replacing|replace|superseded|until\s+recently|"
+    r"phased\s+out|sunset|sunsetted|replaced|replacing|replaces|replace|superseded|until\s+recently|"
+    r"eliminat\w*|rather\s+than(?:\s+(?:use|using))?|instead\s+of(?:\s+using)?|"
+    r"(?:pick\w*|prefer\w*|chose|choose|select\w*)\b[^.]*\bover|"
     r"moved\s+off|off\s+of|migrated\s+off|got\s+rid\s+of|gave\s+up|give\s+up|ripped\s+out|"
     r"reverted|revert\s+away|withdrawn|withdrew|dropping|removing|retiring|deprecating|"
     r"swapped\s+out|switched\s+off|turned\s+off|back\s+when|delet\w*|purg\w*|tear\s+down|"
@@ -115,11 +126,22 @@ _POST_HEDGE = re.compile(
     r"^\W*(?:prototype|poc|proof\s+of\s+concept|spike|experiment|trial|pilot|proposal|rfc)\b"
     r"|^\W*(?:will|may|might|could|would|should|is\s+going\s+to|is\s+expected\s+to|"
     r"(?:is|are|was|were)\s+(?:supposed|meant|asked|due|slated)\s+to|"
-    r"plans?\s+to|is\s+planning|or\b)"
+    r"plans?\s+to|is\s+planning|or\b(?!\s+(?:higher|later|newer|above|greater|more|better|up)\b))"
     r"|^[^.;,]{0,40}?\b(?:(?:is|are)\s+)?(?:scheduled|planned|proposed|pending|blocked)\b"
     r"|^[^.;]*\b(?:not\s+confirmed|needs?\s+confirmation|need\s+to\s+check|I\s+forget)\b"
     r"|^[^\w,;:]*(?:[\w'’-]+\s+){0,2}?(?:broke|breaks|broken|failed|fails|caused|crashe[sd]|"
     r"regressed)\b",
+    re.IGNORECASE,
+)
+# A heading over the options a decision weighed (MADR's "## Considered Options"), and the
+# list items under it, none of them chosen by being listed.
+_OPTIONS_HEAD = re.compile(
+    r"^\W*(?:(?:considered\s+)?(?:options|alternatives|candidates)(?:\s+considered)?)\s*:?\s*$",
+    re.IGNORECASE,
+)
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•+])\s+")
+_POST_MODAL = re.compile(
+    r"^\W*(?:will|may|might|could|would|shall|(?:is|are)\s+(?:going|about|due|slated|scheduled)\s+to)\b",
     re.IGNORECASE,
 )
 _CHANGING = re.compile(
@@ -132,6 +154,7 @@ _LIST_GAP = re.compile(r"^\s*(?:,|/|&|\band\b|\bor\b|,\s*(?:and|or)\b)\s*$", re.
 # A sentence that opens by putting what follows in the past: "Until recently, ...".
 _FRAME_PAST = re.compile(
     r"^\W*(?:until\s+recently|previously|formerly|in\s+the\s+past|historically|originally|"
+    r"prior\s+to\s+(?:this|that|the|our)\s+[\w\s-]{1,30}?|"
     r"at\s+one\s+point|back\s+then|earlier|once)\s*[,:;-]",
     re.IGNORECASE,
 )
@@ -155,7 +178,7 @@ _HEDGE = re.compile(
 )
 # Not knowing, whatever follows: "not sure if Lee still owns it" is no assertion.
 _UNSURE = re.compile(
-    r"\b(?:not\s+sure|unsure|unclear|wonder\w*|whether|(?:doesn['’]t|don['’]t|does\s+not)\s+"
+    r"\b(?:not\s+sure|unsure|unclear|wonder\w*|whether|tentative\w*|provisional\w*|(?:doesn['’]t|don['’]t|does\s+not)\s+"
     r"(?:remember|know)|forget)\b[^.]*$",
     re.IGNORECASE,
 )
@@ -182,6 +205,15 @@ _INTENT = re.compile(
     r"|^\W*(?:RFC|proposal|plan|idea|draft|todo)\s*:",
     re.IGNORECASE,
 )
+# A change still to come, which leaves both its sides as they are: "we will replace the
+# Docker Registry with ECR", "we will need to shut down live-0", "the plan is to migrate".
+_PLANNED = re.compile(
+    r"\b(?:will|shall|['’]ll|(?:is|are|am)\s+going\s+to)\s+(?:(?:need|have|want)\s+to\s+)?"
+    r"(?:replace|switch|migrate|move|decomm?iss?ion|retire|remove|shut|deprecate|drop|phase|"
+    r"sunset|delete|turn|stop|rewrite|port|upgrade|transition|eliminate|convert)\b"
+    r"|\bplan\s+is\s+to\b",
+    re.IGNORECASE,
+)
 _HOLDS = re.compile(r"\b(?:still|remains?|for\s+now|today)\b", re.IGNORECASE)
 # A value back in place: "back on 14", "Jenkins again".
 _BACK = re.compile(r"\b(?:back\s+(?:on|to|in)|again\s+on)\s*$", re.IGNORECASE)
@@ -189,6 +221,13 @@ _BACK = re.compile(r"\b(?:back\s+(?:on|to|in)|again\s+on)\s*$", re.IGNORECASE)
 _UNDO = re.compile(
     r"^\W*(?:(?:then|and\s+then|but)\s+)?(?:was\s+|got\s+)?(?:rolled\s+back|reverted|undone|"
     r"backed\s+out|back\s+to)\b",
+    re.IGNORECASE,
+)
+# A clause that goes on about what the clause before it named, to end it: "`data` still
+# works but is now deprecated".
+_THEN_GONE = re.compile(
+    r"^\W*(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+|also\s+)?(?:deprecated|"
+    r"removed|retired|dropped|obsolete|superseded|replaced|gone|end-of-life|decommissioned)\b",
     re.IGNORECASE,
 )
 # A sentence set in a past period: "between 2021 and 2023 it used X", "back in 2020",
@@ -201,11 +240,13 @@ _DATED = re.compile(
     re.IGNORECASE,
 )
 _PAST_VERB = re.compile(
-    r"\b(?:was|were|ran|used|owned|published|pinned|had|kept|built|recalled|did)\b", re.IGNORECASE
+    r"\b(?:was|were|ran|used|owned|published|pinned|had|kept|built|recalled|did|served|held|led|"
+    r"worked|lived|managed|maintained)\b",
+    re.IGNORECASE,
 )
 _INVALID_SINCE = re.compile(r"\(\s*invalid\s+since\b", re.IGNORECASE)
 _CHOSEN = re.compile(
-    r"\b(?:chos\w*|chose|selected|picked|decided|accepted|adopted|settled|went\s+with|"
+    r"\b(?:chos\w*|chose|selected|picked|decided|accepted|adopted|settled|went\s+with|prefer|"
     r"going\s+with|standardi[sz]\w*|approved|agreed|final)\b[^.]*$",
     re.IGNORECASE,
 )
@@ -240,11 +281,16 @@ def _first_words(text: str, count: int = _WORDS) -> str:
 
 def _pair(gap: str, before_first: str) -> tuple[str, str] | None:
     """How a transition between two mentions reads them, if ``gap`` is one."""
-    text = gap.strip()
+    text = _INLINE_MARKUP.sub("", gap).strip()
     if len(text.split()) > 8:
         return None
     if _FORWARD_ARROW.search(text) or _FORWARD_ANY.search(text):
         return PAST, ASSERTED
+    if _TO_NEAR.search(text) and (
+        _FROM_END.search(before_first.rstrip(_MARKUP))
+        or _TRANSITION.search(_last_words(_INLINE_MARKUP.sub("", before_first), 4))
+    ):
+        return PAST, ASSERTED  # "from in-person French classes to online Spanish classes"
     if _FORWARD_END.search(text) and (
         _TRANSITION.search(text)
         or _TRANSITION.search(_last_words(before_first, 4))
@@ -268,6 +314,8 @@ def _single(before: str, after: str) -> str:
         return ASSERTED
     if _STAYS.search(pre) and not _PRE_PAST.search(pre):
         return ASSERTED
+    if _POST_MODAL.match(after):
+        return HEDGED  # "Python 3.8 will be removed on 5 October": not yet
     if _POST_PAST_FIRST.search(after) or _POST_PAST.search(post):
         return PAST
     if _PRE_FROM.search(pre):
@@ -290,8 +338,11 @@ def _read_clause(
         first, second = found[i], found[i + 1]
         if first.value == second.value:
             continue
-        previous_end = found[i - 1].end if i else 0
-        before_first = clause[previous_end : first.start]
+        run = i  # the first of a list the first mention ends: "from v1/v2 to v3"
+        while run and _LIST_GAP.match(clause[found[run - 1].end : found[run].start]):
+            run -= 1
+        previous_end = found[run - 1].end if run else 0
+        before_first = clause[previous_end : found[run].start]
         pair = _pair(clause[first.end : second.start], before_first)
         if (
             pair == (ASSERTED, PAST)
@@ -301,7 +352,8 @@ def _read_clause(
             pair = (PAST, ASSERTED)  # "no longer runs on node after the go rewrite"
         if pair is not None:
             if pair[0] == PAST:  # "a → b → c": b is past, whatever came before it
-                polarity[i] = PAST
+                for j in range(run, i + 1):
+                    polarity[j] = PAST
             else:
                 polarity.setdefault(i, pair[0])
             polarity[i + 1] = pair[1]
@@ -320,8 +372,11 @@ def _read_clause(
         elif reading is None:
             end = found[i + 1].start if i + 1 < len(found) else len(clause)
             reading = _single(clause[start : mention.start], clause[mention.end : end])
-        if reading == ASSERTED and _intended(clause[: mention.start]):
-            reading = HEDGED
+        before = clause[: mention.start]
+        if (reading != HEDGED and _PLANNED.search(before)) or (
+            reading == ASSERTED and _intended(before)
+        ):
+            reading = HEDGED  # a change still to come changes neither side yet
         out.append((mention, reading))
     return out
 
@@ -331,8 +386,15 @@ def _read_clause(
 _LIST_DASH = re.compile(r"((?:^|[:;,|]|\n)[^\S\n]*[\w.-]+)[^\S\n]+([-–—])[^\S\n]+")
 
 
+# A line break inside a paragraph of hard-wrapped prose (an ADR or a README at 80 or 100
+# columns): a long line that ends mid-sentence, followed by a line that opens no list item,
+# heading, quote or table row. It joins its lines; any other line break ends a sentence.
+_WRAPPED = re.compile(r"(?<=[^\n]{50}[^\s.!?:;|])[^\S\n]*\n(?![^\S\n]*(?:[-*•+>#|]|\d+[.)]\s|\n))")
+
+
 def _split(text: str) -> list[str]:
     """``text`` cut into sentences, a list item's dash kept inside its item."""
+    text = _WRAPPED.sub(" ", text)
     held = _LIST_DASH.sub(lambda m: f"{m.group(1)}\0{m.group(2)}\0", text)
     parts = _SENTENCE.split(held)
     return [p.replace("\0", " ") for p in parts if p and p.strip()]
@@ -347,7 +409,7 @@ def _wished(before: str) -> bool:
 
 def _intended(before: str) -> bool:
     """An intent opens the clause and nothing chosen or holding comes after it."""
-    intent = _INTENT.search(before)
+    intent = _INTENT.search(before) or _PLANNED.search(before)
     if intent is None:
         return False
     rest = before[intent.end() :]
@@ -386,7 +448,7 @@ class DefaultReader:
 
     @property
     def label(self) -> str:
-        """``default-6``; with people, their digest: ``default-6:people=<12 hex>``."""
+        """``default-7``; with people, their digest: ``default-7:people=<12 hex>``."""
         tail = f":people={people_digest(self.people)}" if self.people else ""
         return f"{self.name}-{self.version}{tail}"
 
@@ -404,12 +466,18 @@ class DefaultReader:
         if package and not package_pattern(package).search(text):
             return IRRELEVANT  # versions of some other package
         named = subject_pattern(key.subject).search(text) is not None
-        if _people(values) and not named:
+        people = _people(values)
+        if people and not named:
             return IRRELEVANT  # "Lee has been away since Monday": of no subject's owners
         last: dict[str, str] = {}
         others: list[str] = []
         kept = elsewhere = False  # a clause read for the key; one left as another subject's
+        listing = False  # in the items under an "Options considered" heading
         for sentence in _sentences(text, key.subject):
+            if _OPTIONS_HEAD.match(sentence):
+                listing = True
+                continue
+            listing = listing and _LIST_ITEM.match(sentence) is not None
             framed = _FRAME_PAST.match(sentence) is not None
             invalid = bool(_INVALID_SINCE.search(sentence))
             desire = bool(_HOLDS.search(sentence))
@@ -429,18 +497,26 @@ class DefaultReader:
                     or (dated and len({m.value for m, _ in readings}) == 1)
                 ):
                     readings = [(m, PAST if r == ASSERTED else r) for m, r in readings]
+                if listing:
+                    readings = [(m, HEDGED) for m, _ in readings]
                 if desire:
                     readings = [
                         (m, HEDGED if r == ASSERTED and _wished(clause[: m.start]) else r)
                         for m, r in readings
                     ]
-                if _UNDO.match(clause):
+                if _UNDO.match(clause) or _THEN_GONE.match(clause):
                     for value in before:
                         if last.get(value) == ASSERTED:
                             last[value] = PAST
+                if people:
+                    readings = [
+                        (m, HEDGED if r == ASSERTED and _colleague(clause, m) else r)
+                        for m, r in readings
+                    ]
                 for mention, reading in readings:
                     last[mention.value] = reading
-                before = [m.value for m, r in readings if r == ASSERTED]
+                if readings:  # (a clause naming none goes on about the same ones)
+                    before = [m.value for m, r in readings if r == ASSERTED]
                 if not (framed or dated):
                     others += _others(clause, key, values)
                 together = [m.value for m, r in readings if r == ASSERTED]
@@ -490,6 +566,29 @@ def _people(values: Sequence[str]) -> bool:
     """A key whose values are people: a text must name its subject to speak of it."""
     return bool(values) and all(
         all(_HANDLE.fullmatch(h) for h in v.split()) for v in values if v.strip()
+    )
+
+
+# Working on something is not owning it: "Bob works on the ML team", "Alice mentors Bob on
+# the ML team", "works with Alice on billing".
+_COLLEAGUE_AFTER = re.compile(
+    r"^\W*(?:works?|worked|working|helps?|helped|contributes?|contributed|pairs?|paired|"
+    r"collaborates?|collaborated)\s+(?:on|with|in|for|at|to)\b|^\W*(?:mentors?|mentored|joined|joins|"
+    r"reports?\s+to|is\s+(?:a\s+)?(?:member|part)\s+of)\b",
+    re.IGNORECASE,
+)
+_COLLEAGUE_BEFORE = re.compile(
+    r"\b(?:(?:works?|worked|working|pairs?|paired|collaborates?|collaborated)\s+with|"
+    r"mentors?|mentored\s+by|reports?\s+to)\s*$",
+    re.IGNORECASE,
+)
+
+
+def _colleague(clause: str, mention: Mention) -> bool:
+    """The person is named as one who works with or on it, not as who holds it."""
+    return bool(
+        _COLLEAGUE_AFTER.match(clause[mention.end :])
+        or _COLLEAGUE_BEFORE.search(clause[: mention.start])
     )
 
 
@@ -614,8 +713,15 @@ def _read_existence(text: str, subject: str, values: Sequence[str]) -> Reading:
             continue
         framed = _FRAME_PAST.match(sentence) is not None
         for clause in _clauses(sentence):
-            if not pattern.search(clause):
+            named = pattern.search(clause)
+            if named is None:
                 continue
+            if (
+                _PLANNED.search(clause)
+                or _INTENT.search(clause)
+                or _POST_MODAL.match(clause[named.end() :])
+            ):
+                continue  # "we will decommission the CLI tool": not yet
             if _GONE.search(clause):
                 state = False
             elif _ALIVE.search(clause):

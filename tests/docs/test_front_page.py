@@ -141,6 +141,8 @@ def test_the_main_series_named_are_exported():
 
 
 OTHERS = "healthd/data/reader_labelled_others.jsonl"
+VERBATIM = "healthd/data/reader_labelled_verbatim.jsonl"
+BLIND = "healthd/data/reader_labelled_blind.jsonl"
 
 
 def _readers_table() -> tuple[str, dict[str, list[str]]]:
@@ -155,11 +157,12 @@ def _readers_table() -> tuple[str, dict[str, list[str]]]:
 
 
 def _measured(reader: str) -> list[str]:
-    """The table's cells for a reader, "own shapes · others' phrasing", as measured now."""
+    """The table's cells for a reader, "own · others' phrasing · verbatim · verbatim, blind",
+    as measured now."""
     ratio = "{0[precision]:.3f} / {0[recall]:.3f}".format
     found = "{0[correct]} of {0[labelled]}".format
     cells: list[list[str]] = [[], [], [], []]
-    for labelled in ([], ["--labelled", OTHERS]):
+    for labelled in ([], *(["--labelled", f] for f in (OTHERS, VERBATIM, BLIND))):
         ran = _healthd("reader-check", "--reader", reader, *labelled, "--format", "json", cwd=ROOT)
         assert ran.returncode == 0, ran.stderr
         classes = json.loads(ran.stdout)["classes"]
@@ -172,12 +175,13 @@ def _measured(reader: str) -> list[str]:
             ]
         ):
             cells[i].append(cell)
-    return [" · ".join(pair) for pair in cells]
+    return [" · ".join(sets) for sets in cells]
 
 
 def test_the_default_readers_figures_are_what_reader_check_measures():
     section, columns = _readers_table()
-    assert "`healthd reader-check`" in section and f"`--labelled {OTHERS}`" in section
+    assert "`healthd reader-check`" in section
+    assert all(f"`--labelled {f}`" in section for f in (OTHERS, VERBATIM, BLIND))
     assert columns["default"] == _measured("default")
 
 
