@@ -95,20 +95,26 @@ class Daemon:
             registry=self.registry,
         )
         self._reload_lock = threading.Lock()
-        self.server = HttpServer(
-            settings.server.host,
-            settings.server.port,
-            build_app(
-                self.registry,
-                self._view,
-                self._ready,
-                self._view_version,
-                readiness=self._readiness,
-                web=self._web,
-                reload=self.reload,
-            ),
-            tls=self.web.tls,
-        )
+        try:
+            self.server = HttpServer(
+                settings.server.host,
+                settings.server.port,
+                build_app(
+                    self.registry,
+                    self._view,
+                    self._ready,
+                    self._view_version,
+                    readiness=self._readiness,
+                    web=self._web,
+                    reload=self.reload,
+                ),
+                tls=self.web.tls,
+            )
+        except OSError as exc:
+            self.state.close()
+            self.state_lock.release()
+            where = f"{settings.server.host}:{settings.server.port}"
+            raise HealthdError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         self.scheduler = BlockingScheduler(
             timezone=UTC,
             executors={"default": ThreadPoolExecutor(2)},
@@ -347,12 +353,7 @@ class Daemon:
 
 def run(settings: Settings) -> int:
     configure_logging(settings.logging.level, settings.logging.format)
-    try:
-        daemon = Daemon(settings)
-    except OSError as exc:
-        raise HealthdError(
-            f"cannot listen on {settings.server.host}:{settings.server.port}: {exc.strerror or exc}"
-        ) from exc
+    daemon = Daemon(settings)
     install_signal_handlers(daemon)
     return daemon.serve()
 

@@ -29,7 +29,13 @@ class StateLock:
         problem = state_path_problem(self.state_path)
         if problem:
             raise StateError(f"{self.state_path}: cannot open state file: {problem}")
-        os.makedirs(os.path.dirname(self.real), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(self.real), exist_ok=True)
+        except OSError as exc:
+            raise StateError(
+                f"{self.state_path}: cannot open state file: cannot create its directory "
+                f"{os.path.dirname(self.real)}: {exc.strerror}"
+            ) from None
         try:
             fd = os.open(self.real, os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError:

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from healthd._sqlite import transaction
 from healthd.errors import HealthdError
@@ -153,12 +154,14 @@ def state_path_problem(path: str) -> str | None:
         return None
     if os.path.isdir(path):
         return "is a directory"
+    if path.endswith(("/", os.sep)):
+        return "names a directory (it ends with '/'): give the state file's own name"
     if os.path.exists(path):
         if not os.path.isfile(path):
             return "not a regular file"
         if not os.access(path, os.R_OK | os.W_OK):
             return "permission denied"
-        return None
+        return _held_problem(path)
     ancestor = Path(path).resolve().parent
     while not ancestor.exists():
         ancestor = ancestor.parent
@@ -166,6 +169,42 @@ def state_path_problem(path: str) -> str | None:
         return f"{ancestor} is not a directory"
     if not os.access(ancestor, os.W_OK | os.X_OK):
         return f"cannot create it: permission denied in {ancestor}"
+    return None
+
+
+def _held_problem(path: str) -> str | None:
+    """Why the file at ``path`` is no healthd state (None for one, or an empty file), read
+    without writing anything (the database opened read-only)."""
+    if os.path.getsize(path) == 0:
+        return None
+    try:
+        db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return f"cannot read it: {exc}"
+    try:
+        return _tables_problem(db)
+    except sqlite3.OperationalError:
+        return None  # busy (a daemon writing it) or not openable: opening it will say
+    except sqlite3.DatabaseError as exc:
+        return f"not an SQLite database ({exc})"
+    finally:
+        db.close()
+
+
+def _tables_problem(db: sqlite3.Connection) -> str | None:
+    """Why the database ``db`` is not a healthd state: another application's tables, or
+    another schema version."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    foreign = sorted(tables - _TABLES)
+    if foreign:
+        return (
+            f"not a healthd state file (it holds other tables: {', '.join(foreign[:5])}); "
+            "point state_path at a new file"
+        )
+    if "meta" in tables:
+        row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is not None and row[0] != SCHEMA_VERSION:
+            return f"state schema {row[0]}, expected {SCHEMA_VERSION}"
     return None
 
 
@@ -184,23 +223,15 @@ class StateStore:
                 if not created and os.path.exists(path) and os.path.getsize(path) == 0:
                     log.warning("state file is empty: starting from a new state", state=path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            tables = {
-                r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-            foreign = sorted(tables - _TABLES)
-            if foreign:
-                raise StateError(
-                    f"{path}: not a healthd state file (it holds other tables: "
-                    f"{', '.join(foreign[:5])}); point state_path at a new file"
-                )
+            problem = _tables_problem(self._db)
+            if problem:
+                raise StateError(f"{path}: {problem}")
             self._db.execute("PRAGMA journal_mode=DELETE")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise StateError(f"{path}: state schema {row[0]}, expected {SCHEMA_VERSION}")
             if path != ":memory:":
                 st = os.stat(path)
                 self._inode = (st.st_dev, st.st_ino)

@@ -63,7 +63,7 @@ def test_a_probe_file_nested_too_deep_or_not_utf8_is_one_line(tmp_path):
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(b'{"question": "\xff"}\n')
     line = one_line_error(run_cli("evaluate", "--probes", str(binary)))
-    assert f"{binary}: not UTF-8 text" in line
+    assert f"{binary}, line 1: not UTF-8 text" in line
 
 
 def test_report_from_deep_or_huge_number_json_is_one_line(tmp_path):
@@ -213,19 +213,54 @@ def test_the_example_is_measured_when_asked_for(tmp_path):
     ]
 
 
-def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path):
-    directory = tmp_path / "a-directory"
-    directory.mkdir()
+def _other_database(path):
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize(
+    ("make", "name", "reason"),
+    [
+        (lambda p: p.mkdir(), "a-directory", "is a directory"),
+        (lambda p: None, "state-dir/", "names a directory (it ends with '/')"),
+        (_other_database, "app.db", "not a healthd state file (it holds other tables: users)"),
+        (lambda p: p.write_text("not sqlite\n"), "notes.txt", "not an SQLite database"),
+    ],
+)
+def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path, make, name, reason):
+    path = tmp_path / name
+    make(path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    state_path = f"{tmp_path}/{name}"
     config = toml_config(tmp_path)
     config.write_text(
         config.read_text().replace(
-            f'state_path = "{tmp_path}/state/state.sqlite"', f'state_path = "{directory}"'
+            f'state_path = "{tmp_path}/state/state.sqlite"', f'state_path = "{state_path}"'
         )
     )
+    before = sorted(p.name for p in tmp_path.iterdir())
     checked = one_line_error(run_cli("check-config", "--config", str(config)))
-    assert checked == f"healthd: error: {config}: state_path: {directory}: is a directory"
+    assert checked.startswith(f"healthd: error: {config}: state_path: {state_path}: {reason}")
     ran = one_line_error(run_cli("run", "--config", str(config)))
-    assert ran == f"healthd: error: {directory}: cannot open state file: is a directory"
+    assert ran.startswith(f"healthd: error: {state_path}: cannot open state file: {reason}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing made, nothing moved
+
+
+def test_a_state_directory_that_cannot_be_made_is_said_as_such_not_as_the_listener(tmp_path):
+    (tmp_path / "file").write_text("")
+    config = toml_config(tmp_path, port=free_port())
+    config.write_text(
+        config.read_text().replace(
+            f'state_path = "{tmp_path}/state/state.sqlite"',
+            f'state_path = "{tmp_path}/file/sub/state.sqlite"',
+        )
+    )
+    ran = one_line_error(run_cli("run", "--config", str(config)))
+    assert "cannot listen" not in ran and "state" in ran and "not a directory" in ran
 
 
 @pytest.mark.slow
