@@ -178,6 +178,27 @@ class TracingConfig(_Strict):
     otlp_endpoint: str | None = None
     service_name: str = "healthd"
 
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        """An OTLP/HTTP endpoint is an http(s) URL; anything else would fail every export."""
+        if value is None:
+            return None
+        from urllib.parse import urlsplit
+
+        try:
+            url = urlsplit(value)
+            url.port  # noqa: B018 (a port out of range or not a number raises)
+        except ValueError as exc:
+            raise ValueError(f"not a URL ({exc})") from None
+        if (
+            url.scheme not in ("http", "https")
+            or not url.hostname
+            or any(c.isspace() for c in value)
+        ):
+            raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, got {value!r}")
+        return value
+
 
 def _default_sources() -> dict[str, SourceConfig]:
     return {"example": SourceConfig.model_validate({"kind": "file", "path": _example_timeline()})}
@@ -573,7 +594,7 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         try:
             build_source(source.kind, name, source.options)
         except HealthdError as exc:
-            problems.append(f"sources.{name}: {_strip_prefix(str(exc), name, 'source')}")
+            problems.append(_at_option(f"sources.{name}", _strip_prefix(str(exc), name, "source")))
             continue
         except Exception as exc:
             problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
@@ -704,6 +725,18 @@ def _shared_shadows(settings: Settings) -> list[str]:
         else:
             owners[key] = name
     return problems
+
+
+_OPTION = re.compile(r"field '([^'\n]+)': ")
+
+
+def _at_option(where: str, message: str) -> str:
+    """A factory's "field 'OPT': message" as the rest of the file's problems are written:
+    ``sources.repo.brnach: Extra inputs are not permitted``."""
+    found = _OPTION.match(message)
+    if found is None:
+        return f"{where}: {message}"
+    return f"{where}.{found.group(1)}: {message[found.end() :]}"
 
 
 def _strip_prefix(message: str, name: str, what: str) -> str:

@@ -277,7 +277,11 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
         "wrong type": ('[server]\nport = "eighty"\n', "server.port"),
         "bad cron": ('[schedule]\ncron = "61 * * * *"\n', "schedule.cron"),
         "not shadow": ('[targets.prod]\nkind = "reference"\n', "targets.prod.shadow"),
-        "source option": ('[sources.x]\nkind = "file"\npaht = "a"\n', "sources.x"),
+        "source option": (
+            '[sources.x]\nkind = "file"\npaht = "a"\n',
+            "sources.x.path: Field required",
+        ),
+        "tracing endpoint": ('[tracing]\notlp_endpoint = "not a url"\n', "tracing.otlp_endpoint"),
     }
     for label, (text, field) in cases.items():
         path = tmp_path / f"{label.replace(' ', '_')}.toml"
