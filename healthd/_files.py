@@ -6,6 +6,7 @@ here.)"""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import io
 import os
@@ -66,3 +67,23 @@ def check_regular(path: str) -> None:
     kind = _kind(os.stat(path).st_mode)
     if kind is not None:
         raise NotRegularFile(path, kind)
+
+
+def undecodable_line(path: str, bound: int = 1 << 20) -> tuple[int, str] | None:
+    """The first line of ``path`` that is not UTF-8, and why (read ``bound`` bytes at a
+    time): a text reader decodes ahead of the line it hands on, so its error cannot say
+    which line it was."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    number = 1
+    with open(path, "rb") as handle:
+        while chunk := handle.readline(bound):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                return number, exc.reason
+            number += chunk.endswith(b"\n")
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            return number, exc.reason
+    return None

@@ -12,7 +12,7 @@ from dataclasses import InitVar, dataclass, field
 from json.encoder import encode_basestring, encode_basestring_ascii
 
 from healthd import _json
-from healthd._files import open_text
+from healthd._files import open_text, undecodable_line
 from healthd.errors import ProbeFileError
 from healthd.model import DOMAINS, ChangeEvent, Domain, FactKey, Probe
 
@@ -215,7 +215,9 @@ def load_probe_file(path: str) -> list[Probe]:
     except OSError as exc:
         raise ProbeFileError(f"{path}: cannot read probe file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise ProbeFileError(f"{path}: not UTF-8 text: {exc.reason}") from None
+        number, reason = undecodable_line(path) or (0, exc.reason)
+        where = f"{path}, line {number}" if number else path
+        raise ProbeFileError(f"{where}: not UTF-8 text: {reason}") from None
     probes: list[Probe] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO, TextIO
 
 from healthd import _json
+from healthd._files import undecodable_line
 from healthd._packed import from_micros, to_micros
 from healthd.errors import HealthdError, TimelineError
 from healthd.model import (
@@ -444,7 +445,8 @@ def stream_timeline(
     except OSError as exc:
         raise TimelineError(f"cannot read timeline: {exc.strerror}", origin=path) from None
     except UnicodeDecodeError as exc:
-        raise TimelineError(f"not UTF-8 text: {exc.reason}", origin=path) from None
+        line, reason = undecodable_line(path, max_line) or (None, exc.reason)
+        raise TimelineError(f"not UTF-8 text: {reason}", line=line, origin=path) from None
 
 
 _Compact = tuple[Any, ...]

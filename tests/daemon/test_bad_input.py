@@ -25,7 +25,7 @@ def test_deeply_nested_json_and_non_utf8_bytes_are_one_line_each(tmp_path):
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes("".join(GOOD[:2]).encode() + b'{"id": "caf\xe9"}\n')
     line = one_line_error(run_cli("evaluate", "--timeline", str(binary)))
-    assert f"{binary}: not UTF-8 text" in line
+    assert f"{binary}, line 3: not UTF-8 text" in line
     # a file source skips the line as the daemon does, says so, and reads the rest
     config = toml_config(tmp_path, sources={"f": {"kind": "file", "path": str(binary)}})
     for command in (["evaluate"], ["timeline"]):
