@@ -564,7 +564,7 @@ class BackstageApiSource:
                 raise BadPayload(
                     f"GET {url} returned {type(data).__name__}, expected an object with items"
                 )
-            for index, raw in enumerate(data["items"]):
+            for index, raw in enumerate(data["items"], start=1):
                 try:
                     entities.append(parse_entity(raw, "catalog API"))
                 except OtherKind as exc:

@@ -182,7 +182,7 @@ class GitHubSource(TicketSource):
         after its last event is put in ``final``."""
         subject = f"{self.options.repo}#{issue.number}"
         parsed = []
-        for index, raw in enumerate(raw_events):
+        for index, raw in enumerate(raw_events, start=1):
             kind = raw.get("event") if isinstance(raw, dict) else None
             if not isinstance(kind, str):
                 skipped.append(
@@ -489,7 +489,7 @@ class GitHubSource(TicketSource):
                 )
             if page == 1:
                 first_etag = resp.etag
-            for index, raw in enumerate(resp.data):
+            for index, raw in enumerate(resp.data, start=1):
                 try:
                     issue = _Issue(raw)
                 except Malformed as exc:

@@ -469,8 +469,8 @@ def test_missing_fields_are_skipped_and_named(gh):
     assert result.ok
     assert result.skipped == [
         f"{REPO}#3 event 301 (labeled): field 'label' is missing",
-        f"{REPO}#1 event #2 (assigned): field 'created_at' is missing or not a timestamp string",
-        "issues page 3 item 1: field 'title' is missing",
+        f"{REPO}#1 event #3 (assigned): field 'created_at' is missing or not a timestamp string",
+        "issues page 3 item 2: field 'title' is missing",
     ]
     ids = {e.id for e in result.events}
     assert "github:acme/payments#3:301" not in ids  # its label was unreadable
@@ -835,7 +835,7 @@ def test_an_event_or_a_state_reason_of_the_wrong_type_is_one_skipped_line(gh):
     result = make(gh).pull(None)
     assert result.ok, result.error
     assert sorted(set(result.skipped)) == [
-        f"{REPO}#2 event #1: field 'event' is missing or not a string",
+        f"{REPO}#2 event #2: field 'event' is missing or not a string",
         f"{REPO}#3 event 302 (closed): field 'state_reason' has the wrong type (int)",
     ]
     ids = {e.id for e in result.events}
@@ -867,7 +867,7 @@ def test_a_bad_event_on_the_newest_issue_is_one_skipped_line_though_read_twice(g
     gh.events[6][0]["event"] = ["labeled"]
     result = make(gh).pull(None)
     assert result.ok, result.error
-    assert result.skipped == [f"{REPO}#6 event #0: field 'event' is missing or not a string"]
+    assert result.skipped == [f"{REPO}#6 event #1: field 'event' is missing or not a string"]
 
 
 def _search_claim(gh: FakeGitHub, number: int, login: str, day: int) -> None:
