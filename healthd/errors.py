@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import reprlib
+from typing import Any
 
 
 class HealthdError(Exception):
@@ -91,3 +92,11 @@ class ReaderError(HealthdError):
 
 class ReportShapeError(HealthdError):
     """A saved JSON report does not have the shape `healthd evaluate --format json` writes."""
+
+
+def first_problem(exc: Any) -> tuple[str, str]:
+    """A pydantic ``ValidationError``'s first error as (where, message): where is the dotted
+    path of the field ("" for the whole), the message without pydantic's "Value error, "."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return where, str(error["msg"]).removeprefix("Value error, ")

@@ -61,7 +61,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from healthd import __version__
 from healthd._http import check_http_url
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, quote
+from healthd.errors import (
+    MemoryAdapterError,
+    ShadowViolation,
+    TargetError,
+    first_problem,
+    quote,
+)
 from healthd.logging import get_logger
 from healthd.memory import Memory, register_memory
 from healthd.memory import _agentcore_client as agentcore_client
@@ -932,8 +938,6 @@ def agentcore_memory(options: Mapping[str, Any]) -> Memory:
     try:
         opts = AgentCoreOptions.model_validate(dict(options))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"]) or "options"
-        message = error["msg"].removeprefix("Value error, ")
-        raise TargetError(f"switch {field}: {message}") from None
+        field, message = first_problem(exc)
+        raise TargetError(f"switch {field or 'options'}: {message}") from None
     return AgentCoreMemory(opts)

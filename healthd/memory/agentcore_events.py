@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from healthd import __version__
 from healthd._http import check_http_url
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, first_problem
 from healthd.logging import get_logger
 from healthd.memory import _agentcore_client as agentcore_client
 from healthd.memory._agentcore_records import encode
@@ -654,8 +654,6 @@ def events_memory(options: Mapping[str, Any]) -> AgentCoreEventsMemory:
     try:
         opts = EventsOptions.model_validate(dict(options))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field_name = ".".join(str(p) for p in error["loc"]) or "options"
-        message = error["msg"].removeprefix("Value error, ")
-        raise TargetError(f"switch {field_name}: {message}") from None
+        field, message = first_problem(exc)
+        raise TargetError(f"switch {field or 'options'}: {message}") from None
     return AgentCoreEventsMemory(opts)

@@ -37,7 +37,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from healthd.embedding import Embedder
-from healthd.errors import TargetError
+from healthd.errors import TargetError, first_problem
 from healthd.logging import env_secret
 
 KUZU_BUFFER_POOL = 256 * 1024**2
@@ -133,9 +133,7 @@ def parse_table(value: Any) -> GraphitiTable:
     try:
         return GraphitiTable.model_validate(dict(value))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
+        where, message = first_problem(exc)
         raise TargetError(f"graphiti.{where}: {message}") from None
 
 

@@ -26,7 +26,13 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from healthd import errors
 from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
-from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, TimelineError
+from healthd.errors import (
+    MemoryAdapterError,
+    ShadowViolation,
+    TargetError,
+    TimelineError,
+    first_problem,
+)
 from healthd.memory import register_memory
 from healthd.model import DOMAINS, Answer, ChangeEvent, FactKey, Probe, RetrievedFact, ServedItem
 from healthd.reading.render import statement
@@ -288,7 +294,6 @@ def http_memory(options: Mapping[str, Any]) -> HttpMemory:
     try:
         opts = HttpMemoryOptions.model_validate(dict(options))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"]) or "options"
-        raise TargetError(f"switch {field}: {error['msg']}") from None
+        field, message = first_problem(exc)
+        raise TargetError(f"switch {field or 'options'}: {message}") from None
     return HttpMemory(opts)

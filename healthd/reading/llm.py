@@ -25,7 +25,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from healthd import _json
 from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
-from healthd.errors import ReaderError, shorten
+from healthd.errors import ReaderError, first_problem, shorten
 from healthd.llm_usage import LLMUsage, tokens_of
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
@@ -175,7 +175,6 @@ def llm_reader(options: Mapping[str, str]) -> LlmReader:
     try:
         opts = LlmReaderOptions.model_validate(dict(options))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"]) or "options"
-        raise ReaderError(f"reader 'llm': option {field}: {error['msg']}") from None
+        field, message = first_problem(exc)
+        raise ReaderError(f"reader 'llm': option {field or 'options'}: {message}") from None
     return LlmReader(opts)

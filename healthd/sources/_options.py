@@ -8,15 +8,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from healthd.errors import ConfigError
+from healthd.errors import ConfigError, first_problem
 
 
 def validate_options(model: type[BaseModel], name: str, options: Mapping[str, Any]) -> Any:
     try:
         return model.model_validate(dict(options))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        loc, msg = first_problem(exc)
         where = f"field '{loc}': " if loc else ""
         raise ConfigError(f"source {name!r}: {where}{msg}") from None
