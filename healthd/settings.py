@@ -601,7 +601,9 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
             continue
         if reach:
             problems.extend(
-                f"sources.{name}.{p}" if p.startswith("path: ") else f"sources.{name}: {p}"
+                f"sources.{name}.{p}"
+                if p.startswith(("path: ", "branch: "))
+                else f"sources.{name}: {p}"
                 for p in _source_reachability(source)
             )
     kinds = memory_kinds()
@@ -679,6 +681,17 @@ def _source_reachability(source: SourceConfig) -> list[str]:
         if inside.returncode != 0:
             problems.append(f"path: {_shown(path)} is not a git repository")
             return problems
+        branch = options.get("branch")
+        if isinstance(branch, str) and branch:
+            found = subprocess.run(
+                [*git, "rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}"],
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+            if found.returncode != 0:
+                problems.append(f"branch: {branch!r} not found in {_shown(path)}")
+                return problems
         if source.kind == "adr":
             from healthd.sources._adrlayout import records_problem
 

@@ -441,6 +441,7 @@ def test_check_config_checks_sources_as_a_run_would(tmp_path):
         "missing": {"kind": "git", "path": str(tmp_path / "nope")},
         "plain": {"kind": "git", "path": str(plain)},
         "decisions": {"kind": "adr", "path": str(repo), "dir": "doc/adr"},
+        "typo": {"kind": "git", "path": str(repo), "branch": "mian"},
         "issues": {"kind": "github", "repo": "acme/shop", "token_env": "HEALTHD_TEST_UNSET"},
     }
     result = run_cli("check-config", "--config", str(toml_config(tmp_path, sources=sources)))
@@ -449,6 +450,7 @@ def test_check_config_checks_sources_as_a_run_would(tmp_path):
     assert f"sources.missing.path: {tmp_path / 'nope'} does not exist" in err
     assert f"sources.plain.path: {plain} is not a git repository" in err
     assert "sources.decisions.path:" in err and "no ADR records found in dir 'doc/adr'" in err
+    assert f"sources.typo.branch: 'mian' not found in {repo}" in err
     assert "sources.issues: environment variable 'HEALTHD_TEST_UNSET' (token_env) is not set" in err
 
 
