@@ -181,7 +181,7 @@ def configure_logging(
     """``fmt``: ``json``, ``console`` or ``auto`` (JSON unless ``stream`` is a terminal).
     ``defer``: healthd's own loggers are set up when one first logs (libraries' logging at
     once), so a command that logs nothing never loads structlog."""
-    _configure_stdlib()
+    _configure_stdlib(_as_json(fmt, stream or sys.stdout))
     _deferred.clear()
     if defer:
         _deferred.append((level, fmt, stream))
@@ -193,11 +193,9 @@ def _configure_structlog(level: str, fmt: str, stream: TextIO | None) -> None:
     import structlog
 
     stream = stream or sys.stdout
-    if fmt == "auto":
-        fmt = "console" if stream.isatty() else "json"
     renderer: Any = (
         structlog.processors.JSONRenderer(sort_keys=False)
-        if fmt == "json"
+        if _as_json(fmt, stream)
         else structlog.dev.ConsoleRenderer(colors=stream.isatty())
     )
     structlog.configure(
@@ -217,15 +215,28 @@ def _configure_structlog(level: str, fmt: str, stream: TextIO | None) -> None:
     )
 
 
-def _configure_stdlib() -> None:
-    # Libraries' own logging: warnings and up, through the same redaction, on stderr.
+def _as_json(fmt: str, stream: Any) -> bool:
+    """Whether logs are JSON lines: ``json``, or ``auto`` on a stream that is no terminal."""
+    if fmt == "auto":
+        isatty = getattr(stream, "isatty", None)
+        return not (isatty is not None and isatty())
+    return fmt == "json"
+
+
+def _configure_stdlib(as_json: bool = False) -> None:
+    # Libraries' own logging: warnings and up, through the same redaction, on stderr; as
+    # JSON lines when healthd's own are (a log shipper parsing JSON reads both).
     root = _stdlib_logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_healthd", False):
             root.removeHandler(handler)
     handler = _stdlib_logging.StreamHandler(sys.stderr)
     handler._healthd = True  # type: ignore[attr-defined]
-    handler.setFormatter(_RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        _JsonLineFormatter()
+        if as_json
+        else _RedactingFormatter("%(levelname)s %(name)s: %(message)s")
+    )
     root.addHandler(handler)
     root.setLevel(_stdlib_logging.WARNING)
     # The scheduler's missed-run warnings are counted and logged by healthd itself.
@@ -235,6 +246,28 @@ def _configure_stdlib() -> None:
 class _RedactingFormatter(_stdlib_logging.Formatter):
     def format(self, record: _stdlib_logging.LogRecord) -> str:
         return redact_text(super().format(record))
+
+
+class _JsonLineFormatter(_stdlib_logging.Formatter):
+    """A library's record as healthd's JSON lines are written: event, level, logger,
+    timestamp (UTC, ISO 8601), redacted."""
+
+    def format(self, record: _stdlib_logging.LogRecord) -> str:
+        import json
+        from datetime import UTC, datetime
+
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + self.formatException(record.exc_info)
+        return json.dumps(
+            {
+                "event": redact_text(message),
+                "level": record.levelname.lower(),
+                "logger": record.name,
+                "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            },
+            ensure_ascii=False,
+        )
 
 
 class CurrentStderr:

@@ -202,6 +202,26 @@ def test_logs_are_json_lines_without_secrets():
     configure_logging("info", "console", io.StringIO())
 
 
+def test_a_librarys_log_is_a_json_line_beside_healthds_own(capsys):
+    import logging
+
+    configure_logging("info", "json", io.StringIO())
+    try:
+        raise ValueError("export failed")
+    except ValueError:
+        logging.getLogger("opentelemetry.exporter").exception(
+            "Failed to export to https://u:%s@otel.example", SECRETS[1]
+        )
+    (line,) = capsys.readouterr().err.splitlines()
+    logged = json.loads(line)
+    assert logged["level"] == "error" and logged["logger"] == "opentelemetry.exporter"
+    assert "Failed to export" in logged["event"] and "ValueError" in logged["event"]
+    assert SECRETS[1] not in line
+    configure_logging("info", "console", io.StringIO())
+    logging.getLogger("opentelemetry.exporter").warning("plain again")
+    assert capsys.readouterr().err == "WARNING opentelemetry.exporter: plain again\n"
+
+
 # -- the runner ------------------------------------------------------------------------------
 
 
