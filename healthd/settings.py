@@ -182,22 +182,26 @@ class TracingConfig(_Strict):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         """An OTLP/HTTP endpoint is an http(s) URL; anything else would fail every export."""
-        if value is None:
-            return None
-        from urllib.parse import urlsplit
+        if not value:
+            return None  # (empty: unset, as the exporter reads it)
+        return check_otlp_endpoint(value)
 
-        try:
-            url = urlsplit(value)
-            url.port  # noqa: B018 (a port out of range or not a number raises)
-        except ValueError as exc:
-            raise ValueError(f"not a URL ({exc})") from None
-        if (
-            url.scheme not in ("http", "https")
-            or not url.hostname
-            or any(c.isspace() for c in value)
-        ):
-            raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, got {value!r}")
-        return value
+
+def check_otlp_endpoint(value: str) -> str:
+    """``value`` if it is an http(s) URL with a host and no query or fragment (the exporter
+    appends ``/v1/traces`` to it), else ValueError saying why."""
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(value)
+        url.port  # noqa: B018 (a port out of range or not a number raises)
+    except ValueError as exc:
+        raise ValueError(f"not a URL ({exc})") from None
+    if url.scheme not in ("http", "https") or not url.hostname or any(c.isspace() for c in value):
+        raise ValueError(f"must be an http(s) URL such as http://127.0.0.1:4318, got {value!r}")
+    if url.query or url.fragment:
+        raise ValueError(f"must have no query or fragment (/v1/traces is appended), got {value!r}")
+    return value
 
 
 def _default_sources() -> dict[str, SourceConfig]:
@@ -369,7 +373,10 @@ class _TomlRelativeToFile(TomlConfigSettingsSource):
     def _resolve(self, value: Any) -> Any:
         if not isinstance(value, str) or value in ("", ":memory:") or value.startswith("~"):
             return value
-        return value if os.path.isabs(value) else str(self._base / value)
+        if os.path.isabs(value):
+            return value
+        resolved = str(self._base / value)  # (a trailing "/" is said to be a directory: kept)
+        return resolved + "/" if value.endswith("/") else resolved
 
     def __call__(self) -> dict[str, Any]:
         data = super().__call__()
@@ -624,6 +631,14 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
     problems.extend(_shared_shadows(settings))
+    if not settings.tracing.otlp_endpoint:
+        for variable in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+            if os.environ.get(variable):
+                try:
+                    check_otlp_endpoint(os.environ[variable])
+                except ValueError as exc:
+                    problems.append(f"environment {variable}: {exc}")
+                break
     if settings.server.web_config_file:
         from healthd.daemon.webconfig import load_web_config
 

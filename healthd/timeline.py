@@ -445,7 +445,7 @@ def stream_timeline(
     except OSError as exc:
         raise TimelineError(f"cannot read timeline: {exc.strerror}", origin=path) from None
     except UnicodeDecodeError as exc:
-        line, reason = undecodable_line(path, max_line) or (None, exc.reason)
+        line, reason = undecodable_line(path, max_line + 2) or (None, exc.reason)
         raise TimelineError(f"not UTF-8 text: {reason}", line=line, origin=path) from None
 
 

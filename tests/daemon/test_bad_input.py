@@ -174,3 +174,21 @@ def test_a_file_source_over_4_mib_is_read_whole_by_evaluate_and_timeline(tmp_pat
         "evaluate", "--timeline", str(big), "--target", "reference", "--format", "json"
     )
     assert report["targets"][0]["final"] == json.loads(direct.stdout)["targets"][0]["final"]
+
+
+def test_a_named_pipe_of_bytes_that_are_not_utf8_is_one_line_at_once(tmp_path):
+    import os
+    import threading
+
+    pipe = tmp_path / "timeline.fifo"
+    os.mkfifo(pipe)
+
+    def write() -> None:
+        with open(pipe, "wb") as writer:
+            writer.write("".join(GOOD[:2]).encode() + b'{"id": "caf\xe9"}\n')
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    line = one_line_error(run_cli("evaluate", "--timeline", str(pipe)))  # (60 s bound)
+    assert f"{pipe}: not UTF-8 text" in line  # (the pipe is read once: no line to name)
+    writer.join(timeout=5)

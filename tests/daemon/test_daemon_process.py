@@ -292,6 +292,9 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
             assert field in result.stderr and str(path) in result.stderr, (label, result.stderr)
     env_bad = run_cli("check-config", HEALTHD_SERVER__PORT="x")
     assert env_bad.returncode == 2 and "HEALTHD_SERVER__PORT" in env_bad.stderr
+    otel_bad = run_cli("check-config", OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318")
+    assert otel_bad.returncode == 2 and "OTEL_EXPORTER_OTLP_ENDPOINT" in otel_bad.stderr
+    assert run_cli("check-config", HEALTHD_TRACING__OTLP_ENDPOINT="").returncode == 0  # unset
     assert run_cli("check-config").returncode == 0
 
 

@@ -250,6 +250,18 @@ def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path, make,
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing made, nothing moved
 
 
+def test_a_relative_state_path_ending_in_a_slash_is_refused_too(tmp_path):
+    config = toml_config(tmp_path)
+    config.write_text(
+        config.read_text().replace(
+            f'state_path = "{tmp_path}/state/state.sqlite"', 'state_path = "newdir/"'
+        )
+    )
+    checked = one_line_error(run_cli("check-config", "--config", str(config)))
+    assert "names a directory (it ends with '/')" in checked
+    assert not (config.parent / "newdir").exists()
+
+
 def test_a_state_directory_that_cannot_be_made_is_said_as_such_not_as_the_listener(tmp_path):
     (tmp_path / "file").write_text("")
     config = toml_config(tmp_path, port=free_port())
