@@ -218,9 +218,10 @@ def subject_pattern(subject: str) -> re.Pattern[str]:
 
 
 def _plural(subject: str) -> str:
-    """A subject whose name ends in a word is also named in the plural or the possessive:
-    "the cloud platforms team" speaks of `cloud platform`."""
-    return r"(?:s|['’]s)?" if subject[-1:].isalpha() else ""
+    """A subject of several words, the last a word, is also named in the plural or the
+    possessive: "the cloud platforms team" speaks of `cloud platform`. (A one-word name's
+    plural is as likely another subject: `payment` and `payments`.)"""
+    return r"(?:s|['’]s)?" if subject[-1:].isalpha() and " " in subject.strip() else ""
 
 
 @lru_cache(maxsize=4096)

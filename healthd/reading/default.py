@@ -64,7 +64,7 @@ _TRANSITION_VERB = (
     r"(?:from|replac\w*|supersed\w*|succeed\w*|swap\w*|switch\w*|migrat\w*|mov\w*|upgrad\w*|"
     r"downgrad\w*|bump\w*|hand\w*|transferr?\w*|pass\w*|chang\w*|reassign\w*|rotat\w*|went|"
     r"shift\w*|port\w*|rewr\w*|revert\w*|roll\w*|transition\w*|tighten\w*|loosen\w*|relax\w*|"
-    r"rais\w*|lower\w*|cut|reduc\w*|increas\w*|translat\w*|convert\w*|went back|back)"
+    r"rais\w*|lower\w*|cut|reduc\w*|increas\w*|translated|converted|went back|back)"
 )
 _FORWARD_ARROW = re.compile(r"(?:→|->|=>|⇒|➝|➔)\s*$")
 _FORWARD_END = re.compile(
@@ -141,7 +141,7 @@ _OPTIONS_HEAD = re.compile(
 )
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•+])\s+")
 _POST_MODAL = re.compile(
-    r"^\W*(?:will|may|might|could|would|shall|(?:is|are)\s+(?:going|about|due|slated|scheduled)\s+to)\b",
+    r"^\W*(?:will|may|might|could|would|(?:is|are)\s+(?:going|about|due|slated|scheduled)\s+to)\b",
     re.IGNORECASE,
 )
 _CHANGING = re.compile(
@@ -150,11 +150,12 @@ _CHANGING = re.compile(
     re.IGNORECASE,
 )
 _STAYS = re.compile(r"\b(?:stays?|remains?|keeps?|kept|still|continues?)\b[^.]*$", re.IGNORECASE)
+_TIGHT_LIST = re.compile(r"^\s*[/,&+]\s*$")  # "v1/v2", "kafka, sqs": no "and" of prose
 _LIST_GAP = re.compile(r"^\s*(?:,|/|&|\band\b|\bor\b|,\s*(?:and|or)\b)\s*$", re.IGNORECASE)
 # A sentence that opens by putting what follows in the past: "Until recently, ...".
 _FRAME_PAST = re.compile(
     r"^\W*(?:until\s+recently|previously|formerly|in\s+the\s+past|historically|originally|"
-    r"prior\s+to\s+(?:this|that|the|our)\s+[\w\s-]{1,30}?|"
+    r"prior\s+to\s+(?:this|that)\b[\w\s-]{0,30}?|"
     r"at\s+one\s+point|back\s+then|earlier|once)\s*[,:;-]",
     re.IGNORECASE,
 )
@@ -339,7 +340,7 @@ def _read_clause(
         if first.value == second.value:
             continue
         run = i  # the first of a list the first mention ends: "from v1/v2 to v3"
-        while run and _LIST_GAP.match(clause[found[run - 1].end : found[run].start]):
+        while run and _TIGHT_LIST.match(clause[found[run - 1].end : found[run].start]):
             run -= 1
         previous_end = found[run - 1].end if run else 0
         before_first = clause[previous_end : found[run].start]
@@ -373,9 +374,7 @@ def _read_clause(
             end = found[i + 1].start if i + 1 < len(found) else len(clause)
             reading = _single(clause[start : mention.start], clause[mention.end : end])
         before = clause[: mention.start]
-        if (reading != HEDGED and _PLANNED.search(before)) or (
-            reading == ASSERTED and _intended(before)
-        ):
+        if (reading != HEDGED and _planned(before)) or (reading == ASSERTED and _intended(before)):
             reading = HEDGED  # a change still to come changes neither side yet
         out.append((mention, reading))
     return out
@@ -387,14 +386,40 @@ _LIST_DASH = re.compile(r"((?:^|[:;,|]|\n)[^\S\n]*[\w.-]+)[^\S\n]+([-–—])[^\
 
 
 # A line break inside a paragraph of hard-wrapped prose (an ADR or a README at 80 or 100
-# columns): a long line that ends mid-sentence, followed by a line that opens no list item,
+# columns): a long line that breaks off mid-phrase (after a comma, a hyphen or a word that
+# cannot end one: "and", "the", "including"), followed by a line that opens no list item,
 # heading, quote or table row. It joins its lines; any other line break ends a sentence.
-_WRAPPED = re.compile(r"(?<=[^\n]{50}[^\s.!?:;|])[^\S\n]*\n(?![^\S\n]*(?:[-*•+>#|]|\d+[.)]\s|\n))")
+_BROKEN_OFF = re.compile(
+    r"(?:[,(-]|\b(?:and|or|nor|but|the|a|an|of|to|for|with|in|on|at|by|from|including|as|that|"
+    r"which|who|is|are|was|were|be|been|our|their|its|than|into|via|using|when|where|while|"
+    r"if|so))[^\S\n]*$",
+    re.IGNORECASE,
+)
+_OWN_LINE = re.compile(r"^[^\S\n]*(?:[-*•+>#|]|\d+[.)]\s|$)")
+
+
+def _unwrap(text: str) -> str:
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        held = out[-1]
+        if (
+            len(held) >= 40
+            and not _OWN_LINE.match(held)
+            and not _OWN_LINE.match(line)
+            and _BROKEN_OFF.search(held)
+        ):
+            out[-1] = f"{held.rstrip()} {line.lstrip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def _split(text: str) -> list[str]:
     """``text`` cut into sentences, a list item's dash kept inside its item."""
-    text = _WRAPPED.sub(" ", text)
+    text = _unwrap(text)
     held = _LIST_DASH.sub(lambda m: f"{m.group(1)}\0{m.group(2)}\0", text)
     parts = _SENTENCE.split(held)
     return [p.replace("\0", " ") for p in parts if p and p.strip()]
@@ -407,9 +432,24 @@ def _wished(before: str) -> bool:
     return bool(wishes) and not _HOLDS.search(before[wishes[-1].end() :])
 
 
+def _planned(before: str) -> bool:
+    """A change still to come governs what follows it in its phrase: no "and", comma,
+    semicolon or closing bracket between ("we will port it to Go) runs on Postgres" is no
+    plan for Postgres)."""
+    plans = list(_PLANNED.finditer(before))
+    return bool(plans) and not _PLAN_BREAK.search(before[plans[-1].end() :])
+
+
+# (a comma before a participle goes on with the plan: "we will rewrite it in Go, replacing
+# the Node implementation")
+_PLAN_BREAK = re.compile(r"\band\b|[;)]|,(?!\s*\w+ing\b)", re.IGNORECASE)
+
+
 def _intended(before: str) -> bool:
     """An intent opens the clause and nothing chosen or holding comes after it."""
-    intent = _INTENT.search(before) or _PLANNED.search(before)
+    if _planned(before):
+        return True
+    intent = _INTENT.search(before)
     if intent is None:
         return False
     rest = before[intent.end() :]
@@ -508,12 +548,11 @@ class DefaultReader:
                     for value in before:
                         if last.get(value) == ASSERTED:
                             last[value] = PAST
-                if people:
-                    readings = [
-                        (m, HEDGED if r == ASSERTED and _colleague(clause, m) else r)
-                        for m, r in readings
-                    ]
                 for mention, reading in readings:
+                    if people and reading == ASSERTED and _colleague(clause, mention):
+                        if last.get(mention.value) == ASSERTED:
+                            continue  # "owned by @alice; @alice mentors @bob"
+                        reading = HEDGED
                     last[mention.value] = reading
                 if readings:  # (a clause naming none goes on about the same ones)
                     before = [m.value for m, r in readings if r == ASSERTED]
@@ -572,8 +611,8 @@ def _people(values: Sequence[str]) -> bool:
 # Working on something is not owning it: "Bob works on the ML team", "Alice mentors Bob on
 # the ML team", "works with Alice on billing".
 _COLLEAGUE_AFTER = re.compile(
-    r"^\W*(?:works?|worked|working|helps?|helped|contributes?|contributed|pairs?|paired|"
-    r"collaborates?|collaborated)\s+(?:on|with|in|for|at|to)\b|^\W*(?:mentors?|mentored|joined|joins|"
+    r"^[^\S\n]*(?:works?|worked|working|helps?|helped|contributes?|contributed|pairs?|paired|"
+    r"collaborates?|collaborated)\s+(?:on|with|in|for|at|to)\b|^[^\S\n]*(?:mentors?|mentored|joined|joins|"
     r"reports?\s+to|is\s+(?:a\s+)?(?:member|part)\s+of)\b",
     re.IGNORECASE,
 )
@@ -716,11 +755,7 @@ def _read_existence(text: str, subject: str, values: Sequence[str]) -> Reading:
             named = pattern.search(clause)
             if named is None:
                 continue
-            if (
-                _PLANNED.search(clause)
-                or _INTENT.search(clause)
-                or _POST_MODAL.match(clause[named.end() :])
-            ):
+            if _intended(clause[: named.start()]) or _POST_MODAL.match(clause[named.end() :]):
                 continue  # "we will decommission the CLI tool": not yet
             if _GONE.search(clause):
                 state = False
