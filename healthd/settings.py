@@ -627,7 +627,7 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         try:
             build_memory(TargetSpec(target.kind, options, name)).close()
         except HealthdError as exc:
-            problems.append(f"targets.{name}: {_strip_prefix(str(exc), name, 'target')}")
+            problems.append(_at_option(f"targets.{name}", _strip_prefix(str(exc), name, "target")))
         except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
     problems.extend(_shared_shadows(settings))
@@ -755,16 +755,21 @@ def _shared_shadows(settings: Settings) -> list[str]:
     return problems
 
 
-_OPTION = re.compile(r"field '([^'\n]+)': ")
+# A factory's "field 'OPT': " (sources) or "switch OPT: " / "switch OPT=VALUE: " (targets,
+# worded for the command line's --target kind:OPT=VALUE)
+_OPTION = re.compile(r"field '([^'\n]+)': |switch ([\w.-]+)(?:=([^:\n]*))?: ")
 
 
 def _at_option(where: str, message: str) -> str:
-    """A factory's "field 'OPT': message" as the rest of the file's problems are written:
-    ``sources.repo.brnach: Extra inputs are not permitted``."""
+    """A factory's problem with one option as the rest of the file's problems are written:
+    ``sources.repo.brnach: Extra inputs are not permitted``, ``targets.ref.ttl: 'soon':
+    expected a duration``."""
     found = _OPTION.match(message)
     if found is None:
         return f"{where}: {message}"
-    return f"{where}.{found.group(1)}: {message[found.end() :]}"
+    option = found.group(1) or found.group(2)
+    value = f"{found.group(3)}: " if found.group(3) else ""
+    return f"{where}.{option}: {value}{message[found.end() :]}"
 
 
 def _strip_prefix(message: str, name: str, what: str) -> str:

@@ -458,7 +458,7 @@ def test_check_config_accepts_an_agentcore_target_without_calling_the_service(em
     bad = subprocess.run(run, capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2
     assert (
-        "targets.agentcore: switch record_expiry_days: Input should be greater than or equal to 31"
+        "targets.agentcore.record_expiry_days: Input should be greater than or equal to 31"
         in bad.stderr
     )
 
