@@ -632,7 +632,9 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
     problems.extend(_shared_shadows(settings))
     if not settings.tracing.otlp_endpoint:
-        for variable in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        from healthd.exporters.tracing import ENDPOINT_ENV, TRACES_ENDPOINT_ENV
+
+        for variable in (TRACES_ENDPOINT_ENV, ENDPOINT_ENV):  # (traces_endpoint's order)
             if os.environ.get(variable):
                 try:
                     check_otlp_endpoint(os.environ[variable])
@@ -698,13 +700,9 @@ def _source_reachability(source: SourceConfig) -> list[str]:
             return problems
         branch = options.get("branch")
         if isinstance(branch, str) and branch:
-            found = subprocess.run(
-                [*git, "rev-parse", "--verify", "--quiet", f"{branch}^{{commit}}"],
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-            if found.returncode != 0:
+            from healthd.sources._gitrepo import Repo
+
+            if Repo(where).rev_parse(branch) is None:  # (as the pull resolves it)
                 problems.append(f"branch: {branch!r} not found in {_shown(path)}")
                 return problems
         if source.kind == "adr":

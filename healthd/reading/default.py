@@ -122,9 +122,10 @@ _POST_PAST = re.compile(
     r"|^[^\w,;:]*(?:[\w'’-]+\s+){0,3}?[\w]+n['’]t\b",
     re.IGNORECASE,
 )
+_MODALS = r"will|may|might|could|would"
 _POST_HEDGE = re.compile(
     r"^\W*(?:prototype|poc|proof\s+of\s+concept|spike|experiment|trial|pilot|proposal|rfc)\b"
-    r"|^\W*(?:will|may|might|could|would|should|is\s+going\s+to|is\s+expected\s+to|"
+    rf"|^\W*(?:{_MODALS}|should|is\s+going\s+to|is\s+expected\s+to|"
     r"(?:is|are|was|were)\s+(?:supposed|meant|asked|due|slated)\s+to|"
     r"plans?\s+to|is\s+planning|or\b(?!\s+(?:higher|later|newer|above|greater|more|better|up)\b))"
     r"|^[^.;,]{0,40}?\b(?:(?:is|are)\s+)?(?:scheduled|planned|proposed|pending|blocked)\b"
@@ -141,7 +142,7 @@ _OPTIONS_HEAD = re.compile(
 )
 _LIST_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*•+])\s+")
 _POST_MODAL = re.compile(
-    r"^\W*(?:will|may|might|could|would|(?:is|are)\s+(?:going|about|due|slated|scheduled)\s+to)\b",
+    rf"^\W*(?:{_MODALS}|(?:is|are)\s+(?:going|about|due|slated|scheduled)\s+to)\b",
     re.IGNORECASE,
 )
 _CHANGING = re.compile(
@@ -447,8 +448,6 @@ _PLAN_BREAK = re.compile(r"\band\b|[;)]|,(?!\s*\w+ing\b)", re.IGNORECASE)
 
 def _intended(before: str) -> bool:
     """An intent opens the clause and nothing chosen or holding comes after it."""
-    if _planned(before):
-        return True
     intent = _INTENT.search(before)
     if intent is None:
         return False
@@ -688,6 +687,7 @@ def _others(clause: str, key: FactKey, values: Sequence[str]) -> list[str]:
             if (
                 _single(clause[:start], clause[end:]) != ASSERTED
                 or _DESIRE.search(clause[:start])
+                or _planned(clause[:start])
                 or _intended(clause[:start])
             ):
                 continue
@@ -755,7 +755,8 @@ def _read_existence(text: str, subject: str, values: Sequence[str]) -> Reading:
             named = pattern.search(clause)
             if named is None:
                 continue
-            if _intended(clause[: named.start()]) or _POST_MODAL.match(clause[named.end() :]):
+            before = clause[: named.start()]
+            if _planned(before) or _intended(before) or _POST_MODAL.match(clause[named.end() :]):
                 continue  # "we will decommission the CLI tool": not yet
             if _GONE.search(clause):
                 state = False
