@@ -40,6 +40,11 @@ MAX_BLOB_BYTES = 8 << 20
 #: What one exchange of many blobs holds at most: the blobs past it are read again, one at a
 #: time, when the fold asks for them (the history is read a few exchanges ahead).
 MAX_EXCHANGE_BYTES = 32 << 20
+#: git's cache of delta bases for ``cat-file`` (its default, 96 MiB, is sized for whole-pack
+#: work): the blobs read are manifests and CODEOWNERS files, versions of a few small files,
+#: whose bases fit many times over; the default's pages cost more system time than the
+#: re-inflation a smaller cache would save (opentelemetry-go: 68 → 54 MiB, 2% less CPU)
+CAT_FILE_DELTA_CACHE = "8m"
 
 
 class _Stopped(Exception):
@@ -514,7 +519,9 @@ class Repo:
             self._check_watch("git cat-file")
             try:
                 self._cat = subprocess.Popen(
-                    self._base() + ["cat-file", "--batch"],
+                    self._base()
+                    + ["-c", f"core.deltaBaseCacheLimit={CAT_FILE_DELTA_CACHE}"]
+                    + ["cat-file", "--batch"],
                     env=self.env,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
