@@ -71,7 +71,7 @@ def check_regular(path: str) -> None:
 
 def undecodable_line(path: str, bound: int = 1 << 20) -> tuple[int, str] | None:
     """The first line of ``path`` that is not UTF-8, and why (read ``bound`` bytes at a
-    time): a text reader decodes ahead of the line it hands on, so its error cannot say
+    time; lines counted as a text-mode reader counts them): a text reader decodes ahead of the line it hands on, so its error cannot say
     which line it was. None for what is no regular file: a pipe read once cannot be read
     again (opening it anew would wait for a writer)."""
     try:
@@ -81,15 +81,24 @@ def undecodable_line(path: str, bound: int = 1 << 20) -> tuple[int, str] | None:
         return None
     decoder = codecs.getincrementaldecoder("utf-8")()
     number = 1
+    last = b""
     with open(path, "rb") as handle:
         while chunk := handle.readline(bound):
+            if chunk.startswith(b"\n") and last.endswith(b"\r"):
+                number -= 1  # a \r\n the bound cut in two ends one line
             try:
                 decoder.decode(chunk)
             except UnicodeDecodeError as exc:
-                return number, exc.reason
-            number += chunk.endswith(b"\n")
+                return number + _line_ends(chunk[: max(0, exc.start)]), exc.reason
+            number += _line_ends(chunk)
+            last = chunk
         try:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError as exc:
             return number, exc.reason
     return None
+
+
+def _line_ends(data: bytes) -> int:
+    """Lines ``data`` ends as a text-mode reader counts them: at \\n, \\r\\n or a lone \\r."""
+    return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")

@@ -42,6 +42,21 @@ def test_deeply_nested_json_and_non_utf8_bytes_are_one_line_each(tmp_path):
     ]
 
 
+def test_a_bad_byte_is_on_the_line_the_readers_count_whatever_ends_the_lines(tmp_path):
+    # the timeline and probe readers end a line at \n, \r\n or a lone \r (text mode, as
+    # editors count): the line a bad byte is on is counted the same way
+    for ending in ("\r", "\r\n"):
+        binary = tmp_path / "binary.jsonl"
+        lines = [line.rstrip("\n") + ending for line in GOOD[:3]]
+        binary.write_bytes("".join(lines).encode() + b'{"id": "caf\xe9"}' + ending.encode())
+        line = one_line_error(run_cli("evaluate", "--timeline", str(binary)))
+        assert f"{binary}, line 4: not UTF-8 text" in line, (ending, line)
+        probes = tmp_path / "probes.jsonl"
+        probes.write_bytes(f"{{}}{ending}{{}}{ending}".encode() + b"\xff" + ending.encode())
+        line = one_line_error(run_cli("evaluate", "--probes", str(probes)))
+        assert f"{probes}, line 3: not UTF-8 text" in line, (ending, line)
+
+
 def test_a_huge_line_is_refused_and_errors_quote_values_short(tmp_path):
     huge = tmp_path / "huge.jsonl"
     huge.write_text('{"id": "' + "x" * 3_000_000 + '"}\n')
