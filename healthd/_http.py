@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,6 +65,8 @@ class HttpOptions(BaseModel):
     max_response_bytes: int = Field(DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
     #: the whole of one attempt, headers and body; unset: 60 s, or timeout_seconds if longer
     max_request_seconds: float | None = Field(None, gt=0, le=3600)
+    #: the pages one listing reads at most: more is an error, never a loop
+    max_pages: int = Field(10000, ge=1, le=1000000)
 
     @property
     def request_seconds(self) -> float:
@@ -135,6 +138,60 @@ def parse_link_header(value: str | None) -> dict[str, str]:
                 for rel in raw.strip().strip('"').split():
                     links[rel] = target[1:-1]
     return links
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.rpartition("@")[2].lower()
+
+
+class Listing:
+    """The pages of one paged listing, bounded: at most ``max_pages`` of them and, for a
+    listing paged by ``Link: <...>; rel="next"``, each next page on the listing's own
+    scheme, host and port (a link elsewhere would take the credentials with it) and never
+    one already read (a loop). Each bound broken is a :class:`BadPayload` naming it."""
+
+    def __init__(self, client: HttpClient, url: str) -> None:
+        self._client = client
+        self._origin = _origin(url)
+        self._read: set[str] = set()
+        self.pages = 0
+
+    def going_on(self, resp: JsonResponse) -> None:
+        """``resp`` is a page read, and the listing goes on after it: refused when it was
+        the ``max_pages``-th."""
+        self.pages += 1
+        limit = self._client.options.max_pages
+        if self.pages >= limit:
+            raise BadPayload(
+                self._client.redact(
+                    f"GET {resp.url}: more than max_pages={limit} pages in one listing; "
+                    "raise max_pages if the listing is that long"
+                )
+            )
+
+    def next_url(self, resp: JsonResponse) -> str | None:
+        """The URL of the page after ``resp`` (its ``next`` link), or None at the end."""
+        link = resp.links.get("next")
+        if link is None:
+            return None
+        self._read.add(resp.url)
+        target = urljoin(resp.url, link)
+        scheme, host = _origin(target)
+        if (scheme, host) != self._origin:
+            raise BadPayload(
+                self._client.redact(
+                    f"GET {resp.url}: its next page is on {scheme}://{host}, not on "
+                    f"{self._origin[0]}://{self._origin[1]}; not followed (the request would "
+                    "take the credentials there)"
+                )
+            )
+        if target in self._read:
+            raise BadPayload(
+                self._client.redact(f"GET {resp.url}: its next page is one already read (a loop)")
+            )
+        self.going_on(resp)
+        return target
 
 
 def _retry_after_seconds(value: str | None, now: float) -> float | None:
@@ -323,6 +380,11 @@ class HttpClient:
         self.rng = rng
         self._blocked_until: float | None = None
         self.requests_made = 0
+
+    def listing(self, url: str) -> Listing:
+        """A bounded paged listing on the scheme, host and port of ``url`` (see
+        :class:`Listing`)."""
+        return Listing(self, url)
 
     # -- helpers ---------------------------------------------------------------------------
 

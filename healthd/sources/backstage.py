@@ -136,7 +136,6 @@ class BackstageApiOptions(HttpOptions):
     token_env: str | None = None
     filter: list[str] = []
     page_size: int = Field(500, ge=1, le=10000)
-    max_pages: int = Field(10000, ge=1, le=1000000)
     revalidate_interval: timedelta = timedelta(days=1)
 
     @field_validator("base_url")

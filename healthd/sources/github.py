@@ -345,6 +345,7 @@ class GitHubSource(TicketSource):
         items: list[Any] = []
         first_etag = None
         pages = 0
+        listing = client.listing(self.options.base_url)
         while url:
             resp = client.get_json(url, params=params, etag=etag if pages == 0 else None)
             if resp.not_modified:
@@ -358,7 +359,7 @@ class GitHubSource(TicketSource):
                 first_etag = resp.etag if "next" not in resp.links else None
             items.extend(resp.data)
             pages += 1
-            url, params = resp.links.get("next"), None
+            url, params = listing.next_url(resp), None
         return items, first_etag
 
     def pull(self, cursor: str | None) -> PullResult:
@@ -477,6 +478,7 @@ class GitHubSource(TicketSource):
         retry_from: datetime | None = None  # the oldest issue skipped, to be read again
         first_etag = None
         page = 0
+        listing = client.listing(self.options.base_url)
         while url:
             resp = client.get_json(url, params=params, etag=list_etag if page == 0 else None)
             page += 1
@@ -543,7 +545,7 @@ class GitHubSource(TicketSource):
                                 )
                 if newest is None or issue.updated_at > newest:
                     newest = issue.updated_at
-            url, params = resp.links.get("next"), None
+            url, params = listing.next_url(resp), None
         # an issue "updated" past this pull (a broken clock's date) must not become the
         # watermark, or every issue updated before that date would never be read again
         if newest is not None and retry_from is not None:
@@ -581,6 +583,7 @@ class GitHubSource(TicketSource):
         open_numbers: set[int] = set()
         pages = 0
         new_etag = None
+        listing = client.listing(self.options.base_url)
         while url:
             resp = client.get_json(url, params=params, etag=etag if pages == 0 else None)
             if resp.not_modified:
@@ -598,7 +601,7 @@ class GitHubSource(TicketSource):
                 for raw in resp.data
                 if isinstance(raw, dict) and isinstance(raw.get("number"), int)
             )
-            url, params = resp.links.get("next"), None
+            url, params = listing.next_url(resp), None
         stamp = int(last_seen.timestamp())
         missing = sorted(t for t, number in held.items() if number not in open_numbers)
         gone = {t for t in missing if self._gone(client, held[t])}

@@ -514,6 +514,7 @@ class JiraSource(TicketSource):
             # The search embeds at most a page of histories: read them all.
             histories, start = [], 0
             url = f"{self.options.base_url}/rest/api/{self._api}/issue/{issue['key']}/changelog"
+            listing = client.listing(self.options.base_url)
             while True:
                 resp = client.get_json(url, params={"startAt": start, "maxResults": 100})
                 values = resp.data.get("values") if isinstance(resp.data, dict) else None
@@ -528,6 +529,7 @@ class JiraSource(TicketSource):
                     or start >= (page_total if isinstance(page_total, int) else total)
                 ):
                     break
+                listing.going_on(resp)
         return histories
 
     def _choose_api(self, client: HttpClient, cached: Any) -> Literal["2", "3"]:
@@ -566,6 +568,7 @@ class JiraSource(TicketSource):
         url = f"{self.options.base_url}/rest/api/3/search/jql"
         token = None
         tokens: set[str] = set()
+        listing = client.listing(self.options.base_url)
         while True:
             params = {"jql": jql, "maxResults": self.options.page_size, "fields": fields}
             if fields == _FIELDS:
@@ -585,11 +588,13 @@ class JiraSource(TicketSource):
             if token in tokens:
                 raise BadPayload(f"GET {resp.url}: field 'nextPageToken' repeats an earlier one")
             tokens.add(token)
+            listing.going_on(resp)
 
     def _search_pages_v2(self, client: HttpClient, jql: str, fields: str):  # type: ignore[no-untyped-def]
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
         self._paged = False
+        listing = client.listing(self.options.base_url)
         while True:
             params = {
                 "jql": jql,
@@ -607,6 +612,7 @@ class JiraSource(TicketSource):
             total = resp.data.get("total")
             if not issues or not isinstance(total, int) or start >= total:
                 return
+            listing.going_on(resp)
 
     def pull(self, cursor: str | None) -> PullResult:
         try:

@@ -1031,3 +1031,47 @@ def test_an_unchanged_one_page_open_list_is_asked_again_with_its_etag(gh):
     listed = [r for r in gh.log if r.args.get("state") == "open"]
     assert len(listed) == 1 and listed[0].headers.get("If-None-Match")
     assert json.loads(third.cursor)["open_etag"] == json.loads(second.cursor)["open_etag"]
+
+
+def test_a_next_page_on_another_host_is_not_followed_and_the_token_stays_home(gh):
+    # the server answers on 127.0.0.1; "localhost" is another origin (it reaches the same
+    # server here, so a request there would be in the log)
+    port = gh.base_url.rsplit(":", 1)[1]
+    elsewhere = f"http://localhost:{port}/elsewhere?page=2"
+    gh.fail(
+        f"^/repos/{REPO}/issues$",
+        status=200,
+        body="[]",
+        headers={"Link": f'<{elsewhere}>; rel="next"'},
+    )
+    result = make(gh).pull(None)
+    assert not result.ok
+    assert f"its next page is on http://localhost:{port}, not on http://127.0.0.1:{port}" in (
+        result.error
+    )
+    assert "not followed" in result.error and SECRET not in result.error
+    assert "/elsewhere" not in gh.paths()
+
+
+def test_a_next_link_back_to_a_page_already_read_is_an_error_not_a_loop(gh):
+    again = f"{gh.base_url}/repos/{REPO}/issues?page=2"
+    gh.fail(
+        f"^/repos/{REPO}/issues$",
+        status=200,
+        body="[]",
+        headers={"Link": f'<{again}>; rel="next"'},
+        times=1000,
+    )
+    result = make(gh).pull(None)
+    assert not result.ok and "its next page is one already read (a loop)" in result.error
+    assert len(gh.log) == 2  # the first page and page 2, once each
+
+
+def test_a_listing_longer_than_max_pages_is_one_error_naming_the_bound(gh):
+    # 6 issues at 2 a page: three pages; issue 1's 7 events: four
+    result = make(gh, max_pages=2).pull(None)
+    assert not result.ok
+    assert "more than max_pages=2 pages in one listing; raise max_pages" in result.error
+    result = make(gh, max_pages=3).pull(None)
+    assert not result.ok and "issues/1/events" in result.error
+    assert make(gh, max_pages=4).pull(None).ok

@@ -874,3 +874,27 @@ def test_a_claim_still_in_the_query_is_kept_and_no_extra_search_is_made_without_
     done = fresh.pull(fresh.pull(None).cursor)
     assert done.ok
     assert all(r.args.get("fields") != "resolution" for r in jira.log)
+
+
+def test_a_server_that_ignores_start_at_is_stopped_at_max_pages_not_read_for_ever(jira):
+    # a proxy that drops the query answers every page with the first one, and a total
+    # that never comes
+    first = {
+        "startAt": 0,
+        "maxResults": 2,
+        "total": 1_000_000_000,
+        "issues": [jira.issues["PAY-1"]],
+    }
+    jira.fail("^/rest/api/2/search$", status=200, body=json.dumps(first), times=10_000)
+    result = make(jira, api_version="2", max_pages=5).pull(None)
+    assert not result.ok
+    assert "more than max_pages=5 pages in one listing; raise max_pages" in result.error
+    assert len([r for r in jira.log if r.path == "/rest/api/2/search"]) == 5
+
+
+@pytest.mark.parametrize("api_version", ["2", "3"])
+def test_a_search_longer_than_max_pages_is_one_error_naming_the_bound(jira, api_version):
+    # three issues at one a page
+    result = make(jira, api_version=api_version, page_size=1, max_pages=2).pull(None)
+    assert not result.ok and "more than max_pages=2 pages" in result.error
+    assert make(jira, api_version=api_version, page_size=1, max_pages=3).pull(None).ok
