@@ -615,7 +615,6 @@ class BackstageApiSource:
                     else " (the catalog wants a token: set token_env)"
                 )
             error = f"backstage source {self.name!r} ({self.options.base_url}): {exc}{hint}"
-            log.error("source_pull_failed", source=self.name, kind=KIND, error=error)
             return PullResult([], cursor, error=error, skipped=skips.lines())
         meta = {e.ref: {"entity": str(e.ref)} for e in entities}
         catalog = catalog_facts(entities, meta)

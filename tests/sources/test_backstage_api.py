@@ -10,6 +10,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import socket
+import subprocess
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -394,3 +397,28 @@ def test_one_filter_with_a_key_twice_takes_either_value_as_the_catalog_does(cata
     result = source.pull(None)
     kinds = {e.fact.subject.split(":")[0] for e in result.events if e.fact.predicate == "exists"}
     assert kinds == {"auth-service", "payments-v1", "resource"}
+
+
+def test_an_unreachable_catalog_is_one_error_line_from_the_command(tmp_path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        "[sources.cat]\n"
+        'kind = "backstage"\n'
+        f'base_url = "http://127.0.0.1:{port}"\n'
+        "max_retries = 0\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "timeline", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"healthd: error: source 'cat': backstage source 'cat' (http://127.0.0.1:{port}): "
+        f"GET http://127.0.0.1:{port}/api/catalog/entities/by-query failed: ConnectionError "
+        "(gave up after 1 attempts)"
+    ]
