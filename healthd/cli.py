@@ -385,10 +385,9 @@ def configured_pull(
 ) -> tuple[list[ChangeEvent], list[Person]]:
     """:func:`configured_events`, and the identity records the sources know (a Backstage
     User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
-    from healthd.model import as_text, not_text_note
     from healthd.sources import build_source, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
-    from healthd.timeline import fitted, format_timestamp
+    from healthd.timeline import admitted
 
     if only is not None and only not in settings.sources:
         raise ConfigError(
@@ -409,23 +408,7 @@ def configured_pull(
         if result.error:
             raise SourceError(f"source {name!r}: {result.error}")
         not_after = datetime.now(UTC) + settings.max_future_skew
-        for event in result.events:
-            if event.timestamp > not_after:
-                raise SourceError(
-                    f"source {name!r}: event {event.id!r}: timestamp "
-                    f"{format_timestamp(event.timestamp)} is in the future, later than "
-                    f"{format_timestamp(not_after)} (now plus max_future_skew)"
-                )
-        kept = []
-        for event in result.events:
-            event, replaced = as_text(event)
-            if replaced is not None:
-                result.skipped.append(not_text_note(replaced))
-            held, cut = fitted(event)
-            if cut is not None and cut not in result.skipped:  # (each revalidation again)
-                result.skipped.append(cut)
-            if held is not None:
-                kept.append(held)
+        kept = admitted(result.events, result.skipped, not_after)
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:

@@ -25,7 +25,9 @@ from healthd.model import (
     Domain,
     Fact,
     FactKey,
+    as_text,
     not_text,
+    not_text_note,
     with_strings,
 )
 
@@ -120,6 +122,40 @@ def dumps_event(event: ChangeEvent) -> str:
 #: What each string of an event is cut to when its line would be too long for the reader:
 #: a dozen such strings, each escaped at worst (six characters a character), still fit.
 _CUT_STRING = 1 << 14
+
+
+def admitted(
+    events: Iterable[ChangeEvent], skipped: list[str], not_after: datetime
+) -> list[ChangeEvent]:
+    """What of a pull's ``events`` enters the timeline, each as a line can hold it
+    (:func:`fitted`): one dated after ``not_after`` (a clock's error; now plus
+    max_future_skew) is refused and the others are read on; a string that is not Unicode
+    text is escaped. Each is said in ``skipped``, once per distinct line (a fact observed
+    again, in a revalidation sweep, is not said again)."""
+    said = set(skipped)
+    kept = []
+
+    def say(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            skipped.append(line)
+
+    for event in events:
+        if event.timestamp > not_after:
+            say(
+                f"event {event.id!r} refused: timestamp {format_timestamp(event.timestamp)} "
+                f"is later than {format_timestamp(not_after)} (now plus max_future_skew)"
+            )
+            continue
+        event, replaced = as_text(event)
+        if replaced is not None:
+            say(not_text_note(replaced))
+        held, cut = fitted(event)
+        if cut is not None:
+            say(cut)
+        if held is not None:
+            kept.append(held)
+    return kept
 
 
 def fitted(

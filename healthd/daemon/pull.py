@@ -11,11 +11,11 @@ from opentelemetry.trace import Status, StatusCode
 from healthd.daemon.state import RunRecord, SourceRow
 from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
-from healthd.model import ChangeEvent, as_text, not_text_note
+from healthd.model import ChangeEvent
 from healthd.people import Person
 from healthd.sources import PullResult
 from healthd.sources._merge import merge_timelines
-from healthd.timeline import dumps_event, fitted, format_timestamp
+from healthd.timeline import admitted, dumps_event
 
 log = get_logger("healthd.runner")
 
@@ -63,23 +63,7 @@ class Pulling(Views):
                 not_after = datetime.fromtimestamp(self.clock(), UTC) + (
                     self.settings.max_future_skew
                 )
-                timely = []
-                for event in result.events:
-                    if event.timestamp > not_after:
-                        result.skipped.append(
-                            f"event {event.id!r} refused: timestamp "
-                            f"{format_timestamp(event.timestamp)} is later than "
-                            f"{format_timestamp(not_after)} (now plus max_future_skew)"
-                        )
-                        continue
-                    event, replaced = as_text(event)
-                    if replaced is not None:
-                        result.skipped.append(not_text_note(replaced))
-                    held, cut = fitted(event)
-                    if cut is not None and cut not in result.skipped:  # (each revalidation again)
-                        result.skipped.append(cut)
-                    if held is not None:
-                        timely.append(held)
+                timely = admitted(result.events, result.skipped, not_after)
                 fresh = self._unseen(s.name, timely, result)
                 row = SourceRow(
                     s.name,

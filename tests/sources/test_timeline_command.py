@@ -245,3 +245,48 @@ def test_an_event_too_long_for_a_timeline_line_is_cut_so_evaluate_can_read_it(re
     assert cut.endswith("each such text is cut to its first 16,384 characters")
     evaluated = healthd("evaluate", "--timeline", str(timeline), "--format", "json")
     assert evaluated.returncode == 0, evaluated.stderr
+
+
+def test_a_commit_from_the_future_is_one_refusal_and_the_commits_after_it_are_read(repo, tmp_path):
+    # a broken clock dates one commit 2100; the commit after it is read as the daemon reads
+    # it (docs/sources.md: one bad object never stops the source)
+    repo.commit("2024-01-01", {"api/go.mod": "module api\n\nrequire github.com/lib/pq v1.10.9\n"})
+    repo.write({"CODEOWNERS": "* @core\n"})
+    repo.git("add", "-A")
+    at_2100 = "@4102531200 +0000"  # 2100-01-02 (git reads no ISO date past 2099)
+    env = {**repo.env(), "GIT_AUTHOR_DATE": at_2100, "GIT_COMMITTER_DATE": at_2100}
+    subprocess.run(["git", "commit", "-qm", "from 2100"], cwd=repo.path, env=env, check=True)
+    future = repo.head()
+    repo.commit("2024-01-03", {"web/go.mod": "module web\n\nrequire github.com/gin v1.9.0\n"})
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n')
+    for command in ("timeline", "evaluate"):
+        done = healthd(command, "--config", str(config))
+        assert done.returncode == 0, done.stderr
+        refused = [line for line in done.stderr.splitlines() if "refused: timestamp" in line]
+        assert len(refused) == 1 and f"git:{future[:12]}" in refused[0], done.stderr
+        assert "2100-01-02" in refused[0] and "now plus max_future_skew" in refused[0]
+    events = [
+        json.loads(line)
+        for line in healthd("timeline", "--config", str(config)).stdout.splitlines()
+    ]
+    assert ("web", "dependency:github.com/gin") in {
+        (e["fact"]["subject"], e["fact"]["predicate"]) for e in events
+    }
+    assert not any(e["timestamp"].startswith("2100") for e in events)
+
+
+def test_a_name_that_is_not_unicode_is_said_once_however_many_events_carry_it(repo, tmp_path):
+    repo.commit("2024-01-01", {"README": "x\n"})
+    directory = os.fsencode(repo.path) + b"/caf\xe9"
+    os.mkdir(directory)
+    with open(directory + b"/package.json", "w") as handle:
+        handle.write('{"dependencies": {"left-pad": "1.0.0"}}\n')
+    repo.commit("2024-01-02")
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n')
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "is not Unicode text" in line]
+    assert len(said) == 1 and "caf\\udce9" in said[0], done.stderr
+    assert done.stderr.splitlines()[-1] == "healthd: warning: source 'repo': 1 input(s) skipped"
