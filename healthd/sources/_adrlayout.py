@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from healthd.sources._adrdoc import file_prefix, parse_adr
-from healthd.sources._gitrepo import Repo
+from healthd.sources._gitrepo import Repo, blob_text
 
 #: Where ADRs live when `.adr-dir` does not say, in order.
 CANDIDATE_DIRS: tuple[str, ...] = (
@@ -171,7 +171,7 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
     """Every ADR layout at ``head``, in the order :func:`detect_layout` prefers them."""
     data = repo.blob(f"{head}:.adr-dir")
     if data is not None:
-        text = data.decode("utf-8", "replace").strip().strip("/")
+        text = blob_text(data).strip().strip("/")
         if text.startswith("./"):
             text = text[2:]
         if text:
@@ -196,7 +196,7 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
         with_status = 0
         for path in sample:
             data = blobs.get(f"{head}:{path}")
-            if data is not None and parse_adr(path, data.decode("utf-8", "replace")).status:
+            if data is not None and parse_adr(path, blob_text(data)).status:
                 with_status += 1
         if with_status * 2 > len(sample):
             yield Layout(directory, by_name=True)

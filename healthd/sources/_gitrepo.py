@@ -47,6 +47,18 @@ MAX_EXCHANGE_BYTES = 32 << 20
 CAT_FILE_DELTA_CACHE = "8m"
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def blob_text(data: bytes) -> str:
+    """A file's bytes as text: UTF-8, with the byte-order mark some editors write first
+    dropped (npm, pip and Markdown renderers drop it too; kept, it would be part of the
+    first name or heading), and a byte that is not UTF-8 replaced."""
+    if data.startswith(_BOM):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
 class _Stopped(Exception):
     """``cat-file`` ended in the middle of a blob, after sending ``got`` of its bytes."""
 

@@ -103,7 +103,7 @@ from healthd.sources._gitlog import (
     event_id,
     prune_seen,
 )
-from healthd.sources._gitrepo import Change, Commit, GitError, Repo
+from healthd.sources._gitrepo import Change, Commit, GitError, Repo, blob_text
 from healthd.sources._options import validate_options
 from healthd.sources._repo_options import RepoOptions
 
@@ -231,7 +231,7 @@ class AdrExtractor(Extractor):
             if ch.status == "D" or ch.is_submodule or not self._is_template_path(ch.path):
                 continue
             data = self.repo.blob(ch.new_sha)
-            title = parse_adr("", data.decode("utf-8", "replace")).title if data else None
+            title = parse_adr("", blob_text(data)).title if data else None
             words = _words(_PLACEHOLDER_NUMBER.sub("", title or ""))
             if words and words not in self.template_titles:
                 self.template_titles.add(words)
@@ -280,7 +280,7 @@ class AdrExtractor(Extractor):
         data = self.repo.blob(new_sha)
         if before is None or data is None:
             return False
-        after = parse_adr("", data.decode("utf-8", errors="replace"))
+        after = parse_adr("", blob_text(data))
         return _words(self._title(old, before) or "") == _words(self._title(new, after) or "")
 
     def _rename(self, old: str, new: str) -> None:
@@ -333,7 +333,7 @@ class AdrExtractor(Extractor):
                     f"{self.repo.unread(ch.new_sha)}; kept as before",
                 )
                 continue
-            rec = parse_adr(ch.path, data.decode("utf-8", errors="replace"))
+            rec = parse_adr(ch.path, blob_text(data))
             self.records[ch.path] = rec
             self.read_any = True
             if rec.number is None:

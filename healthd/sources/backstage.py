@@ -81,7 +81,7 @@ from healthd.sources._gitlog import (
     revalidations,
     wall_clock,
 )
-from healthd.sources._gitrepo import Change, Commit, Repo
+from healthd.sources._gitrepo import Change, Commit, Repo, blob_text
 from healthd.sources._options import validate_options
 from healthd.sources._repo_options import RepoOptions
 
@@ -263,7 +263,7 @@ class CatalogExtractor(Extractor):
                 cached = self.repo.unread(sha)
             else:
                 try:
-                    text = data.decode("utf-8", errors="replace")
+                    text = blob_text(data)
                     cached = parse_catalog_file(text, path, self.documents)
                 except Malformed as exc:
                     cached = str(exc)

@@ -87,7 +87,7 @@ from healthd.sources._gitlog import (
     event_id,
     prune_seen,
 )
-from healthd.sources._gitrepo import Change, Commit, Repo
+from healthd.sources._gitrepo import Change, Commit, Repo, blob_text
 from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
 
@@ -418,7 +418,7 @@ class GitExtractor(Extractor):
                 f"{self.repo.unread(ch.new_sha)}; kept as before",
             )
             return None
-        return data.decode("utf-8", errors="replace")
+        return blob_text(data)
 
     def _read_manifest(self, commit: Commit, ch: Change, subject: str) -> set[str] | None:
         """Read a manifest's change: the dependencies whose spec it changed (added, revised

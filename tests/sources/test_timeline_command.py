@@ -290,3 +290,38 @@ def test_a_name_that_is_not_unicode_is_said_once_however_many_events_carry_it(re
     said = [line for line in done.stderr.splitlines() if "is not Unicode text" in line]
     assert len(said) == 1 and "caf\\udce9" in said[0], done.stderr
     assert done.stderr.splitlines()[-1] == "healthd: warning: source 'repo': 1 input(s) skipped"
+
+
+def test_files_a_windows_editor_saved_with_a_byte_order_mark_read_as_without_one(repo, tmp_path):
+    bom = "\ufeff"
+    repo.commit(
+        "2024-01-01",
+        {
+            "a/package.json": bom + '{"dependencies": {"left-pad": "1.0.0"}}\n',
+            "b/requirements.txt": bom + "requests==2.0\nflask==3.0\n",
+            "c/go.mod": bom + "module c\n\nrequire github.com/x/y v1.0.0\n",
+            ".github/CODEOWNERS": bom + "* @alice\n/b/ @bob\n",
+            "doc/adr/0001-use-postgres.md": bom + "# 1. Use Postgres\n\n## Status\n\nAccepted\n",
+        },
+    )
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n\n'
+        f'[sources.decisions]\nkind = "adr"\npath = "{repo.path}"\n'
+    )
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    added = {
+        (e["fact"]["subject"], e["fact"]["predicate"], e["fact"]["value"])
+        for e in map(json.loads, done.stdout.splitlines())
+        if e["type"] == "added"
+    }
+    assert {
+        ("a", "dependency:left-pad", "1.0.0"),
+        ("b", "dependency:requests", "==2.0"),
+        ("b", "dependency:flask", "==3.0"),
+        ("c", "dependency:github.com/x/y", "v1.0.0"),
+        ("*", "owners", "@alice"),
+        ("/b/", "owners", "@bob"),
+        ("adr:1", "decision", "Use Postgres"),
+    } <= added
