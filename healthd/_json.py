@@ -24,9 +24,38 @@ class BadJSON(ValueError):
         super().__init__(reason if colno is None else f"{reason} at column {colno}")
 
 
-def loads(text: str | bytes) -> Any:
+class _NameTwice(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _NameTwice(name)
+            seen.add(name)
+    return obj
+
+
+_UNIQUE = json.JSONDecoder(object_pairs_hook=_unique_names)
+
+
+def loads(text: str | bytes, *, unique_names: bool = False) -> Any:
+    """``text`` decoded; with ``unique_names``, an object that gives one name twice is
+    refused (the standard leaves its meaning open, and Python's decoder would keep the
+    last value without a word): for healthd's own formats, read strictly."""
     try:
+        if unique_names:
+            if isinstance(text, bytes):
+                return json.loads(text, object_pairs_hook=_unique_names)
+            return _UNIQUE.decode(text)
         return json.loads(text)
+    except _NameTwice as exc:
+        raise BadJSON(f"the name {exc.name!r} is given twice in one object") from None
     except json.JSONDecodeError as exc:
         raise BadJSON(exc.msg, exc.lineno, exc.colno) from None
     except RecursionError:

@@ -224,7 +224,7 @@ def load_probe_file(path: str) -> list[Probe]:
             continue
         where = f"{path}, line {number}"
         try:
-            obj = _json.loads(raw)
+            obj = _json.loads(raw, unique_names=True)
         except _json.BadJSON as exc:
             raise ProbeFileError(f"{where}: invalid JSON: {exc}") from None
         if not isinstance(obj, dict):

@@ -436,7 +436,7 @@ def _line_event(
     if not text:
         return None
     try:
-        obj = _json.loads(text)
+        obj = _json.loads(text, unique_names=True)
     except _json.BadJSON as exc:
         raise TimelineError(f"invalid JSON: {exc}", line=number, origin=origin) from None
     event = _event_from_dict(obj, _Ctx(number, origin), shared)

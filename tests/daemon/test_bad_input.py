@@ -207,3 +207,19 @@ def test_a_named_pipe_of_bytes_that_are_not_utf8_is_one_line_at_once(tmp_path):
     line = one_line_error(run_cli("evaluate", "--timeline", str(pipe)))  # (60 s bound)
     assert f"{pipe}: not UTF-8 text" in line  # (the pipe is read once: no line to name)
     writer.join(timeout=5)
+
+
+def test_a_name_given_twice_in_one_object_is_refused_not_half_read(tmp_path):
+    # Python's decoder keeps the last "fact" and drops the first without a word
+    event = json.loads(GOOD[0])
+    twice = json.dumps(event)[:-1] + ', "fact": ' + json.dumps(event["fact"]) + "}"
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(GOOD[1] + twice + "\n")
+    line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    assert f"{timeline}, line 2: invalid JSON: the name 'fact' is given twice in one object" in (
+        line
+    )
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text('{"question": "Who?", "question": "What?"}\n')
+    line = one_line_error(run_cli("evaluate", "--probes", str(probes)))
+    assert f"{probes}, line 1: invalid JSON: the name 'question' is given twice" in line
