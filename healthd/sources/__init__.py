@@ -41,6 +41,9 @@ class PullResult:
     # gave before; None when the source says nothing of people. Kept apart from the events
     # (the timeline's JSONL is unchanged): the run builds the reader's people table of them.
     people: list[Person] | None = None
+    # What the source left for a later pull because it is not whole yet (a file's last line
+    # with no end of line): the daemon pulls again; a one-shot pull, which will not, says so.
+    unfinished: str | None = None
 
     def __post_init__(self) -> None:
         self.skipped = list(dict.fromkeys(self.skipped))
@@ -63,8 +66,11 @@ def pull_from_start(source: Source) -> PullResult:
         if whole.places is not None and step.places is not None:
             whole.places.update(step.places)
         whole.cursor, whole.error, whole.more = step.cursor, step.error, step.more
+        whole.unfinished = step.unfinished
         if step.people is not None:
             whole.people = step.people
+    if whole.unfinished is not None and whole.error is None:
+        whole.skipped.append(f"{whole.unfinished}: not read (no more is coming in one run)")
     return whole
 
 

@@ -67,10 +67,15 @@ class FileSource:
             return PullResult([], cursor, error=f"cannot read {self.path}: {exc.strerror}")
         refused: list[TimelineError] = []
         lines = _text_lines(data, end, line, self.path, refused)
+        tail = data[end:] if not more else b""
         del data  # a first pull may read a large file: hold one copy at a time
         events = list(iter_timeline(lines, origin=self.path, first_line=line, refused=refused))
         result = PullResult(events, _cursor(first, last, offset + end, line + len(lines)))
         result.more = more
+        if tail:
+            result.unfinished = f"{self.path} line {line + len(lines)} has no end of line yet" + (
+                " (a lone carriage return ends no line here)" if b"\r" in tail else ""
+            )
         if restarted and end:
             result.skipped.append(f"{self.path} changed before the cursor; read again from the top")
         result.skipped.extend(f"line refused: {exc}" for exc in refused)

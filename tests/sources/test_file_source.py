@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from healthd.sources import build_source
+from healthd.sources import build_source, pull_from_start
 
 
 def line(ident: str, value: str, day: int = 1) -> str:
@@ -197,3 +197,26 @@ def test_an_unknown_or_missing_option_is_one_line_naming_it(tmp_path):
     with pytest.raises(ConfigError) as missing:
         build_source("file", "w", {})
     assert str(missing.value) == "source 'w': field 'path': Field required"
+
+
+def test_a_last_line_with_no_end_of_line_waits_and_a_one_shot_pull_says_so(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(line("ev-1", "go") + "\n" + line("ev-2", "rust", 2))  # still being written
+    source = build_source("file", "tl", {"path": str(path)})
+    first = source.pull(None)
+    assert [e.id for e in first.events] == ["ev-1"] and first.skipped == []  # the daemon waits
+    with path.open("a") as handle:
+        handle.write("\n")
+    assert [e.id for e in source.pull(first.cursor).events] == ["ev-2"]
+
+    path.write_text(line("ev-1", "go") + "\n" + line("ev-2", "rust", 2))
+    once = pull_from_start(source)  # `timeline --config`, `evaluate --config`: no next pull
+    assert [e.id for e in once.events] == ["ev-1"]
+    assert once.skipped == [
+        f"{path} line 2 has no end of line yet: not read (no more is coming in one run)"
+    ]
+    path.write_bytes((line("ev-1", "go") + "\r" + line("ev-2", "rust", 2) + "\r").encode())
+    assert pull_from_start(source).skipped == [
+        f"{path} line 1 has no end of line yet (a lone carriage return ends no line here): "
+        "not read (no more is coming in one run)"
+    ]
