@@ -9,6 +9,7 @@ source's repository (a local path, or a mirror fetched from a url) is
 
 from __future__ import annotations
 
+import codecs
 import math
 import os
 import subprocess
@@ -47,15 +48,26 @@ MAX_EXCHANGE_BYTES = 32 << 20
 CAT_FILE_DELTA_CACHE = "8m"
 
 
-_BOM = b"\xef\xbb\xbf"
+#: Byte-order marks and the encodings they announce, as pip reads a requirements file:
+#: Windows editors write UTF-8's, and PowerShell's `pip freeze > requirements.txt` UTF-16
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # (before UTF-16's, which begins it)
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_BOM_STARTS = tuple(bom for bom, _ in _BOMS)
 
 
 def blob_text(data: bytes) -> str:
-    """A file's bytes as text: UTF-8, with the byte-order mark some editors write first
+    """A file's bytes as text: UTF-8, or the encoding a byte-order mark announces, the mark
     dropped (npm, pip and Markdown renderers drop it too; kept, it would be part of the
-    first name or heading), and a byte that is not UTF-8 replaced."""
-    if data.startswith(_BOM):
-        data = data[3:]
+    first name or heading); a byte the encoding cannot read is replaced."""
+    if data.startswith(_BOM_STARTS):
+        for bom, encoding in _BOMS:
+            if data.startswith(bom):
+                return data[len(bom) :].decode(encoding, errors="replace")
     return data.decode("utf-8", errors="replace")
 
 

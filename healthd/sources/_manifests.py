@@ -13,9 +13,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
@@ -74,7 +73,7 @@ def parse_requirement(text: str) -> tuple[str, str] | None:
     return name, _clean(rest.rstrip(",").replace(" ", ""))
 
 
-def parse_requirements_txt(text: str) -> Deps:
+def parse_requirements_txt(text: str, dropped: list[str] | None = None) -> Deps:
     deps: Deps = {}
     # join backslash continuations, then drop comments (a '#' at the start or after space)
     joined = re.sub(r"\\\r?\n", " ", text)
@@ -87,6 +86,8 @@ def parse_requirements_txt(text: str) -> Deps:
         req = parse_requirement(line.split(" --", 1)[0])  # per-line options (--hash=...)
         if req is not None:
             deps.setdefault(*req)
+        elif dropped is not None:
+            dropped.append(f"{_short(line)} is not a requirement")
     return deps
 
 
@@ -104,6 +105,27 @@ def _toml(text: str) -> dict[str, Any]:
 
 def _table(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _short(value: Any) -> str:
+    """A value as an entry left out is named: quoted, and cut when long."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _kind(value: Any) -> str:
+    """What a TOML or JSON value is, as its format names it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, str):
+        return "a string"
+    return "null" if value is None else f"a {type(value).__name__}"
 
 
 def _poetry_spec(value: Any) -> str | None:
@@ -125,24 +147,32 @@ def _poetry_spec(value: Any) -> str | None:
     return None
 
 
-def parse_pyproject(text: str) -> Deps:
+def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
     data = _toml(text)
     deps: Deps = {}
     project = _table(data.get("project"))
 
-    def add_pep508(items: Any) -> None:
-        if isinstance(items, list):
-            for item in items:
-                if isinstance(item, str):
-                    req = parse_requirement(item)
-                    if req is not None:
-                        deps.setdefault(*req)
+    def add_pep508(where: str, items: Any) -> None:
+        if items is None:
+            return
+        if not isinstance(items, list):
+            if dropped is not None:
+                dropped.append(f"{where} is {_kind(items)}, not an array of requirements")
+            return
+        for item in items:
+            req = parse_requirement(item) if isinstance(item, str) else None
+            if req is not None:
+                deps.setdefault(*req)
+            elif dropped is not None:
+                dropped.append(f"{where}: {_short(item)} is not a requirement")
 
-    add_pep508(project.get("dependencies"))
-    for group in _table(project.get("optional-dependencies")).values():
-        add_pep508(group)
-    for group in _table(data.get("dependency-groups")).values():
-        add_pep508(group)
+    add_pep508("project.dependencies", project.get("dependencies"))
+    for name, group in _table(project.get("optional-dependencies")).items():
+        add_pep508(f"project.optional-dependencies.{name}", group)
+    for name, group in _table(data.get("dependency-groups")).items():
+        if isinstance(group, list):  # (an include-group table among them is no requirement)
+            group = [item for item in group if not isinstance(item, dict)]
+        add_pep508(f"dependency-groups.{name}", group)
     poetry = _table(_table(data.get("tool")).get("poetry"))
     tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
     tables += [_table(g).get("dependencies") for g in _table(poetry.get("group")).values()]
@@ -153,13 +183,15 @@ def parse_pyproject(text: str) -> Deps:
             spec = _poetry_spec(value)
             if spec is not None:
                 deps.setdefault(_pep503(name), spec)
+            elif dropped is not None:
+                dropped.append(f"dependency {name!r}: {_kind(value)} is no version")
     return deps
 
 
 # ----------------------------------------------------------------------------- node
 
 
-def parse_package_json(text: str) -> Deps:
+def parse_package_json(text: str, dropped: list[str] | None = None) -> Deps:
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
@@ -170,11 +202,22 @@ def parse_package_json(text: str) -> Deps:
     for section in ("dependencies", "optionalDependencies", "peerDependencies", "devDependencies"):
         table = data.get(section)
         if not isinstance(table, dict):
+            if table is not None and dropped is not None:
+                dropped.append(f"{section!r} is {_json_kind(table)}, not an object")
             continue
         for name, spec in table.items():
-            if isinstance(name, str) and name.strip() and isinstance(spec, str):
+            if not name.strip():
+                if dropped is not None:
+                    dropped.append(f"{section}: a dependency with no name")
+            elif isinstance(spec, str):
                 deps.setdefault(name.strip(), _clean(spec))
+            elif dropped is not None:
+                dropped.append(f"{section}.{name}: {_json_kind(spec)} is no version")
     return deps
+
+
+def _json_kind(value: Any) -> str:
+    return "an object" if isinstance(value, dict) else _kind(value)
 
 
 # ----------------------------------------------------------------------------- go
@@ -294,7 +337,7 @@ _GO_DEPS: dict[str, Deps] = {}
 _GO_DEPS_MAX = 1 << 12  # a few MB of go.mod text
 
 
-def parse_go_mod(text: str) -> Deps:
+def parse_go_mod(text: str, dropped: list[str] | None = None) -> Deps:
     """``require`` lines and blocks (``// indirect`` ones aside). A block runs from
     ``require (`` to the next line that starts with ``)``; without one, the line is read
     alone. When two lines require one module, the first counts."""
@@ -329,7 +372,7 @@ def _cargo_spec(value: Any) -> str | None:
     return None
 
 
-def parse_cargo_toml(text: str) -> Deps:
+def parse_cargo_toml(text: str, dropped: list[str] | None = None) -> Deps:
     data = _toml(text)
     deps: Deps = {}
     tables = [
@@ -349,6 +392,8 @@ def parse_cargo_toml(text: str) -> Deps:
             if spec is not None:
                 pkg = value.get("package") if isinstance(value, dict) else None
                 deps.setdefault(pkg if isinstance(pkg, str) and pkg else name, spec)
+            elif dropped is not None:
+                dropped.append(f"dependency {name!r}: {_kind(value)} is no version")
     return deps
 
 
@@ -370,7 +415,7 @@ def _text(elem: ET.Element | None) -> str:
     return (elem.text or "").strip() if elem is not None else ""
 
 
-def parse_pom_xml(text: str) -> Deps:
+def parse_pom_xml(text: str, dropped: list[str] | None = None) -> Deps:
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         raise ManifestError("pom.xml with a DOCTYPE/ENTITY declaration is not read")
     import xml.etree.ElementTree as ET
@@ -416,7 +461,14 @@ def _pom_deps(container: ET.Element | None, props: dict[str, str], managed: dict
 
 # ----------------------------------------------------------------------------- dispatch
 
-_PARSERS: list[tuple[str, Callable[[str], Deps]]] = [
+
+class ManifestParser(Protocol):
+    def __call__(self, text: str, dropped: list[str] | None = None) -> Deps:
+        """The dependencies ``text`` declares; each entry read as none (a version that is a
+        number, a list where a table belongs) described in ``dropped``, when given."""
+
+
+_PARSERS: list[tuple[str, ManifestParser]] = [
     ("pyproject.toml", parse_pyproject),
     ("requirements*.txt", parse_requirements_txt),
     ("package.json", parse_package_json),
@@ -441,7 +493,7 @@ def may_be_manifest(name: bytes) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
+def _parser_for_name(base: str) -> ManifestParser | None:
     for pattern, parser in _PARSERS:
         if fnmatch.fnmatchcase(base, pattern):
             return parser
@@ -449,19 +501,20 @@ def _parser_for_name(base: str) -> Callable[[str], Deps] | None:
 
 
 @lru_cache(maxsize=65536)
-def manifest_parser(path: str) -> Callable[[str], Deps] | None:
+def manifest_parser(path: str) -> ManifestParser | None:
     """The parser for a repository path, or None when it is not a manifest we read.
     Which directories hold no modules (vendored code, ...) is the git source's choice."""
     return _parser_for_name(path.rpartition("/")[2])
 
 
-def parse_manifest(path: str, text: str) -> Deps:
-    """Dependencies declared by the manifest at ``path``; ManifestError when unreadable."""
+def parse_manifest(path: str, text: str, dropped: list[str] | None = None) -> Deps:
+    """Dependencies declared by the manifest at ``path``; ManifestError when unreadable.
+    The entries read as none are described in ``dropped``, when given."""
     parser = manifest_parser(path)
     if parser is None:
         raise ManifestError(f"{path} is not a known manifest")
     try:
-        deps = parser(text)
+        deps = parser(text, dropped)
     except ManifestError:
         raise
     except (RecursionError, ValueError, TypeError, AttributeError, KeyError) as exc:
@@ -471,9 +524,11 @@ def parse_manifest(path: str, text: str) -> Deps:
     return {k: v for k, v in deps.items() if k.strip() and v.strip()}
 
 
-def try_parse_manifest(path: str, text: str) -> tuple[Deps, str | None]:
+def try_parse_manifest(
+    path: str, text: str, dropped: list[str] | None = None
+) -> tuple[Deps, str | None]:
     """Like :func:`parse_manifest` but never raises: ({}, reason) when unreadable."""
     try:
-        return parse_manifest(path, text), None
+        return parse_manifest(path, text, dropped), None
     except ManifestError as exc:
         return {}, str(exc)

@@ -116,6 +116,7 @@ def git_options(name: str, options: Mapping[str, Any]) -> GitConfig:
 _NO_FILES: Counter[str] = Counter()  # a unit without source files (never changed)
 _NO_DEPS: dict[str, str] = {}  # a manifest not read (never changed)
 _NO_KEYS: frozenset[FactKey] = frozenset()
+_NOTHING_DROPPED: frozenset[str] = frozenset()
 _SUBMODULE = "160000"  # a gitlink's mode
 
 
@@ -176,6 +177,7 @@ class GitExtractor(Extractor):
         self.files: Counter[str] = Counter()  # unit → file count
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
+        self.dropped: dict[str, frozenset[str]] = {}  # path → its entries read as none
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
         # subject → its manifests, the winner first, and what its dependencies depend on
@@ -425,6 +427,7 @@ class GitExtractor(Extractor):
         or dropped), or None when it changed nothing the subject's facts are made of."""
         path = ch.path
         if ch.status == "D":
+            self.dropped.pop(path, None)
             gone = self.manifests.pop(path, None)
             if gone is None:
                 return None
@@ -434,7 +437,9 @@ class GitExtractor(Extractor):
         text = self._blob_text(commit, ch)
         if text is None:
             return None
-        deps, problem = try_parse_manifest(path, text)
+        dropped: list[str] = []
+        deps, problem = try_parse_manifest(path, text, dropped)
+        self._say_dropped(commit, path, dropped)
         before = self.manifests.get(path)
         if problem is not None:
             self.skips.add(f"{path}@{commit.sha[:12]}", f"{problem}; kept as before")
@@ -449,6 +454,17 @@ class GitExtractor(Extractor):
         self.manifests[path] = deps
         self._add_manifest(subject, path)
         return set(deps)
+
+    def _say_dropped(self, commit: Commit, path: str, dropped: list[str]) -> None:
+        """Each entry of a manifest read as no dependency, said when the file first has it
+        (the versions after, which keep it, do not say it again)."""
+        said = self.dropped.get(path, _NOTHING_DROPPED)
+        if not dropped and not said:
+            return
+        for entry in dropped:
+            if entry not in said:
+                self.skips.add(f"{path}@{commit.sha[:12]}", f"{entry}; left out")
+        self.dropped[path] = frozenset(dropped)
 
     def _add_manifest(self, subject: str, path: str) -> None:
         paths = self.manifest_subjects.setdefault(subject, set())

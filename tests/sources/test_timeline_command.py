@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -325,3 +326,73 @@ def test_files_a_windows_editor_saved_with_a_byte_order_mark_read_as_without_one
         ("/b/", "owners", "@bob"),
         ("adr:1", "decision", "Use Postgres"),
     } <= added
+
+
+def test_manifest_entries_read_as_no_dependency_are_said_once_each_not_dropped_silently(
+    repo, tmp_path
+):
+    repo.commit(
+        "2024-01-01",
+        {
+            "a/package.json": '{"dependencies": {"left-pad": "1.0.0", "num": 1.5},'
+            ' "devDependencies": ["jest"]}\n',
+            "d/Cargo.toml": '[package]\nname = "d"\n[dependencies]\nrand = 0.8\nserde = "1"\n',
+            "c/pyproject.toml": '[project]\nname = "c"\n'
+            'dependencies = ["requests>=2", 5, "bad name!!"]\n'
+            '[project.optional-dependencies]\ndev = "pytest"\n',
+        },
+    )
+    # a later version keeps the bad entries: they are not said again
+    repo.commit(
+        "2024-01-02",
+        {"d/Cargo.toml": '[package]\nname = "d"\n[dependencies]\nrand = 0.8\nserde = "2"\n'},
+    )
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n')
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    prefix = "healthd: warning: source 'repo': "
+    said = sorted(
+        re.sub(r"@[0-9a-f]{12}:", ":", line.removeprefix(prefix))
+        for line in done.stderr.splitlines()
+        if line.endswith("; left out")
+    )
+    assert said == [
+        "a/package.json: 'devDependencies' is an array, not an object; left out",
+        "a/package.json: dependencies.num: a number is no version; left out",
+        "c/pyproject.toml: project.dependencies: 'bad name!!' is not a requirement; left out",
+        "c/pyproject.toml: project.dependencies: 5 is not a requirement; left out",
+        "c/pyproject.toml: project.optional-dependencies.dev is a string, not an array of "
+        "requirements; left out",
+        "d/Cargo.toml: dependency 'rand': a number is no version; left out",
+    ]
+    dependencies = {
+        (e["fact"]["subject"], e["fact"]["predicate"])
+        for e in map(json.loads, done.stdout.splitlines())
+    }
+    assert {
+        ("a", "dependency:left-pad"),
+        ("c", "dependency:requests"),
+        ("d", "dependency:serde"),
+    } <= dependencies
+
+
+def test_a_requirements_file_powershell_wrote_in_utf16_is_read_as_pip_reads_it(repo, tmp_path):
+    # `pip freeze > requirements.txt` in Windows PowerShell writes UTF-16 with its mark
+    (repo.path / "api").mkdir(parents=True)
+    (repo.path / "api" / "requirements.txt").write_bytes(
+        "flask==2.3.2\r\nrequests==2.31.0\r\n".encode("utf-16")
+    )
+    repo.commit("2024-01-01")
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.repo]\nkind = "git"\npath = "{repo.path}"\n')
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    facts = {
+        (e["fact"]["subject"], e["fact"]["predicate"], e["fact"]["value"])
+        for e in map(json.loads, done.stdout.splitlines())
+    }
+    assert {
+        ("api", "dependency:flask", "==2.3.2"),
+        ("api", "dependency:requests", "==2.31.0"),
+    } <= facts
