@@ -55,7 +55,7 @@ DEFAULT_REQUEST_SECONDS = 60.0
 class HttpOptions(BaseModel):
     """The options every HTTP-based source accepts (all optional)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     timeout_seconds: float = Field(10.0, gt=0, le=300)
     max_retries: int = Field(3, ge=0, le=10)

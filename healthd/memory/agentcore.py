@@ -111,7 +111,7 @@ _MEMORY_ID = re.compile(
 
 
 class AgentCoreOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     memory_id: str = Field(min_length=12)
     namespace_prefix: str = Field(min_length=1, max_length=512)

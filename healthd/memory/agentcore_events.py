@@ -72,7 +72,7 @@ _VARIABLE = re.compile(r"\{([a-zA-Z][a-zA-Z0-9]*)\}")
 
 
 class EventsOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     mode: Literal["events"] = "events"
     memory_id: str

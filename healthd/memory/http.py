@@ -40,7 +40,7 @@ from healthd.timeline import event_to_dict, format_timestamp, parse_timestamp
 
 
 class HttpMemoryOptions(HttpOptions):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     base_url: str = Field(min_length=1)
     namespace: str = Field(min_length=1)

@@ -33,7 +33,7 @@ from healthd.sources._gitlog import check_where, since_datetime
 class RepoOptions(BaseModel):
     """Options shared by the `git` and `adr` kinds (see their docstrings)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     path: str | None = None
     url: str | None = None

@@ -130,6 +130,26 @@ def test_check_config_exit_codes(tmp_path, capsys):
     assert "schedule.cron" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("table", "value"),
+    [
+        ('[sources.s]\nkind = "github"\nrepo = "a/b"\n', "nan"),
+        ('[sources.s]\nkind = "backstage"\nbase_url = "http://127.0.0.1:1"\n', "inf"),
+        (
+            'example = true\n[targets.s]\nkind = "http"\nurl = "http://127.0.0.1:1"\nshadow = true\n',
+            "nan",
+        ),
+    ],
+)
+def test_a_bound_that_is_not_a_number_is_named_as_such(tmp_path, capsys, table, value):
+    # TOML has nan and inf; "should be less than or equal to 300" would misname the fault
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f"{table}timeout_seconds = {value}\n")
+    assert cli_main(["check-config", "--config", str(bad)]) == 2
+    where = "targets" if "targets" in table else "sources"
+    assert f"{where}.s.timeout_seconds: Input should be a finite number" in capsys.readouterr().err
+
+
 def test_timeline_with_config_and_source(tmp_path, capsys):
     other = tmp_path / "other.jsonl"
     other.write_text(
