@@ -581,7 +581,9 @@ class BackstageApiSource:
                     kinds = ", ".join(f"{n} {k}" for k, n in sorted(other_kinds.items()))
                     skips.note(f"entities of kinds the format does not define not read: {kinds}")
                 return entities, unreadable
-            if not isinstance(next_cursor, str) or next_cursor in cursors:
+            if not isinstance(next_cursor, str):
+                raise BadPayload(f"GET {url}: field 'pageInfo.nextCursor' is not a string")
+            if next_cursor in cursors:
                 raise BadPayload(f"GET {url} returned a page cursor already followed")
             cursors.add(next_cursor)
             # the cursor carries the query; only the page size goes with it

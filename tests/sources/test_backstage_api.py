@@ -63,6 +63,7 @@ class FakeCatalog:
         self.requests: list[Request] = []
         self.throttle = 0  # answer this many requests with 429 + Retry-After
         self.fail_page = 0  # answer requests for this page (1-based) with 500
+        self.cursor_as: Any = None  # a broken proxy's nextCursor, in place of the real one
         server.expect_request("/api/catalog/entities/by-query").respond_with_handler(self.handle)
 
     @property
@@ -103,13 +104,13 @@ class FakeCatalog:
         items = matching[offset : offset + limit]
         if request.args.get("fields"):
             items = [self._project(e, request.args["fields"].split(",")) for e in items]
-        info: dict[str, str] = {}
+        info: dict[str, Any] = {}
 
         def cursor(at: int) -> str:
             return base64.b64encode(json.dumps({"filter": filters, "offset": at}).encode()).decode()
 
         if offset + limit < len(matching):
-            info["nextCursor"] = cursor(offset + limit)
+            info["nextCursor"] = self.cursor_as or cursor(offset + limit)
         if offset > 0:
             info["prevCursor"] = cursor(max(0, offset - limit))
         body = {"items": items, "totalItems": len(matching), "pageInfo": info}
@@ -422,3 +423,9 @@ def test_an_unreachable_catalog_is_one_error_line_from_the_command(tmp_path) -> 
         f"GET http://127.0.0.1:{port}/api/catalog/entities/by-query failed: ConnectionError "
         "(gave up after 1 attempts)"
     ]
+
+
+def test_a_page_cursor_that_is_not_a_string_is_named_as_such(catalog) -> None:
+    catalog.cursor_as = 5
+    failed = make(catalog, Clock("2024-05-01T12:00:00")).pull(None)
+    assert not failed.ok and "field 'pageInfo.nextCursor' is not a string" in failed.error
