@@ -406,15 +406,19 @@ class AdrExtractor(Extractor):
         else:
             self._moves[path] = (first, new)
 
-    def _resolve(self, groups: list[tuple[str, ...]], this: str) -> tuple[list[str], list[str]]:
-        """The record paths that references name, and the references that name several
-        records without anything deciding between them. A reference resolves by file name
+    def _resolve(
+        self, groups: list[tuple[str, ...]], this: str
+    ) -> tuple[list[str], list[str], bool]:
+        """The record paths that references name (``this`` record aside), the references
+        that name several records without anything deciding between them, and whether a
+        reference names ``this`` record itself. A reference resolves by file name
         (a renamed record's old one too), else by number; a number several records hold is
         decided by what the commit shows (the one record changed with the referring one),
         then by the title the reference quotes, and the decision is kept."""
         by_name, by_number = self._by_name, self._by_number
         out: list[str] = []
         ambiguous: list[str] = []
+        itself = False
         for group in groups:
             found = None
             doubt = None
@@ -438,12 +442,14 @@ class AdrExtractor(Extractor):
                             doubt = f"{ref!r} names {' and '.join(holders)}"
                 if found is not None:
                     break
-            if found is not None:
-                if found != this and found not in out:
+            if found == this:
+                itself = True
+            elif found is not None:
+                if found not in out:
                     out.append(found)
             elif doubt is not None:
                 ambiguous.append(doubt)
-        return out, ambiguous
+        return out, ambiguous, itself
 
     def _decide(self, this: str, group: tuple[str, ...], holders: list[str]) -> str | None:
         earlier = self.links.get(this, {}).get(group[0])
@@ -484,7 +490,7 @@ class AdrExtractor(Extractor):
         unresolved: dict[str, str] = {}
         for path, rec in sorted(recs.items()):
             if rec.status == "superseded":
-                found, ambiguous = self._resolve(rec.successor_refs, path)
+                found, ambiguous, itself = self._resolve(rec.successor_refs, path)
                 if found:
                     successors[path] = found
                 elif ambiguous:
@@ -497,12 +503,15 @@ class AdrExtractor(Extractor):
                 else:
                     what = ", ".join(rec.superseded_by) or "no link"
                     unresolved[path] = what
-                    self.skips.add(path, f"superseded by a record not found ({what})")
+                    if itself:
+                        self.skips.add(path, f"superseded by itself ({what})")
+                    else:
+                        self.skips.add(path, f"superseded by a record not found ({what})")
             elif rec.problem and rec.status is None:
                 self.skips.add(path, rec.problem)
         for path, rec in sorted(recs.items()):  # "Supersedes X" on an accepted record
             if rec.status in ("accepted", "superseded") and rec.predecessor_refs:
-                earlier_paths, ambiguous = self._resolve(rec.predecessor_refs, path)
+                earlier_paths, ambiguous, _ = self._resolve(rec.predecessor_refs, path)
                 for doubt in ambiguous:
                     self.skips.add(path, f"supersedes an ambiguous reference ({doubt})")
                 for earlier in earlier_paths:

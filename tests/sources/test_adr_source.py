@@ -649,3 +649,16 @@ def test_a_decision_prefixed_file_name_gives_its_words_alone(repo, brief):
     assert brief(pull(adr_source(repo)).events) == [
         ("2024-01-01", "added", "adr:6 decision=Use go")
     ]
+
+
+def test_a_record_superseded_by_itself_is_named_as_such(repo, brief):
+    repo.commit("2024-01-01", {"doc/adr/0003-self.md": nygard(3, "Self", "Accepted")})
+    repo.commit(
+        "2024-02-01",
+        {"doc/adr/0003-self.md": nygard(3, "Self", "Superseded by [3. Self](0003-self.md)")},
+    )
+    result = pull(adr_source(repo))
+    assert any(
+        line.startswith("doc/adr/0003-self.md: superseded by itself (0003-self.md")
+        for line in result.skipped
+    ), result.skipped
