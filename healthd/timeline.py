@@ -512,11 +512,9 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
     string = shared.string
     deps: tuple[FactKey, ...] = ()
     if raw_deps:
-        keys = tuple(
-            shared.keys.setdefault(key, key)
-            for key in (FactKey(string(s), string(p)) for s, p in raw_deps)
-        )
-        deps = shared.deps.setdefault(keys, keys)
+        # The (subject, predicate) pairs equal, and hash as, the keys they name: one lookup
+        # finds the shared list, and each distinct list is decoded once, not once an event.
+        deps = shared.deps.get(raw_deps) or _shared_deps(raw_deps, shared)
     return ChangeEvent(
         id=event_id,
         type=kind,
@@ -530,6 +528,16 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
         depends_on=deps,
         metadata=dict(metadata),
     )
+
+
+def _shared_deps(pairs: tuple[tuple[str, str], ...], shared: _Shared) -> tuple[FactKey, ...]:
+    """A dependency list read back from a copy, as the one object every event shares."""
+    string = shared.string
+    keys = tuple(
+        shared.keys.setdefault(key, key)
+        for key in (FactKey(string(s), string(p)) for s, p in pairs)
+    )
+    return shared.deps.setdefault(keys, keys)
 
 
 _COPY_BLOCK = 256  # events per marshal record in a timeline copy
