@@ -508,8 +508,10 @@ def _compact(event: ChangeEvent) -> _Compact:
 
 
 def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
+    """The event :func:`_compact` made ``row`` of. The names, values and reasons it shares
+    with other events were interned when first read (:class:`_Shared`), and :mod:`marshal`
+    gives an interned string back as that very object: they are taken as they come."""
     event_id, kind, micros, source, fact, previous, reason, raw_deps, metadata = row
-    string = shared.string
     deps: tuple[FactKey, ...] = ()
     if raw_deps:
         # The (subject, predicate) pairs equal, and hash as, the keys they name: one lookup
@@ -520,11 +522,9 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
         type=kind,
         timestamp=from_micros(micros),
         source=source,
-        fact=Fact(string(fact[0]), string(fact[1]), string(fact[2]), fact[3]),
-        previous=None
-        if previous is None
-        else Fact(string(previous[0]), string(previous[1]), string(previous[2]), previous[3]),
-        reason=None if reason is None else string(reason),
+        fact=Fact(*fact),
+        previous=None if previous is None else Fact(*previous),
+        reason=reason,
         depends_on=deps,
         metadata=dict(metadata),
     )

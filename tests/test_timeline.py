@@ -170,6 +170,31 @@ def test_a_timeline_copy_replays_what_its_first_reading_checked(tmp_path):
         assert list(timeline) == first
 
 
+def test_a_timeline_copy_gives_each_shared_name_and_value_as_one_object(tmp_path):
+    """Names, values, reasons and dependencies repeat over a long history: read back from
+    the copy, each is the one object the first reading kept (as truth and the memories
+    keep them, one copy each), not a copy per event."""
+    import tempfile
+
+    from healthd.timeline import TimelineCopy
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_timeline_text(600), encoding="utf-8")  # over two blocks of the copy
+    with tempfile.TemporaryFile("w+b") as copy:
+        timeline = TimelineCopy(str(path), copy)
+        first = list(timeline.read())
+        for a, b in zip(first, timeline, strict=True):
+            for fa, fb in ((a.fact, b.fact), (a.previous, b.previous)):
+                if fa is not None:
+                    assert fb.subject is fa.subject and fb.predicate is fa.predicate
+                    assert fb.value is fa.value and fb.domain is fa.domain
+            assert b.reason is a.reason or b.reason == a.reason is None
+            assert b.depends_on == a.depends_on
+            assert all(
+                x.subject is y.subject for x, y in zip(a.depends_on, b.depends_on, strict=True)
+            )
+
+
 def test_a_timeline_copy_is_replayed_in_two_reads_a_block_not_one_a_value(tmp_path):
     """A replay reads the copy a block of events at a time (marshal reading a file object
     calls its read for every value: ten times the CPU of loading the block from bytes)."""
