@@ -33,12 +33,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 from requests.adapters import HTTPAdapter
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import LocationParseError
+from urllib3.util import parse_url
 
 from healthd import __version__, _json, _stop
 from healthd.logging import redact_text, register_secret
@@ -65,8 +67,6 @@ class HttpOptions(BaseModel):
     max_response_bytes: int = Field(DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
     #: the whole of one attempt, headers and body; unset: 60 s, or timeout_seconds if longer
     max_request_seconds: float | None = Field(None, gt=0, le=3600)
-    #: the pages one listing reads at most: more is an error, never a loop
-    max_pages: int = Field(10000, ge=1, le=1000000)
 
     @property
     def request_seconds(self) -> float:
@@ -98,6 +98,13 @@ class RateLimited(HttpError):
     def __init__(self, message: str, wait_seconds: float) -> None:
         super().__init__(message)
         self.wait_seconds = wait_seconds
+
+
+class PagedHttpOptions(HttpOptions):
+    """The options of a source that reads paged listings."""
+
+    #: the pages one listing reads at most: more is an error, never a loop
+    max_pages: int = Field(10000, ge=1, le=1000000)
 
 
 class BadPayload(HttpError):
@@ -140,56 +147,90 @@ def parse_link_header(value: str | None) -> dict[str, str]:
     return links
 
 
-def _origin(url: str) -> tuple[str, str]:
-    parts = urlsplit(url)
-    return parts.scheme.lower(), parts.netloc.rpartition("@")[2].lower()
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _sent_url(url: str) -> tuple[str, tuple[str, str, int | None], bool]:
+    """``url`` as requests will send it, the origin it will connect to (scheme, host, port;
+    a default port filled in) and whether it carries credentials of its own (user:pass@).
+    Taken from the URL requests prepares, not parsed apart from it: two parsers that read
+    ``https://other.example\\@api.github.com/`` differently would connect where the check did
+    not look. ValueError when it cannot be sent at all."""
+    prepared = requests.PreparedRequest()
+    try:
+        prepared.prepare_url(url, None)
+        sent = str(prepared.url)
+        parts = parse_url(sent)
+    except (requests.exceptions.RequestException, LocationParseError) as exc:
+        raise ValueError(str(exc)) from None
+    scheme = (parts.scheme or "").lower()
+    port = parts.port or _DEFAULT_PORTS.get(scheme)
+    return sent, (scheme, (parts.host or "").lower(), port), parts.auth is not None
+
+
+def _same_origin(base: tuple[str, str, int | None], other: tuple[str, str, int | None]) -> bool:
+    """Whether credentials meant for ``base`` may go to ``other``: the same origin, or the
+    same host moved from plain HTTP to HTTPS on the default ports (as requests keeps the
+    credentials across such a redirect)."""
+    return other == base or (
+        base[0] == "http" and base[2] == 80 and other == ("https", base[1], 443)
+    )
 
 
 class Listing:
     """The pages of one paged listing, bounded: at most ``max_pages`` of them and, for a
-    listing paged by ``Link: <...>; rel="next"``, each next page on the listing's own
-    scheme, host and port (a link elsewhere would take the credentials with it) and never
-    one already read (a loop). Each bound broken is a :class:`BadPayload` naming it."""
+    listing paged by ``Link: <...>; rel="next"``, each next page on the origin of the
+    listing's base URL (a link elsewhere would take the credentials with it), without
+    credentials of its own, and never one already asked for or read (a loop). Each bound
+    broken is a :class:`BadPayload` naming it."""
 
-    def __init__(self, client: HttpClient, url: str) -> None:
+    def __init__(self, client: HttpClient, url: str, max_pages: int) -> None:
         self._client = client
-        self._origin = _origin(url)
-        self._read: set[str] = set()
+        self._origin = _sent_url(url)[1]
+        self._max_pages = max_pages
+        self._seen: set[str] = set()
         self.pages = 0
 
     def going_on(self, resp: JsonResponse) -> None:
         """``resp`` is a page read, and the listing goes on after it: refused when it was
         the ``max_pages``-th."""
         self.pages += 1
-        limit = self._client.options.max_pages
-        if self.pages >= limit:
+        if self.pages >= self._max_pages:
             raise BadPayload(
                 self._client.redact(
-                    f"GET {resp.url}: more than max_pages={limit} pages in one listing; "
-                    "raise max_pages if the listing is that long"
+                    f"GET {resp.url}: more than max_pages={self._max_pages} pages in one "
+                    "listing; raise max_pages (or the page size) if the listing is that long"
                 )
             )
 
     def next_url(self, resp: JsonResponse) -> str | None:
-        """The URL of the page after ``resp`` (its ``next`` link), or None at the end."""
+        """The URL of the page after ``resp`` (its ``next`` link), as it will be sent; None
+        at the end."""
         link = resp.links.get("next")
         if link is None:
             return None
-        self._read.add(resp.url)
-        target = urljoin(resp.url, link)
-        scheme, host = _origin(target)
-        if (scheme, host) != self._origin:
+        self._seen.add(resp.url)
+        try:
+            target, origin, credentials = _sent_url(urljoin(resp.url, link))
+        except ValueError as exc:
+            raise BadPayload(
+                self._client.redact(f"GET {resp.url}: its next page link is no URL ({exc})")
+            ) from None
+        if not _same_origin(self._origin, origin) or credentials:
+            where = f"{origin[0]}://{origin[1]}:{origin[2]}"
+            base = f"{self._origin[0]}://{self._origin[1]}:{self._origin[2]}"
+            why = "carries credentials of its own" if credentials else f"is on {where}, not {base}"
             raise BadPayload(
                 self._client.redact(
-                    f"GET {resp.url}: its next page is on {scheme}://{host}, not on "
-                    f"{self._origin[0]}://{self._origin[1]}; not followed (the request would "
+                    f"GET {resp.url}: its next page {why}; not followed (the request would "
                     "take the credentials there)"
                 )
             )
-        if target in self._read:
+        if target in self._seen:
             raise BadPayload(
                 self._client.redact(f"GET {resp.url}: its next page is one already read (a loop)")
             )
+        self._seen.add(target)
         self.going_on(resp)
         return target
 
@@ -381,10 +422,10 @@ class HttpClient:
         self._blocked_until: float | None = None
         self.requests_made = 0
 
-    def listing(self, url: str) -> Listing:
-        """A bounded paged listing on the scheme, host and port of ``url`` (see
+    def listing(self, url: str, max_pages: int) -> Listing:
+        """A paged listing of at most ``max_pages`` pages on the origin of ``url`` (see
         :class:`Listing`)."""
-        return Listing(self, url)
+        return Listing(self, url, max_pages)
 
     # -- helpers ---------------------------------------------------------------------------
 

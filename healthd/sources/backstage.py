@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 import requests
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
+from healthd._http import BadPayload, HttpClient, HttpError, PagedHttpOptions, check_http_url
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, SourceError, quote
 from healthd.logging import get_logger
@@ -129,7 +129,7 @@ class BackstageRepoOptions(RepoOptions):
         return out
 
 
-class BackstageApiOptions(HttpOptions):
+class BackstageApiOptions(PagedHttpOptions):
     model_config = ConfigDict(extra="forbid")
 
     base_url: str

@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from healthd._http import BadPayload, HttpClient, HttpError, HttpOptions, check_http_url
+from healthd._http import BadPayload, HttpClient, HttpError, PagedHttpOptions, check_http_url
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._options import validate_options
@@ -80,7 +80,7 @@ _GONE = frozenset({404, 410})
 GHOST = "ghost"
 
 
-class GitHubOptions(HttpOptions):
+class GitHubOptions(PagedHttpOptions):
     repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
     base_url: str = "https://api.github.com"
     token_env: str | None = "GITHUB_TOKEN"
@@ -345,7 +345,7 @@ class GitHubSource(TicketSource):
         items: list[Any] = []
         first_etag = None
         pages = 0
-        listing = client.listing(self.options.base_url)
+        listing = client.listing(self.options.base_url, self.options.max_pages)
         while url:
             resp = client.get_json(url, params=params, etag=etag if pages == 0 else None)
             if resp.not_modified:
@@ -478,7 +478,7 @@ class GitHubSource(TicketSource):
         retry_from: datetime | None = None  # the oldest issue skipped, to be read again
         first_etag = None
         page = 0
-        listing = client.listing(self.options.base_url)
+        listing = client.listing(self.options.base_url, self.options.max_pages)
         while url:
             resp = client.get_json(url, params=params, etag=list_etag if page == 0 else None)
             page += 1
@@ -583,7 +583,7 @@ class GitHubSource(TicketSource):
         open_numbers: set[int] = set()
         pages = 0
         new_etag = None
-        listing = client.listing(self.options.base_url)
+        listing = client.listing(self.options.base_url, self.options.max_pages)
         while url:
             resp = client.get_json(url, params=params, etag=etag if pages == 0 else None)
             if resp.not_modified:

@@ -56,7 +56,7 @@ from healthd._http import (
     BadPayload,
     HttpClient,
     HttpError,
-    HttpOptions,
+    PagedHttpOptions,
     RateLimited,
     check_http_url,
 )
@@ -88,7 +88,7 @@ _FIELDS = "summary,status,resolution,assignee,components,labels,issuetype,create
 TicketDomain = Literal["requirement", "decision"]
 
 
-class JiraOptions(HttpOptions):
+class JiraOptions(PagedHttpOptions):
     base_url: str
     jql: str = Field(min_length=1)
     api_version: Literal["auto", "2", "3"] = "auto"
@@ -514,7 +514,7 @@ class JiraSource(TicketSource):
             # The search embeds at most a page of histories: read them all.
             histories, start = [], 0
             url = f"{self.options.base_url}/rest/api/{self._api}/issue/{issue['key']}/changelog"
-            listing = client.listing(self.options.base_url)
+            listing = client.listing(self.options.base_url, self.options.max_pages)
             while True:
                 resp = client.get_json(url, params={"startAt": start, "maxResults": 100})
                 values = resp.data.get("values") if isinstance(resp.data, dict) else None
@@ -568,7 +568,7 @@ class JiraSource(TicketSource):
         url = f"{self.options.base_url}/rest/api/3/search/jql"
         token = None
         tokens: set[str] = set()
-        listing = client.listing(self.options.base_url)
+        listing = client.listing(self.options.base_url, self.options.max_pages)
         while True:
             params = {"jql": jql, "maxResults": self.options.page_size, "fields": fields}
             if fields == _FIELDS:
@@ -594,7 +594,7 @@ class JiraSource(TicketSource):
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
         self._paged = False
-        listing = client.listing(self.options.base_url)
+        listing = client.listing(self.options.base_url, self.options.max_pages)
         while True:
             params = {
                 "jql": jql,

@@ -15,6 +15,7 @@ from healthd._http import (
     HttpClient,
     HttpError,
     HttpOptions,
+    JsonResponse,
     RateLimited,
     parse_link_header,
 )
@@ -219,3 +220,77 @@ def test_a_server_dripping_its_headers_is_cut_at_max_request_seconds():
         stop.set()
         listener.close()
     assert time.monotonic() - started < 5
+
+
+def _page(url: str, next_link: str) -> JsonResponse:
+    return JsonResponse(url=url, status=200, data=[], links={"next": next_link})
+
+
+@pytest.mark.parametrize(
+    ("base", "page", "link", "followed"),
+    [
+        # the same origin, written in any of the ways it can be
+        ("https://api.github.com", "https://api.github.com/r/i", "/r/i?page=2", True),
+        (
+            "https://api.github.com",
+            "https://api.github.com/r/i",
+            "https://API.github.com:443/r/i?page=2",
+            True,
+        ),
+        (
+            "http://ghe.local/api/v3",
+            "http://ghe.local/api/v3/i",
+            "https://ghe.local/api/v3/i?page=2",
+            True,
+        ),
+        # elsewhere, however it is dressed
+        (
+            "https://api.github.com",
+            "https://api.github.com/r/i",
+            "https://evil.example/r/i?page=2",
+            False,
+        ),
+        (
+            "https://api.github.com",
+            "https://api.github.com/r/i",
+            "https://evil.example\\@api.github.com/r/i",
+            False,
+        ),
+        (
+            "https://api.github.com",
+            "https://api.github.com/r/i",
+            "https://api.github.com:8443/r/i?page=2",
+            False,
+        ),
+        (
+            "https://api.github.com",
+            "https://api.github.com/r/i",
+            "http://api.github.com/r/i?page=2",
+            False,
+        ),
+        ("https://api.github.com", "https://api.github.com/r/i", "//evil.example/r/i", False),
+        (
+            "https://api.github.com",
+            "https://api.github.com/r/i",
+            "https://user:pw@api.github.com/r/i",
+            False,
+        ),
+    ],
+)
+def test_a_next_link_is_followed_only_where_the_credentials_may_go(base, page, link, followed):
+    listing = client().listing(base, max_pages=10)
+    if followed:
+        assert listing.next_url(_page(page, link)) is not None
+    else:
+        with pytest.raises(BadPayload, match="not followed"):
+            listing.next_url(_page(page, link))
+
+
+def test_a_next_link_that_is_no_url_or_loops_back_is_one_error():
+    listing = client().listing("https://api.github.com", max_pages=10)
+    with pytest.raises(BadPayload, match="its next page link is no URL"):
+        listing.next_url(_page("https://api.github.com/r/i", "https://[bad/x"))
+    first = "https://api.github.com/r/i?page=1"
+    second = listing.next_url(_page(first, "/r/i?page=2"))
+    with pytest.raises(BadPayload, match="a loop"):  # page 2 redirected, and linking back
+        listing.next_url(_page("https://api.github.com/r/i?p=2", second))
