@@ -52,8 +52,12 @@ def loads(text: str | bytes, *, unique_names: bool = False) -> Any:
         if unique_names:
             if isinstance(text, bytes):
                 return json.loads(text, object_pairs_hook=_unique_names)
+            if text.startswith("\ufeff"):  # (json.loads says so; the decoder alone does not)
+                raise BadJSON("Unexpected UTF-8 BOM (decode using utf-8-sig)", 1, 1)
             return _UNIQUE.decode(text)
         return json.loads(text)
+    except BadJSON:
+        raise
     except _NameTwice as exc:
         raise BadJSON(f"the name {exc.name!r} is given twice in one object") from None
     except json.JSONDecodeError as exc:

@@ -49,7 +49,10 @@ _REQ = re.compile(
         (?P<rest>.*)$""",
     re.X | re.S,
 )
-_SPEC = re.compile(r"^(?:(?:~=|===|==|!=|<=|>=|<|>)\s*[A-Za-z0-9*+!._-]+\s*,?\s*)+$")
+# (a version may be ${NAME}, which pip fills in from the environment)
+_SPEC = re.compile(
+    r"^(?:(?:~=|===|==|!=|<=|>=|<|>)\s*(?:[A-Za-z0-9*+!._-]|\$\{[A-Za-z0-9_]+\})+\s*,?\s*)+$"
+)
 
 
 def parse_requirement(text: str) -> tuple[str, str] | None:
@@ -81,9 +84,9 @@ def parse_requirements_txt(text: str, dropped: list[str] | None = None) -> Deps:
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
         if not line or line.startswith("-"):  # options: -r, -c, -e, --index-url, ...
             continue
-        if re.match(r"^[a-z][a-z0-9+.-]*://", line) or line.startswith((".", "/")):
-            continue  # a bare URL or path: no name to report
-        req = parse_requirement(line.split(" --", 1)[0])  # per-line options (--hash=...)
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", line) or line.startswith((".", "/")):
+            continue  # a bare URL (file:../x too) or path: no name to report
+        req = parse_requirement(re.split(r"\s--", line, maxsplit=1)[0])  # per-line options
         if req is not None:
             deps.setdefault(*req)
         elif dropped is not None:

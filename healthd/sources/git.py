@@ -439,7 +439,8 @@ class GitExtractor(Extractor):
             return None
         dropped: list[str] = []
         deps, problem = try_parse_manifest(path, text, dropped)
-        self._say_dropped(commit, path, dropped)
+        if problem is None:  # (one unreadable is kept as before, what was said with it)
+            self._say_dropped(commit, path, dropped)
         before = self.manifests.get(path)
         if problem is not None:
             self.skips.add(f"{path}@{commit.sha[:12]}", f"{problem}; kept as before")

@@ -223,3 +223,10 @@ def test_a_name_given_twice_in_one_object_is_refused_not_half_read(tmp_path):
     probes.write_text('{"question": "Who?", "question": "What?"}\n')
     line = one_line_error(run_cli("evaluate", "--probes", str(probes)))
     assert f"{probes}, line 1: invalid JSON: the name 'question' is given twice" in line
+
+
+def test_a_timeline_saved_with_a_byte_order_mark_says_so(tmp_path):
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("\ufeff" + "".join(GOOD[:2]), encoding="utf-8")
+    line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
+    assert f"{timeline}, line 1: invalid JSON: Unexpected UTF-8 BOM" in line

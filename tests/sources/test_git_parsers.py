@@ -56,6 +56,22 @@ def test_requirements_txt_skips_options_urls_and_comments():
     assert parse_requirements_txt(text) == {"flask": "==3.0.0", "numpy": ">=1.26"}
 
 
+def test_requirements_txt_reads_what_pip_reads_and_names_what_pip_would_refuse():
+    # pip joins a tab-indented option, fills ${NAME} from the environment, and takes file:
+    # as a URL; a quoted line it refuses
+    text = (
+        "pkg==1.0 \\\n\t--hash=sha256:abc\nver==${VERSION}\nfile:../local#egg=x\n"
+        '"quoted[extra]"\nok>=1,<2\n'
+    )
+    dropped: list[str] = []
+    assert parse_requirements_txt(text, dropped) == {
+        "pkg": "==1.0",
+        "ver": "==${VERSION}",
+        "ok": ">=1,<2",
+    }
+    assert dropped == ["'\"quoted[extra]\"' is not a requirement"]
+
+
 def test_go_mod_indirect_is_goes_own_rule_not_the_word():
     """Go (modfile's isIndirect) marks a requirement indirect when its comment is
     `// indirect` or starts `// indirect;` — a note that mentions the word is no mark."""
