@@ -537,6 +537,7 @@ class RepoSource:
                     events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
                     rev_range = f"{boundary}..{head}"
         last = base
+        last_time: datetime | None = None  # (the head's, when the log ends with it)
         folding: str | None = None  # the commit being folded
         if base != head:
             try:
@@ -552,7 +553,7 @@ class RepoSource:
                     for commit, changes in batch:
                         folding = commit.sha
                         events += self._observe(extractor.apply(commit, changes, emit=True), seen)
-                        last, folding = commit.sha, None
+                        last, last_time, folding = commit.sha, commit.time, None
                 repo.use_prefetched({})
             except GitError as exc:
                 # (failing in a commit's fold, the extractor holds part of that commit: the
@@ -567,7 +568,10 @@ class RepoSource:
                     error=str(exc),
                     skipped=skips.lines(),
                 )
-        head_time = repo.commit_time(head)
+        if last == head and last_time is not None:
+            head_time = last_time
+        else:
+            head_time = repo.commit_time(head)
         if now is None:
             now = self._clock() if self._clock is not None else head_time
         now = revalidation_time(now, self.opts.revalidate_interval, head_time)

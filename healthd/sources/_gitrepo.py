@@ -81,6 +81,7 @@ class _Stopped(Exception):
 
 _SUBMODULE_MODE = "160000"
 _ADDED_DELETED = frozenset(b"AD")  # a raw change's last byte, its status
+_MATTERS_MAX = 1 << 16
 
 
 class GitError(SourceError):
@@ -246,7 +247,8 @@ class Repo:
         ``R`` change (worth it only on a few paths). With ``modified``, a change that
         neither adds nor deletes a file (M, T) is kept only when ``modified(path)`` (the
         path as git wrote it) says it matters: most changes are edits of files whose
-        content the caller never reads."""
+        content the caller never reads. ``modified`` is asked once for each path (a file
+        edited a thousand times is one question)."""
         args = self._base() + [
             "log",
             "--reverse",
@@ -299,6 +301,7 @@ class Repo:
         changes: list[Change] = []
         pending_meta: bytes | None = None
         renamed_from: bytes | None = None
+        matters: dict[bytes, bool] = {}  # modified's answer for each path edited before
         rest = b""
         try:
             while True:
@@ -315,12 +318,16 @@ class Repo:
                                 continue
                             changes.append(_change(pending_meta, token, renamed_from))
                             renamed_from = None
-                        elif (
-                            modified is None
-                            or pending_meta[-1] in _ADDED_DELETED
-                            or modified(token)
-                        ):
+                        elif modified is None or pending_meta[-1] in _ADDED_DELETED:
                             changes.append(_change(pending_meta, token))
+                        else:
+                            keep = matters.get(token)
+                            if keep is None:
+                                if len(matters) >= _MATTERS_MAX:
+                                    matters.clear()
+                                keep = matters[token] = modified(token)
+                            if keep:
+                                changes.append(_change(pending_meta, token))
                         pending_meta = None
                         continue
                     token = token.lstrip(b"\n")
