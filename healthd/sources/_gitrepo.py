@@ -71,6 +71,28 @@ def blob_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def checked_text(data: bytes) -> tuple[str, str | None]:
+    """:func:`blob_text`'s text, and what it replaced: None, or the first bytes its encoding
+    cannot read and where (a record saved as Latin-1 reads ``D\ufffdcision``, said once)."""
+    text = blob_text(data)
+    if "\ufffd" not in text:
+        return text, None
+    encoding, skip = "utf-8", 0
+    for bom, announced in _BOMS:
+        if data.startswith(bom):
+            encoding, skip = announced, len(bom)
+            break
+    try:
+        data[skip:].decode(encoding)
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        return text, (
+            f"not {encoding.upper()} text: byte {bad.hex(' ')} at offset {skip + exc.start} "
+            "(and any other it cannot read) read as U+FFFD"
+        )
+    return text, None  # (the file holds U+FFFD itself)
+
+
 class _Stopped(Exception):
     """``cat-file`` ended in the middle of a blob, after sending ``got`` of its bytes."""
 

@@ -103,7 +103,7 @@ from healthd.sources._gitlog import (
     event_id,
     prune_seen,
 )
-from healthd.sources._gitrepo import Change, Commit, GitError, Repo, blob_text
+from healthd.sources._gitrepo import Change, Commit, GitError, Repo, blob_text, checked_text
 from healthd.sources._options import validate_options
 from healthd.sources._repo_options import RepoOptions
 
@@ -333,7 +333,10 @@ class AdrExtractor(Extractor):
                     f"{self.repo.unread(ch.new_sha)}; kept as before",
                 )
                 continue
-            rec = parse_adr(ch.path, blob_text(data))
+            text, unreadable = checked_text(data)
+            if unreadable is not None:
+                self.skips.add(f"{ch.path}@{commit.sha[:12]}", unreadable)
+            rec = parse_adr(ch.path, text)
             self.records[ch.path] = rec
             self.read_any = True
             if rec.number is None:

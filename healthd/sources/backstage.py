@@ -81,7 +81,7 @@ from healthd.sources._gitlog import (
     revalidations,
     wall_clock,
 )
-from healthd.sources._gitrepo import Change, Commit, Repo, blob_text
+from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
 from healthd.sources._options import validate_options
 from healthd.sources._repo_options import RepoOptions
 
@@ -262,11 +262,12 @@ class CatalogExtractor(Extractor):
             if data is None:
                 cached = self.repo.unread(sha)
             else:
+                text, unreadable = checked_text(data)
                 try:
-                    text = blob_text(data)
-                    cached = parse_catalog_file(text, path, self.documents)
+                    entities, problems = parse_catalog_file(text, path, self.documents)
+                    cached = entities, problems if unreadable is None else [unreadable, *problems]
                 except Malformed as exc:
-                    cached = str(exc)
+                    cached = str(exc) if unreadable is None else f"{exc} ({unreadable})"
             self.parsed[path, sha] = cached
             if len(self.parsed) > _PARSED_CACHE:
                 self.parsed.popitem(last=False)

@@ -73,7 +73,7 @@ class GitRepo:
         )
         return proc.stdout.strip()
 
-    def write(self, files: dict[str, str | None]) -> None:
+    def write(self, files: dict[str, str | bytes | None]) -> None:
         for rel, content in files.items():
             target = self.path / rel
             if content is None:
@@ -83,13 +83,16 @@ class GitRepo:
                     target.unlink()
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(content)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content)
 
     def read(self, rel: str) -> str:
         return (self.path / rel).read_text()
 
     def commit(
-        self, when: str, files: dict[str, str | None] | None = None, message: str = "change"
+        self, when: str, files: dict[str, str | bytes | None] | None = None, message: str = "change"
     ) -> str:
         """Write ``files`` (None deletes a file or a whole directory), commit everything
         at ``when`` (author and committer date), return the sha."""

@@ -662,3 +662,25 @@ def test_a_record_superseded_by_itself_is_named_as_such(repo, brief):
         line.startswith("doc/adr/0003-self.md: superseded by itself (0003-self.md")
         for line in result.skipped
     ), result.skipped
+
+
+def test_a_record_saved_as_latin_1_is_read_and_says_which_byte_it_could_not(repo, brief):
+    latin_1 = nygard(5, "Décision: use Café for caching", "Accepted").encode("latin-1")
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0005-cafe.md": latin_1,
+            # U+FFFD written as such is text, not a byte that could not be read
+            "doc/adr/0006-replacement.md": nygard(6, "Keep \ufffd as it is", "Accepted"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert [event.fact.value for event in result.events] == [
+        "D\ufffdcision: use Caf\ufffd for caching",
+        "Keep \ufffd as it is",
+    ]
+    offset = latin_1.index(b"\xe9")
+    said = [line for line in result.skipped if "0005-cafe.md" in line]
+    assert len(said) == 1, result.skipped
+    assert f"not UTF-8 text: byte e9 at offset {offset}" in said[0]
+    assert not any("0006-replacement.md" in line for line in result.skipped), result.skipped

@@ -403,6 +403,21 @@ def test_malformed_documents_are_skipped_one_line_each_and_the_rest_read(
     assert any("spec.dependsOn" in s and "no default kind" in s for s in lines)
 
 
+def test_a_catalog_file_saved_as_latin_1_is_read_and_says_which_byte_it_could_not(
+    repo: GitRepo,
+) -> None:
+    latin_1 = AUTH.replace("name: auth-service\n", "name: auth-service\n  title: Équipe auth\n")
+    data = latin_1.encode("latin-1")
+    repo.commit("2024-01-02T09:00", {"catalog-info.yaml": data})
+    result = source(repo).pull(None)
+    assert result.ok
+    assert {"auth-service", "api:auth-api"} <= {e.fact.subject for e in result.events}
+    (said,) = result.skipped
+    assert said.startswith("catalog-info.yaml@")
+    offset = data.index("É".encode("latin-1"))
+    assert f"not UTF-8 text: byte c9 at offset {offset}" in said
+
+
 def test_a_location_outside_the_repository_or_matching_nothing_is_reported(
     repo: GitRepo,
 ) -> None:
