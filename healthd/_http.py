@@ -80,6 +80,13 @@ def check_http_url(value: str, example: str) -> str:
     """An option that must be an http(s) base URL; returned without a trailing slash."""
     if not value.startswith(("http://", "https://")):
         raise ValueError(f"must be an http(s) URL, e.g. {example}")
+    try:
+        _sent_url(value)
+    except ValueError:  # (its text holds the URL, which may hold a password)
+        raise ValueError(
+            f"is no URL a request can be sent to (a port past 65535, a space in the host?), "
+            f"e.g. {example}"
+        ) from None
     return value.rstrip("/")
 
 
@@ -186,7 +193,10 @@ class Listing:
 
     def __init__(self, client: HttpClient, url: str, max_pages: int) -> None:
         self._client = client
-        self._origin = _sent_url(url)[1]
+        try:
+            self._origin = _sent_url(url)[1]
+        except ValueError as exc:
+            raise HttpError(client.redact(f"GET {url} cannot be sent: {exc}")) from None
         self._max_pages = max_pages
         self._seen: set[str] = set()
         self.pages = 0

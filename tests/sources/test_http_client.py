@@ -294,3 +294,28 @@ def test_a_next_link_that_is_no_url_or_loops_back_is_one_error():
     second = listing.next_url(_page(first, "/r/i?page=2"))
     with pytest.raises(BadPayload, match="a loop"):  # page 2 redirected, and linking back
         listing.next_url(_page("https://api.github.com/r/i?p=2", second))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://ghe.example.com:80443/api/v3",  # a port past 65535
+        "https://ghe example.com/api/v3",  # a space in the host
+        "https://user:s3cret-pass@[not-ipv6/api",  # an unclosed bracket, and a password
+    ],
+)
+@pytest.mark.parametrize("kind", ["github", "jira", "backstage"])
+def test_a_base_url_no_request_can_be_sent_to_is_a_config_error_naming_the_field(kind, url):
+    from healthd.errors import ConfigError
+    from healthd.sources import build_source
+
+    needs = {"github": {"repo": "o/r"}, "jira": {"jql": "project = X"}, "backstage": {}}
+    with pytest.raises(ConfigError, match=r"field 'base_url': is no URL a request") as raised:
+        build_source(kind, "s", {"base_url": url, **needs[kind]})
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_listing_of_a_url_that_cannot_be_sent_is_an_http_error():
+    client = HttpClient(requests.Session(), HttpOptions(max_retries=0))
+    with pytest.raises(HttpError, match=r"GET https://x:99999/ cannot be sent"):
+        client.listing("https://x:99999/", 5)
