@@ -76,6 +76,23 @@ def parse_requirement(text: str) -> tuple[str, str] | None:
     return name, _clean(rest.rstrip(",").replace(" ", ""))
 
 
+#: A variable pip expands from the environment when it installs (``${NAME}``)
+_PIP_VARIABLE = re.compile(r"^\$\{[A-Z0-9_]+\}")
+#: The files pip installs from (``is_archive_file``): a line naming one is a path
+_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz", ".tar.xz", ".txz")
+_ARCHIVES += (".tlz", ".tar.lz", ".tar.lzma")
+
+
+def _local_path(spec: str) -> bool:
+    """Whether pip reads a requirements line as a local directory or archive, as it does a
+    line holding a ``/`` (``libs/mylib``) or naming an archive (``foo-1.0-py3-none-any.whl``),
+    unless an ``@`` comes first (``name @ https://...``, a direct reference)."""
+    head = spec.split(";", 1)[0].strip()
+    if "@" in head.split("/", 1)[0]:
+        return False
+    return "/" in head or head.lower().endswith(_ARCHIVES)
+
+
 def parse_requirements_txt(text: str, dropped: list[str] | None = None) -> Deps:
     deps: Deps = {}
     # join backslash continuations, then drop comments (a '#' at the start or after space)
@@ -86,9 +103,14 @@ def parse_requirements_txt(text: str, dropped: list[str] | None = None) -> Deps:
             continue
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", line) or line.startswith((".", "/")):
             continue  # a bare URL (file:../x too) or path: no name to report
-        req = parse_requirement(re.split(r"\s--", line, maxsplit=1)[0])  # per-line options
+        spec = re.split(r"\s--", line, maxsplit=1)[0]  # per-line options aside
+        if _local_path(spec):
+            continue
+        req = parse_requirement(spec)
         if req is not None:
             deps.setdefault(*req)
+        elif dropped is not None and _PIP_VARIABLE.match(spec):
+            dropped.append(f"{_short(line)} is set where pip installs it, not in the file")
         elif dropped is not None:
             dropped.append(f"{_short(line)} is not a requirement")
     return deps

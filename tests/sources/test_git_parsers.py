@@ -72,6 +72,22 @@ def test_requirements_txt_reads_what_pip_reads_and_names_what_pip_would_refuse()
     assert dropped == ["'\"quoted[extra]\"' is not a requirement"]
 
 
+def test_requirements_txt_lines_pip_installs_from_a_local_path_are_paths_not_blame():
+    # pip's own reading (req/constructors.py): a line holding a "/" is a local directory,
+    # one naming an archive (pip's is_archive_file) a file, unless an "@" comes first; a
+    # whole line that is an environment variable is filled where pip runs
+    text = (
+        "requests==2.31\nlibs/mylib\ndist/foo-1.0.tar.gz\nfoo-1.0-py3-none-any.whl\n"
+        "libs/extra[dev]\nbar @ https://example.com/bar-1.0.whl\n${EXTRA_PACKAGE}\n"
+    )
+    dropped: list[str] = []
+    assert parse_requirements_txt(text, dropped) == {
+        "requests": "==2.31",
+        "bar": "@ https://example.com/bar-1.0.whl",
+    }
+    assert dropped == ["'${EXTRA_PACKAGE}' is set where pip installs it, not in the file"]
+
+
 def test_go_mod_indirect_is_goes_own_rule_not_the_word():
     """Go (modfile's isIndirect) marks a requirement indirect when its comment is
     `// indirect` or starts `// indirect;` — a note that mentions the word is no mark."""
