@@ -79,8 +79,8 @@ def parse_requirement(text: str) -> tuple[str, str] | None:
 #: A variable pip expands from the environment when it installs (``${NAME}``)
 _PIP_VARIABLE = re.compile(r"^\$\{[A-Z0-9_]+\}")
 #: The files pip installs from (``is_archive_file``): a line naming one is a path
-_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz", ".tar.xz", ".txz")
-_ARCHIVES += (".tlz", ".tar.lz", ".tar.lzma")
+_ARCHIVES: tuple[str, ...] = (".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz")
+_ARCHIVES += (".tar.xz", ".txz", ".tlz", ".tar.lz", ".tar.lzma")
 
 
 def _local_path(spec: str) -> bool:
