@@ -86,10 +86,11 @@ def undecodable_line(path: str, bound: int = 1 << 20) -> tuple[int, str] | None:
         while chunk := handle.readline(bound):
             if chunk.startswith(b"\n") and last.endswith(b"\r"):
                 number -= 1  # a \r\n the bound cut in two ends one line
+            held = len(decoder.getstate()[0])  # a character the last read cut in two
             try:
                 decoder.decode(chunk)
-            except UnicodeDecodeError as exc:
-                return number + _line_ends(chunk[: max(0, exc.start)]), exc.reason
+            except UnicodeDecodeError as exc:  # (exc.start counts the held bytes too)
+                return number + _line_ends(chunk[: max(0, exc.start - held)]), exc.reason
             number += _line_ends(chunk)
             last = chunk
         try:
