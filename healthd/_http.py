@@ -577,6 +577,8 @@ class HttpClient:
                     json=body if method != "GET" else None,
                     timeout=self.options.timeout_seconds,
                     stream=True,  # read by _bounded_body, never more than the limit
+                    # (a 301-303 turns a write into a GET without its body: it is refused)
+                    allow_redirects=method == "GET",
                 )
                 with response:
                     content = self._bounded_body(response, method, response.url or url)
@@ -649,10 +651,16 @@ class HttpClient:
                         headers=response.headers,
                     )
                 else:
+                    moved = (
+                        f" (a redirect to {response.headers.get('Location', '?')!r}: a {method}"
+                        " is not followed, its body would not go with it)"
+                        if 300 <= response.status_code < 400
+                        else ""
+                    )
                     raise HttpError(
                         self.redact(
                             f"{method} {where} returned HTTP {response.status_code}"
-                            f"{_server_message(content)}"
+                            f"{moved}{_server_message(content)}"
                         ),
                         status=response.status_code,
                     )

@@ -319,3 +319,26 @@ def test_a_listing_of_a_url_that_cannot_be_sent_is_an_http_error():
     client = HttpClient(requests.Session(), HttpOptions(max_retries=0))
     with pytest.raises(HttpError, match=r"GET https://x:99999/ cannot be sent"):
         client.listing("https://x:99999/", 5)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_write_answered_with_a_redirect_is_an_error_not_a_get_without_its_body(
+    api_server, status
+):
+    # requests follows a 301-303 with a GET and no body: the write would be lost and the
+    # answer to the GET taken for the write's
+    seen = []
+
+    def moved(request):
+        seen.append(request.method)
+        return Response("", status=status, headers={"Location": "/sink"})
+
+    def sink(request):
+        seen.append(request.method)
+        return Response("{}", status=200, content_type="application/json")
+
+    api_server.expect_request("/events").respond_with_handler(moved)
+    api_server.expect_request("/sink").respond_with_handler(sink)
+    with pytest.raises(HttpError, match=rf"POST .*/events returned HTTP {status} \(a redirect"):
+        client().post_json(api_server.url_for("/events"), {"id": "e1"})
+    assert seen == ["POST"]
