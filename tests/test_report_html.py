@@ -210,6 +210,30 @@ def test_html_into_an_unwritable_path_is_one_line_and_exit_2(tmp_path, where, me
         assert done.stdout == ""  # failed before any work
 
 
+def test_html_through_a_link_or_into_a_pipe_writes_there_and_replaces_neither(tmp_path):
+    # a symbolic link keeps pointing at its file, which gets the page; a pipe (and so
+    # /dev/stdout or a device) is written to as it is, not replaced by a regular file
+    page_file = tmp_path / "reports" / "latest.html"
+    page_file.parent.mkdir()
+    page_file.write_text("old")
+    link = tmp_path / "report.html"
+    link.symlink_to(page_file)
+    args = ("evaluate", "--output", os.devnull)
+    done = healthd(*args, "--html", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == str(page_file)
+    assert page_file.read_text().startswith("<!doctype html>")
+
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    done = healthd(*args, "--html", str(fifo))
+    piped, _ = reader.communicate(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert piped.decode().startswith("<!doctype html>")
+    assert fifo.is_fifo()
+
+
 def _report_from(example, edit) -> dict:
     report = json.loads(example[1].read_text())
     edit(report)

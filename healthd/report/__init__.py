@@ -97,9 +97,14 @@ def _load_whole(path: str) -> dict[str, Any]:
 
 def check_writable(path: str) -> None:
     """Fail before any work when the HTML report could not be written to ``path``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
+    target = os.path.realpath(path)  # (a link is written through)
+    directory = os.path.dirname(target)
+    if os.path.isdir(target):
         raise HealthdError(f"{path}: cannot write the HTML report: is a directory")
+    if os.path.exists(target) and not os.path.isfile(target):
+        if not os.access(target, os.W_OK):  # a device or a pipe, written to as it is
+            raise HealthdError(f"{path}: cannot write the HTML report: permission denied")
+        return
     if not os.path.isdir(directory):
         raise HealthdError(f"{path}: cannot write the HTML report: no directory {directory}")
     if not os.access(directory, os.W_OK):
@@ -108,13 +113,24 @@ def check_writable(path: str) -> None:
 
 def write_html(path: str, text: str | Iterable[str]) -> None:
     """Write ``text`` (or its pieces, one after another) through a temporary file beside
-    ``path``, so a failed write leaves no half page."""
+    ``path``, so a failed write leaves no half page. A symbolic link is written through (its
+    file replaced, the link kept), and what is no regular file (``/dev/stdout``, a pipe) is
+    written to as it is, never replaced by a file."""
     check_writable(path)
-    temporary = f"{path}.tmp-{os.getpid()}"
+    target = os.path.realpath(path)
+    pieces = [text] if isinstance(text, str) else text
+    if os.path.exists(target) and not os.path.isfile(target):
+        try:
+            with open(target, "w", encoding="utf-8") as handle:
+                handle.writelines(pieces)
+        except OSError as exc:
+            raise HealthdError(f"{path}: cannot write the HTML report: {exc.strerror}") from None
+        return
+    temporary = f"{target}.tmp-{os.getpid()}"
     try:
         with open(temporary, "w", encoding="utf-8") as handle:
-            handle.writelines([text] if isinstance(text, str) else text)
-        os.replace(temporary, path)
+            handle.writelines(pieces)
+        os.replace(temporary, target)
     except OSError as exc:
         try:
             os.unlink(temporary)
