@@ -234,6 +234,15 @@ def test_html_through_a_link_or_into_a_pipe_writes_there_and_replaces_neither(tm
     assert fifo.is_fifo()
 
 
+def test_a_lone_surrogate_a_memory_served_is_written_as_its_escape_not_a_crash(tmp_path):
+    # a service that cut a UTF-16 pair in two (JavaScript's slice) serves "\ud83d" in JSON
+    from healthd.report import write_html
+
+    out = tmp_path / "r.html"
+    write_html(str(out), ["<p>", "cut emoji \ud83d", "</p>"])
+    assert out.read_text(encoding="utf-8") == "<p>cut emoji \\ud83d</p>"
+
+
 def _report_from(example, edit) -> dict:
     report = json.loads(example[1].read_text())
     edit(report)

@@ -121,14 +121,14 @@ def write_html(path: str, text: str | Iterable[str]) -> None:
     pieces = [text] if isinstance(text, str) else text
     if os.path.exists(target) and not os.path.isfile(target):
         try:
-            with open(target, "w", encoding="utf-8") as handle:
+            with open(target, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.writelines(pieces)
         except OSError as exc:
             raise HealthdError(f"{path}: cannot write the HTML report: {exc.strerror}") from None
         return
     temporary = f"{target}.tmp-{os.getpid()}"
     try:
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with open(temporary, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.writelines(pieces)
         os.replace(temporary, target)
     except OSError as exc:

@@ -279,7 +279,8 @@ class LiveSite:
             if self._cached is not None and self._cached[0] == key:
                 return _send(start_response, "200 OK", _HTML, self._cached[1])
             pages = dict(current.get("pages", {}))
-            body = live_html({**current, "pages": pages}, key[1]).encode()
+            # (a memory may serve a lone surrogate, a UTF-16 pair a service cut in two)
+            body = live_html({**current, "pages": pages}, key[1]).encode(errors="backslashreplace")
             # a target with results whose page a run kept from being built is asked again
             if not any(
                 row.results and pages.get(n) is None for n, row in current["targets"].items()

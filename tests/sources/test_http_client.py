@@ -323,7 +323,8 @@ def test_a_listing_of_a_url_that_cannot_be_sent_is_an_http_error():
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_a_write_answered_with_a_redirect_is_an_error_not_a_get_without_its_body(
-    api_server, status
+    api_server,  # noqa: F811
+    status,
 ):
     # requests follows a 301-303 with a GET and no body: the write would be lost and the
     # answer to the GET taken for the write's
