@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -258,3 +259,19 @@ def test_an_unreachable_service_is_one_clear_error_line():
     assert done.returncode == 2
     assert "http memory: checking namespace" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_password_in_the_targets_url_is_in_no_report(tmp_path):
+    with MemoryService() as service:
+        with_password = service.url.replace("http://", "http://bob:hunter2secret@")
+        text = target(service).replace(service.url, with_password)
+        done = subprocess.run(
+            [sys.executable, "-m", "healthd", "evaluate", "--target", text, "--format", "json",
+             "--html", str(tmp_path / "r.html")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "hunter2secret" not in done.stdout + done.stderr
+    assert "hunter2secret" not in (tmp_path / "r.html").read_text()
+    (result,) = json.loads(done.stdout)["targets"]
+    assert result["name"].startswith("http:base_url=http://[REDACTED]@127.0.0.1:")

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from healthd.errors import TargetError
 from healthd.llm_budget import CALLS, TOKENS, LLMBudget, budget_options
 from healthd.llm_usage import LLMUsage, empty_block
+from healthd.logging import redact_text
 from healthd.memory._options import UnknownSwitch, switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
@@ -247,7 +248,8 @@ def parse_target(text: str) -> TargetSpec:
         except TargetError as exc:
             raise TargetError(f"target {text!r}: {exc}") from None
         del options[BASELINE]
-    return TargetSpec(kind, options, text.strip(), baseline)
+    # (its name is shown in every report and label: a password in a URL is not)
+    return TargetSpec(kind, options, redact_text(text.strip()), baseline)
 
 
 def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
