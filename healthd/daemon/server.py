@@ -283,7 +283,10 @@ class CachedMetrics:
 
     def body(self, accept: str = "", gzipped: bool = False) -> tuple[bytes, str]:
         """The body and its content type for an ``Accept`` header."""
-        encoder, content_type = choose_encoder(accept)
+        try:
+            encoder, content_type = choose_encoder(accept)
+        except (TypeError, ValueError):  # a version it cannot compare ('version=abc'): the default
+            encoder, content_type = choose_encoder("")
         with self._lock:
             version, now = self._version(), self._clock()
             if self._key is None or self._key[0] != version or now - self._key[1] > self._max_age:

@@ -92,7 +92,10 @@ class WebConfig:
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached
-        ok = bcrypt.checkpw(password, hashed or _DUMMY_HASH) and hashed is not None
+        try:
+            ok = bcrypt.checkpw(password, hashed or _DUMMY_HASH) and hashed is not None
+        except ValueError:  # over bcrypt's 72 bytes: no password it holds (Go's check fails too)
+            ok = False
         with self._lock:
             self._cache[key] = ok
             while len(self._cache) > AUTH_CACHE_SIZE:

@@ -67,6 +67,13 @@ def test_metrics_negotiate_openmetrics_and_gzip_beside_the_default_collectors(da
     assert om.headers["Content-Type"].startswith("application/openmetrics-text")
     assert om.text.endswith("# EOF\n")
     assert "healthd_runs_total" in om.text
+    # a version the negotiation cannot compare gets the default format, not a 500
+    for version in ("abc", "1.x"):
+        odd = requests.get(
+            daemon.url + "/metrics", headers={"Accept": f"text/plain; version={version}"}
+        )
+        assert odd.status_code == 200, version
+        assert odd.headers["Content-Type"].startswith("text/plain; version=0.0.4")
 
     raw = requests.get(
         daemon.url + "/metrics", headers={"Accept-Encoding": "gzip"}, stream=True
@@ -151,6 +158,10 @@ def test_tls_and_basic_auth_from_an_exporter_toolkit_web_config(tmp_path):
             base + "/metrics", verify=str(cert), auth=("prometheus", "nope"), timeout=5
         )
         assert wrong.status_code == 401
+        # bcrypt reads 72 bytes and refuses more: a longer password is no password, not a 500
+        for user in ("prometheus", "nobody"):
+            long = requests.get(base + "/metrics", verify=str(cert), auth=(user, "x" * 80))
+            assert long.status_code == 401, user
         scraped = requests.get(
             base + "/metrics", verify=str(cert), auth=("prometheus", "s3cret-pw"), timeout=5
         )
