@@ -73,6 +73,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < 86_400:  # (nan fails it too)
+        raise argparse.ArgumentTypeError(f"must be above 0 and below a day, got {text}")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -331,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hc.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=4.0,
         metavar="SECONDS",
         help="how long to wait for the answer (default 4)",
@@ -782,6 +792,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a disk full under --output or the redirected stdout
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (so the flush at exit does not fail again)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"healthd: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except HealthdError as exc:
         # one line per problem, each with the same prefix (grep-able, as the first)
         for line in shorten(redact_text(str(exc)), 4000).splitlines() or [""]:

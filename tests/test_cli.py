@@ -655,3 +655,26 @@ def test_evaluating_the_reference_memory_loads_no_other_adapter():
     assert unknown.returncode == 2
     known = "agentcore, graphiti, http, langmem, letta, mem0, naive, reference, zep"
     assert f"known kinds: {known}" in unknown.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_disk_under_the_output_is_one_line_not_a_traceback():
+    done = healthd("evaluate", "--output", "/dev/full")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == "healthd: error: No space left on device\n"
+    for command in ("timeline", "evaluate"):  # the output on a redirected stdout
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "healthd", command],
+                stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+            )  # fmt: skip
+        assert done.returncode == 1, (command, done.stderr)
+        assert done.stderr == "healthd: error: No space left on device\n", (command, done.stderr)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+def test_healthcheck_timeout_must_be_a_sensible_number_of_seconds(value):
+    done = healthd("healthcheck", "--timeout", value)
+    assert done.returncode == 2
+    assert "argument --timeout:" in done.stderr.splitlines()[-1]
+    assert "Traceback" not in done.stderr
