@@ -241,12 +241,14 @@ def load_probe_file(path: str) -> list[Probe]:
         domain = values["domain"]
         if domain not in DOMAINS:
             raise ProbeFileError(f"{where}, field 'domain': unknown domain {domain!r}")
-        probe_id = obj.get("id") or "f-" + _digest(
-            values["question"], values["subject"], values["predicate"]
-        )
+        probe_id = obj.get("id")
+        if probe_id is None:
+            probe_id = "f-" + _digest(values["question"], values["subject"], values["predicate"])
+        elif not isinstance(probe_id, str) or not probe_id.strip():
+            raise ProbeFileError(f"{where}, field 'id': expected a non-empty string, or no id")
         probes.append(
             Probe(
-                str(probe_id),
+                probe_id,
                 values["question"],
                 values["subject"],
                 values["predicate"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from daemon_helpers import GOOD, one_line_error, poison_event, run_cli, runs, sample, toml_config
 
 
@@ -230,3 +231,12 @@ def test_a_timeline_saved_with_a_byte_order_mark_says_so(tmp_path):
     timeline.write_text("\ufeff" + "".join(GOOD[:2]), encoding="utf-8")
     line = one_line_error(run_cli("evaluate", "--timeline", str(timeline)))
     assert f"{timeline}, line 1: invalid JSON: Unexpected UTF-8 BOM" in line
+
+
+@pytest.mark.parametrize("probe_id", [["x", 1], "   ", 7, ""])
+def test_a_probe_id_that_is_no_name_is_one_line_naming_the_field(tmp_path, probe_id):
+    probes = tmp_path / "probes.jsonl"
+    probe = {"question": "Who owns billing?", "subject": "billing", "predicate": "owner"}
+    probes.write_text(json.dumps({"id": probe_id, **probe, "domain": "ownership"}) + "\n")
+    line = one_line_error(run_cli("evaluate", "--probes", str(probes)))
+    assert f"{probes}, line 1, field 'id': expected a non-empty string" in line
