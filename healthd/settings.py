@@ -431,7 +431,12 @@ class _Env(PydanticBaseSettingsSource):
         self._values = self._collect()
 
     def _collect(self) -> dict[str, Any]:
+        """The variables as one nested table: a table given whole (``HEALTHD_SERVER='{...}'``)
+        and one of its keys (``HEALTHD_SERVER__HOST``) are merged, whatever their order in
+        the environment; a key under a value that is no table is a ConfigError."""
         out: dict[str, Any] = {}
+        given: dict[tuple[str, ...], str] = {}  # where each value came from
+        found = []
         for name, raw in os.environ.items():
             lower = name.lower()
             if not lower.startswith("healthd_") or lower in self._IGNORED:
@@ -441,14 +446,29 @@ class _Env(PydanticBaseSettingsSource):
                 continue
             if len(path) > 1 and path[0] in self._named:
                 path[1] = self._named[path[0]].get(path[1], path[1])
+            found.append((path, name, raw))
+        for path, name, raw in sorted(found, key=lambda item: (len(item[0]), item[1])):
             node = out
-            for part in path[:-1]:
+            for depth, part in enumerate(path[:-1]):
                 child = node.setdefault(part, {})
                 if not isinstance(child, dict):
-                    break
+                    setter = next(
+                        given[prefix]
+                        for prefix in (tuple(path[:k]) for k in range(depth + 1, 0, -1))
+                        if prefix in given
+                    )
+                    raise ConfigError(
+                        f"{name}: {setter} makes {'.'.join(path[: depth + 1])} a value, not a "
+                        "table of keys"
+                    )
                 node = child
-            else:
-                node[path[-1]] = _env_value(raw)
+            value = _env_value(raw)
+            held = node.get(path[-1])
+            if isinstance(held, dict) and isinstance(value, dict):
+                held.update(value)  # (the deeper variables came later: they are kept)
+                continue
+            node[path[-1]] = value
+            given[tuple(path)] = name
         return out
 
     def get_field_value(

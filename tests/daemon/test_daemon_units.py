@@ -95,6 +95,26 @@ def test_environment_overrides_the_file(tmp_path, monkeypatch):
     assert settings.staleness.ownership == timedelta(days=7)
 
 
+@pytest.mark.parametrize("host_first", [True, False])
+def test_a_table_and_one_of_its_keys_from_the_environment_are_both_kept(
+    tmp_path, monkeypatch, host_first
+):
+    # the host was dropped when the table came later: the daemon listened on every interface
+    config = toml_config(tmp_path, port=1234)
+    variables = [("HEALTHD_SERVER__HOST", "localhost"), ("HEALTHD_SERVER", '{"port": 4321}')]
+    for name, value in variables if host_first else variables[::-1]:
+        monkeypatch.setenv(name, value)
+    settings = load_settings(str(config))
+    assert (settings.server.host, settings.server.port) == ("localhost", 4321)
+
+
+def test_a_key_under_a_variable_that_is_no_table_is_one_error_naming_both(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEALTHD_SERVER", "local")
+    monkeypatch.setenv("HEALTHD_SERVER__HOST", "127.0.0.1")
+    with pytest.raises(ConfigError, match="HEALTHD_SERVER__HOST: HEALTHD_SERVER makes server a"):
+        load_settings(str(toml_config(tmp_path, port=1234)))
+
+
 def test_no_config_is_the_bundled_example_every_minute(monkeypatch):
     for name in list(__import__("os").environ):
         if name.upper().startswith("HEALTHD_"):
