@@ -6,7 +6,8 @@ that no load on the other endpoints can get a healthy daemon restarted. Every ot
 is paced to ``MAX_REQUESTS_PER_SECOND`` (a burst of ``PACER_BURST`` at once) without holding
 a thread: the listener's waiting thread reads the start of each request line (``MSG_PEEK``;
 under TLS a worker completes the handshake and reads it) and holds a request over the rate
-until its turn, while health checks go to the worker pool at once.
+until its turn, while health checks go at once to a pool of their own. A request is read
+and answered within ``REQUEST_SECONDS``, or its connection is cut.
 
 /metrics is rendered at most once per ``METRICS_MAX_AGE_SECONDS`` and whenever the runner's
 view changes (end of a target's run, a source's pull), per exposition format (the
@@ -47,7 +48,12 @@ if TYPE_CHECKING:
 
 BACKLOG = 128
 WORKERS = 32
+#: Threads for health checks alone: clients holding every worker cannot keep them waiting
+HEALTH_WORKERS = 4
 IDLE_TIMEOUT_SECONDS = 5.0
+#: A whole request, read and answered (a TLS handshake included): a client that drips its
+#: bytes, each within the idle timeout, is cut off after this and frees its thread
+REQUEST_SECONDS = 15.0
 METRICS_MAX_AGE_SECONDS = 1.0
 #: Requests answered per second at most (health checks aside); more wait their turn without
 #: a thread, so scrapers in a tight loop cannot take the run's CPU (Prometheus scrapes every
@@ -106,6 +112,10 @@ class _PooledServer(WSGIServer):
         super().server_activate()
         self.pacer = Pacer()
         self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="healthd-http")
+        self._health_pool = ThreadPoolExecutor(HEALTH_WORKERS, thread_name_prefix="healthd-health")
+        self._serving: dict[int, tuple[float, Any]] = {}  # a request's deadline, its socket
+        self._serving_lock = threading.Lock()
+        self._serials = itertools.count()
         self._selector = selectors.DefaultSelector()
         self._waiting_lock = threading.Lock()
         self._held: list[tuple[float, int, Any, Any]] = []  # (due, n, request, address)
@@ -155,6 +165,19 @@ class _PooledServer(WSGIServer):
                     if key.data is not None and now - key.data[1] > IDLE_TIMEOUT_SECONDS:
                         self._selector.unregister(key.fileobj)
                         self.shutdown_request(key.fileobj)  # type: ignore[arg-type]
+            self._cut_overdue(now)
+
+    def _cut_overdue(self, now: float) -> None:
+        """End the requests past ``REQUEST_SECONDS``: their thread's read or write returns
+        (the thread closes the connection)."""
+        with self._serving_lock:
+            overdue = [serial for serial, (due, _) in self._serving.items() if due <= now]
+            requests = [self._serving.pop(serial)[1] for serial in overdue]
+        for request in requests:
+            try:
+                request.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _route(self, request: Any, address: Any) -> None:
         """A readable connection: a health check is served at once, anything else in its
@@ -169,7 +192,10 @@ class _PooledServer(WSGIServer):
         self._dispatch(request, address, head)
 
     def _dispatch(self, request: Any, address: Any, head: bytes) -> None:
-        delay = 0.0 if is_health_request(head) else self.pacer.reserve()
+        if is_health_request(head):
+            self._health_pool.submit(self._serve_one, request, address)
+            return
+        delay = self.pacer.reserve()
         if delay <= 0:
             self._pool.submit(self._serve_one, request, address)
             return
@@ -177,13 +203,21 @@ class _PooledServer(WSGIServer):
 
     def _handshake(self, request: Any, address: Any) -> None:
         assert self.tls is not None
+        conn: Any = request
+        serial = None
         try:
             request.settimeout(IDLE_TIMEOUT_SECONDS)
-            conn = self.tls.wrap_socket(request, server_side=True)
+            conn = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+            serial = self._deadline(conn)  # (the handshake is the request's too)
+            conn.do_handshake()
             head = conn.recv(8192)
         except (OSError, ssl.SSLError):
-            self.shutdown_request(request)
+            self.shutdown_request(conn)
             return
+        finally:
+            if serial is not None:
+                with self._serving_lock:
+                    self._serving.pop(serial, None)
         setattr(conn, "healthd_head", head)  # noqa: B010  (read already; the handler reads it first)
         if is_health_request(head):
             self._serve_one(conn, address)
@@ -193,12 +227,21 @@ class _PooledServer(WSGIServer):
         self._wake()
 
     def _serve_one(self, request: Any, client_address: Any) -> None:
+        serial = self._deadline(request)
         try:
             self.finish_request(request, client_address)
         except Exception:
             self.handle_error(request, client_address)
         finally:
+            with self._serving_lock:
+                self._serving.pop(serial, None)
             self.shutdown_request(request)
+
+    def _deadline(self, request: Any) -> int:
+        serial = next(self._serials)
+        with self._serving_lock:
+            self._serving[serial] = (time.monotonic() + REQUEST_SECONDS, request)
+        return serial
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that went away or idled out is not healthd's problem
@@ -209,6 +252,7 @@ class _PooledServer(WSGIServer):
             return  # the bind failed: nothing was started (socketserver closes and re-raises)
         self._closed.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._health_pool.shutdown(wait=False, cancel_futures=True)
         with self._waiting_lock:
             for _, _, request, _ in self._held:
                 self.shutdown_request(request)

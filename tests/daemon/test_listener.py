@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import signal
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -121,6 +122,50 @@ def test_health_checks_are_answered_while_scrapes_wait_their_turn(monkeypatch):
         stop.set()
         http.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def test_clients_dripping_their_requests_neither_starve_health_checks_nor_keep_a_thread(
+    monkeypatch,
+):
+    """More slow clients than workers, each sending a byte of its request line now and then
+    (each byte within the idle timeout): health checks are answered at once, and each slow
+    connection is cut once its request has taken REQUEST_SECONDS."""
+    monkeypatch.setattr(server, "REQUEST_SECONDS", 3.0)
+    registry = CollectorRegistry()
+    http = server.HttpServer("127.0.0.1", 0, server.build_app(registry, lambda: {}, lambda: True))
+    http.start()
+    url = f"http://127.0.0.1:{http.port}"
+    cut: list[float] = []
+
+    def drip() -> None:
+        start = time.monotonic()
+        with socket.create_connection(("127.0.0.1", http.port), timeout=10) as conn:
+            for byte in b"GET /metrics HTTP/1.1\r\n" * 4:
+                try:
+                    conn.sendall(bytes([byte]))
+                    time.sleep(1.0)  # (under the 5 s idle timeout)
+                    if conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                        break  # the server ended the connection
+                except BlockingIOError:
+                    continue  # nothing from the server yet
+                except OSError:
+                    break  # reset
+            cut.append(time.monotonic() - start)
+
+    pool = ThreadPoolExecutor(server.WORKERS + 8)
+    try:
+        for _ in range(server.WORKERS + 8):
+            pool.submit(drip)
+        time.sleep(1.5)
+        for path in ("/healthz", "/readyz"):
+            started = time.monotonic()
+            answer = requests.get(url + path, timeout=5)
+            assert answer.status_code == 200 and time.monotonic() - started < 2, path
+    finally:
+        pool.shutdown(wait=True)
+        http.stop()
+    assert len(cut) == server.WORKERS + 8
+    assert max(cut) < 30, sorted(cut)[-3:]  # the request line alone would take 96 s
 
 
 def _certificate(tmp_path):
