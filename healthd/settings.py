@@ -94,6 +94,17 @@ class TargetConfig(BaseModel):
         return target_role(self.kind, self.baseline)
 
     @model_validator(mode="after")
+    def _switches_are_values(self) -> TargetConfig:
+        """A switch is a string, a number or a boolean (``ttl = "30d"``, ``shadow = true``);
+        a file path is a string (``path = true`` would name a file called "on")."""
+        for key, value in (self.model_extra or {}).items():
+            if key == "path" and not isinstance(value, str):
+                raise ValueError(f"{key}: expected a string (a file path)")
+            if not isinstance(value, str | bool | int | float):
+                raise ValueError(f"{key}: expected a string, a number or a boolean")
+        return self
+
+    @model_validator(mode="after")
     def _must_be_shadow(self) -> TargetConfig:
         if self.shadow is not True:
             raise ValueError(
@@ -546,6 +557,9 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     return settings
 
 
+_TARGET_OPTION = re.compile(r"([A-Za-z_][\w-]*): ")
+
+
 def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) -> list[str]:
     lines = []
     for error in exc.errors():
@@ -555,8 +569,9 @@ def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) 
             msg = "unknown key (not a setting healthd knows)"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        if msg.startswith("shadow: "):  # raised by the target model as a whole
-            loc, msg = f"{loc}.shadow", msg[len("shadow: ") :]
+        option = _TARGET_OPTION.match(msg) if len(error["loc"]) == 2 else None
+        if option is not None and error["loc"][0] == "targets":  # raised by a target's model
+            loc, msg = f"{loc}.{option.group(1)}", msg[option.end() :]
         where = _origin_of(loc.split(".") if loc else [], origin, document)
         lines.append(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
     return lines

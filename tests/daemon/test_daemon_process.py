@@ -277,6 +277,15 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
         "wrong type": ('[server]\nport = "eighty"\n', "server.port"),
         "bad cron": ('[schedule]\ncron = "61 * * * *"\n', "schedule.cron"),
         "not shadow": ('[targets.prod]\nkind = "reference"\n', "targets.prod.shadow"),
+        # a path given as a boolean was the file "on", as a date an object no adapter reads
+        "path not a string": (
+            '[targets.r]\nkind = "reference"\nshadow = true\npath = true\n',
+            "targets.r.path: expected a string (a file path)",
+        ),
+        "switch a date": (
+            '[targets.r]\nkind = "reference"\nshadow = true\nttl = 1979-05-27\n',
+            "targets.r.ttl: expected a string, a number or a boolean",
+        ),
         "source option": (
             '[sources.x]\nkind = "file"\npaht = "a"\n',
             "sources.x.path: Field required",
