@@ -874,7 +874,13 @@ def duration_text(value: timedelta) -> str:
 
 
 def _toml_key(key: str) -> str:
-    return key if key and all(c.isalnum() or c in "-_" for c in key) else json.dumps(key)
+    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
+    return key if bare else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML also escapes."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _toml_value(value: Any) -> str:
@@ -888,7 +894,7 @@ def _toml_value(value: Any) -> str:
         )
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return _toml_string(str(value))
 
 
 def _toml_table(lines: list[str], path: list[str], table: dict[str, Any]) -> None:

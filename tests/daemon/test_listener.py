@@ -29,6 +29,7 @@ from daemon_helpers import (
 )
 from prometheus_client import CollectorRegistry, Gauge
 
+from healthd.cli import example_timeline_path
 from healthd.cli import main as cli_main
 from healthd.daemon import server
 from healthd.settings import load_settings
@@ -423,3 +424,18 @@ def test_check_config_print_of_the_bundled_example_loads_back_to_the_same_source
     again = load_settings(str(printed))
     assert again.example is True
     assert again.sources == load_settings(str(config)).sources
+
+
+def test_check_config_print_loads_back_whatever_the_names_and_values_hold(tmp_path, capsys):
+    # TOML escapes DEL (JSON does not) and keeps bare keys to ASCII (str.isalnum is wider)
+    timeline = tmp_path / "ex\x7fample.jsonl"
+    with open(example_timeline_path(), "rb") as example:
+        timeline.write_bytes(example.read())
+    written = str(timeline).replace("\x7f", "\\u007f")
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources."caf\u00e9"]\nkind = "file"\npath = "{written}"\n')
+    assert cli_main(["check-config", "--config", str(config), "--print"]) == 0
+    printed = tmp_path / "printed.toml"
+    printed.write_text(capsys.readouterr().out)
+    again = load_settings(str(printed))
+    assert again.sources["caf\u00e9"].options["path"] == str(timeline)
