@@ -419,6 +419,8 @@ def configured_pull(
             raise SourceError(f"source {name!r}: {result.error}")
         not_after = datetime.now(UTC) + settings.max_future_skew
         kept = admitted(result.events, result.skipped, not_after)
+        # (a file read in several pieces meets a repeated id only here: said as within one)
+        events, _repeats = unique_events(kept, f"source {name!r}", result.skipped)
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:
@@ -426,7 +428,6 @@ def configured_pull(
                 f"healthd: warning: source {name!r}: {len(result.skipped)} input(s) skipped",
                 file=sys.stderr,
             )
-        events, _repeats = unique_events(kept, f"source {name!r}")
         lists.append(events)
         people += result.people or []
     return merge_timelines(*lists), people

@@ -678,3 +678,29 @@ def test_healthcheck_timeout_must_be_a_sensible_number_of_seconds(value):
     assert done.returncode == 2
     assert "argument --timeout:" in done.stderr.splitlines()[-1]
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("after", [3, 30_000])
+def test_a_repeated_id_with_other_content_is_a_warning_keeping_the_first_wherever_it_is(
+    tmp_path, after
+):
+    # 30,000 lines on, the repeat is past the file source's 4 MiB read: the pull meets it
+    # in a second piece, where it was an error; within one piece it was a warning
+    def event(ident: str, subject: str, value: str = "go") -> str:
+        fact = {"subject": subject, "predicate": "language", "value": value, "domain": "tech"}
+        return json.dumps(
+            {"id": ident, "type": "added", "timestamp": "2024-01-01T00:00:00Z",
+             "source": "f", "fact": fact}
+        )  # fmt: skip
+
+    lines = [event(f"e{n}", f"svc-{n}") for n in range(after)] + [event("e0", "svc-0", "rust")]
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_text("\n".join(lines) + "\n")
+    config = tmp_path / "healthd.toml"
+    config.write_text(f'[sources.f]\nkind = "file"\npath = "{timeline}"\n')
+    done = healthd("timeline", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "duplicate" in done.stderr and "'e0'" in done.stderr, done.stderr
+    printed = [json.loads(text) for text in done.stdout.splitlines()]
+    assert len(printed) == after
+    assert next(e for e in printed if e["id"] == "e0")["fact"]["value"] == "go"

@@ -74,25 +74,33 @@ def pull_from_start(source: Source) -> PullResult:
     return whole
 
 
-def unique_events(events: list[ChangeEvent], origin: str) -> tuple[list[ChangeEvent], int]:
+def unique_events(
+    events: list[ChangeEvent], origin: str, conflicts: list[str] | None = None
+) -> tuple[list[ChangeEvent], int]:
     """``events`` without repeats of an identical event, and how many were repeats.
 
-    Raises SourceError naming both events when one id carries two different contents:
-    keeping either would silently lose a change.
+    When one id carries two different contents, raises SourceError naming both (keeping
+    either would silently lose a change); given ``conflicts``, keeps the first instead, as
+    the daemon's state does, and says why there (a file's lines, read in several pieces).
     """
     first: dict[str, ChangeEvent] = {}
     out: list[ChangeEvent] = []
+    refused = 0
     for position, event in enumerate(events):
         before = first.get(event.id)
         if before is None:
             first[event.id] = event
             out.append(event)
         elif before != event:
-            raise SourceError(
-                f"{origin}: duplicate event id {event.id!r} with different content: "
+            problem = (
+                f"duplicate event id {event.id!r} with different content: "
                 f"{_describe(before)} and, as event {position + 1}, {_describe(event)}"
             )
-    return out, len(events) - len(out)
+            if conflicts is None:
+                raise SourceError(f"{origin}: {problem}")
+            conflicts.append(f"{problem}; the first kept")
+            refused += 1
+    return out, len(events) - len(out) - refused
 
 
 def _describe(event: ChangeEvent) -> str:
