@@ -300,6 +300,16 @@ class Settings(BaseSettings):
             raise ValueError("at least one is needed")
         return value
 
+    @field_validator("sources", "targets")
+    @classmethod
+    def _names_are_one_line(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """A name is shown in every log line, label and error: no control character (a
+        newline would cut a line in two)."""
+        for name in value:
+            if not name.strip() or not name.isprintable():
+                raise ValueError(f"{name!r}: a name is printable text (no newline, no tab)")
+        return value
+
     @model_validator(mode="after")
     def _priced_targets_exist(self) -> Settings:
         prices = self.llm.prices

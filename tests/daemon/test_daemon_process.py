@@ -282,6 +282,10 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
             '[targets.r]\nkind = "reference"\nshadow = true\npath = true\n',
             "targets.r.path: expected a string (a file path)",
         ),
+        "a name cut in two": (
+            '[sources."a\\nb"]\nkind = "file"\npath = "x.jsonl"\n',
+            "sources: 'a\\nb': a name is printable text",
+        ),
         "switch a date": (
             '[targets.r]\nkind = "reference"\nshadow = true\nttl = 1979-05-27\n',
             "targets.r.ttl: expected a string, a number or a boolean",
