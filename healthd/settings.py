@@ -26,7 +26,7 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import date, time, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -95,13 +95,14 @@ class TargetConfig(BaseModel):
 
     @model_validator(mode="after")
     def _switches_are_values(self) -> TargetConfig:
-        """A switch is a string, a number or a boolean (``ttl = "30d"``, ``shadow = true``);
-        a file path is a string (``path = true`` would name a file called "on")."""
+        """A file path is a string (``path = true`` would name a file called "on"), and no
+        switch is a TOML date or time, which no memory reads (an in-process memory's own
+        tables and arrays, ``[targets.X.mem0.llm]``, are its to check)."""
         for key, value in (self.model_extra or {}).items():
             if key == "path" and not isinstance(value, str):
                 raise ValueError(f"{key}: expected a string (a file path)")
-            if not isinstance(value, str | bool | int | float):
-                raise ValueError(f"{key}: expected a string, a number or a boolean")
+            if isinstance(value, date | time):
+                raise ValueError(f"{key}: expected a string, a number or a boolean, not a date")
         return self
 
     @model_validator(mode="after")

@@ -288,7 +288,7 @@ def test_bad_config_exits_2_naming_the_field(tmp_path):
         ),
         "switch a date": (
             '[targets.r]\nkind = "reference"\nshadow = true\nttl = 1979-05-27\n',
-            "targets.r.ttl: expected a string, a number or a boolean",
+            "targets.r.ttl: expected a string, a number or a boolean, not a date",
         ),
         "source option": (
             '[sources.x]\nkind = "file"\npaht = "a"\n',

@@ -1325,3 +1325,25 @@ def test_the_run_history_on_the_page_outlives_a_restart(tmp_path):
     finally:
         runner.close()
         state.close()
+
+
+def test_every_configuration_shipped_in_config_loads(monkeypatch):
+    # each with the variables it names set (a URL where the name says one): the shapes of
+    # a memory's own tables and arrays ([targets.X.mem0.llm], langmem's namespace list)
+    # are the memory's to check, not refused as switches
+    import glob
+    import re
+
+    hosted = {"letta.toml", "zep.toml", "mem0-platform.toml"}  # (built, they ask their service)
+    shipped = [
+        path
+        for path in sorted(glob.glob(str(Path(__file__).parents[2] / "config" / "*.toml")))
+        if Path(path).name not in hosted
+    ]
+    assert len(shipped) >= 8
+    for path in shipped:
+        for name in re.findall(r'_env = "([A-Z_0-9]+)"', Path(path).read_text()):
+            url = name.endswith(("_URL", "_HOST"))
+            monkeypatch.setenv(name, "https://memory.example" if url else "set-for-the-test")
+    for path in shipped:
+        load_settings(path)
