@@ -184,6 +184,21 @@ def _same_origin(base: tuple[str, str, int | None], other: tuple[str, str, int |
     )
 
 
+def _changed_method(response: requests.Response, method: str, where: str) -> str | None:
+    """Why a write that requests followed to a GET is no answer to it: a 301-303 turns it
+    into a GET without its body (a 307 or 308 keeps both, and is followed); None else."""
+    if method == "GET":
+        return None
+    for hop in response.history:
+        if hop.status_code in (301, 302, 303):
+            return (
+                f"{method} {where} was redirected (HTTP {hop.status_code} to "
+                f"{hop.headers.get('Location', '?')!r}), which turns it into a GET without its "
+                "body: give the URL it moved to"
+            )
+    return None
+
+
 class Listing:
     """The pages of one paged listing, bounded: at most ``max_pages`` of them and, for a
     listing paged by ``Link: <...>; rel="next"``, each next page on the origin of the
@@ -577,10 +592,11 @@ class HttpClient:
                     json=body if method != "GET" else None,
                     timeout=self.options.timeout_seconds,
                     stream=True,  # read by _bounded_body, never more than the limit
-                    # (a 301-303 turns a write into a GET without its body: it is refused)
-                    allow_redirects=method == "GET",
                 )
                 with response:
+                    changed = _changed_method(response, method, where)
+                    if changed is not None:
+                        raise HttpError(self.redact(changed))
                     content = self._bounded_body(response, method, response.url or url)
             except requests.Timeout:
                 problem = f"{method} {where} timed out after {self.options.timeout_seconds:g} s"
@@ -651,16 +667,10 @@ class HttpClient:
                         headers=response.headers,
                     )
                 else:
-                    moved = (
-                        f" (a redirect to {response.headers.get('Location', '?')!r}: a {method}"
-                        " is not followed, its body would not go with it)"
-                        if 300 <= response.status_code < 400
-                        else ""
-                    )
                     raise HttpError(
                         self.redact(
                             f"{method} {where} returned HTTP {response.status_code}"
-                            f"{moved}{_server_message(content)}"
+                            f"{_server_message(content)}"
                         ),
                         status=response.status_code,
                     )
