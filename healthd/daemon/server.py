@@ -6,8 +6,9 @@ that no load on the other endpoints can get a healthy daemon restarted. Every ot
 is paced to ``MAX_REQUESTS_PER_SECOND`` (a burst of ``PACER_BURST`` at once) without holding
 a thread: the listener's waiting thread reads the start of each request line (``MSG_PEEK``;
 under TLS a worker completes the handshake and reads it) and holds a request over the rate
-until its turn, while health checks go at once to a pool of their own. A request is read
-and answered within ``REQUEST_SECONDS``, or its connection is cut.
+until its turn, while health checks go at once to a pool of their own (to the workers when
+it is busy). A request is read within ``REQUEST_SECONDS`` and answered within
+``ANSWER_SECONDS``, or its connection is cut.
 
 /metrics is rendered at most once per ``METRICS_MAX_AGE_SECONDS`` and whenever the runner's
 view changes (end of a target's run, a source's pull), per exposition format (the
@@ -48,12 +49,15 @@ if TYPE_CHECKING:
 
 BACKLOG = 128
 WORKERS = 32
-#: Threads for health checks alone: clients holding every worker cannot keep them waiting
+#: Threads for health checks first: clients holding every worker cannot keep them waiting
+#: (when these are busy, a health check takes a worker)
 HEALTH_WORKERS = 4
 IDLE_TIMEOUT_SECONDS = 5.0
-#: A whole request, read and answered (a TLS handshake included): a client that drips its
-#: bytes, each within the idle timeout, is cut off after this and frees its thread
+#: A request read (a TLS handshake included): a client that drips its bytes, each within the
+#: idle timeout, is cut off after this and frees its thread
 REQUEST_SECONDS = 15.0
+#: A request read, the time its answer has (a reload, the page rebuilt on a loaded host)
+ANSWER_SECONDS = 120.0
 METRICS_MAX_AGE_SECONDS = 1.0
 #: Requests answered per second at most (health checks aside); more wait their turn without
 #: a thread, so scrapers in a tight loop cannot take the run's CPU (Prometheus scrapes every
@@ -113,9 +117,9 @@ class _PooledServer(WSGIServer):
         self.pacer = Pacer()
         self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="healthd-http")
         self._health_pool = ThreadPoolExecutor(HEALTH_WORKERS, thread_name_prefix="healthd-health")
-        self._serving: dict[int, tuple[float, Any]] = {}  # a request's deadline, its socket
+        self._serving: dict[int, tuple[float, Any]] = {}  # id(socket) → deadline, socket
         self._serving_lock = threading.Lock()
-        self._serials = itertools.count()
+        self._health_busy = 0  # health checks in the health pool
         self._selector = selectors.DefaultSelector()
         self._waiting_lock = threading.Lock()
         self._held: list[tuple[float, int, Any, Any]] = []  # (due, n, request, address)
@@ -171,8 +175,8 @@ class _PooledServer(WSGIServer):
         """End the requests past ``REQUEST_SECONDS``: their thread's read or write returns
         (the thread closes the connection)."""
         with self._serving_lock:
-            overdue = [serial for serial, (due, _) in self._serving.items() if due <= now]
-            requests = [self._serving.pop(serial)[1] for serial in overdue]
+            overdue = [key for key, (due, _) in self._serving.items() if due <= now]
+            requests = [self._serving.pop(key)[1] for key in overdue]
         for request in requests:
             try:
                 request.shutdown(socket.SHUT_RDWR)
@@ -193,7 +197,7 @@ class _PooledServer(WSGIServer):
 
     def _dispatch(self, request: Any, address: Any, head: bytes) -> None:
         if is_health_request(head):
-            self._health_pool.submit(self._serve_one, request, address)
+            self._serve_health(request, address)
             return
         delay = self.pacer.reserve()
         if delay <= 0:
@@ -204,44 +208,64 @@ class _PooledServer(WSGIServer):
     def _handshake(self, request: Any, address: Any) -> None:
         assert self.tls is not None
         conn: Any = request
-        serial = None
         try:
             request.settimeout(IDLE_TIMEOUT_SECONDS)
             conn = self.tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
-            serial = self._deadline(conn)  # (the handshake is the request's too)
+            self.bound(conn, REQUEST_SECONDS)  # (the handshake is the request's too)
             conn.do_handshake()
             head = conn.recv(8192)
         except (OSError, ssl.SSLError):
             self.shutdown_request(conn)
             return
         finally:
-            if serial is not None:
-                with self._serving_lock:
-                    self._serving.pop(serial, None)
+            self._unbound(conn)
         setattr(conn, "healthd_head", head)  # noqa: B010  (read already; the handler reads it first)
         if is_health_request(head):
-            self._serve_one(conn, address)
+            self._serve_health(conn, address)
             return
         with self._waiting_lock:
             self._dispatch(conn, address, head)
         self._wake()
 
+    def _serve_health(self, request: Any, address: Any) -> None:
+        """A health check in the health pool, or, when its threads are all busy (clients
+        posing as health checks), in the workers' like any other request."""
+        with self._serving_lock:
+            busy = self._health_busy >= HEALTH_WORKERS
+            if not busy:
+                self._health_busy += 1
+        if busy:
+            self._pool.submit(self._serve_one, request, address)
+            return
+
+        def serve() -> None:
+            try:
+                self._serve_one(request, address)
+            finally:
+                with self._serving_lock:
+                    self._health_busy -= 1
+
+        self._health_pool.submit(serve)
+
     def _serve_one(self, request: Any, client_address: Any) -> None:
-        serial = self._deadline(request)
+        self.bound(request, REQUEST_SECONDS)
         try:
             self.finish_request(request, client_address)
         except Exception:
             self.handle_error(request, client_address)
         finally:
-            with self._serving_lock:
-                self._serving.pop(serial, None)
+            self._unbound(request)
             self.shutdown_request(request)
 
-    def _deadline(self, request: Any) -> int:
-        serial = next(self._serials)
+    def bound(self, request: Any, seconds: float) -> None:
+        """Cut ``request``'s connection ``seconds`` from now (the handler lengthens the bound
+        once it has read the request: :data:`ANSWER_SECONDS`)."""
         with self._serving_lock:
-            self._serving[serial] = (time.monotonic() + REQUEST_SECONDS, request)
-        return serial
+            self._serving[id(request)] = (time.monotonic() + seconds, request)
+
+    def _unbound(self, request: Any) -> None:
+        with self._serving_lock:
+            self._serving.pop(id(request), None)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that went away or idled out is not healthd's problem
@@ -264,6 +288,12 @@ class _QuietHandler(WSGIRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def parse_request(self) -> bool:
+        read = super().parse_request()
+        if read and isinstance(self.server, _PooledServer):
+            self.server.bound(self.connection, ANSWER_SECONDS)  # the request is in
+        return read
 
     def setup(self) -> None:
         super().setup()

@@ -169,6 +169,39 @@ def test_clients_dripping_their_requests_neither_starve_health_checks_nor_keep_a
     assert max(cut) < 30, sorted(cut)[-3:]  # the request line alone would take 96 s
 
 
+def test_clients_posing_as_health_checks_do_not_keep_a_real_one_waiting(monkeypatch):
+    """Clients that send a health check's request line and then drip their headers fill the
+    health checks' own threads: a real health check then takes a worker, at once."""
+    monkeypatch.setattr(server, "REQUEST_SECONDS", 3.0)
+    http = server.HttpServer(
+        "127.0.0.1", 0, server.build_app(CollectorRegistry(), lambda: {}, lambda: True)
+    )
+    http.start()
+    stop = threading.Event()
+
+    def pose() -> None:
+        with socket.create_connection(("127.0.0.1", http.port), timeout=10) as conn:
+            try:
+                conn.sendall(b"GET /healthz HTTP/1.1\r\n")
+                while not stop.wait(1.0):
+                    conn.sendall(b"X")
+            except OSError:
+                pass
+
+    posers = ThreadPoolExecutor(server.HEALTH_WORKERS + 2)
+    try:
+        for _ in range(server.HEALTH_WORKERS + 2):
+            posers.submit(pose)
+        time.sleep(1.0)
+        started = time.monotonic()
+        answer = requests.get(f"http://127.0.0.1:{http.port}/healthz", timeout=5)
+        assert answer.status_code == 200 and time.monotonic() - started < 1.5
+    finally:
+        stop.set()
+        posers.shutdown(wait=True)
+        http.stop()
+
+
 def _certificate(tmp_path):
     return self_signed_certificate(tmp_path)
 
