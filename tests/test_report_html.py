@@ -232,6 +232,10 @@ def test_html_through_a_link_or_into_a_pipe_writes_there_and_replaces_neither(tm
     assert done.returncode == 0, done.stderr
     assert piped.decode().startswith("<!doctype html>")
     assert fifo.is_fifo()
+    # /dev/stdout on a pipe resolves to "pipe:[N]", which is no file name to write beside
+    done = healthd(*args, "--html", "/dev/stdout")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("<!doctype html>")
 
 
 def test_a_lone_surrogate_a_memory_served_is_written_as_its_escape_not_a_crash(tmp_path):

@@ -7,6 +7,7 @@ daemon; this module is the file edge: reading a saved report and writing the HTM
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -95,14 +96,22 @@ def _load_whole(path: str) -> dict[str, Any]:
         raise ReportShapeError(f"{path}: {exc}") from None
 
 
+def _not_a_file(path: str) -> bool:
+    """Whether ``path`` (links followed, /proc's too) is there and no regular file."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def check_writable(path: str) -> None:
     """Fail before any work when the HTML report could not be written to ``path``."""
     target = os.path.realpath(path)  # (a link is written through)
     directory = os.path.dirname(target)
-    if os.path.isdir(target):
+    if os.path.isdir(path):
         raise HealthdError(f"{path}: cannot write the HTML report: is a directory")
-    if os.path.exists(target) and not os.path.isfile(target):
-        if not os.access(target, os.W_OK):  # a device or a pipe, written to as it is
+    if _not_a_file(path):
+        if not os.access(path, os.W_OK):  # a device or a pipe, written to as it is
             raise HealthdError(f"{path}: cannot write the HTML report: permission denied")
         return
     if not os.path.isdir(directory):
@@ -119,9 +128,9 @@ def write_html(path: str, text: str | Iterable[str]) -> None:
     check_writable(path)
     target = os.path.realpath(path)
     pieces = [text] if isinstance(text, str) else text
-    if os.path.exists(target) and not os.path.isfile(target):
+    if _not_a_file(path):  # (/dev/stdout on a pipe: its real path, pipe:[N], is no file name)
         try:
-            with open(target, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.writelines(pieces)
         except OSError as exc:
             raise HealthdError(f"{path}: cannot write the HTML report: {exc.strerror}") from None
