@@ -275,3 +275,13 @@ def test_a_password_in_the_targets_url_is_in_no_report(tmp_path):
     assert "hunter2secret" not in (tmp_path / "r.html").read_text()
     (result,) = json.loads(done.stdout)["targets"]
     assert result["name"].startswith("http:base_url=http://[REDACTED]@127.0.0.1:")
+
+
+def test_a_targets_name_keeps_its_switches_and_hides_only_a_urls_credentials():
+    # two targets that differ by a budget are two names (a report keys its targets by name)
+    assert parse_target("reference:max_llm_tokens_per_day=20000").label == (
+        "reference:max_llm_tokens_per_day=20000"
+    )
+    assert parse_target("http:base_url=https://bob:pw-123@mem.example/v1,shadow=on").label == (
+        "http:base_url=https://[REDACTED]@mem.example/v1,shadow=on"
+    )

@@ -13,6 +13,7 @@ selects them; everything else is a ``role="subject"``.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -21,7 +22,6 @@ from typing import Any, Protocol, runtime_checkable
 from healthd.errors import TargetError
 from healthd.llm_budget import CALLS, TOKENS, LLMBudget, budget_options
 from healthd.llm_usage import LLMUsage, empty_block
-from healthd.logging import redact_text
 from healthd.memory._options import UnknownSwitch, switch
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import Answer, ChangeEvent, FactKey, Probe
@@ -223,6 +223,11 @@ def memory_kinds() -> list[str]:
     return sorted(_REGISTRY)
 
 
+#: The user (and password) a URL in a switch carries: ``http://bob:pw@host`` (a switch
+#: such as ``max_llm_tokens_per_day=20000`` is no secret, and stays in the name)
+_URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@,]*@")
+
+
 def parse_target(text: str) -> TargetSpec:
     """Parse ``kind`` or ``kind:a=b,c=d``; the kind must be registered."""
     kind, _, rest = text.strip().partition(":")
@@ -249,7 +254,7 @@ def parse_target(text: str) -> TargetSpec:
             raise TargetError(f"target {text!r}: {exc}") from None
         del options[BASELINE]
     # (its name is shown in every report and label: a password in a URL is not)
-    return TargetSpec(kind, options, redact_text(text.strip()), baseline)
+    return TargetSpec(kind, options, _URL_CREDENTIALS.sub(r"\1[REDACTED]@", text.strip()), baseline)
 
 
 def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:
