@@ -797,7 +797,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # (so the flush at exit does not fail again)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"healthd: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"healthd: error: {redact_text(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 1
     except HealthdError as exc:
         # one line per problem, each with the same prefix (grep-able, as the first)

@@ -244,8 +244,12 @@ def load_probe_file(path: str) -> list[Probe]:
         probe_id = obj.get("id")
         if probe_id is None:
             probe_id = "f-" + _digest(values["question"], values["subject"], values["predicate"])
+        elif isinstance(probe_id, int) and not isinstance(probe_id, bool):
+            probe_id = str(probe_id)  # (a file numbering its probes: 7 is the id "7")
         elif not isinstance(probe_id, str) or not probe_id.strip():
-            raise ProbeFileError(f"{where}, field 'id': expected a non-empty string, or no id")
+            raise ProbeFileError(
+                f"{where}, field 'id': expected a non-empty string or a whole number, or no id"
+            )
         probes.append(
             Probe(
                 probe_id,

@@ -50,7 +50,7 @@ _CLIENT_AUTH = {
     "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
-_BCRYPT = re.compile(r"^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$")
+_BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$")  # cost 4-31
 AUTH_CACHE_SIZE = 1024
 # compared against when the user is unknown, so an unknown user costs what a known one does
 _DUMMY_HASH = b"$2b$10$M7sKIJrpTIhKc8yg5cHBzuf4l/0AbV6eFFWSHP6Ed4ByTtzsvkrYu"
@@ -95,6 +95,8 @@ class WebConfig:
         try:
             ok = bcrypt.checkpw(password, hashed or _DUMMY_HASH) and hashed is not None
         except ValueError:  # over bcrypt's 72 bytes: no password it holds (Go's check fails too)
+            if len(password) <= 72:
+                raise  # (a hash the loader let through: a server error, not a wrong password)
             ok = False
         with self._lock:
             self._cache[key] = ok
@@ -153,7 +155,7 @@ def load_web_config(path: str | None) -> WebConfig:
         if not isinstance(hashed, str) or not _BCRYPT.match(hashed):
             raise fail(
                 f"basic_auth_users.{name}",
-                "not a bcrypt hash (expected $2a$, $2b$ or $2y$, cost and 53 characters; "
+                "not a bcrypt hash (expected $2a$, $2b$ or $2y$, a cost of 04-31 and 53 characters; "
                 "make one with htpasswd -nBC 10 '' | tr -d ':\\n')",
             )
         config.users[name] = hashed.encode()

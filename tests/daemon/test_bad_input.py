@@ -233,10 +233,19 @@ def test_a_timeline_saved_with_a_byte_order_mark_says_so(tmp_path):
     assert f"{timeline}, line 1: invalid JSON: Unexpected UTF-8 BOM" in line
 
 
-@pytest.mark.parametrize("probe_id", [["x", 1], "   ", 7, ""])
+@pytest.mark.parametrize("probe_id", [["x", 1], "   ", 7.5, True, ""])
 def test_a_probe_id_that_is_no_name_is_one_line_naming_the_field(tmp_path, probe_id):
     probes = tmp_path / "probes.jsonl"
     probe = {"question": "Who owns billing?", "subject": "billing", "predicate": "owner"}
     probes.write_text(json.dumps({"id": probe_id, **probe, "domain": "ownership"}) + "\n")
     line = one_line_error(run_cli("evaluate", "--probes", str(probes)))
     assert f"{probes}, line 1, field 'id': expected a non-empty string" in line
+
+
+def test_a_probe_file_numbering_its_probes_keeps_the_numbers_as_ids(tmp_path):
+    from healthd.probes import load_probe_file
+
+    probes = tmp_path / "probes.jsonl"
+    probe = {"question": "Who owns billing?", "subject": "billing", "predicate": "owner"}
+    probes.write_text(json.dumps({"id": 7, **probe, "domain": "ownership"}) + "\n")
+    assert [p.id for p in load_probe_file(str(probes))] == ["7"]

@@ -257,6 +257,10 @@ def test_tls_and_basic_auth_from_an_exporter_toolkit_web_config(tmp_path):
     [
         ("tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n", "cert_file"),
         ("basic_auth_users:\n  alice: plaintext\n", "basic_auth_users.alice: not a bcrypt hash"),
+        (  # a cost bcrypt refuses (4-31): every login would have failed as a server error
+            "basic_auth_users:\n  alice: $2b$99$" + "a" * 53 + "\n",
+            "basic_auth_users.alice: not a bcrypt hash",
+        ),
         ("basic_auth: {}\n", "basic_auth: unknown key"),
         ("tls_server_config: [\n", "not valid YAML"),
         ("tls_server_config:\n  cert_file: !!timestamp 2024-13-01\n", "not valid YAML: month"),
