@@ -71,8 +71,8 @@ def check_regular(path: str) -> None:
 
 def undecodable_line(path: str, bound: int = 1 << 20) -> tuple[int, str] | None:
     """The first line of ``path`` that is not UTF-8, and why (read ``bound`` bytes at a
-    time; lines counted as a text-mode reader counts them): a text reader decodes ahead of the line it hands on, so its error cannot say
-    which line it was. None for what is no regular file: a pipe read once cannot be read
+    time; lines counted as a text-mode reader counts them): a text reader decodes ahead of
+    the line it hands on, so its error cannot say which line it was. None for what is no regular file: a pipe read once cannot be read
     again (opening it anew would wait for a writer)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):

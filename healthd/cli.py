@@ -768,6 +768,12 @@ _COMMANDS = {
 }
 
 
+def _stdout_to_devnull() -> None:
+    """Send what stdout still holds nowhere, so the flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         from healthd import __version__
@@ -790,12 +796,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:
         # the reader went away (`healthd evaluate | head -1`): stop quietly, as Unix tools do
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _stdout_to_devnull()
         return 0
     except OSError as exc:  # a disk full under --output or the redirected stdout
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # (so the flush at exit does not fail again)
+        _stdout_to_devnull()
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"healthd: error: {redact_text(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 1

@@ -119,7 +119,7 @@ class _PooledServer(WSGIServer):
         self._health_pool = ThreadPoolExecutor(HEALTH_WORKERS, thread_name_prefix="healthd-health")
         self._serving: dict[int, tuple[float, Any]] = {}  # id(socket) → deadline, socket
         self._serving_lock = threading.Lock()
-        self._health_busy = 0  # health checks in the health pool
+        self._health_slots = threading.BoundedSemaphore(HEALTH_WORKERS)
         self._selector = selectors.DefaultSelector()
         self._waiting_lock = threading.Lock()
         self._held: list[tuple[float, int, Any, Any]] = []  # (due, n, request, address)
@@ -172,8 +172,8 @@ class _PooledServer(WSGIServer):
             self._cut_overdue(now)
 
     def _cut_overdue(self, now: float) -> None:
-        """End the requests past ``REQUEST_SECONDS``: their thread's read or write returns
-        (the thread closes the connection)."""
+        """End the requests past their bound (:meth:`bound`): their thread's read or write
+        returns, and the thread closes the connection."""
         with self._serving_lock:
             overdue = [key for key, (due, _) in self._serving.items() if due <= now]
             requests = [self._serving.pop(key)[1] for key in overdue]
@@ -230,11 +230,7 @@ class _PooledServer(WSGIServer):
     def _serve_health(self, request: Any, address: Any) -> None:
         """A health check in the health pool, or, when its threads are all busy (clients
         posing as health checks), in the workers' like any other request."""
-        with self._serving_lock:
-            busy = self._health_busy >= HEALTH_WORKERS
-            if not busy:
-                self._health_busy += 1
-        if busy:
+        if not self._health_slots.acquire(blocking=False):
             self._pool.submit(self._serve_one, request, address)
             return
 
@@ -242,8 +238,7 @@ class _PooledServer(WSGIServer):
             try:
                 self._serve_one(request, address)
             finally:
-                with self._serving_lock:
-                    self._health_busy -= 1
+                self._health_slots.release()
 
         self._health_pool.submit(serve)
 

@@ -126,23 +126,20 @@ def write_html(path: str, text: str | Iterable[str]) -> None:
     file replaced, the link kept), and what is no regular file (``/dev/stdout``, a pipe) is
     written to as it is, never replaced by a file."""
     check_writable(path)
-    target = os.path.realpath(path)
     pieces = [text] if isinstance(text, str) else text
-    if _not_a_file(path):  # (/dev/stdout on a pipe: its real path, pipe:[N], is no file name)
-        try:
-            with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
-                handle.writelines(pieces)
-        except OSError as exc:
-            raise HealthdError(f"{path}: cannot write the HTML report: {exc.strerror}") from None
-        return
-    temporary = f"{target}.tmp-{os.getpid()}"
+    # (/dev/stdout on a pipe: its real path, pipe:[N], is no file name to write beside)
+    direct = _not_a_file(path)
+    target = path if direct else os.path.realpath(path)
+    written = target if direct else f"{target}.tmp-{os.getpid()}"
     try:
-        with open(temporary, "w", encoding="utf-8", errors="backslashreplace") as handle:
+        with open(written, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.writelines(pieces)
-        os.replace(temporary, target)
+        if not direct:
+            os.replace(written, target)
     except OSError as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        if not direct:
+            try:
+                os.unlink(written)
+            except OSError:
+                pass
         raise HealthdError(f"{path}: cannot write the HTML report: {exc.strerror}") from None

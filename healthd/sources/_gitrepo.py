@@ -60,37 +60,37 @@ _BOMS = (
 _BOM_STARTS = tuple(bom for bom, _ in _BOMS)
 
 
+def _announced(data: bytes) -> tuple[str, int]:
+    """The encoding ``data``'s byte-order mark announces, and the mark's length; UTF-8 and 0
+    without one."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding, len(bom)
+    return "utf-8", 0
+
+
 def blob_text(data: bytes) -> str:
     """A file's bytes as text: UTF-8, or the encoding a byte-order mark announces, the mark
     dropped (npm, pip and Markdown renderers drop it too; kept, it would be part of the
     first name or heading); a byte the encoding cannot read is replaced."""
     if data.startswith(_BOM_STARTS):
-        for bom, encoding in _BOMS:
-            if data.startswith(bom):
-                return data[len(bom) :].decode(encoding, errors="replace")
+        encoding, skip = _announced(data)
+        return data[skip:].decode(encoding, errors="replace")
     return data.decode("utf-8", errors="replace")
 
 
 def checked_text(data: bytes) -> tuple[str, str | None]:
     """:func:`blob_text`'s text, and what it replaced: None, or the first bytes its encoding
     cannot read and where (a record saved as Latin-1 reads ``D\ufffdcision``, said once)."""
-    text = blob_text(data)
-    if "\ufffd" not in text:
-        return text, None
-    encoding, skip = "utf-8", 0
-    for bom, announced in _BOMS:
-        if data.startswith(bom):
-            encoding, skip = announced, len(bom)
-            break
+    encoding, skip = _announced(data)
     try:
-        data[skip:].decode(encoding)
+        return data[skip:].decode(encoding), None
     except UnicodeDecodeError as exc:
         bad = exc.object[exc.start : exc.end]
-        return text, (
+        return data[skip:].decode(encoding, errors="replace"), (
             f"not {encoding.upper()} text: byte {bad.hex(' ')} at offset {skip + exc.start} "
             "(and any other it cannot read) read as U+FFFD"
         )
-    return text, None  # (the file holds U+FFFD itself)
 
 
 class _Stopped(Exception):

@@ -265,7 +265,7 @@ class CatalogExtractor(Extractor):
                 text, unreadable = checked_text(data)
                 try:
                     entities, problems = parse_catalog_file(text, path, self.documents)
-                    cached = entities, problems if unreadable is None else [unreadable, *problems]
+                    cached = (entities, problems if unreadable is None else [unreadable, *problems])
                 except Malformed as exc:
                     cached = str(exc) if unreadable is None else f"{exc} ({unreadable})"
             self.parsed[path, sha] = cached
