@@ -82,7 +82,7 @@ def blob_text(data: bytes) -> str:
 def checked_text(data: bytes) -> tuple[str, str | None]:
     """:func:`blob_text`'s text, and what it replaced: None, or the first bytes its encoding
     cannot read and where (a record saved as Latin-1 reads ``D\ufffdcision``, said once)."""
-    encoding, skip = _announced(data)
+    encoding, skip = _announced(data) if data.startswith(_BOM_STARTS) else ("utf-8", 0)
     try:
         return data[skip:].decode(encoding), None
     except UnicodeDecodeError as exc:

@@ -87,7 +87,7 @@ from healthd.sources._gitlog import (
     event_id,
     prune_seen,
 )
-from healthd.sources._gitrepo import Change, Commit, Repo, blob_text
+from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
 from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
 
@@ -178,6 +178,7 @@ class GitExtractor(Extractor):
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.dropped: dict[str, frozenset[str]] = {}  # path → its entries read as none
+        self.undecodable: set[str] = set()  # files whose last version is not text as read
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
         # subject → its manifests, the winner first, and what its dependencies depend on
@@ -420,7 +421,14 @@ class GitExtractor(Extractor):
                 f"{self.repo.unread(ch.new_sha)}; kept as before",
             )
             return None
-        return blob_text(data)
+        text, unreadable = checked_text(data)
+        if unreadable is None:
+            if self.undecodable:
+                self.undecodable.discard(ch.path)
+        elif ch.path not in self.undecodable:  # said when a file first has it, as dropped
+            self.undecodable.add(ch.path)
+            self.skips.add(f"{ch.path}@{commit.sha[:12]}", unreadable)
+        return text
 
     def _read_manifest(self, commit: Commit, ch: Change, subject: str) -> set[str] | None:
         """Read a manifest's change: the dependencies whose spec it changed (added, revised
@@ -428,6 +436,7 @@ class GitExtractor(Extractor):
         path = ch.path
         if ch.status == "D":
             self.dropped.pop(path, None)
+            self.undecodable.discard(path)
             gone = self.manifests.pop(path, None)
             if gone is None:
                 return None
@@ -475,6 +484,7 @@ class GitExtractor(Extractor):
 
     def _read_codeowners(self, commit: Commit, ch: Change) -> bool:
         if ch.status == "D":
+            self.undecodable.discard(ch.path)
             return self.codeowners.pop(ch.path, None) is not None
         text = self._blob_text(commit, ch)
         if text is None:

@@ -228,6 +228,32 @@ def test_an_unreadable_manifest_is_skipped_with_its_reason_and_facts_kept(repo, 
     assert result.skipped[0].startswith("api/package.json@") and "invalid JSON" in result.skipped[0]
 
 
+def test_a_manifest_or_codeowners_not_utf8_is_read_as_replaced_and_said_once_per_spell(repo):
+    """A file saved as Latin-1 (an editor's default on some systems) reads with U+FFFD where
+    its byte was; the pull says so, naming the file, the byte and its offset, when the file
+    first has it, not again for each later version that keeps it, and again once it comes
+    back after a version that was text."""
+    owners = "* @acme/core\n/billing/ jos\xe9@acme.example\n".encode("latin-1")
+    repo.commit("2024-01-01", {"CODEOWNERS": owners, "api/package.json": b'{"name": "caf\xe9"}'})
+    repo.commit("2024-01-02", {"api/package.json": b'{"name": "caf\xe9", "dependencies": {}}'})
+    repo.commit("2024-01-03", {"api/package.json": '{"name": "cafe"}'})
+    repo.commit("2024-01-04", {"api/package.json": b'{"name": "caf\xe9"}'})
+    result = pull(git_source(repo))
+    shas = repo.git("log", "--reverse", "--format=%h", "--abbrev=12").split()
+    assert result.skipped == [
+        f"CODEOWNERS@{shas[0]}: not UTF-8 text: byte e9 at offset 26 (and any other it "
+        "cannot read) read as U+FFFD",
+        f"api/package.json@{shas[0]}: not UTF-8 text: byte e9 at offset 13 (and any other it "
+        "cannot read) read as U+FFFD",
+        f"api/package.json@{shas[3]}: not UTF-8 text: byte e9 at offset 13 (and any other it "
+        "cannot read) read as U+FFFD",
+    ]
+    owned = {
+        ev.fact.subject: ev.fact.value for ev in result.events if ev.fact.predicate == "owners"
+    }
+    assert owned == {"*": "@acme/core", "/billing/": "jos\ufffd@acme.example"}
+
+
 def test_a_manifest_over_the_size_bound_is_passed_over_named_and_its_facts_kept(repo, brief):
     from healthd.sources._gitrepo import MAX_BLOB_BYTES, Repo
 
