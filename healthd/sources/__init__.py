@@ -75,13 +75,19 @@ def pull_from_start(source: Source) -> PullResult:
 
 
 def unique_events(
-    events: list[ChangeEvent], origin: str, conflicts: list[str] | None = None
+    events: list[ChangeEvent],
+    origin: str,
+    conflicts: list[str] | None = None,
+    places: Mapping[str, str] | None = None,
 ) -> tuple[list[ChangeEvent], int]:
     """``events`` without repeats of an identical event, and how many were repeats.
 
     When one id carries two different contents, raises SourceError naming both (keeping
     either would silently lose a change); given ``conflicts``, keeps the first instead, as
     the daemon's state does, and says why there (a file's lines, read in several pieces).
+    ``places`` (a pull's :attr:`PullResult.places`, pieces merged by
+    :func:`pull_from_start`: an id's place is that of its last reading) names where the
+    repeat was read, else its position among ``events``.
     """
     first: dict[str, ChangeEvent] = {}
     out: list[ChangeEvent] = []
@@ -92,9 +98,11 @@ def unique_events(
             first[event.id] = event
             out.append(event)
         elif before != event:
+            where = places.get(event.id) if places is not None else None
             problem = (
                 f"duplicate event id {event.id!r} with different content: "
-                f"{_describe(before)} and, as event {position + 1}, {_describe(event)}"
+                f"{_describe(before)} and, "
+                f"{f'on {where}' if where else f'as event {position + 1}'}, {_describe(event)}"
             )
             if conflicts is None:
                 raise SourceError(f"{origin}: {problem}")

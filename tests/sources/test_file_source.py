@@ -128,6 +128,32 @@ def test_a_backlog_is_read_in_slices_of_whole_lines(tmp_path):
     assert source.pull(cursor).events == []
 
 
+def test_an_id_reused_with_other_content_in_a_later_slice_is_named_by_its_line(tmp_path):
+    """One slice refuses a repeated id itself; across slices the repeat is met only when the
+    pieces are put together (`healthd timeline` and `evaluate --config`), and the warning
+    names the line it was read on, not its position among the events (blank lines and
+    refused lines make the two differ)."""
+    from healthd.sources import unique_events
+    from healthd.sources.file import FileSource
+
+    path = tmp_path / "timeline.jsonl"
+    lines = [line(f"ev-{n}", f"v{n}", 1 + n % 28) for n in range(12)]
+    lines[3:3] = ["", "not json"]
+    lines.append(line("ev-2", "zig", 20))  # line 15: ev-2 was "v2" on line 3
+    path.write_text("\n".join(lines) + "\n")
+    whole = pull_from_start(FileSource("tl", str(path), slice_bytes=1000))
+    assert whole.error is None
+
+    kept, repeats = unique_events(whole.events, "source 'tl'", whole.skipped, whole.places)
+
+    assert [e.id for e in kept] == [f"ev-{n}" for n in range(12)] and repeats == 0
+    assert whole.skipped[-1] == (
+        "duplicate event id 'ev-2' with different content: added billing language='v2' at "
+        f"2024-01-03T00:00:00+00:00 and, on {path} line 15, added billing language='zig' at "
+        "2024-01-20T00:00:00+00:00; the first kept"
+    )
+
+
 def test_a_line_longer_than_a_slice_is_refused_naming_it_and_the_next_lines_read(tmp_path):
     from healthd.sources.file import FileSource
 
