@@ -341,7 +341,8 @@ class GitHubSource(TicketSource):
             f"{self.options.base_url}/repos/{self.options.repo}/issues/{number}/"
             f"{self.options.events_endpoint}"
         )
-        params: dict[str, Any] | None = {"per_page": self.options.per_page}
+        per_page = self.options.per_page
+        params: dict[str, Any] | None = {"per_page": per_page}
         items: list[Any] = []
         first_etag = None
         pages = 0
@@ -355,8 +356,10 @@ class GitHubSource(TicketSource):
                     f"GET {resp.url} returned {type(resp.data).__name__}, "
                     "expected a JSON array of issue events"
                 )
-            if pages == 0:
-                first_etag = resp.etag if "next" not in resp.links else None
+            if pages == 0 and "next" not in resp.links and len(resp.data) < per_page:
+                # (only a page with room left: a full one's next event opens a page 2 and
+                # leaves page 1 as it was, so its ETag would answer 304 for good)
+                first_etag = resp.etag
             items.extend(resp.data)
             pages += 1
             url, params = listing.next_url(resp), None

@@ -1033,6 +1033,30 @@ def test_an_unchanged_one_page_open_list_is_asked_again_with_its_etag(gh):
     assert json.loads(third.cursor)["open_etag"] == json.loads(second.cursor)["open_etag"]
 
 
+def test_an_issue_whose_events_fill_one_page_is_read_again_whole_when_it_changes(gh):
+    """Events are listed oldest first: a page holding exactly ``per_page`` of them stays as
+    it was when the next one comes, which opens a page 2. Its ETag would answer 304 to every
+    later run and hide the unassignment below for good; a full page's ETag is not kept."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(1, "Ledger", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
+        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],  # per_page is 2
+    )
+    source = make(gh)
+    first = source.pull(None)
+    assert first.ok and [e.fact.value for e in first.events] == ["alice"]
+    gh.issues[1].update(updated_at=T(3), assignees=[])
+    gh.events[1].append(assigned(103, T(3), "alice", unassign=True))
+
+    second = source.pull(first.cursor)
+
+    assert second.ok, second.error
+    assert [(e.type, e.fact.subject, e.reason) for e in second.events] == [
+        ("invalidated", "x", "alice unassigned from acme/payments#1")
+    ]
+
+
 def test_a_next_page_on_another_host_is_not_followed_and_the_token_stays_home(gh):
     # the server answers on 127.0.0.1; "localhost" is another origin (it reaches the same
     # server here, so a request there would be in the log)
