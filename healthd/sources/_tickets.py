@@ -349,13 +349,29 @@ def load_areas(state: Mapping[str, Any]) -> AreaOwners:
     return AreaOwners(table(state.get("areas")), table(state.get("lapsed_areas")))
 
 
+#: The cursor's fields a pull reads as text (or null), besides ``since``.
+_TEXT_FIELDS = ("list_since", "list_etag", "open_etag", "api")
+
+
 def load_cursor(cursor: str | None, kind: str) -> dict[str, Any]:
-    """Decode our own JSON cursor; raises ValueError on anything we did not write."""
+    """Decode our own JSON cursor; raises ValueError, naming the field, on anything we did
+    not write (a state file edited by hand, or another tool's)."""
     if not cursor:
         return {}
     state = json.loads(cursor)
     if not isinstance(state, dict) or state.get("kind") != kind:
         raise ValueError(f"not a {kind} cursor")
+    if state.get("since") is not None:
+        parse_time(state["since"], "since")
+    for name, value_type in (("seen", int), ("event_etags", str)):
+        table = state.get(name, {})
+        if not isinstance(table, dict) or not all(
+            isinstance(v, value_type) and not isinstance(v, bool) for v in table.values()
+        ):
+            raise ValueError(f"field {name!r} is not an object of {value_type.__name__}s")
+    for name in _TEXT_FIELDS:
+        if not isinstance(state.get(name), (str, type(None))):
+            raise ValueError(f"field {name!r} is not a string")
     return state
 
 

@@ -1057,6 +1057,29 @@ def test_an_issue_whose_events_fill_one_page_is_read_again_whole_when_it_changes
     ]
 
 
+@pytest.mark.parametrize(
+    ("state", "named"),
+    [
+        ({"since": "yesterday"}, "field 'since' is not an ISO 8601 timestamp: 'yesterday'"),
+        ({"since": 1704067200}, "field 'since' is missing or not a timestamp string"),
+        ({"seen": [1, 2]}, "field 'seen' is not an object of ints"),
+        ({"seen": {"acme/payments#1": "101"}}, "field 'seen' is not an object of ints"),
+        ({"event_etags": {"1": 7}}, "field 'event_etags' is not an object of strs"),
+        ({"list_etag": ["W/1"]}, "field 'list_etag' is not a string"),
+    ],
+)
+def test_a_cursor_with_a_field_of_the_wrong_shape_is_one_line_naming_it(gh, state, named):
+    """A state edited by hand, or written by another tool: the pull fails with the line that
+    says to reset the state, not a TypeError from deep inside it."""
+    cursor = json.dumps({"kind": "github", **state})
+    result = make(gh).pull(cursor)
+    assert result.events == [] and result.cursor == cursor
+    assert result.error == (
+        f"github source 'tickets': unreadable cursor ({named}); reset the source's state to "
+        "read from scratch"
+    )
+
+
 def test_a_next_page_on_another_host_is_not_followed_and_the_token_stays_home(gh):
     # the server answers on 127.0.0.1; "localhost" is another origin (it reaches the same
     # server here, so a request there would be in the log)

@@ -239,6 +239,15 @@ def _no_loss_no_dup(events):
     assert by_time(shape(events)) == by_time(EXPECTED)
 
 
+def test_a_cursor_with_a_field_of_the_wrong_shape_is_one_line_naming_it(jira):
+    cursor = json.dumps({"kind": "jira", "since": "2024-01-01", "seen": {}})
+    result = make(jira).pull(cursor)
+    assert result.events == [] and result.error == (
+        "jira source 'jira': unreadable cursor (field 'since' has no timezone: '2024-01-01'); "
+        "reset the source's state to read from scratch"
+    )
+
+
 def test_500_then_success(jira):
     sleeps = Sleeps()
     jira.fail(r"/search$", status=500, times=1)
