@@ -542,7 +542,10 @@ class GitHubSource(TicketSource):
                                         areas_told,
                                         issue.updated_at,
                                         order=(issue.number, watermark),
-                                        base_id=f"{KIND}:{subject}:{watermark}",
+                                        # (not the id of the last event's own claim,
+                                        # which this one repeats with other content)
+                                        base_id=f"{KIND}:{subject}:{watermark}:read:"
+                                        f"{int(issue.updated_at.timestamp())}",
                                         metadata={"url": issue.url, "event": "read"},
                                     )
                                 )

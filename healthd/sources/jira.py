@@ -683,7 +683,8 @@ class JiraSource(TicketSource):
                                 areas_told,
                                 updated,
                                 order=(*_key_order(key), watermark),
-                                base_id=f"{KIND}:{key}:{watermark}:read",
+                                base_id=f"{KIND}:{key}:{watermark}:read:"
+                                f"{int(updated.timestamp())}",
                                 metadata={"url": f"{self.options.base_url}/browse/{key}"},
                             )
                         )

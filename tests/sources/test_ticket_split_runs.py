@@ -131,3 +131,42 @@ def test_an_issue_the_paged_keys_list_misses_keeps_its_claim(jira):  # noqa: F81
     jira.route = original
     assert second.ok, second.error
     assert "PAY-7" in json.loads(second.cursor)["areas"]["Billing"]
+
+
+def test_a_claim_put_back_after_its_issue_was_gone_has_an_id_of_its_own(gh):  # noqa: F811
+    """#1 (alice, area x) answers 404 for a run, so its claim lapses and #3 claims x for
+    bob; then #1 is back. Putting alice back is a change of its own: its id is not that of
+    #1's first claim (which the daemon, having stored it, would drop unsaid)."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(1, "one", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
+        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
+    )
+    gh.add(gh_issue(2, "two", updated_at=T(1)), [])
+    source = make(gh, per_page=100)
+    first = source.pull(None)
+    issue, events = gh.issues.pop(1), gh.events.pop(1)  # transferred away, for a while
+    gh.issues[2]["updated_at"] = T(2)
+    _search_claim(gh, 3, "bob", 2)
+    gh.issues[3]["labels"] = [{"name": "area/x"}]
+    gh.events[3][0]["label"] = {"name": "area/x"}
+    second = source.pull(first.cursor)
+    gh.add({**issue, "updated_at": T(3)}, events)  # and back
+    third = source.pull(second.cursor)
+
+    runs = [first, second, third]
+    assert all(run.ok for run in runs)
+    said = [
+        (e.id, e.type, e.fact.value)
+        for run in runs
+        for e in run.events
+        if e.fact.predicate == "owners"
+    ]
+    assert [(kind, value) for _, kind, value in said] == [
+        ("added", "alice"),
+        ("revised", "bob"),  # alice's claim lapsed with her issue: bob's replaces it
+        ("revised", "alice bob"),  # and hers is back
+    ]
+    assert len({event_id for event_id, _, _ in said}) == len(said)
+    assert said[-1][0] == "github:acme/payments#1:102:read:1704276000:owners:x"
