@@ -336,6 +336,56 @@ def restores(
     return out
 
 
+def pending_claims(claims: Iterable[AreaClaim]) -> list[list[Any]]:
+    """Claims a failed pull read but did not fold, as its cursor keeps them: the tickets
+    they came from are marked read, so no later pull reads them again, and folded after
+    the next pull's older ones they would leave a lapse that a newer claim had replaced."""
+    return [
+        [
+            format_time(c.timestamp),
+            list(c.order),
+            c.area,
+            c.ticket,
+            sorted(c.owners),
+            c.reason,
+            c.base_id,
+            dict(c.metadata),
+            c.retracted,
+        ]
+        for c in claims
+    ]
+
+
+def load_pending_claims(state: Mapping[str, Any]) -> list[AreaClaim]:
+    """:func:`pending_claims` read back; ValueError when the cursor's are not such."""
+    out = []
+    for raw in state.get("pending_claims", []):
+        try:
+            at, order, area, ticket, owners, reason, base_id, metadata, retracted = raw
+            if not (
+                isinstance(order, list) and isinstance(owners, list) and isinstance(metadata, dict)
+            ):
+                raise TypeError
+            claim = AreaClaim(
+                parse_time(at, "pending_claims"),
+                tuple(order),
+                area,
+                ticket,
+                frozenset(owners),
+                reason,
+                base_id,
+                dict(metadata),
+                retracted,
+            )
+        except (TypeError, ValueError):
+            raise ValueError("field 'pending_claims' holds an item that is not a claim") from None
+        texts = (area, ticket, reason, base_id, *claim.owners, *claim.metadata.values())
+        if not all(isinstance(t, str) for t in texts) or not isinstance(retracted, bool):
+            raise ValueError("field 'pending_claims' holds an item that is not a claim")
+        out.append(claim)
+    return out
+
+
 def load_areas(state: Mapping[str, Any]) -> AreaOwners:
     def table(raw: Any) -> dict[str, dict[str, str]]:
         if not isinstance(raw, dict):
@@ -372,6 +422,9 @@ def load_cursor(cursor: str | None, kind: str) -> dict[str, Any]:
     for name in _TEXT_FIELDS:
         if not isinstance(state.get(name), (str, type(None))):
             raise ValueError(f"field {name!r} is not a string")
+    if not isinstance(state.get("pending_claims", []), list):
+        raise ValueError("field 'pending_claims' is not a list")
+    load_pending_claims(state)
     return state
 
 

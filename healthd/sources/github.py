@@ -63,7 +63,9 @@ from healthd.sources._tickets import (
     lapses_of_gone,
     load_areas,
     load_cursor,
+    load_pending_claims,
     parse_time,
+    pending_claims,
     require,
     restores,
     to_events,
@@ -383,19 +385,23 @@ class GitHubSource(TicketSource):
         skipped: list[str] = []
         new_etags: dict[str, str] = {}
         areas = load_areas(state)
-        claims: list[AreaClaim] = []
+        claims: list[AreaClaim] = load_pending_claims(state)  # (a failed pull's, unfolded)
         read: set[int] = set()  # the issues whose events this pull read
         areas_told: dict[str, set[str]] = {}  # per issue, the areas this pull has claims on
         open_etag: str | None = state.get("open_etag")
 
-        def cursor_now(complete: bool = False, **extra: Any) -> str:
-            # the area claims read so far become ownership events, and the state they leave
-            events.extend(fold_area_owners(claims, areas, self.name))
-            claims.clear()
+        def cursor_now(complete: bool = False, failed: bool = False, **extra: Any) -> str:
+            # the area claims read so far become ownership events, and the state they leave;
+            # a failed pull keeps them for the next one, which reads the older issues it
+            # did not reach, to fold them all in time order
+            if not failed:
+                events.extend(fold_area_owners(claims, areas, self.name))
+                claims.clear()
             # After a complete pull only the event ETags of issues read in it are kept (the
             # issues at the watermark, read again next time); after a failure, all of them.
             etags = new_etags if complete else {**old_etags, **new_etags}
             body = {
+                **({"pending_claims": pending_claims(claims)} if claims else {}),
                 "since": since,
                 "seen": seen,
                 "event_etags": etags,
@@ -442,7 +448,7 @@ class GitHubSource(TicketSource):
             done = cursor_now(bool(complete), **complete)
             return PullResult(_ordered(events), done, skipped=skipped)
         except HttpError as exc:
-            done = cursor_now()
+            done = cursor_now(failed=True)
             return PullResult(
                 _ordered(events),
                 done,

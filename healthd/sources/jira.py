@@ -77,7 +77,9 @@ from healthd.sources._tickets import (
     lapses_of_gone,
     load_areas,
     load_cursor,
+    load_pending_claims,
     parse_time,
+    pending_claims,
     require,
     restores,
     to_events,
@@ -631,16 +633,20 @@ class JiraSource(TicketSource):
         newest: datetime | None = parse_time(since, "since") if since else None
         pulled_at = datetime.fromtimestamp(self._clock(), UTC)
         areas = load_areas(state)
-        claims: list[AreaClaim] = []
+        claims: list[AreaClaim] = load_pending_claims(state)  # (a failed pull's, unfolded)
         read: set[str] = set()  # the issues this pull read
         areas_told: dict[str, set[str]] = {}  # per issue, the areas this pull has claims on
 
-        def cursor_now(watermark: str | None) -> str:
+        def cursor_now(watermark: str | None, failed: bool = False) -> str:
             # the component claims read so far become ownership events, and the state they
-            # leave
-            events.extend(fold_area_owners(claims, areas, self.name))
-            claims.clear()
+            # leave; a failed pull keeps them for the next one, which reads the older issues
+            # it did not reach, to fold them all in time order
+            if not failed:
+                events.extend(fold_area_owners(claims, areas, self.name))
+                claims.clear()
             body = {"since": watermark, "seen": seen, **areas.cursor()}
+            if claims:
+                body["pending_claims"] = pending_claims(claims)
             if self.options.api_version == "auto" and self._known_api:
                 body["api"] = self._api  # what the site told "auto", asked once
             return dump_cursor(KIND, body)
@@ -683,8 +689,7 @@ class JiraSource(TicketSource):
                                 areas_told,
                                 updated,
                                 order=(*_key_order(key), watermark),
-                                base_id=f"{KIND}:{key}:{watermark}:read:"
-                                f"{int(updated.timestamp())}",
+                                base_id=f"{KIND}:{key}:{watermark}:read:{int(updated.timestamp())}",
                                 metadata={"url": f"{self.options.base_url}/browse/{key}"},
                             )
                         )
@@ -699,7 +704,7 @@ class JiraSource(TicketSource):
                     '; Jira Cloud removed /rest/api/2/search: set api_version = "3" '
                     '(or leave it "auto" with the site\'s atlassian.net address)'
                 )
-            done = cursor_now(since)
+            done = cursor_now(since, failed=True)
             return PullResult(
                 _ordered(events),
                 done,

@@ -331,8 +331,11 @@ def test_persistent_5xx_fails_part_way_and_next_run_resumes_without_loss_or_dupl
     assert not failed.ok
     assert "/repos/acme/payments/issues/2/events" in failed.error
     assert "HTTP 502" in failed.error and "3 attempts" in failed.error
-    # newest first: issues 6 and 3 were read completely before issue 2 failed
-    assert {e.id.split(":")[1] for e in failed.events} == {f"{REPO}#6", f"{REPO}#3"}
+    # newest first: issues 6 and 3 were read completely before issue 2 failed; 3's events
+    # are given, 6's claim on an area waits in the cursor, to be folded in time order with
+    # the claims of the older issues the next run reads
+    assert {e.id.split(":")[1] for e in failed.events} == {f"{REPO}#3"}
+    assert {claim[3] for claim in json.loads(failed.cursor)["pending_claims"]} == {f"{REPO}#6"}
     assert json.loads(failed.cursor)["since"] is None  # the watermark did not move
     assert len(sleeps.calls) == 2
     events, cursor, results = run_all(source.pull, failed.cursor)
@@ -454,8 +457,10 @@ def test_truncated_json_on_a_later_page_keeps_what_was_read_and_resumes(gh):
     source = make(gh)
     partial = source.pull(None)
     assert not partial.ok and "page=2" in partial.error and "not valid JSON" in partial.error
-    # issues 6 and 3 (page 1, newest first) were read completely and are kept
-    assert {e.id.split(":")[1] for e in partial.events} == {f"{REPO}#6", f"{REPO}#3"}
+    # issues 6 and 3 (page 1, newest first) were read completely and are kept: 3's events,
+    # 6's area claim (in the cursor, until the older issues are read)
+    assert {e.id.split(":")[1] for e in partial.events} == {f"{REPO}#3"}
+    assert {claim[3] for claim in json.loads(partial.cursor)["pending_claims"]} == {f"{REPO}#6"}
     events, _, results = run_all(source.pull, partial.cursor)
     assert results[-1].ok
     _no_loss_no_dup(partial.events + events)
@@ -1066,6 +1071,10 @@ def test_an_issue_whose_events_fill_one_page_is_read_again_whole_when_it_changes
         ({"seen": {"acme/payments#1": "101"}}, "field 'seen' is not an object of ints"),
         ({"event_etags": {"1": 7}}, "field 'event_etags' is not an object of strs"),
         ({"list_etag": ["W/1"]}, "field 'list_etag' is not a string"),
+        (
+            {"pending_claims": [["2024-01-01T00:00:00Z"]]},
+            "field 'pending_claims' holds an item that is not a claim",
+        ),
     ],
 )
 def test_a_cursor_with_a_field_of_the_wrong_shape_is_one_line_naming_it(gh, state, named):

@@ -9,17 +9,20 @@ from _ticket_payloads import (  # noqa: F401
     _module_server,
     api_server,
     assigned,
+    closed,
     gh_event,
     gh_issue,
     jira_history,
     jira_issue,
     jira_item,
     labeled,
+    run_all,
 )
-from test_github_source import T, _search_claim, gh, make  # noqa: F401
+from test_github_source import REPO, T, _search_claim, gh, make  # noqa: F401
 from test_jira_source import T as JT
 from test_jira_source import _billing, jira  # noqa: F401
 from test_jira_source import make as make_jira
+from werkzeug import Response
 
 
 def test_an_issue_a_paged_open_list_misses_keeps_its_claim_as_a_pull_at_once_does(gh):  # noqa: F811
@@ -170,3 +173,114 @@ def test_a_claim_put_back_after_its_issue_was_gone_has_an_id_of_its_own(gh):  # 
     ]
     assert len({event_id for event_id, _, _ in said}) == len(said)
     assert said[-1][0] == "github:acme/payments#1:102:read:1704276000:owners:x"
+
+
+def _fail_once(fake, matches):
+    """The fake answers 500 the first time a request ``matches``, then as before."""
+    original, failed = fake.route, []
+
+    def route(request):
+        if not failed and matches(request):
+            failed.append(request)
+            return Response('{"message": "boom"}', status=500, content_type="application/json")
+        return original(request)
+
+    fake.route = route
+    return failed
+
+
+def _github_close_then_claim(fake):
+    """#1 (alice, area x) closes on day 5, so her claim lapses; #2 claims x for bob on day
+    10, which replaces it."""
+    fake.issues[1].update(state="closed", state_reason="completed", updated_at=T(5))
+    fake.events[1].append(closed(103, T(5)))
+    fake.add(
+        gh_issue(
+            2, "two", labels=("area/x",), assignees=("bob",), created_at=T(10), updated_at=T(10)
+        ),
+        [labeled(201, T(10), "area/x"), assigned(202, T(10), "bob")],
+    )
+
+
+def test_a_pull_failing_before_the_older_issues_folds_their_claims_in_time_order(gh):  # noqa: F811
+    """Issues are listed newest first: a pull failing on page 2 has read bob's day-10 claim
+    and not the day-5 close of alice's issue. Folded then and the close later, alice's
+    lapse came after bob's claim and stayed: 'alice bob' for good, where a pull that did
+    not fail says 'bob'. The failed pull keeps its claims for the next one."""
+    outcomes = {}
+    for failing in (False, True):
+        gh.issues.clear()
+        gh.events.clear()
+        gh.add(
+            gh_issue(1, "one", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
+            [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
+        )
+        source = make(gh, per_page=1, max_retries=0)
+        first = source.pull(None)
+        _github_close_then_claim(gh)
+        original = gh.route
+        if failing:
+            _fail_once(gh, lambda r: r.path.endswith("/issues") and r.args.get("page") == "2")
+        events, cursor, results = run_all(source.pull, first.cursor)
+        gh.route = original
+        assert [r.ok for r in results] == ([False, True] if failing else [True])
+        said = [(e.type, e.fact.value) for e in events if e.fact.predicate == "owners"]
+        state = json.loads(cursor)
+        outcomes[failing] = (said, state["areas"], state["lapsed_areas"], "pending_claims" in state)
+    assert (
+        outcomes[True]
+        == outcomes[False]
+        == (
+            [("revised", "bob")],
+            {"x": {f"{REPO}#2": "bob"}},
+            {},
+            False,
+        )
+    )
+
+
+def test_a_jira_pull_failing_before_the_older_issues_folds_their_claims_in_time_order(jira):  # noqa: F811
+    outcomes = {}
+    for failing in (False, True):
+        jira.issues.clear()
+        jira.add(_billing("PAY-1", "alice", 1))
+        source = make_jira(jira, page_size=1, max_retries=0)
+        first = source.pull(None)
+        jira.issues["PAY-1"] = _billing(
+            "PAY-1",
+            "alice",
+            1,
+            extra_histories=[
+                jira_history(
+                    111,
+                    JT(5),
+                    jira_item("resolution", None, None, "1", "Done"),
+                    jira_item("status", "1", "To Do", "3", "Done"),
+                )
+            ],
+            updated=JT(5),
+        )
+        jira.issues["PAY-1"]["fields"].update(
+            status={"name": "Done", "statusCategory": {"key": "done"}},
+            resolution={"id": "1", "name": "Done"},
+        )
+        jira.add(_billing("PAY-2", "bob", 10))
+        original = jira.route
+        if failing:
+            _fail_once(jira, lambda r: r.path.endswith("/search") and r.args.get("startAt") == "1")
+        events, cursor, results = run_all(source.pull, first.cursor)
+        jira.route = original
+        assert [r.ok for r in results] == ([False, True] if failing else [True])
+        said = [(e.type, e.fact.value) for e in events if e.fact.predicate == "owners"]
+        state = json.loads(cursor)
+        outcomes[failing] = (said, state["areas"], state["lapsed_areas"], "pending_claims" in state)
+    assert (
+        outcomes[True]
+        == outcomes[False]
+        == (
+            [("revised", "bob")],
+            {"Billing": {"PAY-2": "bob"}},
+            {},
+            False,
+        )
+    )
