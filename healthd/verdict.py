@@ -132,13 +132,21 @@ def ratio_crossings(
 
 
 def run_crossings(
-    book: AlertBook, last_run: float | None, last_success: float | None, now: float
+    book: AlertBook,
+    last_run: float | None,
+    last_success: float | None,
+    now: float,
+    schedule_seconds: float | None = None,
 ) -> list[Crossing]:
-    """``HealthdRunsFailing`` and ``HealthdNoRecentSuccess`` from a target's run times."""
+    """``HealthdRunsFailing`` and ``HealthdNoRecentSuccess`` from a target's run times. A
+    success is stale after two schedule periods: the rules' ``schedule_seconds``, or the
+    daemon's own schedule's longest gap between runs when that is longer (an hourly daemon
+    judged by the every-minute default was said to be critical 58 minutes an hour)."""
     out = []
     if last_run is not None and (last_success is None or last_run > last_success):
         out.append(_crossing(book, "HealthdRunsFailing", "the newest run failed"))
-    stale_after = 2 * float(book.thresholds["schedule_seconds"])
+    period = max(float(book.thresholds["schedule_seconds"]), schedule_seconds or 0.0)
+    stale_after = 2 * period
     if last_success is not None and now - last_success > stale_after:
         out.append(
             _crossing(

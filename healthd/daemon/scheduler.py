@@ -39,6 +39,20 @@ class Schedule:
         """About half the period, at least a second."""
         return max(1, int(self.period.total_seconds() / 2))
 
+    def longest_gap(self, fires: int = 64) -> timedelta:
+        """The longest time between two runs among the next ``fires`` (weekdays at nine:
+        Friday to Monday, three days), what "no run for two periods" must wait for."""
+        longest = self.period
+        at = self.trigger.get_next_fire_time(None, datetime.now(UTC))
+        for _ in range(fires):
+            if at is None:
+                break
+            after = self.trigger.get_next_fire_time(at, at + timedelta(microseconds=1))
+            if after is None:
+                break
+            longest, at = max(longest, after - at), after
+        return longest
+
 
 def _day_number(text: str) -> int:
     if not text.isdigit() or not 0 <= int(text) <= 7:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -111,6 +112,14 @@ class Views:
     def view_version(self) -> int:
         return self.version
 
+    @functools.cached_property
+    def schedule_seconds(self) -> float:
+        """The longest gap between two scheduled runs (the page judges "no recent success"
+        by it); a runner lives as long as its settings' schedule."""
+        from healthd.daemon.scheduler import parse_schedule
+
+        return parse_schedule(self.settings.schedule.cron).longest_gap().total_seconds()
+
     def view(self) -> dict[str, Any]:
         with self._view_lock:
             return {
@@ -133,6 +142,7 @@ class Views:
                 "windows": self.settings.staleness.windows(),
                 "roles": {name: self.settings.targets[name].role for name in self.targets},
                 "runbook_url": self.settings.runbook_url,
+                "schedule_seconds": self.schedule_seconds,
             }
 
     def ready(self) -> bool:

@@ -176,7 +176,9 @@ def verdicts(view: Mapping[str, Any], now: float) -> list[Verdict]:
     roles = view.get("roles", {})
     out = []
     for name, row in view["targets"].items():
-        runs = run_crossings(book, row.last_run, row.last_success, now)
+        runs = run_crossings(
+            book, row.last_run, row.last_success, now, view.get("schedule_seconds")
+        )
         metrics = row.results["metrics"]["all"] if row.results else None
         bounds = (row.results or {}).get("spread", {}).get("all")
         out.append(judge(name, roles.get(name, SUBJECT), metrics, runs, book, bounds))

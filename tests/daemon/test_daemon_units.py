@@ -1080,6 +1080,41 @@ def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
     assert "HealthdNoRecentSuccess</a>" in late and "#healthdnorecentsuccess" in late
 
 
+def test_the_live_verdict_waits_two_of_the_daemons_own_periods_when_longer(tmp_path):
+    """An hourly daemon's last success 126 s ago is no stale one: the page judges "no recent
+    success" by twice the longest gap between its own runs when that is longer than the
+    rules' every-minute default (it said critical for 58 minutes of every hour)."""
+    from healthd.daemon.state import TargetRow
+    from healthd.report.live import live_html
+    from healthd.scoring import DEFAULT_WINDOWS
+
+    assert parse_schedule("@hourly").longest_gap().total_seconds() == 3600
+    assert parse_schedule("0 9 * * MON-FRI").longest_gap().total_seconds() == 3 * 86400
+    assert parse_schedule("* * * * *").longest_gap().total_seconds() == 60
+    view = {
+        "targets": {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
+        "sources": {},
+        "roles": {"mem": "subject"},
+        "pages": {},
+        "windows": DEFAULT_WINDOWS,
+        "missed_runs": 0,
+        "runs_completed": 1,
+        "last_run": None,
+        "history": [],
+        "schedule_seconds": 3600.0,
+    }
+    assert "HealthdNoRecentSuccess" not in live_html(view, True, now=1000.0 + 126)
+    assert "HealthdNoRecentSuccess" not in live_html(view, True, now=1000.0 + 7200)
+    late = live_html(view, True, now=1000.0 + 7201)
+    assert "HealthdNoRecentSuccess</a>" in late and "last success 7201 s ago &gt; 7200 s" in late
+    runner, state = _runner(tmp_path, cron="@hourly")
+    try:
+        assert runner.view()["schedule_seconds"] == 3600.0
+    finally:
+        runner.close()
+        state.close()
+
+
 def test_the_runbook_url_of_the_alerts_is_where_the_live_verdict_links(tmp_path):
     """HEALTHD_RUNBOOK_URL, which alerts/generate.py reads for the rules' links, is the
     daemon's `runbook_url` too (it used to stop `run` as an unknown setting): the page's
