@@ -98,9 +98,10 @@ def recording_rules() -> list[dict[str, str]]:
     return [
         {
             "record": "target:healthd_runs_failure:ratio_rate1h",
+            # (an hour without a run is no sample, not 0/0: NaN on the stat panel)
             "expr": 'sum without (result) (rate(healthd_runs_total{result="failure"}[1h]))\n'
             "/\n"
-            "sum without (result) (rate(healthd_runs_total[1h]))\n",
+            "(sum without (result) (rate(healthd_runs_total[1h])) > 0)\n",
         },
         {
             "record": "target:healthd_last_success:age_seconds",
@@ -108,13 +109,15 @@ def recording_rules() -> list[dict[str, str]]:
         },
         {
             "record": "target:healthd_run_duration_seconds:p95_rate1h",
-            "expr": "histogram_quantile(0.95, rate(healthd_run_duration_seconds_bucket[1h]))",
+            "expr": "histogram_quantile(0.95, rate(healthd_run_duration_seconds_bucket[1h]))\n"
+            "and\n"
+            "rate(healthd_run_duration_seconds_count[1h]) > 0\n",
         },
         {
             "record": "target:healthd_run_duration_seconds:mean_rate1h",
             "expr": "rate(healthd_run_duration_seconds_sum[1h])\n"
             "/\n"
-            "rate(healthd_run_duration_seconds_count[1h])\n",
+            "(rate(healthd_run_duration_seconds_count[1h]) > 0)\n",
         },
         {
             "record": "target:healthd_probe_set_versions:count1d",
