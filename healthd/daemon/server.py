@@ -454,7 +454,18 @@ def build_app(
         start_response("404 Not Found", list(_TEXT))
         return [b"not found; try /, /metrics, /healthz or /readyz\n"]
 
-    return app
+    def answer(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        body = app(environ, start_response)
+        if environ.get("REQUEST_METHOD") != "HEAD":
+            return body
+        # HEAD: GET's status and headers (its Content-Length too, as RFC 9110 allows), no
+        # body; wsgiref would send the whole body
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+        return []
+
+    return answer
 
 
 class HttpServer:

@@ -476,3 +476,32 @@ def test_check_config_print_loads_back_whatever_the_names_and_values_hold(tmp_pa
     printed.write_text(capsys.readouterr().out)
     again = load_settings(str(printed))
     assert again.sources["caf\u00e9"].options["path"] == str(timeline)
+
+
+def test_head_answers_with_the_headers_of_get_and_no_body():
+    """A HEAD of /metrics (a load balancer's or an uptime checker's probe) gets GET's status
+    and headers without the exposition: wsgiref would send all of it."""
+    registry = CollectorRegistry()
+    Gauge("up_probe", "a gauge", registry=registry).set(1)
+    http = server.HttpServer("127.0.0.1", 0, server.build_app(registry, lambda: {}, lambda: True))
+    http.start()
+    try:
+        for path in ("/metrics", "/healthz", "/no-such-page"):
+            url = f"http://127.0.0.1:{http.port}{path}"
+            got = requests.get(url, timeout=5)
+            with socket.create_connection(("127.0.0.1", http.port), timeout=5) as conn:
+                conn.sendall(f"HEAD {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
+                raw = b""
+                while chunk := conn.recv(65536):
+                    raw += chunk
+            head, _, body = raw.partition(b"\r\n\r\n")
+            status = head.split(b"\r\n")[0].split(b" ", 2)[1]
+            assert int(status) == got.status_code and body == b"", path
+            length = [
+                v
+                for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+                if k.lower() == b"content-length"
+            ]
+            assert length == [str(len(got.content)).encode()] or path != "/metrics", path
+    finally:
+        http.stop()
