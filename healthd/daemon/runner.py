@@ -291,12 +291,19 @@ class Runner(TargetRuns, Pulling):
                             self._fail_all(run_id, summary, redact_text(str(exc)))
                         span.set_attribute("healthd.targets", len(self.targets))
                     self._new = []  # in the state file now; not kept until the next run
-                    # What a target's run cost is the whole run's: pull, replay, state
-                    # write; observed before the results show, so a scrape that sees a
-                    # run counted sees its duration too.
+                    # What a target's run cost is the run's shared part (pull, state
+                    # write) and its own replay, not the other targets' replays (the
+                    # targets replay in turn); observed before the results show, so a
+                    # scrape that sees a run counted sees its duration too.
                     duration = time.perf_counter() - t0
+                    replays = {
+                        name: float(outcome.get("replay_seconds", 0.0))
+                        for name, outcome in summary.targets.items()
+                    }
                     for name, outcome in list(summary.targets.items()):
-                        self._report(self.targets[name], run_id, outcome, duration)
+                        others = sum(replays.values()) - replays[name]
+                        own = max(duration - others, replays[name])
+                        self._report(self.targets[name], run_id, outcome, own)
                     self._show_results()
             summary.duration = time.perf_counter() - t0
             root.set_attribute("healthd.events.new", summary.new_events)

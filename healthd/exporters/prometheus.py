@@ -470,7 +470,7 @@ def build_registry(
     registry.register(HealthdCollector(view, clock))
     histogram = Histogram(
         "healthd_run_duration_seconds",
-        "Duration of a target's run",
+        "Duration of a target's run: the run's pull and state write, and its own replay",
         ["target", "role"],
         buckets=DURATION_BUCKETS,
         registry=registry,

@@ -652,6 +652,44 @@ def test_the_observed_run_duration_covers_the_state_write(tmp_path, monkeypatch)
     state.close()
 
 
+def test_a_targets_observed_duration_leaves_the_other_targets_replays_out(tmp_path, monkeypatch):
+    """Targets replay in turn: each one's duration is the run's shared part (pull, state
+    write) and its own replay, so the slow one stands out (each used to be given the whole
+    run's time, the same for all)."""
+    from healthd.daemon import target_run
+
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text(EXAMPLE.read_text())
+    config = toml_config(
+        tmp_path,
+        port=1,
+        sources={"t": {"kind": "file", "path": str(timeline)}},
+        targets={
+            "slow": {"kind": "naive", "shadow": True},
+            "quick": {"kind": "naive", "shadow": True},
+        },
+    )
+    settings = load_settings(str(config))
+    state = StateStore(settings.state_path)
+    observed: dict[str, float] = {}
+    tracer = get_tracer(build_tracer_provider(exporter=InMemorySpanExporter()))
+    runner = Runner(settings, state, tracer, observe_duration=observed.__setitem__)
+    build = target_run.build_shadow
+
+    def slow_to_build(t):
+        if t.name == "slow":
+            time.sleep(0.5)
+        return build(t)
+
+    monkeypatch.setattr(target_run, "build_shadow", slow_to_build)
+    run = runner.run_once()
+    assert observed["slow"] >= 0.5 > observed["quick"], observed
+    assert run.duration >= observed["slow"] and run.duration >= 0.5 + observed["quick"] - 0.05
+    assert run.targets["quick"]["duration_seconds"] == round(observed["quick"], 6)
+    runner.close()
+    state.close()
+
+
 def test_a_restart_resumes_the_reference_shadow_from_its_own_state_not_the_events(tmp_path):
     """Restored from the rows kept beside the shadow (no event parsed, no probe asked), the
     replay goes on to report exactly what one replay over every event reports."""
