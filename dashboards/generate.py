@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate healthd's Grafana dashboards with grafana-foundation-sdk.
 
-    python dashboards/generate.py [--out DIR]
+    python dashboards/generate.py [--out DIR] [--runbook-url URL]
 
 writes ``healthd-memory-health.json`` and ``healthd-operations.json`` into
 ``dashboards/json/`` (or DIR). The JSON is committed next to this script; the tests
@@ -23,7 +23,8 @@ Conventions, so the dashboards work unchanged for one sidecar or a fleet:
 * baselines apart: the memory-health panels coloured by the alert thresholds show the real
   targets (``role!="baseline"``); the baselines (``naive``, or a target declared
   ``baseline = true``), meant to fail, have their own row in a neutral colour;
-* every panel links to its runbook entry (``docs/runbook.md``) and every value to the
+* every panel links to its runbook entry (``docs/runbook.md``, or where ``--runbook-url`` /
+  ``HEALTHD_RUNBOOK_URL`` says a team reads it, as for the alerts) and every value to the
   sidecar's own page (``/`` of the series' ``instance``, over ``$healthd_scheme``).
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -733,9 +735,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--thresholds", type=Path, default=THRESHOLDS)
+    parser.add_argument(
+        "--runbook-url",
+        default=os.environ.get("HEALTHD_RUNBOOK_URL") or None,
+        help="the runbook's address, in place of thresholds.yml's runbook_url, as "
+        "alerts/generate.py takes it (default: $HEALTHD_RUNBOOK_URL)",
+    )
     args = parser.parse_args(argv)
+    thresholds = load_thresholds(args.thresholds)
+    if args.runbook_url:
+        thresholds["runbook_url"] = args.runbook_url
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, text in render(load_thresholds(args.thresholds)).items():
+    for name, text in render(thresholds).items():
         (args.out / name).write_text(text)
     return 0
 

@@ -251,3 +251,30 @@ def test_every_panel_links_to_its_runbook_entry_and_values_to_the_sidecar_page()
             (value_link,) = panel["fieldConfig"]["defaults"]["links"]
             assert value_link["url"] == "${healthd_scheme}://${__field.labels.instance}/"
     assert {"healthdconsistencylow", "healthdrunsfailing", "healthdsourcedown"} <= linked
+
+
+def test_the_runbook_address_is_set_at_generation_as_for_the_alerts(tmp_path):
+    """As committed the panels link to the runbook's path in the repository, which Grafana
+    resolves under its own address; rendered with the team's address (the flag, or
+    HEALTHD_RUNBOOK_URL as alerts/generate.py reads it), every panel links there."""
+    import os
+
+    url = "https://git.example.com/platform/healthd/-/blob/main/docs/runbook.md"
+    for how, env in (
+        (
+            ["--runbook-url", url],
+            {k: v for k, v in os.environ.items() if k != "HEALTHD_RUNBOOK_URL"},
+        ),
+        ([], {**os.environ, "HEALTHD_RUNBOOK_URL": url}),
+    ):
+        out = tmp_path / ("flag" if how else "env")
+        generate = [sys.executable, str(DASHBOARDS / "generate.py"), "--out", str(out), *how]
+        proc = subprocess.run(generate, env=env, cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        links = [
+            panel["links"][0]["url"]
+            for path in sorted(out.glob("*.json"))
+            for panel in panels(json.loads(path.read_text()))
+            if panel["type"] != "row"
+        ]
+        assert links and all(link.partition("#")[0] == url for link in links), how
