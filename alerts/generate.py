@@ -121,7 +121,15 @@ def recording_rules() -> list[dict[str, str]]:
         },
         {
             "record": "target:healthd_probe_set_versions:count1d",
-            "expr": "count without (version) (count_over_time(healthd_probe_set_info[1d]))",
+            "expr": "count without (version, setup) (count_over_time(healthd_probe_set_info[1d]))",
+        },
+        {
+            # the setups (probe file, reader, options, retrieval layer, sources) of the day:
+            # the versions also follow every new fact, which an active project adds daily
+            "record": "target:healthd_probe_setups:count1d",
+            "expr": "count without (setup) (\n"
+            "  count without (version) (count_over_time(healthd_probe_set_info[1d]))\n"
+            ")\n",
         },
         # the worst target of each role (subjects and baselines apart) per sidecar
         *worst,
@@ -189,12 +197,12 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
             f"  - {bound('consistency', 'upper', sel)}\n"
             f") > {co['max_drop_1d']}\n"
             "unless ignoring (domain)\n"
-            "  (target:healthd_probe_set_versions:count1d > 1)\n",
+            "  (target:healthd_probe_setups:count1d > 1)\n",
             co["drop_for"],
             "warning",
             f"Consistency of {tgt} dropped against the day before",
             f"Consistency of target {tgt} is {val_pct} lower than 24 hours ago (more than "
-            f"{pct(co['max_drop_1d'])}) with the same probe set. Something changed since "
+            f"{pct(co['max_drop_1d'])}) with the same probes configured. Something changed since "
             "yesterday: the project (a reorganisation the memory missed) or the memory "
             "(an ingestion or embedding change).",
             rb,

@@ -5,6 +5,7 @@ Pure: no I/O here except :func:`load_probe_file`, which only reads and validates
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -116,6 +117,13 @@ class ProbeSet:
         texts = [known.get(i) or _canonical(first[i]) for i in sorted(first)]
         listed = "[" + ", ".join(texts) + "]"
         object.__setattr__(self, "version", hashlib.sha256(listed.encode()).hexdigest()[:16])
+
+    @functools.cached_property
+    def file_version(self) -> str:
+        """The digest of the probes written in a file alone (the generated ones follow the
+        project's keys): a changed probe file changes it, a new fact does not."""
+        texts = sorted(_canonical(p) for p in self.probes if p.origin == "file")
+        return hashlib.sha256(("[" + ", ".join(texts) + "]").encode()).hexdigest()[:16]
 
     def __len__(self) -> int:
         return len(self.probes)

@@ -5,6 +5,8 @@ the state file (:mod:`healthd.daemon.shadows`)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -35,7 +37,7 @@ from healthd.memory import (
     llm_block,
     retrieval_fingerprint,
 )
-from healthd.memory.fingerprint import UNDECLARED
+from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import ChangeEvent, FactKey, is_sweep
 from healthd.probes import ProbeSet
 from healthd.reading import versioned
@@ -225,6 +227,7 @@ class TargetRuns(Shadows):
                     "probes": replay.active_probes,
                     "probe_set_version": version,
                     "info_version": info_version,
+                    "probe_setup": self._probe_setup(t, probes, replay.reader.label, retrieval),
                     "retrieval": retrieval.as_json(),
                     "retrieval_changes": t.retrieval_changes,
                     "retrieval_changed_items": replay.retrieval_changed_items(),
@@ -469,6 +472,18 @@ class TargetRuns(Shadows):
             fingerprint=current.id,
         )
         return True
+
+    def _probe_setup(
+        self, t: TargetRuntime, probes: ProbeSet, reader: str, retrieval: RetrievalFingerprint
+    ) -> str:
+        """What a target is configured to be measured by, apart from the project's own keys:
+        the probe file, the reader, the target's options and policy, its retrieval layer and
+        the sources read. The version of the probe set also follows every new key; this
+        changes only with the configuration, so "the same probes as yesterday" can be asked
+        of a project that gains facts every day."""
+        sources = sorted((name, cfg.kind) for name, cfg in self.settings.sources.items())
+        text = json.dumps([probes.file_version, reader, t.fingerprint, retrieval.id, sources])
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def _report(
         self, t: TargetRuntime, run_id: str, outcome: dict[str, Any], duration: float

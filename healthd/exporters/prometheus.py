@@ -176,8 +176,10 @@ class HealthdCollector(Collector):
             "healthd_probe_set_info",
             "The probe set and evaluation "
             "policy a target's numbers are measured against: "
-            "<probe set hash>-<policy hash>[-<retrieval fingerprint>]",
-            labels=["target", "role", "version"],
+            "<probe set hash>-<policy hash>[-<retrieval fingerprint>]; setup: what of it is "
+            "configured (probe file, reader, options, retrieval layer, sources), unchanged "
+            "by new facts",
+            labels=["target", "role", "version", "setup"],
         )
         retrieval = GaugeMetricFamily(
             "healthd_retrieval_info",
@@ -225,7 +227,7 @@ class HealthdCollector(Collector):
                 newest = res.get("newest_event")
             if newest is not None:
                 lag.add_metric(who, now - newest)
-            info.add_metric([*who, res["info_version"]], 1)
+            info.add_metric([*who, res["info_version"], res.get("probe_setup", "")], 1)
             if isinstance(res.get("retrieval"), dict):
                 fingerprint = RetrievalFingerprint.from_json(res["retrieval"])
                 retrieval.add_metric(

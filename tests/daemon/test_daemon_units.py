@@ -600,6 +600,47 @@ def _the_example_s_first_70_on_a_reference_shadow(tmp_path):
     return timeline, lines, kw
 
 
+def test_a_new_fact_changes_the_probe_sets_version_and_not_its_setup(tmp_path):
+    """healthd_probe_set_info's version follows every key (a probe per key); its setup only
+    what is configured. HealthdConsistencyDropped holds off for a day after a new setup, not
+    after a new fact, which an active project adds every day."""
+    from healthd.exporters.prometheus import build_registry
+
+    for part in ("a", "b"):
+        (tmp_path / part).mkdir()
+    timeline, lines, kw = _the_example_s_first_70_on_a_reference_shadow(tmp_path / "a")
+    runner, state = _runner(tmp_path / "a", **kw)
+    first = runner.run_once().targets["reference"]
+    before = state.targets()["reference"].results
+    new_service = json.loads(lines[0])
+    new_service.update(id="new-service", fact={**new_service["fact"], "subject": "ledger-v9"})
+    with timeline.open("a") as out:
+        out.write(json.dumps(new_service) + "\n")
+    assert runner.run_once().targets["reference"]["result"] == first["result"] == "success"
+    after = state.targets()["reference"].results
+    assert after["info_version"] != before["info_version"]
+    assert after["probe_setup"] == before["probe_setup"]
+    registry, _ = build_registry(runner.view)
+    (info,) = [m for m in registry.collect() if m.name == "healthd_probe_set_info"]
+    assert [s.labels["setup"] for s in info.samples] == [after["probe_setup"]]
+    runner.close()
+    state.close()
+
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text(
+        json.dumps(
+            {"id": "stack", "question": "What is auth built with?", "subject": "auth",
+             "predicate": "language", "domain": "tech"}
+        ) + "\n"
+    )  # fmt: skip
+    _, _, kw = _the_example_s_first_70_on_a_reference_shadow(tmp_path / "b")
+    runner, state = _runner(tmp_path / "b", extra=f"probes = {json.dumps(str(probes))}", **kw)
+    runner.run_once()
+    assert state.targets()["reference"].results["probe_setup"] != before["probe_setup"]
+    runner.close()
+    state.close()
+
+
 def test_a_run_with_nothing_new_replays_and_writes_nothing_of_the_history(tmp_path):
     kw = _example_on_a_reference_shadow(tmp_path)
     runner, state = _runner(tmp_path, **kw)
