@@ -24,7 +24,8 @@ issue from its creation:
   query (moved, deleted, filtered out: the search for updated issues never returns it)
   lapses once a run finds it no longer among the query's unresolved issues. Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
-  carry), else ``name``; ``user_field`` picks one.
+  carry), else ``name``; ``user_field`` picks one (a changelog id is read as the picked
+  field of the user object the issue holds with that id).
 
 ``api_version = "auto"`` (the default) searches ``/rest/api/3/search/jql`` with
 ``nextPageToken`` on Jira Cloud (which answers 410 on the old API) and
@@ -287,9 +288,12 @@ class JiraSource(TicketSource):
         ]
 
     @staticmethod
-    def _apply(st: _State, item: dict[str, Any], forward: bool) -> str:
+    def _apply(
+        st: _State, item: dict[str, Any], forward: bool, names: Mapping[str, str] | None = None
+    ) -> str:
         """Apply one changelog item (forward: to its new value; backward: to its old one).
-        Returns the reason text for an invalidation it may cause."""
+        Returns the reason text for an invalidation it may cause. ``names``: the name
+        ``user_field`` picks for each user id a changelog item carries."""
         field = _field(item)
         new_s, old_s = item.get("toString"), item.get("fromString")
         new_id, old_id = item.get("to"), item.get("from")
@@ -308,6 +312,8 @@ class JiraSource(TicketSource):
             return f"resolved as {new_s}"
         if field == "assignee":
             st.assignee = new_id if isinstance(new_id, str) and new_id else None
+            if st.assignee is not None and names is not None:
+                st.assignee = names.get(st.assignee, st.assignee)
             if st.assignee is not None:
                 return f"assigned to {st.assignee}"
             return f"{old_id} unassigned" if isinstance(old_id, str) and old_id else "unassigned"
@@ -329,6 +335,26 @@ class JiraSource(TicketSource):
             st.issuetype = new_s if isinstance(new_s, str) else None
             return f"issue type changed to {new_s}"
         return ""
+
+    def _user_names(self, fields: dict[str, Any], histories: list[Any]) -> dict[str, str] | None:
+        """With ``user_field`` a name or an e-mail address: each user id a changelog item
+        can carry (``accountId``, ``key``) → that field, read from the user objects the issue
+        holds (its assignee, reporter and creator, each history's author). Changelog items
+        carry ids alone, so without it one person was two owners: the name the fields give
+        and the id the changelog gives. None when the field is an id itself."""
+        field = self.options.user_field
+        if field not in ("name", "emailAddress"):
+            return None
+        users = [fields.get(k) for k in ("assignee", "reporter", "creator")]
+        users += [h.get("author") for h in histories if isinstance(h, dict)]
+        names: dict[str, str] = {}
+        for user in users:
+            if not isinstance(user, dict) or not isinstance(user.get(field), str):
+                continue
+            for id_field in ("accountId", "key"):
+                if isinstance(user.get(id_field), str) and user[id_field]:
+                    names.setdefault(user[id_field], user[field])
+        return names
 
     _TRACKED = frozenset(
         {"summary", "status", "resolution", "assignee", "components", "labels", "issuetype"}
@@ -352,6 +378,7 @@ class JiraSource(TicketSource):
         created = parse_time(fields.get("created"), "fields.created")
         current = _State(fields, self.options.user_field)
         url = f"{self.options.base_url}/browse/{key}"
+        names = self._user_names(fields, histories)
         parsed = []
         for index, raw in enumerate(histories):
             try:
@@ -367,12 +394,26 @@ class JiraSource(TicketSource):
             except (Malformed, ValueError) as exc:
                 skipped.append(f"{key} history #{index}: {exc}")
         parsed.sort(key=lambda h: (h[0], h[1]))
+        if names is not None:
+            unnamed = {
+                who
+                for _, _, items in parsed
+                for item in items
+                if _field(item) == "assignee"
+                for who in (item.get("from"), item.get("to"))
+                if isinstance(who, str) and who and who not in names
+            }
+            skipped.extend(
+                f"{key}: the changelog names assignee {who} by id and the issue holds no user "
+                f"object to read its {self.options.user_field} from; named by its id"
+                for who in sorted(unnamed)
+            )
         # Walk back from the current fields to the state at creation.
         st = current
         for _, _hid, items in reversed(parsed):
             for item in reversed(items):
                 try:
-                    self._apply(st, item, forward=False)
+                    self._apply(st, item, forward=False, names=names)
                 except Malformed:
                     pass
         out: list[ChangeEvent] = []
@@ -410,7 +451,7 @@ class JiraSource(TicketSource):
                 if _field(item) not in self._TRACKED:
                     continue
                 try:
-                    reasons.append(self._apply(st, item, forward=True))
+                    reasons.append(self._apply(st, item, forward=True, names=names))
                 except Malformed as exc:
                     skipped.append(f"{key} history {hid} item {index}: {exc}")
                     continue

@@ -907,3 +907,46 @@ def test_a_search_longer_than_max_pages_is_one_error_naming_the_bound(jira, api_
     result = make(jira, api_version=api_version, page_size=1, max_pages=2).pull(None)
     assert not result.ok and "more than max_pages=2 pages" in result.error
     assert make(jira, api_version=api_version, page_size=1, max_pages=3).pull(None).ok
+
+
+def test_user_field_name_names_a_changelog_assignee_as_the_fields_do(jira):
+    """Data Center: an issue's assignee object has a user name and a key; the changelog's
+    `to` carries the key alone. With user_field = "name" one person was two owners ('dana'
+    from the fields, 'JIRAUSER10100' from the changelog); a key is now read as the name the
+    issue's user objects give it, and a key no object in the issue names is said, once."""
+    jira.issues.clear()
+    dana = {"name": "dana", "key": "JIRAUSER10100", "displayName": "Dana"}
+    first = jira_issue("PAY-9", "Ledger export", components=("Ledger",), created=T(1), updated=T(1))
+    first["fields"]["assignee"] = dana
+    second = jira_issue(
+        "PAY-10",
+        "Ledger import",
+        components=("Ledger",),
+        created=T(2),
+        updated=T(3),
+        histories=[
+            jira_history(10100, T(3), jira_item("assignee", None, None, "JIRAUSER10100", "Dana"))
+        ],
+    )
+    second["fields"]["assignee"] = dana
+    third = jira_issue(
+        "PAY-12",
+        "Ledger audit",
+        components=("Ledger",),
+        created=T(5),
+        updated=T(7),
+        histories=[
+            jira_history(12100, T(6), jira_item("assignee", None, None, "JIRAUSER40400", "Gil")),
+            jira_history(12101, T(7), jira_item("assignee", "JIRAUSER40400", "Gil", None, None)),
+        ],
+    )
+    for issue in (first, second, third):
+        jira.add(issue)
+    result = make(jira, user_field="name", page_size=50).pull(None)
+    assert result.ok, result.error
+    owners = [(e.type, e.fact.value) for e in result.events if e.fact.predicate == "owners"]
+    assert owners == [("added", "dana"), ("revised", "dana JIRAUSER40400"), ("revised", "dana")]
+    assert result.skipped == [
+        "PAY-12: the changelog names assignee JIRAUSER40400 by id and the issue holds no user "
+        "object to read its name from; named by its id"
+    ]
