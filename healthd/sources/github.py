@@ -41,6 +41,7 @@ against the rate limit) and single-page event lists of recently seen issues.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -419,25 +420,23 @@ class GitHubSource(TicketSource):
             # so the stored list ETag matches what the next run will ask for.
             last_seen = parse_time(since, "since") if since else None
             complete: dict[str, Any] = {"list_since": None, "list_etag": None}
-            for _ in range(2):
-                outcome = self._pass(
-                    client,
-                    since,
-                    list_etag,
-                    seen,
-                    old_etags,
-                    new_etags,
-                    events,
-                    skipped,
-                    claims,
-                    read,
-                    areas,
-                    areas_told,
-                )
+            state_of_pull = (seen, old_etags, new_etags, events, skipped, claims, read, areas)
+            for attempt in range(2):
+                outcome = self._pass(client, since, list_etag, *state_of_pull, areas_told)
                 if outcome is None:  # 304: nothing changed since the watermark
                     complete = {}
                     break
-                new_since, first_etag = outcome
+                new_since, first_etag, pages = outcome
+                if attempt == 0 and pages > 1:
+                    # An issue leaving the listing between two of its pages (transferred,
+                    # deleted) moves every later one up a place, and one is on no page
+                    # read; past the new watermark it would never be read. The same window
+                    # is listed again, the issues read passed over.
+                    again = self._pass(
+                        client, since, None, *state_of_pull, areas_told, passed=frozenset(read)
+                    )
+                    if again is not None:
+                        new_since = again[0]
                 if new_since == since:
                     complete = {"list_since": since, "list_etag": first_etag}
                     break
@@ -470,9 +469,10 @@ class GitHubSource(TicketSource):
         read: set[int] | None = None,
         areas: AreaOwners | None = None,
         areas_told: dict[str, set[str]] | None = None,
-    ) -> tuple[str | None, str | None] | None:
-        """Read every issue updated since ``since`` (their numbers into ``read``); return
-        (new watermark, first-page ETag)."""
+        passed: AbstractSet[int] = frozenset(),
+    ) -> tuple[str | None, str | None, int] | None:
+        """Read every issue updated since ``since`` (their numbers into ``read``) but those
+        ``passed`` over; return (new watermark, first-page ETag, pages listed)."""
         url: str | None = f"{self.options.base_url}/repos/{self.options.repo}/issues"
         params: dict[str, Any] | None = {
             "state": "all",
@@ -506,7 +506,9 @@ class GitHubSource(TicketSource):
                 except Malformed as exc:
                     skipped.append(f"issues page {page} item {index}: {exc}")
                     continue
-                if self.options.include_pull_requests or not issue.is_pr:
+                if issue.number not in passed and (
+                    self.options.include_pull_requests or not issue.is_pr
+                ):
                     key = str(issue.number)
                     known = new_etags.get(key) or old_etags.get(key)
                     try:
@@ -562,7 +564,7 @@ class GitHubSource(TicketSource):
         # watermark, or every issue updated before that date would never be read again
         if newest is not None and retry_from is not None:
             newest = min(newest, retry_from)
-        return (format_time(min(newest, pulled_at)) if newest else since), first_etag
+        return (format_time(min(newest, pulled_at)) if newest else since), first_etag, page
 
     def _vanished(
         self,

@@ -284,3 +284,57 @@ def test_a_jira_pull_failing_before_the_older_issues_folds_their_claims_in_time_
             False,
         )
     )
+
+
+def test_an_issue_leaving_the_listing_between_two_pages_hides_no_other(gh):  # noqa: F811
+    """Newest first, one a page: #3, #2, #1. #3 is transferred away once page 1 is served,
+    so page 2 starts at #1 and #2 is on no page read; past the new watermark no later run
+    lists it. The window is listed again and #2 is read."""
+    gh.issues.clear()
+    gh.events.clear()
+    for number in (1, 2, 3):
+        gh.add(
+            gh_issue(number, f"req {number}", labels=("requirement",), updated_at=T(number)),
+            [labeled(number * 100 + 1, T(number), "requirement")],
+        )
+    original = gh.route
+
+    def route(request):
+        answer = original(request)
+        if request.path.endswith("/issues") and request.args.get("page") is None:
+            gh.issues.pop(3, None)  # transferred once the first page is served
+        return answer
+
+    gh.route = route
+    source = make(gh, per_page=1)
+    first = source.pull(None)
+    gh.route = original
+    later = source.pull(first.cursor)
+    assert first.ok and later.ok
+    read = {e.fact.subject for e in first.events + later.events}
+    assert read == {f"{REPO}#1", f"{REPO}#2", f"{REPO}#3"}
+
+
+def test_a_jira_issue_leaving_the_results_between_two_pages_is_read_by_the_next_pull(jira):  # noqa: F811
+    """Newest first, one a page (`startAt`): PAY-3, PAY-2, PAY-1. PAY-3 is deleted once the
+    first page is served, so `startAt=1` gives PAY-1 and PAY-2 is on no page read. The
+    total fell: the watermark stays at PAY-1's time, and the next pull reads PAY-2."""
+    jira.issues.clear()
+    for number, day in ((1, 1), (2, 5), (3, 9)):
+        jira.add(jira_issue(f"PAY-{number}", f"req {number}", created=JT(day), updated=JT(day)))
+    original = jira.route
+
+    def route(request):
+        answer = original(request)
+        if request.path.endswith("/search") and request.args.get("startAt") == "0":
+            jira.issues.pop("PAY-3", None)  # deleted once the first page is served
+        return answer
+
+    jira.route = route
+    source = make_jira(jira, page_size=1)
+    first = source.pull(None)
+    jira.route = original
+    later = source.pull(first.cursor)
+    assert first.ok and later.ok
+    assert {e.fact.subject for e in first.events + later.events} == {"PAY-1", "PAY-2", "PAY-3"}
+    assert len({e.id for e in first.events + later.events}) == len(first.events + later.events)
