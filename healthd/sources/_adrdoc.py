@@ -200,10 +200,49 @@ def parse_adr(path: str, text: str) -> Record:
     return rec
 
 
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _unfenced(lines: list[str]) -> list[str]:
+    """``lines`` with those of fenced code blocks blanked (CommonMark: a run of three or
+    more backticks or tildes opens one, a run of the same character at least as long
+    closes it): a record showing the format it proposes (MADR's ``status: accepted`` in a
+    ```` ```markdown ```` example) states no status, heading or link of its own by it."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        m = _FENCE.match(line)
+        if fence is None:
+            if m:
+                fence = m.group(1)
+                out.append("")
+            else:
+                out.append(line)
+            continue
+        closing = m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+        if closing and not line.strip().strip(fence[0]):
+            fence = None
+        out.append("")
+    return out
+
+
+def _header_successors(body: list[str]) -> list[tuple[str, ...]]:
+    """The successors a record superseded in its status section alone links in the lines
+    between its title and its first section (alphagov/content-publisher's 0006:
+    ``Superseded: 2019-12-19 by [ADR 14](0014-....md)`` above ``## Status``)."""
+    for line in body:
+        h = _HEADING.match(line.strip())
+        if h and len(h.group(1)) > 1:
+            break
+        if not h and _LINK.search(line) and re.search(rf"\b(?:{_SUPERSEDED})\b", line, re.I):
+            return _ref_groups(_strip_decoration(line), _SUPERSEDED)
+    return []
+
+
 def _parse(rec: Record, text: str) -> None:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     front, start = _front_matter(lines)
-    body = lines[start:]
+    body = _unfenced(lines[start:])
 
     # title: the first heading (level 1 preferred), else front matter
     title_line = None
@@ -241,7 +280,8 @@ def _parse(rec: Record, text: str) -> None:
                 if in_status:
                     break
                 label = re.sub(r"[*_`]+", "", h.group(2)).strip()
-                sm = re.match(r"^status\b\s*:?\s*(.*)$", label, re.I)
+                # "Status", "Status: Accepted", "Status - Accepted"; not "Status codes"
+                sm = re.match(r"^status\s*(?:[:\-–—]\s*(.*))?$", label, re.I)
                 if sm:
                     in_status = True
                     if sm.group(1):
@@ -269,6 +309,8 @@ def _parse(rec: Record, text: str) -> None:
         rec.problem = f"ambiguous status {guidance!r} (template guidance left in?); skipped"
         return
     rec.successor_refs = _ref_groups(clean, _SUPERSEDED)
+    if rec.status == "superseded" and not rec.successor_refs:
+        rec.successor_refs = _header_successors(body)
     rec.predecessor_refs = _ref_groups(clean, _SUPERSEDES)
     rec.superseded_by = [ref for group in rec.successor_refs for ref in group]
     rec.supersedes = [ref for group in rec.predecessor_refs for ref in group]

@@ -171,3 +171,85 @@ def test_template_guidance_in_a_status_is_ambiguous_not_a_status(status):
 def test_titles_keep_underscores_inside_words_and_lose_number_prefixes(heading, number, title):
     rec = parse_adr("doc/adr/record.md", f"{heading}\n\n## Status\n\nAccepted\n")
     assert (rec.number, rec.title, rec.status) == (number, title, "accepted")
+
+
+# The shapes below are those of real logs (adr/madr's own records, the
+# nats-io/nats-architecture-and-design and alphagov/content-publisher logs), written anew.
+
+MADR_PROPOSING_FRONT_MATTER = """---
+parent: Decisions
+nav_order: 13
+---
+# Use YAML front matter for meta data
+
+## Context and Problem Statement
+
+Where should a record keep its status? Proposed format:
+
+```markdown
+---
+status: accepted
+date: 2022-05-16
+---
+# Title
+
+## Status
+
+Superseded by [5. X](0005-x.md)
+```
+
+## Decision Outcome
+
+Chosen option: front matter.
+"""
+
+
+def test_a_status_shown_in_a_fenced_example_is_not_the_records_own():
+    """MADR's own log proposes its front matter in a fenced example: `status: accepted`
+    there is the format shown, not this record's status (it has none: no decision)."""
+    rec = parse_adr("docs/decisions/0013-use-yaml-front-matter.md", MADR_PROPOSING_FRONT_MATTER)
+    assert (rec.number, rec.title) == (13, "Use YAML front matter for meta data")
+    assert (rec.status, rec.successor_refs, rec.problem) == (None, [], "no status found")
+    tilde = MADR_PROPOSING_FRONT_MATTER.replace("```", "~~~~")
+    assert parse_adr("docs/decisions/0013-x.md", tilde).status is None
+    # a fence closed, the record's own status after it counts
+    closed = MADR_PROPOSING_FRONT_MATTER + "\n## Status\n\nAccepted\n"
+    assert parse_adr("docs/decisions/0013-x.md", closed).status == "accepted"
+
+
+def test_a_heading_that_begins_with_the_word_status_is_no_status_section():
+    """`### Status Messages / Server Errors` is a section about status messages; the
+    record's own status is its `* Status:` line (a later "Status codes" section saying
+    "deprecated" made a record accepted by its line deprecated)."""
+    text = (
+        "# 47. Request many\n\n* Status: Accepted\n* Date: 2024-02-01\n\n## Context\n\n"
+        "### Status Messages / Server Errors\n\nA 408 is sent.\n\n"
+        "## Status codes\n\nThe old 503 code is deprecated.\n"
+    )
+    rec = parse_adr("adr/ADR-47.md", text)
+    assert (rec.status, rec.problem) == ("accepted", None)
+    for heading in ("## Status", "## Status: Accepted", "## **Status** - Accepted"):
+        rec = parse_adr("doc/adr/0002-x.md", f"# 2. X\n\n{heading}\n\nAccepted\n")
+        assert rec.status == "accepted", heading
+
+
+def test_a_successor_linked_above_the_status_section_is_its_successor():
+    """alphagov/content-publisher's 0006 says `Superseded` in its status section and links
+    its successor in the line under its title."""
+    text = (
+        "# 6. Tagging governments\n\n"
+        "Date: 2019-03-01\n"
+        "Superseded: 2019-12-19 by [ADR 14](0014-political-and-government-tagging.md)\n\n"
+        "## Status\n\nSuperseded\n\n## Context\n\nSuperseded approaches are listed in "
+        "[the wiki](https://wiki.example.com/tagging).\n"
+    )
+    rec = parse_adr("docs/adr/0006-tagging-governments.md", text)
+    assert rec.status == "superseded"
+    assert rec.successor_refs == [("0014-political-and-government-tagging.md", "ADR 14")]
+    # the links of the record's sections are not its successors
+    assert (
+        parse_adr(
+            "docs/adr/0006-x.md", text.replace("Superseded: 2019-12-19 by", "Was")
+        ).successor_refs
+        == []
+    )
