@@ -317,7 +317,9 @@ class JiraSource(TicketSource):
                 st.assignee = names.get(st.assignee, st.assignee)
             if st.assignee is not None:
                 return f"assigned to {st.assignee}"
-            return f"{old_id} unassigned" if isinstance(old_id, str) and old_id else "unassigned"
+            if isinstance(old_id, str) and old_id:
+                return f"{names.get(old_id, old_id) if names else old_id} unassigned"
+            return "unassigned"
         if field == "components":
             if isinstance(old_s, str) and old_s:
                 st.components.discard(old_s)

@@ -950,3 +950,25 @@ def test_user_field_name_names_a_changelog_assignee_as_the_fields_do(jira):
         "PAY-12: the changelog names assignee JIRAUSER40400 by id and the issue holds no user "
         "object to read its name from; named by its id"
     ]
+
+
+def test_user_field_name_names_the_person_an_unassignment_retracts(jira):
+    jira.issues.clear()
+    dana = {"name": "dana", "key": "JIRAUSER10100", "displayName": "Dana"}
+    issue = jira_issue(
+        "PAY-20",
+        "Ledger cleanup",
+        components=("Ledger",),
+        created=T(1),
+        updated=T(3),
+        histories=[
+            jira_history(20100, T(2), jira_item("assignee", None, None, "JIRAUSER10100", "Dana")),
+            jira_history(20101, T(3), jira_item("assignee", "JIRAUSER10100", "Dana", None, None)),
+        ],
+    )
+    issue["fields"]["reporter"] = dana
+    jira.add(issue)
+    result = make(jira, user_field="name", page_size=50).pull(None)
+    assert result.ok and result.skipped == []
+    said = [(e.type, e.fact.value, e.reason) for e in result.events if e.fact.predicate == "owners"]
+    assert said == [("added", "dana", None), ("invalidated", "dana", "dana unassigned from PAY-20")]
