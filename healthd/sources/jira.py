@@ -207,7 +207,6 @@ class JiraSource(TicketSource):
         super().__init__(name, options, **seams)
         self._api: Literal["2", "3"] = options.search_api or "2"  # the one in use
         self._paged = False  # the v2 search answered a page in this pull
-        self.shrank_at: datetime | None = None  # see _search_pages_v2
         self._known_api = False  # self._api was settled in this pull
         self._label_domains = {k.lower(): v for k, v in options.label_domains.items()}
         self._type_domains = {k.lower(): v for k, v in options.type_domains.items()}
@@ -639,13 +638,12 @@ class JiraSource(TicketSource):
     def _search_pages_v2(self, client: HttpClient, jql: str, fields: str):  # type: ignore[no-untyped-def]
         """Pages by ``startAt``. An issue leaving the results between two pages (moved,
         deleted, resolved under an unresolved-only query) moves every later one up a
-        place, and one is on no page read: when ``total`` falls, the update time of the
-        page's first issue is kept in ``shrank_at``, and the watermark goes no further
-        than that, so the next pull reads the place again."""
+        place, and one is on no page read: when ``total`` falls by n, the next page starts
+        n places back (what is read twice is dropped by the per-issue history ids)."""
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
         self._paged = False
-        first_total: int | None = None
+        last_total: int | None = None
         listing = client.listing(self.options.base_url, self.options.max_pages)
         while True:
             params = {
@@ -659,26 +657,21 @@ class JiraSource(TicketSource):
             resp = client.get_json(url, params=params)
             issues = _issues_of(resp)
             self._paged = True
-            total = resp.data.get("total")
-            if first_total is None and isinstance(total, int):
-                first_total = total
-            elif isinstance(total, int) and first_total is not None and total < first_total:
-                self._shrank(issues)
             yield issues
-            start += len(issues)
-            if not issues or not isinstance(total, int) or start >= total:
+            total = resp.data.get("total")
+            if not isinstance(total, int):
+                return
+            fell = last_total - total if last_total is not None and total < last_total else 0
+            last_total = total
+            if fell:
+                start = max(0, start - fell)  # (this page again, and the places before it)
+            elif not issues:
+                return
+            else:
+                start += len(issues)
+            if start >= total:
                 return
             listing.going_on(resp)
-
-    def _shrank(self, issues: list[Any]) -> None:
-        for issue in issues[:1]:
-            fields = issue.get("fields") if isinstance(issue, dict) else None
-            try:
-                at = parse_time(fields.get("updated") if isinstance(fields, dict) else None, "")
-            except Malformed:
-                continue
-            if self.shrank_at is None or at < self.shrank_at:
-                self.shrank_at = at
 
     def pull(self, cursor: str | None) -> PullResult:
         try:
@@ -720,7 +713,6 @@ class JiraSource(TicketSource):
             client = self._client()
             self._api = self._choose_api(client, state.get("api"))
             self._known_api = True
-            self.shrank_at = None
             for page, issues in enumerate(self._search_pages(client, self._jql(since)), start=1):
                 for index, issue in enumerate(issues):
                     try:
@@ -760,10 +752,6 @@ class JiraSource(TicketSource):
                         )
                     if newest is None or updated > newest:
                         newest = updated
-            if newest is not None and self.shrank_at is not None:
-                newest = min(newest, self.shrank_at)  # (read again by the next pull)
-                if since:  # but never back past where this pull started
-                    newest = max(newest, parse_time(since, "since"))
             if since:
                 claims.extend(self._gone(client, areas, read, parse_time(since, "since")))
         except HttpError as exc:
