@@ -340,8 +340,9 @@ def pending_claims(claims: Iterable[AreaClaim]) -> list[list[Any]]:
     """Claims a failed pull read but did not fold, as its cursor keeps them: the tickets
     they came from are marked read, so no later pull reads them again, and folded after
     the next pull's older ones they would leave a lapse that a newer claim had replaced."""
-    return [
-        [
+    rows: dict[str, list[Any]] = {}  # (a pull failing again reads the same claims again)
+    for c in claims:
+        row = [
             format_time(c.timestamp),
             list(c.order),
             c.area,
@@ -352,8 +353,8 @@ def pending_claims(claims: Iterable[AreaClaim]) -> list[list[Any]]:
             dict(c.metadata),
             c.retracted,
         ]
-        for c in claims
-    ]
+        rows.setdefault(json.dumps(row, sort_keys=True), row)
+    return list(rows.values())
 
 
 def load_pending_claims(state: Mapping[str, Any]) -> list[AreaClaim]:
@@ -384,6 +385,19 @@ def load_pending_claims(state: Mapping[str, Any]) -> list[AreaClaim]:
             raise ValueError("field 'pending_claims' holds an item that is not a claim")
         out.append(claim)
     return out
+
+
+def as_folded(areas: AreaOwners, claims: Iterable[AreaClaim]) -> AreaOwners:
+    """A copy of ``areas`` with ``claims`` applied in time order, ``areas`` left as it is:
+    the state a pull's restores compare with while a failed pull's claims wait to be folded
+    (against the state alone, each read of an issue they name put its claims back again)."""
+    folded = AreaOwners(
+        {area: dict(t) for area, t in areas.active.items()},
+        {area: dict(t) for area, t in areas.lapsed.items()},
+    )
+    for claim in sorted(claims, key=lambda c: (c.timestamp, c.order)):
+        folded.apply(claim)
+    return folded
 
 
 def load_areas(state: Mapping[str, Any]) -> AreaOwners:

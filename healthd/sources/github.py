@@ -56,6 +56,7 @@ from healthd.sources._tickets import (
     AreaOwners,
     Malformed,
     TicketSource,
+    as_folded,
     diff,
     dump_cursor,
     fold_area_owners,
@@ -420,7 +421,9 @@ class GitHubSource(TicketSource):
             # so the stored list ETag matches what the next run will ask for.
             last_seen = parse_time(since, "since") if since else None
             complete: dict[str, Any] = {"list_since": None, "list_etag": None}
-            state_of_pull = (seen, old_etags, new_etags, events, skipped, claims, read, areas)
+            # (restores compare with the state as a failed pull's claims will leave it)
+            known = as_folded(areas, claims)
+            state_of_pull = (seen, old_etags, new_etags, events, skipped, claims, read, known)
             for attempt in range(2):
                 outcome = self._pass(client, since, list_etag, *state_of_pull, areas_told)
                 if outcome is None:  # 304: nothing changed since the watermark

@@ -70,6 +70,7 @@ from healthd.sources._tickets import (
     AreaOwners,
     Malformed,
     TicketSource,
+    as_folded,
     diff,
     dump_cursor,
     fold_area_owners,
@@ -691,6 +692,7 @@ class JiraSource(TicketSource):
         pulled_at = datetime.fromtimestamp(self._clock(), UTC)
         areas = load_areas(state)
         claims: list[AreaClaim] = load_pending_claims(state)  # (a failed pull's, unfolded)
+        known = as_folded(areas, claims)  # what restores compare with
         read: set[str] = set()  # the issues this pull read
         areas_told: dict[str, set[str]] = {}  # per issue, the areas this pull has claims on
 
@@ -739,7 +741,7 @@ class JiraSource(TicketSource):
                         seen[key] = watermark
                         claims.extend(
                             restores(
-                                areas,
+                                known,
                                 key,
                                 now,
                                 issue_claims,

@@ -339,3 +339,67 @@ def test_a_jira_issue_leaving_the_results_between_two_pages_hides_no_other(jira,
     assert first.ok
     assert {e.fact.subject for e in first.events} == {"PAY-1", "PAY-2", "PAY-3"}
     assert len({e.id for e in first.events}) == len(first.events)
+
+
+def test_pulls_failing_again_and_again_keep_each_pending_claim_once(jira):  # noqa: F811
+    """A pull failing on the same page every run reads the same newest issues every run:
+    their claims wait in the cursor once, not once a run (it grew by a claim a run)."""
+    jira.issues.clear()
+    jira.add(_billing("PAY-1", "alice", 1))
+    source = make_jira(jira, page_size=1, max_retries=0)
+    cursor = source.pull(None).cursor
+    jira.add(_billing("PAY-2", "bob", 10))
+    original = jira.route
+
+    def route(request):
+        if request.path.endswith("/search") and request.args.get("startAt") == "1":
+            return Response('{"errorMessages": ["boom"]}', status=500)
+        return original(request)
+
+    jira.route = route
+    counts = []
+    for _ in range(4):
+        result = source.pull(cursor)
+        assert not result.ok
+        cursor = result.cursor
+        counts.append(len(json.loads(cursor).get("pending_claims", [])))
+    jira.route = original
+    assert counts[0] >= 1 and counts == counts[:1] * 4
+    final = source.pull(cursor)
+    assert final.ok and "pending_claims" not in json.loads(final.cursor)
+    assert json.loads(final.cursor)["areas"] == {"Billing": {"PAY-1": "alice", "PAY-2": "bob"}}
+
+
+def test_github_pulls_failing_again_and_again_keep_each_pending_claim_once(gh):  # noqa: F811
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(1, "one", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
+        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
+    )
+    source = make(gh, per_page=1, max_retries=0)
+    cursor = source.pull(None).cursor
+    gh.add(
+        gh_issue(
+            2, "two", labels=("area/x",), assignees=("bob",), created_at=T(10), updated_at=T(10)
+        ),
+        [labeled(201, T(10), "area/x"), assigned(202, T(10), "bob")],
+    )
+    original = gh.route
+
+    def route(request):
+        if request.path.endswith("/issues") and request.args.get("page") == "2":
+            return Response('{"message": "boom"}', status=500)
+        return original(request)
+
+    gh.route = route
+    counts = []
+    for _ in range(4):
+        result = source.pull(cursor)
+        assert not result.ok
+        cursor = result.cursor
+        counts.append(len(json.loads(cursor).get("pending_claims", [])))
+    gh.route = original
+    assert counts[0] >= 1 and counts == counts[:1] * 4
+    final = source.pull(cursor)
+    assert final.ok and "pending_claims" not in json.loads(final.cursor)
