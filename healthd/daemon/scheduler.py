@@ -28,6 +28,11 @@ _DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _NAMES = set(_DAY_NAMES)
 
 
+#: The runs :meth:`Schedule.longest_gap` walks at most (every minute for 8 days: 11,520,
+#: about 0.2 s once per configuration).
+MAX_FIRES_WALKED = 20_000
+
+
 @dataclass(frozen=True)
 class Schedule:
     expression: str
@@ -39,13 +44,16 @@ class Schedule:
         """About half the period, at least a second."""
         return max(1, int(self.period.total_seconds() / 2))
 
-    def longest_gap(self, fires: int = 64) -> timedelta:
-        """The longest time between two runs among the next ``fires`` (weekdays at nine:
-        Friday to Monday, three days), what "no run for two periods" must wait for."""
+    def longest_gap(self, *, span: timedelta = timedelta(days=8), fires: int = 64) -> timedelta:
+        """The longest time between two runs over the next ``span`` and at least the next
+        ``fires`` runs (a week and a day holds a weekend, 64 runs a monthly schedule's
+        months), what "no run for two periods" must wait for: every 15 minutes on
+        weekdays, Friday night to Monday. At most ``MAX_FIRES_WALKED`` runs are walked (a
+        schedule by the second gives its gap long before)."""
         longest = self.period
-        at = self.trigger.get_next_fire_time(None, datetime.now(UTC))
-        for _ in range(fires):
-            if at is None:
+        start = at = self.trigger.get_next_fire_time(None, datetime.now(UTC))
+        for walked in range(MAX_FIRES_WALKED):
+            if at is None or (at - start >= span and walked >= fires):
                 break
             after = self.trigger.get_next_fire_time(at, at + timedelta(microseconds=1))
             if after is None:

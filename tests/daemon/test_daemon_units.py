@@ -1170,6 +1170,9 @@ def test_the_live_verdict_waits_two_of_the_daemons_own_periods_when_longer(tmp_p
     assert parse_schedule("@hourly").longest_gap().total_seconds() == 3600
     assert parse_schedule("0 9 * * MON-FRI").longest_gap().total_seconds() == 3 * 86400
     assert parse_schedule("* * * * *").longest_gap().total_seconds() == 60
+    # four runs an hour on weekdays: the next 64 runs are 16 hours; the weekend is 2 days
+    assert parse_schedule("*/15 * * * MON-FRI").longest_gap().total_seconds() == 2 * 86400 + 900
+    assert parse_schedule("*/5 9-17 * * MON-FRI").longest_gap().total_seconds() >= 63 * 3600
     view = {
         "targets": {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
         "sources": {},
