@@ -427,7 +427,7 @@ def load_cursor(cursor: str | None, kind: str) -> dict[str, Any]:
         raise ValueError(f"not a {kind} cursor")
     if state.get("since") is not None:
         parse_time(state["since"], "since")
-    for name, value_type in (("seen", int), ("event_etags", str)):
+    for name, value_type in (("seen", int), ("event_page_etags", str)):
         table = state.get(name, {})
         if not isinstance(table, dict) or not all(
             isinstance(v, value_type) and not isinstance(v, bool) for v in table.values()

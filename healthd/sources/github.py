@@ -381,7 +381,9 @@ class GitHubSource(TicketSource):
             )
         since: str | None = state.get("since")
         seen: dict[str, int] = dict(state.get("seen", {}))
-        old_etags: dict[str, str] = dict(state.get("event_etags", {}))
+        # (not "event_etags", which a version before keeps for full pages too: a full page's
+        # ETag answers 304 when the next event opens a page 2)
+        old_etags: dict[str, str] = dict(state.get("event_page_etags", {}))
         list_etag = state.get("list_etag") if state.get("list_since") == since else None
         events: list[ChangeEvent] = []
         skipped: list[str] = []
@@ -406,7 +408,7 @@ class GitHubSource(TicketSource):
                 **({"pending_claims": pending_claims(claims)} if claims else {}),
                 "since": since,
                 "seen": seen,
-                "event_etags": etags,
+                "event_page_etags": etags,
                 "list_since": state.get("list_since"),
                 "list_etag": state.get("list_etag"),
                 "open_etag": open_etag,
