@@ -420,7 +420,9 @@ def configured_pull(
         not_after = datetime.now(UTC) + settings.max_future_skew
         kept = admitted(result.events, result.skipped, not_after)
         # (a file read in several pieces meets a repeated id only here: said as within one)
-        events, _repeats = unique_events(kept, f"source {name!r}", result.skipped, result.places)
+        events, _repeats = unique_events(
+            kept, f"source {name!r}", result.skipped, result.repeat_places
+        )
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:

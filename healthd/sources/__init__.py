@@ -33,6 +33,9 @@ class PullResult:
     # deliver an event again (a rewritten file): the daemon reports a repeated id whose
     # content changed, with its place, instead of dropping it silently.
     places: dict[str, str] | None = None
+    # Pieces put together (:func:`pull_from_start`): the places of an id's later readings,
+    # in order, as ``places`` keeps its first.
+    repeat_places: dict[str, list[str]] | None = None
     # The source stopped at a bound with more to read: the daemon stores what it got and
     # pulls again from the new cursor before replaying, so a backlog is taken in slices.
     more: bool = False
@@ -64,7 +67,12 @@ def pull_from_start(source: Source) -> PullResult:
         whole.events.extend(step.events)
         whole.skipped.extend(step.skipped)
         if whole.places is not None and step.places is not None:
-            whole.places.update(step.places)
+            repeats = whole.repeat_places = whole.repeat_places or {}
+            for event_id, place in step.places.items():
+                if event_id in whole.places:
+                    repeats.setdefault(event_id, []).append(place)
+                else:
+                    whole.places[event_id] = place
         whole.cursor, whole.error, whole.more = step.cursor, step.error, step.more
         whole.unfinished = step.unfinished
         if step.people is not None:
@@ -78,27 +86,30 @@ def unique_events(
     events: list[ChangeEvent],
     origin: str,
     conflicts: list[str] | None = None,
-    places: Mapping[str, str] | None = None,
+    repeat_places: Mapping[str, list[str]] | None = None,
 ) -> tuple[list[ChangeEvent], int]:
     """``events`` without repeats of an identical event, and how many were repeats.
 
     When one id carries two different contents, raises SourceError naming both (keeping
     either would silently lose a change); given ``conflicts``, keeps the first instead, as
     the daemon's state does, and says why there (a file's lines, read in several pieces).
-    ``places`` (a pull's :attr:`PullResult.places`, pieces merged by
-    :func:`pull_from_start`: an id's place is that of its last reading) names where the
-    repeat was read, else its position among ``events``.
+    ``repeat_places`` (:attr:`PullResult.repeat_places`: the places of each id's later
+    readings, in order) names where a repeat was read, else its position among ``events``.
     """
     first: dict[str, ChangeEvent] = {}
     out: list[ChangeEvent] = []
     refused = 0
+    readings: dict[str, int] = {}  # of each id, the readings after its first so far
     for position, event in enumerate(events):
         before = first.get(event.id)
         if before is None:
             first[event.id] = event
             out.append(event)
-        elif before != event:
-            where = places.get(event.id) if places is not None else None
+            continue
+        nth = readings[event.id] = readings.get(event.id, 0) + 1
+        if before != event:
+            later = (repeat_places or {}).get(event.id, [])
+            where = later[nth - 1] if nth <= len(later) else None
             problem = (
                 f"duplicate event id {event.id!r} with different content: "
                 f"{_describe(before)} and, "

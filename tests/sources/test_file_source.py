@@ -144,7 +144,7 @@ def test_an_id_reused_with_other_content_in_a_later_slice_is_named_by_its_line(t
     whole = pull_from_start(FileSource("tl", str(path), slice_bytes=1000))
     assert whole.error is None
 
-    kept, repeats = unique_events(whole.events, "source 'tl'", whole.skipped, whole.places)
+    kept, repeats = unique_events(whole.events, "source 'tl'", whole.skipped, whole.repeat_places)
 
     assert [e.id for e in kept] == [f"ev-{n}" for n in range(12)] and repeats == 0
     assert whole.skipped[-1] == (
@@ -246,3 +246,22 @@ def test_a_last_line_with_no_end_of_line_waits_and_a_one_shot_pull_says_so(tmp_p
         f"{path} line 1 has no end of line yet (a lone carriage return ends no line here): "
         "not read (no more is coming in one run)"
     ]
+
+
+def test_an_id_read_three_times_is_named_by_the_line_of_the_reading_that_differs(tmp_path):
+    """ev-2 is 'v2' on line 3, 'zig' on line 13 and 'v2' again on line 22 (a harmless
+    repeat): the warning names line 13, the reading that differs, not the last one."""
+    from healthd.sources import unique_events
+    from healthd.sources.file import FileSource
+
+    path = tmp_path / "timeline.jsonl"
+    lines = [line(f"ev-{n}", f"v{n}", 1 + n % 28) for n in range(20)]
+    lines.insert(12, line("ev-2", "zig", 20))  # line 13
+    lines.insert(21, lines[2])  # line 22: line 3 again
+    path.write_text("\n".join(lines) + "\n")
+    whole = pull_from_start(FileSource("tl", str(path), slice_bytes=1000))
+    assert whole.error is None
+    kept, repeats = unique_events(whole.events, "source 'tl'", whole.skipped, whole.repeat_places)
+    assert repeats == 1 and len(kept) == 20
+    (said,) = [s for s in whole.skipped if s.startswith("duplicate event id")]
+    assert f"on {path} line 13, added billing language='zig'" in said
