@@ -441,8 +441,10 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
     d = d.with_panel(
         series_panel(
             "Timeline lag",
-            "Now minus the event time of the newest event replayed into the "
-            "shadow: how far behind the project the evaluated memory is.",
+            "Now minus the event time of the newest real change replayed into the "
+            "shadow: how old the project's last change is (it grows on a quiet project "
+            "with the shadow caught up; what is left to replay is "
+            "healthd_replay_pending_events).",
             [query(f"healthd_timeline_lag_seconds{{{SEL}}}", "{{target}}")],
             unit="s",
             w=8,
