@@ -46,13 +46,28 @@ _EXTENSIONS = (".md", ".markdown", ".mdx", ".txt", ".rst")
 _NOT_RECORDS = {"readme", "index", "template", "toc", "_sidebar", "summary"}
 
 
+#: The directory of a log kept at the repository's root (arachne-framework/architecture's
+#: ``adr-001-*.md``): its files at the root alone, a pathspec for all of it.
+ROOT = "."
+
+
+def _inside(path: str, directory: str) -> str | None:
+    """``path`` relative to ``directory`` when it is inside it, else None; inside the root
+    log are the files at the root (a log under a directory is a log of its own)."""
+    if directory == ROOT:
+        return None if "/" in path else path
+    if path.startswith(directory + "/"):
+        return path[len(directory) + 1 :]
+    return None
+
+
 def is_record_path(path: str, dirs: tuple[str, ...], by_name: bool = False) -> bool:
     """Whether ``path`` is a record in one of ``dirs`` (not a README, an index, a template
     or what a hidden, template or asset directory holds); with ``by_name`` only files
     named like records are."""
     for directory in dirs:
-        if path.startswith(directory + "/"):
-            rel = path[len(directory) + 1 :]
+        rel = _inside(path, directory)
+        if rel is not None:
             break
     else:
         return False
@@ -75,10 +90,10 @@ def is_template_path(path: str, dirs: tuple[str, ...]) -> bool:
     """Whether ``path`` is a record template in one of ``dirs``: named with a placeholder
     for the number (``ADRXXX-...``, ``adr-NNNN.md``), ending in ``template``, or inside a
     ``templates`` directory (adr-tools' ``templates/template.md``)."""
-    directory = next((d for d in dirs if path.startswith(d + "/")), None)
-    if directory is None:
+    rel = next((r for d in dirs if (r := _inside(path, d)) is not None), None)
+    if rel is None:
         return False
-    parts = path[len(directory) + 1 :].split("/")
+    parts = rel.split("/")
     stem, ext = posixpath.splitext(parts[-1])
     if ext.lower() not in _EXTENSIONS:
         return False
@@ -187,7 +202,7 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
         path = raw.decode("utf-8", "surrogateescape")
         directory, _, name = path.rpartition("/")
         if _RECORD_NAME.match(name) and not _NOT_SCANNED.search(f"{directory}/"):
-            by_dir.setdefault(directory, []).append(path)
+            by_dir.setdefault(directory or ROOT, []).append(path)
     for directory, paths in sorted(by_dir.items(), key=lambda item: (-len(item[1]), item[0])):
         if directory in found:
             continue
@@ -207,6 +222,8 @@ def earlier_names(repo: Repo, head: str, directory: str, first_parent: bool) -> 
     newest first: the commit that brought its oldest files, read with git's rename
     detection, says where they came from."""
     names: list[str] = []
+    if directory == ROOT:
+        return names  # (the root is never renamed)
     current, rev = directory, head
     for _ in range(8):  # a directory renamed more often than that is not followed further
         args = ["log", "--format=%H", "--diff-filter=A", "--reverse"]

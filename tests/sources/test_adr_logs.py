@@ -326,3 +326,35 @@ def test_every_successor_that_exists_gets_the_link_of_a_held_record_superseded(r
     ]
     assert events[-2].metadata["superseded_by"] == "adr:3 adr:4"
     assert events[-1].metadata["supersedes"] == "adr:2"
+
+
+# ------------------------------------------------------------------- a log at the root
+
+
+def test_a_log_kept_at_the_repository_root_is_found_and_read(repo):
+    """arachne-framework/architecture's shape: `adr-NNN-*.md` at the repository's root,
+    one Accepted and the others Proposed, beside a README. It was not found ("no ADR records
+    found in dir ''"), `dir = "."` found nothing, and the empty pathspec failed git log."""
+    repo.commit(
+        "2016-05-17",
+        {
+            "README.md": "# Architecture\n",
+            "adr-001-use-adrs.md": record("Architecture Decision Record: Use ADRs", "Accepted"),
+            "adr-002-configuration.md": record("Configuration", "Proposed"),
+            "adr-003-config-schema.md": record("Config schema", "Proposed"),
+        },
+    )
+    repo.commit("2016-06-01", {"adr-002-configuration.md": record("Configuration", "Accepted")})
+
+    def added(result):
+        return [
+            (e.timestamp.date().isoformat(), e.fact.subject)
+            for e in result.events
+            if e.type == "added"
+        ]
+
+    expected = [("2016-05-17", "adr:1"), ("2016-06-01", "adr:2")]
+    assert added(pull(adr_source(repo))) == expected
+    # named as the root, the log takes the files at the root alone
+    repo.commit("2016-07-01", {"src/adr-004-elsewhere.md": record("Somewhere else", "Accepted")})
+    assert added(pull(adr_source(repo, dir="."))) == expected
