@@ -338,7 +338,6 @@ class AdrExtractor(Extractor):
                 self.skips.add(f"{ch.path}@{commit.sha[:12]}", unreadable)
             rec = parse_adr(ch.path, text)
             self.records[ch.path] = rec
-            self.read_any = True
             if rec.number is None:
                 self.skips.add(ch.path, "no record number in its file name or title")
                 gone = self.subjects.pop(ch.path, None)
@@ -346,6 +345,7 @@ class AdrExtractor(Extractor):
                 if gone is not None:
                     self.path_of.pop(gone, None)
                 continue
+            self.read_any = True  # (a file with no record number is no record read)
             self._assign(ch.path, rec.number, freed)
         if emit:  # (a baseline keeps the subjects the events so far have named)
             self._unshare()
@@ -754,7 +754,7 @@ class AdrLogs(Extractor):
 
     @property
     def read_any(self) -> bool:
-        return any(log.records or log.read_any for log in self.logs)
+        return any(log.subjects or log.read_any for log in self.logs)
 
     def wanted(self, changes: list[Change]) -> Iterator[str]:
         for log in self.logs:

@@ -358,3 +358,23 @@ def test_a_log_kept_at_the_repository_root_is_found_and_read(repo):
     # named as the root, the log takes the files at the root alone
     repo.commit("2016-07-01", {"src/adr-004-elsewhere.md": record("Somewhere else", "Accepted")})
     assert added(pull(adr_source(repo, dir="."))) == expected
+
+
+def test_a_log_whose_files_have_no_record_number_is_no_log_read(repo):
+    """thomvaill/log4brains names its records by date (`20200924-use-markdown.md`): none has
+    a record number, so none is a record. The pull said nothing but a skipped line per file
+    and succeeded with no event; finding no record is an error, with those lines."""
+    repo.commit(
+        "2020-09-24",
+        {
+            "docs/adr/20200924-use-markdown.md": record("Use Markdown", "Accepted"),
+            "docs/adr/20200925-use-a-static-site.md": record("Use a static site", "Accepted"),
+        },
+    )
+    result = adr_source(repo).pull(None)
+    assert result.events == []
+    assert result.error == (f"no ADR records found in 'docs/adr' of {repo.path} at HEAD")
+    assert sorted(result.skipped) == [
+        "docs/adr/20200924-use-markdown.md: no record number in its file name or title",
+        "docs/adr/20200925-use-a-static-site.md: no record number in its file name or title",
+    ]
