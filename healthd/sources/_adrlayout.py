@@ -217,42 +217,66 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
             yield Layout(directory, by_name=True)
 
 
+#: The commits that brought several files into a log at once looked at for where they
+#: came from (a log moved in), at most (each is one rename-detecting ``diff-tree``).
+MOVES_LOOKED_AT = 32
+
+
 def earlier_names(repo: Repo, head: str, directory: str, first_parent: bool) -> list[str]:
     """The names ``directory`` had before it was renamed (``doc/adr`` before ``docs/adr``),
-    newest first: the commit that brought its oldest files, read with git's rename
-    detection, says where they came from."""
+    newest first: each commit that brought its files in (its oldest, and any that brought
+    several at once), read with git's rename detection, says where they came from; a log
+    moved away and back again (ethersync: ``docs/decisions`` to ``daemon/docs/decisions``
+    for six weeks) keeps its decisions through both moves."""
     names: list[str] = []
     if directory == ROOT:
         return names  # (the root is never renamed)
-    current, rev = directory, head
-    for _ in range(8):  # a directory renamed more often than that is not followed further
-        args = ["log", "--format=%H", "--diff-filter=A", "--reverse"]
-        if first_parent:
-            args.append("--first-parent")
-        first = repo.run(*args, rev, "--", current, check=False).stdout.split(b"\n", 1)[0]
-        if not first.strip():
-            break
-        sha = first.decode().strip()
-        proc = repo.run(
-            "diff-tree", "-r", "-z", "--no-commit-id", "--find-renames", "--diff-filter=R",
-            f"{sha}^", sha, check=False,
-        )  # fmt: skip
-        tokens = proc.stdout.split(b"\0")
-        origins: dict[str, int] = {}
-        for i in range(0, len(tokens) - 2, 3):
-            old = tokens[i + 1].decode("utf-8", "surrogateescape")
-            new = tokens[i + 2].decode("utf-8", "surrogateescape")
-            if not new.startswith(current + "/"):
+    pending = [(directory, head)]
+    while pending and len(names) < 8:  # a log moved more often than that is not followed
+        current, rev = pending.pop(0)
+        for sha in _moves_into(repo, rev, current, first_parent):
+            before = _origin(repo, sha, current)
+            if before is None or before == directory or before in names:
                 continue
-            rel = new[len(current) :]
-            if old.endswith(rel) and len(old) > len(rel):
-                origin = old[: -len(rel)]
-                origins[origin] = origins.get(origin, 0) + 1
-        if not origins:
-            break
-        before = max(sorted(origins), key=lambda name: origins[name])
-        if before == directory or before in names:
-            break
-        names.append(before)
-        current, rev = before, f"{sha}^"
+            names.append(before)
+            pending.append((before, f"{sha}^"))
     return names
+
+
+def _moves_into(repo: Repo, rev: str, current: str, first_parent: bool) -> list[str]:
+    """The commits up to ``rev`` that added files under ``current``: the oldest, and those
+    that added more than one (a move brings a log's files together), newest first."""
+    args = ["log", "--format=%x01%H", "--diff-filter=A", "--name-only", "-z"]
+    if first_parent:
+        args.append("--first-parent")
+    out = repo.run(*args, rev, "--", current, check=False).stdout
+    commits: list[tuple[str, int]] = []
+    for block in out.split(b"\x01")[1:]:
+        sha, _, files = block.partition(b"\0")  # (then a newline, and NUL-ended names)
+        commits.append((sha.decode().strip(), sum(1 for f in files.split(b"\0") if f.strip())))
+    if not commits:
+        return []
+    several = [sha for sha, added in commits[:-1] if added > 1][: MOVES_LOOKED_AT - 1]
+    return [*several, commits[-1][0]]
+
+
+def _origin(repo: Repo, sha: str, current: str) -> str | None:
+    """Where most of the files ``sha`` renamed into ``current`` came from, if any."""
+    proc = repo.run(
+        "diff-tree", "-r", "-z", "--no-commit-id", "--find-renames", "--diff-filter=R",
+        f"{sha}^", sha, check=False,
+    )  # fmt: skip
+    tokens = proc.stdout.split(b"\0")
+    origins: dict[str, int] = {}
+    for i in range(0, len(tokens) - 2, 3):
+        old = tokens[i + 1].decode("utf-8", "surrogateescape")
+        new = tokens[i + 2].decode("utf-8", "surrogateescape")
+        if not new.startswith(current + "/"):
+            continue
+        rel = new[len(current) :]
+        if old.endswith(rel) and len(old) > len(rel):
+            origin = old[: -len(rel)]
+            origins[origin] = origins.get(origin, 0) + 1
+    if not origins:
+        return None
+    return max(sorted(origins), key=lambda name: origins[name])

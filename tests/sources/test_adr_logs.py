@@ -378,3 +378,31 @@ def test_a_log_whose_files_have_no_record_number_is_no_log_read(repo):
         "docs/adr/20200924-use-markdown.md: no record number in its file name or title",
         "docs/adr/20200925-use-a-static-site.md: no record number in its file name or title",
     ]
+
+
+def test_a_log_moved_away_and_back_keeps_its_decisions_through_both_moves(repo):
+    """ethersync/ethersync's shape: `docs/decisions` moved to `daemon/docs/decisions` and,
+    six weeks later, back, a record renamed meanwhile. Its decisions were ended at the
+    first move and added again at the second; they hold from their acceptance on."""
+    repo.commit(
+        "2023-11-23",
+        {
+            "docs/decisions/0001-use-crdts.md": record("1. Use CRDTs", "Accepted"),
+            "docs/decisions/0002-use-json-rpc.md": record("2. Use JSON-RPC", "Accepted"),
+            "daemon/main.rs": "fn main() {}\n",
+        },
+    )
+    repo.git("mv", "docs", "daemon/")
+    repo.commit("2023-12-07", message="move the docs into the daemon")
+    repo.git(
+        "mv", "daemon/docs/decisions/0001-use-crdts.md", "daemon/docs/decisions/01-use-crdts.md"
+    )
+    repo.commit("2023-12-20", message="shorter numbers")
+    repo.git("mv", "daemon/docs", "docs")
+    repo.commit("2024-01-19", message="docs back at the top")
+    result = pull(adr_source(repo))
+    said = [(e.timestamp.date().isoformat(), e.type, e.fact.subject) for e in result.events]
+    assert [s for s in said if s[1] != "revalidated"] == [
+        ("2023-11-23", "added", "adr:1"),
+        ("2023-11-23", "added", "adr:2"),
+    ]
