@@ -341,6 +341,30 @@ def test_a_jira_issue_leaving_the_results_between_two_pages_hides_no_other(jira,
     assert len({e.id for e in first.events}) == len(first.events)
 
 
+def _failing_again_and_again(fake, source, cursor, fails) -> str:
+    """Four pulls each failing where ``fails`` says: each keeps the failed pull's claims in
+    its cursor once (the count stays), and a pull that does not fail folds them all."""
+    original = fake.route
+
+    def route(request):
+        if fails(request):
+            return Response('{"message": "boom", "errorMessages": ["boom"]}', status=500)
+        return original(request)
+
+    fake.route = route
+    counts = []
+    for _ in range(4):
+        result = source.pull(cursor)
+        assert not result.ok
+        cursor = result.cursor
+        counts.append(len(json.loads(cursor).get("pending_claims", [])))
+    fake.route = original
+    assert counts[0] >= 1 and counts == counts[:1] * 4
+    final = source.pull(cursor)
+    assert final.ok and "pending_claims" not in json.loads(final.cursor)
+    return final.cursor
+
+
 def test_pulls_failing_again_and_again_keep_each_pending_claim_once(jira):  # noqa: F811
     """A pull failing on the same page every run reads the same newest issues every run:
     their claims wait in the cursor once, not once a run (it grew by a claim a run)."""
@@ -349,25 +373,13 @@ def test_pulls_failing_again_and_again_keep_each_pending_claim_once(jira):  # no
     source = make_jira(jira, page_size=1, max_retries=0)
     cursor = source.pull(None).cursor
     jira.add(_billing("PAY-2", "bob", 10))
-    original = jira.route
-
-    def route(request):
-        if request.path.endswith("/search") and request.args.get("startAt") == "1":
-            return Response('{"errorMessages": ["boom"]}', status=500)
-        return original(request)
-
-    jira.route = route
-    counts = []
-    for _ in range(4):
-        result = source.pull(cursor)
-        assert not result.ok
-        cursor = result.cursor
-        counts.append(len(json.loads(cursor).get("pending_claims", [])))
-    jira.route = original
-    assert counts[0] >= 1 and counts == counts[:1] * 4
-    final = source.pull(cursor)
-    assert final.ok and "pending_claims" not in json.loads(final.cursor)
-    assert json.loads(final.cursor)["areas"] == {"Billing": {"PAY-1": "alice", "PAY-2": "bob"}}
+    final = _failing_again_and_again(
+        jira,
+        source,
+        cursor,
+        lambda r: r.path.endswith("/search") and r.args.get("startAt") == "1",
+    )
+    assert json.loads(final)["areas"] == {"Billing": {"PAY-1": "alice", "PAY-2": "bob"}}
 
 
 def test_github_pulls_failing_again_and_again_keep_each_pending_claim_once(gh):  # noqa: F811
@@ -385,21 +397,6 @@ def test_github_pulls_failing_again_and_again_keep_each_pending_claim_once(gh): 
         ),
         [labeled(201, T(10), "area/x"), assigned(202, T(10), "bob")],
     )
-    original = gh.route
-
-    def route(request):
-        if request.path.endswith("/issues") and request.args.get("page") == "2":
-            return Response('{"message": "boom"}', status=500)
-        return original(request)
-
-    gh.route = route
-    counts = []
-    for _ in range(4):
-        result = source.pull(cursor)
-        assert not result.ok
-        cursor = result.cursor
-        counts.append(len(json.loads(cursor).get("pending_claims", [])))
-    gh.route = original
-    assert counts[0] >= 1 and counts == counts[:1] * 4
-    final = source.pull(cursor)
-    assert final.ok and "pending_claims" not in json.loads(final.cursor)
+    _failing_again_and_again(
+        gh, source, cursor, lambda r: r.path.endswith("/issues") and r.args.get("page") == "2"
+    )
