@@ -208,6 +208,7 @@ class JiraSource(TicketSource):
         super().__init__(name, options, **seams)
         self._api: Literal["2", "3"] = options.search_api or "2"  # the one in use
         self._paged = False  # the v2 search answered a page in this pull
+        self.unsure = False  # see _search_pages_v2
         self._known_api = False  # self._api was settled in this pull
         self._label_domains = {k.lower(): v for k, v in options.label_domains.items()}
         self._type_domains = {k.lower(): v for k, v in options.type_domains.items()}
@@ -639,23 +640,25 @@ class JiraSource(TicketSource):
     def _search_pages_v2(self, client: HttpClient, jql: str, fields: str):  # type: ignore[no-untyped-def]
         """Pages by ``startAt``. An issue leaving the results between two pages (moved,
         deleted, resolved under an unresolved-only query) moves every later one up a
-        place, and one is on no page read: when ``total`` falls by n, the next page starts
-        n places back (what is read twice is dropped by the per-issue history ids)."""
+        place, and one is on no page read: when ``total`` falls by n, the n places before
+        the page just read are asked for (a page of n), then the listing goes on after it
+        (what is read twice is dropped by the per-issue history ids). When the results
+        moved again meanwhile, ``unsure`` is set: the pull keeps its watermark, and the
+        next one reads the window again."""
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
         self._paged = False
         last_total: int | None = None
         listing = client.listing(self.options.base_url, self.options.max_pages)
-        while True:
-            params = {
-                "jql": jql,
-                "startAt": start,
-                "maxResults": self.options.page_size,
-                "fields": fields,
-            }
+
+        def page(at: int, size: int):  # type: ignore[no-untyped-def]
+            params = {"jql": jql, "startAt": at, "maxResults": size, "fields": fields}
             if fields == _FIELDS:
                 params["expand"] = "changelog"
-            resp = client.get_json(url, params=params)
+            return client.get_json(url, params=params)
+
+        while True:
+            resp = page(start, self.options.page_size)
             issues = _issues_of(resp)
             self._paged = True
             yield issues
@@ -664,13 +667,15 @@ class JiraSource(TicketSource):
                 return
             fell = last_total - total if last_total is not None and total < last_total else 0
             last_total = total
-            if fell:
-                start = max(0, start - fell)  # (this page again, and the places before it)
-            elif not issues:
-                return
-            else:
-                start += len(issues)
-            if start >= total:
+            if fell and start > 0:
+                listing.going_on(resp)
+                missed = page(max(0, start - fell), min(fell, start))
+                yield _issues_of(missed)
+                again = missed.data.get("total")
+                if not isinstance(again, int) or again != total:
+                    self.unsure = True  # it moved again meanwhile: read the window again
+            start += len(issues)
+            if not issues or start >= total:
                 return
             listing.going_on(resp)
 
@@ -715,6 +720,7 @@ class JiraSource(TicketSource):
             client = self._client()
             self._api = self._choose_api(client, state.get("api"))
             self._known_api = True
+            self.unsure = False
             for page, issues in enumerate(self._search_pages(client, self._jql(since)), start=1):
                 for index, issue in enumerate(issues):
                     try:
@@ -771,6 +777,8 @@ class JiraSource(TicketSource):
                 skipped=skipped,
             )
         # never past this pull: an issue "updated" in the year 9999 would hide every later one
+        if self.unsure:  # (the results kept moving under the listing: read them again)
+            newest = parse_time(since, "since") if since else None
         done = cursor_now(format_time(min(newest, pulled_at)) if newest else since)
         return PullResult(_ordered(events), done, skipped=skipped)
 

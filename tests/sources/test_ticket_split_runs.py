@@ -400,3 +400,39 @@ def test_github_pulls_failing_again_and_again_keep_each_pending_claim_once(gh): 
     _failing_again_and_again(
         gh, source, cursor, lambda r: r.path.endswith("/issues") and r.args.get("page") == "2"
     )
+
+
+def test_a_jira_listing_that_keeps_shrinking_still_moves_forward(jira):  # noqa: F811
+    """A bulk job resolving an issue while each page is served (an unresolved-only query):
+    every page sees the total fall. The places it skipped are asked for once and the
+    listing goes on (stepping back a place a page re-read the first pages hundreds of
+    times); every issue still in the results is read."""
+    jira.issues.clear()
+    for n in range(1, 61):
+        jira.add(
+            jira_issue(
+                f"PAY-{n}",
+                f"req {n}",
+                created=JT(1),
+                updated=f"2024-01-{1 + n // 3:02d}T10:00:00.000+0000",
+            )
+        )
+    original, searches, resolved = jira.route, [], []
+
+    def route(request):
+        answer = original(request)
+        if request.path.endswith("/search"):
+            searches.append(request.args.get("startAt"))
+            newest = max(jira.issues, key=lambda k: int(k.split("-")[1]))
+            resolved.append(jira.issues.pop(newest))  # resolved: out of the results
+        return answer
+
+    jira.route = route
+    source = make_jira(jira, page_size=10)
+    result = source.pull(None)
+    jira.route = original
+    assert result.ok, result.error
+    assert len(searches) <= 2 * 6, searches
+    # what moved under it is read by the next pull, which reads the window again
+    later = source.pull(result.cursor)
+    assert set(jira.issues) <= {e.fact.subject for e in result.events + later.events}
