@@ -212,6 +212,8 @@ def _unfenced(lines: list[str]) -> list[str]:
     fence: str | None = None
     for line in lines:
         m = _FENCE.match(line)
+        if m and m.group(1)[0] == "`" and "`" in line[m.end() :]:
+            m = None  # (```make``` is inline code: a backtick fence's info has none)
         if fence is None:
             if m:
                 fence = m.group(1)
@@ -226,15 +228,48 @@ def _unfenced(lines: list[str]) -> list[str]:
     return out
 
 
-def _header_successors(body: list[str]) -> list[tuple[str, ...]]:
-    """The successors a record superseded in its status section alone links in the lines
-    between its title and its first section (alphagov/content-publisher's 0006:
-    ``Superseded: 2019-12-19 by [ADR 14](0014-....md)`` above ``## Status``)."""
+_STATUS_HEADING = re.compile(r"^status\s*(?:[:\-–—.]\s*(.*)|\(.*\))?$", re.I)
+_HEADER_SUCCESSOR = re.compile(rf"\b(?:{_SUPERSEDED})\b[^\[\n]*?\bby\s*\[", re.I)
+
+
+def _status_sections(body: list[str]) -> tuple[str, str]:
+    """The text of the first section headed ``Status`` (``Status: Accepted``, ``Status -
+    Accepted``, ``Status (2020-01-01)``, ``Status.``), and of the first headed ``Status``
+    and more words (``Status and date``; ``Status Messages / Server Errors`` too, which is
+    why it counts only when nothing else states a status)."""
+    found: dict[bool, list[str]] = {}
+    current: list[str] | None = None
     for line in body:
-        h = _HEADING.match(line.strip())
-        if h and len(h.group(1)) > 1:
-            break
-        if not h and _LINK.search(line) and re.search(rf"\b(?:{_SUPERSEDED})\b", line, re.I):
+        stripped = line.strip()
+        h = _HEADING.match(stripped)
+        if h:
+            current = None
+            label = re.sub(r"[*_`]+", "", h.group(2)).strip()
+            strict = _STATUS_HEADING.match(label)
+            kind = True if strict else False if re.match(r"^status\b", label, re.I) else None
+            if kind is not None and kind not in found:
+                current = found[kind] = []
+                if strict and strict.group(1):
+                    current.append(strict.group(1))
+            continue
+        if current is not None:
+            current.append(stripped)
+    text = {kind: "\n".join(s for s in lines if s).strip() for kind, lines in found.items()}
+    return text.get(True, ""), text.get(False, "")
+
+
+def _header_successors(body: list[str]) -> list[tuple[str, ...]]:
+    """The successors a record superseded in its status section alone links between its
+    title and its first section, after "superseded ... by" (alphagov/content-publisher's
+    0006: ``Superseded: 2019-12-19 by [ADR 14](0014-....md)`` above ``## Status``)."""
+    titled = False
+    for line in body:
+        if _HEADING.match(line.strip()):
+            if titled:
+                break
+            titled = True
+            continue
+        if _HEADER_SUCCESSOR.search(line):
             return _ref_groups(_strip_decoration(line), _SUPERSEDED)
     return []
 
@@ -270,26 +305,11 @@ def _parse(rec: Record, text: str) -> None:
     status_text = ""
     if front.get("status"):
         status_text = front["status"]
+    from_section = False
+    loose = ""  # a section headed "Status" and more words: the status when nothing else is
     if not status_text:
-        section: list[str] = []
-        in_status = False
-        for line in body:
-            stripped = line.strip()
-            h = _HEADING.match(stripped)
-            if h:
-                if in_status:
-                    break
-                label = re.sub(r"[*_`]+", "", h.group(2)).strip()
-                # "Status", "Status: Accepted", "Status - Accepted"; not "Status codes"
-                sm = re.match(r"^status\s*(?:[:\-–—]\s*(.*))?$", label, re.I)
-                if sm:
-                    in_status = True
-                    if sm.group(1):
-                        section.append(sm.group(1))
-                continue
-            if in_status:
-                section.append(stripped)
-        status_text = "\n".join(s for s in section if s).strip()
+        strict, loose = _status_sections(body)
+        status_text, from_section = strict, bool(strict)
     if not status_text:
         for line in body:
             plain = re.sub(r"[*_`]+", "", line).strip()
@@ -297,6 +317,8 @@ def _parse(rec: Record, text: str) -> None:
             if m:
                 status_text = m.group(1).strip()
                 break
+    if not status_text and loose:
+        status_text, from_section = loose, True
     rec.status_text = status_text[:500]
     if not status_text:
         rec.problem = "no status found"
@@ -309,7 +331,7 @@ def _parse(rec: Record, text: str) -> None:
         rec.problem = f"ambiguous status {guidance!r} (template guidance left in?); skipped"
         return
     rec.successor_refs = _ref_groups(clean, _SUPERSEDED)
-    if rec.status == "superseded" and not rec.successor_refs:
+    if rec.status == "superseded" and not rec.successor_refs and from_section:
         rec.successor_refs = _header_successors(body)
     rec.predecessor_refs = _ref_groups(clean, _SUPERSEDES)
     rec.superseded_by = [ref for group in rec.successor_refs for ref in group]

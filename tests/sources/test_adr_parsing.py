@@ -253,3 +253,36 @@ def test_a_successor_linked_above_the_status_section_is_its_successor():
         ).successor_refs
         == []
     )
+
+
+def test_a_line_opening_with_inline_code_opens_no_fence():
+    text = (
+        "# 4. Build\n\n## Context\n\n```make build``` is how we build.\n\n## Status\n\nAccepted\n"
+    )
+    assert parse_adr("doc/adr/0004-build.md", text).status == "accepted"
+
+
+@pytest.mark.parametrize(
+    "heading", ["## Status (2020-01-01)", "## Status.", "## Status and date", "## Status:"]
+)
+def test_status_headings_with_more_than_the_word_still_head_the_status(heading):
+    rec = parse_adr("doc/adr/0002-x.md", f"# 2. X\n\n{heading}\n\nAccepted 2020-01-01\n")
+    assert (rec.status, rec.problem) == ("accepted", None)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Context: This decision replaced [ADR 2](0002-b.md) for new services.",
+        "[ADR 2](0002-b.md) was replaced by this one.",
+    ],
+)
+def test_a_link_in_the_body_is_no_successor(line):
+    """Only "superseded ... by [link]" between the title and the first section names a
+    successor, and only for a status read from a section: a record's own words about what
+    it replaced are not (ADR 3 was read as superseded by its own predecessor)."""
+    in_section = f"# 3. Decision 3\n\n{line}\n\n## Status\n\nSuperseded\n"
+    on_a_line = f"# 3. Decision 3\nStatus: Superseded\n{line}\n"
+    for text in (in_section, on_a_line):
+        rec = parse_adr("doc/adr/0003-decision-3.md", text)
+        assert rec.status == "superseded" and rec.successor_refs == [], text
