@@ -395,7 +395,7 @@ def configured_pull(
 ) -> tuple[list[ChangeEvent], list[Person]]:
     """:func:`configured_events`, and the identity records the sources know (a Backstage
     User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
-    from healthd.sources import build_source, pull_from_start, unique_events
+    from healthd.sources import build_source, kept_repeat_places, pull_from_start, unique_events
     from healthd.sources._merge import merge_timelines
     from healthd.timeline import admitted
 
@@ -420,9 +420,8 @@ def configured_pull(
         not_after = datetime.now(UTC) + settings.max_future_skew
         kept = admitted(result.events, result.skipped, not_after)
         # (a file read in several pieces meets a repeated id only here: said as within one)
-        events, _repeats = unique_events(
-            kept, f"source {name!r}", result.skipped, result.repeat_places
-        )
+        places = kept_repeat_places(result.events, kept, result.repeat_places)
+        events, _repeats = unique_events(kept, f"source {name!r}", result.skipped, places)
         for reason in result.skipped:  # the daemon logs these; a one-shot run says them too
             print(f"healthd: warning: source {name!r}: {reason}", file=sys.stderr)
         if result.skipped:

@@ -122,6 +122,33 @@ def unique_events(
     return out, len(events) - len(out) - refused
 
 
+def kept_repeat_places(
+    events: list[ChangeEvent],
+    kept: list[ChangeEvent],
+    repeat_places: Mapping[str, list[str]] | None,
+) -> dict[str, list[str]] | None:
+    """``repeat_places`` less the places of the readings ``kept`` (a subset of ``events``,
+    in order) left out, so that the nth later reading :func:`unique_events` meets among
+    ``kept`` is named by its own line."""
+    if not repeat_places:
+        return None
+    still = {id(event) for event in kept}
+    readings: dict[str, int] = {}  # of each id, its readings before this one
+    out: dict[str, list[str]] = {}
+    first_kept: set[str] = set()
+    for event in events:
+        nth = readings[event.id] = readings.get(event.id, -1) + 1
+        if id(event) not in still:
+            continue
+        if event.id not in first_kept:  # (the one the others are compared with)
+            first_kept.add(event.id)
+            continue
+        places = repeat_places.get(event.id, [])
+        if nth <= len(places):
+            out.setdefault(event.id, []).append(places[nth - 1])
+    return out
+
+
 def _describe(event: ChangeEvent) -> str:
     what = f"{event.type} {event.fact.subject} {event.fact.predicate}={event.fact.value!r}"
     if event.previous is not None:

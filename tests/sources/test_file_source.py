@@ -265,3 +265,25 @@ def test_an_id_read_three_times_is_named_by_the_line_of_the_reading_that_differs
     assert repeats == 1 and len(kept) == 20
     (said,) = [s for s in whole.skipped if s.startswith("duplicate event id")]
     assert f"on {path} line 13, added billing language='zig'" in said
+
+
+def test_a_reading_refused_as_from_the_future_moves_no_other_readings_line(tmp_path):
+    """ev-2 is 'v2' on line 3, dated 2099 on line 13 (refused: from the future) and 'zig'
+    on line 22: the warning names line 22, not the refused line 13."""
+    from datetime import UTC, datetime
+
+    from healthd.sources import kept_repeat_places, unique_events
+    from healthd.sources.file import FileSource
+    from healthd.timeline import admitted
+
+    path = tmp_path / "timeline.jsonl"
+    lines = [line(f"ev-{n}", f"v{n}", 1 + n % 28) for n in range(20)]
+    lines.insert(12, line("ev-2", "v2", 1).replace("2024-01-01", "2099-01-01"))  # line 13
+    lines.insert(21, line("ev-2", "zig", 20))  # line 22
+    path.write_text("\n".join(lines) + "\n")
+    whole = pull_from_start(FileSource("tl", str(path), slice_bytes=1000))
+    kept = admitted(whole.events, whole.skipped, datetime(2030, 1, 1, tzinfo=UTC))
+    places = kept_repeat_places(whole.events, kept, whole.repeat_places)
+    unique_events(kept, "source 'tl'", whole.skipped, places)
+    (said,) = [s for s in whole.skipped if s.startswith("duplicate event id")]
+    assert f"on {path} line 22, added billing language='zig'" in said
