@@ -170,7 +170,7 @@ def log_spaces(repo: Repo, head: str, logs: list[Layout]) -> list[str]:
         )
         space = max(sorted(prefixes), key=prefixes.__getitem__) if prefixes else "adr"
         if space in spaces:
-            space = layout.dir.replace(":", "-")
+            space = "root" if layout.dir == ROOT else layout.dir.replace(":", "-")
         spaces.append(space)
     return spaces
 

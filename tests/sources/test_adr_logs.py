@@ -406,3 +406,17 @@ def test_a_log_moved_away_and_back_keeps_its_decisions_through_both_moves(repo):
         ("2023-11-23", "added", "adr:1"),
         ("2023-11-23", "added", "adr:2"),
     ]
+
+
+def test_a_second_log_at_the_root_has_a_space_named_root(repo):
+    """Records at the root beside a `docs/adr` log: the root's are `root:<n>`, not `.:<n>`."""
+    repo.commit(
+        "2020-01-01",
+        {
+            "docs/adr/0001-use-adrs.md": record("1. Use ADRs", "Accepted"),
+            "0003-cache.md": record("3. Cache", "Accepted"),
+            "0004-queue.md": record("4. Queue", "Accepted"),
+        },
+    )
+    subjects = sorted(e.fact.subject for e in pull(adr_source(repo)).events if e.type == "added")
+    assert subjects == ["adr:1", "root:3", "root:4"]
