@@ -229,7 +229,9 @@ def _unfenced(lines: list[str]) -> list[str]:
 
 
 _STATUS_HEADING = re.compile(r"^status\s*(?:[:\-–—.]\s*(.*)|\(.*\))?$", re.I)
-_HEADER_SUCCESSOR = re.compile(rf"\b(?:{_SUPERSEDED})\b[^\[\n]*?\bby\s*\[", re.I)
+# a line that begins with the word and links on: "Superseded: 2019-12-19 by [ADR 14](...)",
+# "* Superseded by ADR [14](...)", "Superseded, see [ADR 14](...)"
+_HEADER_SUCCESSOR = re.compile(rf"^(?:[-*+]\s*)?(?:{_SUPERSEDED})\b[^\[\n]*\[", re.I)
 
 
 def _status_sections(body: list[str]) -> tuple[str, str]:
@@ -255,22 +257,28 @@ def _status_sections(body: list[str]) -> tuple[str, str]:
         if current is not None:
             current.append(stripped)
     text = {kind: "\n".join(s for s in lines if s).strip() for kind, lines in found.items()}
-    return text.get(True, ""), text.get(False, "")
+    loose = text.get(False, "")
+    # ("## Status codes" with "- 410 Gone: the endpoint is deprecated" states no status)
+    first = re.sub(r"^[\W_]+", "", _EMPHASIS.sub("", loose)).split()[:1]
+    if not first or classify(first[0]) is None:
+        loose = ""
+    return text.get(True, ""), loose
 
 
 def _header_successors(body: list[str]) -> list[tuple[str, ...]]:
-    """The successors a record superseded in its status section alone links between its
-    title and its first section, after "superseded ... by" (alphagov/content-publisher's
-    0006: ``Superseded: 2019-12-19 by [ADR 14](0014-....md)`` above ``## Status``)."""
-    titled = False
+    """The successors a superseded record whose status names none links between its title
+    (a level-1 heading) and its first section, on a line beginning "Superseded"
+    (alphagov/content-publisher's 0006: ``Superseded: 2019-12-19 by [ADR 14](0014-....md)``
+    above ``## Status``); a line that only mentions what was replaced names none."""
     for line in body:
-        if _HEADING.match(line.strip()):
-            if titled:
-                break
-            titled = True
-            continue
-        if _HEADER_SUCCESSOR.search(line):
-            return _ref_groups(_strip_decoration(line), _SUPERSEDED)
+        h = _HEADING.match(line.strip())
+        if h:
+            if len(h.group(1)) == 1:
+                continue  # the title
+            break
+        plain = _EMPHASIS.sub("", _strip_decoration(line)).strip()
+        if _HEADER_SUCCESSOR.match(plain):
+            return _ref_groups(plain, _SUPERSEDED)
     return []
 
 
@@ -305,11 +313,9 @@ def _parse(rec: Record, text: str) -> None:
     status_text = ""
     if front.get("status"):
         status_text = front["status"]
-    from_section = False
     loose = ""  # a section headed "Status" and more words: the status when nothing else is
     if not status_text:
-        strict, loose = _status_sections(body)
-        status_text, from_section = strict, bool(strict)
+        status_text, loose = _status_sections(body)
     if not status_text:
         for line in body:
             plain = re.sub(r"[*_`]+", "", line).strip()
@@ -318,7 +324,7 @@ def _parse(rec: Record, text: str) -> None:
                 status_text = m.group(1).strip()
                 break
     if not status_text and loose:
-        status_text, from_section = loose, True
+        status_text = loose
     rec.status_text = status_text[:500]
     if not status_text:
         rec.problem = "no status found"
@@ -331,7 +337,7 @@ def _parse(rec: Record, text: str) -> None:
         rec.problem = f"ambiguous status {guidance!r} (template guidance left in?); skipped"
         return
     rec.successor_refs = _ref_groups(clean, _SUPERSEDED)
-    if rec.status == "superseded" and not rec.successor_refs and from_section:
+    if rec.status == "superseded" and not rec.successor_refs:
         rec.successor_refs = _header_successors(body)
     rec.predecessor_refs = _ref_groups(clean, _SUPERSEDES)
     rec.superseded_by = [ref for group in rec.successor_refs for ref in group]

@@ -669,11 +669,15 @@ class JiraSource(TicketSource):
             last_total = total
             if fell and start > 0:
                 listing.going_on(resp)
-                missed = page(max(0, start - fell), min(fell, start))
-                yield _issues_of(missed)
+                asked = min(fell, start)
+                missed = page(start - asked, asked)
+                gap = _issues_of(missed)
+                yield gap
                 again = missed.data.get("total")
-                if not isinstance(again, int) or again != total:
-                    self.unsure = True  # it moved again meanwhile: read the window again
+                if not isinstance(again, int) or again != total or len(gap) < asked:
+                    # it moved again meanwhile, or the server gave fewer than asked (its
+                    # maxResults cap): the pull keeps its watermark, the next reads again
+                    self.unsure = True
             start += len(issues)
             if not issues or start >= total:
                 return

@@ -286,3 +286,38 @@ def test_a_link_in_the_body_is_no_successor(line):
     for text in (in_section, on_a_line):
         rec = parse_adr("doc/adr/0003-decision-3.md", text)
         assert rec.status == "superseded" and rec.successor_refs == [], text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Superseded by: [ADR 14](0014-x.md)",
+        "**Superseded by** [ADR 14](0014-x.md)",
+        "Superseded by ADR [14](0014-x.md)",
+        "Superseded, see [ADR 14](0014-x.md)",
+    ],
+)
+def test_a_successor_under_the_title_is_read_in_the_ways_people_write_it(line):
+    rec = parse_adr("doc/adr/0003-use-x.md", f"# 3. Use X\n\n{line}\n\n## Status\n\nSuperseded\n")
+    assert rec.status == "superseded" and ref_number(rec.successor_refs[0][0]) == 14, line
+    # so with a status line, as MADR's bullets write both
+    bullets = f"# 3. Use X\n\n* Status: superseded\n* {line}\n"
+    assert ref_number(parse_adr("doc/adr/0003-use-x.md", bullets).successor_refs[0][0]) == 14
+
+
+def test_without_a_level_one_title_the_first_section_is_no_header():
+    """A setext or front-matter title: the first `##` section is the record's body, and a
+    successor it mentions about another record is not this one's."""
+    text = (
+        "Use Kafka\n=========\n\n## Context\n\n"
+        "Superseded by [ADR 4](0004-queue.md) was what ADR 2 said.\n\n## Status\n\nSuperseded\n"
+    )
+    assert parse_adr("doc/adr/0003-use-kafka.md", text).successor_refs == []
+
+
+def test_a_heading_of_status_and_other_words_holding_no_status_gives_none():
+    """`## Status codes` of an HTTP API record says no status of the record's own: "the
+    endpoint is deprecated" made a record with no status deprecated."""
+    text = "# 7. Error responses\n\n## Status codes\n\n- 410 Gone: the endpoint is deprecated\n"
+    rec = parse_adr("doc/adr/0007-error-responses.md", text)
+    assert (rec.status, rec.problem) == (None, "no status found")

@@ -4,6 +4,7 @@ of the whole history at once ends, whatever a listing missed or a query let go."
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 from _ticket_payloads import (  # noqa: F401
@@ -436,3 +437,37 @@ def test_a_jira_listing_that_keeps_shrinking_still_moves_forward(jira):  # noqa:
     # what moved under it is read by the next pull, which reads the window again
     later = source.pull(result.cursor)
     assert set(jira.issues) <= {e.fact.subject for e in result.events + later.events}
+
+
+def test_a_jira_gap_page_cut_by_the_servers_cap_keeps_the_watermark(jira):  # noqa: F811
+    """The server caps maxResults at 10 (Jira Cloud at 100, Data Center at 1,000) and a
+    bulk job resolves the 15 newest issues after page 2: the page asked for the 15 places
+    skipped gives 10. The pull keeps its watermark, and the next one reads the other five
+    (they were never read, and the watermark went past them)."""
+    jira.issues.clear()
+    for n in range(1, 61):  # a day apart: the next pull's day of overlap reaches no other
+        day = (datetime(2024, 1, 1) + timedelta(days=n)).strftime("%Y-%m-%dT10:00:00.000+0000")
+        jira.add(jira_issue(f"PAY-{n}", f"req {n}", created=JT(1), updated=day))
+    original, searches = jira.route, []
+
+    def route(request):
+        if not request.path.endswith("/search"):
+            return original(request)
+        args = request.args.copy()
+        args["maxResults"] = str(min(10, int(args.get("maxResults", 50))))
+        request.args = args
+        answer = original(request)
+        searches.append(request.args.get("startAt"))
+        if len(searches) == 2:
+            newest = sorted(jira.issues, key=lambda k: jira.issues[k]["fields"]["updated"])[-15:]
+            for key in newest:
+                jira.issues.pop(key)
+        return answer
+
+    jira.route = route
+    source = make_jira(jira, page_size=10)
+    first = source.pull(None)
+    jira.route = original
+    later = source.pull(first.cursor)
+    assert first.ok and later.ok
+    assert set(jira.issues) <= {e.fact.subject for e in first.events + later.events}
