@@ -239,30 +239,30 @@ def _status_sections(body: list[str]) -> tuple[str, str]:
     Accepted``, ``Status (2020-01-01)``, ``Status.``), and of the first headed ``Status``
     and more words (``Status and date``; ``Status Messages / Server Errors`` too, which is
     why it counts only when nothing else states a status)."""
-    found: dict[bool, list[str]] = {}
+    strict: list[str] | None = None
+    loose: list[str] | None = None
     current: list[str] | None = None
     for line in body:
         stripped = line.strip()
         h = _HEADING.match(stripped)
-        if h:
-            current = None
-            label = re.sub(r"[*_`]+", "", h.group(2)).strip()
-            strict = _STATUS_HEADING.match(label)
-            kind = True if strict else False if re.match(r"^status\b", label, re.I) else None
-            if kind is not None and kind not in found:
-                current = found[kind] = []
-                if strict and strict.group(1):
-                    current.append(strict.group(1))
+        if h is None:
+            if current is not None:
+                current.append(stripped)
             continue
-        if current is not None:
-            current.append(stripped)
-    text = {kind: "\n".join(s for s in lines if s).strip() for kind, lines in found.items()}
-    loose = text.get(False, "")
+        current = None
+        label = re.sub(r"[*_`]+", "", h.group(2)).strip()
+        if (m := _STATUS_HEADING.match(label)) is not None:
+            if strict is None:
+                current = strict = [m.group(1) or ""]
+        elif re.match(r"^status\b", label, re.I) and loose is None:
+            current = loose = []
+    strict_text = "\n".join(s for s in strict or () if s).strip()
+    loose_text = "\n".join(s for s in loose or () if s).strip()
     # ("## Status codes" with "- 410 Gone: the endpoint is deprecated" states no status)
-    first = re.sub(r"^[\W_]+", "", _EMPHASIS.sub("", loose)).split()[:1]
+    first = re.sub(r"^[\W_]+", "", _EMPHASIS.sub("", loose_text)).split()[:1]
     if not first or classify(first[0]) is None:
-        loose = ""
-    return text.get(True, ""), loose
+        loose_text = ""
+    return strict_text, loose_text
 
 
 def _header_successors(body: list[str]) -> list[tuple[str, ...]]:

@@ -208,7 +208,7 @@ class JiraSource(TicketSource):
         super().__init__(name, options, **seams)
         self._api: Literal["2", "3"] = options.search_api or "2"  # the one in use
         self._paged = False  # the v2 search answered a page in this pull
-        self.unsure = False  # see _search_pages_v2
+        self._unsure = False  # see _search_pages_v2
         self._known_api = False  # self._api was settled in this pull
         self._label_domains = {k.lower(): v for k, v in options.label_domains.items()}
         self._type_domains = {k.lower(): v for k, v in options.type_domains.items()}
@@ -643,7 +643,7 @@ class JiraSource(TicketSource):
         place, and one is on no page read: when ``total`` falls by n, the n places before
         the page just read are asked for (a page of n), then the listing goes on after it
         (what is read twice is dropped by the per-issue history ids). When the results
-        moved again meanwhile, ``unsure`` is set: the pull keeps its watermark, and the
+        moved again meanwhile, ``_unsure`` is set: the pull keeps its watermark, and the
         next one reads the window again."""
         url = f"{self.options.base_url}/rest/api/2/search"
         start = 0
@@ -677,7 +677,7 @@ class JiraSource(TicketSource):
                 if not isinstance(again, int) or again != total or len(gap) < asked:
                     # it moved again meanwhile, or the server gave fewer than asked (its
                     # maxResults cap): the pull keeps its watermark, the next reads again
-                    self.unsure = True
+                    self._unsure = True
             start += len(issues)
             if not issues or start >= total:
                 return
@@ -724,7 +724,7 @@ class JiraSource(TicketSource):
             client = self._client()
             self._api = self._choose_api(client, state.get("api"))
             self._known_api = True
-            self.unsure = False
+            self._unsure = False
             for page, issues in enumerate(self._search_pages(client, self._jql(since)), start=1):
                 for index, issue in enumerate(issues):
                     try:
@@ -781,7 +781,7 @@ class JiraSource(TicketSource):
                 skipped=skipped,
             )
         # never past this pull: an issue "updated" in the year 9999 would hide every later one
-        if self.unsure:  # (the results kept moving under the listing: read them again)
+        if self._unsure:  # (the results kept moving under the listing: read them again)
             newest = parse_time(since, "since") if since else None
         done = cursor_now(format_time(min(newest, pulled_at)) if newest else since)
         return PullResult(_ordered(events), done, skipped=skipped)

@@ -225,6 +225,17 @@ def gh(api_server):  # noqa: F811
     return fake
 
 
+def alice_owns_x(gh: FakeGitHub, title: str = "one") -> None:
+    """Only issue #1, labelled area/x and assigned to alice on day 1 (two events: a full
+    page at per_page 2)."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(1, title, labels=("area/x",), assignees=("alice",), updated_at=T(1)),
+        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
+    )
+
+
 def make(gh: FakeGitHub, sleeps: Sleeps | None = None, **options) -> GitHubSource:
     settings = dict(repo=REPO, base_url=gh.base_url, token_env="GH_TEST_TOKEN", per_page=2)
     environ = {"GH_TEST_TOKEN": SECRET}
@@ -1044,12 +1055,7 @@ def test_an_issue_whose_events_fill_one_page_is_read_again_whole_when_it_changes
     """Events are listed oldest first: a page holding exactly ``per_page`` of them stays as
     it was when the next one comes, which opens a page 2. Its ETag would answer 304 to every
     later run and hide the unassignment below for good; a full page's ETag is not kept."""
-    gh.issues.clear()
-    gh.events.clear()
-    gh.add(
-        gh_issue(1, "Ledger", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
-        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],  # per_page is 2
-    )
+    alice_owns_x(gh, "Ledger")  # (two events: a full page at per_page 2)
     source = make(gh)
     first = source.pull(None)
     assert first.ok and [e.fact.value for e in first.events] == ["alice"]
@@ -1144,12 +1150,7 @@ def test_a_full_page_etag_a_cursor_kept_before_is_not_sent(gh):
     """A cursor written before the events ETag was kept only for a page with room left
     holds the ETag of a full page: sent, it answers 304 when the next event opens page 2.
     Such ETags are not read (the issues at the watermark are read once more)."""
-    gh.issues.clear()
-    gh.events.clear()
-    gh.add(
-        gh_issue(1, "Ledger", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
-        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],  # per_page is 2
-    )
+    alice_owns_x(gh, "Ledger")  # (two events: a full page at per_page 2)
     source = make(gh)
     first = source.pull(None)
     state = json.loads(first.cursor)

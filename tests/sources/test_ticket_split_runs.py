@@ -20,7 +20,7 @@ from _ticket_payloads import (  # noqa: F401
     labeled,
     run_all,
 )
-from test_github_source import REPO, T, _search_claim, gh, make  # noqa: F401
+from test_github_source import REPO, T, _search_claim, alice_owns_x, gh, make  # noqa: F401
 from test_jira_source import T as JT
 from test_jira_source import _billing, jira  # noqa: F401
 from test_jira_source import make as make_jira
@@ -142,12 +142,7 @@ def test_a_claim_put_back_after_its_issue_was_gone_has_an_id_of_its_own(gh):  # 
     """#1 (alice, area x) answers 404 for a run, so its claim lapses and #3 claims x for
     bob; then #1 is back. Putting alice back is a change of its own: its id is not that of
     #1's first claim (which the daemon, having stored it, would drop unsaid)."""
-    gh.issues.clear()
-    gh.events.clear()
-    gh.add(
-        gh_issue(1, "one", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
-        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
-    )
+    alice_owns_x(gh)
     gh.add(gh_issue(2, "two", updated_at=T(1)), [])
     source = make(gh, per_page=100)
     first = source.pull(None)
@@ -191,6 +186,16 @@ def _fail_once(fake, matches):
     return failed
 
 
+def _owners_after(source, cursor, failing):
+    """Pulls from ``cursor`` until one passes (the first fails when ``failing``): the
+    ownership events they give, and the areas, lapses and pending claims they leave."""
+    events, cursor, results = run_all(source.pull, cursor)
+    assert [r.ok for r in results] == ([False, True] if failing else [True])
+    said = [(e.type, e.fact.value) for e in events if e.fact.predicate == "owners"]
+    state = json.loads(cursor)
+    return said, state["areas"], state["lapsed_areas"], "pending_claims" in state
+
+
 def _github_close_then_claim(fake):
     """#1 (alice, area x) closes on day 5, so her claim lapses; #2 claims x for bob on day
     10, which replaces it."""
@@ -211,24 +216,15 @@ def test_a_pull_failing_before_the_older_issues_folds_their_claims_in_time_order
     not fail says 'bob'. The failed pull keeps its claims for the next one."""
     outcomes = {}
     for failing in (False, True):
-        gh.issues.clear()
-        gh.events.clear()
-        gh.add(
-            gh_issue(1, "one", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
-            [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
-        )
+        alice_owns_x(gh)
         source = make(gh, per_page=1, max_retries=0)
         first = source.pull(None)
         _github_close_then_claim(gh)
         original = gh.route
         if failing:
             _fail_once(gh, lambda r: r.path.endswith("/issues") and r.args.get("page") == "2")
-        events, cursor, results = run_all(source.pull, first.cursor)
+        outcomes[failing] = _owners_after(source, first.cursor, failing)
         gh.route = original
-        assert [r.ok for r in results] == ([False, True] if failing else [True])
-        said = [(e.type, e.fact.value) for e in events if e.fact.predicate == "owners"]
-        state = json.loads(cursor)
-        outcomes[failing] = (said, state["areas"], state["lapsed_areas"], "pending_claims" in state)
     assert (
         outcomes[True]
         == outcomes[False]
@@ -270,12 +266,8 @@ def test_a_jira_pull_failing_before_the_older_issues_folds_their_claims_in_time_
         original = jira.route
         if failing:
             _fail_once(jira, lambda r: r.path.endswith("/search") and r.args.get("startAt") == "1")
-        events, cursor, results = run_all(source.pull, first.cursor)
+        outcomes[failing] = _owners_after(source, first.cursor, failing)
         jira.route = original
-        assert [r.ok for r in results] == ([False, True] if failing else [True])
-        said = [(e.type, e.fact.value) for e in events if e.fact.predicate == "owners"]
-        state = json.loads(cursor)
-        outcomes[failing] = (said, state["areas"], state["lapsed_areas"], "pending_claims" in state)
     assert (
         outcomes[True]
         == outcomes[False]
@@ -384,12 +376,7 @@ def test_pulls_failing_again_and_again_keep_each_pending_claim_once(jira):  # no
 
 
 def test_github_pulls_failing_again_and_again_keep_each_pending_claim_once(gh):  # noqa: F811
-    gh.issues.clear()
-    gh.events.clear()
-    gh.add(
-        gh_issue(1, "one", labels=("area/x",), assignees=("alice",), updated_at=T(1)),
-        [labeled(101, T(1), "area/x"), assigned(102, T(1), "alice")],
-    )
+    alice_owns_x(gh)
     source = make(gh, per_page=1, max_retries=0)
     cursor = source.pull(None).cursor
     gh.add(
