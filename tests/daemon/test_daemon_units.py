@@ -1133,26 +1133,38 @@ def test_baseline_switch_on_the_command_line_target_spec():
         parse_target("naive:baseline=maybe")
 
 
+def _live_view(targets, *, roles=None, sources=None, runs_completed=0, **extra):
+    """The runner's view as the page at / reads it, of these target rows (each a subject
+    unless ``roles`` says otherwise)."""
+    from healthd.scoring import DEFAULT_WINDOWS
+
+    return {
+        "targets": targets,
+        "sources": sources or {},
+        "roles": roles if roles is not None else dict.fromkeys(targets, "subject"),
+        "pages": {},
+        "windows": DEFAULT_WINDOWS,
+        "missed_runs": 0,
+        "runs_completed": runs_completed,
+        "last_run": None,
+        "history": [],
+        **extra,
+    }
+
+
 def test_the_live_verdict_ages_with_the_clock_and_names_sources_down():
     """No run for more than twice the schedule: / says HealthdNoRecentSuccess, though no
     run has finished since (the page is rebuilt at least once a minute)."""
     from healthd.daemon.state import SourceRow, TargetRow
     from healthd.report.live import live_html
-    from healthd.scoring import DEFAULT_WINDOWS
     from healthd.verdict import alert_book
 
     twice = 2 * alert_book().thresholds["schedule_seconds"]
-    view = {
-        "targets": {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
-        "sources": {"git": SourceRow("git", up=0)},
-        "roles": {"mem": "subject"},
-        "pages": {},
-        "windows": DEFAULT_WINDOWS,
-        "missed_runs": 0,
-        "runs_completed": 1,
-        "last_run": None,
-        "history": [],
-    }
+    view = _live_view(
+        {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
+        sources={"git": SourceRow("git", up=0)},
+        runs_completed=1,
+    )
     fresh = live_html(view, True, now=1000.0 + twice)
     assert "HealthdNoRecentSuccess" not in fresh and "source git is down" in fresh
     late = live_html(view, True, now=1000.0 + twice + 60)
@@ -1165,7 +1177,6 @@ def test_the_live_verdict_waits_two_of_the_daemons_own_periods_when_longer(tmp_p
     rules' every-minute default (it said critical for 58 minutes of every hour)."""
     from healthd.daemon.state import TargetRow
     from healthd.report.live import live_html
-    from healthd.scoring import DEFAULT_WINDOWS
 
     assert parse_schedule("@hourly").longest_gap().total_seconds() == 3600
     assert parse_schedule("0 9 * * MON-FRI").longest_gap().total_seconds() == 3 * 86400
@@ -1173,18 +1184,11 @@ def test_the_live_verdict_waits_two_of_the_daemons_own_periods_when_longer(tmp_p
     # four runs an hour on weekdays: the next 64 runs are 16 hours; the weekend is 2 days
     assert parse_schedule("*/15 * * * MON-FRI").longest_gap().total_seconds() == 2 * 86400 + 900
     assert parse_schedule("*/5 9-17 * * MON-FRI").longest_gap().total_seconds() >= 63 * 3600
-    view = {
-        "targets": {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
-        "sources": {},
-        "roles": {"mem": "subject"},
-        "pages": {},
-        "windows": DEFAULT_WINDOWS,
-        "missed_runs": 0,
-        "runs_completed": 1,
-        "last_run": None,
-        "history": [],
-        "schedule_seconds": 3600.0,
-    }
+    view = _live_view(
+        {"mem": TargetRow("mem", last_run=1000.0, last_success=1000.0)},
+        runs_completed=1,
+        schedule_seconds=3600.0,
+    )
     assert "HealthdNoRecentSuccess" not in live_html(view, True, now=1000.0 + 126)
     assert "HealthdNoRecentSuccess" not in live_html(view, True, now=1000.0 + 7200)
     late = live_html(view, True, now=1000.0 + 7201)
@@ -1203,7 +1207,6 @@ def test_the_runbook_url_of_the_alerts_is_where_the_live_verdict_links(tmp_path)
     links then go where the alerts' do; unset, to the runbook the daemon serves."""
     from healthd.daemon.state import TargetRow
     from healthd.report.live import live_html
-    from healthd.scoring import DEFAULT_WINDOWS
 
     wiki = "https://wiki.example.com/healthd/runbook.md"
     config = toml_config(tmp_path, port=1)
@@ -1214,17 +1217,9 @@ def test_the_runbook_url_of_the_alerts_is_where_the_live_verdict_links(tmp_path)
     assert empty.returncode == 0, empty.stderr  # an empty one is unset, as generate.py reads it
     script = run_cli("check-config", "--config", str(config), HEALTHD_RUNBOOK_URL="javascript:x")
     assert script.returncode == 2 and "expected an http(s) address or a path" in script.stderr
-    view = {
-        "targets": {"mem": TargetRow("mem", last_run=2000.0, last_success=1000.0)},
-        "sources": {},
-        "roles": {"mem": "subject"},
-        "pages": {},
-        "windows": DEFAULT_WINDOWS,
-        "missed_runs": 0,
-        "runs_completed": 2,
-        "last_run": None,
-        "history": [],
-    }
+    view = _live_view(
+        {"mem": TargetRow("mem", last_run=2000.0, last_success=1000.0)}, runs_completed=2
+    )
     assert "href='runbook#healthdrunsfailing'" in live_html(view, True, now=2000.0)
     linked = live_html({**view, "runbook_url": wiki}, True, now=2000.0)
     assert f"href='{wiki}#healthdrunsfailing'" in linked
@@ -1256,20 +1251,9 @@ def test_the_live_verdict_is_not_green_while_a_target_has_nothing_measured():
     numbers: the verdict says so, grey, instead of "within every alert threshold"."""
     from healthd.daemon.state import TargetRow
     from healthd.report.live import live_html
-    from healthd.scoring import DEFAULT_WINDOWS
 
     def view(targets, roles):
-        return {
-            "targets": targets,
-            "sources": {},
-            "roles": roles,
-            "pages": {},
-            "windows": DEFAULT_WINDOWS,
-            "missed_runs": 0,
-            "runs_completed": 0,
-            "last_run": None,
-            "history": [],
-        }
+        return _live_view(targets, roles=roles)
 
     none = live_html(
         view(
