@@ -553,9 +553,10 @@ class HttpClient:
         """GET ``url`` and decode JSON. Raises HttpError (or RateLimited, BadPayload)."""
         return self.request_json("GET", url, params=params, etag=etag)
 
-    def post_json(self, url: str, body: Any) -> JsonResponse:
-        """POST a JSON body; a 204 gives ``data`` None."""
-        return self.request_json("POST", url, body=body)
+    def post_json(self, url: str, body: Any, *, retry: bool = True) -> JsonResponse:
+        """POST a JSON body; a 204 gives ``data`` None. ``retry=False`` for a request that is
+        not idempotent (see :meth:`request_json`)."""
+        return self.request_json("POST", url, body=body, retry=retry)
 
     def request_json(
         self,
@@ -565,7 +566,11 @@ class HttpClient:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         etag: str | None = None,
+        retry: bool = True,
     ) -> JsonResponse:
+        """``retry=False``: a 5xx, a timeout or a lost connection, after which the server may
+        have done what was asked, is an error at once (a rate limit, which says it was not
+        done, is still waited out)."""
         if self._blocked_until is not None:
             wait = self._blocked_until - self.clock()
             self._blocked_until = None
@@ -582,6 +587,7 @@ class HttpClient:
                 raise HttpError(self.redact(f"{method} {where}: stopped, healthd is shutting down"))
             deadline, by_run = self._attempt_deadline(method, where)
             problem: str | None = None
+            server_error: int | None = None
             try:
                 self.requests_made += 1
                 response = self.session.request(
@@ -630,6 +636,7 @@ class HttpClient:
                     continue
                 if response.status_code in _RETRY_STATUSES:
                     problem = f"{method} {where} returned HTTP {response.status_code}"
+                    server_error = response.status_code
                 elif response.status_code == 304:
                     self._note_remaining(response)
                     return JsonResponse(
@@ -675,6 +682,8 @@ class HttpClient:
                         status=response.status_code,
                     )
             assert problem is not None
+            if not retry:
+                raise HttpError(self.redact(f"{problem} (not retried)"), status=server_error)
             if attempt >= self.options.max_retries:
                 raise HttpError(self.redact(f"{problem} (gave up after {attempt + 1} attempts)"))
             self.sleep(self._backoff(attempt))

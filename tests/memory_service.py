@@ -4,11 +4,15 @@ Namespaces named in ``protected`` exist and are not shadows. ``fail_next`` queue
 suffix, status) answers to give before the real one; ``requests`` records (method, path,
 Authorization) of every request; ``token`` makes every request need ``Bearer <token>``;
 ``changes=False`` answers the optional ``changes`` operation with 501; ``bad_query_body``
-and ``bad_changes_body`` replace every query's and every changes' answer.
+and ``bad_changes_body`` replace every query's and every changes' answer; ``lose_next`` lists
+path suffixes whose next request is carried out and then answered by closing the
+connection (the answer lost on the way, as a reset or a proxy's timeout loses it).
 """
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -27,6 +31,7 @@ class MemoryService(MemoryServer):
         self.requests: list[tuple[str, str, str | None]] = []
         self.bad_query_body: dict[str, Any] | None = None
         self.bad_changes_body: dict[str, Any] | None = None
+        self.lose_next: list[str] = []
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -46,6 +51,15 @@ class MemoryService(MemoryServer):
         path = request.path
         self.requests.append((request.command, path, auth))
         answer = self._hook(path, auth)
+        lost = next((s for s in self.lose_next if path.endswith(s)), None)
+        if answer is None and lost is not None:
+            self.lose_next.remove(lost)
+            raw = request.rfile.read(int(request.headers.get("Content-Length") or 0))
+            with self._lock:  # done, and its answer never arrives
+                self.route(request.command, path, json.loads(raw) if raw else None)
+            request.close_connection = True
+            request.connection.shutdown(socket.SHUT_RDWR)
+            return
         if answer is None:
             super()._handle(request)
             return

@@ -285,3 +285,27 @@ def test_a_targets_name_keeps_its_switches_and_hides_only_a_urls_credentials():
     assert parse_target("http:base_url=https://bob:pw-123@mem.example/v1,shadow=on").label == (
         "http:base_url=https://[REDACTED]@mem.example/v1,shadow=on"
     )
+
+
+def test_a_changes_answer_lost_on_the_way_leaves_no_changed_key_unasked():
+    """The contract's changes drain what they return: asked again after an answer that never
+    arrived, the service has nothing left to say, and the probes of the keys it drained would
+    go unasked. The keys must come back, or None (re-ask every probe)."""
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        memory.reset()
+        memory.apply(EVENTS[0])
+        service.lose_next = ["/changes"]
+        changed = memory.changed_keys(EVENTS[0].timestamp)
+        assert changed is None or set(EVENTS[0].keys) <= changed
+        memory.apply(EVENTS[1])  # and the operation is still used afterwards
+        assert set(EVENTS[1].keys) <= (memory.changed_keys(EVENTS[1].timestamp) or set())
+
+
+@pytest.mark.slow
+def test_changes_answers_lost_on_the_way_leave_the_scores_exact():
+    with MemoryService() as service:
+        service.lose_next = ["/changes"] * 12  # the first twelve stages' answers
+        over_http = run(target(service))
+    in_process = run("reference")
+    assert [s.metrics for s in over_http.stages] == [s.metrics for s in in_process.stages]

@@ -6,7 +6,8 @@ write, before the first write of every run (``begin_run``), before every reset a
 once ``shadow_recheck_seconds`` have passed since the last answer within a long run, the
 adapter asks (``GET /v1/namespaces/{ns}``) and stops when the answer is ``shadow: false``,
 writing nothing more. Requests carry a timeout, are retried on 5xx and
-timeouts with bounded backoff (the contract makes writes idempotent by event id), and send
+timeouts with bounded backoff (the contract makes writes idempotent by event id; ``changes``,
+which drains what it answers, is never retried: a failed one re-asks every probe), and send
 ``Authorization: Bearer`` from the variable ``token_env`` names; the token never appears in
 an error. Failures become :class:`MemoryAdapterError`, which the evaluator and the daemon
 report as a failed run.
@@ -25,7 +26,14 @@ import requests
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from healthd import errors
-from healthd._http import HttpClient, HttpError, HttpOptions, check_http_url
+from healthd._http import (
+    BadPayload,
+    HttpClient,
+    HttpError,
+    HttpOptions,
+    RateLimited,
+    check_http_url,
+)
 from healthd.errors import (
     MemoryAdapterError,
     ShadowViolation,
@@ -33,10 +41,13 @@ from healthd.errors import (
     TimelineError,
     first_problem,
 )
+from healthd.logging import get_logger
 from healthd.memory import register_memory
 from healthd.model import DOMAINS, Answer, ChangeEvent, FactKey, Probe, RetrievedFact, ServedItem
 from healthd.reading.render import statement
 from healthd.timeline import event_to_dict, format_timestamp, parse_timestamp
+
+log = get_logger("healthd.memory.http")
 
 
 class HttpMemoryOptions(HttpOptions):
@@ -126,16 +137,26 @@ class HttpMemory:
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
         """The optional ``changes`` operation; None when the service does not offer it, and
-        the evaluator then re-asks every probe at every stage (scoring stays incremental)."""
+        the evaluator then re-asks every probe at every stage (scoring stays incremental).
+        None too for this stage alone when the call fails with no answer (a 5xx, a timeout,
+        a lost connection): it is not retried, since a retry would find drained the keys the
+        lost answer held."""
         if not self._tracks_changes:
             return None
-        try:
+        try:  # never retried: each call drains what it returns, a lost answer with it
             data = self._client.post_json(
-                self._base + "/changes", {"until": format_timestamp(at)}
+                self._base + "/changes", {"until": format_timestamp(at)}, retry=False
             ).data
+        except (RateLimited, BadPayload) as exc:
+            raise MemoryAdapterError(f"http memory: changes: {exc}") from None
         except HttpError as exc:
             if exc.status in (404, 405, 501):
                 self._tracks_changes = False
+                return None
+            if exc.status is None or exc.status >= 500:
+                # the service may have drained keys whose answer was lost: this stage
+                # re-asks every probe, and the next asks for the changes again
+                log.warning("http memory: changes failed, every probe is asked", error=str(exc))
                 return None
             raise MemoryAdapterError(f"http memory: changes: {exc}") from None
         keys = data.get("keys") if isinstance(data, dict) else None
