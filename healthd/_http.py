@@ -432,8 +432,10 @@ class HttpClient:
         sleep: Callable[[float], None] = _stop.sleep,
         clock: Callable[[], float] = time.time,
         rng: Callable[[], float] = random.random,
+        unique_names: bool = False,
     ) -> None:
         self.session = session
+        self.unique_names = unique_names  # refuse a body giving one name twice in an object
         for prefix in ("http://", "https://"):
             if type(session.get_adapter(prefix)) is HTTPAdapter:
                 session.mount(prefix, _WatchedAdapter())
@@ -657,7 +659,7 @@ class HttpClient:
                 elif 200 <= response.status_code < 300:
                     self._note_remaining(response)
                     try:
-                        data = _json.loads(content.decode("utf-8"))
+                        data = _json.loads(content.decode("utf-8"), unique_names=self.unique_names)
                     except (ValueError, UnicodeDecodeError) as exc:
                         raise BadPayload(
                             self.redact(

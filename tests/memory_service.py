@@ -6,7 +6,8 @@ Authorization) of every request; ``token`` makes every request need ``Bearer <to
 ``changes=False`` answers the optional ``changes`` operation with 501; ``bad_query_body``
 and ``bad_changes_body`` replace every query's and every changes' answer; ``lose_next`` lists
 path suffixes whose next request is carried out and then answered by closing the
-connection (the answer lost on the way, as a reset or a proxy's timeout loses it).
+connection (the answer lost on the way, as a reset or a proxy's timeout loses it);
+``namespace_text`` is the raw JSON text of every namespace answer (200).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class MemoryService(MemoryServer):
         self.bad_query_body: dict[str, Any] | None = None
         self.bad_changes_body: dict[str, Any] | None = None
         self.lose_next: list[str] = []
+        self.namespace_text: bytes | None = None
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -52,6 +54,13 @@ class MemoryService(MemoryServer):
         self.requests.append((request.command, path, auth))
         answer = self._hook(path, auth)
         lost = next((s for s in self.lose_next if path.endswith(s)), None)
+        if answer is None and request.command == "GET" and self.namespace_text is not None:
+            request.send_response(200)
+            request.send_header("Content-Type", "application/json")
+            request.send_header("Content-Length", str(len(self.namespace_text)))
+            request.end_headers()
+            request.wfile.write(self.namespace_text)
+            return
         if answer is None and lost is not None:
             self.lose_next.remove(lost)
             raw = request.rfile.read(int(request.headers.get("Content-Length") or 0))

@@ -309,3 +309,22 @@ def test_changes_answers_lost_on_the_way_leave_the_scores_exact():
         over_http = run(target(service))
     in_process = run("reference")
     assert [s.metrics for s in over_http.stages] == [s.metrics for s in in_process.stages]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        # which one counts is the parser's choice: Python's takes the last, others the first
+        (b'{"namespace": "healthd/shadow", "shadow": false, "shadow": true}', "'shadow' is given twice"),
+        (b'{"namespace": "assistant/prod", "shadow": true}', "answered for namespace 'assistant/prod'"),
+    ],
+)  # fmt: skip
+def test_a_shadow_answer_that_may_not_be_about_the_namespace_is_not_taken(text, why):
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        service.namespace_text = text
+        with pytest.raises((MemoryAdapterError, ShadowViolation), match=re.escape(why)):
+            memory.reset()
+        with pytest.raises((MemoryAdapterError, ShadowViolation)):
+            memory.apply(EVENTS[0])
+        assert {method for method, _, _ in service.requests} == {"GET"}

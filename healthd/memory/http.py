@@ -92,6 +92,7 @@ class HttpMemory:
             options,
             headers={"Authorization": f"Bearer {token}"} if token else {},
             secrets=(token,),
+            unique_names=True,  # {"shadow": false, "shadow": true} means what the parser says
         )
         self._verified_at: float | None = None  # when the service last said "shadow"
         self._tracks_changes = True
@@ -196,6 +197,13 @@ class HttpMemory:
                 return
             raise MemoryAdapterError(f"http memory: checking namespace: {exc}") from None
         info = response.data
+        named = info.get("namespace") if isinstance(info, dict) else None
+        if isinstance(named, str) and named != self.options.namespace:
+            raise ShadowViolation(
+                f"http memory: asked about namespace {self.options.namespace!r}, the service "
+                f"answered for namespace {errors.quote(named)}; healthd writes only to a "
+                "namespace the service says is a shadow and wrote nothing more"
+            )
         if not isinstance(info, dict) or info.get("shadow") is not True:
             raise ShadowViolation(
                 f"http memory: the service says namespace {self.options.namespace!r} is not a "
