@@ -433,9 +433,11 @@ class HttpClient:
         clock: Callable[[], float] = time.time,
         rng: Callable[[], float] = random.random,
         unique_names: bool = False,
+        follow_redirects: bool = True,
     ) -> None:
         self.session = session
         self.unique_names = unique_names  # refuse a body giving one name twice in an object
+        self.follow_redirects = follow_redirects  # False: a 3xx is an error naming its Location
         for prefix in ("http://", "https://"):
             if type(session.get_adapter(prefix)) is HTTPAdapter:
                 session.mount(prefix, _WatchedAdapter())
@@ -600,6 +602,7 @@ class HttpClient:
                     json=body if method != "GET" else None,
                     timeout=self.options.timeout_seconds,
                     stream=True,  # read by _bounded_body, never more than the limit
+                    allow_redirects=self.follow_redirects,
                 )
                 with response:
                     changed = _changed_method(response, method, where)
@@ -655,6 +658,15 @@ class HttpClient:
                         url=response.url or url,
                         status=response.status_code,
                         headers=response.headers,
+                    )
+                elif response.is_redirect:  # (only when not followed)
+                    raise HttpError(
+                        self.redact(
+                            f"{method} {where} was redirected (HTTP {response.status_code} to "
+                            f"{response.headers.get('Location', '?')!r}), which is not followed: "
+                            "give the URL that answers"
+                        ),
+                        status=response.status_code,
                     )
                 elif 200 <= response.status_code < 300:
                     self._note_remaining(response)

@@ -7,7 +7,8 @@ Authorization) of every request; ``token`` makes every request need ``Bearer <to
 and ``bad_changes_body`` replace every query's and every changes' answer; ``lose_next`` lists
 path suffixes whose next request is carried out and then answered by closing the
 connection (the answer lost on the way, as a reset or a proxy's timeout loses it);
-``namespace_text`` is the raw JSON text of every namespace answer (200).
+``namespace_text`` is the raw JSON text of every namespace answer (200);
+``redirect_writes`` answers every POST with a 307 to that URL plus the operation's name.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class MemoryService(MemoryServer):
         self.bad_changes_body: dict[str, Any] | None = None
         self.lose_next: list[str] = []
         self.namespace_text: bytes | None = None
+        self.redirect_writes: str | None = None
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -60,6 +62,13 @@ class MemoryService(MemoryServer):
             request.send_header("Content-Length", str(len(self.namespace_text)))
             request.end_headers()
             request.wfile.write(self.namespace_text)
+            return
+        if answer is None and request.command == "POST" and self.redirect_writes is not None:
+            request.rfile.read(int(request.headers.get("Content-Length") or 0))
+            request.send_response(307)
+            request.send_header("Location", f"{self.redirect_writes}/{path.rsplit('/', 1)[1]}")
+            request.send_header("Content-Length", "0")
+            request.end_headers()
             return
         if answer is None and lost is not None:
             self.lose_next.remove(lost)

@@ -328,3 +328,15 @@ def test_a_shadow_answer_that_may_not_be_about_the_namespace_is_not_taken(text, 
         with pytest.raises((MemoryAdapterError, ShadowViolation)):
             memory.apply(EVENTS[0])
         assert {method for method, _, _ in service.requests} == {"GET"}
+
+
+def test_a_redirect_is_not_followed_to_a_namespace_never_checked():
+    """The shadow check vouches for one URL: a write sent on to another (another host, or
+    another namespace on the same one) goes where no check looked."""
+    with MemoryService() as elsewhere, MemoryService() as service:
+        moved = f"{elsewhere.url}/v1/namespaces/assistant%2Fprod"
+        service.redirect_writes = moved
+        memory = build_memory(parse_target(target(service)))
+        with pytest.raises(MemoryAdapterError, match=re.escape(f"HTTP 307 to '{moved}/reset'")):
+            memory.reset()
+        assert elsewhere.requests == []

@@ -9,8 +9,9 @@ writing nothing more. Requests carry a timeout, are retried on 5xx and
 timeouts with bounded backoff (the contract makes writes idempotent by event id; ``changes``,
 which drains what it answers, is never retried: a failed one re-asks every probe), and send
 ``Authorization: Bearer`` from the variable ``token_env`` names; the token never appears in
-an error. Failures become :class:`MemoryAdapterError`, which the evaluator and the daemon
-report as a failed run.
+an error. No redirect is followed (the check vouches for one URL); an answer that gives one
+name twice in an object is refused. Failures become :class:`MemoryAdapterError`, which the
+evaluator and the daemon report as a failed run.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ class HttpMemory:
             headers={"Authorization": f"Bearer {token}"} if token else {},
             secrets=(token,),
             unique_names=True,  # {"shadow": false, "shadow": true} means what the parser says
+            follow_redirects=False,  # the shadow check vouches for this URL, not another
         )
         self._verified_at: float | None = None  # when the service last said "shadow"
         self._tracks_changes = True
