@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -340,3 +341,24 @@ def test_a_redirect_is_not_followed_to_a_namespace_never_checked():
         with pytest.raises(MemoryAdapterError, match=re.escape(f"HTTP 307 to '{moved}/reset'")):
             memory.reset()
         assert elsewhere.requests == []
+
+
+@pytest.mark.parametrize(
+    "secret", ["memtok-0123456789abcdef\n", " memtok-0123456789abcdef", "memtok-0123456789✓"]
+)
+def test_a_token_no_header_can_carry_is_one_clear_line_naming_its_variable(secret):
+    """A token read from a file often ends in a line break; requests refuses the header
+    (which was retried as a connection failure) and http.client crashes on a character
+    outside Latin-1."""
+    with MemoryService() as service:
+        done = subprocess.run(
+            [sys.executable, "-m", "healthd", "evaluate", "--target",
+             target(service, token_env="MEMORY_TOKEN")],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "MEMORY_TOKEN": secret},
+        )  # fmt: skip
+        assert service.requests == []
+    assert done.returncode == 2, done.stderr
+    assert "'MEMORY_TOKEN' (token_env)" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "0123456789" not in done.stderr

@@ -86,6 +86,14 @@ class HttpMemory:
         token = environ.get(options.token_env, "") if options.token_env else ""
         if options.token_env and not token:
             raise TargetError(f"environment variable {options.token_env!r} (token_env) is not set")
+        odd = next((i for i, c in enumerate(token) if not " " < c <= "~"), None)
+        if odd is not None:  # requests refuses the header, http.client crashes on it
+            raise TargetError(
+                f"environment variable {options.token_env!r} (token_env) holds "
+                f"{token[odd]!r} at position {odd + 1} of {len(token)}, which a bearer token "
+                "cannot (only printable ASCII without spaces"
+                + ("; the line break that ends a file?)" if token[odd] in "\r\n" else ")")
+            )
         self.options = options
         self._base = f"{options.base_url}/v1/namespaces/{quote(options.namespace, safe='')}"
         self._client = HttpClient(
