@@ -362,3 +362,20 @@ def test_a_token_no_header_can_carry_is_one_clear_line_naming_its_variable(secre
     assert "'MEMORY_TOKEN' (token_env)" in done.stderr
     assert "Traceback" not in done.stderr
     assert "0123456789" not in done.stderr
+
+
+def test_a_query_in_the_base_url_is_refused_and_shown_nowhere():
+    """healthd adds /v1/namespaces/... after base_url: a query there would take the whole
+    path in (every operation sent to one path), and a key in it was shown in the target's
+    name in every report, metric and error."""
+    with MemoryService() as service:
+        text = target(service).replace(service.url, f"{service.url}/api?key=SECRETVALUE123")
+        done = subprocess.run(
+            [sys.executable, "-m", "healthd", "evaluate", "--target", text],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert service.requests == []
+    assert done.returncode == 2, done.stderr
+    assert "base_url" in done.stderr and "query" in done.stderr
+    assert "SECRETVALUE123" not in done.stderr
+    assert "SECRETVALUE123" not in parse_target(text).label

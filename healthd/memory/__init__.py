@@ -226,35 +226,39 @@ def memory_kinds() -> list[str]:
 #: The user (and password) a URL in a switch carries: ``http://bob:pw@host`` (a switch
 #: such as ``max_llm_tokens_per_day=20000`` is no secret, and stays in the name)
 _URL_CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@,]*@")
+#: A URL's query in a switch (``?api_key=...``), up to the switch's end
+_URL_QUERY = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s,?]*)\?[^\s,]*")
 
 
 def parse_target(text: str) -> TargetSpec:
     """Parse ``kind`` or ``kind:a=b,c=d``; the kind must be registered."""
+    # (its name is shown in every report and label: a password in a URL is not, nor a query,
+    # which may hold a key)
+    shown = _URL_QUERY.sub(r"\1?[REDACTED]", _URL_CREDENTIALS.sub(r"\1[REDACTED]@", text.strip()))
     kind, _, rest = text.strip().partition(":")
     if not kind:
-        raise TargetError(f"target {text!r}: missing kind")
+        raise TargetError(f"target {shown!r}: missing kind")
     _load_builtin(kind)
     if kind not in _REGISTRY:
         raise TargetError(
-            f"target {text!r}: unknown kind {kind!r}; known kinds: {', '.join(memory_kinds())}"
+            f"target {shown!r}: unknown kind {kind!r}; known kinds: {', '.join(memory_kinds())}"
         )
     options: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         name, sep, value = part.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise TargetError(f"target {text!r}: switch {part!r} is not name=value")
+            raise TargetError(f"target {shown!r}: switch {part!r} is not name=value")
         if name.strip() in options:
-            raise TargetError(f"target {text!r}: switch {name.strip()!r} given twice")
+            raise TargetError(f"target {shown!r}: switch {name.strip()!r} given twice")
         options[name.strip()] = value.strip()
     baseline = None
     if BASELINE in options:
         try:
             baseline = switch(options, BASELINE, False)
         except TargetError as exc:
-            raise TargetError(f"target {text!r}: {exc}") from None
+            raise TargetError(f"target {shown!r}: {exc}") from None
         del options[BASELINE]
-    # (its name is shown in every report and label: a password in a URL is not)
-    return TargetSpec(kind, options, _URL_CREDENTIALS.sub(r"\1[REDACTED]@", text.strip()), baseline)
+    return TargetSpec(kind, options, shown, baseline)
 
 
 def build_memory(spec: TargetSpec, **overrides: Any) -> Memory:

@@ -64,6 +64,11 @@ class HttpMemoryOptions(HttpOptions):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        if "?" in value or "#" in value:  # (not quoted: a query may hold a key)
+            raise ValueError(
+                "must have no query (?...) or fragment (#...): healthd adds "
+                "/v1/namespaces/... to its path; a token goes in token_env"
+            )
         return check_http_url(value, "http://memory.internal:8080")
 
 
