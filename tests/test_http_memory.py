@@ -317,7 +317,7 @@ def test_changes_answers_lost_on_the_way_leave_the_scores_exact():
     [
         # which one counts is the parser's choice: Python's takes the last, others the first
         (b'{"namespace": "healthd/shadow", "shadow": false, "shadow": true}', "'shadow' is given twice"),
-        (b'{"namespace": "assistant/prod", "shadow": true}', "answered for namespace 'assistant/prod'"),
+        (b'{"namespace": "assistant/prod", "shadow": true}', "answered for 'assistant/prod'"),
     ],
 )  # fmt: skip
 def test_a_shadow_answer_that_may_not_be_about_the_namespace_is_not_taken(text, why):
@@ -379,3 +379,23 @@ def test_a_query_in_the_base_url_is_refused_and_shown_nowhere():
     assert "base_url" in done.stderr and "query" in done.stderr
     assert "SECRETVALUE123" not in done.stderr
     assert "SECRETVALUE123" not in parse_target(text).label
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (b'{"namespace": "healthd/shadow", "shadow": false}', "says namespace 'healthd/shadow' is not a shadow"),
+        (b'{"namespace": "healthd/shadow", "shadow": "true"}', "field 'shadow': expected true or false, got 'true'"),
+        (b'{"namespace": "healthd/shadow"}', "field 'shadow': expected true or false, got nothing"),
+        (b'["healthd/shadow"]', "expected an object with 'shadow'"),
+        (b"", "expected an object with 'shadow'"),
+    ],
+)  # fmt: skip
+def test_a_shadow_answer_that_is_not_true_or_false_says_so(text, said):
+    """A service answering "true" must not read that healthd was told 'not a shadow'."""
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        service.namespace_text = text
+        with pytest.raises(ShadowViolation, match=re.escape(said)):
+            memory.reset()
+        assert {method for method, _, _ in service.requests} == {"GET"}

@@ -211,18 +211,11 @@ class HttpMemory:
                 self._verified_at = now  # the first reset creates it, as a shadow
                 return
             raise MemoryAdapterError(f"http memory: checking namespace: {exc}") from None
-        info = response.data
-        named = info.get("namespace") if isinstance(info, dict) else None
-        if isinstance(named, str) and named != self.options.namespace:
+        said = _not_a_shadow(response.data, self.options.namespace)
+        if said is not None:
             raise ShadowViolation(
-                f"http memory: asked about namespace {self.options.namespace!r}, the service "
-                f"answered for namespace {errors.quote(named)}; healthd writes only to a "
-                "namespace the service says is a shadow and wrote nothing more"
-            )
-        if not isinstance(info, dict) or info.get("shadow") is not True:
-            raise ShadowViolation(
-                f"http memory: the service says namespace {self.options.namespace!r} is not a "
-                "shadow; healthd writes only to shadow namespaces and wrote nothing more"
+                f"http memory: {said}; healthd writes only to shadow namespaces and wrote "
+                "nothing more"
             )
         self._verified_at = now
 
@@ -231,6 +224,24 @@ class HttpMemory:
             return self._client.request_json(method, self._base + path, body=body).data
         except HttpError as exc:
             raise MemoryAdapterError(f"http memory: {what}: {exc}") from None
+
+
+def _not_a_shadow(info: Any, namespace: str) -> str | None:
+    """Why a namespace answer is no ``shadow: true``, in the service's terms; None when it is."""
+    where = f"the service's answer about namespace {namespace!r}"
+    if not isinstance(info, dict):
+        return f"{where}: expected an object with 'shadow'"
+    named = info.get("namespace")
+    if isinstance(named, str) and named != namespace:  # (another's, or a misrouted answer)
+        return (
+            f"asked about namespace {namespace!r}, the service answered for {errors.quote(named)}"
+        )
+    if info.get("shadow") is True:
+        return None
+    if info.get("shadow") is False:
+        return f"the service says namespace {namespace!r} is not a shadow"
+    got = errors.quote(info["shadow"]) if "shadow" in info else "nothing"
+    return f"{where}, field 'shadow': expected true or false, got {got}"
 
 
 def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
