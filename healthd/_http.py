@@ -718,8 +718,17 @@ def _server_message(content: bytes) -> str:
         return ""
     if isinstance(body, dict):
         if isinstance(body.get("message"), str):
-            return f": {body['message'][:200]}"
+            return f": {_one_line(body['message'][:1000])[:200]}"
         messages = body.get("errorMessages")
         if isinstance(messages, list) and messages:
-            return ": " + "; ".join(str(m) for m in messages)[:200]
+            return ": " + _one_line("; ".join(str(m) for m in messages)[:1000])[:200]
     return ""
+
+
+def _one_line(text: str) -> str:
+    """A server's text as one line of printable text: each run of whitespace one space, any
+    other control character its escape (an escape sequence never reaches a terminal)."""
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode()
+        for c in " ".join(text.split())
+    )

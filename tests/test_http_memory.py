@@ -399,3 +399,21 @@ def test_a_shadow_answer_that_is_not_true_or_false_says_so(text, said):
         with pytest.raises(ShadowViolation, match=re.escape(said)):
             memory.reset()
         assert {method for method, _, _ in service.requests} == {"GET"}
+
+
+def test_a_services_error_message_is_shown_on_one_line_without_its_control_characters():
+    """A message with line breaks read as more problems than one, and an escape sequence
+    in it reached the operator's terminal as it was."""
+    with MemoryService() as service:
+        hostile = "refused\nhealthd: error: all good\x1b[2J\x07"
+        service._hook = lambda path, auth: (  # type: ignore[method-assign]
+            (400, {"message": hostile}) if path.endswith("/reset") else None
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "healthd", "evaluate", "--target", target(service)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "returned HTTP 400: refused healthd: error: all good" in line
+    assert "\x1b" not in line and "\x07" not in line
