@@ -4,7 +4,8 @@ A working example of ``docs/memory-http-api.yaml`` for teams writing their own s
 the server the ``http`` target is exercised against end to end. Every namespace is a
 reference memory of its own, created as a shadow by its first reset; namespaces given with
 ``--protect`` exist and are not shadows, so writes to them are refused (409). Applying an
-event is idempotent by its id. Bad requests get 400 with a message naming the field.
+event is idempotent by its id. Bad requests get 400 with a message naming the field. A
+connection whose client sends nothing for ``idle_seconds`` (60) is closed.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class MemoryServer:
         port: int = 0,
         path: str = ":memory:",
         protected: Iterable[str] = (),
+        idle_seconds: float = 60.0,
     ) -> None:
         self.path = path
         self.protected = set(protected)
@@ -55,6 +57,7 @@ class MemoryServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             wbufsize = 1 << 16  # one send per response: no Nagle/delayed-ACK stall
+            timeout = idle_seconds  # a client silent this long (mid-request too) is let go
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -24,9 +24,13 @@ from healthd.memory_server import MemoryServer, send
 
 class MemoryService(MemoryServer):
     def __init__(
-        self, protected: tuple[str, ...] = (), changes: bool = True, token: str | None = None
+        self,
+        protected: tuple[str, ...] = (),
+        changes: bool = True,
+        token: str | None = None,
+        **server: Any,
     ) -> None:
-        super().__init__(protected=protected)
+        super().__init__(protected=protected, **server)
         self.changes = changes
         self.token = token
         self.fail_next: list[tuple[str, int]] = []

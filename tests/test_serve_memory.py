@@ -4,9 +4,11 @@ driven by the `http` target."""
 from __future__ import annotations
 
 import signal
+import socket
 
 import pytest
 import requests
+from memory_service import MemoryService
 from serve_memory_process import serve_memory
 
 from healthd.cli import example_timeline_path
@@ -124,3 +126,16 @@ def test_a_content_length_that_is_no_byte_count_is_a_400(length):
         assert head.startswith(b"HTTP/1.1 400 "), head[:200]
         assert b"is not a byte count" in head
         assert proc.poll() is None
+
+
+def test_a_client_that_sends_nothing_does_not_hold_a_connection_for_ever():
+    """A body announced and never sent held a thread of the server's until the process
+    ended."""
+    with (
+        MemoryService(idle_seconds=0.5) as service,
+        socket.create_connection(
+            ("127.0.0.1", service.httpd.server_address[1]), timeout=30
+        ) as idle,
+    ):
+        idle.sendall(b"POST /v1/namespaces/a/reset HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
+        assert idle.recv(1024) == b""  # closed by the server, not by this timeout
