@@ -111,6 +111,7 @@ class HttpMemory:
         )
         self._verified_at: float | None = None  # when the service last said "shadow"
         self._tracks_changes = True
+        self._changes_failed = 0  # changes calls failed this run (said once, on the first)
 
     # -- Memory protocol ------------------------------------------------------------------
 
@@ -118,6 +119,7 @@ class HttpMemory:
         """The service may stop calling the namespace a shadow at any time: ask again before
         this run's first write."""
         self._verified_at = None
+        self._changes_failed = 0
 
     def reset(self) -> None:
         self._ensure_shadow(force=True)
@@ -172,7 +174,12 @@ class HttpMemory:
             if exc.status is None or exc.status >= 500:
                 # the service may have drained keys whose answer was lost: this stage
                 # re-asks every probe, and the next asks for the changes again
-                log.warning("http memory: changes failed, every probe is asked", error=str(exc))
+                self._changes_failed += 1
+                if self._changes_failed == 1:  # (once a run: a stage each would flood the log)
+                    log.warning(
+                        "http memory: changes failed, every probe is asked at its stage",
+                        error=str(exc),
+                    )
                 return None
             raise MemoryAdapterError(f"http memory: changes: {exc}") from None
         keys = data.get("keys") if isinstance(data, dict) else None
