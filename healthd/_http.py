@@ -22,6 +22,7 @@ the status, and every message is passed through :meth:`HttpClient.redact`.
 from __future__ import annotations
 
 import heapq
+import http.client
 import itertools
 import random
 import re
@@ -39,10 +40,10 @@ import requests
 from pydantic import BaseModel, ConfigDict, Field
 from requests.adapters import HTTPAdapter
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import LocationParseError
+from urllib3.exceptions import LocationParseError, ProtocolError
 from urllib3.util import parse_url
 
-from healthd import __version__, _json, _stop
+from healthd import __version__, _json, _stop, errors
 from healthd.logging import redact_text, register_secret
 
 USER_AGENT = f"healthd/{__version__}"
@@ -612,7 +613,7 @@ class HttpClient:
             except requests.Timeout:
                 problem = f"{method} {where} timed out after {self.options.timeout_seconds:g} s"
             except requests.RequestException as exc:
-                problem = f"{method} {where} failed: {type(exc).__name__}"
+                problem = f"{method} {where} failed: {type(exc).__name__}{_cause(exc)}"
             finally:
                 expired = deadline.finish()
             if expired and by_run:
@@ -723,6 +724,37 @@ def _server_message(content: bytes) -> str:
         if isinstance(messages, list) and messages:
             return ": " + _one_line("; ".join(str(m) for m in messages)[:1000])[:200]
     return ""
+
+
+def _cause(exc: BaseException) -> str:
+    """Why a request failed, from the innermost error requests wraps: `` (Connection
+    refused)``, `` (a status line that is not HTTP: 'SSH-2.0-...')``, `` (got more than 100
+    headers)``; "" when none says (an invalid header's text would quote its value, a token)."""
+    found = ""
+    inner: BaseException | None = exc
+    for _ in range(8):  # outermost first, each level's reason replacing its wrapper's
+        if inner is None:
+            break
+        if isinstance(inner, OSError) and inner.strerror:
+            found = inner.strerror
+        elif isinstance(inner, http.client.RemoteDisconnected):
+            found = str(inner)
+        elif isinstance(inner, http.client.BadStatusLine) and inner.args and inner.args[0]:
+            found = f"a status line that is not HTTP: {errors.quote(inner.args[0])}"
+        elif isinstance(inner, http.client.HTTPException) and str(inner):
+            found = str(inner)
+        elif isinstance(inner, ProtocolError) and inner.args and isinstance(inner.args[0], str):
+            found = found or inner.args[0]
+        reason = getattr(inner, "reason", None)
+        last = inner.args[-1] if inner.args else None
+        inner = (
+            reason
+            if isinstance(reason, BaseException)
+            else last
+            if isinstance(last, BaseException)
+            else inner.__cause__
+        )
+    return f" ({_one_line(found[:300])[:160]})" if found else ""
 
 
 def _one_line(text: str) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 import yaml
@@ -417,3 +419,43 @@ def test_a_services_error_message_is_shown_on_one_line_without_its_control_chara
     (line,) = done.stderr.splitlines()
     assert "returned HTTP 400: refused healthd: error: all good" in line
     assert "\x1b" not in line and "\x07" not in line
+
+
+def _raw_server(answer: bytes) -> tuple[socket.socket, str]:
+    """A server on 127.0.0.1 that answers every connection with ``answer`` and closes it
+    (a listener that stops with the test: accept gives up after 30 s)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+
+    def serve() -> None:
+        with listener:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "ConnectionError (a status line that is not HTTP: 'SSH-2.0"),
+        (b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 200 + b"\r\n", "(got more than 100 headers)"),
+        (b"", "(Remote end closed connection without response)"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 90\r\n\r\n{}", "(IncompleteRead(2 bytes read, 88 more expected))"),
+    ],
+)  # fmt: skip
+def test_an_answer_that_is_not_http_names_what_was_wrong(answer, why):
+    """'failed: ConnectionError' alone left the team to guess between a service down, a
+    port that speaks another protocol and an answer cut short."""
+    listener, url = _raw_server(answer)
+    with listener:
+        text = f"http:base_url={url},namespace=s,shadow=on,max_retries=0"
+        with pytest.raises(MemoryAdapterError, match=re.escape(why)):
+            build_memory(parse_target(text)).reset()

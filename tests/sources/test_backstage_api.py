@@ -420,7 +420,7 @@ def test_an_unreachable_catalog_is_one_error_line_from_the_command(tmp_path) -> 
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         f"healthd: error: source 'cat': backstage source 'cat' (http://127.0.0.1:{port}): "
-        f"GET http://127.0.0.1:{port}/api/catalog/entities/by-query failed: ConnectionError "
+        f"GET http://127.0.0.1:{port}/api/catalog/entities/by-query failed: ConnectionError (Connection refused) "
         "(gave up after 1 attempts)"
     ]
 
