@@ -459,3 +459,13 @@ def test_an_answer_that_is_not_http_names_what_was_wrong(answer, why):
         text = f"http:base_url={url},namespace=s,shadow=on,max_retries=0"
         with pytest.raises(MemoryAdapterError, match=re.escape(why)):
             build_memory(parse_target(text)).reset()
+
+
+@pytest.mark.parametrize("namespace", [".", ".."])
+def test_a_namespace_that_is_a_dot_segment_is_refused_before_any_request(namespace):
+    """URLs drop '.' and '..' segments: the check would ask about /v1/namespaces/ or /v1/
+    and the writes go to /v1/namespaces/reset, /v1/events, no namespace's operations."""
+    with MemoryService() as service:
+        with pytest.raises(TargetError, match="switch namespace: .* a URL drops"):
+            build_memory(parse_target(target(service, namespace)))
+        assert service.requests == []

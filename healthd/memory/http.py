@@ -61,6 +61,13 @@ class HttpMemoryOptions(HttpOptions):
     top_k: int = Field(5, ge=1, le=1000)
     shadow_recheck_seconds: float = Field(5.0, gt=0, le=3600)
 
+    @field_validator("namespace")
+    @classmethod
+    def _path_segment(cls, value: str) -> str:
+        if value in (".", ".."):  # /v1/namespaces/../reset is sent as /v1/reset
+            raise ValueError(f"{value!r} is a name a URL drops (a dot segment); choose another")
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
