@@ -674,10 +674,18 @@ class HttpClient:
                     try:
                         data = _json.loads(content.decode("utf-8"), unique_names=self.unique_names)
                     except (ValueError, UnicodeDecodeError) as exc:
+                        kind = response.headers.get("Content-Type")
+                        shown = (  # an HTML page from a proxy, a sign-in, an error page
+                            " (no Content-Type)"
+                            if kind is None
+                            else ""
+                            if "json" in kind.lower()
+                            else f" (Content-Type: {errors.quote(kind)})"
+                        )
                         raise BadPayload(
                             self.redact(
                                 f"{method} {where} returned a body that is not valid JSON "
-                                f"({type(exc).__name__}: {str(exc)[:120]})"
+                                f"({type(exc).__name__}: {str(exc)[:120]}){shown}"
                             )
                         ) from None
                     return JsonResponse(

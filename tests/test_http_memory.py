@@ -469,3 +469,17 @@ def test_a_namespace_that_is_a_dot_segment_is_refused_before_any_request(namespa
         with pytest.raises(TargetError, match="switch namespace: .* a URL drops"):
             build_memory(parse_target(target(service, namespace)))
         assert service.requests == []
+
+
+def test_a_page_that_is_not_json_is_named_by_its_content_type():
+    """A sign-in page a proxy answers in the service's place (200, text/html) read only as
+    'not valid JSON (Expecting value at column 1)'."""
+    page = b"<!doctype html><title>Sign in</title>"
+    listener, url = _raw_server(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(page), page)
+    )
+    with listener:
+        text = f"http:base_url={url},namespace=s,shadow=on,max_retries=0"
+        with pytest.raises(MemoryAdapterError, match=re.escape("(Content-Type: 'text/html")):
+            build_memory(parse_target(text)).reset()
