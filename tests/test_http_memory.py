@@ -161,6 +161,9 @@ FACT = {
         ({"items": [{**ITEM, "flags": ["historic"]}]}, "items[0].flags"),  # a typo
         ({"facts": [{**FACT, "flags": ["stale"]}]}, "facts[0].flags"),
         ({"items": [{**ITEM, "text": " "}]}, "items[0].text"),
+        ({"facts": [{**FACT, "record_id": ""}]}, "facts[0].record_id"),
+        ({"facts": [{**FACT, "subject": ""}]}, "facts[0].subject"),
+        ({"facts": [{**FACT, "value": ""}]}, None),
     ],
 )
 def test_an_answer_is_refused_exactly_when_the_contract_refuses_it(body, field):

@@ -275,7 +275,9 @@ def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
             )
         record_id = item.get("record_id")
         if not isinstance(record_id, str) or not record_id:
-            raise MemoryAdapterError(f"{where}, field '{path}.record_id': expected a string")
+            raise MemoryAdapterError(
+                f"{where}, field '{path}.record_id': expected a non-empty string"
+            )
         metadata = item.get("metadata") or {}
         if not isinstance(metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
@@ -327,7 +329,8 @@ def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
         for name in ("subject", "predicate", "value", "domain", "record_id"):
             value = item.get(name)
             if not isinstance(value, str) or (name != "value" and not value):
-                raise MemoryAdapterError(f"{where}, field '{path}.{name}': expected a string")
+                what = "a string" if name == "value" else "a non-empty string"
+                raise MemoryAdapterError(f"{where}, field '{path}.{name}': expected {what}")
             values[name] = value
         if values["domain"] not in DOMAINS:
             raise MemoryAdapterError(
