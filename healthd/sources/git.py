@@ -651,7 +651,11 @@ class GitExtractor(Extractor):
                 ):
                     changed.append(self._event(commit, h, "revised", key, previous=was))
                 else:
-                    h.metadata = before.metadata  # unchanged: keep where it came from
+                    kept = before.metadata  # unchanged: keep where it came from
+                    file = h.metadata.get("file")  # (owners read now from another CODEOWNERS)
+                    if file is not None and file != kept.get("file"):
+                        kept = {**kept, "file": file}
+                    h.metadata = kept
             if scope in partial:
                 keys = self.scopes.setdefault(scope, set())
                 keys.difference_update(ended_keys)

@@ -112,6 +112,21 @@ def test_github_directory_codeowners_takes_precedence_over_the_root_one(repo, br
     ]
 
 
+def test_owners_carried_over_to_another_codeowners_file_are_said_to_come_from_it(repo):
+    """prometheus moved its CODEOWNERS from .github/ to the root (39c7fca0e9); a pattern
+    whose owners the move kept is read from the root file from then on, so removing it
+    later is a pattern removed from CODEOWNERS, not ".github/CODEOWNERS deleted" again."""
+    owners = "/web/ui @juliusv\n/tsdb @jesusvazquez\n"
+    repo.commit("2024-01-01", {".github/CODEOWNERS": owners})
+    repo.commit("2024-02-01", {".github/CODEOWNERS": None, "CODEOWNERS": owners})
+    repo.commit("2024-03-01", {"CODEOWNERS": "/web/ui @juliusv\n"})
+    events = pull(git_source(repo)).events
+    ended = events[-1]
+    assert (ended.type, ended.fact.subject) == ("invalidated", "/tsdb")
+    assert ended.reason == "pattern /tsdb removed from CODEOWNERS"
+    assert ended.metadata["file"] == "CODEOWNERS"
+
+
 # --------------------------------------------------------------------------- manifests
 
 
