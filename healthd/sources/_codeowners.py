@@ -2,8 +2,9 @@
 
 GitHub reads the first of ``.github/CODEOWNERS``, ``CODEOWNERS``, ``docs/CODEOWNERS``; a
 later line for the same pattern wins; a pattern with no owners leaves it unowned (no fact);
-a line holding a token that is no owner (``@org/team,``, ``team``, ``!@user``) is skipped
-whole, as GitHub documents it skips a line of invalid syntax. GitLab section headers
+a line holding a token that is no owner (``@org/team,``, ``team``, ``!@user``) or a pattern
+with a ``[ ]`` range (which GitHub documents it does not read, and reports as an error) is
+skipped whole, as GitHub documents it skips a line of invalid syntax. GitLab section headers
 (``[Section]``, ``^[Optional]``) are skipped.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from healthd.errors import quote
 from healthd.people import Person
 
 #: Where GitHub looks, in its order of precedence.
@@ -19,6 +21,7 @@ LOCATIONS: tuple[str, ...] = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNE
 
 _OWNER = re.compile(r"^(@[A-Za-z0-9][\w.-]*(/[\w.-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$")
 _SECTION = re.compile(r"^\^?\[[^\]]*\]")
+_RANGE = re.compile(r"\[[^\]]*\]")  # a character range, ``*.[ch]``
 
 
 def _split(line: str) -> list[str]:
@@ -50,9 +53,10 @@ def _split(line: str) -> list[str]:
 
 def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -> dict[str, str]:
     """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped). A line
-    with a token that is not an owner (``@org/team,``, ``team``, ``!@user``) is skipped, as
-    GitHub skips it (an earlier line for its pattern stands); each such token is added to
-    ``rejected`` as (line number, token) when given."""
+    with a token that is not an owner (``@org/team,``, ``team``, ``!@user``) or a pattern
+    with a ``[ ]`` range is skipped, as GitHub skips it (an earlier line for its pattern
+    stands); each such token is added to ``rejected`` as (line number, what is wrong with
+    it) when given."""
     rules: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -63,9 +67,16 @@ def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -
             continue
         pattern, rest = tokens[0], tokens[1:]
         invalid = [t for t in rest if not _OWNER.match(t)]
-        if invalid:
+        ranged = _RANGE.search(pattern) is not None
+        if invalid or ranged:
             if rejected is not None:
-                rejected.extend((number, t) for t in invalid)
+                if ranged:
+                    what = "holds a [ ] range, which GitHub does not read"
+                    rejected.append((number, f"pattern {quote(pattern)} {what}"))
+                rejected.extend(
+                    (number, f"owner {quote(t)} is not @user, @org/team or an email")
+                    for t in invalid
+                )
             continue
         owners = sorted(set(rest))
         rules.pop(pattern, None)  # keep the file order of the winning line

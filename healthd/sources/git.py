@@ -72,7 +72,6 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from healthd.errors import quote
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.people import Person
 from healthd.sources import register_source
@@ -491,11 +490,10 @@ class GitExtractor(Extractor):
             return False
         rejected: list[tuple[int, str]] = []
         self.codeowners[ch.path] = parse_codeowners(text, rejected)
-        for line, token in rejected:
+        for line, what in rejected:
             self.skips.add(
                 f"{ch.path}@{commit.sha[:12]} line {line}",
-                f"owner {quote(token)} is not @user, @org/team or an email; the line is skipped, "
-                "as GitHub skips it",
+                f"{what}; the line is skipped, as GitHub skips it",
             )
         return True
 

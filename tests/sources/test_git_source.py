@@ -926,6 +926,39 @@ def test_a_codeowners_line_with_a_malformed_owner_is_skipped_as_github_skips_it(
     ]
 
 
+def test_a_codeowners_pattern_with_a_character_range_is_skipped_as_github_skips_it(repo, brief):
+    """GitHub documents that `[ ]` ranges do not work in CODEOWNERS. cpython's 6d5845f2
+    (python/cpython#112206) wrote `Python/ceval.c` as `Python/ceval*.[ch]`, and GitHub said
+    "This CODEOWNERS file contains errors": that line names no owner there, so the old
+    pattern's owners end and the new one is not owned; the line is reported."""
+    repo.commit(
+        "2023-11-01",
+        {
+            ".github/CODEOWNERS": "Objects/call.c @markshannon\nPython/ceval.c @markshannon\n"
+            "Python/compile.c @markshannon @iritkatriel\n"
+        },
+    )
+    repo.commit(
+        "2023-11-17",
+        {
+            ".github/CODEOWNERS": "Objects/call.c @markshannon\n"
+            "Python/ceval*.[ch] @markshannon @gvanrossum\n"
+            "Python/compile.c @markshannon @iritkatriel\n"
+            "Python/optimizer*.c @markshannon @gvanrossum\n"
+        },
+    )
+    result = pull(git_source(repo))
+    assert brief(result.events)[3:] == [
+        ("2023-11-17", "added", "Python/optimizer*.c owners=@gvanrossum @markshannon"),
+        ("2023-11-17", "invalidated", "Python/ceval.c owners=@markshannon"),
+    ]
+    assert [line.split(": ", 1)[1] for line in result.skipped] == [
+        "pattern 'Python/ceval*.[ch]' holds a [ ] range, which GitHub does not read; "
+        "the line is skipped, as GitHub skips it"
+    ]
+    assert result.skipped[0].split(": ", 1)[0].endswith(" line 2")
+
+
 # --------------------------------------------------------------------------- per-name updates
 
 
