@@ -686,6 +686,9 @@ class GitExtractor(Extractor):
             where = held.metadata.get("file", "CODEOWNERS")
             if where not in self.codeowners:
                 return f"{where} deleted"
+            read = next(location for location in LOCATIONS if location in self.codeowners)
+            if read != where:  # still in its file, which GitHub no longer reads
+                return f"{read} takes precedence over {where}"
             return f"pattern {key.subject} removed from {where}"
         if scope.startswith("deps:"):
             manifest = held.metadata.get("manifest", "manifest")

@@ -127,6 +127,23 @@ def test_owners_carried_over_to_another_codeowners_file_are_said_to_come_from_it
     assert ended.metadata["file"] == "CODEOWNERS"
 
 
+def test_owners_a_higher_codeowners_file_supersedes_end_saying_so(repo, brief):
+    """NHSDigital/software-engineering-quality-framework's 9a4e515 added .github/CODEOWNERS
+    while the root CODEOWNERS still held `*`: GitHub reads only the first, so `*` has no
+    owner from then on, though the root file still names one; the next day's 09a7623
+    deleted the root file."""
+    team = "@NHSDigital/quality-framework-admins"
+    repo.commit("2020-08-11", {"CODEOWNERS": f"* {team}\n"})
+    repo.commit("2021-11-08", {".github/CODEOWNERS": f"/.github {team}\n/.vscode {team}\n"})
+    events = pull(git_source(repo)).events
+    assert brief(events)[1:] == [
+        ("2021-11-08", "added", f"/.github owners={team}"),
+        ("2021-11-08", "added", f"/.vscode owners={team}"),
+        ("2021-11-08", "invalidated", f"* owners={team}"),
+    ]
+    assert events[-1].reason == ".github/CODEOWNERS takes precedence over CODEOWNERS"
+
+
 # --------------------------------------------------------------------------- manifests
 
 
