@@ -113,18 +113,19 @@ def test_github_directory_codeowners_takes_precedence_over_the_root_one(repo, br
 
 
 def test_owners_carried_over_to_another_codeowners_file_are_said_to_come_from_it(repo):
-    """prometheus moved its CODEOWNERS from .github/ to the root (39c7fca0e9); a pattern
-    whose owners the move kept is read from the root file from then on, so removing it
-    later is a pattern removed from CODEOWNERS, not ".github/CODEOWNERS deleted" again."""
-    owners = "/web/ui @juliusv\n/tsdb @jesusvazquez\n"
-    repo.commit("2024-01-01", {".github/CODEOWNERS": owners})
-    repo.commit("2024-02-01", {".github/CODEOWNERS": None, "CODEOWNERS": owners})
-    repo.commit("2024-03-01", {"CODEOWNERS": "/web/ui @juliusv\n"})
+    """dependabot/cli's 3038c3a moved its CODEOWNERS, unchanged, into .github/: its patterns
+    are read from .github/CODEOWNERS from then on (prometheus moved the other way in
+    39c7fca0e9), so removing one later is a pattern removed from that file, not the
+    old file "deleted" again."""
+    owners = "* @dependabot/maintainers\n/updater/ @dependabot/maintainers @jakecoffman\n"
+    repo.commit("2022-09-23", {"CODEOWNERS": owners})
+    repo.commit("2022-09-28", {"CODEOWNERS": None, ".github/CODEOWNERS": owners})
+    repo.commit("2023-03-01", {".github/CODEOWNERS": "* @dependabot/maintainers\n"})
     events = pull(git_source(repo)).events
     ended = events[-1]
-    assert (ended.type, ended.fact.subject) == ("invalidated", "/tsdb")
-    assert ended.reason == "pattern /tsdb removed from CODEOWNERS"
-    assert ended.metadata["file"] == "CODEOWNERS"
+    assert (ended.type, ended.fact.subject) == ("invalidated", "/updater/")
+    assert ended.reason == "pattern /updater/ removed from .github/CODEOWNERS"
+    assert ended.metadata["file"] == ".github/CODEOWNERS"
 
 
 def test_owners_a_higher_codeowners_file_supersedes_end_saying_so(repo, brief):
