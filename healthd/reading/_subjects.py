@@ -153,6 +153,77 @@ _FUNCTION = frozenset(
     ]
 )
 
+# Labels that structure a document and lead its lines with a colon, naming no subject: a
+# conventional commit's type and scope ("deps: bump ...", "fix: ..."), a changelog's
+# sections, an ADR's fields and front matter ("summary: Why we chose ...").
+_LABELS = frozenset(
+    [
+        "feat",
+        "fix",
+        "chore",
+        "deps",
+        "dependencies",
+        "docs",
+        "build",
+        "perf",
+        "refactor",
+        "style",
+        "test",
+        "tests",
+        "revert",
+        "security",
+        "added",
+        "changed",
+        "deprecated",
+        "removed",
+        "fixed",
+        "breaking",
+        "summary",
+        "title",
+        "description",
+        "context",
+        "decision",
+        "status",
+        "consequences",
+        "rationale",
+        "reason",
+        "why",
+        "note",
+        "notes",
+        "outcome",
+        "result",
+    ]
+)
+# Verbs a memory opens with when it leaves out its subject (Mem0's "uses PostgreSQL",
+# "prefers tabs"): the word before the value is no name.
+_MEMORY_VERBS = frozenset(
+    [
+        "uses",
+        "used",
+        "prefers",
+        "preferred",
+        "likes",
+        "loves",
+        "runs",
+        "ran",
+        "wants",
+        "needs",
+        "chose",
+        "picked",
+        "adopted",
+        "switched",
+        "migrated",
+        "moved",
+        "upgraded",
+        "bumped",
+        "bumps",
+        "has",
+        "had",
+        "is",
+        "was",
+    ]
+)
+
 
 # A name's version: ``payments-v2``, ``billing_v4``, ``api 3``.
 _VERSION_SUFFIX = re.compile(r"[-_ ]v?(\d+)$")
@@ -201,6 +272,8 @@ def other_subjects(clause: str, subject: str, blank: str, item: bool = False) ->
                 or name.replace(" ", "-") in GENERIC
                 or name in GENERIC
                 or name in _FUNCTION
+                or name in _MEMORY_VERBS
+                or (name in _LABELS and blank[match.end("e") :].lstrip().startswith(":"))
                 or name.isdigit()
                 or re.fullmatch(r"[a-z]{3,}ed", name)  # a verb: "replaced"
                 or _GERUND.match(blank, match.end("e"))  # "replacing the ..."

@@ -1,0 +1,34 @@
+"""The default reader on shapes found in a fresh set of texts others wrote
+(``tests/reader_labelled_fresh.jsonl``): one test per defect, each written with sentences
+of the same shape (not the set's own), each failing on the reader before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from healthd.model import FactKey
+from healthd.reading import build_reader
+
+
+def read(text: str, subject: str, predicate: str, values: tuple[str, ...]):
+    return build_reader().read(text, FactKey(subject, predicate), values)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "* deps: bumps github.com/spf13/cobra from 1.7.0 to 1.8.0 (#311)",
+        "fix: bump github.com/spf13/cobra from 1.7.0 to 1.8.0",
+        "summary: bumped github.com/spf13/cobra from 1.7.0 to 1.8.0",
+    ],
+)
+def test_a_document_label_leads_no_subject(text):
+    # a changelog's category, a conventional commit's type, a front-matter field
+    reading = read(text, "deploy-cli", "dependency:github.com/spf13/cobra", ("1.7.0", "1.8.0"))
+    assert (reading.asserted, reading.negated) == (("1.8.0",), ("1.7.0",))
+
+
+@pytest.mark.parametrize("text", ["uses RabbitMQ", "prefers RabbitMQ", "runs RabbitMQ"])
+def test_a_memory_opening_with_its_verb_names_no_subject(text):
+    # Mem0 writes memories without their subject, some lower-case: the verb is no name
+    assert read(text, "orders", "broker", ("rabbitmq", "nats")).asserted == ("rabbitmq",)
