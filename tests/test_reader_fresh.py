@@ -32,3 +32,21 @@ def test_a_document_label_leads_no_subject(text):
 def test_a_memory_opening_with_its_verb_names_no_subject(text):
     # Mem0 writes memories without their subject, some lower-case: the verb is no name
     assert read(text, "orders", "broker", ("rabbitmq", "nats")).asserted == ("rabbitmq",)
+
+
+def test_a_markdown_link_is_read_as_its_text():
+    # the link's target names neither a value nor the subject; its text is the name
+    reading = read(
+        "We moved the queue from [RabbitMQ](https://github.com/rabbitmq/rabbitmq-server) to "
+        "[NATS](https://nats.io).",
+        "orders",
+        "broker",
+        ("rabbitmq", "nats"),
+    )
+    assert (reading.asserted, reading.negated) == (("nats",), ("rabbitmq",))
+    text = (
+        "Bumps github.com/spf13/cobra from 1.7.0 to 1.8.0.\n"
+        "PR [#42](https://github.com/acme/deploy-cli/pull/42)"
+    )
+    reading = read(text, "deploy-cli", "dependency:github.com/spf13/cobra", ("1.7.0", "1.8.0"))
+    assert (reading.asserted, reading.negated) == (("1.8.0",), ("1.7.0",))

@@ -496,7 +496,7 @@ class DefaultReader:
         return replace(self, people=table)
 
     def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
-        text = _name_people(text, values, self.people)
+        text = _name_people(_LINK.sub(r"\1", text), values, self.people)
         if _about_another_subject(text, key.subject, values):
             return IRRELEVANT  # "auth-service-v2 ..." for auth-service
         if key.predicate == "exists":
@@ -577,6 +577,9 @@ class DefaultReader:
 
 
 _HANDLE = re.compile(r"@[\w.-]+")
+# A markdown link, read as its text: "from [tonweb](https://github.com/toncenter/tonweb) to
+# [ton-org](...)" names each once, and its target names no subject ("PR [#21](.../pull/21)").
+_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 
 
 @lru_cache(maxsize=4096)
