@@ -50,3 +50,37 @@ def test_a_markdown_link_is_read_as_its_text():
     )
     reading = read(text, "deploy-cli", "dependency:github.com/spf13/cobra", ("1.7.0", "1.8.0"))
     assert (reading.asserted, reading.negated) == (("1.8.0",), ("1.7.0",))
+
+
+CI = ("travis ci", "github actions")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Travis CI is deprecated in favour of GitHub Actions.",
+        "`travis ci` config is deprecated in favor of `github actions` workflows",
+        # the deprecated one far from the one it gives way to
+        "Travis CI is a hosted service that we found slow and have now deprecated "
+        "in favor of GitHub Actions.",
+    ],
+)
+def test_what_is_deprecated_in_favour_of_another_gives_way_to_it(text):
+    reading = read(text, "monorepo", "ci", CI)
+    assert (reading.asserted, reading.negated) == (("github actions",), ("travis ci",))
+
+
+def test_the_value_a_thing_is_replaced_by_or_dropped_in_favour_of_is_current():
+    assert read(
+        "Was replaced by GitHub Actions as the only CI.", "monorepo", "ci", CI
+    ).asserted == ("github actions",)
+    assert read("Dropped in favour of GitHub Actions.", "monorepo", "ci", CI).asserted == (
+        "github actions",
+    )
+    reading = read(
+        "Travis CI was used at first but was replaced by GitHub Actions later on.",
+        "monorepo",
+        "ci",
+        CI,
+    )
+    assert (reading.asserted, reading.negated) == (("github actions",), ("travis ci",))

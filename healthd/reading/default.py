@@ -281,9 +281,22 @@ def _first_words(text: str, count: int = _WORDS) -> str:
     return (" " if text[:1].isspace() else "") + " ".join(words[:count])
 
 
+# What a thing gives way to, however far it stands from it: "SSL is an old and now insecure
+# protocol that has been deprecated in favor of TLS".
+_GIVES_WAY = re.compile(r"\bin\s+favou?r\s+of\s*$", re.IGNORECASE)
+# The value a thing was replaced by or gave way to, current: "was replaced by PostgreSQL".
+_GIVEN_WAY_TO = re.compile(
+    r"\b(?:(?:replaced|superseded|succeeded)\s+by|in\s+favou?r\s+of|making\s+way\s+for|"
+    r"gave\s+way\s+to)(?:\s+(?:the|a|an))?\W*$",
+    re.IGNORECASE,
+)
+
+
 def _pair(gap: str, before_first: str) -> tuple[str, str] | None:
     """How a transition between two mentions reads them, if ``gap`` is one."""
     text = _INLINE_MARKUP.sub("", gap).strip()
+    if _GIVES_WAY.search(text) and len(text.split()) <= 16:
+        return PAST, ASSERTED
     if len(text.split()) > 8:
         return None
     if _FORWARD_ARROW.search(text) or _FORWARD_ANY.search(text):
@@ -320,6 +333,8 @@ def _single(before: str, after: str) -> str:
         return HEDGED  # "Python 3.8 will be removed on 5 October": not yet
     if _POST_PAST_FIRST.search(after) or _POST_PAST.search(post):
         return PAST
+    if _GIVEN_WAY_TO.search(pre):
+        return ASSERTED
     if _PRE_FROM.search(pre):
         return PAST
     chosen = _CHOSEN.search(pre)
