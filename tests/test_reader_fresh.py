@@ -84,3 +84,20 @@ def test_the_value_a_thing_is_replaced_by_or_dropped_in_favour_of_is_current():
         CI,
     )
     assert (reading.asserted, reading.negated) == (("github actions",), ("travis ci",))
+
+
+NODE = ("20", "22")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- The staging environment will be rolled back to Node.js 22.",
+        "The image will be upgraded to Node 22 after the freeze.",
+        "We have decided to move the workers to Node 22 next sprint.",
+        "We agreed to upgrade from Node 20 to Node 22 next quarter.",
+    ],
+)
+def test_a_change_still_to_come_changes_nothing_yet(text):
+    reading = read(text, "workers", "dependency:node", NODE)
+    assert (reading.asserted, reading.negated) == ((), ())

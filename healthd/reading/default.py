@@ -212,8 +212,17 @@ _INTENT = re.compile(
 _PLANNED = re.compile(
     r"\b(?:will|shall|['’]ll|(?:is|are|am)\s+going\s+to)\s+(?:(?:need|have|want)\s+to\s+)?"
     r"(?:replace|switch|migrate|move|decomm?iss?ion|retire|remove|shut|deprecate|drop|phase|"
-    r"sunset|delete|turn|stop|rewrite|port|upgrade|transition|eliminate|convert)\b"
+    r"sunset|delete|turn|stop|rewrite|port|upgrade|transition|eliminate|convert|roll)\b"
+    # the same in the passive: "will be rolled back to Node.js 22", "will be upgraded to"
+    r"|\b(?:will|shall|['’]ll)\s+be\s+(?:replaced|switched|migrated|moved|retired|removed|"
+    r"deprecated|dropped|phased|rewritten|ported|upgraded|downgraded|converted|rolled|reverted)\b"
     r"|\bplan\s+is\s+to\b",
+    re.IGNORECASE,
+)
+# A change set in a period still to come: "decided to migrate Atlas to Postgres next quarter".
+_UPCOMING = re.compile(
+    r"\b(?:next|coming|following)\s+(?:week|month|quarter|year|sprint|release|cycle|spring|"
+    r"summer|autumn|fall|winter)\b|\blater\s+this\s+(?:week|month|quarter|year)\b",
     re.IGNORECASE,
 )
 _HOLDS = re.compile(r"\b(?:still|remains?|for\s+now|today)\b", re.IGNORECASE)
@@ -378,6 +387,7 @@ def _read_clause(
     question = clause.rstrip().endswith("?") or bool(
         found and _CHANGING.search(clause[: found[-1].start])
     )
+    upcoming = _UPCOMING.search(clause)
     out: list[tuple[Mention, str]] = []
     for i, mention in enumerate(found):
         reading = polarity.get(i)
@@ -390,6 +400,8 @@ def _read_clause(
             end = found[i + 1].start if i + 1 < len(found) else len(clause)
             reading = _single(clause[start : mention.start], clause[mention.end : end])
         before = clause[: mention.start]
+        if upcoming and mention.start < upcoming.start() and _TRANSITION.search(before):
+            reading = HEDGED  # "migrate X to Y next quarter": neither side has changed yet
         if (reading != HEDGED and _planned(before)) or (reading == ASSERTED and _intended(before)):
             reading = HEDGED  # a change still to come changes neither side yet
         out.append((mention, reading))
