@@ -101,3 +101,8 @@ NODE = ("20", "22")
 def test_a_change_still_to_come_changes_nothing_yet(text):
     reading = read(text, "workers", "dependency:node", NODE)
     assert (reading.asserted, reading.negated) == ((), ())
+
+
+def test_what_will_be_used_is_a_decision_not_a_plan():
+    text = "Decision: RabbitMQ will be used as the primary message broker."
+    assert read(text, "orders", "broker", ("rabbitmq", "nats")).asserted == ("rabbitmq",)

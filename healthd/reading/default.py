@@ -225,6 +225,9 @@ _UPCOMING = re.compile(
     r"summer|autumn|fall|winter)\b|\blater\s+this\s+(?:week|month|quarter|year)\b",
     re.IGNORECASE,
 )
+# What "will be used" is decided, not planned: "PostgreSQL will be used as the primary
+# database".
+_WILL_BE_USED = re.compile(r"^\W*(?:will|shall)\s+be\s+(?:used|adopted)\b", re.IGNORECASE)
 _HOLDS = re.compile(r"\b(?:still|remains?|for\s+now|today)\b", re.IGNORECASE)
 # A value back in place: "back on 14", "Jenkins again".
 _BACK = re.compile(r"\b(?:back\s+(?:on|to|in)|again\s+on)\s*$", re.IGNORECASE)
@@ -338,7 +341,8 @@ def _single(before: str, after: str) -> str:
         return ASSERTED
     if _STAYS.search(pre) and not _PRE_PAST.search(pre):
         return ASSERTED
-    if _POST_MODAL.match(after):
+    decided = _WILL_BE_USED.match(after) is not None
+    if _POST_MODAL.match(after) and not decided:
         return HEDGED  # "Python 3.8 will be removed on 5 October": not yet
     if _POST_PAST_FIRST.search(after) or _POST_PAST.search(post):
         return PAST
@@ -350,7 +354,7 @@ def _single(before: str, after: str) -> str:
     past = _PRE_PAST.search(pre)
     if past and not (chosen and chosen.start() > past.start()):
         return PAST
-    if (_HEDGE.search(pre) or _POST_HEDGE.search(after)) and not chosen:
+    if (_HEDGE.search(pre) or (_POST_HEDGE.search(after) and not decided)) and not chosen:
         return HEDGED
     return ASSERTED
 
