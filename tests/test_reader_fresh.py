@@ -106,3 +106,26 @@ def test_a_change_still_to_come_changes_nothing_yet(text):
 def test_what_will_be_used_is_a_decision_not_a_plan():
     text = "Decision: RabbitMQ will be used as the primary message broker."
     assert read(text, "orders", "broker", ("rabbitmq", "nats")).asserted == ("rabbitmq",)
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "values"),
+    [
+        ("User prefers Rust", "billing", ("go", "rust")),
+        ("Priya prefers Kotlin", "android-app", ("java", "kotlin")),
+        ("User's favourite language is Rust", "billing", ("go", "rust")),
+        ("User speaks French and German", "docs-site", ("french", "german")),
+        ("User works mostly with Rust and Postgres.", "billing", ("go", "rust")),
+    ],
+)
+def test_a_persons_taste_or_skill_is_no_fact_of_a_project(text, subject, values):
+    # Mem0's memories of the user: nothing in them says what the subject runs on
+    reading = read(text, subject, "language", values)
+    assert reading.unread and reading.irrelevant
+
+
+def test_a_preference_for_the_project_is_still_read():
+    assert read(
+        "User prefers Rust for our use case", "billing", "language", ("go", "rust")
+    ).asserted
+    assert read("User prefers Rust for billing", "billing", "language", ("go", "rust")).asserted

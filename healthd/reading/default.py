@@ -536,6 +536,8 @@ class DefaultReader:
         if package and not package_pattern(package).search(text):
             return IRRELEVANT  # versions of some other package
         named = subject_pattern(key.subject).search(text) is not None
+        if not named and _personal(text, values):
+            return IRRELEVANT  # "User prefers Python": of the user, not of billing
         people = _people(values)
         if people and not named:
             return IRRELEVANT  # "Lee has been away since Monday": of no subject's owners
@@ -605,6 +607,28 @@ class DefaultReader:
         if found.unread and elsewhere and not kept and not named:
             return IRRELEVANT  # "the exporter is written in Go": every clause another's
         return found
+
+
+# A memory of a person's taste or skill (Mem0's "User prefers Python", "User's favorite
+# language is Python", "Manik prefers TypeScript", "User speaks English and Spanish"):
+# what the person likes or knows, not what a project runs on, unless it says what for
+# ("prefers Vue.js for our use case").
+_PERSONAL = re.compile(
+    r"^\W*(?:the\s+)?(?P<who>user|(?-i:[A-Z][a-z]+))(?:['’]s\s+(?:favou?rite|preferred)\b|\s+(?:"
+    r"prefers|likes|loves|enjoys|speaks|knows|is\s+(?:learning|fluent|proficient|interested)\b|"
+    r"works\s+(?:mostly\s+|mainly\s+|primarily\s+)?with)\b)",
+    re.IGNORECASE,
+)
+_FOR_PROJECT = re.compile(r"\bfor\s+(?:our|the|this|its|their|my)\b", re.IGNORECASE)
+
+
+def _personal(text: str, values: Sequence[str]) -> bool:
+    """The text is one sentence of a person's taste or skill, for no stated purpose."""
+    match = _PERSONAL.match(text)
+    if match is None or len(_split(text)) > 1 or _FOR_PROJECT.search(text):
+        return False
+    who = match.group("who")
+    return not any(value_pattern(v).fullmatch(who) for v in values)
 
 
 _HANDLE = re.compile(r"@[\w.-]+")
