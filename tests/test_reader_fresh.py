@@ -129,3 +129,13 @@ def test_a_preference_for_the_project_is_still_read():
         "User prefers Rust for our use case", "billing", "language", ("go", "rust")
     ).asserted
     assert read("User prefers Rust for billing", "billing", "language", ("go", "rust")).asserted
+
+
+def test_what_is_rewritten_in_another_language_is_past():
+    reading = read(
+        "The legacy Perl scripts have been rewritten in Python.",
+        "tooling",
+        "language",
+        ("perl", "python"),
+    )
+    assert (reading.asserted, reading.negated) == (("python",), ("perl",))

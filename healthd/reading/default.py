@@ -304,6 +304,9 @@ _GIVEN_WAY_TO = re.compile(
 )
 
 
+_REWRITTEN_IN = re.compile(r"\brewr\w*\s+in\s*$", re.IGNORECASE)
+
+
 def _pair(gap: str, before_first: str) -> tuple[str, str] | None:
     """How a transition between two mentions reads them, if ``gap`` is one."""
     text = _INLINE_MARKUP.sub("", gap).strip()
@@ -311,6 +314,8 @@ def _pair(gap: str, before_first: str) -> tuple[str, str] | None:
         return PAST, ASSERTED
     if len(text.split()) > 8:
         return None
+    if _REWRITTEN_IN.search(text):
+        return PAST, ASSERTED  # "the original STATA code has been rewritten in R"
     if _FORWARD_ARROW.search(text) or _FORWARD_ANY.search(text):
         return PAST, ASSERTED
     if _TO_NEAR.search(text) and (
