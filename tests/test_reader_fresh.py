@@ -139,3 +139,10 @@ def test_what_is_rewritten_in_another_language_is_past():
         ("perl", "python"),
     )
     assert (reading.asserted, reading.negated) == (("python",), ("perl",))
+
+
+def test_what_stopped_being_used_is_past():
+    reading = read(
+        "Memcached stopped being part of the platform.", "catalog", "cache", ("memcached", "redis")
+    )
+    assert (reading.asserted, reading.negated) == ((), ("memcached",))

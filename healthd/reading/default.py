@@ -109,7 +109,7 @@ _PRE_FROM = re.compile(rf"\b{_TRANSITION_VERB}\b.*\bfrom\s+(?:\w+\s+){{0,2}}$", 
 _POST_PAST = re.compile(
     r"^[^\w,;:]*(?:[\w'’-]+\s+){0,3}?(?:(?:is|was|has|have|had|were|are|got|been|being)\s+)*"
     r"(?:(?:was|were)\s+(?:the|a|an|its|our|their)|(?:is|are|was|were)\s+(?:now\s+)?off|used\s+to|moved\s+(?:teams|on|away)|"
-    r"switched\s+off|turned\s+off|shut\s+down|killed|"
+    r"switched\s+off|turned\s+off|shut\s+down|killed|stopped\s+being|"
     r"rejected|declined|ruled\s+out|vetoed|"
     r"no\s+longer|not|never|stepped\s+down|left|leaves|retired|deprecated|removed|dropped|"
     r"decommissioned|gone|abandoned|phased\s+out|until|through|up\s+to|replaced|superseded|"
