@@ -146,3 +146,14 @@ def test_what_stopped_being_used_is_past():
         "Memcached stopped being part of the platform.", "catalog", "cache", ("memcached", "redis")
     )
     assert (reading.asserted, reading.negated) == ((), ("memcached",))
+
+
+def test_a_name_inside_a_file_name_is_not_that_name():
+    text = "If you kept a custom `webpack.config.js`, replace it with a `vite.config.ts`."
+    assert read(text, "site", "build_tool", ("webpack", "vite")).unread
+    text = "Moved the site from webpack to Vite; delete webpack.config.js."
+    reading = read(text, "site", "build_tool", ("webpack", "vite"))
+    assert (reading.asserted, reading.negated) == (("vite",), ("webpack",))
+    assert read("The worker runs on Node.js.", "worker", "language", ("node", "go")).asserted == (
+        "node",
+    )

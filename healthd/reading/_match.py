@@ -27,6 +27,12 @@ _LIST_SEP = r"(?:\s*(?:,|&|\+|/|\band\b)\s*(?:\band\b\s*)?|\s+)"
 # (payments-v10); "kafka-based" and the like still name kafka.
 _AFTER = r"(?![\w@])(?!-(?!(?:based|backed|powered|driven|only|first|era)\b)\w)"
 _BEFORE = r"(?<![\w@.-])"
+# A name inside a file's name is not that name: "webpack" in `webpack.config.js`, "vite" in
+# `vite.config.ts` (a name's own suffix still is: "Node.js" for node).
+_FILE_AFTER = (
+    r"(?!\.(?:config|conf|ya?ml|json|toml|lock|ini|cfg|env|properties|xml|md|txt|sh|py|rb|ts|"
+    r"tsx|jsx|mjs|cjs|gradle)\b)(?!\.\w+\.\w)"
+)
 _ALIASES = {
     "<": r"(?:<|under|below|less\s+than|within|at\s+most)",
     ">": r"(?:>|over|above|more\s+than|at\s+least)",
@@ -106,7 +112,8 @@ def value_pattern(value: str) -> re.Pattern[str]:
         return re.compile(rf"{_BEFORE}(?:{body}){_AFTER}", re.IGNORECASE)
     body = _name(value)
     prefix = r"@?" if value.startswith("@") or " " not in value.strip() else ""
-    return re.compile(rf"{_BEFORE}{prefix}{body}{_AFTER}", re.IGNORECASE)
+    after = _AFTER + (_FILE_AFTER if value.strip()[-1:].isalpha() else "")
+    return re.compile(rf"{_BEFORE}{prefix}{body}{after}", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)
