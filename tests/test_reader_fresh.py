@@ -157,3 +157,13 @@ def test_a_name_inside_a_file_name_is_not_that_name():
     assert read("The worker runs on Node.js.", "worker", "language", ("node", "go")).asserted == (
         "node",
     )
+
+
+def test_a_chain_of_changes_ends_on_its_last_value():
+    reading = read(
+        "The team moved CI from Jenkins to CircleCI, then to GitHub Actions.",
+        "monorepo",
+        "ci",
+        ("jenkins", "circleci", "github actions"),
+    )
+    assert (reading.asserted, reading.negated) == (("github actions",), ("jenkins", "circleci"))

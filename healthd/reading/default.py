@@ -305,6 +305,7 @@ _GIVEN_WAY_TO = re.compile(
 
 
 _REWRITTEN_IN = re.compile(r"\brewr\w*\s+in\s*$", re.IGNORECASE)
+_THEN_TO = re.compile(r",?\s*(?:and\s+)?(?:then|later)\s+(?:on\s+)?(?:to|onto)", re.IGNORECASE)
 
 
 def _pair(gap: str, before_first: str) -> tuple[str, str] | None:
@@ -316,6 +317,8 @@ def _pair(gap: str, before_first: str) -> tuple[str, str] | None:
         return None
     if _REWRITTEN_IN.search(text):
         return PAST, ASSERTED  # "the original STATA code has been rewritten in R"
+    if _THEN_TO.fullmatch(text):
+        return PAST, ASSERTED  # "from npm to pnpm, then to bun": pnpm gave way too
     if _FORWARD_ARROW.search(text) or _FORWARD_ANY.search(text):
         return PAST, ASSERTED
     if _TO_NEAR.search(text) and (
