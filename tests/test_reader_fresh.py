@@ -167,3 +167,12 @@ def test_a_chain_of_changes_ends_on_its_last_value():
         ("jenkins", "circleci", "github actions"),
     )
     assert (reading.asserted, reading.negated) == (("github actions",), ("jenkins", "circleci"))
+
+
+def test_what_something_used_to_be_is_past_and_now_goes_on_about_it():
+    text = (
+        "importer used to be a cron job that we wrote in Perl for one box. "
+        "Now it has been rewritten in Go."
+    )
+    reading = read(text, "importer", "language", ("perl", "go"))
+    assert (reading.asserted, reading.negated) == (("go",), ("perl",))

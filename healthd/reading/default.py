@@ -55,8 +55,13 @@ _CLAUSE = re.compile(
     re.IGNORECASE,
 )
 _FOLLOW_ON = re.compile(
-    r"^\W*(?:it|its|they|their|he|she|his|her|this|that|the service|the team)\b", re.IGNORECASE
+    r"^\W*(?:(?:now|today|since\s+then|later|then)\s*,?\s+)?"
+    r"(?:it|its|they|their|he|she|his|her|this|that|the service|the team)\b",
+    re.IGNORECASE,
 )
+# What something used to be, however far the name stands from it in its clause: "wfwp
+# used to be a script I wrote in AutoHotkey".
+_USED_TO_BE = re.compile(r"\bused\s+to\s+be\b", re.IGNORECASE)
 
 _WORDS = 6  # how far a cue before or after a mention reaches, in words
 
@@ -352,7 +357,7 @@ def _single(before: str, after: str) -> str:
     decided = _WILL_BE_USED.match(after) is not None
     if _POST_MODAL.match(after) and not decided:
         return HEDGED  # "Python 3.8 will be removed on 5 October": not yet
-    if _POST_PAST_FIRST.search(after) or _POST_PAST.search(post):
+    if _POST_PAST_FIRST.search(after) or _POST_PAST.search(post) or _USED_TO_BE.search(before):
         return PAST
     if _GIVEN_WAY_TO.search(pre):
         return ASSERTED
