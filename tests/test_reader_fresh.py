@@ -176,3 +176,15 @@ def test_what_something_used_to_be_is_past_and_now_goes_on_about_it():
     )
     reading = read(text, "importer", "language", ("perl", "go"))
     assert (reading.asserted, reading.negated) == (("go",), ("perl",))
+
+
+PY = ("3.11", "3.12")
+
+
+def test_a_line_naming_the_dependency_is_read_beside_the_one_naming_the_subject():
+    # a changelog names its project once; its other lines are still the project's
+    text = "- api: upgraded Flask to 3.0\n- Minimum Python version raised to 3.12"
+    assert read(text, "api", "dependency:python", PY).asserted == ("3.12",)
+    # but not a line about another subject
+    text = "api runs Python 3.12. The worker pins Python 3.11."
+    assert read(text, "api", "dependency:python", PY).asserted == ("3.12",)

@@ -499,14 +499,20 @@ def _intended(before: str) -> bool:
     return not (_HOLDS.search(rest) or _CHOSEN.search(rest))
 
 
-def _sentences(text: str, subject: str) -> list[str]:
+def _sentences(text: str, subject: str, package: str = "") -> list[str]:
+    """The sentences about ``subject``, where the text names it in some: those, the ones
+    that go on about it, and (for a dependency ``package``) the ones naming the package
+    (a changelog names its project once: "- Project upgraded to Django v3.2\n- Minimum
+    Python version requirement upgraded to 3.7"; a line about another subject is left out
+    clause by clause, as anywhere)."""
     sentences = _split(text)
     pattern = subject_pattern(subject)
     if len(sentences) < 2 or not any(pattern.search(s) for s in sentences):
         return sentences
+    named = package_pattern(package) if package else None
     kept, following, answering = [], False, False
     for sentence in sentences:
-        if pattern.search(sentence):
+        if pattern.search(sentence) or (named is not None and named.search(sentence)):
             kept.append(sentence)
             following = True
         elif following and (answering or _FOLLOW_ON.search(sentence)):
@@ -558,7 +564,7 @@ class DefaultReader:
         others: list[str] = []
         kept = elsewhere = False  # a clause read for the key; one left as another subject's
         listing = False  # in the items under an "Options considered" heading
-        for sentence in _sentences(text, key.subject):
+        for sentence in _sentences(text, key.subject, package):
             if _OPTIONS_HEAD.match(sentence):
                 listing = True
                 continue
