@@ -188,3 +188,13 @@ def test_a_line_naming_the_dependency_is_read_beside_the_one_naming_the_subject(
     # but not a line about another subject
     text = "api runs Python 3.12. The worker pins Python 3.11."
     assert read(text, "api", "dependency:python", PY).asserted == ("3.12",)
+
+
+def test_what_will_be_removed_is_no_plan_for_what_follows():
+    text = (
+        "Kafka is deprecated and will be removed in a future release; the Kafka "
+        "cluster is no longer maintained."
+    )
+    assert read(text, "orders", "broker", ("kafka", "sqs")).negated == ("kafka",)
+    text = "Kafka is deprecated and will be removed in a future release — the upstream Kafka is no longer maintained."
+    assert read(text, "orders", "broker", ("kafka", "sqs")).negated == ("kafka",)

@@ -218,9 +218,11 @@ _PLANNED = re.compile(
     r"\b(?:will|shall|['’]ll|(?:is|are|am)\s+going\s+to)\s+(?:(?:need|have|want)\s+to\s+)?"
     r"(?:replace|switch|migrate|move|decomm?iss?ion|retire|remove|shut|deprecate|drop|phase|"
     r"sunset|delete|turn|stop|rewrite|port|upgrade|transition|eliminate|convert|roll)\b"
-    # the same in the passive: "will be rolled back to Node.js 22", "will be upgraded to"
-    r"|\b(?:will|shall|['’]ll)\s+be\s+(?:replaced|switched|migrated|moved|retired|removed|"
-    r"deprecated|dropped|phased|rewritten|ported|upgraded|downgraded|converted|rolled|reverted)\b"
+    # the same in the passive, toward what follows: "will be rolled back to Node.js 22",
+    # "will be upgraded to" (not "Kuzu will be removed in a future release — Kuzu ...")
+    r"|\b(?:will|shall|['’]ll)\s+be\s+(?:(?:replaced|switched|migrated|moved|upgraded|"
+    r"downgraded|converted|rolled|reverted|ported|rewritten)(?:\s+back|\s+over)?\s+"
+    r"(?:to|into|onto|with|by)|(?:rewritten|ported)\s+in)\b"
     r"|\bplan\s+is\s+to\b",
     re.IGNORECASE,
 )
