@@ -198,3 +198,10 @@ def test_what_will_be_removed_is_no_plan_for_what_follows():
     assert read(text, "orders", "broker", ("kafka", "sqs")).negated == ("kafka",)
     text = "Kafka is deprecated and will be removed in a future release — the upstream Kafka is no longer maintained."
     assert read(text, "orders", "broker", ("kafka", "sqs")).negated == ("kafka",)
+
+
+def test_a_compound_label_leads_no_subject():
+    # a conventional commit's type with its scope, hyphenated
+    text = "* **ci-deps:** bump github.com/spf13/cobra from 1.7.0 to 1.8.0 (#372)"
+    reading = read(text, "deploy-cli", "dependency:github.com/spf13/cobra", ("1.7.0", "1.8.0"))
+    assert (reading.asserted, reading.negated) == (("1.8.0",), ("1.7.0",))

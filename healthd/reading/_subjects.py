@@ -236,6 +236,11 @@ _MEMORY_VERBS = frozenset(
 )
 
 
+def _label(name: str) -> bool:
+    """A document's label, or one with its scope ("ci-deps", "build-deps")."""
+    return all(part in _LABELS or part == "ci" for part in name.split("-"))
+
+
 # A name's version: ``payments-v2``, ``billing_v4``, ``api 3``.
 _VERSION_SUFFIX = re.compile(r"[-_ ]v?(\d+)$")
 
@@ -284,7 +289,7 @@ def other_subjects(clause: str, subject: str, blank: str, item: bool = False) ->
                 or name in GENERIC
                 or name in _FUNCTION
                 or name in _MEMORY_VERBS
-                or (name in _LABELS and blank[match.end("e") :].lstrip().startswith(":"))
+                or (_label(name) and blank[match.end("e") :].lstrip().startswith(":"))
                 or name.isdigit()
                 or re.fullmatch(r"[a-z]{3,}ed", name)  # a verb: "replaced"
                 or _GERUND.match(blank, match.end("e"))  # "replacing the ..."
