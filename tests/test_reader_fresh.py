@@ -8,6 +8,7 @@ import pytest
 
 from healthd.model import FactKey
 from healthd.reading import build_reader
+from healthd.reading.labelled import check_reader, load_labelled
 
 
 def read(text: str, subject: str, predicate: str, values: tuple[str, ...]):
@@ -205,3 +206,14 @@ def test_a_compound_label_leads_no_subject():
     text = "* **ci-deps:** bump github.com/spf13/cobra from 1.7.0 to 1.8.0 (#372)"
     reading = read(text, "deploy-cli", "dependency:github.com/spf13/cobra", ("1.7.0", "1.8.0"))
     assert (reading.asserted, reading.negated) == (("1.8.0",), ("1.7.0",))
+
+
+@pytest.mark.parametrize(
+    ("labelled", "wrong"),
+    [("tests/reader_labelled_fresh.jsonl", 6), ("tests/reader_labelled_fresh_2.jsonl", 1)],
+)
+def test_the_fresh_sets_read_no_worse(labelled, wrong):
+    # 67 of 99 and 23 of 28 read right before default-8; what is still misread is in
+    # docs/reading.md ("Two fresh sets of others' texts")
+    report = check_reader(build_reader(), load_labelled(labelled))
+    assert len(report.errors) <= wrong

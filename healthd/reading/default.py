@@ -43,7 +43,7 @@ from healthd.reading._subjects import cue_patterns, other_subjects
 from healthd.reading.aliases import PeopleTable, people_digest, person_aliases
 
 NAME = "default"
-VERSION = "7"
+VERSION = "8"
 
 # (a numbered list item's "1." at the start of a line ends no sentence)
 _SENTENCE = re.compile(
@@ -539,7 +539,7 @@ class DefaultReader:
 
     @property
     def label(self) -> str:
-        """``default-7``; with people, their digest: ``default-7:people=<12 hex>``."""
+        """``default-8``; with people, their digest: ``default-8:people=<12 hex>``."""
         tail = f":people={people_digest(self.people)}" if self.people else ""
         return f"{self.name}-{self.version}{tail}"
 
