@@ -28,9 +28,9 @@ except metadata.PackageNotFoundError:
 def test_it_is_registered_and_its_label_names_the_model():
     assert "semantic" in reader_names()
     reader = build_reader("semantic")
-    assert reader.label == "semantic-4:all-MiniLM-L6-v2"
-    assert versioned("f45218a32f7783d2", reader) == "f45218a32f7783d2+semantic-4:all-MiniLM-L6-v2"
-    assert build_reader("semantic:margin=0").label == "semantic-4:all-MiniLM-L6-v2,margin=0"
+    assert reader.label == "semantic-5:all-MiniLM-L6-v2"
+    assert versioned("f45218a32f7783d2", reader) == "f45218a32f7783d2+semantic-5:all-MiniLM-L6-v2"
+    assert build_reader("semantic:margin=0").label == "semantic-5:all-MiniLM-L6-v2,margin=0"
 
 
 @pytest.mark.parametrize("spec", ["semantic", "semantic:margin=0"])
@@ -92,7 +92,7 @@ def test_reader_check_runs_it_and_prints_precision_and_recall_per_class():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["reader"] == "semantic-4:all-MiniLM-L6-v2"
+    assert result["reader"] == "semantic-5:all-MiniLM-L6-v2"
     assert result["items"] == len(load_labelled())
     assert set(result["classes"]) == {"asserts", "negates", "other", "unread"}
     asserts = result["classes"]["asserts"]
@@ -108,4 +108,4 @@ def test_evaluate_with_it_names_the_model_in_the_probe_set_version():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     version = json.loads(done.stdout)["probe_set"]["version"]
-    assert version.endswith("+semantic-4:all-MiniLM-L6-v2")
+    assert version.endswith("+semantic-5:all-MiniLM-L6-v2")

@@ -14,7 +14,7 @@ blind to the word order that tells "from node to go" from "from go to node". A m
 rules read as a hedge or a question ("might move to SQS") stays unread, and so does a text
 naming none of the values.
 
-The label carries the model id (``semantic-4:all-MiniLM-L6-v2``) and the margin when it is
+The label carries the model id (``semantic-5:all-MiniLM-L6-v2``) and the margin when it is
 not the default, so a changed model or threshold is a changed probe-set version.
 """
 
@@ -34,7 +34,7 @@ from healthd.reading.aliases import PeopleTable, people_digest
 from healthd.reading.default import DefaultReader, _clauses, _sentences
 
 NAME = "semantic"
-VERSION = "4"  # of the hypotheses and the default rules it reads with: a change is a changed reader
+VERSION = "5"  # of the hypotheses and the default rules it reads with: a change is a changed reader
 MODEL_ID = minilm.MODEL.rsplit("/", 1)[-1]
 # Below this gap between the nearest current and the nearest past hypothesis, MiniLM's
 # preference is not trusted: the smallest margin at which it overturns none of the rules'
