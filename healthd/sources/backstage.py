@@ -196,13 +196,44 @@ class CatalogExtractor(Extractor):
         self.metas: dict[EntityRef, dict[str, str]] = {}
         self.file_entities: dict[str, list[Entity]] = {}
         self.mid_move = False  # an entity is declared twice: every change walks again
+        self.contested: set[EntityRef] = set()  # those entities
+        self.good_blobs: dict[str, str] = {}  # path → its last readable blob
+        self.unreadable: set[str] = set()  # paths whose blob cannot be read: kept as before
         gone = (state or {}).get("gone")
         self.catalog = Catalog(str(s) for s in gone) if isinstance(gone, list) else Catalog()
         self.held = self.catalog.held
         self._reported: set[tuple[str, str]] = set()
+        # What the history before a cursor decided and its commit's files cannot tell: the
+        # file that keeps an entity two files declare, and the last readable version of a
+        # file that cannot be read there (a resumed pull would otherwise take the other
+        # file's entity, or drop the file's entities, without an event).
+        homes = (state or {}).get("homes")
+        for ref, path in homes.items() if isinstance(homes, dict) else ():
+            parsed = _parse_ref_key(ref)
+            if parsed is not None and isinstance(path, str):
+                self.homes[parsed] = path
+        kept = (state or {}).get("kept")
+        self._kept: dict[str, str] = (
+            {str(p): str(sha) for p, sha in kept.items()} if isinstance(kept, dict) else {}
+        )
 
     def cursor_extra(self) -> dict[str, Any]:
-        return {"gone": sorted(self.catalog.gone), "config": config_digest(self.opts)}
+        extra: dict[str, Any] = {
+            "gone": sorted(self.catalog.gone),
+            "config": config_digest(self.opts),
+        }
+        if self.contested:
+            extra["homes"] = {
+                str(ref): self.homes[ref] for ref in sorted(self.contested) if ref in self.homes
+            }
+        kept = {
+            path: self.good_blobs[path]
+            for path in sorted(self.unreadable)
+            if path in self.good_blobs and path in self.reachable
+        }
+        if kept:
+            extra["kept"] = kept
+        return extra
 
     def people(self) -> list[Person]:
         """The catalog's Users as identity records (name, display name, e-mail)."""
@@ -280,9 +311,28 @@ class CatalogExtractor(Extractor):
         else:
             self.parsed.move_to_end((path, sha))
         if isinstance(cached, str):
+            self.unreadable.add(path)
+            if path not in self.good and path in self._kept:
+                self._read_kept(path, self._kept.pop(path))
             return self.good.get(path, [])
+        self.unreadable.discard(path)
         self.good[path] = cached[0]
+        self.good_blobs[path] = sha
         return cached[0]
+
+    def _read_kept(self, path: str, sha: str) -> None:
+        """The last readable version of ``path`` before the cursor, as the pull that read it
+        kept it."""
+        data = self.repo.blob(sha)
+        if data is None:
+            return
+        text, _ = checked_text(data)
+        try:
+            entities, _ = parse_catalog_file(text, path, self.documents)
+        except Malformed:
+            return
+        self.good[path] = entities
+        self.good_blobs[path] = sha
 
     def _patch(self, commit: Commit, relevant: list[Change]) -> set[EntityRef] | None:
         """The common commit, edits to files already in the catalog that hold no Location
@@ -337,6 +387,7 @@ class CatalogExtractor(Extractor):
         where: dict[EntityRef, tuple[Entity, str]] = {}
         files: dict[str, list[Entity]] = {}
         mid_move = False
+        contested: set[EntityRef] = set()
         while queue:
             path = queue.pop(0)
             if path in reached:
@@ -388,6 +439,7 @@ class CatalogExtractor(Extractor):
                 # Declared twice (mid-move): the file that declared it before keeps it, as
                 # the catalog keeps the first location's entity and reports the conflict.
                 mid_move = True
+                contested.add(entity.ref)
                 keep, drop = first, (entity, path)
                 if self.homes.get(entity.ref) == path != first[1]:
                     keep, drop = drop, keep
@@ -404,6 +456,7 @@ class CatalogExtractor(Extractor):
         self.metas = {ref: self._meta(ref, path) for ref, (_, path) in where.items()}
         self.file_entities = files
         self.mid_move = mid_move
+        self.contested = contested
 
     def _event(self, commit: Commit, change: CatalogChange) -> ChangeEvent:
         held = change.held
@@ -421,6 +474,17 @@ class CatalogExtractor(Extractor):
             depends_on=held.depends_on,
             metadata=meta,
         )
+
+
+def _parse_ref_key(text: object) -> EntityRef | None:
+    """An EntityRef from its ``kind:namespace/name`` string (a cursor's), or None."""
+    if not isinstance(text, str):
+        return None
+    kind, colon, rest = text.partition(":")
+    namespace, slash, name = rest.partition("/")
+    if not (colon and slash and kind and namespace and name):
+        return None
+    return EntityRef(kind, namespace, name)
 
 
 def config_digest(opts: BackstageRepoOptions) -> str:

@@ -1,0 +1,134 @@
+"""A pull resumed from its cursor gives what one pull over the whole history gives, when
+the cursor's commit holds a file Backstage cannot parse (its entities kept as before) or an
+entity two files declare (the file that declared it first keeps it). Shapes from
+RoadieHQ/sample-service, whose catalog-info.yaml a merge left with duplicate keys for 15
+months (bdd0b8b..a74f456) while catalog-info-docs-only.yaml declared sample-service too."""
+
+from __future__ import annotations
+
+from conftest import GitRepo
+
+from healthd.sources import build_source
+
+SAMPLE = """\
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: sample-service
+  description: A test service
+  annotations:
+    github.com/project-slug: RoadieHQ/sample-service
+spec:
+  type: other
+  lifecycle: experimental
+  owner: group:engineering
+---
+apiVersion: backstage.io/v1alpha1
+kind: Location
+metadata:
+  name: test-moving-location
+spec:
+  type: url
+  targets:
+    - ./moving-entity2.yaml
+"""
+
+#: the merge: the Component's lifecycle, owner and `---` gone, so its keys repeat
+MERGED = SAMPLE.replace("  lifecycle: experimental\n  owner: group:engineering\n---\n", "")
+
+#: fixed, with the owner and lifecycle a later commit gave it
+FIXED = SAMPLE.replace("lifecycle: experimental", "lifecycle: production").replace(
+    "group:engineering", "team-alpha"
+)
+
+DOCS_ONLY = """\
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: sample-service
+  description: A service for testing TechDocs.
+spec:
+  type: service
+  owner: guest
+  lifecycle: experimental
+"""
+
+MOVING = """\
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: moving-entity
+spec:
+  type: service
+  lifecycle: experimental
+  owner: engineering
+"""
+
+
+def source(repo: GitRepo):
+    return build_source(
+        "backstage",
+        "catalog",
+        {
+            "path": str(repo.path),
+            "catalog_files": ["catalog-info*.yaml"],  # as the repository's files are read
+            "revalidate_interval": "P3650D",
+        },
+    )
+
+
+def resumed_and_full(repo: GitRepo, cut: str) -> tuple[list, list]:
+    """The events of a pull at ``cut`` then one from its cursor at the head; a full pull's."""
+    head = repo.head()
+    repo.git("update-ref", "refs/heads/main", cut)
+    first = source(repo).pull(None)
+    repo.git("update-ref", "refs/heads/main", head)
+    then = source(repo).pull(first.cursor)
+    assert first.ok and then.ok, (first.error, then.error)
+    return first.events + then.events, source(repo).pull(None).events
+
+
+def brief(events: list) -> list[tuple[str, str, str, str, str | None]]:
+    return [
+        (e.type, e.fact.subject, e.fact.predicate, e.fact.value, e.metadata.get("file"))
+        for e in events
+    ]
+
+
+def test_a_file_unparseable_at_the_cursor_is_still_kept_as_it_was(repo: GitRepo) -> None:
+    repo.commit(
+        "2022-06-01T09:00",
+        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
+    )
+    repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED})
+    cut = repo.head()
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
+    resumed, full = resumed_and_full(repo, cut)
+    september = [e for e in full if e.timestamp.year == 2023]
+    assert brief(september) == [
+        ("revised", "sample-service", "lifecycle", "production", "catalog-info.yaml"),
+        ("revised", "sample-service", "owner", "team-alpha", "catalog-info.yaml"),
+    ]
+    assert brief(resumed) == brief(full)
+    assert [e.id for e in resumed] == [e.id for e in full]
+
+
+def test_an_entity_two_files_declare_stays_with_the_first_after_a_resume(
+    repo: GitRepo,
+) -> None:
+    repo.commit(
+        "2021-02-01T09:00",
+        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
+    )
+    repo.commit("2021-04-17T11:04", {"catalog-info-docs-only.yaml": DOCS_ONLY})
+    cut = repo.head()
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
+    resumed, full = resumed_and_full(repo, cut)
+    september = [e for e in full if e.timestamp.year == 2023]
+    assert brief(september) == [
+        ("revised", "sample-service", "lifecycle", "production", "catalog-info.yaml"),
+        ("revised", "sample-service", "owner", "team-alpha", "catalog-info.yaml"),
+    ]
+    assert brief(resumed) == brief(full)
+    assert [e.id for e in resumed] == [e.id for e in full]
