@@ -134,9 +134,27 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "System": ("owner",),
     "Domain": ("owner",),
     "Group": ("type", "children"),
-    "User": (),
+    "User": ("memberOf",),
     "Location": (),
     "Template": ("type",),
+}
+
+#: Fields the kinds' schemas type (when present): a non-empty string, or a list. Backstage
+#: rejects the whole entity otherwise (a ``subcomponentOf`` written as a list, a
+#: ``lifecycle: 1``), so it is not in the catalog.
+_STRINGS: dict[str, tuple[str, ...]] = {
+    "Component": ("type", "lifecycle", "owner", "system", "subcomponentOf"),
+    "API": ("type", "lifecycle", "owner", "system"),
+    "Resource": ("type", "owner", "system"),
+    "System": ("owner", "domain"),
+    "Domain": ("owner",),
+    "Group": ("type", "parent"),
+}
+_LISTS: dict[str, tuple[str, ...]] = {
+    "Component": ("providesApis", "consumesApis", "dependsOn", "dependencyOf"),
+    "Resource": ("dependsOn", "dependencyOf"),
+    "Group": ("children", "members"),
+    "User": ("memberOf",),
 }
 
 
@@ -163,6 +181,13 @@ def parse_entity(doc: object, where: str = "") -> Entity:
     for key in _REQUIRED[kind]:
         if spec.get(key) is None:
             raise Malformed(f"{kind} {name}: spec.{key} is required")
+    for key in _STRINGS.get(kind, ()):
+        value = spec.get(key)
+        if value is not None and not (isinstance(value, str) and value):
+            raise Malformed(f"{kind} {name}: spec.{key} is not a string")
+    for key in _LISTS.get(kind, ()):
+        if spec.get(key) is not None and not isinstance(spec[key], list):
+            raise Malformed(f"{kind} {name}: spec.{key} is not a list")
     if kind == "Location" and spec.get("target") is None and spec.get("targets") is None:
         raise Malformed(f"Location {name}: spec.target or spec.targets is required")
     return Entity(EntityRef(kind.lower(), namespace.lower(), name.lower()), kind, spec, where)

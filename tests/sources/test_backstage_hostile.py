@@ -225,3 +225,65 @@ def test_an_entity_declared_twice_in_one_file_is_its_last_declaration(repo: GitR
         f"catalog-info.yaml@{repo.head()[:12]}: Component component:default/muster is "
         "declared twice in this file; the last declaration is kept, as Backstage keeps it"
     ]
+
+
+JOAODSS = """\
+apiVersion: backstage.io/v1alpha1
+kind: User
+metadata:
+  name: joaodss
+  description: Platform Admin user at 7K Group
+spec:
+  profile:
+    displayName: Joao Santos
+    email: joaodss@example.com
+"""
+
+SENTRY_JS = """\
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: sentry-js
+  description: A JS client which communicates with the Sentry HTTP API.
+spec:
+  type: library
+  lifecycle: production
+  owner: engineering
+  system: sample-system
+  subcomponentOf:
+    - Component:sample-service-1
+"""
+
+
+def test_an_entity_whose_fields_the_schema_rejects_is_skipped_until_fixed(
+    repo: GitRepo,
+) -> None:
+    """Backstage's kind schemas reject a User without ``spec.memberOf`` (7K-Group's
+    backstage-catalog at 8efedda) and a ``subcomponentOf`` that is a list
+    (RoadieHQ/sample-service at 9644367, fixed three days later as 'Subcomponents need to
+    be string'): the entity is not in the catalog until its file is fixed."""
+    repo.commit(
+        "2021-06-22T12:21",
+        {"catalog-info.yaml": SENTRY_JS, "users/catalog-info.yaml": JOAODSS},
+    )
+    broken = repo.head()[:12]
+    repo.commit(
+        "2021-06-25T16:36",
+        {
+            "catalog-info.yaml": SENTRY_JS.replace(
+                "\n    - Component:sample-service-1", " Component:sample-service-1"
+            ),
+            "users/catalog-info.yaml": JOAODSS + "  memberOf: [platform-admin-team]\n",
+        },
+    )
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert sorted(result.skipped) == [
+        f"catalog-info.yaml@{broken}: document 1: Component sentry-js: spec.subcomponentOf "
+        "is not a string; skipped",
+        f"users/catalog-info.yaml@{broken}: document 1: User joaodss: spec.memberOf is "
+        "required; skipped",
+    ]
+    assert {e.timestamp.day for e in result.events} == {25}
+    assert facts(result)[("user:joaodss", "memberOf")] == "platform-admin-team"
+    assert facts(result)[("sentry-js", "owner")] == "engineering"
