@@ -190,6 +190,11 @@ def parse_catalog_file(
             for offset, doc in enumerate(docs, start=index + 1):
                 if doc is not None and not isinstance(doc, dict):
                     raise Malformed(f"document {offset} is a {type(doc).__name__}, not a mapping")
+                envelope = _envelope_problem(doc)
+                if envelope is not None:
+                    raise Malformed(
+                        f"document {offset}: {envelope} (Backstage reads none of the file)"
+                    )
             parsed = [_entity_or_problem(doc, where) for doc in docs]
             if cache is not None:
                 cache[where, chunk] = parsed
@@ -200,6 +205,28 @@ def parse_catalog_file(
             elif item is not None:
                 problems.append(f"document {index}: {item}")
     return entities, problems
+
+
+def _envelope_problem(doc: dict[object, object] | None) -> str | None:
+    """What Backstage's envelope check (``EntityEnvelope.schema.json``) rejects in a
+    document, if anything. It runs while the file is read, and a file with such a document
+    fails whole: its location's entities stay as they were."""
+    if doc is None:
+        return None
+    for key in ("apiVersion", "kind"):
+        value = doc.get(key)
+        if not isinstance(value, str) or not value:
+            return f"{key} is missing or not a string"
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
+        return "metadata is missing or not a mapping"
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return "metadata.name is missing or not a string"
+    namespace = metadata.get("namespace", "default")
+    if not isinstance(namespace, str) or not namespace:
+        return "metadata.namespace is not a string"
+    return None
 
 
 def _template_expression(doc: object) -> str | None:

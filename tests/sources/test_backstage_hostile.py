@@ -287,3 +287,62 @@ def test_an_entity_whose_fields_the_schema_rejects_is_skipped_until_fixed(
     assert {e.timestamp.day for e in result.events} == {25}
     assert facts(result)[("user:joaodss", "memberOf")] == "platform-admin-team"
     assert facts(result)[("sentry-js", "owner")] == "engineering"
+
+
+SAMPLE_5 = """\
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: sample-service-5
+  annotations:
+    github.com/project-slug: roadiehq/sample-service
+spec:
+  type: service
+  owner: user:dtuite
+  lifecycle: experimental
+  providesApis:
+    - sample-service
+"""
+
+
+def test_a_document_without_its_envelope_keeps_the_whole_file_as_before(
+    repo: GitRepo,
+) -> None:
+    """A document without apiVersion, kind or metadata.name fails Backstage's envelope
+    check while the file is read, and the file's whole result is then kept as it was
+    (RoadieHQ/sample-service's catalog-info-5.yaml lost its metadata block at b2e4c78 and
+    got it back 3.5 minutes later: sample-service-5 never left Backstage's catalog)."""
+    repo.commit(
+        "2021-02-08T12:38",
+        {
+            "sample-service-5/catalog-info.yaml": SAMPLE_5,
+            "catalog-info.yaml": SERVICE.format(name="ledger")
+            + "---\n"
+            + SERVICE.format(name="payments"),
+        },
+    )
+    repo.commit(
+        "2021-10-27T12:32",
+        {
+            "sample-service-5/catalog-info.yaml": SAMPLE_5.replace(
+                "metadata:\n  name: sample-service-5\n  annotations:\n"
+                "    github.com/project-slug: roadiehq/sample-service\n",
+                "",
+            ),
+            # a second document lost its kind: the file's other edits wait too
+            "catalog-info.yaml": SERVICE.format(name="ledger").replace("team-a", "team-z")
+            + "---\n"
+            + SERVICE.format(name="payments").replace("kind: Component\n", ""),
+        },
+    )
+    broken = repo.head()[:12]
+    repo.commit("2021-10-27T12:36", {"sample-service-5/catalog-info.yaml": SAMPLE_5})
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert [e for e in result.events if e.timestamp.month == 10] == []
+    assert sorted(result.skipped) == [
+        f"catalog-info.yaml@{broken}: document 2: kind is missing or not a string "
+        "(Backstage reads none of the file); kept as before",
+        f"sample-service-5/catalog-info.yaml@{broken}: document 1: metadata is missing or not "
+        "a mapping (Backstage reads none of the file); kept as before",
+    ]
