@@ -213,6 +213,7 @@ class CatalogExtractor(Extractor):
             if parsed is not None and isinstance(path, str):
                 self.homes[parsed] = path
         kept = (state or {}).get("kept")
+        self._restored: set[str] = set()  # those read back from the cursor
         self._kept: dict[str, str] = (
             {str(p): str(sha) for p, sha in kept.items()} if isinstance(kept, dict) else {}
         )
@@ -228,8 +229,8 @@ class CatalogExtractor(Extractor):
             }
         kept = {
             path: self.good_blobs[path]
-            for path in sorted(self.unreadable)
-            if path in self.good_blobs and path in self.reachable
+            for path in sorted(self.reachable)
+            if path in self.good_blobs and (path in self.unreadable or path not in self.yaml_blobs)
         }
         if kept:
             extra["kept"] = kept
@@ -312,13 +313,24 @@ class CatalogExtractor(Extractor):
             self.parsed.move_to_end((path, sha))
         if isinstance(cached, str):
             self.unreadable.add(path)
-            if path not in self.good and path in self._kept:
-                self._read_kept(path, self._kept.pop(path))
-            return self.good.get(path, [])
+            return self._kept_entities(path)
         self.unreadable.discard(path)
         self.good[path] = cached[0]
         self.good_blobs[path] = sha
         return cached[0]
+
+    def _kept_entities(self, path: str) -> list[Entity]:
+        """The entities of the last readable version of ``path``, kept as before."""
+        if path not in self.good and path in self._kept:
+            self._read_kept(path, self._kept.pop(path))
+        return self.good.get(path, [])
+
+    def _missing_entities(self, path: str) -> list[Entity]:
+        """What a Location's target that is no longer in the tree declared when the catalog
+        was last read (none if it was not read then: a new location has no result yet)."""
+        if path in self.file_entities:
+            return self.file_entities[path]
+        return self._kept_entities(path) if path in self._kept or path in self._restored else []
 
     def _read_kept(self, path: str, sha: str) -> None:
         """The last readable version of ``path`` before the cursor, as the pull that read it
@@ -333,6 +345,7 @@ class CatalogExtractor(Extractor):
             return
         self.good[path] = entities
         self.good_blobs[path] = sha
+        self._restored.add(path)
 
     def _patch(self, commit: Commit, relevant: list[Change]) -> set[EntityRef] | None:
         """The common commit, edits to files already in the catalog that hold no Location
@@ -393,7 +406,12 @@ class CatalogExtractor(Extractor):
             if path in reached:
                 continue
             reached[path] = None
-            files[path] = self._entities_of(commit, path)
+            # (a Location's target no longer in the tree: what it declared, kept as before)
+            files[path] = (
+                self._entities_of(commit, path)
+                if path in self.yaml_blobs
+                else self._missing_entities(path)
+            )
             for entity in files[path]:
                 if entity.kind == "Location":
                     for target in location_targets(entity):
@@ -414,11 +432,20 @@ class CatalogExtractor(Extractor):
                         else:
                             found = [resolved] if resolved in self.yaml_blobs else []
                         if not found and entity.spec.get("presence") != "optional":
+                            # Backstage reads each target as a location of its own: one
+                            # not found is an error, and its entities stay as they were
+                            # (a glob that matches nothing is no error: it has none)
+                            kept = not any(c in resolved for c in "*?") and bool(
+                                self._missing_entities(resolved)
+                            )
                             self._report(
                                 path,
                                 commit,
-                                f"Location {entity.ref.name} target {quote(target)} matches no file",
+                                f"Location {entity.ref.name} target {quote(target)} matches no "
+                                "file" + ("; what it declared is kept as before" if kept else ""),
                             )
+                            if kept:
+                                found = [resolved]
                         queue.extend(p for p in found if p not in reached)
                     continue
                 first = where.get(entity.ref)
@@ -457,6 +484,8 @@ class CatalogExtractor(Extractor):
         self.file_entities = files
         self.mid_move = mid_move
         self.contested = contested
+        self._kept.clear()  # (the cursor's: the first walk, the baseline, has read them)
+        self._restored.clear()
 
     def _event(self, commit: Commit, change: CatalogChange) -> ChangeEvent:
         held = change.held

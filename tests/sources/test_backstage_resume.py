@@ -132,3 +132,84 @@ def test_an_entity_two_files_declare_stays_with_the_first_after_a_resume(
     ]
     assert brief(resumed) == brief(full)
     assert [e.id for e in resumed] == [e.id for e in full]
+
+
+ACME_CORP = """\
+apiVersion: backstage.io/v1alpha1
+kind: Location
+metadata:
+  name: org-identities
+  description: Collection of all identity entities (groups/users)
+spec:
+  type: url
+  targets:
+    - ./acme/{team}.yaml
+    - ./acme/{user}.yaml
+"""
+
+ADMIN_TEAM = """\
+apiVersion: backstage.io/v1alpha1
+kind: Group
+metadata:
+  name: platform-admin-team
+spec:
+  type: team
+  children: []
+  members:
+    - joaodss
+"""
+
+JOAODSS = """\
+apiVersion: backstage.io/v1alpha1
+kind: User
+metadata:
+  name: joaodss
+spec:
+  profile:
+    displayName: Joao Santos
+  memberOf:
+    - platform-admin-team
+"""
+
+
+def test_a_location_target_renamed_away_keeps_its_entities_until_the_location_follows(
+    repo: GitRepo,
+) -> None:
+    """Backstage reads each target of a Location as its own location; one that is not found
+    (and not optional) is an error, and that location's entities stay as they were. In
+    7K-Group/backstage-catalog, 49f3ca4 renamed catalog/acme/joaodss-user.yaml and
+    platform-admin-team.yaml, and 1a297f8 pointed catalog/acme-corp.yaml at the new names
+    three minutes later: the user and the team never left Backstage's catalog."""
+    old = {"team": "platform-admin-team", "user": "joaodss-user"}
+    new = {"team": "team-platform-admin", "user": "user-joaodss"}
+    repo.commit(
+        "2026-02-20T19:59",
+        {
+            "catalog-info.yaml": ACME_CORP.format(**old),
+            "acme/platform-admin-team.yaml": ADMIN_TEAM,
+            "acme/joaodss-user.yaml": JOAODSS,
+        },
+    )
+    repo.commit(
+        "2026-02-20T20:26",
+        {
+            "acme/platform-admin-team.yaml": None,
+            "acme/joaodss-user.yaml": None,
+            "acme/team-platform-admin.yaml": ADMIN_TEAM,
+            "acme/user-joaodss.yaml": JOAODSS,
+        },
+    )
+    cut = repo.head()
+    renamed = cut[:12]
+    repo.commit("2026-02-20T20:29", {"catalog-info.yaml": ACME_CORP.format(**new)})
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert [e for e in result.events if e.timestamp.minute != 59] == []
+    assert sorted(result.skipped) == [
+        f"catalog-info.yaml@{renamed}: Location org-identities target "
+        f"'./acme/{name}.yaml' matches no file; what it declared is kept as before"
+        for name in ("joaodss-user", "platform-admin-team")
+    ]
+    # and a pull resumed between the two commits keeps them too
+    resumed, full = resumed_and_full(repo, cut)
+    assert brief(resumed) == brief(full)
