@@ -179,6 +179,37 @@ def test_what_something_used_to_be_is_past_and_now_goes_on_about_it():
     assert (reading.asserted, reading.negated) == (("go",), ("perl",))
 
 
+@pytest.mark.parametrize(
+    ("text", "subject", "predicate", "values", "current"),
+    [
+        # tests/reader_labelled_fresh_3_targeted.jsonl, fresh3t-001 and fresh3t-002
+        (
+            "Project hosting used to be painful, and with git and GitHub it's just so trivial "
+            "to do a random small project.",
+            "project",
+            "hosting",
+            ("sourceforge", "github"),
+            "github",
+        ),
+        (
+            'WXT is Vite-based, so the bundling that used to be painful "just works": content '
+            "scripts, the service worker, and the popup are all normal TypeScript modules.",
+            "extension",
+            "language",
+            ("javascript", "typescript"),
+            "typescript",
+        ),
+    ],
+)
+def test_what_something_used_to_be_ends_where_its_clause_goes_on(
+    text, subject, predicate, values, current
+):
+    # "used to be painful, and ...", "used to be painful "just works": ...": what follows
+    # the complement of "used to be" is said of the present
+    reading = read(text, subject, predicate, values)
+    assert (reading.asserted, reading.negated) == ((current,), ())
+
+
 PY = ("3.11", "3.12")
 
 
@@ -210,10 +241,16 @@ def test_a_compound_label_leads_no_subject():
 
 @pytest.mark.parametrize(
     ("labelled", "wrong"),
-    [("tests/reader_labelled_fresh.jsonl", 6), ("tests/reader_labelled_fresh_2.jsonl", 1)],
+    [
+        ("tests/reader_labelled_fresh.jsonl", 6),
+        ("tests/reader_labelled_fresh_2.jsonl", 1),
+        ("tests/reader_labelled_fresh_3.jsonl", 22),
+        ("tests/reader_labelled_fresh_3_targeted.jsonl", 5),
+    ],
 )
 def test_the_fresh_sets_read_no_worse(labelled, wrong):
     # 67 of 99 and 23 of 28 read right before default-8; what is still misread is in
-    # docs/reading.md ("Two fresh sets of others' texts")
+    # docs/reading.md ("Two fresh sets of others' texts"); the third set (64 items, unseen
+    # by default-8's rules) and the targeted one (23) in "A third fresh set"
     report = check_reader(build_reader(), load_labelled(labelled))
     assert len(report.errors) <= wrong

@@ -60,8 +60,12 @@ _FOLLOW_ON = re.compile(
     re.IGNORECASE,
 )
 # What something used to be, however far the name stands from it in its clause: "wfwp
-# used to be a script I wrote in AutoHotkey".
-_USED_TO_BE = re.compile(r"\bused\s+to\s+be\b", re.IGNORECASE)
+# used to be a script I wrote in AutoHotkey". What it used to be ends where the clause
+# goes on past it: a colon, a dash, or a comma with a conjunction ("deploys used to be
+# slow, and with ArgoCD they take a minute" says nothing past of ArgoCD).
+_USED_TO_BE = re.compile(
+    r"\bused\s+to\s+be\b(?![\s\S]*?(?::|\s[-–—]\s|,\s*(?:and|or|but|yet)\b))", re.IGNORECASE
+)
 
 _WORDS = 6  # how far a cue before or after a mention reaches, in words
 
