@@ -317,6 +317,22 @@ def test_changes_answers_lost_on_the_way_leave_the_scores_exact():
     assert [s.metrics for s in over_http.stages] == [s.metrics for s in in_process.stages]
 
 
+@pytest.mark.slow
+def test_a_changes_operation_that_keeps_failing_is_not_asked_at_every_stage():
+    """Each failed changes call costs the stage a request (a timeout's whole wait, for an
+    endpoint that hangs) and every probe. Retried, a call that kept failing ended the run
+    after max_retries + 1 attempts; not retried, it was asked again at every stage for the
+    whole run: one endpoint that hangs made every stage wait timeout_seconds (10 s) first.
+    After max_retries + 1 failures in a row the run goes on as without the operation."""
+    with MemoryService() as service:
+        service.fail_next = [("/changes", 500)] * len(EVENTS)
+        over_http = run(target(service))
+        asked = [p for _, p, _ in service.requests if p.endswith("/changes")]
+    in_process = run("reference")
+    assert [s.metrics for s in over_http.stages] == [s.metrics for s in in_process.stages]
+    assert len(asked) == 4  # max_retries=3: the attempts one call had when it was retried
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [

@@ -7,7 +7,8 @@ once ``shadow_recheck_seconds`` have passed since the last answer within a long 
 adapter asks (``GET /v1/namespaces/{ns}``) and stops when the answer is ``shadow: false``,
 writing nothing more. Requests carry a timeout, are retried on 5xx and
 timeouts with bounded backoff (the contract makes writes idempotent by event id; ``changes``,
-which drains what it answers, is never retried: a failed one re-asks every probe), and send
+which drains what it answers, is never retried: a failed one re-asks every probe, and after
+``max_retries`` + 1 failures in a row it is not asked again that run), and send
 ``Authorization: Bearer`` from the variable ``token_env`` names; the token never appears in
 an error. No redirect is followed (the check vouches for one URL); an answer that gives one
 name twice in an object is refused. Failures become :class:`MemoryAdapterError`, which the
@@ -118,7 +119,8 @@ class HttpMemory:
         )
         self._verified_at: float | None = None  # when the service last said "shadow"
         self._tracks_changes = True
-        self._changes_failed = 0  # changes calls failed this run (said once, on the first)
+        self._changes_failed = 0  # changes calls failed in a row this run
+        self._changes_said = False  # a failure said this run (said once, on the first)
 
     # -- Memory protocol ------------------------------------------------------------------
 
@@ -127,6 +129,7 @@ class HttpMemory:
         this run's first write."""
         self._verified_at = None
         self._changes_failed = 0
+        self._changes_said = False
 
     def reset(self) -> None:
         self._ensure_shadow(force=True)
@@ -165,9 +168,11 @@ class HttpMemory:
         the evaluator then re-asks every probe at every stage (scoring stays incremental).
         None too for this stage alone when the call fails with no answer (a 5xx, a timeout,
         a lost connection): it is not retried, since a retry would find drained the keys the
-        lost answer held."""
-        if not self._tracks_changes:
-            return None
+        lost answer held; after ``max_retries`` + 1 failures in a row, None for the rest of the
+        run (the next run asks again), so an endpoint that hangs does not cost every stage its
+        timeout."""
+        if not self._tracks_changes or self._changes_failed > self.options.max_retries:
+            return None  # (not offered; or failed too often in a row: asked next run)
         try:  # never retried: each call drains what it returns, a lost answer with it
             data = self._client.post_json(
                 self._base + "/changes", {"until": format_timestamp(at)}, retry=False
@@ -182,13 +187,24 @@ class HttpMemory:
                 # the service may have drained keys whose answer was lost: this stage
                 # re-asks every probe, and the next asks for the changes again
                 self._changes_failed += 1
-                if self._changes_failed == 1:  # (once a run: a stage each would flood the log)
+                if self._changes_failed > self.options.max_retries:
+                    # as many failures as one retried call was allowed: not asked again this
+                    # run, so an endpoint that hangs costs no stage after this its timeout
+                    log.warning(
+                        "http memory: changes failed too often in a row; not asked again this "
+                        "run, every probe is asked at every stage",
+                        failures=self._changes_failed,
+                        error=str(exc),
+                    )
+                elif not self._changes_said:  # (once a run: a stage each would flood the log)
                     log.warning(
                         "http memory: changes failed, every probe is asked at its stage",
                         error=str(exc),
                     )
+                self._changes_said = True
                 return None
             raise MemoryAdapterError(f"http memory: changes: {exc}") from None
+        self._changes_failed = 0
         keys = data.get("keys") if isinstance(data, dict) else None
         if not isinstance(keys, list) or not all(
             isinstance(k, dict)
