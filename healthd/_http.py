@@ -194,10 +194,21 @@ def _changed_method(response: requests.Response, method: str, where: str) -> str
         if hop.status_code in (301, 302, 303):
             return (
                 f"{method} {where} was redirected (HTTP {hop.status_code} to "
-                f"{hop.headers.get('Location', '?')!r}), which turns it into a GET without its "
+                f"{_location(hop)}), which turns it into a GET without its "
                 "body: give the URL it moved to"
             )
     return None
+
+
+def _location(response: requests.Response) -> str:
+    """Where a redirect points, quoted for a message: without its query or fragment (a
+    presigned URL's signature, a sign-in's request and state) and at most 200 characters
+    (a header line may be 64 KiB)."""
+    where = response.headers.get("Location", "?")
+    cut = re.search(r"[?#]", where)
+    shown = where[: cut.start()] if cut else where
+    shown = shown[:200] + "..." if len(shown) > 200 else shown
+    return repr(shown + ("?[REDACTED]" if cut else ""))
 
 
 class Listing:
@@ -664,7 +675,7 @@ class HttpClient:
                     raise HttpError(
                         self.redact(
                             f"{method} {where} was redirected (HTTP {response.status_code} to "
-                            f"{response.headers.get('Location', '?')!r}), which is not followed: "
+                            f"{_location(response)}), which is not followed: "
                             "give the URL that answers"
                         ),
                         status=response.status_code,

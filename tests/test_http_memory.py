@@ -502,3 +502,23 @@ def test_a_page_that_is_not_json_is_named_by_its_content_type():
         text = f"http:base_url={url},namespace=s,shadow=on,max_retries=0"
         with pytest.raises(MemoryAdapterError, match=re.escape("(Content-Type: 'text/html")):
             build_memory(parse_target(text)).reset()
+
+
+def test_a_redirect_is_named_without_its_query_and_in_a_line_of_bounded_length():
+    """A sign-in proxy in front of the service redirects to its identity provider with a
+    SAML request of kilobytes, a store to a presigned URL whose query is a credential: the
+    message quoted the whole Location, the signature and every byte of it (up to 64 KiB)."""
+    moved = "https://bucket.s3.example/v1/namespaces/s" + "/deep" * 400
+    location = f"{moved}?X-Amz-Credential=AKIA&X-Amz-Signature={'5a' * 32}"
+    listener, url = _raw_server(
+        b"HTTP/1.1 307 Temporary Redirect\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n"
+        % location.encode()
+    )
+    with listener:
+        text = f"http:base_url={url},namespace=s,shadow=on,max_retries=0"
+        with pytest.raises(MemoryAdapterError) as caught:
+            build_memory(parse_target(text)).reset()
+    message = str(caught.value)
+    assert "HTTP 307 to 'https://bucket.s3.example/v1/namespaces/s/deep/deep" in message
+    assert "5a5a5a" not in message and "X-Amz-Signature" not in message
+    assert len(message) < 500
