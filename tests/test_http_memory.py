@@ -352,6 +352,20 @@ def test_a_shadow_answer_that_may_not_be_about_the_namespace_is_not_taken(text, 
         assert {method for method, _, _ in service.requests} == {"GET"}
 
 
+@pytest.mark.parametrize("named", ["healthd/shadow", "healthd%2Fshadow"])
+def test_a_shadow_answer_may_name_the_namespace_as_its_path_segment_spells_it(named):
+    """healthd asks about /v1/namespaces/healthd%2Fshadow: a service that keys its
+    namespaces by the path segment as it arrives (Go's RawPath, an undecoded route
+    parameter) answers with that spelling, the same namespace, and kept it until the
+    answer's namespace was checked."""
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        service.namespace_text = json.dumps({"namespace": named, "shadow": True}).encode()
+        memory.reset()
+        memory.apply(EVENTS[0])
+        assert [m for m, _, _ in service.requests] == ["GET", "POST", "POST"]
+
+
 def test_a_redirect_is_not_followed_to_a_namespace_never_checked():
     """The shadow check vouches for one URL: a write sent on to another (another host, or
     another namespace on the same one) goes where no check looked."""

@@ -262,7 +262,9 @@ def _not_a_shadow(info: Any, namespace: str) -> str | None:
     if not isinstance(info, dict):
         return f"{where}: expected an object with 'shadow'"
     named = info.get("namespace")
-    if isinstance(named, str) and named != namespace:  # (another's, or a misrouted answer)
+    # (another's, or a misrouted answer; as sent in the path, it is this one: a service may
+    # key its namespaces by the segment as it arrives, undecoded)
+    if isinstance(named, str) and named not in (namespace, quote(namespace, safe="")):
         return (
             f"asked about namespace {namespace!r}, the service answered for {errors.quote(named)}"
         )
