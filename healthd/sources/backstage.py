@@ -213,6 +213,10 @@ class CatalogExtractor(Extractor):
             if parsed is not None and isinstance(path, str):
                 self.homes[parsed] = path
         kept = (state or {}).get("kept")
+        # A cursor written before it carried ``kept`` (always written now, if empty) cannot
+        # tell what its commit's unreadable files and twice-declared entities keep: the
+        # history before it is read once for them, when there are such (see _recover).
+        self._older_cursor = state is not None and "kept" not in state
         self._restored: set[str] = set()  # those read back from the cursor
         self._kept: dict[str, str] = (
             {str(p): str(sha) for p, sha in kept.items()} if isinstance(kept, dict) else {}
@@ -232,8 +236,7 @@ class CatalogExtractor(Extractor):
             for path in sorted(self.reachable)
             if path in self.good_blobs and (path in self.unreadable or path not in self.yaml_blobs)
         }
-        if kept:
-            extra["kept"] = kept
+        extra["kept"] = kept  # (even empty: a cursor without it is an older one)
         return extra
 
     def people(self) -> list[Person]:
@@ -260,6 +263,8 @@ class CatalogExtractor(Extractor):
                 yield ch.new_sha
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
+        # (only the baseline at an older cursor's commit, the first apply, may need history)
+        recover, self._older_cursor = self._older_cursor and not emit, False
         relevant: list[Change] = []
         for ch in changes:
             if ch.is_submodule or not ch.path.endswith(_YAML_SUFFIXES):
@@ -278,6 +283,8 @@ class CatalogExtractor(Extractor):
         hint = self._patch(commit, relevant)
         if hint is None:
             self._read_catalog(commit)
+            if recover and (self.contested or self.unreadable & self.reachable):
+                self._recover(commit)
         changes_, problems = self.catalog.update(self.entities, self.metas, changed=hint)
         for problem in problems:
             where, _, reason = problem.partition(": ")
@@ -318,6 +325,28 @@ class CatalogExtractor(Extractor):
         self.good[path] = cached[0]
         self.good_blobs[path] = sha
         return cached[0]
+
+    def _recover(self, commit: Commit) -> None:
+        """At the commit of a cursor written before it carried ``homes`` and ``kept``, which
+        holds a file that cannot be read or an entity two files declare: what one pull over
+        the history to it decided for them (the last readable version of the file, the file
+        that declared the entity first), read from that history once; the cursor written
+        next carries it."""
+        past = CatalogExtractor(self.source, self.opts, self.repo, Skips(self.source), None)
+        history = self.repo.log(
+            commit.sha, first_parent=self.opts.first_parent, modified=past.modified
+        )
+        for old, changes in history:
+            past.apply(old, changes, emit=False)
+        self.homes = dict(past.homes)
+        # (a Location's target no longer in the tree: the pull that wrote the cursor had
+        # already ended what it declared, and the events said so)
+        self._kept = {
+            path: sha
+            for path, sha in past.cursor_extra()["kept"].items()
+            if path in self.yaml_blobs
+        }
+        self._read_catalog(commit)
 
     def _kept_entities(self, path: str) -> list[Entity]:
         """The entities of the last readable version of ``path``, kept as before."""

@@ -6,9 +6,13 @@ months (bdd0b8b..a74f456) while catalog-info-docs-only.yaml declared sample-serv
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from conftest import GitRepo
 
 from healthd.sources import build_source
+from healthd.sources._gitrepo import Repo
 
 SAMPLE = """\
 ---
@@ -213,3 +217,101 @@ def test_a_location_target_renamed_away_keeps_its_entities_until_the_location_fo
     # and a pull resumed between the two commits keeps them too
     resumed, full = resumed_and_full(repo, cut)
     assert brief(resumed) == brief(full)
+
+
+def _as_497f53a_wrote_it(cursor: str) -> str:
+    """The cursor as healthd wrote it before it carried ``homes`` and ``kept`` (497f53a):
+    commit, config, gone, seen."""
+    state = json.loads(cursor)
+    state.pop("homes", None)
+    state.pop("kept", None)
+    return json.dumps(state, sort_keys=True, separators=(",", ":"))
+
+
+def resumed_from_an_older_cursor_and_full(repo: GitRepo, cut: str) -> tuple[list, list, str]:
+    head = repo.head()
+    repo.git("update-ref", "refs/heads/main", cut)
+    first = source(repo).pull(None)
+    repo.git("update-ref", "refs/heads/main", head)
+    then = source(repo).pull(_as_497f53a_wrote_it(first.cursor))
+    assert first.ok and then.ok, (first.error, then.error)
+    return first.events + then.events, source(repo).pull(None).events, then.cursor
+
+
+def test_a_cursor_written_before_kept_still_keeps_an_unparseable_file(repo: GitRepo) -> None:
+    """A cursor healthd wrote before it carried ``kept`` (497f53a), at a commit where
+    catalog-info.yaml could not be parsed (RoadieHQ/sample-service bdd0b8b..a74f456): the
+    pull resumed from it reads the history before it once, so the fix at a74f456 is an event
+    as in one full pull, not lost for good."""
+    repo.commit(
+        "2022-06-01T09:00",
+        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
+    )
+    repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED})
+    cut = repo.head()
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
+    resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
+    assert brief(resumed) == brief(full)
+    assert [e.id for e in resumed] == [e.id for e in full]
+
+
+def test_a_cursor_written_before_homes_keeps_an_entity_with_the_first_file(
+    repo: GitRepo,
+) -> None:
+    """The same for an entity two files declare at the older cursor's commit
+    (sample-service between 0434eb2 and bdd0b8b): catalog-info.yaml keeps it."""
+    repo.commit(
+        "2021-02-01T09:00",
+        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
+    )
+    repo.commit("2021-04-17T11:04", {"catalog-info-docs-only.yaml": DOCS_ONLY})
+    cut = repo.head()
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
+    resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
+    assert brief(resumed) == brief(full)
+    assert [e.id for e in resumed] == [e.id for e in full]
+
+
+def test_a_cursor_without_anything_to_keep_reads_no_history(repo: GitRepo) -> None:
+    """An older cursor whose commit holds nothing unreadable and no entity declared twice
+    needs nothing from the history: the pull resumed from it reads none of it."""
+    repo.commit("2021-02-01T09:00", {"catalog-info.yaml": DOCS_ONLY})
+    repo.commit("2021-03-01T09:00", {"catalog-info.yaml": DOCS_ONLY.replace("guest", "team-a")})
+    cut = repo.head()
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": DOCS_ONLY.replace("guest", "team-b")})
+    seen: list[str] = []
+    original = Repo.log
+
+    def log(self: Repo, rev_range: str, **kwargs: object):
+        seen.append(rev_range)
+        return original(self, rev_range, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Repo, "log", log)
+        resumed, full, cursor = resumed_from_an_older_cursor_and_full(repo, cut)
+    assert brief(resumed) == brief(full)
+    assert seen == [cut, f"{cut}..{repo.head()}", repo.head()]
+    # and the cursor it writes says it is not that old: the next pull reads no history
+    assert json.loads(cursor)["kept"] == {}
+
+
+def test_an_older_cursor_before_any_catalog_file_reads_no_history(repo: GitRepo) -> None:
+    """An older cursor at a commit with no catalog file yet: what comes after it is all in
+    the pull resumed from it, which reads no history, even when a later commit holds an
+    unreadable file."""
+    repo.commit("2021-01-01T09:00", {"README.md": "sample-service\n"})
+    cut = repo.head()
+    repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED, "moving-entity2.yaml": MOVING})
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
+    seen: list[str] = []
+    original = Repo.log
+
+    def log(self: Repo, rev_range: str, **kwargs: object):
+        seen.append(rev_range)
+        return original(self, rev_range, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Repo, "log", log)
+        resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
+    assert brief(resumed) == brief(full)
+    assert seen == [cut, f"{cut}..{repo.head()}", repo.head()]
