@@ -141,7 +141,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 
 #: Fields the kinds' schemas type (when present): a non-empty string, or a list. Backstage
 #: rejects the whole entity otherwise (a ``subcomponentOf`` written as a list, a
-#: ``lifecycle: 1``), so it is not in the catalog.
+#: ``lifecycle: 1``), so it is not in the catalog. ``dependencyOf`` is in no schema (its
+#: processor reads one ref as a list of one): not checked.
 _STRINGS: dict[str, tuple[str, ...]] = {
     "Component": ("type", "lifecycle", "owner", "system", "subcomponentOf"),
     "API": ("type", "lifecycle", "owner", "system"),
@@ -151,8 +152,8 @@ _STRINGS: dict[str, tuple[str, ...]] = {
     "Group": ("type", "parent"),
 }
 _LISTS: dict[str, tuple[str, ...]] = {
-    "Component": ("providesApis", "consumesApis", "dependsOn", "dependencyOf"),
-    "Resource": ("dependsOn", "dependencyOf"),
+    "Component": ("providesApis", "consumesApis", "dependsOn"),
+    "Resource": ("dependsOn",),
     "Group": ("children", "members"),
     "User": ("memberOf",),
 }

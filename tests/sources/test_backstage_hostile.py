@@ -346,3 +346,51 @@ def test_a_document_without_its_envelope_keeps_the_whole_file_as_before(
         f"sample-service-5/catalog-info.yaml@{broken}: document 1: metadata is missing or not "
         "a mapping (Backstage reads none of the file); kept as before",
     ]
+
+
+S3_BUCKET = """\
+apiVersion: backstage.io/v1alpha1
+kind: Resource
+metadata:
+  name: sample-s3-bucket
+spec:
+  type: s3-bucket
+  owner: engineering
+  system: sample-system
+  dependencyOf: component:sample-service-1
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: sample-service-1
+spec:
+  type: service
+  lifecycle: production
+  owner: engineering
+  dependencyOf: component:sample-service-2
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: sample-service-2
+spec:
+  type: service
+  lifecycle: production
+  owner: engineering
+"""
+
+
+def test_a_dependency_of_written_as_one_ref_is_not_refused(repo: GitRepo) -> None:
+    """Neither Component.v1alpha1.schema.json nor Resource.v1alpha1.schema.json types
+    ``dependencyOf`` (backstage/backstage d47b63c, 34e7c90: only ``dependsOn`` is an array
+    there), and Backstage's processor reads one ref as a list of one: the entity is in its
+    catalog, and its dependency a fact, not a skipped line."""
+    repo.commit("2023-03-01T10:00", {"catalog-info.yaml": S3_BUCKET})
+    result = source(repo).pull(None)
+    assert result.ok, result.error
+    assert result.skipped == []
+    got = facts(result)
+    assert got[("sample-service-1", "exists")] == "true"
+    assert got[("resource:sample-s3-bucket", "exists")] == "true"
+    assert ("sample-service-1", "dependency:resource:sample-s3-bucket") in got
+    assert ("sample-service-2", "dependency:sample-service-1") in got
