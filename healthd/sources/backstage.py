@@ -234,7 +234,9 @@ class CatalogExtractor(Extractor):
         kept = {
             path: self.good_blobs[path]
             for path in sorted(self.reachable)
-            if path in self.good_blobs and (path in self.unreadable or path not in self.yaml_blobs)
+            if path in self.good_blobs
+            and (path in self.unreadable or path not in self.yaml_blobs)
+            and self.file_entities.get(path)  # (what the catalog holds of it, kept)
         }
         extra["kept"] = kept  # (even empty: a cursor without it is an older one)
         return extra
@@ -311,7 +313,8 @@ class CatalogExtractor(Extractor):
             if len(self.parsed) > _PARSED_CACHE:
                 self.parsed.popitem(last=False)
             if isinstance(cached, str):
-                kept = "; kept as before" if path in self.good else "; skipped"
+                held = path in self.good and path in self.file_entities
+                kept = "; kept as before" if held else "; skipped"
                 self._report(path, commit, cached + kept)
             else:
                 for problem in cached[1]:
@@ -349,10 +352,14 @@ class CatalogExtractor(Extractor):
         self._read_catalog(commit)
 
     def _kept_entities(self, path: str) -> list[Entity]:
-        """The entities of the last readable version of ``path``, kept as before."""
+        """The entities of the last readable version of ``path``, kept as before: only when
+        the catalog as last read held the file (a file deleted, or no longer named, took its
+        entities away; back unreadable, it has none to keep)."""
         if path not in self.good and path in self._kept:
             self._read_kept(path, self._kept.pop(path))
-        return self.good.get(path, [])
+        if path in self.file_entities or path in self._restored:
+            return self.good.get(path, [])
+        return []
 
     def _missing_entities(self, path: str) -> list[Entity]:
         """What a Location's target that is no longer in the tree declared when the catalog

@@ -315,3 +315,23 @@ def test_an_older_cursor_before_any_catalog_file_reads_no_history(repo: GitRepo)
         resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
     assert brief(resumed) == brief(full)
     assert seen == [cut, f"{cut}..{repo.head()}", repo.head()]
+
+
+def test_a_deleted_file_back_unparseable_does_not_bring_back_what_it_declared(
+    repo: GitRepo,
+) -> None:
+    """catalog-info.yaml deleted ends its entities; when it comes back with duplicate keys
+    (the merge's shape) there is nothing to keep as before: the catalog did not hold it.
+    One full pull brought back sample-service as the deleted file last declared it, the
+    pull resumed between the two commits did not."""
+    repo.commit("2022-06-01T09:00", {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING})
+    repo.commit("2022-06-10T09:00", {"catalog-info.yaml": None})
+    cut = repo.head()
+    repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED})
+    resumed, full = resumed_and_full(repo, cut)
+    assert [e for e in full if e.timestamp.day == 16] == []
+    assert brief(resumed) == brief(full)
+    assert source(repo).pull(None).skipped == [
+        f"catalog-info.yaml@{repo.head()[:12]}: not valid YAML at line 11: found duplicate "
+        "key 'apiVersion'; skipped"
+    ]
