@@ -21,7 +21,6 @@ LOCATIONS: tuple[str, ...] = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNE
 
 _OWNER = re.compile(r"^(@[A-Za-z0-9][\w.-]*(/[\w.-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+)$")
 _SECTION = re.compile(r"^\^?\[[^\]]*\]")
-_RANGE = re.compile(r"\[[^\]]*\]")  # a character range, ``*.[ch]``
 
 
 def _split(line: str) -> list[str]:
@@ -51,6 +50,21 @@ def _split(line: str) -> list[str]:
     return tokens
 
 
+def _ranged(line: str) -> bool:
+    """Whether the line's pattern, as written, holds a character range (``*.[ch]``): a
+    bracket not escaped. ``\\[org\\]`` (a Next.js route directory) is a literal name, which
+    GitHub reads; it asks for the escape when a line holds a bare one."""
+    i = 0
+    while i < len(line) and not line[i].isspace():
+        if line[i] == "\\":
+            i += 2
+            continue
+        if line[i] in "[]":
+            return True
+        i += 1
+    return False
+
+
 def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -> dict[str, str]:
     """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped). A line
     with a token that is not an owner (``@org/team,``, ``team``, ``!@user``) or a pattern
@@ -67,7 +81,7 @@ def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -
             continue
         pattern, rest = tokens[0], tokens[1:]
         invalid = [t for t in rest if not _OWNER.match(t)]
-        ranged = _RANGE.search(pattern) is not None
+        ranged = _ranged(line)
         if invalid or ranged:
             if rejected is not None:
                 if ranged:

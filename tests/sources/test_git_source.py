@@ -977,6 +977,34 @@ def test_a_codeowners_pattern_with_a_character_range_is_skipped_as_github_skips_
     assert result.skipped[0].split(": ", 1)[0].endswith(" line 2")
 
 
+def test_a_codeowners_pattern_with_escaped_brackets_names_its_owners(repo, brief):
+    """A Next.js route directory (open-sauced/app's pages/s/[org]/[repo]/index.tsx) is
+    written with its brackets escaped, as GitHub's own error for the unescaped line asks
+    ("both `[` and `]` must be escaped with a `\\`", open-sauced/pizza-cli#100): no range,
+    a literal name, and GitHub applies the line. Unescaped, it is still skipped."""
+    repo.commit(
+        "2024-08-27",
+        {
+            ".github/CODEOWNERS": "* @open-sauced/engineering\n"
+            "pages/s/\\[org\\]/\\[repo\\]/index.tsx @zeucapua @brandonroberts\n"
+            "pages/s/[org]/[repo]/contributors.tsx @zeucapua\n"
+        },
+    )
+    result = pull(git_source(repo))
+    assert brief(result.events) == [
+        ("2024-08-27", "added", "* owners=@open-sauced/engineering"),
+        (
+            "2024-08-27",
+            "added",
+            "pages/s/[org]/[repo]/index.tsx owners=@brandonroberts @zeucapua",
+        ),
+    ]
+    assert [line.split(": ", 1)[1] for line in result.skipped] == [
+        "pattern 'pages/s/[org]/[repo]/contributors.tsx' holds a [ ] range, which GitHub "
+        "does not read; the line is skipped, as GitHub skips it"
+    ]
+
+
 # --------------------------------------------------------------------------- per-name updates
 
 
