@@ -336,8 +336,21 @@ class CatalogExtractor(Extractor):
         that declared the entity first), read from that history once; the cursor written
         next carries it."""
         past = CatalogExtractor(self.source, self.opts, self.repo, Skips(self.source), None)
+        rev_range = commit.sha
+        since = self.opts.since_datetime()
+        boundary = (
+            None
+            if since is None
+            else self.repo.last_before(commit.sha, since, self.opts.first_parent)
+        )
+        if boundary is not None:
+            # (with ``since``, a pull starts from the catalog at its last commit before it,
+            # as the one that wrote the cursor did: what came before is not its history)
+            baseline = self.repo.tree(boundary)
+            past.apply(Commit(boundary, self.repo.commit_time(boundary)), baseline, emit=False)
+            rev_range = f"{boundary}..{commit.sha}"
         history = self.repo.log(
-            commit.sha, first_parent=self.opts.first_parent, modified=past.modified
+            rev_range, first_parent=self.opts.first_parent, modified=past.modified
         )
         for old, changes in history:
             past.apply(old, changes, emit=False)

@@ -335,3 +335,41 @@ def test_a_deleted_file_back_unparseable_does_not_bring_back_what_it_declared(
         f"catalog-info.yaml@{repo.head()[:12]}: not valid YAML at line 11: found duplicate "
         "key 'apiVersion'; skipped"
     ]
+
+
+def test_an_older_cursor_with_since_reads_the_history_from_since_as_the_full_pull(
+    repo: GitRepo,
+) -> None:
+    """With ``since``, one full pull starts from the catalog at its last commit before it:
+    catalog-info.yaml unparseable there has nothing to keep. A pull resumed from an older
+    cursor reads that same history, not the one before ``since``."""
+    repo.commit("2021-02-01T09:00", {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING})
+    repo.commit("2021-06-16T15:35", {"catalog-info.yaml": MERGED})
+    repo.commit("2022-03-01T09:00", {"moving-entity2.yaml": MOVING.replace("engineering", "sre")})
+    cut = repo.head()
+    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
+
+    def since(repo: GitRepo):
+        return build_source(
+            "backstage",
+            "catalog",
+            {
+                "path": str(repo.path),
+                "catalog_files": ["catalog-info*.yaml"],
+                "revalidate_interval": "P3650D",
+                "since": "2022-01-01",
+            },
+        )
+
+    head = repo.head()
+    repo.git("update-ref", "refs/heads/main", cut)
+    first = since(repo).pull(None)
+    repo.git("update-ref", "refs/heads/main", head)
+    then = since(repo).pull(_as_497f53a_wrote_it(first.cursor))
+    assert first.ok and then.ok, (first.error, then.error)
+    full = since(repo).pull(None).events
+    assert ("added", "sample-service", "lifecycle", "production", "catalog-info.yaml") in brief(
+        full
+    )
+    assert brief(first.events + then.events) == brief(full)
+    assert [e.id for e in first.events + then.events] == [e.id for e in full]
