@@ -7,6 +7,8 @@ months (bdd0b8b..a74f456) while catalog-info-docs-only.yaml declared sample-serv
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from conftest import GitRepo
@@ -70,7 +72,7 @@ spec:
 """
 
 
-def source(repo: GitRepo):
+def source(repo: GitRepo, **options: str):
     return build_source(
         "backstage",
         "catalog",
@@ -78,19 +80,39 @@ def source(repo: GitRepo):
             "path": str(repo.path),
             "catalog_files": ["catalog-info*.yaml"],  # as the repository's files are read
             "revalidate_interval": "P3650D",
+            **options,
         },
     )
 
 
-def resumed_and_full(repo: GitRepo, cut: str) -> tuple[list, list]:
-    """The events of a pull at ``cut`` then one from its cursor at the head; a full pull's."""
+def resumed_and_full(
+    repo: GitRepo, cut: str, *, older: bool = False, **options: str
+) -> tuple[list, list, str]:
+    """The events of a pull at ``cut`` then one from its cursor at the head (``older``: the
+    cursor as 497f53a wrote it), a full pull's, and the cursor the resumed pull wrote."""
     head = repo.head()
     repo.git("update-ref", "refs/heads/main", cut)
-    first = source(repo).pull(None)
+    first = source(repo, **options).pull(None)
     repo.git("update-ref", "refs/heads/main", head)
-    then = source(repo).pull(first.cursor)
+    cursor = _as_497f53a_wrote_it(first.cursor) if older else first.cursor
+    then = source(repo, **options).pull(cursor)
     assert first.ok and then.ok, (first.error, then.error)
-    return first.events + then.events, source(repo).pull(None).events
+    return first.events + then.events, source(repo, **options).pull(None).events, then.cursor
+
+
+@contextmanager
+def logged_ranges() -> Iterator[list[str]]:
+    """The revision ranges the pulls inside read the history of, in turn."""
+    seen: list[str] = []
+    original = Repo.log
+
+    def log(self: Repo, rev_range: str, **kwargs: object):
+        seen.append(rev_range)
+        return original(self, rev_range, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Repo, "log", log)
+        yield seen
 
 
 def brief(events: list) -> list[tuple[str, str, str, str, str | None]]:
@@ -100,35 +122,28 @@ def brief(events: list) -> list[tuple[str, str, str, str, str | None]]:
     ]
 
 
-def test_a_file_unparseable_at_the_cursor_is_still_kept_as_it_was(repo: GitRepo) -> None:
-    repo.commit(
-        "2022-06-01T09:00",
-        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
-    )
-    repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED})
-    cut = repo.head()
-    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
-    resumed, full = resumed_and_full(repo, cut)
-    september = [e for e in full if e.timestamp.year == 2023]
-    assert brief(september) == [
-        ("revised", "sample-service", "lifecycle", "production", "catalog-info.yaml"),
-        ("revised", "sample-service", "owner", "team-alpha", "catalog-info.yaml"),
-    ]
-    assert brief(resumed) == brief(full)
-    assert [e.id for e in resumed] == [e.id for e in full]
+#: the commit a cursor is written at: catalog-info.yaml unparseable (bdd0b8b..a74f456), or
+#: sample-service declared by a second file too (0434eb2..bdd0b8b)
+AT_THE_CURSOR = {
+    "unparseable": ("2022-06-16T15:35", {"catalog-info.yaml": MERGED}),
+    "declared twice": ("2021-04-17T11:04", {"catalog-info-docs-only.yaml": DOCS_ONLY}),
+}
 
 
-def test_an_entity_two_files_declare_stays_with_the_first_after_a_resume(
-    repo: GitRepo,
+@pytest.mark.parametrize("older", [False, True], ids=["cursor", "cursor of 497f53a"])
+@pytest.mark.parametrize("case", list(AT_THE_CURSOR))
+def test_a_resumed_pull_keeps_what_the_history_before_its_cursor_decided(
+    repo: GitRepo, case: str, older: bool
 ) -> None:
-    repo.commit(
-        "2021-02-01T09:00",
-        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
-    )
-    repo.commit("2021-04-17T11:04", {"catalog-info-docs-only.yaml": DOCS_ONLY})
+    """An unparseable file is kept as it was, an entity two files declare stays with the
+    first; a cursor healthd wrote before it carried ``homes`` and ``kept`` (497f53a) has the
+    history before it read once, so the fix at a74f456 is an event as in one full pull."""
+    when, files = AT_THE_CURSOR[case]
+    repo.commit("2021-02-01T09:00", {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING})
+    repo.commit(when, files)
     cut = repo.head()
     repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
-    resumed, full = resumed_and_full(repo, cut)
+    resumed, full, _ = resumed_and_full(repo, cut, older=older)
     september = [e for e in full if e.timestamp.year == 2023]
     assert brief(september) == [
         ("revised", "sample-service", "lifecycle", "production", "catalog-info.yaml"),
@@ -215,7 +230,7 @@ def test_a_location_target_renamed_away_keeps_its_entities_until_the_location_fo
         for name in ("joaodss-user", "platform-admin-team")
     ]
     # and a pull resumed between the two commits keeps them too
-    resumed, full = resumed_and_full(repo, cut)
+    resumed, full, _ = resumed_and_full(repo, cut)
     assert brief(resumed) == brief(full)
 
 
@@ -228,50 +243,6 @@ def _as_497f53a_wrote_it(cursor: str) -> str:
     return json.dumps(state, sort_keys=True, separators=(",", ":"))
 
 
-def resumed_from_an_older_cursor_and_full(repo: GitRepo, cut: str) -> tuple[list, list, str]:
-    head = repo.head()
-    repo.git("update-ref", "refs/heads/main", cut)
-    first = source(repo).pull(None)
-    repo.git("update-ref", "refs/heads/main", head)
-    then = source(repo).pull(_as_497f53a_wrote_it(first.cursor))
-    assert first.ok and then.ok, (first.error, then.error)
-    return first.events + then.events, source(repo).pull(None).events, then.cursor
-
-
-def test_a_cursor_written_before_kept_still_keeps_an_unparseable_file(repo: GitRepo) -> None:
-    """A cursor healthd wrote before it carried ``kept`` (497f53a), at a commit where
-    catalog-info.yaml could not be parsed (RoadieHQ/sample-service bdd0b8b..a74f456): the
-    pull resumed from it reads the history before it once, so the fix at a74f456 is an event
-    as in one full pull, not lost for good."""
-    repo.commit(
-        "2022-06-01T09:00",
-        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
-    )
-    repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED})
-    cut = repo.head()
-    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
-    resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
-    assert brief(resumed) == brief(full)
-    assert [e.id for e in resumed] == [e.id for e in full]
-
-
-def test_a_cursor_written_before_homes_keeps_an_entity_with_the_first_file(
-    repo: GitRepo,
-) -> None:
-    """The same for an entity two files declare at the older cursor's commit
-    (sample-service between 0434eb2 and bdd0b8b): catalog-info.yaml keeps it."""
-    repo.commit(
-        "2021-02-01T09:00",
-        {"catalog-info.yaml": SAMPLE, "moving-entity2.yaml": MOVING},
-    )
-    repo.commit("2021-04-17T11:04", {"catalog-info-docs-only.yaml": DOCS_ONLY})
-    cut = repo.head()
-    repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
-    resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
-    assert brief(resumed) == brief(full)
-    assert [e.id for e in resumed] == [e.id for e in full]
-
-
 def test_a_cursor_without_anything_to_keep_reads_no_history(repo: GitRepo) -> None:
     """An older cursor whose commit holds nothing unreadable and no entity declared twice
     needs nothing from the history: the pull resumed from it reads none of it."""
@@ -279,16 +250,8 @@ def test_a_cursor_without_anything_to_keep_reads_no_history(repo: GitRepo) -> No
     repo.commit("2021-03-01T09:00", {"catalog-info.yaml": DOCS_ONLY.replace("guest", "team-a")})
     cut = repo.head()
     repo.commit("2023-09-14T14:49", {"catalog-info.yaml": DOCS_ONLY.replace("guest", "team-b")})
-    seen: list[str] = []
-    original = Repo.log
-
-    def log(self: Repo, rev_range: str, **kwargs: object):
-        seen.append(rev_range)
-        return original(self, rev_range, **kwargs)  # type: ignore[arg-type]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Repo, "log", log)
-        resumed, full, cursor = resumed_from_an_older_cursor_and_full(repo, cut)
+    with logged_ranges() as seen:
+        resumed, full, cursor = resumed_and_full(repo, cut, older=True)
     assert brief(resumed) == brief(full)
     assert seen == [cut, f"{cut}..{repo.head()}", repo.head()]
     # and the cursor it writes says it is not that old: the next pull reads no history
@@ -303,16 +266,8 @@ def test_an_older_cursor_before_any_catalog_file_reads_no_history(repo: GitRepo)
     cut = repo.head()
     repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED, "moving-entity2.yaml": MOVING})
     repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
-    seen: list[str] = []
-    original = Repo.log
-
-    def log(self: Repo, rev_range: str, **kwargs: object):
-        seen.append(rev_range)
-        return original(self, rev_range, **kwargs)  # type: ignore[arg-type]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Repo, "log", log)
-        resumed, full, _ = resumed_from_an_older_cursor_and_full(repo, cut)
+    with logged_ranges() as seen:
+        resumed, full, _ = resumed_and_full(repo, cut, older=True)
     assert brief(resumed) == brief(full)
     assert seen == [cut, f"{cut}..{repo.head()}", repo.head()]
 
@@ -328,7 +283,7 @@ def test_a_deleted_file_back_unparseable_does_not_bring_back_what_it_declared(
     repo.commit("2022-06-10T09:00", {"catalog-info.yaml": None})
     cut = repo.head()
     repo.commit("2022-06-16T15:35", {"catalog-info.yaml": MERGED})
-    resumed, full = resumed_and_full(repo, cut)
+    resumed, full, _ = resumed_and_full(repo, cut)
     assert [e for e in full if e.timestamp.day == 16] == []
     assert brief(resumed) == brief(full)
     assert source(repo).pull(None).skipped == [
@@ -349,27 +304,9 @@ def test_an_older_cursor_with_since_reads_the_history_from_since_as_the_full_pul
     cut = repo.head()
     repo.commit("2023-09-14T14:49", {"catalog-info.yaml": FIXED})
 
-    def since(repo: GitRepo):
-        return build_source(
-            "backstage",
-            "catalog",
-            {
-                "path": str(repo.path),
-                "catalog_files": ["catalog-info*.yaml"],
-                "revalidate_interval": "P3650D",
-                "since": "2022-01-01",
-            },
-        )
-
-    head = repo.head()
-    repo.git("update-ref", "refs/heads/main", cut)
-    first = since(repo).pull(None)
-    repo.git("update-ref", "refs/heads/main", head)
-    then = since(repo).pull(_as_497f53a_wrote_it(first.cursor))
-    assert first.ok and then.ok, (first.error, then.error)
-    full = since(repo).pull(None).events
+    resumed, full, _ = resumed_and_full(repo, cut, older=True, since="2022-01-01")
     assert ("added", "sample-service", "lifecycle", "production", "catalog-info.yaml") in brief(
         full
     )
-    assert brief(first.events + then.events) == brief(full)
-    assert [e.id for e in first.events + then.events] == [e.id for e in full]
+    assert brief(resumed) == brief(full)
+    assert [e.id for e in resumed] == [e.id for e in full]
