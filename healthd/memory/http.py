@@ -172,8 +172,8 @@ class HttpMemory:
         run (the next run asks again), so an endpoint that hangs does not cost every stage its
         timeout."""
         if not self._tracks_changes or self._changes_failed > self.options.max_retries:
-            return None  # (not offered; or failed too often in a row: asked next run)
-        try:  # never retried: each call drains what it returns, a lost answer with it
+            return None
+        try:
             data = self._client.post_json(
                 self._base + "/changes", {"until": format_timestamp(at)}, retry=False
             ).data
@@ -183,13 +183,9 @@ class HttpMemory:
             if exc.status in (404, 405, 501):
                 self._tracks_changes = False
                 return None
-            if exc.status is None or exc.status >= 500:
-                # the service may have drained keys whose answer was lost: this stage
-                # re-asks every probe, and the next asks for the changes again
+            if exc.status is None or exc.status >= 500:  # (the answer lost, maybe drained)
                 self._changes_failed += 1
                 if self._changes_failed > self.options.max_retries:
-                    # as many failures as one retried call was allowed: not asked again this
-                    # run, so an endpoint that hangs costs no stage after this its timeout
                     log.warning(
                         "http memory: changes failed too often in a row; not asked again this "
                         "run, every probe is asked at every stage",
