@@ -75,6 +75,13 @@ def check_where(opts: RepoConfig) -> None:
         raise ValueError("'revalidate_interval' must not be negative")
 
 
+def since_boundary(repo: Repo, rev: str, opts: RepoConfig) -> str | None:
+    """The last commit before ``since`` on ``rev``'s history, where a pull with ``since``
+    starts from the tree as it was (None: no ``since``, or no commit before it)."""
+    since = opts.since_datetime()
+    return None if since is None else repo.last_before(rev, since, opts.first_parent)
+
+
 def since_datetime(since: datetime | date | None) -> datetime | None:
     """``since`` as an aware datetime: a date is its midnight UTC, a naive time is UTC."""
     if since is None:
@@ -526,16 +533,14 @@ class RepoSource:
             rev_range = f"{base}..{head}"
         else:
             rev_range = head
-            since = self.opts.since_datetime()
-            if since is not None:
-                boundary = repo.last_before(head, since, self.opts.first_parent)
-                if boundary is not None:
-                    # what already held before `since`, as of its last commit
-                    commit = Commit(boundary, repo.commit_time(boundary))
-                    baseline = repo.tree(boundary, paths)
-                    repo.prefetch(extractor.wanted(baseline))
-                    events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
-                    rev_range = f"{boundary}..{head}"
+            boundary = since_boundary(repo, head, self.opts)
+            if boundary is not None:
+                # what already held before `since`, as of its last commit
+                commit = Commit(boundary, repo.commit_time(boundary))
+                baseline = repo.tree(boundary, paths)
+                repo.prefetch(extractor.wanted(baseline))
+                events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
+                rev_range = f"{boundary}..{head}"
         last = base
         last_time: datetime | None = None  # (the head's, when the log ends with it)
         folding: str | None = None  # the commit being folded

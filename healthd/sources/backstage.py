@@ -79,6 +79,7 @@ from healthd.sources._gitlog import (
     prune_seen,
     revalidation_time,
     revalidations,
+    since_boundary,
     wall_clock,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
@@ -337,12 +338,7 @@ class CatalogExtractor(Extractor):
         next carries it."""
         past = CatalogExtractor(self.source, self.opts, self.repo, Skips(self.source), None)
         rev_range = commit.sha
-        since = self.opts.since_datetime()
-        boundary = (
-            None
-            if since is None
-            else self.repo.last_before(commit.sha, since, self.opts.first_parent)
-        )
+        boundary = since_boundary(self.repo, commit.sha, self.opts)
         if boundary is not None:
             # (with ``since``, a pull starts from the catalog at its last commit before it,
             # as the one that wrote the cursor did: what came before is not its history)
