@@ -195,6 +195,38 @@ def _user(obj: Any, field: str | None) -> str | None:
     return None
 
 
+def _component_names(
+    fields: dict[str, Any], parsed: list[tuple[datetime, int, list[dict[str, Any]]]]
+) -> dict[str, str]:
+    """Each component id the issue or its changelog names → the component's name now: as
+    the issue's fields give it, else as the newest changelog item naming that id gives it.
+    A changelog item keeps the name the component had when it was written, so a component
+    renamed since (Billing → Payments) was two areas: the old name was never taken off
+    when the component was removed, and the new one was claimed from the issue's creation."""
+    names: dict[str, str] = {}
+    for _, _, items in parsed:  # oldest first: a newer name wins
+        for item in items:
+            if _field(item) != "components":
+                continue
+            for id_key, name_key in (("from", "fromString"), ("to", "toString")):
+                cid, name = item.get(id_key), item.get(name_key)
+                if isinstance(cid, str) and cid and isinstance(name, str) and name:
+                    names[cid] = name
+    for comp in _list_field(fields, "components"):
+        if isinstance(comp, dict):
+            cid, name = comp.get("id"), comp.get("name")
+            if isinstance(cid, str) and cid and isinstance(name, str) and name:
+                names[cid] = name
+    return names
+
+
+def _component(cid: Any, name: Any, names: Mapping[str, str] | None) -> str | None:
+    """The name of the component a changelog item names by ``cid`` and ``name``."""
+    if names is not None and isinstance(cid, str) and cid in names:
+        return names[cid]
+    return name if isinstance(name, str) and name else None
+
+
 def _field(item: dict[str, Any]) -> str:
     name = str(item.get("fieldId") or item.get("field") or "").lower()
     return {"component": "components"}.get(name, name)
@@ -291,11 +323,16 @@ class JiraSource(TicketSource):
 
     @staticmethod
     def _apply(
-        st: _State, item: dict[str, Any], forward: bool, names: Mapping[str, str] | None = None
+        st: _State,
+        item: dict[str, Any],
+        forward: bool,
+        names: Mapping[str, str] | None = None,
+        components: Mapping[str, str] | None = None,
     ) -> str:
         """Apply one changelog item (forward: to its new value; backward: to its old one).
         Returns the reason text for an invalidation it may cause. ``names``: the name
-        ``user_field`` picks for each user id a changelog item carries."""
+        ``user_field`` picks for each user id a changelog item carries; ``components``: the
+        name of each component id (see :func:`_component_names`)."""
         field = _field(item)
         new_s, old_s = item.get("toString"), item.get("fromString")
         new_id, old_id = item.get("to"), item.get("from")
@@ -322,9 +359,11 @@ class JiraSource(TicketSource):
                 return f"{names.get(old_id, old_id) if names else old_id} unassigned"
             return "unassigned"
         if field == "components":
-            if isinstance(old_s, str) and old_s:
+            old_s = _component(old_id, old_s, components)
+            new_s = _component(new_id, new_s, components)
+            if old_s:
                 st.components.discard(old_s)
-            if isinstance(new_s, str) and new_s:
+            if new_s:
                 st.components.add(new_s)
             return f"component {old_s!r} removed"
         if field == "labels":
@@ -412,12 +451,13 @@ class JiraSource(TicketSource):
                 f"object to read its {self.options.user_field} from; named by its id"
                 for who in sorted(unnamed)
             )
+        comps = _component_names(fields, parsed)
         # Walk back from the current fields to the state at creation.
         st = current
         for _, _hid, items in reversed(parsed):
             for item in reversed(items):
                 try:
-                    self._apply(st, item, forward=False, names=names)
+                    self._apply(st, item, forward=False, names=names, components=comps)
                 except Malformed:
                     pass
         out: list[ChangeEvent] = []
@@ -455,7 +495,9 @@ class JiraSource(TicketSource):
                 if _field(item) not in self._TRACKED:
                     continue
                 try:
-                    reasons.append(self._apply(st, item, forward=True, names=names))
+                    reasons.append(
+                        self._apply(st, item, forward=True, names=names, components=comps)
+                    )
                 except Malformed as exc:
                     skipped.append(f"{key} history {hid} item {index}: {exc}")
                     continue

@@ -972,3 +972,48 @@ def test_user_field_name_names_the_person_an_unassignment_retracts(jira):
     assert result.ok and result.skipped == []
     said = [(e.type, e.fact.value, e.reason) for e in result.events if e.fact.predicate == "owners"]
     assert said == [("added", "dana", None), ("invalidated", "dana", "dana unassigned from PAY-20")]
+
+
+def test_a_component_renamed_since_the_changelog_named_it_is_one_area_by_its_id(jira):
+    """Changelog items keep the name a component had when they were written (and its id, as
+    ``from``/``to``); the issue's fields give its name now. PAY-60 gained component 10020
+    as "Ledger", since renamed "Accounts"; PAY-61 gained 10030 as "Billing", renamed
+    "Payments" before it was removed from the issue. Each is one area, named as now, and
+    removing the renamed component ends the ownership it gave."""
+    jira.issues.clear()
+    kept = jira_issue(
+        "PAY-60",
+        "Ledger export",
+        assignee="alice",
+        created=T(1),
+        updated=T(2),
+        histories=[
+            jira_history(10600, T(2), jira_item("Component", None, None, "10020", "Ledger")),
+        ],
+    )
+    kept["fields"]["components"] = [{"id": "10020", "name": "Accounts"}]
+    jira.add(kept)
+    jira.add(
+        jira_issue(
+            "PAY-61",
+            "Refund rules",
+            assignee="bob",
+            created=T(1),
+            updated=T(4),
+            histories=[
+                jira_history(10610, T(2), jira_item("Component", None, None, "10030", "Billing")),
+                jira_history(10611, T(4), jira_item("Component", "10030", "Payments", None, None)),
+            ],
+        )
+    )
+    result = make(jira).pull(None)
+    assert result.ok, result.error
+    assert shape([e for e in result.events if e.fact.predicate == "owners"]) == [
+        ("jira:PAY-60:10600:0:owners:Accounts", "added", Z(2),
+         Fact("Accounts", "owners", "alice", "ownership"), None, None),
+        ("jira:PAY-61:10610:0:owners:Payments", "added", Z(2),
+         Fact("Payments", "owners", "bob", "ownership"), None, None),
+        ("jira:PAY-61:10611:0:owners:Payments", "invalidated", Z(4),
+         Fact("Payments", "owners", "bob", "ownership"), None,
+         "component 'Payments' removed from PAY-61"),
+    ]  # fmt: skip
