@@ -106,7 +106,7 @@ class GitHubOptions(PagedHttpOptions):
 class _Issue:
     """What replay needs from one item of the issue list."""
 
-    __slots__ = ("closed_as", "is_pr", "number", "title", "updated_at", "url")
+    __slots__ = ("closed_as", "is_pr", "labels", "number", "title", "updated_at", "url")
 
     def __init__(self, raw: Any) -> None:
         self.number = require(raw, "number", int, "")
@@ -114,6 +114,19 @@ class _Issue:
         self.updated_at = parse_time(raw.get("updated_at"), "updated_at")
         self.url = raw.get("html_url") if isinstance(raw.get("html_url"), str) else ""
         self.is_pr = raw.get("pull_request") is not None
+        # the names its labels have now (its events name each as it was named then); None
+        # when the item does not say
+        given = raw.get("labels")
+        self.labels: frozenset[str] | None = (
+            frozenset(
+                name.lower()
+                for label in given
+                for name in [label.get("name") if isinstance(label, dict) else label]
+                if isinstance(name, str)
+            )
+            if isinstance(given, list)
+            else None
+        )
         reason = raw.get("state_reason")
         # why the issue is closed now, as the issue says it (its last close event may not)
         self.closed_as = (
@@ -214,6 +227,7 @@ class GitHubSource(TicketSource):
             (i for i, (_, _, raw) in enumerate(parsed) if raw["event"] in ("closed", "reopened")),
             default=None,
         )
+        named = [_label_name(raw) for _, _, raw in parsed]  # each event's label, if any
         labels: set[str] = set()
         assignees: set[str] = set()
         open_, state_reason = True, None
@@ -231,6 +245,8 @@ class GitHubSource(TicketSource):
                         if isinstance(raw.get("label"), dict)
                         else require(raw, "label", dict, "")
                     )
+                    if kind == "unlabeled" and name not in labels:
+                        labels -= _renamed_from(labels, issue.labels, named[position + 1 :])
                     (labels.add if kind == "labeled" else labels.discard)(name)
                     reason = f"label {name!r} removed"
                 elif kind in ("assigned", "unassigned"):
@@ -652,6 +668,26 @@ class GitHubSource(TicketSource):
         if not isinstance(where, str):
             return False  # no sign it moved
         return not where.lower().endswith(f"/repos/{self.options.repo}".lower())
+
+
+def _label_name(raw: Mapping[str, Any]) -> str | None:
+    label = raw.get("label")
+    name = label.get("name") if isinstance(label, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _renamed_from(
+    held: AbstractSet[str], now: AbstractSet[str] | None, named_later: list[str | None]
+) -> set[str]:
+    """The label an ``unlabeled`` event removed when it names none the issue's events put
+    on it: one renamed since it was put on (an event names a label as it was named then).
+    It is the one label held that the issue does not carry now and that no later event
+    names, when there is exactly one such; else none (nothing known is taken off)."""
+    if now is None:
+        return set()
+    later = {name.lower() for name in named_later if name is not None}
+    candidates = {name for name in held if name.lower() not in now and name.lower() not in later}
+    return candidates if len(candidates) == 1 else set()
 
 
 def _retracted(before: frozenset[str] | None, after: frozenset[str] | None, open_: bool) -> bool:

@@ -1172,3 +1172,34 @@ def page_etag(gh: FakeGitHub, number: int) -> str:
         f"{gh.base_url}/repos/{REPO}/issues/{number}/events", params={"per_page": 2}
     )
     return answer.headers["ETag"]
+
+
+def test_removing_an_area_label_renamed_since_it_was_put_on_ends_the_ownership_it_gave(gh):
+    """GitHub's events name a label as it was named when each was written: area/pay was put
+    on #50, renamed area/payments in the repository, then removed, and the unlabeled event
+    names area/payments. It is the label put on as area/pay (the one the issue no longer
+    carries that no later event names), so carol no longer owns pay through #50; the
+    requirement label, removed later by its own name, is not taken for it."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(50, "Payouts", assignees=("carol",), created_at=T(1), updated_at=T(4)),
+        [
+            labeled(5001, T(1), "requirement"),
+            labeled(5002, T(1), "area/pay"),
+            assigned(5003, T(1, 11), "carol"),
+            labeled(5004, T(3), "area/payments", unlabel=True),
+            labeled(5005, T(4), "requirement", unlabel=True),
+        ],
+    )
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert shape(result.events) == [
+        ("github:acme/payments#50:5001", "added", T(1), req("Payouts", 50), None, None),
+        ("github:acme/payments#50:5003:owners:pay", "added", T(1, 11),
+         owners("pay", "carol"), None, None),
+        ("github:acme/payments#50:5004:owners:pay", "invalidated", T(3),
+         owners("pay", "carol"), None, "label 'area/payments' removed from acme/payments#50"),
+        ("github:acme/payments#50:5005", "invalidated", T(4), req("Payouts", 50), None,
+         "label 'requirement' removed"),
+    ]  # fmt: skip
