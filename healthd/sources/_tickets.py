@@ -21,7 +21,9 @@ from typing import Any
 
 import requests
 
+from healthd._http import HttpError
 from healthd.errors import quote
+from healthd.logging import env_secret, register_secret
 from healthd.model import ChangeEvent, Fact, FactKey
 
 TICKET_PREDICATES = ("requirement", "decision")
@@ -47,6 +49,23 @@ class TicketSource:
         self.session = session or requests.Session()
         self._sleep, self._clock, self._rng = sleep, clock, rng
         self._environ = os.environ if environ is None else environ
+
+
+def env_credential(variable: str, option: str, environ: Mapping[str, str]) -> str:
+    """The credential the environment variable ``variable`` (named by the option ``option``)
+    holds, without the whitespace around it (the line break a secret file ends with); ""
+    when unset. HttpError, naming the variable and never its value, when what is left is
+    no single line of printable ASCII: it goes into a header, which requests refuses, and
+    the pull failed as "InvalidHeader" four times over without saying which variable."""
+    token = env_secret(variable, environ).strip()
+    register_secret(token)  # (a message may hold it without the whitespace around it)
+    if token and not (token.isascii() and token.isprintable()):
+        raise HttpError(
+            f"environment variable {variable} ({option}) holds a line break, a control "
+            "character or a character outside ASCII inside its value; it must be the "
+            "credential alone, on one line"
+        )
+    return token
 
 
 class Malformed(ValueError):

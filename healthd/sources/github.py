@@ -59,6 +59,7 @@ from healthd.sources._tickets import (
     as_folded,
     diff,
     dump_cursor,
+    env_credential,
     fold_area_owners,
     format_time,
     identifier,
@@ -335,7 +336,7 @@ class GitHubSource(TicketSource):
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
         secrets: tuple[str, ...] = ()
         if self.options.token_env:
-            token = self._environ.get(self.options.token_env, "")
+            token = env_credential(self.options.token_env, "token_env", self._environ)
             if not token:
                 raise HttpError(
                     f"environment variable {self.options.token_env} (token_env) is "

@@ -61,7 +61,6 @@ from healthd._http import (
     RateLimited,
     check_http_url,
 )
-from healthd.logging import env_secret
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._options import validate_options
@@ -73,6 +72,7 @@ from healthd.sources._tickets import (
     as_folded,
     diff,
     dump_cursor,
+    env_credential,
     fold_area_owners,
     format_time,
     identifier,
@@ -547,14 +547,14 @@ class JiraSource(TicketSource):
         secrets: list[str] = []
         token = ""
         if self.options.token_env:
-            token = env_secret(self.options.token_env, self._environ)
+            token = env_credential(self.options.token_env, "token_env", self._environ)
             if not token:
                 raise HttpError(
                     f"environment variable {self.options.token_env} (token_env) is not set"
                 )
             secrets.append(token)
         if self.options.user_env:
-            user = env_secret(self.options.user_env, self._environ)
+            user = env_credential(self.options.user_env, "user_env", self._environ)
             if not user:
                 raise HttpError(
                     f"environment variable {self.options.user_env} (user_env) is not set"

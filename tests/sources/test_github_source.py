@@ -1203,3 +1203,30 @@ def test_removing_an_area_label_renamed_since_it_was_put_on_ends_the_ownership_i
         ("github:acme/payments#50:5005", "invalidated", T(4), req("Payouts", 50), None,
          "label 'requirement' removed"),
     ]  # fmt: skip
+
+
+def test_a_token_read_from_a_file_with_its_line_break_is_sent_without_it(gh):
+    source = ticket_source(
+        GitHubSource,
+        GitHubOptions,
+        "tickets",
+        dict(repo=REPO, base_url=gh.base_url, token_env="GH_TEST_TOKEN"),
+        {"GH_TEST_TOKEN": f"{SECRET}\n"},
+    )
+    result = source.pull(None)
+    assert result.ok, result.error
+    assert gh.log[0].headers["Authorization"] == f"Bearer {SECRET}"
+
+
+def test_a_token_with_a_line_break_inside_is_one_line_naming_its_variable(gh):
+    source = ticket_source(
+        GitHubSource,
+        GitHubOptions,
+        "tickets",
+        dict(repo=REPO, base_url=gh.base_url, token_env="GH_TEST_TOKEN"),
+        {"GH_TEST_TOKEN": f"{SECRET}\nX-Other: 1"},
+    )
+    result = source.pull(None)
+    assert not result.ok and gh.log == []
+    assert "GH_TEST_TOKEN (token_env) holds a line break" in result.error
+    assert "\n" not in result.error and SECRET not in result.error

@@ -1017,3 +1017,34 @@ def test_a_component_renamed_since_the_changelog_named_it_is_one_area_by_its_id(
          Fact("Payments", "owners", "bob", "ownership"), None,
          "component 'Payments' removed from PAY-61"),
     ]  # fmt: skip
+
+
+def test_credentials_read_from_files_with_their_line_breaks_are_sent_without_them(jira):
+    source = ticket_source(
+        JiraSource,
+        JiraOptions,
+        "jira",
+        dict(base_url=jira.base_url, jql="project = PAY", user_env="U", token_env="T"),
+        {"U": "healthd-bot\n", "T": f"{SECRET}\r\n"},
+    )
+    result = source.pull(None)
+    assert result.ok, result.error
+    basic = base64.b64encode(f"healthd-bot:{SECRET}".encode()).decode()
+    assert {r.headers["Authorization"] for r in jira.log} == {f"Basic {basic}"}
+
+
+@pytest.mark.parametrize("variable", ["U", "T"])
+def test_a_credential_with_a_line_break_inside_is_one_line_naming_its_variable(jira, variable):
+    environ = {"U": "healthd-bot", "T": SECRET, variable: f"{SECRET}\nX-Other: 1"}
+    source = ticket_source(
+        JiraSource,
+        JiraOptions,
+        "jira",
+        dict(base_url=jira.base_url, jql="project = PAY", user_env="U", token_env="T"),
+        environ,
+    )
+    result = source.pull(None)
+    assert not result.ok and jira.log == []
+    option = {"U": "user_env", "T": "token_env"}[variable]
+    assert f"environment variable {variable} ({option}) holds a line break" in result.error
+    assert "\n" not in result.error and SECRET not in result.error
