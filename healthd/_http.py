@@ -499,6 +499,10 @@ class HttpClient:
         if response.status_code == 429:
             if retry_after is not None:
                 return retry_after
+            # the reset is the window's whose requests are used up (Jira sends it alone); with
+            # requests left in it, the limit is another (GitHub's secondary): a minute's wait
+            if response.headers.get("X-RateLimit-Remaining", "0").strip() != "0":
+                return 60.0
             reset = self._reset_wait(response, now)  # a reset already due: retry now
             return reset if reset is not None else 60.0
         if response.status_code == 503 and retry_after is not None:

@@ -396,6 +396,24 @@ def test_a_secondary_rate_limit_said_only_in_the_message_waits_a_minute(gh):
     assert sleeps.calls == []  # a refusal is no rate limit: no wait, no retry
 
 
+def test_a_secondary_rate_limit_as_a_429_with_requests_left_waits_a_minute_not_the_hour(gh):
+    # GitHub's rate-limit docs: a secondary limit is a 403 or a 429; with no retry-after and
+    # x-ratelimit-remaining not 0, "wait for at least one minute" (the reset is the primary
+    # window's, here an hour away)
+    sleeps = Sleeps()
+    gh.fail(
+        r"/issues/6/events$",
+        status=429,
+        headers={"X-RateLimit-Remaining": "4987", "X-RateLimit-Reset": "1800003600"},
+        body='{"message": "You have exceeded a secondary rate limit. Please wait a few minutes '
+        'before you try again."}',
+    )
+    result = make(gh, sleeps, max_rate_limit_wait_seconds=60).pull(None)
+    assert result.ok, result.error
+    assert sleeps.calls == [60.0]
+    assert shape(result.events) == EXPECTED
+
+
 def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
     sleeps = Sleeps()
     source = make(gh, sleeps)
