@@ -659,6 +659,14 @@ class HttpClient:
                     problem = f"{method} {where} returned HTTP {response.status_code}"
                     server_error = response.status_code
                 elif response.status_code == 304:
+                    if not etag:  # (taken for "unchanged", what was never read is lost)
+                        raise BadPayload(
+                            self.redact(
+                                f"{method} {where} returned HTTP 304 Not Modified to a request "
+                                "that was not conditional (no If-None-Match was sent)"
+                            ),
+                            status=304,
+                        )
                     self._note_remaining(response)
                     return JsonResponse(
                         url=response.url or url,

@@ -414,6 +414,18 @@ def test_a_secondary_rate_limit_as_a_429_with_requests_left_waits_a_minute_not_t
     assert shape(result.events) == EXPECTED
 
 
+def test_a_304_to_a_request_that_was_not_conditional_fails_the_pull_and_loses_nothing(gh):
+    # RFC 9110 15.4.5: 304 answers a conditional GET only; taken for "unchanged", the events
+    # of #1, never read, were passed over and the watermark went past them for good
+    gh.fail(r"/issues/1/events$", status=304, body="")
+    failed = make(gh).pull(None)
+    assert not failed.ok
+    assert "HTTP 304 Not Modified to a request that was not conditional" in failed.error
+    events, _, results = run_all(make(gh).pull, failed.cursor)
+    assert results[-1].ok
+    _no_loss_no_dup(failed.events + events)
+
+
 def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
     sleeps = Sleeps()
     source = make(gh, sleeps)
