@@ -34,7 +34,8 @@ host (``*.atlassian.net``, ``*.jira.com``), else asks ``/rest/api/2/serverInfo``
 (``deploymentType``), and a 410 on the v2 search (a Cloud site behind a proxy that hides
 serverInfo) switches to v3 in the same run; the answer is kept in the cursor. "2" or "3"
 forces one. ``page_size`` is the search page size; ``overlap_minutes`` how far before the
-watermark each search reaches back.
+watermark each search reaches back; the watermark is written in the API user's time zone
+(``/myself``), in which JQL reads it.
 
 Event ids: ``jira:<KEY>:created`` for what the issue asserted when created, and
 ``jira:<KEY>:<history id>:<item index>`` for changelog entries. Timestamps are the issue's
@@ -47,9 +48,10 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Literal
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 
@@ -574,19 +576,41 @@ class JiraSource(TicketSource):
             rng=self._rng,
         )
 
-    def _jql(self, since: str | None) -> str:
+    def _jql(self, since: str | None, zone: tzinfo = UTC) -> str:
         if not since:
             return f"({self.options.jql}) ORDER BY updated DESC"
-        # JQL compares minutes in the API user's time zone: step back by the overlap (a day
-        # by default covers any zone); per-issue history ids drop what was already emitted.
+        # JQL reads a date in the API user's time zone (``zone``, as /myself says it): the
+        # watermark is written in it, stepped back by the overlap (which also covers a zone
+        # not known); per-issue history ids drop what was already emitted.
         watermark = parse_time(since, "since")
         if watermark.year < 1970:  # no issue was updated then: read them all
             return f"({self.options.jql}) ORDER BY updated DESC"
         start = watermark - timedelta(minutes=self.options.overlap_minutes)
+        try:
+            start = start.astimezone(zone)
+        except OverflowError:  # (the year 1 in a zone west of UTC)
+            return f"({self.options.jql}) ORDER BY updated DESC"
         return (
             f'({self.options.jql}) AND updated >= "{start.strftime("%Y/%m/%d %H:%M")}" '
             "ORDER BY updated DESC"
         )
+
+    def _user_zone(self, client: HttpClient) -> tzinfo:
+        """The time zone JQL reads a date in: the API user's (``/myself``'s ``timeZone``);
+        UTC when the site does not say (anonymous access, a zone Python does not know)."""
+        try:
+            me = client.get_json(f"{self.options.base_url}/rest/api/{self._api}/myself")
+        except RateLimited:
+            raise
+        except HttpError:
+            return UTC
+        name = me.data.get("timeZone") if isinstance(me.data, dict) else None
+        if not isinstance(name, str) or not name:
+            return UTC
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            return UTC
 
     def _histories(self, client: HttpClient, issue: dict[str, Any]) -> list[Any]:
         log = issue.get("changelog")
@@ -767,7 +791,9 @@ class JiraSource(TicketSource):
             self._api = self._choose_api(client, state.get("api"))
             self._known_api = True
             self._unsure = False
-            for page, issues in enumerate(self._search_pages(client, self._jql(since)), start=1):
+            zone = self._user_zone(client) if since else UTC
+            jql = self._jql(since, zone)
+            for page, issues in enumerate(self._search_pages(client, jql), start=1):
                 for index, issue in enumerate(issues):
                     try:
                         key = require(issue, "key", str, "")

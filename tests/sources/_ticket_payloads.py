@@ -16,9 +16,10 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
@@ -426,6 +427,8 @@ class FakeJira(FakeApi):
         # what /rest/api/2/serverInfo says: "Server" (Data Center, Server) or "Cloud"; None
         # for a proxy that does not pass it on (404)
         self.deployment_type: str | None = "Server"
+        # the API user's time zone, which /myself gives and JQL reads a date in
+        self.user_zone = "UTC"
 
     def add(self, issue: dict[str, Any]) -> None:
         self.issues[issue["key"]] = issue
@@ -434,7 +437,7 @@ class FakeJira(FakeApi):
         items = list(self.issues.values())
         match = re.search(r'updated >= "(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d)"', jql)
         if match:
-            start = datetime(*map(int, match.groups()), tzinfo=UTC)
+            start = datetime(*map(int, match.groups()), tzinfo=ZoneInfo(self.user_zone))
             items = [i for i in items if datetime.fromisoformat(i["fields"]["updated"]) >= start]
         one = re.match(r"key = ([A-Z]+-\d+) AND", jql)
         if one:
@@ -482,6 +485,10 @@ class FakeJira(FakeApi):
                     "serverTitle": "Jira",
                     **({} if cloud else {"buildDate": "2023-12-05T00:00:00.000+0000"}),
                 },
+            )
+        if request.path in ("/rest/api/2/myself", "/rest/api/3/myself"):
+            return self.json_response(
+                request, {**jira_user("healthd-bot"), "timeZone": self.user_zone}
             )
         if request.path == "/rest/api/2/search" and self.removed_v2_search:
             return Response(

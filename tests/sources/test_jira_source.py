@@ -1048,3 +1048,17 @@ def test_a_credential_with_a_line_break_inside_is_one_line_naming_its_variable(j
     option = {"U": "user_env", "T": "token_env"}[variable]
     assert f"environment variable {variable} ({option}) holds a line break" in result.error
     assert "\n" not in result.error and SECRET not in result.error
+
+
+def test_the_search_window_starts_at_the_watermark_in_the_api_users_time_zone(jira):
+    """JQL reads a date in the time zone of the user who searches (here Los Angeles, UTC-8
+    in January): the watermark written in UTC started the window 8 hours late, so with an
+    overlap_minutes shorter than that an issue updated in those hours was never read."""
+    jira.user_zone = "America/Los_Angeles"
+    first = make(jira, overlap_minutes=0).pull(None)
+    assert first.ok, first.error  # the watermark: PAY-3's update, 2024-01-06 10:00 UTC
+    jira.add(jira_issue("PAY-9", "Payout limits", created=T(6, 12), updated=T(6, 12)))
+    second = make(jira, overlap_minutes=0).pull(first.cursor)
+    assert second.ok, second.error
+    assert [e.id for e in second.events] == ["jira:PAY-9:created"]
+    assert 'updated >= "2024/01/06 02:00"' in jira.log[-1].args["jql"]
