@@ -492,9 +492,15 @@ class HttpClient:
         if wait > 0:
             self.sleep(wait)
 
-    def _rate_limit_wait(self, response: requests.Response, content: bytes) -> float | None:
-        """Seconds to wait if this response is a rate limit, else None."""
+    def _rate_limit_wait(
+        self, response: requests.Response, content: bytes, earlier: int = 0
+    ) -> float | None:
+        """Seconds to wait if this response is a rate limit, else None. ``earlier``: how
+        many rate limits this request met before; where the server does not say how long,
+        the wait is a minute, doubled at each (GitHub: "at least one minute", then "an
+        exponentially increasing amount of time between retries")."""
         now = self.clock()
+        unsaid = 60.0 * (1 << min(earlier, 10))
         retry_after = _retry_after_seconds(response.headers.get("Retry-After"), now)
         if response.status_code == 429:
             if retry_after is not None:
@@ -502,9 +508,9 @@ class HttpClient:
             # the reset is the window's whose requests are used up (Jira sends it alone); with
             # requests left in it, the limit is another (GitHub's secondary): a minute's wait
             if response.headers.get("X-RateLimit-Remaining", "0").strip() != "0":
-                return 60.0
+                return unsaid
             reset = self._reset_wait(response, now)  # a reset already due: retry now
-            return reset if reset is not None else 60.0
+            return reset if reset is not None else unsaid
         if response.status_code == 503 and retry_after is not None:
             return retry_after  # overloaded, and it says when to come back (Jira does)
         if response.status_code == 403:
@@ -512,9 +518,9 @@ class HttpClient:
                 return retry_after
             if response.headers.get("X-RateLimit-Remaining") == "0":
                 reset = self._reset_wait(response, now)
-                return reset if reset is not None else 60.0
+                return reset if reset is not None else unsaid
             if _SECONDARY_LIMIT.search(_server_message(content)):
-                return 60.0  # GitHub: "otherwise, wait for at least one minute"
+                return unsaid  # GitHub: "otherwise, wait for at least one minute"
         return None
 
     @staticmethod
@@ -642,7 +648,7 @@ class HttpClient:
                 )
             if problem is None:
                 where = response.url or url
-                limit_wait = self._rate_limit_wait(response, content)
+                limit_wait = self._rate_limit_wait(response, content, rate_waits)
                 if limit_wait is not None:
                     rate_waits += 1
                     why = f"{method} {where} was rate limited (HTTP {response.status_code})"

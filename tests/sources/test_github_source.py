@@ -426,6 +426,23 @@ def test_a_304_to_a_request_that_was_not_conditional_fails_the_pull_and_loses_no
     _no_loss_no_dup(failed.events + events)
 
 
+def test_a_secondary_rate_limit_met_again_waits_twice_as_long_each_time(gh):
+    # GitHub: "If your request continues to fail due to a secondary rate limit, wait for an
+    # exponentially increasing amount of time between retries"
+    sleeps = Sleeps()
+    gh.fail(
+        r"/issues/6/events$",
+        status=403,
+        headers={"X-RateLimit-Remaining": "4987", "X-RateLimit-Reset": "1800003600"},
+        body='{"message": "You have exceeded a secondary rate limit."}',
+        times=2,
+    )
+    result = make(gh, sleeps, max_rate_limit_wait_seconds=600).pull(None)
+    assert result.ok, result.error
+    assert sleeps.calls == [60.0, 120.0]
+    assert shape(result.events) == EXPECTED
+
+
 def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
     sleeps = Sleeps()
     source = make(gh, sleeps)
