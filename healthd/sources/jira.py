@@ -422,7 +422,7 @@ class JiraSource(TicketSource):
         fields = require(issue, "fields", dict, "")
         created = parse_time(fields.get("created"), "fields.created")
         current = _State(fields, self.options.user_field)
-        url = f"{self.options.base_url}/browse/{key}"
+        url = self._browse(key)
         names = self._user_names(fields, histories)
         parsed = []
         for index, raw in enumerate(histories):
@@ -541,6 +541,13 @@ class JiraSource(TicketSource):
         if final is not None:
             final.update(claimed)
         return out, watermark
+
+    def _browse(self, key: str) -> str:
+        """The issue's page, for people: on ``base_url`` without the credentials it may carry
+        (``https://bot:secret@jira.example.com``), which would go into every event."""
+        parts = urlsplit(self.options.base_url)
+        site = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        return f"{site}/browse/{key}"
 
     # -- fetching ----------------------------------------------------------------------------
 
@@ -827,7 +834,7 @@ class JiraSource(TicketSource):
                                 updated,
                                 order=(*_key_order(key), watermark),
                                 base_id=f"{KIND}:{key}:{watermark}:read:{int(updated.timestamp())}",
-                                metadata={"url": f"{self.options.base_url}/browse/{key}"},
+                                metadata={"url": self._browse(key)},
                             )
                         )
                     if newest is None or updated > newest:

@@ -1062,3 +1062,23 @@ def test_the_search_window_starts_at_the_watermark_in_the_api_users_time_zone(ji
     assert second.ok, second.error
     assert [e.id for e in second.events] == ["jira:PAY-9:created"]
     assert 'updated >= "2024/01/06 02:00"' in jira.log[-1].args["jql"]
+
+
+def test_credentials_in_base_url_sign_the_requests_but_stay_out_of_the_events(jira):
+    """A Data Center site reached as https://bot:secret@jira.example.com: requests signs
+    with the URL's credentials; the issue's page each event links to is the site without
+    them (the events go to the timeline and the memory, which no redaction reaches)."""
+    base = jira.base_url.replace("http://", "http://healthd-bot:hunter2pass@")
+    source = ticket_source(
+        JiraSource,
+        JiraOptions,
+        "jira",
+        dict(base_url=base, jql="project = PAY", token_env=None),
+        {},
+    )
+    result = source.pull(None)
+    assert result.ok, result.error
+    basic = base64.b64encode(b"healthd-bot:hunter2pass").decode()
+    assert jira.log[0].headers["Authorization"] == f"Basic {basic}"
+    urls = {e.metadata["url"] for e in result.events}
+    assert urls == {f"{jira.base_url}/browse/PAY-{n}" for n in (1, 2, 3)}
