@@ -51,19 +51,26 @@ class TicketSource:
         self._environ = os.environ if environ is None else environ
 
 
-def env_credential(variable: str, option: str, environ: Mapping[str, str]) -> str:
+def env_credential(
+    variable: str, option: str, environ: Mapping[str, str], *, in_header: bool = True
+) -> str:
     """The credential the environment variable ``variable`` (named by the option ``option``)
     holds, without the whitespace around it (the line break a secret file ends with); ""
     when unset. HttpError, naming the variable and never its value, when what is left is
-    no single line of printable ASCII: it goes into a header, which requests refuses, and
-    the pull failed as "InvalidHeader" four times over without saying which variable."""
+    not one line of printable text, or, for one sent as it is in a header (``in_header``;
+    a user name goes base64-encoded), of printable ASCII: requests refuses such a header,
+    and the pull failed as "InvalidHeader" four times over without saying which variable."""
     token = env_secret(variable, environ).strip()
     register_secret(token)  # (a message may hold it without the whitespace around it)
-    if token and not (token.isascii() and token.isprintable()):
+    if not token.isprintable() or (in_header and not token.isascii()):
+        what = (
+            "a line break, a control character or a character outside ASCII"
+            if in_header
+            else "a line break or a control character"
+        )
         raise HttpError(
-            f"environment variable {variable} ({option}) holds a line break, a control "
-            "character or a character outside ASCII inside its value; it must be the "
-            "credential alone, on one line"
+            f"environment variable {variable} ({option}) holds {what} inside its value; it "
+            "must be the credential alone, on one line"
         )
     return token
 

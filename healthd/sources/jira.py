@@ -563,7 +563,7 @@ class JiraSource(TicketSource):
                 )
             secrets.append(token)
         if self.options.user_env:
-            user = env_credential(self.options.user_env, "user_env", self._environ)
+            user = env_credential(self.options.user_env, "user_env", self._environ, in_header=False)
             if not user:
                 raise HttpError(
                     f"environment variable {self.options.user_env} (user_env) is not set"

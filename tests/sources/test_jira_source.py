@@ -1025,11 +1025,11 @@ def test_credentials_read_from_files_with_their_line_breaks_are_sent_without_the
         JiraOptions,
         "jira",
         dict(base_url=jira.base_url, jql="project = PAY", user_env="U", token_env="T"),
-        {"U": "healthd-bot\n", "T": f"{SECRET}\r\n"},
+        {"U": "jürgen@example.com\n", "T": f"{SECRET}\r\n"},
     )
     result = source.pull(None)
     assert result.ok, result.error
-    basic = base64.b64encode(f"healthd-bot:{SECRET}".encode()).decode()
+    basic = base64.b64encode(f"jürgen@example.com:{SECRET}".encode()).decode()
     assert {r.headers["Authorization"] for r in jira.log} == {f"Basic {basic}"}
 
 
