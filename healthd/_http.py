@@ -648,6 +648,11 @@ class HttpClient:
                 )
             if problem is None:
                 where = response.url or url
+                refused = _credentials_refused(response) if "Authorization" in headers else None
+                if refused is not None:
+                    raise HttpError(
+                        self.redact(f"{method} {where}: {refused}"), status=response.status_code
+                    )
                 limit_wait = self._rate_limit_wait(response, content, rate_waits)
                 if limit_wait is not None:
                     rate_waits += 1
@@ -746,6 +751,33 @@ class HttpClient:
 #: a secondary rate limit. Please wait a few minutes before you try again."; before 2022,
 #: "You have triggered an abuse detection mechanism.").
 _SECONDARY_LIMIT = re.compile(r"secondary rate limit|abuse detection", re.IGNORECASE)
+
+
+#: What Atlassian's login filter (Seraph) says of credentials it did not take; the request
+#: is then answered as an anonymous user's, 200 and all, with what anonymous users may see.
+_SERAPH_REFUSALS = {
+    "AUTHENTICATED_FAILED": "the credentials were refused (X-Seraph-LoginReason: "
+    "AUTHENTICATED_FAILED): check user_env and token_env",
+    "AUTHENTICATION_DENIED": "the site denied the sign-in without checking the credentials "
+    "(X-Seraph-LoginReason: AUTHENTICATION_DENIED)",
+}
+
+
+def _credentials_refused(response: requests.Response) -> str | None:
+    """Why an Atlassian site did not take the credentials sent, when its headers say so
+    (its answer is an anonymous user's, which a pull must not take for the real one); None
+    else. A CAPTCHA after failed sign-ins (``X-Authentication-Denied-Reason:
+    CAPTCHA_CHALLENGE``) is lifted only by signing in once in a browser."""
+    reason = response.headers.get("X-Seraph-LoginReason", "").strip().upper()
+    found = next((text for key, text in _SERAPH_REFUSALS.items() if key in reason), None)
+    if found is None:
+        return None
+    denied = response.headers.get("X-Authentication-Denied-Reason", "")
+    if "CAPTCHA_CHALLENGE" in denied.upper():
+        found += (
+            ": the account must answer a CAPTCHA after failed sign-ins; sign in once in a browser"
+        )
+    return found
 
 
 def _server_message(content: bytes) -> str:
