@@ -511,7 +511,10 @@ class GitHubSource(TicketSource):
         page = 0
         listing = client.listing(self.options.base_url, self.options.max_pages)
         while url:
-            resp = client.get_json(url, params=params, etag=list_etag if page == 0 else None)
+            try:
+                resp = client.get_json(url, params=params, etag=list_etag if page == 0 else None)
+            except HttpError as exc:
+                raise self._unseen_repository(exc) if page == 0 else exc from None
             page += 1
             if resp.not_modified:
                 return None
@@ -587,6 +590,22 @@ class GitHubSource(TicketSource):
         if newest is not None and retry_from is not None:
             newest = min(newest, retry_from)
         return (format_time(min(newest, pulled_at)) if newest else since), first_etag, page
+
+    def _unseen_repository(self, exc: HttpError) -> HttpError:
+        """A 404 on the repository's issue list, said with what it means: GitHub answers 404,
+        not 403, for a private repository the token may not read (or none is sent)."""
+        if exc.status != 404:
+            return exc
+        who = (
+            f"the token in {self.options.token_env} (token_env) cannot read it"
+            if self.options.token_env
+            else "it is private and no token is sent (token_env is empty)"
+        )
+        return HttpError(
+            f"{exc}; no repository {self.options.repo} here, or {who}: GitHub answers 404 "
+            "for a private repository it does not show",
+            status=404,
+        )
 
     def _vanished(
         self,

@@ -570,6 +570,15 @@ def test_missing_token_variable_is_a_clear_pull_error(gh):
     assert not result.ok and "NOPE_TOKEN" in result.error and gh.log == []
 
 
+def test_a_repository_the_token_cannot_see_is_one_line_saying_what_404_means(gh):
+    # GitHub's REST docs: a private resource the request may not see answers 404, not 403
+    gh.fail(r"/repos/acme/payments/issues$", status=404, body='{"message": "Not Found"}')
+    result = make(gh).pull(None)
+    assert not result.ok
+    assert "HTTP 404: Not Found; no repository acme/payments here, or the token in " in result.error
+    assert "GH_TEST_TOKEN (token_env) cannot read it" in result.error
+
+
 def test_anonymous_access_and_timeline_endpoint(gh):
     opts = GitHubOptions(
         repo=REPO, base_url=gh.base_url, token_env="", per_page=100, events_endpoint="timeline"
