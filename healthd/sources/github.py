@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
@@ -101,7 +102,14 @@ class GitHubOptions(PagedHttpOptions):
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        return check_http_url(value, "https://github.example.com/api/v3")
+        url = check_http_url(value, "https://github.example.com/api/v3")
+        if (urlsplit(url).hostname or "").lower() in ("github.com", "www.github.com"):
+            # (its pages answer the API's paths with a 404 page of HTML)
+            raise ValueError(
+                "is the website, not its API: https://api.github.com (or leave it out); "
+                "GitHub Enterprise Server: https://<host>/api/v3"
+            )
+        return url
 
 
 class _Issue:

@@ -579,6 +579,17 @@ def test_a_repository_the_token_cannot_see_is_one_line_saying_what_404_means(gh)
     assert "GH_TEST_TOKEN (token_env) cannot read it" in result.error
 
 
+@pytest.mark.parametrize("base_url", ["https://github.com", "https://www.github.com/"])
+def test_the_website_given_as_base_url_is_one_line_naming_the_api(base_url):
+    with pytest.raises(ConfigError) as caught:
+        build_source("github", "tickets", {"repo": REPO, "base_url": base_url})
+    assert str(caught.value) == (
+        "source 'tickets': field 'base_url': is the website, not its API: "
+        "https://api.github.com (or leave it out); GitHub Enterprise Server: "
+        "https://<host>/api/v3"
+    )
+
+
 def test_anonymous_access_and_timeline_endpoint(gh):
     opts = GitHubOptions(
         repo=REPO, base_url=gh.base_url, token_env="", per_page=100, events_endpoint="timeline"
