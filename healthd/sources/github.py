@@ -26,7 +26,8 @@ It lists the repository's issues with ``state=all&sort=updated&direction=desc&si
   live in the cursor, so a run that reads one issue still knows the others'. A claim whose
   issue left the repository (transferred, deleted: no event here says so) lapses once a
   run finds it no longer among the open issues; the login ``ghost`` (a deleted account)
-  is nobody.
+  is nobody. An event names a label as it was named then: an ``unlabeled`` event naming
+  one the issue's events never put on removes the one it was renamed from.
 
 Pull requests are left out unless ``include_pull_requests``; ``events_endpoint`` picks
 ``events`` or ``timeline``; ``per_page`` sets the page size (at most 100).

@@ -25,7 +25,9 @@ issue from its creation:
   lapses once a run finds it no longer among the query's unresolved issues. Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
   carry), else ``name``; ``user_field`` picks one (a changelog id is read as the picked
-  field of the user object the issue holds with that id).
+  field of the user object the issue holds with that id). A component is known by the id
+  changelog items carry, named as the issue's fields name it now (items keep the name it
+  had when written).
 
 ``api_version = "auto"`` (the default) searches ``/rest/api/3/search/jql`` with
 ``nextPageToken`` on Jira Cloud (which answers 410 on the old API) and
