@@ -362,15 +362,40 @@ _GO_DEPS: dict[str, Deps] = {}
 _GO_DEPS_MAX = 1 << 12  # a few MB of go.mod text
 
 
+#: The characters Go's lexer refuses outside a comment (modfile's ``isIdent``: a rune that
+#: is neither printable nor a space it skips, `` ``, tab, CR and LF), here the ASCII and
+#: Latin-1 ones: a go.mod holding one is no go.mod to Go ("unexpected input character").
+_GO_REFUSED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0]")
+
+
+def _go_refused(text: str) -> str | None:
+    """Where ``text`` holds the first character Go refuses outside a ``//`` comment (which
+    Go reads to the end of its line, whatever it holds), said with its line; else None."""
+    for found in _GO_REFUSED.finditer(text):
+        at = found.start()
+        if "//" in text[text.rfind("\n", 0, at) + 1 : at]:
+            continue
+        line = text.count("\n", 0, at) + 1
+        return f"line {line} holds {found.group()!r}, a character Go refuses"
+    return None
+
+
 def parse_go_mod(text: str, dropped: list[str] | None = None) -> Deps:
     """``require`` lines and blocks (``// indirect`` ones aside). A block runs from
     ``require (`` to the next line that starts with ``)``; without one, the line is read
-    alone. When two lines require one module, the first counts."""
+    alone. When two lines require one module, the first counts. A file holding a NUL, or
+    a control character in its direct require sections, is one Go refuses: ManifestError
+    (searched there alone, and only when those sections were not read before: most
+    versions of a go.mod repeat an earlier version's)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
+    if "\x00" in text and (problem := _go_refused(text)) is not None:
+        raise ManifestError(problem)
     direct = _go_direct(text, _go_sections(text))
     deps = _GO_DEPS.get(direct)
     if deps is None:
+        if _GO_REFUSED.search(direct) and (problem := _go_refused(text)) is not None:
+            raise ManifestError(problem)
         if len(_GO_DEPS) > _GO_DEPS_MAX:
             _GO_DEPS.clear()
         deps = _GO_DEPS[direct] = {}

@@ -207,6 +207,28 @@ def test_go_mod_indirect_blocks_and_lines_read_again():
     assert parse_go_mod(bumped) == {**expected, "c.io/z": "v0.1.0"}
 
 
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("module m\nrequire (\n\ta.io/x v1.0.0\n\x00\tb.io/y v1.1.0\n)\n", 4),
+        ("module m\x00\nrequire a.io/x v1.0.0\n", 1),
+        ("module m\nrequire (\n\ta.io/x v1.0.0\x0c\n)\n", 3),
+        ("module m\r\nrequire a.io/x\x01 v1.0.0\r\n", 2),
+    ],
+)
+def test_go_mod_with_a_character_go_refuses_is_unreadable_not_read_without_its_line(text, line):
+    # Go's lexer (modfile's isIdent) stops at a rune neither printable nor a space it
+    # skips: "unexpected input character"; the go command reads no requirement of it
+    deps, problem = try_parse_manifest("svc/go.mod", text)
+    assert deps == {}
+    assert problem is not None and problem.startswith(f"line {line} holds ")
+
+
+def test_go_mod_control_characters_in_a_comment_are_the_comments():
+    text = "module m // built by\x00 a tool\nrequire a.io/x v1.0.0 // \x07\n"
+    assert try_parse_manifest("go.mod", text) == ({"a.io/x": "v1.0.0"}, None)
+
+
 def test_pom_without_namespace_and_with_managed_versions():
     text = (
         "<project><dependencyManagement><dependencies><dependency><groupId>g</groupId>"

@@ -261,6 +261,19 @@ def test_an_unreadable_manifest_is_skipped_with_its_reason_and_facts_kept(repo, 
     assert result.skipped[0].startswith("api/package.json@") and "invalid JSON" in result.skipped[0]
 
 
+def test_a_go_mod_go_refuses_for_a_nul_byte_keeps_its_facts_and_says_so(repo, brief):
+    repo.commit("2024-01-01", {"svc/go.mod": "module m\nrequire a.io/x v1.0.0\n"})
+    bad = repo.commit("2024-01-02", {"svc/go.mod": "module m\n\x00require a.io/x v1.0.0\n"})
+    result = pull(git_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "svc exists=true"),
+        ("2024-01-01", "added", "svc dependency:a.io/x=v1.0.0"),
+    ]
+    assert result.skipped == [
+        f"svc/go.mod@{bad[:12]}: line 2 holds '\\x00', a character Go refuses; kept as before"
+    ]
+
+
 def test_a_manifest_or_codeowners_not_utf8_is_read_as_replaced_and_said_once_per_spell(repo):
     """A file saved as Latin-1 (an editor's default on some systems) reads with U+FFFD where
     its byte was; the pull says so, naming the file, the byte and its offset, when the file
