@@ -132,6 +132,16 @@ def _table(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _said_table(where: str, value: Any, dropped: list[str] | None) -> dict[str, Any]:
+    """``value`` when it is a table; else {}, and ``where`` said when it holds something
+    else (``[[dependencies]]``, an array of tables, where Cargo and Poetry read one table)."""
+    if isinstance(value, dict):
+        return value
+    if value is not None and dropped is not None:
+        dropped.append(f"{where} is {_kind(value)}, not a table")
+    return {}
+
+
 def _short(value: Any) -> str:
     """A value as an entry left out is named: quoted, and cut when long."""
     text = repr(value)
@@ -192,17 +202,22 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
                 dropped.append(f"{where}: {_short(item)} is not a requirement")
 
     add_pep508("project.dependencies", project.get("dependencies"))
-    for name, group in _table(project.get("optional-dependencies")).items():
+    optional = project.get("optional-dependencies")
+    for name, group in _said_table("project.optional-dependencies", optional, dropped).items():
         add_pep508(f"project.optional-dependencies.{name}", group)
-    for name, group in _table(data.get("dependency-groups")).items():
+    groups = data.get("dependency-groups")
+    for name, group in _said_table("dependency-groups", groups, dropped).items():
         if isinstance(group, list):  # (an include-group table among them is no requirement)
             group = [item for item in group if not isinstance(item, dict)]
         add_pep508(f"dependency-groups.{name}", group)
     poetry = _table(_table(data.get("tool")).get("poetry"))
-    tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
-    tables += [_table(g).get("dependencies") for g in _table(poetry.get("group")).values()]
-    for table in tables:
-        for name, value in _table(table).items():
+    where = "tool.poetry"
+    tables = [(f"{where}.{key}", poetry.get(key)) for key in ("dependencies", "dev-dependencies")]
+    for name, group in _said_table(f"{where}.group", poetry.get("group"), dropped).items():
+        group = _said_table(f"{where}.group.{name}", group, dropped)
+        tables.append((f"{where}.group.{name}.dependencies", group.get("dependencies")))
+    for where, table in tables:
+        for name, value in _said_table(where, table, dropped).items():
             if not isinstance(name, str) or name.lower() == "python":
                 continue
             spec = _poetry_spec(value)
@@ -422,20 +437,19 @@ def _cargo_spec(value: Any) -> str | None:
     return None
 
 
+_CARGO_KINDS = ("dependencies", "build-dependencies", "dev-dependencies")
+
+
 def parse_cargo_toml(text: str, dropped: list[str] | None = None) -> Deps:
     data = _toml(text)
     deps: Deps = {}
-    tables = [
-        data.get("dependencies"),
-        data.get("build-dependencies"),
-        data.get("dev-dependencies"),
-        _table(data.get("workspace")).get("dependencies"),
-    ]
-    for target in _table(data.get("target")).values():
-        t = _table(target)
-        tables += [t.get("dependencies"), t.get("build-dependencies"), t.get("dev-dependencies")]
-    for table in tables:
-        for name, value in _table(table).items():
+    tables = [(kind, data.get(kind)) for kind in _CARGO_KINDS]
+    tables.append(("workspace.dependencies", _table(data.get("workspace")).get("dependencies")))
+    for cfg, target in _said_table("target", data.get("target"), dropped).items():
+        t = _said_table(f"target.{cfg}", target, dropped)
+        tables += [(f"target.{cfg}.{kind}", t.get(kind)) for kind in _CARGO_KINDS]
+    for where, table in tables:
+        for name, value in _said_table(where, table, dropped).items():
             if not isinstance(name, str):
                 continue
             spec = _cargo_spec(value)

@@ -229,6 +229,39 @@ def test_go_mod_control_characters_in_a_comment_are_the_comments():
     assert try_parse_manifest("go.mod", text) == ({"a.io/x": "v1.0.0"}, None)
 
 
+@pytest.mark.parametrize(
+    "path, text, said",
+    [
+        # an array of tables where Cargo reads one ("invalid type: sequence, expected a map")
+        ("Cargo.toml", '[[dependencies]]\nserde = "1"\n', "dependencies is an array"),
+        ("Cargo.toml", "[target]\nunix = 3\n", "target.unix is a number"),
+        (
+            "Cargo.toml",
+            '[target.unix]\ndependencies = ["libc"]\n',
+            "target.unix.dependencies is an array",
+        ),
+        ("Cargo.toml", "[workspace]\ndependencies = 1\n", "workspace.dependencies is a number"),
+        (
+            "pyproject.toml",
+            "[[tool.poetry.dependencies]]\n",
+            "tool.poetry.dependencies is an array",
+        ),
+        ("pyproject.toml", "[tool.poetry]\ngroup = 1\n", "tool.poetry.group is a number"),
+        ("pyproject.toml", "[tool.poetry.group]\ndev = []\n", "tool.poetry.group.dev is an array"),
+        (
+            "pyproject.toml",
+            '[project]\noptional-dependencies = ["x"]\n',
+            "project.optional-dependencies is an array",
+        ),
+        ("pyproject.toml", 'dependency-groups = ["pytest"]\n', "dependency-groups is an array"),
+    ],
+)
+def test_a_dependency_table_of_another_type_is_said_not_passed_over_in_silence(path, text, said):
+    dropped: list[str] = []
+    assert try_parse_manifest(path, text, dropped) == ({}, None)
+    assert dropped == [f"{said}, not a table"]
+
+
 def test_pom_without_namespace_and_with_managed_versions():
     text = (
         "<project><dependencyManagement><dependencies><dependency><groupId>g</groupId>"
