@@ -182,6 +182,11 @@ def _poetry_spec(value: Any) -> str | None:
     return None
 
 
+def _editable(item: Any) -> bool:
+    """Whether a PDM development item is an editable (``-e ./pkg``, ``-e git+https://...``)."""
+    return isinstance(item, str) and item.lstrip().startswith("-e")
+
+
 def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
     data = _toml(text)
     deps: Deps = {}
@@ -210,7 +215,17 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
         if isinstance(group, list):  # (an include-group table among them is no requirement)
             group = [item for item in group if not isinstance(item, dict)]
         add_pep508(f"dependency-groups.{name}", group)
-    poetry = _table(_table(data.get("tool")).get("poetry"))
+    tool = _table(data.get("tool"))
+    # the development groups PDM and uv kept before PEP 735: PDM's a table of groups whose
+    # items may be "-e <path or VCS URL>" (editables, no registry dependency, passed over as
+    # in a requirements file), uv's one list that uv merges into the group "dev"
+    pdm_dev = _table(tool.get("pdm")).get("dev-dependencies")
+    for name, group in _said_table("tool.pdm.dev-dependencies", pdm_dev, dropped).items():
+        if isinstance(group, list):
+            group = [item for item in group if not _editable(item)]
+        add_pep508(f"tool.pdm.dev-dependencies.{name}", group)
+    add_pep508("tool.uv.dev-dependencies", _table(tool.get("uv")).get("dev-dependencies"))
+    poetry = _table(tool.get("poetry"))
     where = "tool.poetry"
     tables = [(f"{where}.{key}", poetry.get(key)) for key in ("dependencies", "dev-dependencies")]
     for name, group in _said_table(f"{where}.group", poetry.get("group"), dropped).items():

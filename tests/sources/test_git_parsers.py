@@ -12,6 +12,7 @@ from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
     parse_go_mod,
     parse_pom_xml,
+    parse_pyproject,
     parse_requirement,
     parse_requirements_txt,
     try_parse_manifest,
@@ -227,6 +228,29 @@ def test_go_mod_with_a_character_go_refuses_is_unreadable_not_read_without_its_l
 def test_go_mod_control_characters_in_a_comment_are_the_comments():
     text = "module m // built by\x00 a tool\nrequire a.io/x v1.0.0 // \x07\n"
     assert try_parse_manifest("go.mod", text) == ({"a.io/x": "v1.0.0"}, None)
+
+
+def test_pyproject_development_groups_of_pdm_and_uv_are_dependencies_as_dependency_groups_are():
+    # PDM (docs: tool.pdm.dev-dependencies, groups "similar to optional-dependencies",
+    # editables with -e) and uv before PEP 735 (tool.uv.dev-dependencies, "merged into the
+    # dev group"): pdm-project/pdm kept its test and doc tools there until 5d3779ff
+    text = (
+        '[project]\nname = "app"\ndependencies = ["requests>=2"]\n'
+        "[tool.pdm.dev-dependencies]\n"
+        'test = ["pytest-cov", "pytest-xdist>=1.31.0", "-e ./plugins/local", '
+        '"-e git+https://github.com/pallets/click.git@main#egg=click"]\n'
+        'doc = ["mkdocs>=1.1"]\n'
+        '[tool.uv]\ndev-dependencies = ["ruff >=0.5.0,<0.6", "requests==2.0"]\n'
+    )
+    dropped: list[str] = []
+    assert parse_pyproject(text, dropped) == {
+        "requests": ">=2",
+        "pytest-cov": "*",
+        "pytest-xdist": ">=1.31.0",
+        "mkdocs": ">=1.1",
+        "ruff": ">=0.5.0,<0.6",
+    }
+    assert dropped == []
 
 
 @pytest.mark.parametrize(
