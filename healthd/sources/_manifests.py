@@ -187,7 +187,19 @@ def _editable(item: Any) -> bool:
     return isinstance(item, str) and item.lstrip().startswith("-e")
 
 
+def _own_name(data: dict[str, Any]) -> str | None:
+    """The project's own name (PEP 621's, else Poetry's), PEP 503-normalised."""
+    for table in (_table(data.get("project")), _table(_table(data.get("tool")).get("poetry"))):
+        if isinstance(table.get("name"), str):
+            return _pep503(table["name"])
+    return None
+
+
 def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
+    """The dependencies of the project's PEP 621 tables, dependency groups, PDM's and uv's
+    development groups and Poetry's tables. A requirement naming the project itself
+    (``requests[socks]`` in requests' test group, ``pdm[pytest]`` in pdm's) installs its own
+    extras, from its own tree: it is no dependency, and those extras are read here anyway."""
     data = _toml(text)
     deps: Deps = {}
     project = _table(data.get("project"))
@@ -240,6 +252,9 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
                 deps.setdefault(_pep503(name), spec)
             elif dropped is not None:
                 dropped.append(f"dependency {name!r}: {_kind(value)} is no version")
+    own = _own_name(data)
+    if own is not None:
+        deps.pop(own, None)
     return deps
 
 

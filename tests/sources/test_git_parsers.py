@@ -254,6 +254,31 @@ def test_pyproject_development_groups_of_pdm_and_uv_are_dependencies_as_dependen
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        # psf/requests since 661970d1: its test group installs requests' own socks extra
+        '[project]\nname = "requests"\ndependencies = ["urllib3>=1.21.1"]\n'
+        '[project.optional-dependencies]\nsocks = ["PySocks>=1.5.6"]\n'
+        '[dependency-groups]\ntest = ["requests[socks]", "pytest-cov"]\n',
+        # the recursive extra PDM documents (all = ["foo[socks,jwt]"]), spelt another way
+        '[project]\nname = "Requests"\ndependencies = ["urllib3>=1.21.1"]\n'
+        '[project.optional-dependencies]\nsocks = ["PySocks>=1.5.6"]\nall = ["requests[socks]"]\n'
+        '[tool.pdm.dev-dependencies]\ntest = ["pytest-cov"]\n',
+        '[tool.poetry]\nname = "requests"\n[tool.poetry.dependencies]\nurllib3 = ">=1.21.1"\n'
+        'PySocks = {version = ">=1.5.6", optional = true}\n'
+        '[tool.poetry.group.test.dependencies]\npytest-cov = "*"\n'
+        '[dependency-groups]\ntest = ["requests[socks]"]\n',
+    ],
+)
+def test_a_pyproject_naming_its_own_project_installs_its_extras_and_names_no_dependency(text):
+    assert parse_pyproject(text) == {
+        "urllib3": ">=1.21.1",
+        "pysocks": ">=1.5.6",
+        "pytest-cov": "*",
+    }
+
+
+@pytest.mark.parametrize(
     "path, text, said",
     [
         # an array of tables where Cargo reads one ("invalid type: sequence, expected a map")
