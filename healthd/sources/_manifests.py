@@ -232,7 +232,11 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
     # items may be "-e <path or VCS URL>" (editables, no registry dependency, passed over as
     # in a requirements file), uv's one list that uv merges into the group "dev"
     pdm_dev = _table(tool.get("pdm")).get("dev-dependencies")
+    pdm_named: dict[str, Any] = {}  # PDM 0.x's: a name and its spec, as a Pipfile's
     for name, group in _said_table("tool.pdm.dev-dependencies", pdm_dev, dropped).items():
+        if isinstance(group, str | dict):
+            pdm_named[name] = group
+            continue
         if isinstance(group, list):
             group = [item for item in group if not _editable(item)]
         add_pep508(f"tool.pdm.dev-dependencies.{name}", group)
@@ -240,6 +244,7 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
     poetry = _table(tool.get("poetry"))
     where = "tool.poetry"
     tables = [(f"{where}.{key}", poetry.get(key)) for key in ("dependencies", "dev-dependencies")]
+    tables.append(("tool.pdm.dev-dependencies", pdm_named))
     for name, group in _said_table(f"{where}.group", poetry.get("group"), dropped).items():
         group = _said_table(f"{where}.group.{name}", group, dropped)
         tables.append((f"{where}.group.{name}.dependencies", group.get("dependencies")))

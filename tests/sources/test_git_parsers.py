@@ -253,6 +253,22 @@ def test_pyproject_development_groups_of_pdm_and_uv_are_dependencies_as_dependen
     assert dropped == []
 
 
+def test_pyproject_pdm_development_dependencies_of_pdm_0x_are_names_and_specs():
+    # pdm-project/pdm's own file in 2020 (a532fe43): a name and its spec, as in a Pipfile;
+    # the table is one of groups since PDM 1.5 (its changelog, #351)
+    text = (
+        '[tool.pdm.dev-dependencies]\npytest = "*"\ntowncrier = "<20.0.0,>=19.2.0"\n'
+        'vendoring = {version = "*", marker = "python_version ~= \'3.8\'"}\n'
+    )
+    dropped: list[str] = []
+    assert parse_pyproject(text, dropped) == {
+        "pytest": "*",
+        "towncrier": "<20.0.0,>=19.2.0",
+        "vendoring": "*",
+    }
+    assert dropped == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
