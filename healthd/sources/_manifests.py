@@ -327,11 +327,13 @@ def _go_indirect(comment: str) -> bool:
 
 def _go_line_start(text: str, at: int, pos: int) -> int:
     """Where the line holding ``at`` starts, if it starts at or after ``pos`` and holds only
-    spaces and tabs before ``at`` (a regex's ``^[ \t]*`` searched from ``pos``); else -1."""
-    start = text.rfind("\n", 0, at) + 1
-    if start < pos or text[start:at].strip(" \t"):
-        return -1
-    return start
+    spaces and tabs before ``at`` (a regex's ``^[ \t]*`` searched from ``pos``); else -1.
+    Only the spaces and tabs before ``at`` are walked, never the rest of its line: a line
+    of thousands of ``x)`` or ``x require`` would be walked back once for each of them."""
+    start = at
+    while start > pos and text[start - 1] in " \t":
+        start -= 1
+    return start if start == 0 or text[start - 1] == "\n" else -1
 
 
 def _go_sections(text: str) -> list[tuple[int, int]]:

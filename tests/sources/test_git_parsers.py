@@ -3,6 +3,8 @@ exception (a manifest that cannot be read is reported, not raised)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -189,6 +191,21 @@ GO_MOD_PIECES = st.sampled_from(
 @given(st.lists(GO_MOD_PIECES | st.text(" \t\n()/rvequi", max_size=5), max_size=30).map("".join))
 def test_go_mod_reads_as_the_regex_scans_did(text):
     assert parse_go_mod(text) == _go_mod_by_regex_scans(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "module m\n" + "x require" * 200_000 + "\n",  # 1.8 MB: took 34 s
+        "module m\nrequire (\n" + "x)" * 400_000 + "\n)\n",  # 0.8 MB: took 11 s
+    ],
+)
+def test_go_mod_of_one_long_line_is_read_in_time_proportional_to_it(text):
+    # a go.mod under the 8 MiB bound, of one line holding many a "require" or ")": each
+    # was walked back to the start of the line, a time growing with the line's square
+    started = time.perf_counter()
+    parse_go_mod(text)
+    assert time.perf_counter() - started < 3
 
 
 def test_go_mod_indirect_blocks_and_lines_read_again():
