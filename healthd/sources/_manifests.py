@@ -266,6 +266,13 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
 # ----------------------------------------------------------------------------- node
 
 
+#: Where a name listed twice takes its spec from, the first first: npm documents that
+#: "entries in optionalDependencies will override entries of the same name in
+#: dependencies" (arborist loads peer, then prod, then optional edges, each replacing the
+#: one before); devDependencies are the package's own, its peer range what it asks for.
+_NPM_SECTIONS = ("optionalDependencies", "dependencies", "peerDependencies", "devDependencies")
+
+
 def parse_package_json(text: str, dropped: list[str] | None = None) -> Deps:
     try:
         data = json.loads(text)
@@ -274,7 +281,7 @@ def parse_package_json(text: str, dropped: list[str] | None = None) -> Deps:
     if not isinstance(data, dict):
         raise ManifestError("package.json is not a JSON object")
     deps: Deps = {}
-    for section in ("dependencies", "optionalDependencies", "peerDependencies", "devDependencies"):
+    for section in _NPM_SECTIONS:
         table = data.get(section)
         if not isinstance(table, dict):
             if table is not None and dropped is not None:

@@ -3,6 +3,7 @@ exception (a manifest that cannot be read is reported, not raised)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -342,6 +343,25 @@ def test_a_dependency_table_of_another_type_is_said_not_passed_over_in_silence(p
     dropped: list[str] = []
     assert try_parse_manifest(path, text, dropped) == ({}, None)
     assert dropped == [f"{said}, not a table"]
+
+
+def test_package_json_optional_dependencies_override_the_same_name_in_dependencies():
+    # npm's package.json docs: "Entries in optionalDependencies will override entries of
+    # the same name in dependencies" (npm 7.0-7.5 wrote an optional one into both, npm/cli
+    # #1886; a later bump of it changes the optional entry alone); a peer range still wins
+    # over the package's own dev pin
+    text = json.dumps(
+        {
+            "dependencies": {"fsevents": "^1.2.13", "chokidar": "^3.5.3"},
+            "optionalDependencies": {"fsevents": "^2.3.2"},
+            "peerDependencies": {"react": "^18.0.0"},
+            "devDependencies": {"react": "18.2.0", "chokidar": "3.6.0"},
+        }
+    )
+    assert try_parse_manifest("web/package.json", text) == (
+        {"fsevents": "^2.3.2", "chokidar": "^3.5.3", "react": "^18.0.0"},
+        None,
+    )
 
 
 def test_pom_without_namespace_and_with_managed_versions():
