@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -93,11 +94,35 @@ def _local_path(spec: str) -> bool:
     return "/" in head or head.lower().endswith(_ARCHIVES)
 
 
+#: A line pip takes for a comment as it joins lines (``COMMENT_RE.match``): a '#' first,
+#: after spaces or none
+_COMMENT_LINE = re.compile(r"\s*#")
+
+
+def _pip_lines(text: str) -> Iterator[str]:
+    """``text``'s lines as pip joins them (``req_file.join_lines``): a line ending in a
+    backslash goes on with the next, the backslash dropped and nothing put in its place,
+    unless it is a comment line, which never goes on and ends a line that went on to it."""
+    joined: list[str] = []
+    for line in text.splitlines():
+        comment = _COMMENT_LINE.match(line) is not None
+        if line.endswith("\\") and not comment:
+            joined.append(line.strip("\\"))
+            continue
+        if joined:
+            joined.append(" " + line if comment else line)
+            yield "".join(joined)
+            joined = []
+        else:
+            yield line
+    if joined:
+        yield "".join(joined)
+
+
 def parse_requirements_txt(text: str, dropped: list[str] | None = None) -> Deps:
     deps: Deps = {}
-    # join backslash continuations, then drop comments (a '#' at the start or after space)
-    joined = re.sub(r"\\\r?\n", " ", text)
-    for raw in joined.splitlines():
+    # lines joined as pip joins them, then comments dropped (a '#' at the start or after space)
+    for raw in _pip_lines(text):
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
         if not line or line.startswith("-"):  # options: -r, -c, -e, --index-url, ...
             continue

@@ -76,6 +76,24 @@ def test_requirements_txt_reads_what_pip_reads_and_names_what_pip_would_refuse()
     assert dropped == ["'\"quoted[extra]\"' is not a requirement"]
 
 
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # a comment line never goes on to the next (pip's join_lines: "except when
+        # following comments"), even when it ends in a backslash
+        ("# built on C:\\tools\\\nflask==3.0\n", {"flask": "==3.0"}),
+        ("six \\\n# pinned \\\nflask==3.0\n", {"six": "*", "flask": "==3.0"}),
+        # a backslash joins the next line as it is, with nothing put in its place
+        ("numpy==1.26.\\\n4\n", {"numpy": "==1.26.4"}),
+        ("numpy==1.26.4 \\\n    --hash=sha256:abc\n", {"numpy": "==1.26.4"}),
+    ],
+)
+def test_requirements_txt_lines_are_joined_as_pip_joins_them(text, expected):
+    dropped: list[str] = []
+    assert parse_requirements_txt(text, dropped) == expected
+    assert dropped == []
+
+
 def test_requirements_txt_lines_pip_installs_from_a_local_path_are_paths_not_blame():
     # pip's own reading (req/constructors.py): a line holding a "/" is a local directory,
     # one naming an archive (pip's is_archive_file) a file, unless an "@" comes first; a
