@@ -39,6 +39,7 @@ from urllib.parse import urljoin
 import requests
 from pydantic import BaseModel, ConfigDict, Field
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import LocationParseError, ProtocolError
 from urllib3.util import parse_url
@@ -342,11 +343,11 @@ class _Deadline:
             self.expired = True
             for conn in self._conns:
                 _shut(conn)
-            return any(getattr(conn, "sock", None) is None for conn in self._conns)
+            return any(_socket_of(conn) is None for conn in self._conns)
 
 
 def _shut(conn: Any) -> None:
-    sock = getattr(conn, "sock", None)
+    sock = _socket_of(conn)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
@@ -394,7 +395,35 @@ def _enlist(conn: Any) -> None:
         deadline.enlist(conn)
 
 
+def _socket_of(conn: Any) -> Any:
+    """The socket ``conn`` last connected, None while it is still connecting. A connection
+    the server closes after its answer (``Connection: close``, HTTP/1.0) hands its socket to
+    the response and forgets it (``conn.sock`` is None while the body is read): the socket
+    is remembered when made, so that a body dripped on it is still cut at the deadline."""
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        return sock
+    kept = getattr(conn, "_healthd_sock", None)
+    return kept if kept is not None and kept.fileno() != -1 else None  # (-1: closed)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        self._healthd_sock = None  # (a socket of an earlier connection is no more this one)
+        super().connect()
+        self._healthd_sock = self.sock
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self) -> None:
+        self._healthd_sock = None
+        super().connect()
+        self._healthd_sock = self.sock
+
+
 class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn = super()._get_conn(timeout)
         _enlist(conn)
@@ -402,6 +431,8 @@ class _WatchedHTTPPool(HTTPConnectionPool):
 
 
 class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
     def _get_conn(self, timeout: float | None = None) -> Any:
         conn = super()._get_conn(timeout)
         _enlist(conn)

@@ -222,6 +222,51 @@ def test_a_server_dripping_its_headers_is_cut_at_max_request_seconds():
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 1000\r\n\r\n",
+    ],
+    ids=["connection-close", "http-1.0"],
+)
+def test_a_server_dripping_its_body_on_a_closing_connection_is_cut_at_max_request_seconds(head):
+    """A server that closes the connection after its answer (``Connection: close``, or
+    HTTP/1.0) hands the socket from the connection to the response: the body read from it
+    still ends at ``max_request_seconds``, however slowly the bytes come."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(head)
+            for byte in b'{"pad": "' + b"x" * 50:  # 12 s: well past the bound
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    threading.Thread(target=drip, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/x"
+    started = time.monotonic()
+    try:
+        with pytest.raises(HttpError, match=r"no complete answer within max_request_seconds=1\.5"):
+            client(timeout_seconds=1, max_request_seconds=1.5, max_retries=0).get_json(url)
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 5
+
+
 def _page(url: str, next_link: str) -> JsonResponse:
     return JsonResponse(url=url, status=200, data=[], links={"next": next_link})
 
