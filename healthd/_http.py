@@ -812,12 +812,18 @@ def _credentials_refused(response: requests.Response) -> str | None:
 
 
 def _server_message(content: bytes) -> str:
-    """The API's own short error message, if any (GitHub: message; Jira: errorMessages)."""
+    """The API's own short error message, if any (GitHub: message; Jira: errorMessages;
+    Backstage: error.name and error.message, its backends' ErrorResponseBody)."""
     try:
         body = _json.loads(content)
     except ValueError:
         return ""
     if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            name = error.get("name")
+            text = f"{name}: {error['message']}" if isinstance(name, str) else error["message"]
+            return f": {_one_line(text[:1000])[:200]}"
         if isinstance(body.get("message"), str):
             return f": {_one_line(body['message'][:1000])[:200]}"
         messages = body.get("errorMessages")

@@ -64,6 +64,7 @@ class FakeCatalog:
         self.throttle = 0  # answer this many requests with 429 + Retry-After
         self.fail_page = 0  # answer requests for this page (1-based) with 500
         self.cursor_as: Any = None  # a broken proxy's nextCursor, in place of the real one
+        self.restricted_to: str | None = None  # a static token's accessRestrictions (a plugin)
         server.expect_request("/api/catalog/entities/by-query").respond_with_handler(self.handle)
 
     @property
@@ -83,6 +84,9 @@ class FakeCatalog:
         self.requests.append(request)
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.error(401, "AuthenticationError", "Missing credentials", request)
+        if self.restricted_to is not None:
+            message = f"This token's access is restricted to plugin(s) '{self.restricted_to}'"
+            return self.error(403, "NotAllowedError", message, request)
         if self.throttle:
             self.throttle -= 1
             response = self.error(429, "TooManyRequests", "Too many requests", request)
@@ -284,6 +288,22 @@ def test_401_is_one_error_naming_the_token_variable_and_nothing_is_lost(catalog,
     assert "BACKSTAGE_TOKEN" in unset.error and "not set" in unset.error
     for text in (failed.error, unset.error, first.cursor, caplog.text):
         assert TOKEN not in text and "wrong-token" not in text
+
+
+def test_an_error_the_catalog_explains_is_one_line_with_its_explanation(catalog) -> None:
+    """Backstage answers an error as ``{error: {name, message}, request, response}``: a
+    static token whose ``accessRestrictions`` leave out the catalog gets a 403 whose message
+    says so, and that message is what the operator needs in the source's error line."""
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock)
+    first = source.pull(None)
+    catalog.restricted_to = "scaffolder"
+    failed = source.pull(first.cursor)
+    assert not failed.ok and failed.events == [] and failed.cursor == first.cursor
+    assert "HTTP 403: NotAllowedError: This token's access is restricted to plugin(s) " in (
+        failed.error
+    )
+    assert "\n" not in failed.error and TOKEN not in failed.error
 
 
 def test_429_with_retry_after_waits_as_told_then_reads_on(catalog) -> None:
