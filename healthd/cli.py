@@ -396,7 +396,7 @@ def configured_pull(
     """:func:`configured_events`, and the identity records the sources know (a Backstage
     User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
     from healthd.sources import build_source, kept_repeat_places, pull_from_start, unique_events
-    from healthd.sources._merge import merge_timelines
+    from healthd.sources._merge import merge_sources
     from healthd.timeline import admitted
 
     if only is not None and only not in settings.sources:
@@ -404,7 +404,7 @@ def configured_pull(
             f"--source {only!r}: no such source in the configuration; "
             f"configured: {', '.join(sorted(settings.sources))}"
         )
-    lists = []
+    named: list[tuple[str, list[ChangeEvent]]] = []
     people: list[Person] = []
     for name, cfg in settings.sources.items():
         if only is not None and name != only:
@@ -429,9 +429,13 @@ def configured_pull(
                 f"healthd: warning: source {name!r}: {len(result.skipped)} input(s) skipped",
                 file=sys.stderr,
             )
-        lists.append(events)
+        named.append((name, events))
         people += result.people or []
-    return merge_timelines(*lists), people
+    conflicts: list[str] = []
+    merged = merge_sources(named, conflicts)
+    for conflict in conflicts:
+        print(f"healthd: warning: {conflict}", file=sys.stderr)
+    return merged, people
 
 
 class _Configured(NamedTuple):

@@ -112,8 +112,8 @@ def unique_events(
             where = later[nth - 1] if nth <= len(later) else None
             problem = (
                 f"duplicate event id {event.id!r} with different content: "
-                f"{_describe(before)} and, "
-                f"{f'on {where}' if where else f'as event {position + 1}'}, {_describe(event)}"
+                f"{describe_event(before)} and, "
+                f"{f'on {where}' if where else f'as event {position + 1}'}, {describe_event(event)}"
             )
             if conflicts is None:
                 raise SourceError(f"{origin}: {problem}")
@@ -149,7 +149,8 @@ def kept_repeat_places(
     return out
 
 
-def _describe(event: ChangeEvent) -> str:
+def describe_event(event: ChangeEvent) -> str:
+    """An event in a few words, for a line that reports it: type, key, value and time."""
     what = f"{event.type} {event.fact.subject} {event.fact.predicate}={event.fact.value!r}"
     if event.previous is not None:
         what += f" (was {event.previous.subject} {event.previous.predicate})"

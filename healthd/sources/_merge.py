@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 
 from healthd.model import ChangeEvent
@@ -26,3 +26,35 @@ def merge_timelines(*event_lists: Iterable[ChangeEvent]) -> list[ChangeEvent]:
 
     merged = heapq.merge(*(keyed(rank, events) for rank, events in enumerate(event_lists)))
     return [item[3] for item in merged]
+
+
+def merge_sources(
+    named: Sequence[tuple[str, Iterable[ChangeEvent]]], conflicts: list[str]
+) -> list[ChangeEvent]:
+    """:func:`merge_timelines` of each named source's events (each already without repeats
+    of its own), one event an id: a timeline with one id twice is refused by its reader, and
+    a memory applies an event once per id, so the second of two sources giving one id would
+    be lost there without a word. An event another source gave first, the same, is taken
+    once; with other content, the first is kept and the second said in ``conflicts``,
+    naming both sources."""
+    from healthd.sources import describe_event
+
+    lists = [list(events) for _, events in named]
+    source_of = {
+        id(event): name for (name, _), events in zip(named, lists, strict=True) for event in events
+    }
+    first: dict[str, tuple[str, ChangeEvent]] = {}
+    out: list[ChangeEvent] = []
+    for event in merge_timelines(*lists):
+        name = source_of[id(event)]
+        before = first.get(event.id)
+        if before is None:
+            first[event.id] = (name, event)
+            out.append(event)
+        elif before[1] != event:
+            conflicts.append(
+                f"source {name!r}: event id {event.id!r} was given first by source "
+                f"{before[0]!r} with other content: {describe_event(before[1])} there, "
+                f"{describe_event(event)} here; the first kept"
+            )
+    return out

@@ -81,3 +81,29 @@ def test_a_duplicate_id_with_different_content_is_an_error_naming_both_events():
     with pytest.raises(SourceError) as err:
         unique_events([one, other], "adr source 'd'")
     assert "'x'" in str(err.value) and "adr:1" in str(err.value) and "adr:2" in str(err.value)
+
+
+def test_sources_giving_one_id_give_one_event_and_a_conflict_names_both_sources():
+    from healthd.sources._merge import merge_sources
+
+    same = ev("shared", 5, "a")
+    one = ChangeEvent("x", "added", T0, "a", Fact("auth", "language", "go", "tech"))
+    other = ChangeEvent(
+        "x", "added", T0 + timedelta(hours=1), "b", Fact("billing", "language", "java", "tech")
+    )
+    conflicts: list[str] = []
+    merged = merge_sources([("a", [one, same]), ("b", [same, other, ev("b1", 9, "b")])], conflicts)
+    assert [e.id for e in merged] == ["x", "shared", "b1"]
+    assert merged[0] is one
+    assert len(conflicts) == 1
+    assert "'x'" in conflicts[0] and "source 'a'" in conflicts[0] and "source 'b'" in conflicts[0]
+    assert "auth language='go'" in conflicts[0] and "billing language='java'" in conflicts[0]
+
+
+def test_sources_without_a_shared_id_merge_as_merge_timelines_does():
+    from healthd.sources._merge import merge_sources
+
+    a, b = [ev("a1", 1, "a"), ev("a2", 7, "a")], [ev("b1", 3, "b")]
+    conflicts: list[str] = []
+    assert merge_sources([("a", a), ("b", b)], conflicts) == merge_timelines(a, b)
+    assert conflicts == []

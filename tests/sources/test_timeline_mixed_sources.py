@@ -94,3 +94,43 @@ token_env = ""
     # the file's events sit between the ticket's: merged, not concatenated
     sources = [e["source"] for e in events]
     assert sources.index("file") > 0 and sources[-1] == "tickets"
+
+
+def test_two_sources_giving_one_id_print_a_timeline_that_reads_back_and_say_it_once(tmp_path):
+    """Ids are the sources' own: two files may both say ``ev-1``. What `healthd timeline`
+    prints is read back by `healthd evaluate --timeline`, which refuses an id twice, and a
+    memory applies an event once per id: the first is kept, the other named, both sources
+    with it, on one warning line."""
+    from healthd.timeline import read_timeline
+
+    auth = ChangeEvent("ev-1", "added", at(1, 12), "a", Fact("auth", "language", "go", "tech"))
+    billing = ChangeEvent(
+        "ev-1", "added", at(2, 12), "b", Fact("billing", "language", "java", "tech")
+    )
+    ledger = ChangeEvent("ev-2", "added", at(3, 12), "b", Fact("ledger", "language", "go", "tech"))
+    (tmp_path / "a.jsonl").write_text(dumps_event(auth) + "\n")
+    (tmp_path / "b.jsonl").write_text(dumps_event(billing) + "\n" + dumps_event(ledger) + "\n")
+    config = tmp_path / "healthd.toml"
+    config.write_text(
+        "".join(
+            f'[sources.{name}]\nkind = "file"\npath = "{tmp_path / name}.jsonl"\n\n'
+            for name in ("a", "b")
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "timeline", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    printed = tmp_path / "printed.jsonl"
+    printed.write_text(done.stdout)
+    assert [(e.id, e.fact.subject) for e in read_timeline(str(printed))] == [
+        ("ev-1", "auth"),
+        ("ev-2", "ledger"),
+    ]
+    warned = [line for line in done.stderr.splitlines() if "'ev-1'" in line]
+    assert len(warned) == 1
+    assert "source 'a'" in warned[0] and "source 'b'" in warned[0] and "billing" in warned[0]
