@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -57,20 +58,46 @@ def format_timestamp(ts: datetime) -> str:
     return text.replace("+00:00", "Z")
 
 
+#: The seconds of a time of day given as 60: a leap second (RFC 3339, section 5.7).
+_LEAP_SECOND = re.compile(r"[Tt ]\d\d:?\d\d:?(60)(?=[.,+\-]|$)")
+
+
+def _last_second_utc(ts: datetime) -> bool:
+    """Whether ``ts`` (its second 60 read as 59) is 23:59:59 UTC, where a leap second is."""
+    try:
+        utc = ts.astimezone(UTC)
+    except OverflowError:
+        return False
+    return (utc.hour, utc.minute, utc.second) == (23, 59, 59)
+
+
 def parse_timestamp(
     value: object, *, field: str = "timestamp", line: int | None = None, origin: str | None = None
 ) -> datetime:
+    """An ISO 8601 timestamp with its offset, in UTC. A leap second (``23:59:60Z``, which
+    RFC 3339 allows and Python's datetime cannot hold) is read as the second before it, as
+    Java's ``Instant.parse`` reads it: its place in the timeline's order is kept."""
     if not isinstance(value, str) or not value:
         raise TimelineError(
             "expected an ISO 8601 timestamp string", line=line, field=field, origin=origin
         )
     text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    leap = _LEAP_SECOND.search(text)
+    if leap is not None:  # (Python's datetime has no second 60)
+        text = f"{text[: leap.start(1)]}59{text[leap.end(1) :]}"
     try:
         ts = datetime.fromisoformat(text)
     except ValueError:
         raise TimelineError(
             f"not an ISO 8601 timestamp: {value!r}", line=line, field=field, origin=origin
         ) from None
+    if leap is not None and ts.tzinfo is not None and not _last_second_utc(ts):
+        raise TimelineError(
+            f"timestamp {value!r} has second 60, a leap second, which is only ever 23:59:60 UTC",
+            line=line,
+            field=field,
+            origin=origin,
+        )
     if ts.tzinfo is None:
         raise TimelineError(
             f"timestamp {value!r} has no timezone (add Z or an offset)",

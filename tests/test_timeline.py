@@ -42,6 +42,31 @@ def test_offsets_are_normalised_to_utc():
 
 
 @pytest.mark.parametrize(
+    "written, read",
+    [
+        ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z"),
+        ("2016-12-31T18:59:60.5-05:00", "2016-12-31T23:59:59.500000Z"),
+    ],
+)
+def test_a_leap_second_rfc_3339_allows_is_read_as_the_second_before_it(written, read):
+    """RFC 3339 (section 5.6, time-second 00-60) lets a timestamp name a leap second; Python's
+    datetime has no second 60, so it is read as Java's Instant.parse reads it, as 23:59:59,
+    keeping its place between the seconds around it."""
+    line = dict(GOOD, timestamp=written)
+    [event] = loads_timeline(json.dumps(line))
+    assert json.loads(dumps_event(event))["timestamp"] == read
+
+
+def test_a_second_60_anywhere_but_the_end_of_a_utc_day_is_named_as_such():
+    line = dict(GOOD, timestamp="2016-12-31T12:00:60Z")
+    with pytest.raises(TimelineError) as info:
+        loads_timeline(json.dumps(line), origin="t.jsonl")
+    assert str(info.value).startswith("t.jsonl, line 1, field 'timestamp'")
+    assert "leap second" in str(info.value) and "23:59:60 UTC" in str(info.value)
+    assert "not an ISO 8601" not in str(info.value)
+
+
+@pytest.mark.parametrize(
     "change, field, words",
     [
         ({"type": "deleted"}, "type", "unknown type 'deleted'"),
