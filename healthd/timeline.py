@@ -643,4 +643,10 @@ class TimelineCopy:
 
 
 def loads_timeline(text: str, *, origin: str | None = None) -> list[ChangeEvent]:
-    return list(iter_timeline(text.splitlines(), origin=origin))
+    """The events of a timeline's text, its lines ended as :func:`read_timeline` ends them
+    (\\n, \\r\\n or \\r): not at U+2028, U+0085 or the other breaks ``str.splitlines`` knows,
+    which a JSON string may hold unescaped (:func:`dumps_event` writes them so)."""
+    return list(iter_timeline(_LINE_END.split(text), origin=origin))
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")

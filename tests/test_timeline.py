@@ -35,6 +35,18 @@ def test_the_design_example_round_trips():
     assert json.loads(dumps_event(event)) == GOOD
 
 
+@pytest.mark.parametrize("breaks", ["\u2028", "\u2029", "\x85"])
+def test_a_value_holding_a_unicode_line_break_is_read_back_as_written(breaks):
+    """JSON lets a string hold U+2028, U+2029 and U+0085 unescaped, and dumps_event writes
+    them so: they end no line of a timeline."""
+    line = dict(GOOD, fact=dict(GOOD["fact"], value=f"go{breaks}1.22"))
+    text = (
+        dumps_event(loads_timeline(json.dumps(line))[0]) + "\r\n" + json.dumps(GOOD | {"id": "b"})
+    )
+    first, second = loads_timeline(text, origin="t.jsonl")
+    assert first.fact.value == f"go{breaks}1.22" and second.id == "b"
+
+
 def test_offsets_are_normalised_to_utc():
     line = dict(GOOD, timestamp="2026-02-01T12:00:00+02:00")
     [event] = loads_timeline(json.dumps(line))
