@@ -50,9 +50,17 @@ class FileSource:
         self.slice = slice_bytes or SLICE
 
     def pull(self, cursor: str | None) -> PullResult:
+        state = _state_of(cursor)
+        if cursor and state is None:  # (another source's, or edited): not this file's place
+            result = self._pull(None, None)
+            result.skipped.insert(0, f"{self.path}: cursor not understood; read from the top")
+            return result
+        return self._pull(cursor, state)
+
+    def _pull(self, cursor: str | None, state: dict[str, Any] | None) -> PullResult:
         try:
             with open_regular(self.path) as handle:
-                offset, line, restarted = _resume(handle, cursor)
+                offset, line, restarted = _resume(handle, state)
                 handle.seek(offset)
                 data = handle.read(self.slice + 1)
                 more = len(data) > self.slice
@@ -140,11 +148,31 @@ def _line_end(handle: IO[bytes], start: int) -> int | None:
     return None
 
 
-def _resume(handle: IO[bytes], cursor: str | None) -> tuple[int, int, bool]:
-    """Where to read from: (byte offset, its line number, whether the file was rewritten)."""
+def _state_of(cursor: str | None) -> dict[str, Any] | None:
+    """The cursor's fields, None when there is none or it is not one this source wrote."""
     if not cursor:
+        return None
+    try:
+        state = json.loads(cursor)
+    except ValueError:
+        return None
+    if not isinstance(state, dict):
+        return None
+    offset = state.get("offset")
+    if type(offset) is not int or offset < 0:
+        return None
+    if "sha256" in state:  # (written before the bounded check: the line is counted anew)
+        return state if isinstance(state["sha256"], str) else None
+    line = state.get("line")
+    if type(line) is not int or line < 1:
+        return None
+    return state if all(isinstance(state.get(name), str) for name in ("head", "tail")) else None
+
+
+def _resume(handle: IO[bytes], state: dict[str, Any] | None) -> tuple[int, int, bool]:
+    """Where to read from: (byte offset, its line number, whether the file was rewritten)."""
+    if state is None:
         return 0, 1, False
-    state = json.loads(cursor)
     offset = int(state["offset"])
     handle.seek(0, 2)
     if handle.tell() < offset:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from healthd.sources import build_source, pull_from_start
 
 
@@ -287,3 +289,36 @@ def test_a_reading_refused_as_from_the_future_moves_no_other_readings_line(tmp_p
     unique_events(kept, "source 'tl'", whole.skipped, places)
     (said,) = [s for s in whole.skipped if s.startswith("duplicate event id")]
     assert f"on {path} line 22, added billing language='zig'" in said
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        '{"commit": "0123abcd", "seen": {}}',  # a git source's, the source's kind changed
+        "zlib:eJwrSS0uAQAEXQHB",  # a backstage source's
+        '{"offset": -1, "line": 1, "head": "", "tail": ""}',
+        '{"offset": "12", "line": 1, "head": "", "tail": ""}',
+        "null",
+        "not json",
+    ],
+)
+def test_a_cursor_this_source_did_not_write_reads_the_file_from_the_top_once(tmp_path, foreign):
+    """A state file may keep a cursor under the source's name that another kind wrote (the
+    configuration changed the source's kind) or that was edited: the file is read from the
+    top, as after a rewrite, each event with its line (so the daemon takes none twice), and
+    the next pull goes on from the cursor this one wrote; not an error every run."""
+    path = tmp_path / "timeline.jsonl"
+    path.write_text(line("ev-1", "go") + "\n" + line("ev-2", "rust", 2) + "\n")
+    source = build_source("file", "tl", {"path": str(path)})
+
+    again = source.pull(foreign)
+
+    assert again.error is None
+    assert [e.id for e in again.events] == ["ev-1", "ev-2"]
+    assert again.places == {"ev-1": f"{path} line 1", "ev-2": f"{path} line 2"}
+    assert [note for note in again.skipped if "cursor" in note] == [
+        f"{path}: cursor not understood; read from the top"
+    ]
+    with path.open("a") as handle:
+        handle.write(line("ev-3", "zig", 3) + "\n")
+    assert [e.id for e in source.pull(again.cursor).events] == ["ev-3"]
