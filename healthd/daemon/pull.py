@@ -3,6 +3,7 @@ what its source delivered before; each source's row, skipped inputs and failures
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 
@@ -13,9 +14,9 @@ from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
 from healthd.model import ChangeEvent
 from healthd.people import Person
-from healthd.sources import PullResult
+from healthd.sources import PullResult, describe_event
 from healthd.sources._merge import merge_timelines
-from healthd.timeline import admitted, dumps_event
+from healthd.timeline import admitted, dumps_event, event_from_dict
 
 log = get_logger("healthd.runner")
 
@@ -38,6 +39,7 @@ class Pulling(Views):
         of its source; and the sources that stopped at a bound with more to read."""
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
+        given: dict[str, tuple[str, ChangeEvent]] = {}  # this pull's events, by id
         more: set[str] = set()
         for s in self.sources.values():
             if self.stop.is_set():
@@ -65,6 +67,8 @@ class Pulling(Views):
                 )
                 timely = admitted(result.events, result.skipped, not_after)
                 fresh = self._unseen(s.name, timely, result)
+                fresh = self._not_given_elsewhere(s.name, fresh, result, given)
+                given.update((e.id, (s.name, e)) for e in fresh)
                 row = SourceRow(
                     s.name,
                     result.cursor,
@@ -150,6 +154,42 @@ class Pulling(Views):
                 f"source {source!r}: {again} events read before were not taken again"
             )
         return fresh
+
+    def _not_given_elsewhere(
+        self,
+        source: str,
+        events: list[ChangeEvent],
+        result: PullResult,
+        given: dict[str, tuple[str, ChangeEvent]],
+    ) -> list[ChangeEvent]:
+        """The events whose id no other source gave first (stored, or in this pull). Ids are
+        the sources' own, and a memory applies an event once per id: the later of two
+        sources' events under one id would be lost there without a word. The same event is
+        taken once; one with other content is not taken and is reported, naming both
+        sources (as `healthd timeline --config` does)."""
+        if not events:
+            return events
+        stored = self.state.stored_elsewhere(source, [e.id for e in events])
+        for name, event in self._unpersisted:
+            if name != source:
+                stored.setdefault(event.id, (name, dumps_event(event)))
+        kept: list[ChangeEvent] = []
+        for event in events:
+            other = given.get(event.id)
+            before = (other[0], dumps_event(other[1])) if other is not None else None
+            before = before or stored.get(event.id)
+            if before is None:
+                kept.append(event)
+                continue
+            if before[1] == dumps_event(event):
+                continue
+            first = describe_event(event_from_dict(json.loads(before[1])))
+            place = (result.places or {}).get(event.id, f"source {source!r}")
+            result.skipped.append(
+                f"{place}: event id {event.id!r} was given first by source {before[0]!r} "
+                f"with other content: {first} there, {describe_event(event)} here; not taken"
+            )
+        return kept
 
     def _sources_failed(self, now: float) -> str | None:
         """When every source failed in this run: the error the targets' runs fail with (the

@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS events (
     body TEXT NOT NULL,
     UNIQUE (source, event_id)
 );
+CREATE INDEX IF NOT EXISTS events_by_id ON events (event_id);
 CREATE TABLE IF NOT EXISTS probe_keys (
     seq INTEGER PRIMARY KEY,
     subject TEXT NOT NULL,
@@ -319,6 +320,23 @@ class StateStore:
                     (source, *part),
                 ).fetchall()
             )
+        return out
+
+    def stored_elsewhere(self, source: str, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """Of ``ids``, each one another source delivered before: that source and the body
+        stored (looked up by the id's index)."""
+        ids = list(ids)
+        out: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(ids), _CHUNK):
+            part = ids[i : i + _CHUNK]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                "SELECT event_id, source, body FROM events INDEXED BY events_by_id "
+                f"WHERE event_id IN ({marks}) AND source != ? ORDER BY seq",
+                (*part, source),
+            ).fetchall()
+            for event_id, other, body in rows:
+                out.setdefault(event_id, (other, body))
         return out
 
     def key_catalog(self) -> KeyCatalog:

@@ -34,27 +34,25 @@ def merge_sources(
     """:func:`merge_timelines` of each named source's events (each already without repeats
     of its own), one event an id: a timeline with one id twice is refused by its reader, and
     a memory applies an event once per id, so the second of two sources giving one id would
-    be lost there without a word. An event another source gave first, the same, is taken
-    once; with other content, the first is kept and the second said in ``conflicts``,
-    naming both sources."""
+    be lost there without a word. The id stays with the first source (in the configuration's
+    order, as the daemon's first run pulls them); another source's event under it, the same,
+    is taken once, and one with other content is left out and said in ``conflicts``, naming
+    both sources."""
     from healthd.sources import describe_event
 
-    lists = [list(events) for _, events in named]
-    source_of = {
-        id(event): name for (name, _), events in zip(named, lists, strict=True) for event in events
-    }
     first: dict[str, tuple[str, ChangeEvent]] = {}
-    out: list[ChangeEvent] = []
-    for event in merge_timelines(*lists):
-        name = source_of[id(event)]
-        before = first.get(event.id)
-        if before is None:
-            first[event.id] = (name, event)
-            out.append(event)
-        elif before[1] != event:
-            conflicts.append(
-                f"source {name!r}: event id {event.id!r} was given first by source "
-                f"{before[0]!r} with other content: {describe_event(before[1])} there, "
-                f"{describe_event(event)} here; the first kept"
-            )
-    return out
+    lists: list[list[ChangeEvent]] = []
+    for name, events in named:
+        kept = []
+        for event in events:
+            before = first.setdefault(event.id, (name, event))
+            if before[0] == name:
+                kept.append(event)
+            elif before[1] != event:
+                conflicts.append(
+                    f"source {name!r}: event id {event.id!r} was given first by source "
+                    f"{before[0]!r} with other content: {describe_event(before[1])} there, "
+                    f"{describe_event(event)} here; not taken"
+                )
+        lists.append(kept)
+    return merge_timelines(*lists)

@@ -577,6 +577,42 @@ def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(t
     state.close()
 
 
+def test_an_id_another_source_gave_first_is_taken_once_and_a_different_one_reported(tmp_path):
+    """Ids are each source's own, and a memory applies an event once per id: an event
+    another source gave first under its id is not taken again (the same) nor silently (with
+    other content: reported with its line and both sources), in the run that reads both and
+    in a later one."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(_file_event("ev-1", "go") + "\n")
+    b.write_text(_file_event("ev-1", "go") + "\n" + _file_event("ev-2", "rust", 2) + "\n")
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    kw = dict(
+        sources={"a": {"kind": "file", "path": str(a)}, "b": {"kind": "file", "path": str(b)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    assert runner.run_once().new_events == 2
+    with b.open("a") as handle:
+        handle.write(_file_event("ev-1", "zig", 3) + "\n" + _file_event("ev-3", "c", 4) + "\n")
+    assert runner.run_once().new_events == 1
+    assert [(e.id, e.fact.value) for e in state.iter_events()] == [
+        ("ev-1", "go"),
+        ("ev-2", "rust"),
+        ("ev-3", "c"),
+    ]
+    reasons = [
+        json.loads(entry).get("reason", "")
+        for entry in stream.getvalue().splitlines()
+        if json.loads(entry).get("event") == "source skipped input"
+    ]
+    [conflict] = [r for r in reasons if "'ev-1'" in r]
+    assert conflict.startswith(f"{b} line 3: ") and "given first by source 'a'" in conflict
+    assert "'go'" in conflict and "'zig'" in conflict
+    runner.close()
+    state.close()
+
+
 def _example_on_a_reference_shadow(tmp_path):
     """The runner's settings for the bundled example, from a file, on a reference shadow."""
     timeline = tmp_path / "t.jsonl"

@@ -98,6 +98,7 @@ def test_sources_giving_one_id_give_one_event_and_a_conflict_names_both_sources(
     assert len(conflicts) == 1
     assert "'x'" in conflicts[0] and "source 'a'" in conflicts[0] and "source 'b'" in conflicts[0]
     assert "auth language='go'" in conflicts[0] and "billing language='java'" in conflicts[0]
+    assert conflicts[0].startswith("source 'b'") and conflicts[0].endswith("not taken")
 
 
 def test_sources_without_a_shared_id_merge_as_merge_timelines_does():
