@@ -694,6 +694,7 @@ class BackstageApiSource:
         entities: list[Entity] = []
         unreadable: set[EntityRef] = set()
         cursors: set[str] = set()
+        first_on: dict[EntityRef, int] = {}  # each entity read, with the page it came on
         other_kinds: dict[str, int] = {}
         for page in range(1, self.options.max_pages + 1):
             resp = client.get_json(url, params=params)
@@ -702,6 +703,7 @@ class BackstageApiSource:
                 raise BadPayload(
                     f"GET {url} returned {type(data).__name__}, expected an object with items"
                 )
+            _check_not_repeated(url, page, data["items"], first_on)
             for index, raw in enumerate(data["items"], start=1):
                 try:
                     entities.append(parse_entity(raw, "catalog API"))
@@ -833,6 +835,25 @@ class BackstageApiSource:
             depends_on=held.depends_on,
             metadata={**held.metadata, "observed": "catalog-api"},
         )
+
+
+def _check_not_repeated(
+    url: str, page: int, items: list[Any], first_on: dict[EntityRef, int]
+) -> None:
+    """BadPayload when every item of a page is an entity an earlier page gave: the catalog's
+    pages are keyset pages, no entity twice in one reading, so its cursor is not being
+    followed (the pull would read on to max_pages, holding every page, and what the pages
+    never reached would end as if removed from the catalog)."""
+    refs = [_ref_of(raw) for raw in items]
+    known = [ref for ref in refs if ref is not None and ref in first_on]
+    if refs and len(known) == len(refs):
+        raise BadPayload(
+            f"GET {url}: page {page} gives only entities already read ({known[0]} first on "
+            f"page {first_on[known[0]]}): the pages repeat, the page cursor is not followed"
+        )
+    for ref in refs:
+        if ref is not None:
+            first_on.setdefault(ref, page)
 
 
 def users_people(entities: Iterable[Entity]) -> list[Person]:

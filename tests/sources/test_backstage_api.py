@@ -65,6 +65,7 @@ class FakeCatalog:
         self.fail_page = 0  # answer requests for this page (1-based) with 500
         self.cursor_as: Any = None  # a broken proxy's nextCursor, in place of the real one
         self.restricted_to: str | None = None  # a static token's accessRestrictions (a plugin)
+        self.pages_repeat = False  # every page gives the first page's items, cursors moving on
         server.expect_request("/api/catalog/entities/by-query").respond_with_handler(self.handle)
 
     @property
@@ -105,7 +106,7 @@ class FakeCatalog:
             return self.error(500, "Error", "database went away", request)
         matching = [e for e in self.entities if self._matches(e, filters)]
         matching.sort(key=lambda e: (str(e.get("kind")).lower(), e["metadata"]["name"]))
-        items = matching[offset : offset + limit]
+        items = matching[0 if self.pages_repeat else offset :][:limit]
         if request.args.get("fields"):
             items = [self._project(e, request.args["fields"].split(",")) for e in items]
         info: dict[str, Any] = {}
@@ -304,6 +305,23 @@ def test_an_error_the_catalog_explains_is_one_line_with_its_explanation(catalog)
         failed.error
     )
     assert "\n" not in failed.error and TOKEN not in failed.error
+
+
+def test_pages_that_repeat_under_new_cursors_stop_the_pull_at_the_first_repeat(catalog) -> None:
+    """The catalog's pages are keyset pages: no entity comes twice in one reading. A server
+    whose cursors move on while its pages give the same entities again would otherwise be
+    read to max_pages, every page held (10,000 pages of 500 entities by default)."""
+    catalog.entities = [component(f"svc-{n:03d}", "team-a") for n in range(30)]
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock, max_pages=1000)
+    first = source.pull(None)
+    assert first.ok and len(catalog.requests) == 10
+    catalog.pages_repeat = True
+    failed = source.pull(first.cursor)
+    assert not failed.ok and failed.events == [] and failed.cursor == first.cursor
+    assert len(catalog.requests) == 10 + 2
+    assert "page 2 gives only entities already read" in failed.error
+    assert "component:default/svc-000 first on page 1" in failed.error
 
 
 def test_429_with_retry_after_waits_as_told_then_reads_on(catalog) -> None:
