@@ -695,6 +695,7 @@ class BackstageApiSource:
         unreadable: set[EntityRef] = set()
         cursors: set[str] = set()
         first_on: dict[EntityRef, int] = {}  # each entity read, with the page it came on
+        received = 0
         other_kinds: dict[str, int] = {}
         for page in range(1, self.options.max_pages + 1):
             resp = client.get_json(url, params=params)
@@ -704,6 +705,7 @@ class BackstageApiSource:
                     f"GET {url} returned {type(data).__name__}, expected an object with items"
                 )
             _check_not_repeated(url, page, data["items"], first_on)
+            received += len(data["items"])
             for index, raw in enumerate(data["items"], start=1):
                 try:
                     entities.append(parse_entity(raw, "catalog API"))
@@ -718,6 +720,7 @@ class BackstageApiSource:
             info = data.get("pageInfo")
             next_cursor = info.get("nextCursor") if isinstance(info, dict) else None
             if not next_cursor:
+                _check_whole(url, received, data.get("totalItems"))
                 if other_kinds:
                     kinds = ", ".join(f"{n} {k}" for k, n in sorted(other_kinds.items()))
                     skips.note(f"entities of kinds the format does not define not read: {kinds}")
@@ -854,6 +857,18 @@ def _check_not_repeated(
     for ref in refs:
         if ref is not None:
             first_on.setdefault(ref, page)
+
+
+def _check_whole(url: str, received: int, total: object) -> None:
+    """BadPayload when the listing ended with fewer items than its ``totalItems`` (which
+    every answer carries): it was not read whole, and an entity it did not reach would be
+    taken as removed from the catalog."""
+    if type(total) is int and received < total:
+        raise BadPayload(
+            f"GET {url}: the listing ended (no pageInfo.nextCursor) after {received} of the "
+            f"{total} entities the catalog counts (totalItems): not read whole, nothing taken "
+            "as removed"
+        )
 
 
 def users_people(entities: Iterable[Entity]) -> list[Person]:

@@ -66,6 +66,7 @@ class FakeCatalog:
         self.cursor_as: Any = None  # a broken proxy's nextCursor, in place of the real one
         self.restricted_to: str | None = None  # a static token's accessRestrictions (a plugin)
         self.pages_repeat = False  # every page gives the first page's items, cursors moving on
+        self.last_page = 0  # a page after which no nextCursor is given (a proxy losing it)
         server.expect_request("/api/catalog/entities/by-query").respond_with_handler(self.handle)
 
     @property
@@ -114,7 +115,7 @@ class FakeCatalog:
         def cursor(at: int) -> str:
             return base64.b64encode(json.dumps({"filter": filters, "offset": at}).encode()).decode()
 
-        if offset + limit < len(matching):
+        if offset + limit < len(matching) and page != self.last_page:
             info["nextCursor"] = self.cursor_as or cursor(offset + limit)
         if offset > 0:
             info["prevCursor"] = cursor(max(0, offset - limit))
@@ -322,6 +323,24 @@ def test_pages_that_repeat_under_new_cursors_stop_the_pull_at_the_first_repeat(c
     assert len(catalog.requests) == 10 + 2
     assert "page 2 gives only entities already read" in failed.error
     assert "component:default/svc-000 first on page 1" in failed.error
+
+
+def test_a_listing_that_ends_before_its_total_takes_no_entity_as_removed(catalog) -> None:
+    """``totalItems`` is part of every answer (the catalog's OpenAPI spec requires it): a
+    listing whose pages stop giving a nextCursor before that many entities were read was not
+    read whole, and what it did not reach was not removed from the catalog."""
+    catalog.entities = [component(f"svc-{n:03d}", "team-a") for n in range(12)]
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock)
+    first = source.pull(None)
+    assert first.ok
+    catalog.last_page = 2
+    clock.now = clock.now.replace(day=2)
+    cut = source.pull(first.cursor)
+    assert not cut.ok and cut.events == [] and cut.cursor == first.cursor
+    assert "after 6 of the 12 entities the catalog counts (totalItems)" in cut.error
+    catalog.last_page = 0
+    assert source.pull(cut.cursor).events == []
 
 
 def test_429_with_retry_after_waits_as_told_then_reads_on(catalog) -> None:
