@@ -558,7 +558,13 @@ class JiraSource(TicketSource):
         secrets: list[str] = []
         token = ""
         if self.options.token_env:
-            token = env_credential(self.options.token_env, "token_env", self._environ)
+            # with user_env, the password of a Basic header: base64-encoded, not as it is
+            token = env_credential(
+                self.options.token_env,
+                "token_env",
+                self._environ,
+                in_header=not self.options.user_env,
+            )
             if not token:
                 raise HttpError(
                     f"environment variable {self.options.token_env} (token_env) is not set"

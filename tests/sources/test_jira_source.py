@@ -1111,3 +1111,35 @@ def test_a_search_answered_as_an_anonymous_user_fails_the_pull_and_lapses_nothin
     assert not result.ok and result.events == []
     assert f"X-Seraph-LoginReason: {reason}" in result.error and said in result.error
     assert result.cursor == first.cursor
+
+
+def test_a_password_outside_ascii_signs_basic_authentication(jira):
+    """With user_env, token_env holds the password of a Basic header, which goes base64-
+    encoded (UTF-8), as the user name does: a Data Center password with "ü" in it signed
+    every request until dd9f9eb refused it as if it went into a Bearer header as it is."""
+    password = f"pässwort-{SECRET}"
+    source = ticket_source(
+        JiraSource,
+        JiraOptions,
+        "jira",
+        dict(base_url=jira.base_url, jql="project = PAY", user_env="U", token_env="T"),
+        {"U": "healthd-bot", "T": password},
+    )
+    result = source.pull(None)
+    assert result.ok, result.error
+    basic = base64.b64encode(f"healthd-bot:{password}".encode()).decode()
+    assert {r.headers["Authorization"] for r in jira.log} == {f"Basic {basic}"}
+
+
+def test_a_bearer_token_outside_ascii_is_one_line_naming_its_variable(jira):
+    source = ticket_source(
+        JiraSource,
+        JiraOptions,
+        "jira",
+        dict(base_url=jira.base_url, jql="project = PAY", token_env="T"),
+        {"T": f"pässwort-{SECRET}"},
+    )
+    result = source.pull(None)
+    assert not result.ok and jira.log == []
+    assert "environment variable T (token_env) holds" in result.error
+    assert SECRET not in result.error
