@@ -679,7 +679,7 @@ class HttpClient:
                 )
             if problem is None:
                 where = response.url or url
-                refused = _credentials_refused(response) if "Authorization" in headers else None
+                refused = _credentials_refused(response) if _signed(response, headers) else None
                 if refused is not None:
                     raise HttpError(
                         self.redact(f"{method} {where}: {refused}"), status=response.status_code
@@ -788,10 +788,21 @@ _SECONDARY_LIMIT = re.compile(r"secondary rate limit|abuse detection", re.IGNORE
 #: is then answered as an anonymous user's, 200 and all, with what anonymous users may see.
 _SERAPH_REFUSALS = {
     "AUTHENTICATED_FAILED": "the credentials were refused (X-Seraph-LoginReason: "
-    "AUTHENTICATED_FAILED): check user_env and token_env",
+    "AUTHENTICATED_FAILED): check user_env and token_env (or the credentials in base_url)",
     "AUTHENTICATION_DENIED": "the site denied the sign-in without checking the credentials "
     "(X-Seraph-LoginReason: AUTHENTICATION_DENIED)",
 }
+
+
+def _signed(response: requests.Response, headers: Mapping[str, str]) -> bool:
+    """Whether the request answered by ``response`` carried credentials: the client's own
+    header, or the one requests builds from credentials in the URL
+    (``https://bot:secret@jira.example.com``), which only the request as sent holds."""
+    sent = getattr(response, "request", None)
+    sent_headers = getattr(sent, "headers", None)
+    if sent_headers is not None:  # (a redirect to another host went without them)
+        return "Authorization" in sent_headers
+    return "Authorization" in headers
 
 
 def _credentials_refused(response: requests.Response) -> str | None:

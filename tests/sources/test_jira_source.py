@@ -1143,3 +1143,40 @@ def test_a_bearer_token_outside_ascii_is_one_line_naming_its_variable(jira):
     assert not result.ok and jira.log == []
     assert "environment variable T (token_env) holds" in result.error
     assert SECRET not in result.error
+
+
+def test_credentials_in_base_url_refused_by_the_login_filter_fail_the_pull(jira):
+    """A Data Center site reached as https://bot:secret@jira.example.com: requests builds the
+    Authorization header from the URL, not from the client's headers, so a check made only
+    when those hold one let the anonymous answer through, and alice's claim lapsed."""
+    jira.add(_billing("PAY-7", "alice", 2))
+    base = jira.base_url.replace("http://", "http://healthd-bot:hunter2pass@")
+    first = make(jira, base_url=base, user_env=None, token_env=None).pull(None)
+    assert first.ok, first.error
+    assert json.loads(first.cursor)["areas"] == {"Billing": {"PAY-7": "alice"}}
+    empty = json.dumps({"startAt": 0, "maxResults": 2, "total": 0, "issues": []})
+    jira.fail(
+        r"/search$",
+        status=200,
+        headers={"X-Seraph-LoginReason": "AUTHENTICATED_FAILED"},
+        body=empty,
+        times=10,
+    )
+    result = make(jira, base_url=base, user_env=None, token_env=None).pull(first.cursor)
+    assert not result.ok and result.events == []
+    assert "X-Seraph-LoginReason: AUTHENTICATED_FAILED" in result.error
+    assert "hunter2pass" not in result.error
+    assert result.cursor == first.cursor
+
+
+def test_a_login_filter_refusal_without_credentials_sent_is_no_error(jira):
+    """Without credentials the answer is an anonymous user's by design (a public site)."""
+    jira.fail(
+        r"/search$",
+        status=200,
+        headers={"X-Seraph-LoginReason": "AUTHENTICATED_FAILED"},
+        body=json.dumps({"startAt": 0, "maxResults": 2, "total": 0, "issues": []}),
+        times=10,
+    )
+    result = make(jira, user_env=None, token_env=None).pull(None)
+    assert result.ok, result.error
