@@ -602,7 +602,7 @@ class JiraSource(TicketSource):
             return f"({self.options.jql}) ORDER BY updated DESC"
         start = watermark - timedelta(minutes=self.options.overlap_minutes)
         try:
-            start = start.astimezone(zone)
+            start = _wall_time_no_later(start, zone)
         except OverflowError:  # (the year 1 in a zone west of UTC)
             return f"({self.options.jql}) ORDER BY updated DESC"
         return (
@@ -917,6 +917,18 @@ class JiraSource(TicketSource):
             return False  # moved: Jira answers with the issue under its new key
         jql = f"key = {key} AND ({self.options.jql}) AND resolution is EMPTY"
         return any(issues for issues in self._search_pages(client, jql, fields="resolution"))
+
+
+def _wall_time_no_later(start: datetime, zone: tzinfo) -> datetime:
+    """``start`` in ``zone``, as a wall time no reading of which is later than ``start``. In
+    the hour a zone sets its clocks back a wall time names two instants, and JQL may read
+    the later (ICU's and Java's default for a repeated wall time): the earlier one is then
+    written as the wall time that much before it, just before the repeated hour."""
+    local = start.astimezone(zone)
+    later = local.replace(fold=1).astimezone(UTC)  # (the same wall time, read the other way)
+    if later > start:
+        local = (start - (later - start)).astimezone(zone)
+    return local
 
 
 def _key_order(key: str) -> tuple[str, int]:

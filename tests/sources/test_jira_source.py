@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from _ticket_payloads import (
@@ -1180,3 +1183,30 @@ def test_a_login_filter_refusal_without_credentials_sent_is_no_error(jira):
     )
     result = make(jira, user_env=None, token_env=None).pull(None)
     assert result.ok, result.error
+
+
+@pytest.mark.parametrize(
+    ("watermark", "zone"),
+    [  # the hour clocks are set back in: New York (-4 → -5), Berlin (+2 → +1), Lord Howe (30 min)
+        ("2024-11-03T05:30:00Z", "America/New_York"),
+        ("2024-11-03T05:59:00Z", "America/New_York"),
+        ("2024-10-27T00:15:00Z", "Europe/Berlin"),
+        ("2024-04-06T14:45:00Z", "Australia/Lord_Howe"),
+        ("2024-11-03T06:30:00Z", "America/New_York"),  # the second 01:30
+        ("2024-03-10T07:30:00Z", "America/New_York"),  # just after clocks went forward
+    ],
+)
+def test_a_window_start_in_the_hour_clocks_are_set_back_is_read_no_later(jira, watermark, zone):
+    """In the hour a time zone sets its clocks back, a wall time names two instants, and
+    JQL may read the later one (ICU's and Java's default for a repeated wall time): the
+    start written as the earlier one's wall time began the window up to an hour late, so
+    with overlap_minutes under that an issue updated in that hour was never read. The
+    time written is at or before the watermark whichever of its readings is taken."""
+    jql = make(jira, overlap_minutes=0)._jql(watermark, ZoneInfo(zone))
+    match = re.search(r'updated >= "(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d)"', jql)
+    assert match, jql
+    wall = datetime(*map(int, match.groups()), tzinfo=ZoneInfo(zone))
+    start = datetime.fromisoformat(watermark)
+    readings = {wall.replace(fold=fold).astimezone(UTC) for fold in (0, 1)}
+    assert max(readings) <= start, (jql, readings)
+    assert start - min(readings) < timedelta(hours=1, minutes=1)  # not needlessly early
