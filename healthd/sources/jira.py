@@ -845,6 +845,18 @@ class JiraSource(TicketSource):
                                 metadata={"url": self._browse(key)},
                             )
                         )
+                        claims.extend(
+                            _named_no_more(
+                                known,
+                                key,
+                                issue["fields"],
+                                areas_told,
+                                updated,
+                                order=(*_key_order(key), watermark),
+                                base_id=f"{KIND}:{key}:{watermark}:read:{int(updated.timestamp())}",
+                                metadata={"url": self._browse(key)},
+                            )
+                        )
                     if newest is None or updated > newest:
                         newest = updated
             if since:
@@ -917,6 +929,48 @@ class JiraSource(TicketSource):
             return False  # moved: Jira answers with the issue under its new key
         jql = f"key = {key} AND ({self.options.jql}) AND resolution is EMPTY"
         return any(issues for issues in self._search_pages(client, jql, fields="resolution"))
+
+
+def _named_no_more(
+    areas: AreaOwners,
+    ticket: str,
+    fields: Mapping[str, Any],
+    told: dict[str, set[str]],
+    at: datetime,
+    *,
+    order: tuple[Any, ...],
+    base_id: str,
+    metadata: Mapping[str, str],
+) -> list[AreaClaim]:
+    """The retractions of the claims ``ticket``, read whole in this pull, holds on areas
+    no component of it is named now, where no claim of this pull about the ticket says
+    anything (``told``, as :func:`restores` keeps it). Renaming a component (or deleting
+    it) writes nothing into its issues' changelogs and leaves their ``updated`` alone, and
+    the issue's claims are read under the names its components have now: the claim under
+    the old name, which nothing else ends, would be held for good."""
+    names = {
+        c["name"]
+        for c in fields.get("components") or ()
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    }
+    areas_told = told.setdefault(ticket, set())
+    out = [
+        AreaClaim(
+            at,
+            order,
+            area,
+            ticket,
+            frozenset(),
+            f"{ticket} no longer has a component named {area!r} (renamed or deleted since)",
+            base_id,
+            metadata,
+            retracted=True,
+        )
+        for area, holders in sorted(areas.active.items())
+        if ticket in holders and area not in names and area not in areas_told
+    ]
+    areas_told.update(claim.area for claim in out)
+    return out
 
 
 def _wall_time_no_later(start: datetime, zone: tzinfo) -> datetime:

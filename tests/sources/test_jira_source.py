@@ -19,6 +19,7 @@ from _ticket_payloads import (
     jira_issue,
     jira_item,
     jira_resolved,
+    jira_user,
     run_all,
     ticket_source,
 )
@@ -1210,3 +1211,43 @@ def test_a_window_start_in_the_hour_clocks_are_set_back_is_read_no_later(jira, w
     readings = {wall.replace(fold=fold).astimezone(UTC) for fold in (0, 1)}
     assert max(readings) <= start, (jql, readings)
     assert start - min(readings) < timedelta(hours=1, minutes=1)  # not needlessly early
+
+
+def test_a_component_renamed_between_two_pulls_moves_the_claim_to_its_new_name(jira):
+    """Renaming a component writes nothing into its issues' changelogs and leaves their
+    ``updated`` alone. PAY-62 claimed Billing (component 10030) for bob in the first pull;
+    10030 is then renamed Payments, and bob is later unassigned and dana assigned. Read
+    again, the issue is named as now throughout (ff7b377): its claims are on Payments, and
+    the claim on Billing it no longer makes must end, not stay bob's for good."""
+    jira.issues.clear()
+    issue = jira_issue(
+        "PAY-62",
+        "Card refunds",
+        assignee="bob",
+        created=T(1),
+        updated=T(2),
+        histories=[
+            jira_history(10620, T(2), jira_item("Component", None, None, "10030", "Billing")),
+        ],
+    )
+    issue["fields"]["components"] = [{"id": "10030", "name": "Billing"}]
+    jira.add(issue)
+    first = make(jira).pull(None)
+    assert first.ok, first.error
+    assert json.loads(first.cursor)["areas"] == {"Billing": {"PAY-62": "bob"}}
+    issue["fields"]["components"] = [{"id": "10030", "name": "Payments"}]  # renamed
+    issue["fields"]["assignee"] = jira_user("dana")
+    issue["fields"]["updated"] = T(5)
+    issue["changelog"]["histories"].append(
+        jira_history(10621, T(5), jira_item("assignee", "bob", "bob", "dana", "dana"))
+    )
+    issue["changelog"]["total"] = issue["changelog"]["maxResults"] = 2
+    second = make(jira).pull(first.cursor)
+    assert second.ok, second.error
+    assert json.loads(second.cursor)["areas"] == {"Payments": {"PAY-62": "dana"}}
+    assert json.loads(second.cursor)["lapsed_areas"] == {}
+    said = [(e.type, e.fact.subject, e.fact.value, e.reason) for e in second.events]
+    assert ("invalidated", "Billing", "bob", (
+        "PAY-62 no longer has a component named 'Billing' (renamed or deleted since)"
+    )) in said  # fmt: skip
+    assert ("added", "Payments", "dana", None) in said
