@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from healthd._http import BadPayload, HttpClient, HttpError, PagedHttpOptions, check_http_url
+from healthd.logging import redact_text
 from healthd.model import ChangeEvent, Fact, FactKey
 from healthd.sources import PullResult, register_source
 from healthd.sources._options import validate_options
@@ -605,6 +606,15 @@ class GitHubSource(TicketSource):
         not 403, for a private repository the token may not read (or none is sent)."""
         if exc.status != 404:
             return exc
+        if str(exc).endswith("HTTP 404"):  # without the API's JSON message: no API answered
+            return HttpError(
+                redact_text(
+                    f"{exc}; no GitHub API answered at base_url {self.options.base_url} "
+                    "(GitHub Enterprise Server's is https://<host>/api/v3; github.com's is "
+                    "https://api.github.com)"
+                ),
+                status=404,
+            )
         who = (
             f"the token in {self.options.token_env} (token_env) cannot read it"
             if self.options.token_env

@@ -1297,3 +1297,19 @@ def test_a_token_with_a_line_break_inside_is_one_line_naming_its_variable(gh):
     assert not result.ok and gh.log == []
     assert "GH_TEST_TOKEN (token_env) holds a line break" in result.error
     assert "\n" not in result.error and SECRET not in result.error
+
+
+def test_a_404_page_not_from_the_api_names_base_url(gh):
+    """GitHub's API answers a 404 with its JSON message; a 404 without one came from no
+    GitHub API at base_url (a GitHub Enterprise Server given without /api/v3, whose web
+    pages answer the API's paths so): the repository and the token are not the suspects."""
+    gh.fail(
+        r"/repos/acme/payments/issues$",
+        status=404,
+        body="<html><body>Page not found</body></html>",
+        headers={"Content-Type": "text/html"},
+    )
+    result = make(gh).pull(None)
+    assert not result.ok
+    assert "returned HTTP 404; no GitHub API answered at base_url" in result.error
+    assert "https://<host>/api/v3" in result.error
