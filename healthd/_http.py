@@ -290,6 +290,11 @@ def _retry_after_seconds(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+def _iso_reset(value: str | None) -> bool:
+    """Whether ``X-RateLimit-Reset`` is an ISO 8601 time (Jira's), not epoch seconds."""
+    return value is not None and _reset_time(value) is not None and "-" in value.strip()[1:]
+
+
 def _reset_time(value: str | None) -> float | None:
     """``X-RateLimit-Reset`` as epoch seconds: GitHub sends epoch seconds, Jira an ISO 8601
     time (``2024-01-01T10:00Z``)."""
@@ -536,9 +541,12 @@ class HttpClient:
         if response.status_code == 429:
             if retry_after is not None:
                 return retry_after
-            # the reset is the window's whose requests are used up (Jira sends it alone); with
-            # requests left in it, the limit is another (GitHub's secondary): a minute's wait
-            if response.headers.get("X-RateLimit-Remaining", "0").strip() != "0":
+            # GitHub's reset (epoch seconds) is the primary window's: with requests left in it,
+            # the limit is another (its secondary), a minute's wait. Jira's (ISO 8601) is when
+            # to retry ("the request timestamp plus the Retry-After period"), whatever is left
+            # of its hourly quota (a burst limit is met with points left)
+            left = response.headers.get("X-RateLimit-Remaining", "0").strip()
+            if left != "0" and not _iso_reset(response.headers.get("X-RateLimit-Reset")):
                 return unsaid
             reset = self._reset_wait(response, now)  # a reset already due: retry now
             return reset if reset is not None else unsaid

@@ -1251,3 +1251,22 @@ def test_a_component_renamed_between_two_pulls_moves_the_claim_to_its_new_name(j
         "PAY-62 no longer has a component named 'Billing' (renamed or deleted since)"
     )) in said  # fmt: skip
     assert ("added", "Payments", "dana", None) in said
+
+
+def test_a_429_with_points_left_and_an_iso_reset_waits_for_that_reset(jira):
+    """Jira Cloud's X-RateLimit-Reset (ISO 8601) is "the request timestamp plus the
+    Retry-After period": when to retry, whatever X-RateLimit-Remaining says of the hourly
+    quota (a burst limit is met with points left). 7376d4b took any 429 with requests left
+    for GitHub's secondary limit and waited a minute (then two), ignoring it."""
+    sleeps = Sleeps()  # the source's clock reads 2027-01-15T08:00:00Z
+    jira.fail(
+        r"/search$",
+        status=429,
+        headers={
+            "X-RateLimit-Reset": "2027-01-15T08:00:07Z",
+            "X-RateLimit-Remaining": "3460",
+            "RateLimit-Reason": "jira-burst-based",
+        },
+    )
+    assert make(jira, sleeps).pull(None).ok
+    assert sleeps.calls == [7.0]
