@@ -60,7 +60,13 @@ def env_credential(
     not one line of printable text, or, for one sent as it is in a header (``in_header``;
     a user name goes base64-encoded), of printable ASCII: requests refuses such a header,
     and the pull failed as "InvalidHeader" four times over without saying which variable."""
-    token = env_secret(variable, environ).strip()
+    given = env_secret(variable, environ)
+    token = given.strip()
+    if given and not token:  # (an empty secret file: set, so "not set" would mislead)
+        raise HttpError(
+            f"environment variable {variable} ({option}) is set but holds only whitespace; "
+            "it must hold the credential"
+        )
     register_secret(token)  # (a message may hold it without the whitespace around it)
     if not token.isprintable() or (in_header and not token.isascii()):
         what = (

@@ -1313,3 +1313,18 @@ def test_a_404_page_not_from_the_api_names_base_url(gh):
     assert not result.ok
     assert "returned HTTP 404; no GitHub API answered at base_url" in result.error
     assert "https://<host>/api/v3" in result.error
+
+
+def test_a_token_variable_holding_only_a_line_break_is_not_called_unset(gh):
+    # an empty secret file read into the variable: it is set, so "not set" sent people
+    # looking at the wrong thing
+    source = ticket_source(
+        GitHubSource,
+        GitHubOptions,
+        "tickets",
+        dict(repo=REPO, base_url=gh.base_url, token_env="GH_TEST_TOKEN"),
+        {"GH_TEST_TOKEN": "\n"},
+    )
+    result = source.pull(None)
+    assert not result.ok and gh.log == []
+    assert "GH_TEST_TOKEN (token_env) is set but holds only whitespace" in result.error
