@@ -239,6 +239,11 @@ class GitHubSource(TicketSource):
             default=None,
         )
         named = [_label_name(raw) for _, _, raw in parsed]  # each event's label, if any
+        put_on = {  # (an unlabeled event naming one of these is no renamed label's)
+            name.lower()
+            for name, (_, _, raw) in zip(named, parsed, strict=True)
+            if name is not None and raw["event"] == "labeled"
+        }
         labels: set[str] = set()
         assignees: set[str] = set()
         open_, state_reason = True, None
@@ -257,7 +262,12 @@ class GitHubSource(TicketSource):
                         else require(raw, "label", dict, "")
                     )
                     if kind == "unlabeled" and name not in labels:
-                        labels -= _renamed_from(labels, issue.labels, named[position + 1 :])
+                        # (GitHub's label names are one label whatever their case)
+                        same = {held for held in labels if held.lower() == name.lower()}
+                        if same:
+                            labels -= same
+                        elif name.lower() not in put_on:
+                            labels -= _renamed_from(labels, issue.labels, named[position + 1 :])
                     (labels.add if kind == "labeled" else labels.discard)(name)
                     reason = f"label {name!r} removed"
                 elif kind in ("assigned", "unassigned"):

@@ -1328,3 +1328,52 @@ def test_a_token_variable_holding_only_a_line_break_is_not_called_unset(gh):
     result = source.pull(None)
     assert not result.ok and gh.log == []
     assert "GH_TEST_TOKEN (token_env) is set but holds only whitespace" in result.error
+
+
+def test_a_second_unlabeled_event_for_a_label_put_on_is_not_taken_for_a_rename(gh):
+    """An unlabeled event naming a label the issue's events did put on (here removed
+    twice over, as two hands removing it at once leave it) is no renamed label's: area/pay,
+    renamed area/payments since and still on #51, stays carol's. ff80253 took any unlabeled
+    event naming a label not held for a rename, and ended her ownership."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(
+            51, "Payout fees", labels=("area/payments",), assignees=("carol",),
+            created_at=T(1), updated_at=T(4),
+        ),
+        [
+            labeled(5101, T(1), "area/pay"),
+            assigned(5102, T(1, 11), "carol"),
+            labeled(5103, T(2), "bug"),
+            labeled(5104, T(3), "bug", unlabel=True),
+            labeled(5105, T(4), "bug", unlabel=True),
+        ],
+    )  # fmt: skip
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    owned = [
+        (e.type, e.fact.subject, e.fact.value)
+        for e in result.events
+        if e.fact.predicate == "owners"
+    ]
+    assert owned == [("added", "pay", "carol")]
+    assert json.loads(result.cursor)["areas"] == {"pay": {"acme/payments#51": "carol"}}
+
+
+def test_a_label_renamed_only_in_case_is_removed_by_its_new_name(gh):
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(52, "Payout caps", assignees=("carol",), created_at=T(1), updated_at=T(3)),
+        [
+            labeled(5201, T(1), "Area/Pay"),
+            assigned(5202, T(1, 11), "carol"),
+            labeled(5203, T(3), "area/pay", unlabel=True),
+        ],
+    )
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    owned = [(e.type, e.fact.value) for e in result.events if e.fact.predicate == "owners"]
+    assert owned == [("added", "carol"), ("invalidated", "carol")]
+    assert json.loads(result.cursor)["areas"] == {}
