@@ -1270,3 +1270,36 @@ def test_a_429_with_points_left_and_an_iso_reset_waits_for_that_reset(jira):
     )
     assert make(jira, sleeps).pull(None).ok
     assert sleeps.calls == [7.0]
+
+
+def test_a_403_from_a_rate_limited_data_center_site_is_a_refusal_not_a_rate_limit(jira):
+    """With rate limiting on, Jira Data Center sends Retry-After on every answer, 0 while
+    tokens are left ("If you still have tokens left, it shows 0"). A 403 refusing the
+    search (no permission) was taken for a rate limit: retried at once, and the pull said
+    it was rate limited and deferred, naming neither the refusal nor its message."""
+    sleeps = Sleeps()
+    jira.fail(
+        r"/search$",
+        status=403,
+        headers={"Retry-After": "0", "X-RateLimit-Remaining": "29", "X-RateLimit-Limit": "30"},
+        body='{"errorMessages": ["You do not have the permission to see the specified issue."]}',
+        times=10,
+    )
+    result = make(jira, sleeps).pull(None)
+    assert not result.ok
+    assert "HTTP 403: You do not have the permission" in result.error
+    assert "rate limited" not in result.error
+    assert [p for p in jira.paths() if p.endswith("/search")] == ["/rest/api/2/search"]
+
+
+def test_a_503_with_retry_after_0_and_tokens_left_is_retried_with_backoff(jira):
+    sleeps = Sleeps()
+    jira.fail(
+        r"/search$",
+        status=503,
+        headers={"Retry-After": "0", "X-RateLimit-Remaining": "29"},
+        times=1,
+    )
+    result = make(jira, sleeps).pull(None)
+    assert result.ok, result.error
+    assert len(sleeps.calls) == 1 and sleeps.calls[0] > 0  # a backoff, not an instant retry
