@@ -532,11 +532,12 @@ class HttpClient:
         self, response: requests.Response, content: bytes, earlier: int = 0
     ) -> float | None:
         """Seconds to wait if this response is a rate limit, else None. ``earlier``: how
-        many rate limits this request met before; where the server does not say how long,
-        the wait is a minute, doubled at each (GitHub: "at least one minute", then "an
-        exponentially increasing amount of time between retries")."""
+        many rate limits that did not say how long to wait this request met before; where
+        the server does not say, the wait is a minute, doubled at each (GitHub: "at least
+        one minute", then "an exponentially increasing amount of time between retries").
+        Such a wait is an :class:`_Unsaid`."""
         now = self.clock()
-        unsaid = 60.0 * (1 << min(earlier, 10))
+        unsaid = _Unsaid(60.0 * (1 << min(earlier, 10)))
         retry_after = _retry_after_seconds(response.headers.get("Retry-After"), now)
         if response.status_code == 429:
             if retry_after is not None:
@@ -652,6 +653,7 @@ class HttpClient:
         where = url
         attempt = 0
         rate_waits = 0
+        unsaid_waits = 0  # (those of them the server did not say the length of)
         while True:
             if _stop.STOPPING.is_set():
                 raise HttpError(self.redact(f"{method} {where}: stopped, healthd is shutting down"))
@@ -697,9 +699,10 @@ class HttpClient:
                     raise HttpError(
                         self.redact(f"{method} {where}: {refused}"), status=response.status_code
                     )
-                limit_wait = self._rate_limit_wait(response, content, rate_waits)
+                limit_wait = self._rate_limit_wait(response, content, unsaid_waits)
                 if limit_wait is not None:
                     rate_waits += 1
+                    unsaid_waits += isinstance(limit_wait, _Unsaid)
                     why = f"{method} {where} was rate limited (HTTP {response.status_code})"
                     if rate_waits > self.options.max_retries:
                         raise RateLimited(
@@ -789,6 +792,10 @@ class HttpClient:
                 raise HttpError(self.redact(f"{problem} (gave up after {attempt + 1} attempts)"))
             self.sleep(self._backoff(attempt))
             attempt += 1
+
+
+class _Unsaid(float):
+    """A rate limit's wait the server did not say the length of (see ``_rate_limit_wait``)."""
 
 
 #: How GitHub says a 403 is its secondary rate limit when no header does ("You have exceeded

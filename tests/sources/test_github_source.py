@@ -443,6 +443,23 @@ def test_a_secondary_rate_limit_met_again_waits_twice_as_long_each_time(gh):
     assert shape(result.events) == EXPECTED
 
 
+def test_the_secondary_limits_minute_doubles_for_secondary_limits_met_before_alone(gh):
+    # a wait the server named (Retry-After) is no secondary limit met before: the first
+    # one after it is waited a minute, not two
+    sleeps = Sleeps()
+    gh.fail(r"/issues/6/events$", status=429, headers={"Retry-After": "5"}, times=1)
+    gh.fail(
+        r"/issues/6/events$",
+        status=403,
+        headers={"X-RateLimit-Remaining": "4987", "X-RateLimit-Reset": "1800003600"},
+        body='{"message": "You have exceeded a secondary rate limit."}',
+        times=1,
+    )
+    result = make(gh, sleeps, max_rate_limit_wait_seconds=600).pull(None)
+    assert result.ok, result.error
+    assert sleeps.calls == [5.0, 60.0]
+
+
 def test_rate_limit_beyond_the_bound_defers_to_the_next_run(gh):
     sleeps = Sleeps()
     source = make(gh, sleeps)
