@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from healthd._numbers import RealNumber
+
 
 class Prices(BaseModel):
     """What an endpoint charges, per million tokens, in ``currency``."""
 
     model_config = ConfigDict(extra="forbid")
     currency: str = Field("USD", min_length=1, max_length=12)
-    prompt: float = Field(ge=0, allow_inf_nan=False)  # chat prompt (input) tokens
-    completion: float = Field(ge=0, allow_inf_nan=False)  # chat completion (output) tokens
-    embedding: float = Field(ge=0, allow_inf_nan=False)  # embedding input tokens
+    prompt: RealNumber = Field(ge=0, allow_inf_nan=False)  # chat prompt (input) tokens
+    completion: RealNumber = Field(ge=0, allow_inf_nan=False)  # chat completion (output) tokens
+    embedding: RealNumber = Field(ge=0, allow_inf_nan=False)  # embedding input tokens
 
 
 class PriceTable(Prices):

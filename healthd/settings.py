@@ -40,6 +40,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from healthd._numbers import WholeNumber
 from healthd.durations import parse_duration
 from healthd.errors import ConfigError, HealthdError, SourceError
 from healthd.llm_budget import KEYS as BUDGET_KEYS
@@ -158,7 +159,7 @@ class StalenessConfig(_Strict):
 
 class ServerConfig(_Strict):
     host: str = "0.0.0.0"
-    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    port: WholeNumber = Field(DEFAULT_PORT, ge=0, le=65535)
     # /readyz turns 503 once every source has failed for longer than this
     sources_down_grace: Duration = timedelta(minutes=15)
     # TLS and basic auth, in the Prometheus exporter-toolkit's web configuration format
@@ -241,9 +242,9 @@ class Settings(BaseSettings):
     targets: dict[str, TargetConfig] = Field(default_factory=_default_targets)
     schedule: ScheduleConfig = Field(default_factory=ScheduleConfig)
     staleness: StalenessConfig = Field(default_factory=StalenessConfig)
-    forgetting_window: int = Field(3, ge=1)
-    checkpoint_events: int = Field(1000, ge=1)
-    warm_keys: int = Field(10000, ge=1)
+    forgetting_window: WholeNumber = Field(3, ge=1)
+    checkpoint_events: WholeNumber = Field(1000, ge=1)
+    warm_keys: WholeNumber = Field(10000, ge=1)
     max_future_skew: Duration = timedelta(days=1)
     # a run (pull, replays, state write) that takes longer ends as a failure
     run_timeout: Duration = DEFAULT_RUN_TIMEOUT

@@ -1,0 +1,25 @@
+"""Numbers in a configuration: TOML's ``true`` is no number.
+
+pydantic reads a boolean as 1 or 0 where a number is expected, so ``port = true`` would
+listen on port 1 and ``forgetting_window = true`` would wait one change point. The types
+here refuse a boolean and take what pydantic takes otherwise (a number, or its text from an
+environment variable)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+
+def not_a_boolean(value: Any) -> Any:
+    """``value`` unchanged unless it is a boolean, which is refused naming what was given."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got a boolean ({str(value).lower()})")
+    return value
+
+
+#: A whole number of a configuration (a port, a count, a window).
+WholeNumber = Annotated[int, BeforeValidator(not_a_boolean)]
+#: A real number of a configuration (a price).
+RealNumber = Annotated[float, BeforeValidator(not_a_boolean)]

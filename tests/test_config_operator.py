@@ -1,0 +1,44 @@
+"""What an operator meets in a configuration file: each mistake is one line naming the key
+and what is wrong, from `check-config` (exit 2) as from every other command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from healthd.cli import main as cli_main
+
+
+def _check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    path = tmp_path / "healthd.toml"
+    path.write_text("example = true\n" + text)
+    code = cli_main(["check-config", "--config", str(path)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("forgetting_window = true\n", "forgetting_window"),
+        ("checkpoint_events = true\n", "checkpoint_events"),
+        ("warm_keys = false\n", "warm_keys"),
+        ("[server]\nport = true\n", "server.port"),
+        ("[llm.prices]\nprompt = true\ncompletion = 0.6\nembedding = 0.02\n", "llm.prices.prompt"),
+    ],
+)
+def test_a_boolean_where_a_number_belongs_is_refused_naming_the_key(tmp_path, capsys, text, key):
+    # TOML's true is no number; read as 1 it would make `port = true` a listener on port 1
+    code, err = _check(tmp_path, text, capsys)
+    assert code == 2
+    assert f": {key}: expected a number, got a boolean" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_whole_number_written_as_text_in_the_environment_still_loads(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("HEALTHD_FORGETTING_WINDOW", "5")
+    monkeypatch.setenv("HEALTHD_SERVER__PORT", "9000")
+    code, err = _check(tmp_path, "", capsys)
+    assert (code, err) == (0, "")
