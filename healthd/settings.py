@@ -578,6 +578,11 @@ def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) 
         loc = ".".join(str(part) for part in error["loc"])
         msg = error["msg"]
         if error["type"] == "extra_forbidden":
+            parts = [str(part) for part in error["loc"]]
+            if _names_a_secret(parts[-1]):
+                where = _origin_of(parts, origin, document)
+                lines.append(_unknown_secret_key(where, ".".join(parts[:-1]), parts[-1], "key"))
+                continue
             msg = "unknown key (not a setting healthd knows)"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
@@ -813,8 +818,32 @@ def _at_option(where: str, message: str) -> str:
     if found is None:
         return f"{where}: {message}"
     option = found.group(1) or found.group(2)
+    if message[found.end() :] == "Extra inputs are not permitted" and _names_a_secret(option):
+        return _unknown_secret_key("", where, option, "option")
     value = f"{found.group(3)}: " if found.group(3) else ""
     return f"{where}.{option}: {value}{message[found.end() :]}"
+
+
+def _names_a_secret(key: str) -> bool:
+    """Whether a key reads as a secret's (``token``, ``password``), not a variable's name."""
+    from healthd.logging import ENV_SUFFIX, secret_key
+
+    return secret_key(key) and not key.lower().endswith(ENV_SUFFIX)
+
+
+def _unknown_secret_key(origin: str, table: str, key: str, what: str) -> str:
+    """An unknown key that names a secret, said so that redaction keeps the line readable:
+    ``token: MESSAGE`` reads as a credential and its first word would be blanked, so the
+    key is quoted in the sentence (its value is never part of it)."""
+    line = (
+        f"unknown {what} {key!r}; a secret is never written in the configuration: where one "
+        "is needed, a key ending in _env (such as token_env) names the environment variable "
+        "that holds it"
+    )
+    if origin.startswith("environment "):  # (HEALTHD_X__TOKEN: would read as a credential)
+        return f"{origin} sets {line.replace(repr(key), repr(f'{table}.{key}'.lstrip('.')), 1)}"
+    located = f"{table}: {line}" if table else line
+    return f"{origin}: {located}" if origin else located
 
 
 def _strip_prefix(message: str, name: str, what: str) -> str:

@@ -42,3 +42,42 @@ def test_a_whole_number_written_as_text_in_the_environment_still_loads(
     monkeypatch.setenv("HEALTHD_SERVER__PORT", "9000")
     code, err = _check(tmp_path, "", capsys)
     assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "key"),
+    [
+        (
+            '[sources.gh]\nkind = "github"\nrepo = "a/b"\ntoken = "s3cr3t-value"\n',
+            "sources.gh",
+            "token",
+        ),
+        (
+            '[targets.team]\nkind = "http"\nbase_url = "http://127.0.0.1:1"\nnamespace = "n"\n'
+            'shadow = true\npassword = "s3cr3t-value"\n',
+            "targets.team",
+            "password",
+        ),
+        ('[server]\napi_key = "s3cr3t-value"\n', "server", "api_key"),
+    ],
+)
+def test_a_secret_written_in_the_file_is_named_by_its_key_never_shown(
+    tmp_path, capsys, text, where, key
+):
+    # the line is redacted as it is printed: it must still say which key and what is wrong
+    code, err = _check(tmp_path, text, capsys)
+    assert code == 2
+    assert "s3cr3t-value" not in err and "[REDACTED]" not in err
+    assert f"{where}: unknown {'key' if where == 'server' else 'option'} {key!r}" in err
+    assert "environment variable" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_secret_given_in_an_unknown_variable_is_named_by_the_variable_never_shown(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("HEALTHD_SERVER__PASSWORD", "s3cr3t-value")
+    code, err = _check(tmp_path, "", capsys)
+    assert code == 2
+    assert "s3cr3t-value" not in err and "[REDACTED]" not in err
+    assert "environment HEALTHD_SERVER__PASSWORD sets unknown key 'server.password'" in err
