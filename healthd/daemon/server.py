@@ -26,6 +26,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import io
+import ipaddress
 import itertools
 import selectors
 import socket
@@ -468,12 +469,29 @@ def build_app(
     return answer
 
 
+class _PooledServer6(_PooledServer):
+    address_family = socket.AF_INET6
+
+
+def bind_address(host: str) -> tuple[str, type[_PooledServer]]:
+    """The address to bind for ``server.host`` and the server class of its family: an IPv6
+    address, bare (``::``) or in brackets as in a URL (``[::1]``), needs an IPv6 socket,
+    which socketserver never picks by itself; anything else binds as IPv4 did."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        family = ipaddress.ip_address(bare).version
+    except ValueError:
+        family = 4  # a host name (or "" for every IPv4 interface)
+    return bare, _PooledServer6 if family == 6 else _PooledServer
+
+
 class HttpServer:
     def __init__(
         self, host: str, port: int, app: WSGIApplication, tls: ssl.SSLContext | None = None
     ) -> None:
+        address, server_class = bind_address(host)
         self._server = make_server(
-            host, port, app, server_class=_PooledServer, handler_class=_QuietHandler
+            address, port, app, server_class=server_class, handler_class=_QuietHandler
         )
         self._server.tls = tls
         self.host, self.port = self._server.server_address[:2]
