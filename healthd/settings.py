@@ -170,6 +170,13 @@ class ServerConfig(_Strict):
     def _grace(cls, value: Any) -> timedelta:
         return parse_duration(value)
 
+    @field_validator("host")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        """What `healthd run` can bind, said before it fails at start: "" (every IPv4
+        interface), an IP address (IPv6 bare or in brackets) or a host name."""
+        return check_listen_host(value)
+
 
 class LoggingConfig(_Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
@@ -198,6 +205,30 @@ class TracingConfig(_Strict):
         if not value:
             return None  # (empty: unset, as the exporter reads it)
         return check_otlp_endpoint(value)
+
+
+_HOST_NAME = re.compile(
+    r"(?=.{1,253}\.?$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+    r"(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?"
+)
+
+
+def check_listen_host(value: str) -> str:
+    """``value`` if a listener can be bound to it, else ValueError saying why."""
+    import ipaddress
+
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    if value == "" or _HOST_NAME.fullmatch(value):
+        return value
+    try:
+        ipaddress.ip_address(bare)
+        return value
+    except ValueError:
+        pass
+    head, _, port = value.rpartition(":")
+    if port.isdigit() and head and (_HOST_NAME.fullmatch(head) or head.startswith("[")):
+        raise ValueError(f"{value!r}: the port goes in server.port, not in the host")
+    raise ValueError(f"{value!r} is not an IP address or a host name")
 
 
 def check_otlp_endpoint(value: str) -> str:

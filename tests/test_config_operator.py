@@ -81,3 +81,28 @@ def test_a_secret_given_in_an_unknown_variable_is_named_by_the_variable_never_sh
     assert code == 2
     assert "s3cr3t-value" not in err and "[REDACTED]" not in err
     assert "environment HEALTHD_SERVER__PASSWORD sets unknown key 'server.password'" in err
+
+
+@pytest.mark.parametrize(
+    ("host", "why"),
+    [
+        ("not a host!", "not an IP address or a host name"),
+        ("127.0.0.1:9479", "the port goes in server.port"),
+        ("[::1]:9479", "the port goes in server.port"),
+        ("-healthd", "not an IP address or a host name"),
+        ("http://0.0.0.0", "not an IP address or a host name"),
+    ],
+)
+def test_a_listen_address_that_cannot_be_bound_is_refused_before_run(tmp_path, capsys, host, why):
+    # `healthd run` would fail at start with "cannot listen on ...": check-config says it first
+    code, err = _check(tmp_path, f"[server]\nhost = {host!r}\n", capsys)
+    assert code == 2
+    assert ": server.host: " in err and why in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "host", ["0.0.0.0", "127.0.0.1", "::", "::1", "[::]", "localhost", "healthd.svc.local", ""]
+)
+def test_an_address_or_host_name_is_a_listen_address(tmp_path, capsys, host):
+    assert _check(tmp_path, f"[server]\nhost = {host!r}\n", capsys) == (0, "")
