@@ -6,6 +6,11 @@ translated to names before they reach APScheduler, so ``0 9 * * 1-5`` means Mond
 here as it does in crontab, and ``0 0 9 * * MON-FRI`` as it does in Spring.
 
 Spring's ``?`` (no specific value) is read as ``*``. ``L``, ``W`` and ``#`` are refused.
+
+The two day fields combine as each format defines: in a crontab, when both are restricted
+(neither starts with ``*``), a day matching either runs, as crontab(5) and POSIX say
+(``30 4 1,15 * 5`` is the 1st, the 15th and every Friday); APScheduler, like Spring's six
+fields, requires both, so a crontab's two day fields become two triggers, the earlier firing.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.combining import OrTrigger
 from apscheduler.triggers.cron import CronTrigger
 
 MACROS = {
@@ -36,7 +43,7 @@ MAX_FIRES_WALKED = 20_000
 @dataclass(frozen=True)
 class Schedule:
     expression: str
-    trigger: CronTrigger
+    trigger: BaseTrigger
     period: timedelta
 
     @property
@@ -118,6 +125,11 @@ def _dom(field: str) -> str:
     return field
 
 
+def _restricted(field: str) -> bool:
+    """Whether a crontab day field narrows the days (crontab(5): it does not start with *)."""
+    return not field.strip().startswith(("*", "?"))
+
+
 def parse_schedule(expression: str) -> Schedule:
     """A 5-field crontab, a 6-field Spring expression (seconds first) or a macro, in UTC."""
     text = expression.strip()
@@ -139,15 +151,22 @@ def parse_schedule(expression: str) -> Schedule:
                 f"expected 5 fields (crontab), 6 fields (Spring, seconds first) or "
                 f"a macro such as @hourly, got {len(fields)} fields"
             )
-        trigger = CronTrigger(
-            second=second,
-            minute=minute,
-            hour=hour,
-            day=_dom(dom),
-            month=month.lower(),
-            day_of_week=translate_day_of_week(dow),
-            timezone=UTC,
-        )
+
+        def cron(day: str, day_of_week: str) -> CronTrigger:
+            return CronTrigger(
+                second=second,
+                minute=minute,
+                hour=hour,
+                day=day,
+                month=month.lower(),
+                day_of_week=day_of_week,
+                timezone=UTC,
+            )
+
+        day, day_of_week = _dom(dom), translate_day_of_week(dow)
+        trigger: BaseTrigger = cron(day, day_of_week)
+        if len(fields) == 5 and _restricted(dom) and _restricted(dow):
+            trigger = OrTrigger([cron(day, "*"), cron("*", day_of_week)])
     except ValueError as exc:
         raise ValueError(f"bad cron expression {expression!r}: {exc}") from None
     now = datetime.now(UTC)
