@@ -434,6 +434,10 @@ class _TomlRelativeToFile(TomlConfigSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         data = super().__call__()
+        if "targets" not in data:
+            # a file without [targets] measures the built-in ones: a variable such as
+            # HEALTHD_TARGETS__REFERENCE__TTL merges into them, as with no file at all
+            data["targets"] = _BuiltinTables(self.settings_cls)()["targets"]
         for key in ("state_path", "probes"):
             if key in data:
                 data[key] = self._resolve(data[key])

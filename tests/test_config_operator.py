@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from healthd.cli import main as cli_main
+from healthd.settings import load_settings
 
 
 def _check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -106,3 +107,18 @@ def test_a_listen_address_that_cannot_be_bound_is_refused_before_run(tmp_path, c
 )
 def test_an_address_or_host_name_is_a_listen_address(tmp_path, capsys, host):
     assert _check(tmp_path, f"[server]\nhost = {host!r}\n", capsys) == (0, "")
+
+
+def test_a_variable_sets_a_switch_of_a_default_target_under_a_file_without_targets(
+    tmp_path, monkeypatch
+):
+    # config/default.toml's own example: HEALTHD_TARGETS__REFERENCE__TTL=off
+    monkeypatch.setenv("HEALTHD_TARGETS__REFERENCE__TTL", "off")
+    path = tmp_path / "healthd.toml"
+    path.write_text("example = true\n")
+    settings = load_settings(str(path))
+    assert {name: target.kind for name, target in settings.targets.items()} == {
+        "reference": "reference",
+        "naive": "naive",
+    }
+    assert settings.targets["reference"].options["ttl"] == "off"
