@@ -292,6 +292,15 @@ class Settings(BaseSettings):
     plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     llm: LLMConfig = Field(default_factory=LLMConfig)  # [llm.prices]: check-config --estimate
 
+    @field_validator("state_path")
+    @classmethod
+    def _names_a_file(cls, value: str) -> str:
+        """A blank path is no file: `run` would fail at start with "cannot open state
+        file: Is a directory", after check-config said ok."""
+        if not value.strip():
+            raise ValueError(f"{value!r} names no file; give the state file's path")
+        return value
+
     @field_validator("max_future_skew", mode="before")
     @classmethod
     def _skew(cls, value: Any) -> timedelta:
@@ -425,7 +434,9 @@ class _TomlRelativeToFile(TomlConfigSettingsSource):
         self._base = Path(path).resolve().parent
 
     def _resolve(self, value: Any) -> Any:
-        if not isinstance(value, str) or value in ("", ":memory:") or value.startswith("~"):
+        if not isinstance(value, str) or not value.strip() or value == ":memory:":
+            return value  # (a blank path is no file: its key's check says so)
+        if value.startswith("~"):
             return value
         if os.path.isabs(value):
             return value

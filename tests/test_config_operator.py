@@ -122,3 +122,20 @@ def test_a_variable_sets_a_switch_of_a_default_target_under_a_file_without_targe
         "naive": "naive",
     }
     assert settings.targets["reference"].options["ttl"] == "off"
+
+
+@pytest.mark.parametrize("written", ['state_path = ""\n', 'state_path = "  "\n'])
+def test_a_state_path_that_names_no_file_is_refused_before_run(tmp_path, capsys, written):
+    # `healthd run` would fail at start with "healthd: error: : cannot open state file"
+    code, err = _check(tmp_path, written, capsys)
+    assert code == 2
+    assert ": state_path: " in err and "names no file" in err
+
+
+def test_an_empty_state_path_from_the_environment_is_refused_naming_the_variable(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("HEALTHD_STATE_PATH", "")
+    code, err = _check(tmp_path, "", capsys)
+    assert code == 2
+    assert err.startswith("healthd: error: environment HEALTHD_STATE_PATH: state_path: ")
