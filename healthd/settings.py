@@ -186,7 +186,13 @@ class LoggingConfig(_Strict):
     @field_validator("progress_interval", mode="before")
     @classmethod
     def _interval(cls, value: Any) -> timedelta:
-        return parse_duration(value)
+        interval = parse_duration(value)
+        if interval <= timedelta(0):
+            raise ValueError(
+                "must be longer than 0 (0 would log a line for every event replayed; "
+                "a long interval such as 1h logs rarely)"
+            )
+        return interval
 
     @field_validator("level", "format", mode="before")
     @classmethod

@@ -139,3 +139,11 @@ def test_an_empty_state_path_from_the_environment_is_refused_naming_the_variable
     code, err = _check(tmp_path, "", capsys)
     assert code == 2
     assert err.startswith("healthd: error: environment HEALTHD_STATE_PATH: state_path: ")
+
+
+@pytest.mark.parametrize("interval", ["0s", "0m", "PT0S"])
+def test_a_progress_interval_of_nothing_is_refused(tmp_path, capsys, interval):
+    # 0 would log a progress line and take the view's lock for every event replayed
+    code, err = _check(tmp_path, f'[logging]\nprogress_interval = "{interval}"\n', capsys)
+    assert code == 2
+    assert ": logging.progress_interval: must be longer than 0" in err
