@@ -7,9 +7,10 @@ environment variable)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, Any, get_args
 
-from pydantic import BeforeValidator
+from pydantic import BaseModel, BeforeValidator
 
 
 def not_a_boolean(value: Any) -> Any:
@@ -23,3 +24,18 @@ def not_a_boolean(value: Any) -> Any:
 WholeNumber = Annotated[int, BeforeValidator(not_a_boolean)]
 #: A real number of a configuration (a price).
 RealNumber = Annotated[float, BeforeValidator(not_a_boolean)]
+
+
+def boolean_for_a_number(model: type[BaseModel], options: Mapping[str, Any]) -> str | None:
+    """The first option of ``options`` that is a boolean where ``model`` reads a number (an
+    ``int`` or ``float`` field that takes no boolean), or None: pydantic would read it as 1."""
+    for key, value in options.items():
+        field = model.model_fields.get(key)
+        if isinstance(value, bool) and field is not None and _number_only(field.annotation):
+            return key
+    return None
+
+
+def _number_only(annotation: Any) -> bool:
+    kinds = set(get_args(annotation)) or {annotation}
+    return bool(kinds & {int, float}) and bool not in kinds

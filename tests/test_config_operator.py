@@ -147,3 +147,23 @@ def test_a_progress_interval_of_nothing_is_refused(tmp_path, capsys, interval):
     code, err = _check(tmp_path, f'[logging]\nprogress_interval = "{interval}"\n', capsys)
     assert code == 2
     assert ": logging.progress_interval: must be longer than 0" in err
+
+
+@pytest.mark.parametrize(
+    ("table", "option"),
+    [
+        ('[sources.gh]\nkind = "github"\nrepo = "a/b"\n', "timeout_seconds"),
+        ('[sources.gh]\nkind = "github"\nrepo = "a/b"\n', "max_retries"),
+        (
+            '[sources.j]\nkind = "jira"\nbase_url = "https://jira.example"\njql = "project = P"\n',
+            "max_retries",
+        ),
+    ],
+)
+def test_a_boolean_for_a_sources_number_is_refused_naming_the_option(
+    tmp_path, capsys, table, option
+):
+    # `timeout_seconds = true` would bound every request to one second
+    code, err = _check(tmp_path, f"{table}{option} = true\n", capsys)
+    assert code == 2
+    assert f".{option}: expected a number, got a boolean (true)" in err
