@@ -61,6 +61,19 @@ def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
     assert re.search(r"^exec bash scripts/test\.sh$", ci, re.M)
 
 
+def test_the_quick_start_names_everything_the_test_command_installs():
+    # run as root, scripts/test.sh installs Debian packages (a database server among them)
+    # and the products' extras: the README says so before anyone runs it
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    (listed,) = re.findall(r"^debian_packages=\((.*?)\)", script, re.S | re.M)
+    (extras,) = re.findall(r"pip install -q -e '\.\[([^\]]+)\]'", script)
+    said = " ".join(_section("Quick start").split())
+    for package in listed.split():
+        assert f"`{package}`" in said, package
+    for extra in extras.split(","):
+        assert f"`{extra}`" in said, extra
+
+
 def _project(tmp_path: Path) -> Path:
     """A small real repository: a Go module, its CODEOWNERS, and a decision log by adr-tools'
     layout, in two commits."""
