@@ -764,11 +764,28 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         problem = state_path_problem(settings.state_path)
         if problem:
             problems.append(f"state_path: {settings.state_path}: {problem}")
+        problems.extend(_shadow_path_problems(settings))
     if settings.probes:
         try:
             load_probe_file(settings.probes)
         except HealthdError as exc:
             problems.append(f"probes: {exc}")
+    return problems
+
+
+def _shadow_path_problems(settings: Settings) -> list[str]:
+    """A reference target's own shadow file (``path``) that a run could not open or create,
+    found without writing: each run would fail on it."""
+    from healthd.daemon.state import file_path_problem
+
+    problems = []
+    for name, target in settings.targets.items():
+        path = target.options.get("path")
+        if target.kind != "reference" or not isinstance(path, str) or path == ":memory:":
+            continue
+        problem = file_path_problem(os.path.expanduser(path))
+        if problem:
+            problems.append(f"targets.{name}.path: {_shown(path)}: {problem}")
     return problems
 
 

@@ -167,3 +167,26 @@ def test_a_boolean_for_a_sources_number_is_refused_naming_the_option(
     code, err = _check(tmp_path, f"{table}{option} = true\n", capsys)
     assert code == 2
     assert f".{option}: expected a number, got a boolean (true)" in err
+
+
+@pytest.mark.parametrize(
+    ("make", "name", "reason"),
+    [
+        (lambda p: p.write_text("a file\n"), "a-file/ref.sqlite", "is not a directory"),
+        (lambda p: p.mkdir(), "a-directory", "is a directory"),
+    ],
+)
+def test_a_reference_shadow_path_a_run_cannot_open_is_refused_before_run(
+    tmp_path, capsys, make, name, reason
+):
+    # each run would fail ("FileNotFoundError: ... No such file or directory") after
+    # check-config said ok
+    make(tmp_path / name.split("/")[0])
+    code, err = _check(
+        tmp_path,
+        f'[targets.reference]\nkind = "reference"\nshadow = true\npath = "{tmp_path / name}"\n',
+        capsys,
+    )
+    assert code == 2
+    assert ": targets.reference.path: " in err and reason in err
+    assert len(err.strip().splitlines()) == 1

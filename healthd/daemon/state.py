@@ -153,16 +153,25 @@ def state_path_problem(path: str) -> str | None:
     found without writing anything: `check-config` says it as `run` would."""
     if path == ":memory:":
         return None
+    problem = file_path_problem(path)
+    if problem is None and os.path.exists(path):
+        return _held_problem(path)
+    return problem
+
+
+def file_path_problem(path: str) -> str | None:
+    """Why an SQLite file could not be opened or created at ``path``, its directories made
+    (None when it can), found without writing anything."""
     if os.path.isdir(path):
         return "is a directory"
     if path.endswith(("/", os.sep)):
-        return "names a directory (it ends with '/'): give the state file's own name"
+        return "names a directory (it ends with '/'): give the file's own name"
     if os.path.exists(path):
         if not os.path.isfile(path):
             return "not a regular file"
         if not os.access(path, os.R_OK | os.W_OK):
             return "permission denied"
-        return _held_problem(path)
+        return None
     ancestor = Path(path).resolve().parent
     while not ancestor.exists():
         ancestor = ancestor.parent
