@@ -352,17 +352,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_healthcheck(args: argparse.Namespace) -> int:
     from healthd.daemon.healthcheck import check, client_context, config_of_process, healthz_url
     from healthd.daemon.webconfig import load_web_config
-    from healthd.settings import config_path, load_settings
+    from healthd.settings import config_path, load_server_settings
 
     path = config_path(args.config or config_of_process(args.pid))
     try:
-        settings = load_settings(path, deep=False)
+        # only [server]: a mistake elsewhere that a reload refused leaves the daemon healthy
+        listener = load_server_settings(path)
         # a TLS listener is asked over HTTPS, trusting the certificate it is configured with
-        context = client_context(load_web_config(settings.server.web_config_file))
+        context = client_context(load_web_config(listener.web_config_file))
     except HealthdError as exc:
         print(f"healthd: unhealthy: {shorten(str(exc).splitlines()[0], 500)}", file=sys.stderr)
         return 1
-    problem = check(healthz_url(settings.server, tls=context is not None), args.timeout, context)
+    problem = check(healthz_url(listener, tls=context is not None), args.timeout, context)
     if problem:
         print(f"healthd: unhealthy: {problem}", file=sys.stderr)
         return 1

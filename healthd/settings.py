@@ -412,22 +412,28 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Environment beats the file; init arguments (tests) beat both. Without a file the
-        # built-in source and target tables are the lowest layer, so that a variable such as
-        # HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them.
-        toml_file = settings_cls.model_config.get("toml_file")
-        lowest: PydanticBaseSettingsSource = (
-            _BuiltinTables(settings_cls)
-            if toml_file is None
-            else _TomlRelativeToFile(settings_cls, str(toml_file))
-        )
-        return (init_settings, _Env(settings_cls, lowest()), lowest)
+        return _layers(settings_cls, init_settings)
 
     # -- derived --------------------------------------------------------------------------
 
     @property
     def state_dir(self) -> Path:
         return Path(self.state_path).resolve().parent
+
+
+def _layers(
+    settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource
+) -> tuple[PydanticBaseSettingsSource, ...]:
+    """Environment beats the file; init arguments (tests) beat both. Without a file the
+    built-in source and target tables are the lowest layer, so that a variable such as
+    HEALTHD_TARGETS__REFERENCE__TTL merges into them instead of replacing them."""
+    toml_file = settings_cls.model_config.get("toml_file")
+    lowest: PydanticBaseSettingsSource = (
+        _BuiltinTables(settings_cls)
+        if toml_file is None
+        else _TomlRelativeToFile(settings_cls, str(toml_file))
+    )
+    return (init_settings, _Env(settings_cls, lowest()), lowest)
 
 
 class _TomlRelativeToFile(TomlConfigSettingsSource):
@@ -579,23 +585,7 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     each source's inputs as a run would find them; a daemon starts without, since a source
     that is down is a metric, not a reason to refuse to start."""
     origin = path or "(built-in defaults)"
-    document: dict[str, Any] = {}
-    if path is not None:
-        if not os.path.lexists(path):
-            raise ConfigError(f"{path}: cannot read configuration file: no such file")
-        try:
-            import tomllib
-
-            from healthd._files import open_regular
-
-            with open_regular(path) as handle:
-                document = tomllib.load(handle)
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
-        except ValueError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-        except RecursionError:
-            raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
+    document = _read_document(path)
     bound = type(
         "Settings",
         (Settings,),
@@ -619,6 +609,66 @@ def load_settings(path: str | None, *, deep: bool = True, reach: bool = False) -
     settings.__dict__["origin"] = origin
     assert isinstance(settings, Settings)
     return settings
+
+
+def _read_document(path: str | None) -> dict[str, Any]:
+    """The configuration file as TOML data ({} for none), or a ConfigError saying why not."""
+    if path is None:
+        return {}
+    if not os.path.lexists(path):
+        raise ConfigError(f"{path}: cannot read configuration file: no such file")
+    try:
+        import tomllib
+
+        from healthd._files import open_regular
+
+        with open_regular(path) as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
+
+
+class _ServerOnly(BaseSettings):
+    """The ``[server]`` table alone, read from the same layers as :class:`Settings` (file,
+    environment, paths relative to the file); every other key is left unread."""
+
+    model_config = SettingsConfigDict(**{**Settings.model_config, "extra": "ignore"})
+    server: ServerConfig = Field(default_factory=ServerConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return _layers(settings_cls, init_settings)
+
+
+def load_server_settings(path: str | None) -> ServerConfig:
+    """Only ``[server]`` of the configuration (with its ``HEALTHD_SERVER*`` overrides), as
+    `healthd healthcheck` asks the running daemon: a mistake elsewhere in the file, which a
+    reload refused while the daemon kept its last good configuration, is no reason to call
+    it unhealthy."""
+    origin = path or "(built-in defaults)"
+    document = _read_document(path)
+    bound = type(
+        "ServerOnly",
+        (_ServerOnly,),
+        {"model_config": SettingsConfigDict(**{**_ServerOnly.model_config, "toml_file": path})},
+    )
+    try:
+        server = bound().server
+    except ValidationError as exc:
+        raise ConfigError("\n".join(_format_errors(exc, origin, document))) from None
+    assert isinstance(server, ServerConfig)
+    return server
 
 
 _TARGET_OPTION = re.compile(r"([A-Za-z_][\w-]*): ")

@@ -1,0 +1,54 @@
+"""`healthd healthcheck` reads only what it asks with, the `[server]` table: a daemon kept
+running on its last good configuration is healthy while the file on disk holds a mistake
+elsewhere (a reload refused it; the engine must not restart the daemon into it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from daemon_helpers import free_port
+from prometheus_client import CollectorRegistry
+
+from healthd.cli import main as cli_main
+from healthd.daemon import server
+
+
+@pytest.fixture
+def listener():
+    http = server.HttpServer(
+        "127.0.0.1", free_port(), server.build_app(CollectorRegistry(), lambda: {}, lambda: True)
+    )
+    http.start()
+    yield http
+    http.stop()
+
+
+def _config(tmp_path: Path, port: int, rest: str) -> str:
+    path = tmp_path / "healthd.toml"
+    path.write_text(f'example = true\n{rest}\n[server]\nhost = "127.0.0.1"\nport = {port}\n')
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        "forgetting_window = 0",
+        '[schedule]\ncron = "61 * * * *"',
+        '[targets.x]\nkind = "reference"\nshadow = true\nttl = "maybe"',
+        "bogus = 1",
+    ],
+)
+def test_a_mistake_outside_server_leaves_a_running_daemon_healthy(
+    tmp_path, capsys, listener, mistake
+):
+    assert cli_main(["healthcheck", "--config", _config(tmp_path, listener.port, mistake)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_server_table_that_does_not_load_is_still_unhealthy_naming_the_key(tmp_path, capsys):
+    path = tmp_path / "healthd.toml"
+    path.write_text('[server]\nport = "x"\n')
+    assert cli_main(["healthcheck", "--config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("healthd: unhealthy: ") and "server.port" in err
