@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,49 @@ HEADER = (
 
 def load_thresholds(path: Path = THRESHOLDS) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
+
+
+#: A duration as Prometheus reads one (prometheus/common model.ParseDuration): units from
+#: the largest, each at most once, no sign, no space.
+PROMETHEUS_DURATION = re.compile(r"(?=.)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?")
+DURATION_KEYS = {
+    "for", "drop_for", "rise_window", "drop_window", "changed_within",
+    "failing_for", "no_success_for", "down_for", "absent_for",
+}  # fmt: skip
+RATIO_KEYS = {"min", "max", "max_drop_1d", "max_rise", "max_drop"}
+
+
+def threshold_problems(thresholds: Any) -> list[str]:
+    """What in ``thresholds`` Prometheus would refuse (a duration it cannot read) or what
+    would page on every evaluation (a ratio outside 0..1, such as 80 for 80 %; a schedule of
+    no seconds), one line each naming the key."""
+    if not isinstance(thresholds, dict):
+        return ["expected a mapping of thresholds"]
+    problems = []
+    job = thresholds.get("job")
+    if not isinstance(job, str) or not re.fullmatch(r"[^\s\"\\]+", job):
+        problems.append(f"job: {job!r}: expected a scrape job's name")
+    seconds = thresholds.get("schedule_seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
+        problems.append(
+            f"schedule_seconds: {seconds!r}: expected a whole number of seconds, at least 1 "
+            "(the period of [schedule] cron)"
+        )
+    for table, entries in thresholds.items():
+        if not isinstance(entries, dict):
+            continue
+        for key, value in entries.items():
+            where = f"{table}.{key}"
+            if key in DURATION_KEYS and not (
+                isinstance(value, str) and PROMETHEUS_DURATION.fullmatch(value)
+            ):
+                problems.append(
+                    f"{where}: {value!r}: not a Prometheus duration (such as 15m, 6h or 1d)"
+                )
+            ratio = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key in RATIO_KEYS and not (ratio and 0 <= value <= 1):
+                problems.append(f"{where}: {value!r}: expected a ratio from 0 to 1 (0.8 for 80%)")
+    return problems
 
 
 def pct(value: float) -> str:
@@ -389,6 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     thresholds = load_thresholds(args.thresholds)
+    problems = threshold_problems(thresholds)
+    if problems:
+        for problem in problems:
+            print(f"generate.py: {args.thresholds}: {problem}", file=sys.stderr)
+        return 2
     if args.runbook_url:
         thresholds["runbook_url"] = args.runbook_url
     args.out.mkdir(parents=True, exist_ok=True)
