@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterable
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from healthd import _json
+from healthd._listen import ipv6_address, url_host
 from healthd.errors import HealthdError
 from healthd.memory.reference import ReferenceMemory
 from healthd.model import DOMAINS, Probe
@@ -33,6 +35,10 @@ class BadRequest(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class _ThreadingHTTPServer6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
 
 
 class MemoryServer:
@@ -68,9 +74,11 @@ class MemoryServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        bare = ipv6_address(host)
+        server_class = ThreadingHTTPServer if bare is None else _ThreadingHTTPServer6
+        self.httpd = server_class((bare or host, port), Handler)
         self.httpd.daemon_threads = True
-        self.url = f"http://{host}:{self.httpd.server_address[1]}"
+        self.url = f"http://{url_host(host)}:{self.httpd.server_address[1]}"
 
     def close(self) -> None:
         self.httpd.server_close()

@@ -26,7 +26,6 @@ from __future__ import annotations
 import gzip
 import heapq
 import io
-import ipaddress
 import itertools
 import selectors
 import socket
@@ -41,6 +40,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from healthd._listen import ipv6_address
 from healthd.daemon.webconfig import WebConfig
 from healthd.report.live import LiveSite
 
@@ -477,12 +477,8 @@ def bind_address(host: str) -> tuple[str, type[_PooledServer]]:
     """The address to bind for ``server.host`` and the server class of its family: an IPv6
     address, bare (``::``) or in brackets as in a URL (``[::1]``), needs an IPv6 socket,
     which socketserver never picks by itself; anything else binds as IPv4 did."""
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        family = ipaddress.ip_address(bare).version
-    except ValueError:
-        family = 4  # a host name (or "" for every IPv4 interface)
-    return bare, _PooledServer6 if family == 6 else _PooledServer
+    bare = ipv6_address(host)
+    return (host, _PooledServer) if bare is None else (bare, _PooledServer6)
 
 
 class HttpServer:
