@@ -683,7 +683,9 @@ def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) 
             parts = [str(part) for part in error["loc"]]
             if _names_a_secret(parts[-1]):
                 where = _origin_of(parts, origin, document)
-                lines.append(_unknown_secret_key(where, ".".join(parts[:-1]), parts[-1], "key"))
+                secret = _could_be_a_secret(error.get("input"))
+                table = ".".join(parts[:-1])
+                lines.append(_unknown_secret_key(where, table, parts[-1], "key", secret))
                 continue
             msg = "unknown key (not a setting healthd knows)"
         elif msg.startswith("Value error, "):
@@ -755,7 +757,8 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         try:
             build_source(source.kind, name, source.options)
         except HealthdError as exc:
-            problems.append(_at_option(f"sources.{name}", _strip_prefix(str(exc), name, "source")))
+            message = _strip_prefix(str(exc), name, "source")
+            problems.append(_at_option(f"sources.{name}", message, source.options))
             continue
         except Exception as exc:
             problems.append(f"sources.{name}: {type(exc).__name__}: {exc}")
@@ -781,7 +784,8 @@ def check_settings(settings: Settings, *, reach: bool = False) -> list[str]:
         try:
             build_memory(TargetSpec(target.kind, options, name)).close()
         except HealthdError as exc:
-            problems.append(_at_option(f"targets.{name}", _strip_prefix(str(exc), name, "target")))
+            message = _strip_prefix(str(exc), name, "target")
+            problems.append(_at_option(f"targets.{name}", message, target.options))
         except Exception as exc:
             problems.append(f"targets.{name}: {type(exc).__name__}: {exc}")
     problems.extend(_shared_shadows(settings))
@@ -929,16 +933,17 @@ def _shared_shadows(settings: Settings) -> list[str]:
 _OPTION = re.compile(r"field '([^'\n]+)': |switch ([\w.-]+)(?:=([^:\n]*))?: ")
 
 
-def _at_option(where: str, message: str) -> str:
+def _at_option(where: str, message: str, options: Mapping[str, Any] | None = None) -> str:
     """A factory's problem with one option as the rest of the file's problems are written:
     ``sources.repo.brnach: Extra inputs are not permitted``, ``targets.ref.ttl: 'soon':
-    expected a duration``."""
+    expected a duration``. ``options``: the table's, to tell a secret from a number."""
     found = _OPTION.match(message)
     if found is None:
         return f"{where}: {message}"
     option = found.group(1) or found.group(2)
     if message[found.end() :] == "Extra inputs are not permitted" and _names_a_secret(option):
-        return _unknown_secret_key("", where, option, "option")
+        secret = _could_be_a_secret((options or {}).get(option))
+        return _unknown_secret_key("", where, option, "option", secret)
     value = f"{found.group(3)}: " if found.group(3) else ""
     return f"{where}.{option}: {value}{message[found.end() :]}"
 
@@ -950,14 +955,20 @@ def _names_a_secret(key: str) -> bool:
     return secret_key(key) and not key.lower().endswith(ENV_SUFFIX)
 
 
-def _unknown_secret_key(origin: str, table: str, key: str, what: str) -> str:
+def _could_be_a_secret(value: Any) -> bool:
+    """Text is; a number, a switch or a table under a secret-sounding key is not."""
+    return isinstance(value, str) and bool(value)
+
+
+def _unknown_secret_key(origin: str, table: str, key: str, what: str, secret: bool) -> str:
     """An unknown key that names a secret, said so that redaction keeps the line readable:
     ``token: MESSAGE`` reads as a credential and its first word would be blanked, so the
     key is quoted in the sentence (its value is never part of it)."""
-    line = (
-        f"unknown {what} {key!r}; a secret is never written in the configuration: where one "
-        "is needed, a key ending in _env (such as token_env) names the environment variable "
-        "that holds it"
+    line = f"unknown {what} {key!r}" + (
+        "; a secret is never written in the configuration: where one is needed, a key "
+        "ending in _env (such as token_env) names the environment variable that holds it"
+        if secret
+        else f" (not a{'n option' if what == 'option' else ' setting'} healthd knows)"
     )
     if origin.startswith("environment "):  # (HEALTHD_X__TOKEN: would read as a credential)
         return f"{origin} sets {line.replace(repr(key), repr(f'{table}.{key}'.lstrip('.')), 1)}"

@@ -190,3 +190,24 @@ def test_a_reference_shadow_path_a_run_cannot_open_is_refused_before_run(
     assert code == 2
     assert ": targets.reference.path: " in err and reason in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "key"),
+    [
+        (
+            '[sources.gh]\nkind = "github"\nrepo = "a/b"\nmax_tokens = 500\n',
+            "sources.gh",
+            "max_tokens",
+        ),
+        ("[server]\npasswords_allowed = true\n", "server", "passwords_allowed"),
+    ],
+)
+def test_an_unknown_key_that_only_sounds_secret_is_named_readably_and_not_called_a_secret(
+    tmp_path, capsys, text, where, key
+):
+    # a number or a switch is no secret; the key's name alone would blank the line's words
+    code, err = _check(tmp_path, text, capsys)
+    assert code == 2
+    assert "[REDACTED]" not in err and "secret" not in err
+    assert f"{where}: unknown {'key' if where == 'server' else 'option'} {key!r}" in err
