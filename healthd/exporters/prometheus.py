@@ -91,6 +91,7 @@ METRIC_NAMES = (
     "healthd_events_replayed_total",
     "healthd_replay_pending_events",
     "healthd_source_up",
+    "healthd_source_pulled",
     "healthd_source_pull_seconds",
     "healthd_source_events_total",
     "healthd_source_skipped_inputs_total",
@@ -284,6 +285,12 @@ class HealthdCollector(Collector):
             "1 when the source's last pull succeeded; 0 when it failed or none has ended yet",
             labels=["source"],
         )
+        pulled = GaugeMetricFamily(
+            "healthd_source_pulled",
+            "1 once a pull of the source has ended (succeeded or failed), 0 before: a source "
+            "whose healthd_source_up is 0 and that was never pulled is waiting, not down",
+            labels=["source"],
+        )
         pull = GaugeMetricFamily(
             "healthd_source_pull_seconds",
             "How long the source's pull in progress has been going (0 when none is)",
@@ -297,6 +304,7 @@ class HealthdCollector(Collector):
         )
         for name, row in view["sources"].items():
             up.add_metric([name], row.up if row.up is not None else 0)
+            pulled.add_metric([name], 0 if row.up is None else 1)
             started = pulling.get(name)
             pull.add_metric([name], max(0.0, now - started) if started is not None else 0.0)
             source_events.add_metric([name], row.events_total)
@@ -309,6 +317,7 @@ class HealthdCollector(Collector):
         for name in view["sources"]:
             skipped.add_metric([name], skipped_inputs.get(name, 0))
         yield up
+        yield pulled
         yield pull
         yield source_events
         yield skipped
