@@ -24,7 +24,14 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
     ("superseded", re.compile(rf"\b(?:{_SUPERSEDED})\b", re.I)),
     ("deprecated", re.compile(r"\b(?:deprecated?|obsolete|retired|withdrawn)\b", re.I)),
     ("rejected", re.compile(r"\b(?:rejected|declined|refused|abandoned)\b", re.I)),
-    ("accepted", re.compile(r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b", re.I)),
+    (
+        "accepted",
+        # ("implemented": nats-io/nats-architecture-and-design's template offers `Approved`,
+        # `Partially Implemented`, `Implemented`: a decision in force, more so than approved)
+        re.compile(
+            r"\b(?:accepted|approved|adopted|agreed|decided|active|done|implemented)\b", re.I
+        ),
+    ),
     (
         "proposed",
         re.compile(
@@ -53,7 +60,11 @@ _TITLE_NUM = re.compile(
     r"\s*[.:)\-–—]?\s+(.+)$",
     re.I,
 )
-_STATUS_WORDS = re.compile(r"\b(?:accepted|proposed|rejected|deprecated|superseded|draft)\b", re.I)
+_STATUS_WORDS = re.compile(
+    r"\b(?:accepted|approved|proposed|rejected|deprecated|superseded|draft"
+    r"|(?:partially\s+)?implemented)\b",
+    re.I,
+)
 # Template guidance left in a record: "Accepted or Rejected", "[Proposed | Accepted]",
 # "{proposed | rejected | ...}", "Superseded by ADRzzz" / "ADR-XXXX" / "ADR-NNNN".
 _CHOICE = re.compile(
@@ -183,9 +194,11 @@ def classify(text: str) -> Status | None:
 
 def ambiguity(text: str) -> str | None:
     """The part of a status text offering a choice of statuses or holding a template
-    placeholder, or None when it states one status."""
+    placeholder, or None when it states one status (emphasis aside: "`Proposed`,
+    `Approved`, ..." offers a choice as much as the words bare)."""
+    plain = _EMPHASIS.sub("", text)
     for pattern in (_CHOICE, _PLACEHOLDER):
-        m = pattern.search(text)
+        m = pattern.search(plain)
         if m:
             return m.group(0)[:60]
     return None

@@ -44,13 +44,17 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         ("Draft", "proposed"),
         # ministryofjustice/cloud-platform's 034-EKS-Fargate.md and its other statuses
         ("🤔 Incomplete", "proposed"),
-        ("Implemented (rollout incomplete)", None),  # incomplete is no status word inside
+        # incomplete is no status word inside; implemented is a decision in force
+        ("Implemented (rollout incomplete)", "accepted"),
         ("Accepted (incomplete rollout)", "accepted"),
         ("🤔 Proposed", "proposed"),
         ("✅ Accepted (documenting an existing thing)", "accepted"),
         ("❌ Rejected (see [019](019-Shared-Ingress-Controllers.md))", "rejected"),
         ("⌛️ Superseded by [036. Multi-cluster](036-multi-cluster.md)", "superseded"),
         ("Frobnicated", None),
+        # nats-io/nats-architecture-and-design's statuses, past approval
+        ("Implemented", "accepted"),
+        ("Partially Implemented", "accepted"),
     ],
 )
 def test_status_wording_variants(text, status):
@@ -152,6 +156,9 @@ def test_record_like_text_is_read_without_raising(text, path):
         "{proposed | rejected | accepted | deprecated | superseded by [ADR-0005](0005-x.md)}",
         "What is the status, such as proposed, accepted, rejected, deprecated, superseded?",
         "Superseded by ADR-XXXX",
+        # nats-io/nats-architecture-and-design's adr-template.md, its statuses in inline code
+        "`Proposed`, `Approved`, `Partially Implemented`, `Implemented`, `Deprecated`",
+        "Approved or Rejected",
     ],
 )
 def test_template_guidance_in_a_status_is_ambiguous_not_a_status(status):

@@ -218,6 +218,23 @@ def test_madr_front_matter_and_status_lines(repo, brief):
     assert result.skipped == []  # README and the MADR template are not records
 
 
+def test_an_implemented_record_is_a_decision_from_the_day_it_says_so(repo, brief):
+    """nats-io/nats-architecture-and-design: Proposed, then Approved or Implemented (or
+    Partially Implemented), then Deprecated; a record implemented is a decision in force."""
+    path = "adr/0009-consumer-pause.md"
+    repo.commit("2024-01-01", {path: nygard(9, "Consumer pause", "Proposed")})
+    repo.commit("2024-02-01", {path: nygard(9, "Consumer pause", "Partially Implemented")})
+    repo.commit("2024-03-01", {path: nygard(9, "Consumer pause", "Implemented")})
+    repo.commit("2024-04-01", {path: nygard(9, "Consumer pause", "Deprecated")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-02-01", "added", "adr:9 decision=Consumer pause"),
+        ("2024-04-01", "invalidated", "adr:9 decision=Consumer pause"),
+    ]
+    assert result.events[0].metadata["status"] == "accepted"
+    assert result.skipped == []
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
