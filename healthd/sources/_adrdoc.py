@@ -278,6 +278,33 @@ def _status_sections(body: list[str]) -> tuple[str, str]:
     return strict_text, loose_text
 
 
+_TABLE_ROW = re.compile(r"^\|?(.*?)\|(.*)$")
+_TABLE_DELIMITER = re.compile(r"^\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def _header_table_status(body: list[str]) -> str:
+    """The status a metadata table under the title states, in a row keyed ``Status``
+    (nats-io/nats-architecture-and-design: ``| Metadata | Value |`` then ``| Status |
+    Implemented |``); a table further down (``| Status | Meaning |`` of an API) is the
+    record's subject, not its metadata, and a header row names a column, not a status."""
+    seen_title = False
+    for i, line in enumerate(body):
+        stripped = line.strip()
+        if _HEADING.match(stripped):
+            if seen_title:
+                break
+            seen_title = True
+            continue
+        m = _TABLE_ROW.match(stripped)
+        if m is None or _EMPHASIS.sub("", m.group(1)).strip().lower() != "status":
+            continue
+        following = body[i + 1].strip() if i + 1 < len(body) else ""
+        if _TABLE_DELIMITER.match(following):
+            continue
+        return _EMPHASIS.sub("", m.group(2).split("|", 1)[0]).strip()
+    return ""
+
+
 def _header_successors(body: list[str]) -> list[tuple[str, ...]]:
     """The successors a superseded record whose status names none links between its title
     (a level-1 heading) and its first section, on a line beginning "Superseded"
@@ -322,10 +349,13 @@ def _parse(rec: Record, text: str) -> None:
         title_line = title_line.strip(" :-–—")
         rec.title = title_line or None
 
-    # status text: front matter > "## Status" section > "Status:" line
+    # status text: front matter > a metadata table's "| Status |" row under the title >
+    # "## Status" section > "Status:" line
     status_text = ""
     if front.get("status"):
         status_text = front["status"]
+    if not status_text:
+        status_text = _header_table_status(body)
     loose = ""  # a section headed "Status" and more words: the status when nothing else is
     if not status_text:
         status_text, loose = _status_sections(body)

@@ -235,6 +235,61 @@ def test_an_implemented_record_is_a_decision_from_the_day_it_says_so(repo, brief
     assert result.skipped == []
 
 
+def nats(title: str, status: str, body: str = "") -> str:
+    """A record as nats-io/nats-architecture-and-design writes them: its status in a
+    metadata table under the title."""
+    return (
+        f"# {title}\n\n|Metadata|Value|\n|--------|-----|\n|Date    |2021-06-30|\n"
+        f"|Author  |@ripienaar|\n|Status  |{status}|\n|Tags    |jetstream, client|\n\n"
+        f"## Context\n\nWhy.\n\n## Design\n\n{body}\n"
+    )
+
+
+def test_a_status_in_a_metadata_table_under_the_title_is_the_records_status(repo, brief):
+    # ADR-8's API has a "### Status" section of its own, below the metadata
+    kv_api = "### Status\n\nThis is the status of the KV as a whole\n"
+    repo.commit(
+        "2021-06-30",
+        {
+            "adr/ADR-1.md": nats("JetStream JSON API Design", "Approved"),
+            "adr/ADR-8.md": nats("JetStream based Key-Value Stores", "Proposed", kv_api),
+        },
+    )
+    repo.commit(
+        "2021-12-15",
+        {"adr/ADR-8.md": nats("JetStream based Key-Value Stores", "Implemented", kv_api)},
+    )
+    repo.commit("2023-01-01", {"adr/ADR-1.md": nats("JetStream JSON API Design", "Deprecated")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2021-06-30", "added", "adr:1 decision=JetStream JSON API Design"),
+        ("2021-12-15", "added", "adr:8 decision=JetStream based Key-Value Stores"),
+        ("2023-01-01", "invalidated", "adr:1 decision=JetStream JSON API Design"),
+    ]
+    assert result.skipped == []
+
+
+def test_a_table_below_the_title_block_or_a_column_named_status_states_no_status(repo, brief):
+    api_table = "| Status | Meaning |\n|---|---|\n| 410 | Deprecated endpoint |\n"
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0002-error-codes.md": nygard(2, "Error codes", "Accepted").replace(
+                "What.", api_table
+            ),
+            "doc/adr/0003-review-log.md": (
+                "# 3. Review log\n\n| Status | Date |\n|---|---|\n| Rejected | 2024-01-01 |\n\n"
+                "## Status\n\nAccepted\n"
+            ),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:2 decision=Error codes"),
+        ("2024-01-01", "added", "adr:3 decision=Review log"),
+    ]
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
