@@ -305,6 +305,33 @@ def _header_table_status(body: list[str]) -> str:
     return ""
 
 
+def _status_line(lines: list[str]) -> str:
+    """The status the first ``Status: ...`` line (``* Status:``, ``**Status:**``) states."""
+    for line in lines:
+        plain = re.sub(r"[*_`]+", "", line).strip()
+        m = re.match(r"^(?:[-*+]\s*)?status\s*:\s*(.+)$", plain, re.I)
+        if m:
+            return m.group(1).strip()
+    return ""
+
+
+def _header_fences(raw: list[str], body: list[str]) -> list[str]:
+    """The lines of the fenced blocks between a record's title and its first section
+    (``body`` is ``raw`` with fenced blocks blanked): its metadata when the log keeps it in
+    a code block (get10101/itchysats' ``XYZ-template.md``: ```` ``` ```` then ``Author:``,
+    ``Date:``, ``Status: Active``); a fenced block further down is an example."""
+    out: list[str] = []
+    seen_title = False
+    for line, kept in zip(raw, body, strict=True):
+        if _HEADING.match(kept.strip()):
+            if seen_title:
+                break
+            seen_title = True
+        elif kept != line:
+            out.append(line)
+    return out
+
+
 def _header_successors(body: list[str]) -> list[tuple[str, ...]]:
     """The successors a superseded record whose status names none links between its title
     (a level-1 heading) and its first section, on a line beginning "Superseded"
@@ -360,12 +387,7 @@ def _parse(rec: Record, text: str) -> None:
     if not status_text:
         status_text, loose = _status_sections(body)
     if not status_text:
-        for line in body:
-            plain = re.sub(r"[*_`]+", "", line).strip()
-            m = re.match(r"^(?:[-*+]\s*)?status\s*:\s*(.+)$", plain, re.I)
-            if m:
-                status_text = m.group(1).strip()
-                break
+        status_text = _status_line(body) or _status_line(_header_fences(lines[start:], body))
     if not status_text and loose:
         status_text = loose
     rec.status_text = status_text[:500]

@@ -290,6 +290,41 @@ def test_a_table_below_the_title_block_or_a_column_named_status_states_no_status
     ]
 
 
+def fenced_header(number: int, title: str, status: str, body: str = "Why.") -> str:
+    """A record as get10101/itchysats' docs/adr/XYZ-template.md has it: its metadata in a
+    code block under the title."""
+    return (
+        f"# ADR {number:03d} - {title}\n\n```\nAuthor: @someone\nDate: 29/12/2021\n"
+        f"Status: {status}\n```\n\n## Context\n\n{body}\n"
+    )
+
+
+def test_a_status_in_a_code_block_under_the_title_is_the_records_status(repo, brief):
+    # 001 shows, further down, how a superseded record would say so: an example, no status
+    example = "In such a case, change the status to:\n\n```\nStatus: Superseded by ADR XYZ.\n```\n"
+    repo.commit(
+        "2022-01-06",
+        {
+            "docs/adr/001-use-adrs.md": fenced_header(1, "Use ADRs", "Active", example),
+            "docs/adr/004-actors.md": fenced_header(4, "Actors", "Active"),
+        },
+    )
+    repo.commit(
+        "2022-02-01",
+        {
+            "docs/adr/004-actors.md": fenced_header(4, "Actors", "Superseded by ADR 014"),
+            "docs/adr/014-actor-supervision.md": fenced_header(14, "Actor supervision", "Active"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2022-01-06", "added", "adr:1 decision=Use ADRs"),
+        ("2022-01-06", "added", "adr:4 decision=Actors"),
+        ("2022-02-01", "revised", "adr:4 decision=Actors -> adr:14 decision=Actor supervision"),
+    ]
+    assert result.skipped == []
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
