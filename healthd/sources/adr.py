@@ -63,8 +63,11 @@ Each record is read at every commit that changed it; its status history gives:
 Formats: Nygard/adr-tools (``# 2. Title``, a ``## Status`` section) and MADR (front matter
 ``status:``, ``* Status:`` / ``- Status:`` lines), with spelling variants (``superceded``),
 decoration (``**Accepted**``, ``~~Proposed~~ Accepted``) and unlinked references
-(``Superseded by ADR-0003``). A record without a number or an understood status, or
-is skipped with a counted, logged reason; a reused number is reported too.
+(``Superseded by ADR-0003``), a status in a metadata table (``| Status | Implemented |``) or
+code block under the title. A record without a number or an understood status is skipped
+with a counted, logged reason; one holding a decision keeps it (a status no longer
+understood, template guidance pasted over it, bytes that are no text), said in that
+line, until its status says otherwise. A reused number is reported too.
 Metadata: ``adr_file``, ``commit``, ``status``. Event ids ``adr:<sha12>:<hash>`` (a
 ``revised`` event's hash includes the previous record, so one record superseding several
 in one commit gives distinct ids).
@@ -511,7 +514,8 @@ class AdrExtractor(Extractor):
                     else:
                         self.skips.add(path, f"superseded by a record not found ({what})")
             elif rec.problem and rec.status is None:
-                self.skips.add(path, rec.problem)
+                held = FactKey(self.subjects[path], PREDICATE) in self.held
+                self.skips.add(path, f"{rec.problem}; its decision kept" if held else rec.problem)
         for path, rec in sorted(recs.items()):  # "Supersedes X" on an accepted record
             if rec.status in ("accepted", "superseded") and rec.predecessor_refs:
                 earlier_paths, ambiguous, _ = self._resolve(rec.predecessor_refs, path)
@@ -525,6 +529,13 @@ class AdrExtractor(Extractor):
                         later.append(path)
                     unresolved.pop(earlier, None)
         desired: dict[str, Record] = {}
+        # a record whose status cannot be read now (not understood, template guidance, no
+        # status, unreadable bytes) says nothing new: the decision it held stands
+        unread = {
+            self.subjects[path]
+            for path, rec in recs.items()
+            if rec.status is None and path not in successors
+        }
         for path, rec in recs.items():
             if path in successors or path in unresolved:
                 continue
@@ -577,7 +588,7 @@ class AdrExtractor(Extractor):
                     new_links.setdefault(successor, []).append(predecessor)
         for key in sorted(self.held, key=lambda k: _order(k.subject)):
             name = key.subject
-            if name in desired:
+            if name in desired or (name in unread and name not in moved_out):
                 continue
             was = self.held.pop(key)
             where = moved_out.get(name) or self._record_of(name, was)

@@ -402,6 +402,33 @@ def test_messy_records_are_skipped_with_counted_reasons_never_a_crash(repo, brie
     assert "0005-bin.md" in skipped
 
 
+@pytest.mark.parametrize(
+    "unreadable",
+    [
+        nygard(1, "Use A", "Akzeptiert"),  # translated
+        nygard(1, "Use A", "Accepted or Rejected"),  # a template pasted over it
+        "# 1. Use A\n\n## Context\n\nThe status section went missing.\n",
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe",  # an image saved over it
+    ],
+)
+def test_a_status_that_cannot_be_read_keeps_the_decision_and_says_so(repo, brief, unreadable):
+    path = "doc/adr/0001-use-a.md"
+    repo.commit("2024-01-01", {path: nygard(1, "Use A", "Accepted")})
+    repo.commit("2024-02-01", {path: unreadable})
+    repo.commit("2024-03-01", {path: nygard(1, "Use A", "Accepted")})
+    repo.commit("2024-04-01", {path: nygard(1, "Use A", "Proposed")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-04-01", "invalidated", "adr:1 decision=Use A"),  # a status it can read
+    ]
+    assert result.events[1].reason == "ADR 1 is proposed again"
+    assert any(
+        line.startswith(f"{path}: ") and line.endswith("; its decision kept")
+        for line in result.skipped
+    ), result.skipped
+
+
 def test_deleting_an_accepted_record_invalidates_its_decision(repo, brief):
     repo.commit("2024-01-01", {"docs/adr/0001-a.md": nygard(1, "Use A", "Accepted")})
     repo.commit(
