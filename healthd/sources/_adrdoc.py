@@ -79,6 +79,22 @@ _PLACEHOLDER = re.compile(
 )
 # emphasis markers; an underscore only when it is not inside a word (snake_case stays)
 _EMPHASIS = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)")
+# an inline code span (CommonMark: a run of backticks, closed by a run as long)
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def _plain_title(text: str) -> str:
+    """A heading's text without its emphasis marks; inside inline code every character is
+    the title's own (get10101/itchysats' 013: ``not just the `{taker,maker}_cfd::Actor```
+    keeps ``_cfd``; ``Use `__init__.py` files`` keeps ``__init__``)."""
+    out: list[str] = []
+    at = 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_EMPHASIS.sub("", text[at : m.start()]))
+        out.append(m.group(2))
+        at = m.end()
+    out.append(_EMPHASIS.sub("", text[at:]))
+    return "".join(out)
 
 
 @dataclass
@@ -367,7 +383,7 @@ def _parse(rec: Record, text: str) -> None:
     if title_line is None and front.get("title"):
         title_line = front["title"]
     if title_line:
-        title_line = _EMPHASIS.sub("", title_line).strip()
+        title_line = _plain_title(title_line).strip()
         m = _TITLE_NUM.match(title_line)
         if m:
             if rec.number is None:

@@ -173,6 +173,14 @@ def test_template_guidance_in_a_status_is_ambiguous_not_a_status(status):
         ("# ADR037: Use snake_case names", 37, "Use snake_case names"),
         ("# ADD037: Keep user_id in tokens", 37, "Keep user_id in tokens"),
         ("# 12. Use **bold** and `code`", 12, "Use bold and code"),
+        # inside inline code every character is the title's (get10101/itchysats' 013)
+        (
+            "# ADR 013 - Allow all actors to hydrate a CFD, not just the `{taker,maker}_cfd::Actor`",
+            13,
+            "Allow all actors to hydrate a CFD, not just the {taker,maker}_cfd::Actor",
+        ),
+        ("# 14. Keep `__init__.py` files empty", 14, "Keep __init__.py files empty"),
+        ("# 15. Quote ``a `tick` inside`` code", 15, "Quote a `tick` inside code"),
     ],
 )
 def test_titles_keep_underscores_inside_words_and_lose_number_prefixes(heading, number, title):

@@ -325,6 +325,22 @@ def test_a_status_in_a_code_block_under_the_title_is_the_records_status(repo, br
     assert result.skipped == []
 
 
+def test_a_title_keeps_what_its_inline_code_says(repo, brief):
+    title = "Allow all actors to load and hydrate a CFD, not just the `{taker,maker}_cfd::Actor`"
+    repo.commit(
+        "2022-01-06",
+        {"docs/adr/013-all-actors-can-hydrate-cfd.md": fenced_header(13, title, "Active")},
+    )
+    assert brief(pull(adr_source(repo)).events) == [
+        (
+            "2022-01-06",
+            "added",
+            "adr:13 decision=Allow all actors to load and hydrate a CFD, not just the "
+            "{taker,maker}_cfd::Actor",
+        )
+    ]
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
