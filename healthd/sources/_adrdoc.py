@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+import yaml
+
 Status = Literal["accepted", "proposed", "superseded", "deprecated", "rejected"]
 
 _SUPERSEDED = r"super(?:s|c|sc|ss)e+ded|replaced|obsoleted"
@@ -173,6 +175,21 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
         if m:
             data[m.group(1).lower()] = m.group(2).strip().strip("'\"").strip()
     return {}, 0
+
+
+def _yaml_error(front: list[str]) -> str | None:
+    """Why front matter is no YAML (``status: "accepted`` with its quote never closed,
+    ``status: [accepted``), or None. Read as a stream of parse events, never built, so
+    aliases cannot multiply it."""
+    try:
+        for _ in yaml.parse("\n".join(front), Loader=yaml.SafeLoader):
+            pass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f"line {mark.line + 2}: " if mark is not None else ""
+        return f"{where}{problem}"
+    return None
 
 
 def _ref_groups(text: str, verb: str) -> list[tuple[str, ...]]:
@@ -369,6 +386,7 @@ def _parse(rec: Record, text: str) -> None:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     front, start = _front_matter(lines)
     body = _unfenced(lines[start:])
+    broken = _yaml_error(lines[1 : start - 1]) if "status" in front else None
 
     # title: the first heading (level 1 preferred), else front matter
     title_line = None
@@ -407,6 +425,9 @@ def _parse(rec: Record, text: str) -> None:
     if not status_text and loose:
         status_text = loose
     rec.status_text = status_text[:500]
+    if broken is not None:
+        rec.problem = f"front matter is not YAML ({broken}); its status is not read"
+        return
     if not status_text:
         rec.problem = "no status found"
         return

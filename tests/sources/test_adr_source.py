@@ -341,6 +341,39 @@ def test_a_title_keeps_what_its_inline_code_says(repo, brief):
     ]
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        'status: "superseded by ADR-0002',  # its quote never closed
+        "status: [superseded by ADR-0002",
+        "status: superseded by ADR-0002\n  deciders: alice",  # indented into the value
+    ],
+)
+def test_front_matter_that_is_no_yaml_is_named_and_keeps_the_decision(repo, brief, broken):
+    path = "docs/decisions/0001-use-postgresql.md"
+    repo.commit("2024-01-10", {path: MADR_OLD})
+    repo.commit(
+        "2024-02-10",
+        {
+            path: MADR_OLD.replace("status: accepted", broken),
+            "docs/decisions/0002-use-cockroachdb.md": '---\nstatus: "accepted"\n---\n# Use CockroachDB\n',
+        },
+    )
+    repo.commit("2024-03-10", {path: MADR_OLD.replace("accepted", "superseded by ADR-0002")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-10", "added", "adr:1 decision=Use PostgreSQL for persistence"),
+        ("2024-02-10", "added", "adr:2 decision=Use CockroachDB"),
+        (
+            "2024-03-10",
+            "revised",
+            "adr:1 decision=Use PostgreSQL for persistence -> adr:2 decision=Use CockroachDB",
+        ),
+    ]
+    said = [line for line in result.skipped if line.startswith(f"{path}: front matter is not YAML")]
+    assert len(said) == 1 and said[0].endswith("its decision kept"), result.skipped
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
