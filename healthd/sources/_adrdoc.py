@@ -51,6 +51,10 @@ _REF_NUM = re.compile(
     re.I,
 )
 _FILE_NUM = re.compile(r"^(?:adr|decision)?[-_ ]?0*(\d{1,6})(?=[-_. ]|$)", re.I)
+# a record named by the day it was written, as log4brains names them (thomvaill/log4brains'
+# docs/adr/20200924-use-markdown-architectural-decision-records.md; 2020-09-24-... too): the
+# date, YYYYMMDD, is its number (not the year a dashed date begins with)
+_DATE_NUM = re.compile(r"^((?:19|20)\d\d)(-?)(0[1-9]|1[0-2])\2(0[1-9]|[12]\d|3[01])(?=[-_. ]|$)")
 # a number behind another prefix, RFC-style: ``DR002-...``, ``RFC-0001-...``, ``PEP-008``
 # (at least three digits, so ``v2-api.md`` or ``k8s.md`` are no records)
 _PREFIXED_NUM = re.compile(r"^([a-z]{2,5})[-_]?(\d{3,6})(?=[-_. ]|$)", re.I)
@@ -119,6 +123,9 @@ def file_number(name: str) -> int | None:
     """Number from a file name such as ``0003-use-nats.md``, ``ADR-003.md`` or
     ``DR002-no-charges.md``."""
     base = name.rsplit("/", 1)[-1]
+    m = _DATE_NUM.match(base)
+    if m:
+        return int(m.group(1) + m.group(3) + m.group(4))
     m = _FILE_NUM.match(base)
     if m:
         return int(m.group(1))
@@ -126,12 +133,18 @@ def file_number(name: str) -> int | None:
     return int(m.group(2)) if m else None
 
 
+def is_dated(name: str) -> bool:
+    """Whether a record's file name begins with the day it was written (log4brains'
+    ``20200924-x.md``): records of one day share that number by design, not by mistake."""
+    return _DATE_NUM.match(name.rsplit("/", 1)[-1]) is not None
+
+
 def file_prefix(name: str) -> str | None:
     """The numbering a record's file name follows, lower case: ``adr`` for ``0003-x.md``,
     ``ADR-003-x.md`` and ``decision-3.md``, else its own prefix (``dr`` for
     ``DR002-x.md``, ``rfc`` for ``RFC-0001-x.md``); None without a number."""
     base = name.rsplit("/", 1)[-1]
-    if _FILE_NUM.match(base):
+    if _DATE_NUM.match(base) or _FILE_NUM.match(base):
         return "adr"
     m = _PREFIXED_NUM.match(base)
     if m is None:

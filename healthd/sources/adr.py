@@ -36,7 +36,8 @@ Each record is read at every commit that changed it; its status history gives:
   reusing a number another record already holds gets its own subject
   ``adr:<number>:<file stem>`` until it is the only record of that number (the other
   renumbered or deleted: it then takes ``adr:<number>``, in a ``revised`` event with
-  ``renumbered_from``), and a record moved (deleted here, same number there, in one
+  ``renumbered_from``; records named by their day, log4brains' ``20200925-x.md``, are
+  numbered by it and share it without being reported), and a record moved (deleted here, same number there, in one
   commit) keeps its subject, its new path in ``adr_file``;
 * superseded (``Superseded by [3. ...](0003-....md)`` on the old record, or
   ``Supersedes [2. ...](...)`` on an accepted new one) → ``revised`` from the old record's
@@ -84,7 +85,7 @@ from pydantic import field_validator
 
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.sources import register_source
-from healthd.sources._adrdoc import Record, file_number, parse_adr, ref_number
+from healthd.sources._adrdoc import Record, file_number, is_dated, parse_adr, ref_number
 from healthd.sources._adrlayout import (
     CANDIDATE_DIRS,
     LOOKED,
@@ -355,7 +356,7 @@ class AdrExtractor(Extractor):
         for path in self._apart:
             number = self.numbers.get(path)
             holder = self.path_of.get(subject(number, space=self.space)) if number else None
-            if holder is not None and holder != path:
+            if holder is not None and holder != path and not is_dated(path):
                 self.skips.note(
                     f"{path}: duplicate number {number} (also {holder}); "
                     f"kept apart as {self.subjects[path]}"

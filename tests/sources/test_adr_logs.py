@@ -361,22 +361,23 @@ def test_a_log_kept_at_the_repository_root_is_found_and_read(repo):
 
 
 def test_a_log_whose_files_have_no_record_number_is_no_log_read(repo):
-    """thomvaill/log4brains names its records by date (`20200924-use-markdown.md`): none has
-    a record number, so none is a record. The pull said nothing but a skipped line per file
-    and succeeded with no event; finding no record is an error, with those lines."""
+    """Records named by their slug alone (`choose-database.md`, as some logs keep them) have
+    no record number, so none is a record. The pull said nothing but a skipped line per file
+    and succeeded with no event; finding no record is an error, with those lines. (Records
+    named by their day, as thomvaill/log4brains names them, are numbered by it.)"""
     repo.commit(
         "2020-09-24",
         {
-            "docs/adr/20200924-use-markdown.md": record("Use Markdown", "Accepted"),
-            "docs/adr/20200925-use-a-static-site.md": record("Use a static site", "Accepted"),
+            "docs/adr/use-markdown.md": record("Use Markdown", "Accepted"),
+            "docs/adr/use-a-static-site.md": record("Use a static site", "Accepted"),
         },
     )
     result = adr_source(repo).pull(None)
     assert result.events == []
     assert result.error == (f"no ADR records found in 'docs/adr' of {repo.path} at HEAD")
     assert sorted(result.skipped) == [
-        "docs/adr/20200924-use-markdown.md: no record number in its file name or title",
-        "docs/adr/20200925-use-a-static-site.md: no record number in its file name or title",
+        "docs/adr/use-a-static-site.md: no record number in its file name or title",
+        "docs/adr/use-markdown.md: no record number in its file name or title",
     ]
 
 

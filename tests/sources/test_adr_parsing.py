@@ -77,6 +77,20 @@ def test_references_resolve_to_numbers(ref, number):
     assert ref_number(ref) == number
 
 
+@pytest.mark.parametrize(
+    "name, number",
+    [
+        # log4brains names a record by the day it was written: the date is its number
+        ("docs/adr/20200924-use-markdown-architectural-decision-records.md", 20200924),
+        ("docs/adr/2020-09-24-use-markdown.md", 20200924),  # not the year 2020
+        ("docs/adr/20201350-not-a-day.md", None),
+        ("docs/adr/0003-use-nats.md", 3),
+    ],
+)
+def test_a_file_named_by_its_day_is_numbered_by_it(name, number):
+    assert file_number(name) == number
+
+
 def test_file_numbers():
     assert file_number("doc/adr/0010-x.md") == 10
     assert file_number("ADR-003-use-y.md") == 3

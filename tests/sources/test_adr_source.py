@@ -374,6 +374,52 @@ def test_front_matter_that_is_no_yaml_is_named_and_keeps_the_decision(repo, brie
     assert len(said) == 1 and said[0].endswith("its decision kept"), result.skipped
 
 
+def log4brains(title: str, status: str) -> str:
+    """A record as thomvaill/log4brains writes them (its docs/adr/template.md, MADR 2)."""
+    return f"# {title}\n\n- Status: {status}\n- Date: 2020-09-26\n\n## Context and Problem Statement\n\nWhy.\n"
+
+
+def test_a_log_of_records_named_by_their_day_is_read(repo, brief):
+    """thomvaill/log4brains' docs/adr: ``YYYYMMDD-slug.md``, two records of one day, links
+    by slug."""
+    slug_id = "20201016-use-the-adr-slug-as-its-unique-id"
+    repo.commit(
+        "2020-09-26",
+        {
+            "docs/adr/index.md": "# Architecture knowledge base\n",
+            "docs/adr/template.md": log4brains(
+                "[short title of solved problem]", "[draft | proposed]"
+            ),
+            "docs/adr/20200924-use-madr.md": log4brains("Use MADR", "accepted"),
+            "docs/adr/20200925-use-a-monorepo.md": log4brains("Use a monorepo", "accepted"),
+            "docs/adr/20200925-use-prettier.md": log4brains("Use Prettier", "accepted"),
+            "docs/adr/20200926-use-the-adr-number.md": log4brains("Use the ADR number", "accepted"),
+        },
+    )
+    repo.commit(
+        "2020-10-16",
+        {
+            "docs/adr/20200926-use-the-adr-number.md": log4brains(
+                "Use the ADR number", f"superseded by [{slug_id}]({slug_id}.md)"
+            ),
+            f"docs/adr/{slug_id}.md": log4brains("Use the ADR slug", "accepted"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2020-09-26", "added", "adr:20200924 decision=Use MADR"),
+        ("2020-09-26", "added", "adr:20200925 decision=Use a monorepo"),
+        ("2020-09-26", "added", "adr:20200925:20200925-use-prettier decision=Use Prettier"),
+        ("2020-09-26", "added", "adr:20200926 decision=Use the ADR number"),
+        (
+            "2020-10-16",
+            "revised",
+            "adr:20200926 decision=Use the ADR number -> adr:20201016 decision=Use the ADR slug",
+        ),
+    ]
+    assert result.skipped == []  # two records of one day is no duplicate number
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
