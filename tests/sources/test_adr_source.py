@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -522,6 +523,22 @@ def test_a_status_that_cannot_be_read_keeps_the_decision_and_says_so(repo, brief
         line.startswith(f"{path}: ") and line.endswith("; its decision kept")
         for line in result.skipped
     ), result.skipped
+
+
+def test_a_status_of_unclosed_links_is_read_in_time_and_named(repo, brief):
+    """Text like ``[a]([a]([a](...`` (a pasted, cut or binary status) took time cubic in
+    its length to read: 6 KB of it, half a minute; 10 KB, minutes; one record could hold a
+    pull for hours."""
+    path = "doc/adr/0001-use-a.md"
+    repo.commit("2024-01-01", {path: nygard(1, "Use A", "Accepted")})
+    repo.commit("2024-02-01", {path: nygard(1, "Use A", "Superseded by " + "[a](" * 1500)})
+    started = time.monotonic()
+    result = pull(adr_source(repo))
+    assert time.monotonic() - started < 5
+    assert brief(result.events)[-1] == ("2024-02-01", "invalidated", "adr:1 decision=Use A")
+    assert any(
+        line.startswith(f"{path}: superseded by a record not found") for line in result.skipped
+    )
 
 
 def test_deleting_an_accepted_record_invalidates_its_decision(repo, brief):
