@@ -195,6 +195,9 @@ def test_template_guidance_in_a_status_is_ambiguous_not_a_status(status):
         ),
         ("# 14. Keep `__init__.py` files empty", 14, "Keep __init__.py files empty"),
         ("# 15. Quote ``a `tick` inside`` code", 15, "Quote a `tick` inside code"),
+        # a closing run of # only after a space (CommonMark): C# keeps its #
+        ("# 16. Write the build scripts in C#", 16, "Write the build scripts in C#"),
+        ("# 17. Use F# ##", 17, "Use F#"),
     ],
 )
 def test_titles_keep_underscores_inside_words_and_lose_number_prefixes(heading, number, title):

@@ -541,6 +541,18 @@ def test_a_status_of_unclosed_links_is_read_in_time_and_named(repo, brief):
     )
 
 
+def test_a_heading_holding_a_long_run_of_spaces_is_read_in_time(repo, brief):
+    """A heading with a run of 2,000 spaces inside took 47 s to match, time cubic in the
+    run, and every heading is matched several times: one such line held the pull."""
+    aligned = "## Notes" + " " * 2000 + "(aligned by an editor)"
+    text = nygard(1, "Use A", "Accepted").replace("## Context", f"{aligned}\n\n## Context")
+    repo.commit("2024-01-01", {"doc/adr/0001-use-a.md": text})
+    started = time.monotonic()
+    result = pull(adr_source(repo))
+    assert time.monotonic() - started < 5
+    assert brief(result.events) == [("2024-01-01", "added", "adr:1 decision=Use A")]
+
+
 def test_deleting_an_accepted_record_invalidates_its_decision(repo, brief):
     repo.commit("2024-01-01", {"docs/adr/0001-a.md": nygard(1, "Use A", "Accepted")})
     repo.commit(
