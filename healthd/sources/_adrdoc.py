@@ -208,12 +208,23 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
     return {}, 0
 
 
+#: libyaml's parser where PyYAML has it: the pure-Python one takes time cubic in how deep
+#: flow collections nest (``status: [[[[...``: 2,000 deep, 5 s)
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: More ``[`` and ``{`` than front matter ever needs, and few enough for either parser.
+_MAX_FLOW_OPENERS = 256
+
+
 def _yaml_error(front: list[str]) -> str | None:
     """Why front matter is no YAML (``status: "accepted`` with its quote never closed,
     ``status: [accepted``), or None. Read as a stream of parse events, never built, so
     aliases cannot multiply it."""
+    text = "\n".join(front)
+    openers = text.count("[") + text.count("{")
+    if openers > _MAX_FLOW_OPENERS:
+        return f"{openers} '[' and '{{', more than the {_MAX_FLOW_OPENERS} read"
     try:
-        for _ in yaml.parse("\n".join(front), Loader=yaml.SafeLoader):
+        for _ in yaml.parse(text, Loader=_YAML_LOADER):
             pass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

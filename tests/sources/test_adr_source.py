@@ -421,6 +421,19 @@ def test_a_log_of_records_named_by_their_day_is_read(repo, brief):
     assert result.skipped == []  # two records of one day is no duplicate number
 
 
+def test_front_matter_nesting_thousands_deep_is_named_in_time(repo, brief):
+    path = "docs/decisions/0001-use-postgresql.md"
+    repo.commit("2024-01-10", {path: MADR_OLD})
+    repo.commit("2024-02-10", {path: MADR_OLD.replace("status: accepted", "status: " + "[" * 3000)})
+    started = time.monotonic()
+    result = pull(adr_source(repo))
+    assert time.monotonic() - started < 5
+    assert brief(result.events) == [
+        ("2024-01-10", "added", "adr:1 decision=Use PostgreSQL for persistence")
+    ]
+    assert any(line.startswith(f"{path}: front matter is not YAML") for line in result.skipped)
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
