@@ -37,8 +37,8 @@ Each record is read at every commit that changed it; its status history gives:
   ``adr:<number>:<file stem>`` until it is the only record of that number (the other
   renumbered or deleted: it then takes ``adr:<number>``, in a ``revised`` event with
   ``renumbered_from``; records named by their day, log4brains' ``20200925-x.md``, are
-  numbered by it and share it without being reported), and a record moved (deleted here, same number there, in one
-  commit) keeps its subject, its new path in ``adr_file``;
+  numbered by it and share it without being reported), and a record moved (deleted here,
+  same number there, in one commit) keeps its subject, its new path in ``adr_file``;
 * superseded (``Superseded by [3. ...](0003-....md)`` on the old record, or
   ``Supersedes [2. ...](...)`` on an accepted new one) → ``revised`` from the old record's
   fact to the new record's fact (the keys differ); links resolve by file name across all
