@@ -38,7 +38,9 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
         "proposed",
         re.compile(
             r"\b(?:proposed?|draft|drafted|in[ -]review|under review|"
-            r"pending|open|wip|in[ -]progress|discussion|suggested)\b"
+            r"pending|open|wip|in[ -]progress|discussion|suggested|"
+            # a decision set aside, not in force (adr/madr's own 0003: "status: on hold")
+            r"on[ -]hold|suspended|postponed|deferred)\b"
             r"|^[\W_]*incomplete\b",  # (as the status itself, not "rollout incomplete")
             re.I,
         ),

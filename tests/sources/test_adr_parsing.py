@@ -55,6 +55,10 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         # nats-io/nats-architecture-and-design's statuses, past approval
         ("Implemented", "accepted"),
         ("Partially Implemented", "accepted"),
+        # set aside, not in force: adr/madr's own docs/decisions/0003 says "on hold"
+        ("on hold", "proposed"),
+        ("Suspended", "proposed"),
+        ("Deferred", "proposed"),
     ],
 )
 def test_status_wording_variants(text, status):

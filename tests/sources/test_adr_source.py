@@ -434,6 +434,20 @@ def test_front_matter_nesting_thousands_deep_is_named_in_time(repo, brief):
     assert any(line.startswith(f"{path}: front matter is not YAML") for line in result.skipped)
 
 
+def test_a_decision_put_on_hold_is_no_longer_in_force(repo, brief):
+    """adr/madr's own docs/decisions/0003-provide-own-madr-tools.md says ``status: on
+    hold``; a status the log uses for a decision set aside ends it, as Proposed would."""
+    path = "docs/decisions/0001-use-postgresql.md"
+    repo.commit("2024-01-10", {path: MADR_OLD})
+    repo.commit("2024-02-10", {path: MADR_OLD.replace("status: accepted", "status: on hold")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-10", "added", "adr:1 decision=Use PostgreSQL for persistence"),
+        ("2024-02-10", "invalidated", "adr:1 decision=Use PostgreSQL for persistence"),
+    ]
+    assert result.skipped == []
+
+
 @pytest.mark.parametrize("spelling", ["Superseded", "Superceded"])
 def test_hand_written_supersession_in_both_spellings(repo, brief, spelling):
     repo.commit("2024-01-01", {"doc/adr/0007-use-rest.md": nygard(7, "Use REST", "Accepted")})
