@@ -720,7 +720,9 @@ class BackstageApiSource:
             info = data.get("pageInfo")
             next_cursor = info.get("nextCursor") if isinstance(info, dict) else None
             if not next_cursor:
-                _check_whole(url, received, data.get("totalItems"))
+                total = data.get("totalItems")
+                if type(total) is int and received < total:
+                    _check_whole(url, received, total, self._count(client, url))
                 if other_kinds:
                     kinds = ", ".join(f"{n} {k}" for k, n in sorted(other_kinds.items()))
                     skips.note(f"entities of kinds the format does not define not read: {kinds}")
@@ -736,6 +738,15 @@ class BackstageApiSource:
             f"more than max_pages={self.options.max_pages} pages of entities; "
             "raise max_pages or narrow filter"
         )
+
+    def _count(self, client: HttpClient, url: str) -> object:
+        """The catalog's ``totalItems`` for the query now (a page of no entities, ``limit=0``,
+        which the catalog answers with its count alone)."""
+        params: dict[str, Any] = {"limit": 0, "fields": _FIELDS}
+        if self.options.filter:
+            params["filter"] = list(self.options.filter)
+        data = client.get_json(url, params=params).data
+        return data.get("totalItems") if isinstance(data, dict) else None
 
     def pull(self, cursor: str | None) -> PullResult:
         skips = Skips(self.name)
@@ -859,16 +870,20 @@ def _check_not_repeated(
             first_on.setdefault(ref, page)
 
 
-def _check_whole(url: str, received: int, total: object) -> None:
-    """BadPayload when the listing ended with fewer items than its ``totalItems`` (which
-    every answer carries): it was not read whole, and an entity it did not reach would be
-    taken as removed from the catalog."""
-    if type(total) is int and received < total:
-        raise BadPayload(
-            f"GET {url}: the listing ended (no pageInfo.nextCursor) after {received} of the "
-            f"{total} entities the catalog counts (totalItems): not read whole, nothing taken "
-            "as removed"
-        )
+def _check_whole(url: str, received: int, total: int, now: object) -> None:
+    """BadPayload when the listing ended with fewer items than its ``totalItems`` and than
+    the catalog counts ``now`` too: it was not read whole, and an entity it did not reach
+    would be taken as removed from the catalog. (The catalog counts ``totalItems`` at the
+    first page and carries it in the cursor, so an entity deleted while the pages were read
+    leaves a whole listing short of it: counted again, such a listing is whole.)"""
+    if type(now) is int and received >= now:
+        return
+    again = f", {now} counted again" if type(now) is int else ""
+    raise BadPayload(
+        f"GET {url}: the listing ended (no pageInfo.nextCursor) after {received} of the "
+        f"{total} entities the catalog counts (totalItems){again}: not read whole, nothing "
+        "taken as removed"
+    )
 
 
 def users_people(entities: Iterable[Entity]) -> list[Person]:

@@ -67,6 +67,10 @@ class FakeCatalog:
         self.restricted_to: str | None = None  # a static token's accessRestrictions (a plugin)
         self.pages_repeat = False  # every page gives the first page's items, cursors moving on
         self.last_page = 0  # a page after which no nextCursor is given (a proxy losing it)
+        # as catalog-backend pages (DefaultEntitiesCatalog.queryEntities): a cursor after the
+        # last entity given, totalItems counted at the first page and carried in the cursor
+        self.keyset = False
+        self.on_first_page: Any = None  # called once a first page is answered (a change)
         server.expect_request("/api/catalog/entities/by-query").respond_with_handler(self.handle)
 
     @property
@@ -95,6 +99,8 @@ class FakeCatalog:
             response.headers["Retry-After"] = "2"
             return response
         limit = int(request.args.get("limit", 20))
+        if self.keyset:
+            return self.keyset_page(request, limit)
         if request.args.get("cursor"):
             if request.args.getlist("filter"):
                 return self.error(400, "InputError", "cursor and filter are exclusive", request)
@@ -102,7 +108,7 @@ class FakeCatalog:
             filters, offset = state["filter"], state["offset"]
         else:
             filters, offset = request.args.getlist("filter"), 0
-        page = offset // limit + 1
+        page = offset // limit + 1 if limit else None  # (limit=0: the count alone)
         if self.fail_page == page:
             return self.error(500, "Error", "database went away", request)
         matching = [e for e in self.entities if self._matches(e, filters)]
@@ -120,6 +126,30 @@ class FakeCatalog:
         if offset > 0:
             info["prevCursor"] = cursor(max(0, offset - limit))
         body = {"items": items, "totalItems": len(matching), "pageInfo": info}
+        return Response(json.dumps(body), content_type="application/json")
+
+    def keyset_page(self, request: Request, limit: int) -> Response:
+        def key(e: dict) -> list[str]:
+            return [str(e.get("kind")).lower(), e["metadata"]["name"]]
+
+        state: dict[str, Any] = {}
+        if request.args.get("cursor"):
+            state = json.loads(base64.b64decode(request.args["cursor"]))
+        filters = state.get("filter", request.args.getlist("filter"))
+        matching = sorted((e for e in self.entities if self._matches(e, filters)), key=key)
+        total = state.get("total", len(matching))  # (counted once, at the first page)
+        after = state.get("after")
+        rest = [e for e in matching if after is None or key(e) > after]
+        items = rest[:limit]
+        info: dict[str, Any] = {}
+        if limit and len(rest) > limit:
+            cursor = {"filter": filters, "after": key(items[-1]), "total": total}
+            info["nextCursor"] = base64.b64encode(json.dumps(cursor).encode()).decode()
+        if request.args.get("fields"):
+            items = [self._project(e, request.args["fields"].split(",")) for e in items]
+        if not state and limit and self.on_first_page is not None:
+            self.on_first_page()
+        body = {"items": items, "totalItems": total, "pageInfo": info}
         return Response(json.dumps(body), content_type="application/json")
 
     @staticmethod
@@ -341,6 +371,53 @@ def test_a_listing_that_ends_before_its_total_takes_no_entity_as_removed(catalog
     assert "after 6 of the 12 entities the catalog counts (totalItems)" in cut.error
     catalog.last_page = 0
     assert source.pull(cut.cursor).events == []
+
+
+def test_an_entity_deleted_while_the_pages_are_read_is_taken_as_removed(catalog) -> None:
+    """The real catalog counts ``totalItems`` at the first page only and carries it in the
+    cursor (DefaultEntitiesCatalog.queryEntities), so an entity deleted from a busy catalog
+    while its pages are read leaves the listing one short of that count: counted again, the
+    listing is whole, and the deleted entity is taken as removed, not the pull failed."""
+    catalog.keyset = True
+    catalog.entities = [component(f"svc-{n:03d}", "team-a") for n in range(9)]
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock)
+    first = source.pull(None)
+    assert first.ok and len(first.events) > 0
+
+    def delete_one() -> None:
+        catalog.entities = [e for e in catalog.entities if e["metadata"]["name"] != "svc-007"]
+        catalog.on_first_page = None
+
+    catalog.on_first_page = delete_one
+    clock.now = clock.now.replace(day=2)
+    second = source.pull(first.cursor)
+    assert second.ok, second.error
+    assert second.events and {e.fact.subject for e in second.events} == {"svc-007"}
+    assert all(e.type == "invalidated" for e in second.events)
+
+
+def test_a_listing_cut_short_of_a_total_counted_again_still_fails(catalog) -> None:
+    """Counted again, a listing that still falls short of the catalog's count (pages lost
+    on the way) is not read whole: nothing taken as removed, both counts named."""
+    catalog.keyset = True
+    catalog.entities = [component(f"svc-{n:03d}", "team-a") for n in range(9)]
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock)
+    first = source.pull(None)
+
+    def delete_one() -> None:
+        catalog.entities = [e for e in catalog.entities if e["metadata"]["name"] != "svc-007"]
+        catalog.entities.append(component("svc-000a", "team-a"))  # before the cursor: not read
+        catalog.on_first_page = None
+
+    catalog.on_first_page = delete_one
+    clock.now = clock.now.replace(day=2)
+    cut = source.pull(first.cursor)
+    assert not cut.ok and cut.events == [] and cut.cursor == first.cursor
+    assert "after 8 of the 9 entities the catalog counts (totalItems), 9 counted again" in (
+        cut.error
+    )
 
 
 def test_429_with_retry_after_waits_as_told_then_reads_on(catalog) -> None:
