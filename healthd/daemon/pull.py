@@ -14,7 +14,7 @@ from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
 from healthd.model import ChangeEvent
 from healthd.people import Person
-from healthd.sources import PullResult, describe_event
+from healthd.sources import PullResult, describe_event, differs_from
 from healthd.sources._merge import merge_timelines
 from healthd.timeline import admitted, dumps_event, event_from_dict
 
@@ -183,11 +183,15 @@ class Pulling(Views):
                 continue
             if before[1] == dumps_event(event):
                 continue
-            first = describe_event(event_from_dict(json.loads(before[1])))
+            first = event_from_dict(json.loads(before[1]))
+            differs = differs_from(first, event)
+            if not differs:  # (the same event, each source's name on it)
+                continue
             place = (result.places or {}).get(event.id, f"source {source!r}")
             result.skipped.append(
                 f"{place}: event id {event.id!r} was given first by source {before[0]!r} "
-                f"with other content: {first} there, {describe_event(event)} here; not taken"
+                f"with other content ({differs}): {describe_event(first)} there, "
+                f"{describe_event(event)} here; not taken"
             )
         return kept
 

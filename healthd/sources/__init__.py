@@ -149,6 +149,23 @@ def kept_repeat_places(
     return out
 
 
+def differs_from(first: ChangeEvent, event: ChangeEvent) -> str:
+    """What ``event`` says otherwise than ``first``, which another source gave under its
+    id: the fields that differ (``"value, timestamp"``), "" when it is the same event. The
+    name of the source that gave it is not what an event says (each source stamps its own:
+    two Jira sources whose queries overlap give one ticket's event under two names)."""
+    from healthd.timeline import event_to_dict
+
+    a, b = event_to_dict(first), event_to_dict(event)
+    a.pop("source"), b.pop("source")
+    if a == b:
+        return ""
+    fa, fb = a.pop("fact"), b.pop("fact")
+    fields = [k for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)]
+    fields += [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    return ", ".join(fields)
+
+
 def describe_event(event: ChangeEvent) -> str:
     """An event in a few words, for a line that reports it: type, key, value and time."""
     what = f"{event.type} {event.fact.subject} {event.fact.predicate}={event.fact.value!r}"

@@ -38,7 +38,7 @@ def merge_sources(
     order, as the daemon's first run pulls them); another source's event under it, the same,
     is taken once, and one with other content is left out and said in ``conflicts``, naming
     both sources."""
-    from healthd.sources import describe_event
+    from healthd.sources import describe_event, differs_from
 
     first: dict[str, tuple[str, ChangeEvent]] = {}
     lists: list[list[ChangeEvent]] = []
@@ -48,11 +48,11 @@ def merge_sources(
             before = first.setdefault(event.id, (name, event))
             if before[0] == name:
                 kept.append(event)
-            elif before[1] != event:
+            elif differs := differs_from(before[1], event):
                 conflicts.append(
                     f"source {name!r}: event id {event.id!r} was given first by source "
-                    f"{before[0]!r} with other content: {describe_event(before[1])} there, "
-                    f"{describe_event(event)} here; not taken"
+                    f"{before[0]!r} with other content ({differs}): "
+                    f"{describe_event(before[1])} there, {describe_event(event)} here; not taken"
                 )
         lists.append(kept)
     return merge_timelines(*lists)

@@ -577,6 +577,35 @@ def test_a_rewritten_line_reusing_an_id_with_new_content_is_reported_not_taken(t
     state.close()
 
 
+def test_one_event_two_sources_give_under_their_own_names_is_taken_once_unreported(tmp_path):
+    """Two sources whose queries overlap (two Jira sources, one JQL within the other) give
+    one ticket's event under one id, each with its own name as the event's source: one
+    event, taken once, and no line says they differ, in this run or the next."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(_file_event("ev-1", "go").replace('"file"', '"a"') + "\n")
+    b.write_text(_file_event("ev-1", "go").replace('"file"', '"b"') + "\n")
+    stream = io.StringIO()
+    configure_logging("info", "json", stream)
+    kw = dict(
+        sources={"a": {"kind": "file", "path": str(a)}, "b": {"kind": "file", "path": str(b)}},
+        targets={"naive": {"kind": "naive", "shadow": True}},
+    )
+    runner, state = _runner(tmp_path, **kw)
+    assert runner.run_once().new_events == 1
+    with b.open("a") as handle:
+        handle.write(_file_event("ev-2", "rust", 2).replace('"file"', '"b"') + "\n")
+    assert runner.run_once().new_events == 1
+    assert [(e.id, e.source) for e in state.iter_events()] == [("ev-1", "a"), ("ev-2", "b")]
+    said = [
+        json.loads(entry).get("reason", "")
+        for entry in stream.getvalue().splitlines()
+        if json.loads(entry).get("event") == "source skipped input"
+    ]
+    assert not [r for r in said if "given first" in r]
+    runner.close()
+    state.close()
+
+
 def test_an_id_another_source_gave_first_is_taken_once_and_a_different_one_reported(tmp_path):
     """Ids are each source's own, and a memory applies an event once per id: an event
     another source gave first under its id is not taken again (the same) nor silently (with

@@ -108,3 +108,21 @@ def test_sources_without_a_shared_id_merge_as_merge_timelines_does():
     conflicts: list[str] = []
     assert merge_sources([("a", a), ("b", b)], conflicts) == merge_timelines(a, b)
     assert conflicts == []
+
+
+def test_one_event_two_sources_give_each_under_its_own_name_is_taken_once_unreported():
+    """Sources stamp events with their own name (a Jira or GitHub source's ``source`` is
+    its configured name): two sources whose queries overlap give one ticket's event under
+    one id, each named for itself. That is one event, taken once without a warning; one
+    that differs in what it says is still said, naming what differs."""
+    from healthd.sources._merge import merge_sources
+
+    conflicts: list[str] = []
+    merged = merge_sources([("a", [ev("x", 5, "a")]), ("b", [ev("x", 5, "b")])], conflicts)
+    assert [(e.id, e.source) for e in merged] == [("x", "a")] and conflicts == []
+
+    tagged = ChangeEvent("x", "added", T0 + timedelta(minutes=5), "b", Fact("x", "y", "x", "tech"))
+    tagged = ChangeEvent(**{**{f: getattr(tagged, f) for f in tagged.__slots__}, "reason": "r"})
+    merge_sources([("a", [ev("x", 5, "a")]), ("b", [tagged])], conflicts)
+    [said] = conflicts
+    assert "other content (reason)" in said
