@@ -75,8 +75,10 @@ def parse_timestamp(
     value: object, *, field: str = "timestamp", line: int | None = None, origin: str | None = None
 ) -> datetime:
     """An ISO 8601 timestamp with its offset, in UTC. A leap second (``23:59:60Z``, which
-    RFC 3339 allows and Python's datetime cannot hold) is read as the second before it, as
-    Java's ``Instant.parse`` reads it: its place in the timeline's order is kept."""
+    RFC 3339 allows and Python's datetime cannot hold) is read as the last instant datetime
+    holds before the next day, 23:59:59.999999, whatever its fraction: after every instant of
+    23:59:59, so its place in the timeline's order is kept (read as 23:59:59, as Java's
+    ``Instant.parse`` reads it, it came before an event at 23:59:59.5)."""
     if not isinstance(value, str) or not value:
         raise TimelineError(
             "expected an ISO 8601 timestamp string", line=line, field=field, origin=origin
@@ -98,6 +100,8 @@ def parse_timestamp(
             field=field,
             origin=origin,
         )
+    if leap is not None:
+        ts = ts.replace(microsecond=999_999)
     if ts.tzinfo is None:
         raise TimelineError(
             f"timestamp {value!r} has no timezone (add Z or an offset)",

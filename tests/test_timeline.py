@@ -56,17 +56,28 @@ def test_offsets_are_normalised_to_utc():
 @pytest.mark.parametrize(
     "written, read",
     [
-        ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59Z"),
-        ("2016-12-31T18:59:60.5-05:00", "2016-12-31T23:59:59.500000Z"),
+        ("2016-12-31T23:59:60Z", "2016-12-31T23:59:59.999999Z"),
+        ("2016-12-31T18:59:60.5-05:00", "2016-12-31T23:59:59.999999Z"),
     ],
 )
 def test_a_leap_second_rfc_3339_allows_is_read_as_the_second_before_it(written, read):
     """RFC 3339 (section 5.6, time-second 00-60) lets a timestamp name a leap second; Python's
-    datetime has no second 60, so it is read as Java's Instant.parse reads it, as 23:59:59,
+    datetime has no second 60, so it is read as the last instant of 23:59:59 it can hold,
     keeping its place between the seconds around it."""
     line = dict(GOOD, timestamp=written)
     [event] = loads_timeline(json.dumps(line))
     assert json.loads(dumps_event(event))["timestamp"] == read
+
+
+def test_a_leap_second_keeps_its_place_after_every_instant_of_the_second_before_it():
+    """23:59:60 comes after all of 23:59:59: read as 23:59:59 (its fraction kept) an event
+    at the leap second was put before one at 23:59:59.5, and a merge by time replayed the
+    later change first (the earlier value left as the fact's last)."""
+    from healthd.timeline import parse_timestamp
+
+    before = parse_timestamp("2016-12-31T23:59:59.5Z")
+    for leap in ("2016-12-31T23:59:60Z", "2016-12-31T23:59:60.25Z", "2017-01-01T00:59:60+01:00"):
+        assert before < parse_timestamp(leap) < parse_timestamp("2017-01-01T00:00:00Z")
 
 
 def test_a_second_60_anywhere_but_the_end_of_a_utc_day_is_named_as_such():
