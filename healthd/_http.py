@@ -844,23 +844,27 @@ def _credentials_refused(response: requests.Response) -> str | None:
 
 def _server_message(content: bytes) -> str:
     """The API's own short error message, if any (GitHub: message; Jira: errorMessages;
-    Backstage: error.name and error.message, its backends' ErrorResponseBody)."""
+    Backstage: error.name and error.message, its backends' ErrorResponseBody); a secret it
+    echoes redacted before it is cut to a line (a cut through a token would leave a part
+    of it that redaction no longer knows)."""
     try:
         body = _json.loads(content)
     except ValueError:
         return ""
+    text: str | None = None
     if isinstance(body, dict):
         error = body.get("error")
+        messages = body.get("errorMessages")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             name = error.get("name")
             text = f"{name}: {error['message']}" if isinstance(name, str) else error["message"]
-            return f": {_one_line(text[:1000])[:200]}"
-        if isinstance(body.get("message"), str):
-            return f": {_one_line(body['message'][:1000])[:200]}"
-        messages = body.get("errorMessages")
-        if isinstance(messages, list) and messages:
-            return ": " + _one_line("; ".join(str(m) for m in messages)[:1000])[:200]
-    return ""
+        elif isinstance(body.get("message"), str):
+            text = body["message"]
+        elif isinstance(messages, list) and messages:
+            text = "; ".join(str(m) for m in messages[:100])
+    if not text:
+        return ""
+    return f": {_one_line(redact_text(text)[:1000])[:200]}"  # (the body's size is bounded)
 
 
 def _cause(exc: BaseException) -> str:

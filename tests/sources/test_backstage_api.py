@@ -420,6 +420,19 @@ def test_a_listing_cut_short_of_a_total_counted_again_still_fails(catalog) -> No
     )
 
 
+def test_a_token_an_error_echoes_is_redacted_before_the_message_is_cut(catalog) -> None:
+    """The error's message is cut to a line's length: the token it echoes (a proxy that
+    quotes the header it refused) is redacted first, so a cut through it leaves no part."""
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock)
+    first = source.pull(None)
+    for pad in range(100, 150, 7):  # the cut falling anywhere in the token
+        catalog.restricted_to = "p" * pad + " " + TOKEN
+        failed = source.pull(first.cursor)
+        assert not failed.ok and "NotAllowedError" in failed.error
+        assert TOKEN[:8] not in failed.error and TOKEN[-8:] not in failed.error
+
+
 def test_429_with_retry_after_waits_as_told_then_reads_on(catalog) -> None:
     sleeps = Sleeps()
     catalog.throttle = 2
