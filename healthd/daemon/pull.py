@@ -169,10 +169,11 @@ class Pulling(Views):
         sources (as `healthd timeline --config` does)."""
         if not events:
             return events
-        stored = self.state.stored_elsewhere(source, [e.id for e in events])
-        for name, event in self._unpersisted:
-            if name != source:
-                stored.setdefault(event.id, (name, dumps_event(event)))
+        ids = {e.id for e in events}
+        stored = self.state.stored_elsewhere(source, ids)
+        for name, event in self._unpersisted:  # (a failed write's: each serialised if asked)
+            if name != source and event.id in ids and event.id not in stored:
+                stored[event.id] = (name, dumps_event(event))
         kept: list[ChangeEvent] = []
         for event in events:
             other = given.get(event.id)

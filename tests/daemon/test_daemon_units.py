@@ -606,6 +606,31 @@ def test_one_event_two_sources_give_under_their_own_names_is_taken_once_unreport
     state.close()
 
 
+def test_events_a_failed_write_left_unstored_are_not_all_serialised_for_each_pull(
+    tmp_path, monkeypatch
+):
+    """A state write that fails (a full disk) leaves every event pulled since in memory,
+    until a write succeeds: checking a source's few new ids against them is a lookup, not
+    each of them serialised again for every source in every run."""
+    from healthd.daemon import pull
+    from healthd.sources import PullResult
+    from healthd.timeline import loads_timeline
+
+    path = tmp_path / "a.jsonl"
+    path.write_text(_file_event("ev-0", "go") + "\n")
+    runner, state = _runner(tmp_path, sources={"a": {"kind": "file", "path": str(path)}})
+    lines = [_file_event(f"ev-{n}", f"v{n}") for n in range(2000)]
+    runner._unpersisted = [("a", e) for e in loads_timeline("\n".join(lines))]
+    [mine] = loads_timeline(_file_event("ev-7", "v7").replace('"file"', '"b"'))
+    calls = []
+    real = pull.dumps_event
+    monkeypatch.setattr(pull, "dumps_event", lambda e: calls.append(e) or real(e))
+    kept = runner._not_given_elsewhere("b", [mine], PullResult([mine], None), {})
+    assert kept == [] and len(calls) < 10
+    runner.close()
+    state.close()
+
+
 def test_an_id_another_source_gave_first_is_taken_once_and_a_different_one_reported(tmp_path):
     """Ids are each source's own, and a memory applies an event once per id: an event
     another source gave first under its id is not taken again (the same) nor silently (with
