@@ -598,7 +598,7 @@ class BackstageRepoSource(RepoSource):
 BY_QUERY = "/api/catalog/entities/by-query"
 #: Only what the facts are made of: a stitched entity's relations, annotations and status
 #: are most of its size.
-_FIELDS = "apiVersion,kind,metadata.name,metadata.namespace,spec"
+_FIELDS = "apiVersion,kind,metadata.name,metadata.namespace,metadata.uid,spec"
 
 
 class _ApiState(BaseModel):
@@ -694,7 +694,7 @@ class BackstageApiSource:
         entities: list[Entity] = []
         unreadable: set[EntityRef] = set()
         cursors: set[str] = set()
-        first_on: dict[EntityRef, int] = {}  # each entity read, with the page it came on
+        first_on: dict[object, tuple[EntityRef, int]] = {}  # each entity read (uid or ref)
         received = 0
         other_kinds: dict[str, int] = {}
         for page in range(1, self.options.max_pages + 1):
@@ -852,22 +852,33 @@ class BackstageApiSource:
 
 
 def _check_not_repeated(
-    url: str, page: int, items: list[Any], first_on: dict[EntityRef, int]
+    url: str, page: int, items: list[Any], first_on: dict[object, tuple[EntityRef, int]]
 ) -> None:
     """BadPayload when every item of a page is an entity an earlier page gave: the catalog's
-    pages are keyset pages, no entity twice in one reading, so its cursor is not being
-    followed (the pull would read on to max_pages, holding every page, and what the pages
-    never reached would end as if removed from the catalog)."""
-    refs = [_ref_of(raw) for raw in items]
-    known = [ref for ref in refs if ref is not None and ref in first_on]
-    if refs and len(known) == len(refs):
+    pages are keyset pages (in ``metadata.uid`` order, its entity_id), no entity twice in one
+    reading, so its cursor is not being followed (the pull would read on to max_pages,
+    holding every page, and what the pages never reached would end as if removed from the
+    catalog). An entity is told by its uid where the catalog gives one: deleted and created
+    again while the pages are read, an entity comes again under a new uid, maybe alone on
+    the last page, and that is no repeat; by its ref otherwise."""
+    keyed = [(_uid_of(raw), _ref_of(raw)) for raw in items]
+    marks = [(uid if uid is not None else ref, ref) for uid, ref in keyed]
+    known = [mark for mark, ref in marks if ref is not None and mark in first_on]
+    if marks and len(known) == len(marks):
+        said, first = first_on[known[0]]
         raise BadPayload(
-            f"GET {url}: page {page} gives only entities already read ({known[0]} first on "
-            f"page {first_on[known[0]]}): the pages repeat, the page cursor is not followed"
+            f"GET {url}: page {page} gives only entities already read ({said} first on "
+            f"page {first}): the pages repeat, the page cursor is not followed"
         )
-    for ref in refs:
+    for mark, ref in marks:
         if ref is not None:
-            first_on.setdefault(ref, page)
+            first_on.setdefault(mark, (ref, page))
+
+
+def _uid_of(raw: object) -> str | None:
+    metadata = raw.get("metadata") if isinstance(raw, dict) else None
+    uid = metadata.get("uid") if isinstance(metadata, dict) else None
+    return uid if isinstance(uid, str) and uid else None
 
 
 def _check_whole(url: str, received: int, total: int, now: object) -> None:

@@ -130,6 +130,8 @@ class FakeCatalog:
 
     def keyset_page(self, request: Request, limit: int) -> Response:
         def key(e: dict) -> list[str]:
+            if "uid" in e["metadata"]:  # (the catalog's order: entity_id, which is the uid)
+                return [e["metadata"]["uid"]]
             return [str(e.get("kind")).lower(), e["metadata"]["name"]]
 
         state: dict[str, Any] = {}
@@ -260,7 +262,7 @@ def test_a_first_observation_reads_every_page_and_stamps_facts_when_observed(cat
     assert first.args.get("limit") == "3" and "cursor" not in first.args
     # only the fields facts are made of are asked for, on every page
     assert {r.args.get("fields") for r in catalog.requests} == {
-        "apiVersion,kind,metadata.name,metadata.namespace,spec"
+        "apiVersion,kind,metadata.name,metadata.namespace,metadata.uid,spec"
     }
     assert all(r.args.get("cursor") and not r.args.getlist("filter") for r in later)
     assert {e.type for e in result.events} == {"added"}
@@ -395,6 +397,34 @@ def test_an_entity_deleted_while_the_pages_are_read_is_taken_as_removed(catalog)
     assert second.ok, second.error
     assert second.events and {e.fact.subject for e in second.events} == {"svc-007"}
     assert all(e.type == "invalidated" for e in second.events)
+
+
+def test_an_entity_recreated_while_the_pages_are_read_alone_on_a_page_is_no_repeat(
+    catalog,
+) -> None:
+    """The catalog pages in uid order (entity_id), and an entity deleted and created again
+    gets a new uid: read on page 1, it can come again on a later page, alone on the last
+    one. That is no page repeating (its uid is new), and the pull reads on."""
+    catalog.keyset = True
+    catalog.entities = [component(f"svc-{n:03d}", "team-a") for n in range(9)]
+    for n, e in enumerate(catalog.entities):
+        e["metadata"]["uid"] = f"uid-{n:04d}"
+    clock = Clock("2024-05-01T12:00:00")
+    source = make(catalog, clock)
+    first = source.pull(None)
+    assert first.ok, first.error
+
+    def recreate() -> None:
+        again = component("svc-000", "team-a")
+        again["metadata"]["uid"] = "uid-9999"
+        catalog.entities = [*catalog.entities[1:], again]
+        catalog.on_first_page = None
+
+    catalog.on_first_page = recreate
+    clock.now = clock.now.replace(day=2)
+    second = source.pull(first.cursor)
+    assert second.ok, second.error
+    assert len(catalog.requests) == 3 + 4  # 3 pages, then 4 (the last: svc-000 again)
 
 
 def test_a_listing_cut_short_of_a_total_counted_again_still_fails(catalog) -> None:
