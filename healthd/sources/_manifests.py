@@ -340,7 +340,16 @@ _GO_LINES: dict[str, tuple[str, str] | tuple[()]] = {}
 _GO_LINES_MAX = 1 << 15  # a few MB; a pull of opentelemetry-go meets 2,270 lines
 
 
+class _GoRefused(Exception):
+    """A require section's line holds a character Go refuses outside a comment."""
+
+
 def _go_line(line: str) -> tuple[str, str] | tuple[()]:
+    # (a tab is no printable character, nor CR, but Go skips both as it skips a space)
+    if not line.isprintable() and not (
+        line.split("//", 1)[0].replace("\t", "").replace("\r", "").isprintable()
+    ):
+        raise _GoRefused
     found = _GO_ENTRY.match(line)
     if found is None:
         return ()
@@ -446,21 +455,35 @@ _GO_DEPS: dict[str, Deps] = {}
 _GO_DEPS_MAX = 1 << 12  # a few MB of go.mod text
 
 
-#: The characters Go's lexer refuses outside a comment (modfile's ``isIdent``: a rune that
-#: is neither printable nor a space it skips, `` ``, tab, CR and LF), here the ASCII and
-#: Latin-1 ones: a go.mod holding one is no go.mod to Go ("unexpected input character").
-_GO_REFUSED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0]")
+#: What may be a character Go's lexer refuses outside a comment (modfile's ``isIdent``: a
+#: rune that is neither printable, ``unicode.IsPrint``, nor a space it skips, `` ``, tab, CR
+#: and LF): an ASCII control character, or a non-ASCII one, refused when it is not printable
+#: (``str.isprintable`` is ``unicode.IsPrint``: Unicode's letters, marks, numbers,
+#: punctuation and symbols). A go.mod holding one is no go.mod to Go ("unexpected input
+#: character"): a zero-width space or a soft hyphen in a module path as much as a NUL.
+_GO_REFUSED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\U0010ffff]")
 
 
 def _go_refused(text: str) -> str | None:
     """Where ``text`` holds the first character Go refuses outside a ``//`` comment (which
-    Go reads to the end of its line, whatever it holds), said with its line; else None."""
-    for found in _GO_REFUSED.finditer(text):
-        at = found.start()
+    Go reads to the end of its line, whatever it holds), said with its line; else None.
+    A line is walked back at most once: a character in a comment passes over the rest of
+    its line, a megabyte of NULs in one comment is not a megabyte of walks back."""
+    pos = 0
+    search = _GO_REFUSED.search
+    while (found := search(text, pos)) is not None:
+        at = pos = found.start()
+        if text[at].isprintable():  # (letters and symbols of other scripts, Go's identifiers)
+            pos += 1
+            continue
         if "//" in text[text.rfind("\n", 0, at) + 1 : at]:
+            end = text.find("\n", at)
+            if end < 0:
+                return None
+            pos = end + 1
             continue
         line = text.count("\n", 0, at) + 1
-        return f"line {line} holds {found.group()!r}, a character Go refuses"
+        return f"line {line} holds {text[at]!r}, a character Go refuses"
     return None
 
 
@@ -468,9 +491,9 @@ def parse_go_mod(text: str, dropped: list[str] | None = None) -> Deps:
     """``require`` lines and blocks (``// indirect`` ones aside). A block runs from
     ``require (`` to the next line that starts with ``)``; without one, the line is read
     alone. When two lines require one module, the first counts. A file holding a NUL, or
-    a control character in its direct require sections, is one Go refuses: ManifestError
-    (searched there alone, and only when those sections were not read before: most
-    versions of a go.mod repeat an earlier version's)."""
+    a character Go does not print in its direct require sections, is one Go refuses:
+    ManifestError (searched there alone, in the lines not read before: most versions of a
+    go.mod repeat an earlier version's)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     if "\x00" in text and (problem := _go_refused(text)) is not None:
@@ -478,12 +501,14 @@ def parse_go_mod(text: str, dropped: list[str] | None = None) -> Deps:
     direct = _go_direct(text, _go_sections(text))
     deps = _GO_DEPS.get(direct)
     if deps is None:
-        if _GO_REFUSED.search(direct) and (problem := _go_refused(text)) is not None:
-            raise ManifestError(problem)
+        try:
+            entries = _go_entries(direct.split("\n"))
+        except _GoRefused:
+            raise ManifestError(_go_refused(text) or "a character Go refuses") from None
         if len(_GO_DEPS) > _GO_DEPS_MAX:
             _GO_DEPS.clear()
         deps = _GO_DEPS[direct] = {}
-        for name, version in _go_entries(direct.split("\n")):
+        for name, version in entries:
             deps.setdefault(name, version)
     return dict(deps)
 

@@ -266,6 +266,35 @@ def test_go_mod_control_characters_in_a_comment_are_the_comments():
     assert try_parse_manifest("go.mod", text) == ({"a.io/x": "v1.0.0"}, None)
 
 
+@pytest.mark.parametrize(
+    "char",
+    ["\u200b", "\u00ad", "\ufeff", "\u2060", "\u3000", "\u2028", "\u202e"],
+)
+def test_go_mod_with_any_character_go_finds_unprintable_is_unreadable(char):
+    # unicode.IsPrint (letters, marks, numbers, punctuation, symbols) is str.isprintable:
+    # a zero-width space pasted into a path (a.io/x\u200b) was read as another module, and
+    # an ideographic space between path and version as no requirement, so a.io/x was gone
+    text = f"module m\nrequire (\n\ta.io/x{char} v1.0.0\n\tb.io/y{char}v1.1.0\n)\n"
+    deps, problem = try_parse_manifest("go.mod", text)
+    assert deps == {}
+    assert problem == f"line 3 holds {char!r}, a character Go refuses"
+
+
+def test_go_mod_printable_characters_of_any_script_and_any_in_a_comment_are_read():
+    text = "module m // \u200b\u00ad\nrequire (\n\tcafé.io/ü v1.0.0 // 日本\u200b\n)\n"
+    assert try_parse_manifest("go.mod", text) == ({"café.io/ü": "v1.0.0"}, None)
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\u200b"])
+def test_go_mod_of_one_long_comment_of_refused_characters_is_read_in_linear_time(char):
+    # each character in a comment was walked back to the start of its line: 2 MB of NULs
+    # in one comment (under the 8 MiB bound) took minutes
+    text = "module m\nrequire (\n\ta.io/x v1.0.0 // " + char * 2_000_000 + "\n)\n"
+    started = time.perf_counter()
+    assert parse_go_mod(text) == {"a.io/x": "v1.0.0"}
+    assert time.perf_counter() - started < 3
+
+
 def test_pyproject_development_groups_of_pdm_and_uv_are_dependencies_as_dependency_groups_are():
     # PDM (docs: tool.pdm.dev-dependencies, groups "similar to optional-dependencies",
     # editables with -e) and uv before PEP 735 (tool.uv.dev-dependencies, "merged into the
