@@ -212,6 +212,10 @@ def _editable(item: Any) -> bool:
     return isinstance(item, str) and item.lstrip().startswith("-e")
 
 
+#: A PDM 0.x section's key in [tool.pdm] (its Project.DEPENDENCIES_RE)
+_PDM0_SECTION = re.compile(r"(?:.+-)?dependencies")
+
+
 def _own_name(data: dict[str, Any]) -> str | None:
     """The project's own name (PEP 621's, else Poetry's), PEP 503-normalised."""
     for table in (_table(data.get("project")), _table(_table(data.get("tool")).get("poetry"))):
@@ -256,11 +260,22 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
     # the development groups PDM and uv kept before PEP 735: PDM's a table of groups whose
     # items may be "-e <path or VCS URL>" (editables, no registry dependency, passed over as
     # in a requirements file), uv's one list that uv merges into the group "dev"
-    pdm_dev = _table(tool.get("pdm")).get("dev-dependencies")
-    pdm_named: dict[str, Any] = {}  # PDM 0.x's: a name and its spec, as a Pipfile's
-    for name, group in _said_table("tool.pdm.dev-dependencies", pdm_dev, dropped).items():
-        if isinstance(group, str | dict):
-            pdm_named[name] = group
+    pdm = _table(tool.get("pdm"))
+    # PDM 0.x's sections, each a name and its spec as a Pipfile's: [tool.pdm.dependencies],
+    # [tool.pdm.dev-dependencies] and [tool.pdm.<section>-dependencies] (its Project's
+    # DEPENDENCIES_RE), the project's own dependencies first
+    pdm_named: dict[str, Any] = {}
+    for key in ("dependencies", *pdm):
+        if key == "dev-dependencies" or not _PDM0_SECTION.fullmatch(key):
+            continue
+        for name, spec in _table(pdm.get(key)).items():
+            if isinstance(spec, str | dict):
+                pdm_named.setdefault(name, spec)
+    for name, group in _said_table(
+        "tool.pdm.dev-dependencies", pdm.get("dev-dependencies"), dropped
+    ).items():
+        if isinstance(group, str | dict):  # (PDM 0.x's)
+            pdm_named.setdefault(name, group)
             continue
         if isinstance(group, list):
             group = [item for item in group if not _editable(item)]
@@ -269,7 +284,7 @@ def parse_pyproject(text: str, dropped: list[str] | None = None) -> Deps:
     poetry = _table(tool.get("poetry"))
     where = "tool.poetry"
     tables = [(f"{where}.{key}", poetry.get(key)) for key in ("dependencies", "dev-dependencies")]
-    tables.append(("tool.pdm.dev-dependencies", pdm_named))
+    tables.append(("tool.pdm", pdm_named))
     for name, group in _said_table(f"{where}.group", poetry.get("group"), dropped).items():
         group = _said_table(f"{where}.group.{name}", group, dropped)
         tables.append((f"{where}.group.{name}.dependencies", group.get("dependencies")))

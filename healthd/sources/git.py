@@ -43,9 +43,9 @@ across re-extraction):
 * ``(<module>, "language", "go", tech)``: the language with the most source files in the
   module (ties: alphabetical); a rewrite is a ``revised`` event.
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
-  (PEP 621, PEP 735 groups, PDM's and uv's development groups, and Poetry; not the
-  project itself, named for its own extras), ``requirements*.txt``, ``package.json``,
-  ``go.mod`` (indirect requirements aside), ``Cargo.toml`` and ``pom.xml``
+  (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
+  Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
+  ``package.json``, ``go.mod`` (indirect requirements aside), ``Cargo.toml`` and ``pom.xml``
   (``groupId:artifactId``, ``${property}`` resolved). The subject is the manifest's
   module (its directory), or ``root_subject`` at the root; with ``service_roots``, the
   service holding it, else its directory. Python names are PEP 503-normalised; no constraint is ``*``. When two manifests of

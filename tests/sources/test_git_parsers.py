@@ -334,6 +334,29 @@ def test_pyproject_pdm_development_dependencies_of_pdm_0x_are_names_and_specs():
     assert dropped == []
 
 
+def test_pyproject_pdm_0x_reads_the_project_dependencies_with_its_development_ones():
+    # PDM 0.x's Project.get_dependencies: [tool.pdm.dependencies] is the project's own,
+    # [tool.pdm.<section>-dependencies] its other sections (pdm's doc-dependencies, at
+    # a532fe43): the development tools were read and the dependencies they test were not
+    text = (
+        '[tool.pdm]\nname = "pdm"\n'
+        '[tool.pdm.dependencies]\nclick = "*"\npip = ">=20.1,<21"\n'
+        'importlib-metadata = {version = "*", marker = "python_version<\'3.8\'"}\n'
+        '[tool.pdm.dev-dependencies]\npytest = "*"\nclick = ">=7"\n'
+        '[tool.pdm.doc-dependencies]\nmkdocs = "<2.0.0,>=1.1"\n'
+        '[tool.pdm.cli]\npdm = "pdm.core:main"\n'
+    )
+    dropped: list[str] = []
+    assert parse_pyproject(text, dropped) == {
+        "click": "*",
+        "pip": ">=20.1,<21",
+        "importlib-metadata": "*",
+        "pytest": "*",
+        "mkdocs": "<2.0.0,>=1.1",
+    }
+    assert dropped == []
+
+
 @pytest.mark.parametrize(
     "text",
     [
