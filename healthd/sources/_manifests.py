@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import posixpath
 import re
 from collections.abc import Iterator
 from functools import lru_cache
@@ -549,6 +550,15 @@ def _cargo_spec(value: Any) -> str | None:
 _CARGO_KINDS = ("dependencies", "build-dependencies", "dev-dependencies")
 
 
+def _cargo_itself(value: Any) -> bool:
+    """Whether a dependency is the crate itself (``cfg = { path = ".", features = [...] }``
+    in cfg's dev-dependencies, which turns its own features on for its tests, as a
+    pyproject's ``requests[socks]`` does): no dependency of it. One of the same name from
+    a registry (``old = { package = "cfg", version = "0.1" }``, the semver trick) is one."""
+    path = value.get("path") if isinstance(value, dict) else None
+    return isinstance(path, str) and posixpath.normpath(path or ".") == "."
+
+
 def parse_cargo_toml(text: str, dropped: list[str] | None = None) -> Deps:
     data = _toml(text)
     deps: Deps = {}
@@ -559,7 +569,7 @@ def parse_cargo_toml(text: str, dropped: list[str] | None = None) -> Deps:
         tables += [(f"target.{cfg}.{kind}", t.get(kind)) for kind in _CARGO_KINDS]
     for where, table in tables:
         for name, value in _said_table(where, table, dropped).items():
-            if not isinstance(name, str):
+            if not isinstance(name, str) or _cargo_itself(value):
                 continue
             spec = _cargo_spec(value)
             if spec is not None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from healthd.sources._codeowners import parse_codeowners
 from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
+    parse_cargo_toml,
     parse_go_mod,
     parse_pom_xml,
     parse_pyproject,
@@ -576,3 +577,16 @@ def test_any_text_as_codeowners_never_raises(text):
 )
 def test_codeowners_like_text_never_raises(text):
     parse_codeowners(text)
+
+
+@pytest.mark.parametrize("path", [".", "./", ""])
+def test_cargo_toml_crate_naming_itself_for_its_own_features_is_no_dependency(path):
+    # rust-analyzer's crates/cfg (695bee97) and uv's crates/uv-preview (46 versions): the
+    # crate in its own dev-dependencies turns on its features for its tests, as requests'
+    # requests[socks] does; a registry crate of the same name (the semver trick) is one
+    text = (
+        '[package]\nname = "cfg"\n[dependencies]\ntt = { path = "../tt" }\n'
+        f'[dev-dependencies]\ncfg = {{ path = "{path}", default-features = false }}\n'
+        'cfg01 = { package = "cfg", version = "0.1" }\n'
+    )
+    assert parse_cargo_toml(text) == {"tt": "path+../tt", "cfg": "0.1"}
