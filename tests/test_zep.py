@@ -18,7 +18,7 @@ pytest.importorskip("zep_cloud", reason="the zep extra is not installed")
 pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed")
 httpx = pytest.importorskip("httpx")
 
-from healthd.errors import MemoryAdapterError, TargetError
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.memory import build_memory, parse_target
 from healthd.model import ChangeEvent, Fact, Probe
 from healthd.testing.standin_llm import StandInLLM
@@ -192,6 +192,21 @@ def test_a_user_of_that_id_healthd_did_not_create_is_refused(zep, api, monkeypat
     with pytest.raises(TargetError, match="not created by healthd"):
         target(zep, monkeypatch, user_id=name)
     assert [r[0] for r in zep.requests[seen:]] == ["POST"]  # the lookup only
+    assert api.get(f"/users/{real['uuid']}").status_code == 200
+
+
+def test_a_reset_deletes_no_user_of_that_id_healthd_did_not_create(zep, api, monkeypatch):
+    """The user found at reset is checked as at start: a user of the shadow id made since
+    (healthd's deleted out of band, someone's real user created under that id) is refused,
+    never deleted."""
+    name = f"later-{uuid.uuid4().hex}"
+    memory = target(zep, monkeypatch, user_id=name)  # no user of that id yet
+    try:
+        real = api.post("/users", json={"user_id": name, "metadata": {"plan": "pro"}}).json()
+        with pytest.raises(ShadowViolation, match="not created by healthd"):
+            memory.reset()
+    finally:
+        memory.close()
     assert api.get(f"/users/{real['uuid']}").status_code == 200
 
 

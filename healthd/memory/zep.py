@@ -147,13 +147,11 @@ class ZepMemory:
         except MemoryAdapterError as exc:
             self.close()
             raise TargetError(str(exc)) from None
-        if user is not None and not (user.metadata or {}).get(SHADOW_MARK):
+        try:
+            _check_shadow(user, user_id)
+        except ShadowViolation:
             self.close()
-            raise ShadowViolation(
-                f"zep user_id {user_id!r} exists and was not created by healthd (no "
-                f"{SHADOW_MARK} in its metadata): it may be a real user's; choose another "
-                "user_id for the shadow"
-            )
+            raise
         self._user_uuid: str | None = user.uuid_ if user is not None else None
         self._fingerprint = RetrievalFingerprint.of(
             f"zep:{base_url.rstrip('/')}/{scope}/{reranker}",
@@ -166,6 +164,7 @@ class ZepMemory:
     def reset(self) -> None:
         self._settle()
         user = self._lookup()
+        _check_shadow(user, self.user_id)  # healthd's since start, or refused: never deleted
         if user is not None:
             self._call(lambda o: self._client.user.delete(str(user.uuid_), request_options=o),
                        "delete of the shadow user")  # fmt: skip
@@ -378,6 +377,17 @@ class ZepMemory:
         item = ServedItem(str(node.summary or node.name or ""), f"zep-node:{node.uuid_}",
                           _time(node.created_at))  # fmt: skip
         return round(float(node.score or 0.0), 6), item
+
+
+def _check_shadow(user: Any, user_id: str) -> None:
+    """A user of the shadow id that healthd did not create (no ``healthd_shadow`` in its
+    metadata) is refused: it may be a real user's."""
+    if user is not None and not (user.metadata or {}).get(SHADOW_MARK):
+        raise ShadowViolation(
+            f"zep user_id {user_id!r} exists and was not created by healthd (no "
+            f"{SHADOW_MARK} in its metadata): it may be a real user's; choose another "
+            "user_id for the shadow"
+        )
 
 
 def _valid(edge: Any, at: datetime) -> bool:
