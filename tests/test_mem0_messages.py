@@ -173,6 +173,27 @@ def test_nothing_is_written_or_reset_outside_the_shadow_user(
     ]
 
 
+@pytest.mark.parametrize("user_id", [" healthd-shadow", "healthd-shadow "])
+def test_a_reset_forgets_the_last_messages_of_the_scope_mem0_wrote(
+    llm: StandInLLM, tmp_path: Path, user_id: str
+) -> None:
+    """Mem0 trims the ids it is given (``_validate_and_trim_entity_id``) and keeps the
+    scope's last messages under the trimmed ids: a reset forgets those, so the next replay's
+    first extraction is not read beside the last one's turns."""
+    import sqlite3
+
+    memory = messages_target(team_table(llm.base_url, tmp_path), shadow="on", user_id=user_id)
+    try:
+        memory.reset()
+        memory.apply(EVENTS[0])
+        memory.reset()
+    finally:
+        memory.close()
+    with sqlite3.connect(tmp_path / "history.db") as db:
+        left = db.execute("SELECT session_scope FROM messages").fetchall()
+    assert left == []
+
+
 def test_the_teams_store_is_refused_unless_declared_shadow(llm: StandInLLM, tmp_path: Path):
     with pytest.raises(TargetError, match="in the team's Mem0 store is not declared shadow"):
         messages_target(team_table(llm.base_url, tmp_path))

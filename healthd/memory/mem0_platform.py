@@ -393,7 +393,6 @@ def platform_memory(options: Mapping[str, Any]) -> Mem0PlatformMemory:
             "user_id healthd owns"
         )
     user_id, agent_id, run_id = scope_ids(options, "mem0 platform")
-    user_id = user_id.strip()  # (the platform's scope was always stripped)
     if agent_id is not None:
         raise TargetError(
             "mem0 platform: agent_id cannot scope the shadow: the platform keeps what a "
