@@ -69,7 +69,7 @@ def _close_driver(driver) -> None:
     driver.db.close()
 
 
-def graphiti_foreign_write(path: Path) -> None:
+def graphiti_foreign_write(path: Path, group: str = "production") -> None:
     from graphiti_core.edges import EntityEdge
     from graphiti_core.nodes import EntityNode
 
@@ -78,10 +78,8 @@ def graphiti_foreign_write(path: Path) -> None:
     at = datetime(2026, 1, 1, tzinfo=UTC)
 
     async def write() -> None:
-        billing = EntityNode(
-            name="billing", group_id="production", labels=["Entity"], created_at=at
-        )
-        carol = EntityNode(name="@carol", group_id="production", labels=["Entity"], created_at=at)
+        billing = EntityNode(name="billing", group_id=group, labels=["Entity"], created_at=at)
+        carol = EntityNode(name="@carol", group_id=group, labels=["Entity"], created_at=at)
         for node in (billing, carol):
             await node.save(driver)
         edge = EntityEdge(
@@ -89,7 +87,7 @@ def graphiti_foreign_write(path: Path) -> None:
             target_node_uuid=carol.uuid,
             name="owner",
             fact=FOREIGN_TEXT,
-            group_id="production",
+            group_id=group,
             created_at=at,
             valid_at=at,
             episodes=[],
@@ -101,12 +99,12 @@ def graphiti_foreign_write(path: Path) -> None:
     _close_driver(driver)
 
 
-def graphiti_foreign_read(path: Path) -> list[str]:
+def graphiti_foreign_read(path: Path, group: str = "production") -> list[str]:
     from graphiti_core.edges import EntityEdge
 
     driver = _driver(path)
     try:
-        edges = asyncio.run(EntityEdge.get_by_group_ids(driver, ["production"]))
+        edges = asyncio.run(EntityEdge.get_by_group_ids(driver, [group]))
         return sorted(edge.fact for edge in edges)
     finally:
         _close_driver(driver)

@@ -22,7 +22,7 @@ from timeline_builders import added, day, fact, invalidated, revalidated, revise
 from healthd.errors import TargetError
 from healthd.evaluator import evaluate
 from healthd.exporters.report import report_json
-from healthd.memory import Memory, build_memory, parse_target
+from healthd.memory import Memory, TargetSpec, build_memory, parse_target
 from healthd.model import Probe, RetrievedFact
 from healthd.probes import build_probe_set, question_for
 from healthd.reading import build_reader, read_facts
@@ -208,6 +208,22 @@ CONTRACT_CHECKS = [
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.target)
 def test_contract(target: TargetUnderTest, check: Callable[..., None], tmp_path: Path) -> None:
     check(target, tmp_path)
+
+
+@pytest.mark.parametrize("group_id", ["", "healthd shadow", "team.shadow"])
+def test_a_group_graphiti_would_not_keep_apart_is_refused_before_anything_is_opened(
+    tmp_path: Path, group_id: str
+) -> None:
+    """The shadow group is one healthd owns: not the default group ``""``, where Graphiti
+    keeps every episode written without a ``group_id`` (a reset would delete the team's),
+    and only the characters Graphiti's ``validate_group_id`` takes (else the reset runs and
+    the first search fails)."""
+    store = tmp_path / "store"
+    graphiti_foreign_write(store, group="")  # the team's, written without a group_id
+    spec = TargetSpec("graphiti", {"path": str(store), "shadow": "on", "group_id": group_id})
+    with pytest.raises(TargetError, match="group_id"):
+        build_memory(spec)
+    assert graphiti_foreign_read(store, group="") == ["billing is owned by @carol"]
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.target)

@@ -42,6 +42,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import re
 import uuid
 import warnings
 from collections.abc import Coroutine, Mapping
@@ -182,6 +183,7 @@ class GraphitiMemory:
             raise TargetError(f"switch ingest={ingest!r}: expected one of {', '.join(INGESTS)}")
         table = table or GraphitiTable()
         remote = table.driver.provider != "kuzu"
+        _check_group(group_id, table.driver.provider)
         if not (shadow if shadow is not None else path == IN_MEMORY and not remote):
             where = table.driver.provider if remote else repr(path)
             raise ShadowViolation(
@@ -652,6 +654,23 @@ def _retrieved(edge: Any, fingerprint: RetrievalFingerprint) -> RetrievedFact:
             else frozenset()
         ),
     )
+
+
+_GROUP = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _check_group(group_id: str, provider: str) -> None:
+    """The shadow group is one Graphiti keeps apart: only the characters its
+    ``validate_group_id`` takes, and not the provider's default group (``""``; ``_`` on
+    FalkorDB, ``get_default_group_id``), where it keeps every episode written without a
+    ``group_id``: a reset of that group would delete the team's."""
+    default = "_" if provider == "falkordb" else ""
+    if group_id == default or not _GROUP.fullmatch(group_id):
+        raise TargetError(
+            f"graphiti group_id {group_id!r}: the shadow is a group of its own, ASCII letters, "
+            f"digits, '-' and '_' (Graphiti's group ids), not the default group "
+            f"{default!r} where Graphiti keeps what is written without one"
+        )
 
 
 def _when(at: datetime | None) -> float:
