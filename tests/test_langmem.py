@@ -93,6 +93,9 @@ class RecordingStore(InMemoryStore):
         for op in ops:
             name = type(op).__name__
             namespace = getattr(op, "namespace", None) or getattr(op, "namespace_prefix", ())
+            for condition in getattr(op, "match_conditions", None) or ():  # ListNamespacesOp
+                if condition.match_type == "prefix":
+                    namespace = condition.path
             self.touched.append((name, tuple(namespace)))
         return super().batch(ops)
 
@@ -257,6 +260,25 @@ def test_another_namespace_in_the_teams_store_is_left_intact_and_unread(llm: Sta
     assert contents(store, ("memories", "healthd-shadow")) == {}
     for request in llm.requests:  # nothing of the other namespace reached the model either
         assert "@zoe" not in json.dumps(request)
+
+
+def test_a_shadow_namespace_that_holds_another_namespace_is_refused_before_any_write(
+    llm: StandInLLM,
+):
+    """LangMem searches its namespace as a prefix and updates or deletes what it finds where
+    it lies; a reset deletes what the prefix holds. A shadow namespace under which the store
+    holds another (``("memories",)`` above LangMem's own ``("memories", user)``) would read,
+    rewrite and wipe those users' memories: refused, nothing of theirs touched."""
+    embedder = HashingEmbedder()
+    store = RecordingStore(index={"dims": embedder.dimensions, "embed": embedder.embed})
+    alice = ("memories", "alice")
+    store.put(alice, "k1", {"kind": "Memory", "content": {"content": "Billing is owned by @zoe."}})
+    store.touched.clear()
+    with pytest.raises(TargetError, match=r"holds another namespace, \('memories', 'alice'\)"):
+        memory = target(llm.base_url, store=store, shadow="on", namespace="memories")
+        memory.reset()  # (before the fix: this emptied alice's namespace)
+    assert [op for op, ns in store.touched if op != "ListNamespacesOp"] == []
+    assert store.get(alice, "k1").value["content"]["content"] == "Billing is owned by @zoe."
 
 
 # --- bad configuration and a misbehaving model --------------------------------------------

@@ -161,6 +161,11 @@ class LangMemMemory:
         index = self._index()
         self.store = store if store is not None else self._open_store(memory_store, index)
         try:
+            self._check_alone()
+        except (ShadowViolation, MemoryAdapterError) as exc:
+            self.close()
+            raise ShadowViolation(str(exc)) from None
+        try:
             self.manager = langmem.create_memory_store_manager(
                 self.model,
                 namespace=namespace,
@@ -248,6 +253,7 @@ class LangMemMemory:
 
     def reset(self) -> None:
         """Delete every item under the shadow namespace (and nothing else)."""
+        self._check_alone()
         try:
             while True:
                 found = self.store.search(self.namespace, limit=_PAGE)
@@ -330,6 +336,26 @@ class LangMemMemory:
             connection.close()
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _check_alone(self) -> None:
+        """The store holds no namespace under the shadow one but the shadow itself: LangMem
+        searches its namespace as a prefix and updates or deletes each memory it finds where
+        that memory lies, and a reset deletes what the prefix holds, so a shadow namespace
+        above others (``("memories",)`` above LangMem's own ``("memories", user)``) would
+        read, rewrite and wipe theirs."""
+        try:
+            under = self.store.list_namespaces(prefix=self.namespace, limit=2)
+        except Exception as exc:
+            raise MemoryAdapterError(
+                f"langmem: listing the namespaces under {self.namespace!r}: {first_line(exc)}"
+            ) from exc
+        others = [tuple(ns) for ns in under if tuple(ns) != self.namespace]
+        if others:
+            raise ShadowViolation(
+                f"langmem namespace {self.namespace!r} holds another namespace, "
+                f"{others[0]!r}: LangMem would read, rewrite and delete its memories; "
+                "choose a shadow namespace of its own (e.g. memories/healthd-shadow)"
+            )
 
     def _check_scope(self, namespace: tuple[str, ...]) -> None:
         if tuple(namespace[: len(self.namespace)]) != self.namespace:
