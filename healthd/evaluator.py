@@ -38,6 +38,7 @@ from healthd.memory import (
     batch_events,
     llm_block,
     retrieval_fingerprint,
+    upper_bound,
 )
 from healthd.memory.fingerprint import UNDECLARED, RetrievalFingerprint
 from healthd.model import (
@@ -182,6 +183,9 @@ class TargetResult:
     llm: dict[str, Any] | None = None
     # N replays' mean and spread per stage (healthd.repeats), when run more than once
     repeats: dict[str, Any] | None = None
+    # what healthd decided for the product, when it did (healthd.memory.upper_bound): the
+    # figures are then an upper bound of the product's
+    upper_bound: str | None = None
 
     @property
     def retrieval_changed(self) -> int:
@@ -985,6 +989,7 @@ def evaluate(
         reader=replay.reader.label,
         reading=replay.reading_counts(),
         llm=add_blocks(take_reader_block(replay.reader), llm_block(memory, kind)),
+        upper_bound=upper_bound(memory),
     )
 
 

@@ -367,6 +367,8 @@ def render_table(
                 style="bold" if bucket == "all" else None,
             )
         console.print(table)
+        if result.upper_bound is not None:
+            console.print(f"  upper bound, not the product's own figure: {result.upper_bound}")
         llm = summary_text(result.llm) if result.llm and result.llm.get("calls") else None
         if llm is not None:
             console.print(f"  {llm}")

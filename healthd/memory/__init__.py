@@ -110,6 +110,15 @@ NOT_COUNTED = {
 }
 
 
+def upper_bound(memory: Memory) -> str | None:
+    """Why the memory's figures are an upper bound of the product's, not its own: what
+    healthd decides for it (its own text instead of the product's ingestion, its own
+    updates and deletes), or None when the product decides what it keeps. A memory says
+    so in its ``upper_bound`` attribute."""
+    said = getattr(memory, "upper_bound", None)
+    return said if isinstance(said, str) and said else None
+
+
 def llm_block(memory: Memory, kind: str) -> dict[str, Any]:
     """The target's ``llm`` block so far (see :mod:`healthd.llm_usage`); counting starts
     again when ``take``."""

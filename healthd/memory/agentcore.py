@@ -205,6 +205,11 @@ class AgentCoreMemory:
                 "writes only under a prefix it owns (set shadow = true)"
             )
         self.options = options
+        self.upper_bound = "healthd writes one record per fact, not the memory's strategies" + (
+            ", and decides which records are updated and deleted"
+            if options.mode == "managed"
+            else ""
+        )
         self.batch_events = options.batch_events
         self.prefix = options.namespace_prefix
         self._session = session

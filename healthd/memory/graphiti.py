@@ -202,6 +202,12 @@ class GraphitiMemory:
 
         self.search = search
         self.ingest = ingest
+        self.upper_bound = (
+            "healthd writes the edges and decides which end (a perfect LLM), not Graphiti's "
+            "extraction"
+            if ingest == "edges"
+            else None
+        )
         self.group_id = group_id
         self.top_k = top_k
         self._provider = table.driver.provider

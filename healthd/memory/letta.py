@@ -111,6 +111,12 @@ class LettaMemory:
             embedding,
         )
         self.blocks, self.top_k, self.max_steps = blocks, top_k, max_steps
+        self.upper_bound = (
+            "healthd inserts each fact into archival memory and deletes the passages of a fact "
+            "that ends, not the agent's own steps"
+            if ingest == "passages"
+            else None
+        )
         self.tool_errors = 0  # the agent's own tool calls Letta refused, for the docs
         transport = _Bounded(timeout_seconds, max_response_bytes)
         self._http: Any = httpx.Client(transport=transport, timeout=timeout_seconds)  # type: ignore[arg-type]

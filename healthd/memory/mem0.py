@@ -200,6 +200,7 @@ class Mem0Memory:
         mem0 = import_mem0()
         self.mode = mode
         self.ingest = ingest
+        self.upper_bound = _upper_bound(ingest, mode)
         self.top_k = top_k
         self.embedder = None if "embedder" in team else (embedder or HashingEmbedder())
         self._rerank = "reranker" in team
@@ -531,6 +532,19 @@ def _bound(memory: Any, timeout_seconds: float, usage: LLMUsage, reranker: bool)
         with_options = getattr(client, "with_options", None)
         if callable(with_options):
             part.client = with_options(timeout=timeout_seconds)
+
+
+def _upper_bound(ingest: str, mode: str) -> str | None:
+    """What healthd decides for Mem0 with ``ingest = "facts"`` (None: Mem0's own pipeline)."""
+    if ingest != "facts":
+        return None
+    said = (
+        "healthd's own sentence for each fact is stored (add with infer=False), not Mem0's "
+        "extraction"
+    )
+    if mode == "managed":
+        said += ", and healthd decides what is updated and deleted"
+    return said
 
 
 @register_memory("mem0")
