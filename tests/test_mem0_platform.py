@@ -20,8 +20,9 @@ os.environ["MEM0_TELEMETRY"] = "False"
 pytest.importorskip("mem0", reason="the mem0 extra is not installed")
 httpx = pytest.importorskip("httpx")
 
-from healthd.errors import MemoryAdapterError, TargetError
-from healthd.memory import build_memory, parse_target
+from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
+from healthd.memory import build_memory, mem0_platform, parse_target
+from healthd.memory.fingerprint import METADATA_KEY
 from healthd.model import ChangeEvent, Fact, Probe
 from healthd.testing.mem0_platform import (
     DEFAULT_KEY,
@@ -327,6 +328,28 @@ def test_a_second_user_is_left_intact_and_unread(platform, monkeypatch, api):
     ]
     sent = " ".join(f"{path} {body}" for _, path, body in platform.requests[first:])
     assert other not in sent  # never named in a write, a search, a list or a delete
+
+
+def test_a_reset_deletes_no_user_holding_memories_healthd_did_not_write(platform, monkeypatch, api):
+    """``shadow=on`` names the user healthd owns; a reset of a user whose memories healthd
+    did not write (a real user's id given by mistake) is refused before the delete, as Zep's
+    and Letta's targets refuse a user or agent they did not create. What healthd wrote
+    carries its stamps; three pages of them are read, one of another's is found."""
+    user = f"real-user-{uuid.uuid4().hex[:6]}"
+    for n in range(5):
+        turn = {"role": "user", "content": f"note {n}"}
+        stamps = {METADATA_KEY: "a-healthd-fingerprint"} if n < 4 else {"plan": "pro"}
+        body = {"user_id": user, "messages": [turn], "infer": False, "metadata": stamps}
+        assert api.post("/v3/memories/add/", json=body).status_code == 200
+        time.sleep(0.01)  # listed oldest first: the other's is on the last page
+    monkeypatch.setattr(mem0_platform, "LIST_PAGE", 2)  # three pages
+    memory = target(platform, monkeypatch, user_id=user)
+    try:
+        with pytest.raises(ShadowViolation, match="1 of its 5 memories was not written by"):
+            memory.reset()
+    finally:
+        memory.close()
+    assert len(platform.memories(DEFAULT_PROJECT, user)) == 5
 
 
 def test_the_project_of_the_configured_key_is_the_one_written(platform, monkeypatch):

@@ -39,7 +39,7 @@ from typing import Any, cast
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
-from healthd.memory._answers import Id, Shape, check
+from healthd.memory._answers import Count, Id, Shape, check
 from healthd.memory._mem0_config import DEFAULT_USER, scope_ids, turn
 from healthd.memory._offline import first_line, package_versions
 from healthd.memory._options import (
@@ -56,6 +56,7 @@ from healthd.model import Answer, ChangeEvent, FactKey, Probe, is_sweep
 DEFAULT_HOST = "https://api.mem0.ai"
 DEFAULT_KEY_ENV = "MEM0_API_KEY"
 PLATFORM_TOP_K = 10  # the platform's search default
+LIST_PAGE = 200  # the largest get-all page the platform gives
 SWITCHES = {
     "deployment",
     "host",
@@ -193,6 +194,7 @@ class Mem0PlatformMemory:
 
     def reset(self) -> None:
         self._settle()
+        self._check_owned()
         try:
             queued = self._client.delete_all(**self._scope)
             if queued.get("event_id"):
@@ -302,6 +304,38 @@ class Mem0PlatformMemory:
             return dict(self._scope)
         return {"AND": [{name: value} for name, value in self._scope.items()]}
 
+    def _check_owned(self) -> None:
+        """Every memory of the shadow scope, page by page, carries healthd's stamps (the
+        metadata of the add that made it): a scope holding another's memories (a real
+        user's id given by mistake) is not healthd's to delete."""
+        where = f"mem0 platform reset of {self._scope}: listing its memories"
+        total, foreign, example, page = 0, 0, "", 1
+        while True:
+            try:
+                found = self._client.get_all(
+                    filters=self._filters(), page=page, page_size=LIST_PAGE
+                )
+            except Exception as exc:
+                raise MemoryAdapterError(f"{where}: {_why(exc)}") from exc
+            listed = check(_Listed, found, where, "Mem0's API")
+            for row in listed.results:
+                total += 1
+                if METADATA_KEY not in (row.metadata or {}):
+                    foreign += 1
+                    example = example or row.id
+            if not listed.next or not listed.results:
+                break
+            if page * LIST_PAGE >= listed.count:  # a next page past the count it gave
+                raise MemoryAdapterError(f"{where}: page {page + 1} past its count {listed.count}")
+            page += 1
+        if foreign:
+            raise ShadowViolation(
+                f"mem0 platform user_id {self._scope['user_id']!r}: {foreign} of its {total} "
+                f"memories {'was' if foreign == 1 else 'were'} not written by healthd (no "
+                f"{METADATA_KEY} in its metadata, e.g. {example}): it may be a real user's; "
+                "nothing was deleted; choose another user_id for the shadow"
+            )
+
     def _settle(self) -> None:
         """Wait, once, for every add sent since the last wait (in the order they were sent);
         a failed one fails the run naming its event."""
@@ -358,6 +392,14 @@ class _Memory(Shape):
 
 
 class _Found(Shape):
+    results: list[_Memory]
+
+
+class _Listed(Shape):
+    """A get-all page: the count, the next page's address, and the page's memories."""
+
+    count: Count
+    next: str | None = None
     results: list[_Memory]
 
 
