@@ -39,7 +39,7 @@ from typing import Any, cast
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
-from healthd.memory._answers import Count, Id, Shape, check
+from healthd.memory._answers import Id, Shape, check
 from healthd.memory._mem0_config import DEFAULT_USER, scope_ids, turn
 from healthd.memory._offline import first_line, package_versions
 from healthd.memory._options import (
@@ -56,7 +56,7 @@ from healthd.model import Answer, ChangeEvent, FactKey, Probe, is_sweep
 DEFAULT_HOST = "https://api.mem0.ai"
 DEFAULT_KEY_ENV = "MEM0_API_KEY"
 PLATFORM_TOP_K = 10  # the platform's search default
-LIST_PAGE = 200  # the largest get-all page the platform gives
+LIST_PAGE = 100  # a get-all page: the platform's default size
 SWITCHES = {
     "deployment",
     "host",
@@ -309,7 +309,8 @@ class Mem0PlatformMemory:
         metadata of the add that made it): a scope holding another's memories (a real
         user's id given by mistake) is not healthd's to delete."""
         where = f"mem0 platform reset of {self._scope}: listing its memories"
-        total, foreign, example, page = 0, 0, "", 1
+        seen: set[str] = set()
+        foreign, example, page = 0, "", 1
         while True:
             try:
                 found = self._client.get_all(
@@ -318,16 +319,18 @@ class Mem0PlatformMemory:
             except Exception as exc:
                 raise MemoryAdapterError(f"{where}: {_why(exc)}") from exc
             listed = check(_Listed, found, where, "Mem0's API")
-            for row in listed.results:
-                total += 1
+            new = [row for row in listed.results if row.id not in seen]
+            if listed.results and not new:  # (so the listing ends: each page brings new ones)
+                raise MemoryAdapterError(f"{where}: page {page} lists only memories listed before")
+            for row in new:
+                seen.add(row.id)
                 if METADATA_KEY not in (row.metadata or {}):
                     foreign += 1
                     example = example or row.id
             if not listed.next or not listed.results:
                 break
-            if page * LIST_PAGE >= listed.count:  # a next page past the count it gave
-                raise MemoryAdapterError(f"{where}: page {page + 1} past its count {listed.count}")
             page += 1
+        total = len(seen)
         if foreign:
             raise ShadowViolation(
                 f"mem0 platform user_id {self._scope['user_id']!r}: {foreign} of its {total} "
@@ -396,9 +399,8 @@ class _Found(Shape):
 
 
 class _Listed(Shape):
-    """A get-all page: the count, the next page's address, and the page's memories."""
+    """A get-all page: the next page's address and the page's memories."""
 
-    count: Count
     next: str | None = None
     results: list[_Memory]
 
