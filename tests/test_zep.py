@@ -271,6 +271,19 @@ def test_a_search_zep_refuses(api, graph, body, said):
     assert answer.status_code == 400 and said in answer.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("scope", ["edges", "nodes"])
+@pytest.mark.parametrize(("page_size", "status"), [(50, 200), (51, 400), (0, 400)])
+def test_a_search_page_is_1_to_50_as_zeps_v4_reference_says(api, graph, scope, page_size, status):
+    """help.getzep.com/sdk-reference/graph/search-edges and search-nodes: ``page_size``
+    "integer, Optional, 1-50" (the list endpoints take 1-100, not the searches)."""
+    answer = api.post(
+        f"/graphs/{graph}/search/{scope}", params={"page_size": page_size}, json={"query": "q"}
+    )
+    assert answer.status_code == status, answer.text
+    if status == 400:
+        assert "page_size" in answer.json()["error"]["message"]
+
+
 def test_users_keys_and_projects_as_zep_has_them(zep, api, graph):
     name = f"u-{uuid.uuid4().hex}"
     assert api.post("/users", json={"user_id": name}).status_code == 201
@@ -309,6 +322,7 @@ def healthd(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
         ("shadow=on,reranker=bm25", {"ZEP_API_KEY": DEFAULT_KEY}, "reranker='bm25'"),
         ("shadow=on,scope=nodes,search=valid", {"ZEP_API_KEY": DEFAULT_KEY}, "scope=edges"),
         ("shadow=on,base_url=http://127.0.0.1:9", {"ZEP_API_KEY": DEFAULT_KEY}, "127.0.0.1:9"),
+        ("shadow=on,top_k=51", {"ZEP_API_KEY": DEFAULT_KEY}, "top_k=51: Zep's search"),
     ],
 )
 def test_each_configuration_error_is_one_line_and_exit_2(zep, switches, env, said):

@@ -65,6 +65,7 @@ from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem, is_sw
 DEFAULT_BASE_URL = "https://api.getzep.com/api/v4"
 DEFAULT_USER = "healthd-shadow"
 DEFAULT_KEY_ENV = "ZEP_API_KEY"
+MAX_TOP_K = 50  # search-edges and search-nodes take a page_size of 1 to 50 (v4 reference)
 SHADOW_MARK = "healthd_shadow"
 EPISODE_TYPES = ("text", "message")
 SCOPES = ("edges", "nodes")
@@ -472,12 +473,18 @@ def zep_memory(options: Mapping[str, Any]) -> ZepMemory:
             raise TargetError(f"switch mmr_lambda={options['mmr_lambda']!r}: a number") from None
         if not 0.0 <= mmr_lambda <= 1.0:
             raise TargetError(f"switch mmr_lambda={mmr_lambda}: between 0 and 1")
+    top_k = integer(options, "top_k", 10)
+    if top_k > MAX_TOP_K:
+        raise TargetError(
+            f"switch top_k={top_k}: Zep's search returns at most {MAX_TOP_K} results a page "
+            "(page_size 1-50)"
+        )
     return ZepMemory(
         api_key=api_key,
         base_url=base_url,
         user_id=user_id,
         mmr_lambda=mmr_lambda,
-        top_k=integer(options, "top_k", 10),
+        top_k=top_k,
         timeout_seconds=integer(options, "timeout_seconds", 30),
         wait_seconds=integer(options, "wait_seconds", 300),
         batch_events=batch_option(options),

@@ -20,7 +20,7 @@ client ``zep_cloud`` generates from it):
 * ``GET /graphs/{graph_uuid}/episodes/{episode_uuid}`` and ``GET /tasks/{task_uuid}``
   (``pending``, ``processing``, ``succeeded``, ``failed`` with its ``error``);
 * ``POST /graphs/{graph_uuid}/search/edges`` and ``/search/nodes``: ``query`` required,
-  ``page_size`` a query parameter; ``reranker`` one of ``rrf`` (default), ``mmr``,
+  ``page_size`` a query parameter, 1 to 50; ``reranker`` one of ``rrf`` (default), ``mmr``,
   ``node_distance``, ``episode_mentions``, ``cross_encoder``; ``mmr_lambda`` required with
   ``mmr``, ``center_node_uuid`` with ``node_distance``; ``filter_low_quality_results`` only
   with ``cross_encoder`` ("Invalid combinations return a 400 error"); answered
@@ -66,6 +66,7 @@ from healthd.testing._imitation import Imitation, add_common_arguments, serve
 from healthd.testing.standin_style import DEFAULT_SEED, DEFAULT_STYLE
 
 MAX_BODY = 8 * 1024 * 1024
+MAX_SEARCH_PAGE = 50  # search-edges and search-nodes: page_size "1-50" (lists take 1-100)
 PREFIX = "/api/v4"
 DEFAULT_KEY = "z-healthd-imitation-key"
 DEFAULT_PROJECT = "proj_shadow"
@@ -471,11 +472,11 @@ class Zep(Imitation):
         if reranker == "cross_encoder":
             raise bad_request("reranker cross_encoder: not modelled by this imitation of Zep")
         try:
-            size = int(params.get("page_size", "10"))
+            size = int(params.get("page_size", str(MAX_SEARCH_PAGE)))  # "Defaults to 50"
         except ValueError:
             raise bad_request("page_size: an integer is required") from None
-        if not 1 <= size <= 100:
-            raise bad_request("page_size: between 1 and 100")
+        if not 1 <= size <= MAX_SEARCH_PAGE:
+            raise bad_request(f"page_size: between 1 and {MAX_SEARCH_PAGE}")
         name = f"{'EDGE' if scope == 'edges' else 'NODE'}_HYBRID_SEARCH_{reranker.upper()}"
         config = getattr(recipes, name).model_copy(update={"limit": size})
         if reranker == "mmr":
