@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
+from structlog.testing import capture_logs
 
 pytest.importorskip("zep_cloud", reason="the zep extra is not installed")
 pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed")
@@ -219,6 +220,34 @@ def test_a_failing_extraction_is_a_failed_run_naming_the_event(monkeypatch):
                 memory.apply(owner(1, "@frank"))
         finally:
             memory.close()
+
+
+def test_a_partly_processed_episode_is_said_and_counted_not_taken_as_done(monkeypatch):
+    """A task Zep ends ``partial`` ("the error ... also present on a partial task",
+    zep_cloud.types.Task) left part of the episode unprocessed: what Zep kept is still
+    measured, and the event is named in a warning and counted, not passed over in silence."""
+
+    class Partial(Zep):
+        def _route(self, method, path, params, body, project):
+            status, answer = super()._route(method, path, params, body, project)
+            if "/tasks/" in path and status < 300 and answer.get("status") == "succeeded":
+                answer = {**answer, "status": "partial",
+                          "error": {"code": "edge_extraction", "message": "2 edges dropped"}}  # fmt: skip
+            return status, answer
+
+    with Partial(keys={DEFAULT_KEY: "proj_shadow"}, style="verbatim") as server:
+        memory = target(server, monkeypatch)
+        try:
+            memory.reset()
+            with capture_logs() as logs:
+                memory.apply(owner(1, "@alice"))
+            assert memory.partial_tasks == 1
+            assert texts(memory)  # what Zep kept is served
+        finally:
+            memory.close()
+    said = [e for e in logs if e["log_level"] == "warning"]
+    assert said and "add of event 'e1-" in said[0]["what"]
+    assert said[0]["error"] == "2 edges dropped"
 
 
 def test_processing_is_waited_for_within_wait_seconds(monkeypatch):

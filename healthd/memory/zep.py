@@ -47,7 +47,7 @@ from typing import Any
 
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.llm_usage import LLMUsage
-from healthd.logging import env_secret
+from healthd.logging import env_secret, get_logger
 from healthd.memory import register_memory
 from healthd.memory._offline import first_line, package_versions, require_extra
 from healthd.memory._options import (
@@ -61,6 +61,8 @@ from healthd.memory._options import (
 from healthd.memory.fingerprint import METADATA_KEY, RetrievalFingerprint
 from healthd.memory.graphiti_episodes import SOURCE_DESCRIPTION, episode_text
 from healthd.model import Answer, ChangeEvent, FactKey, Probe, ServedItem, is_sweep
+
+log = get_logger("healthd.memory.zep")
 
 DEFAULT_BASE_URL = "https://api.getzep.com/api/v4"
 DEFAULT_USER = "healthd-shadow"
@@ -130,6 +132,7 @@ class ZepMemory:
         self.mmr_lambda, self.top_k = mmr_lambda, top_k
         self.wait_seconds = wait_seconds
         self.tasks_read = 0  # task status reads, for the benchmark
+        self.partial_tasks = 0  # episodes Zep processed only in part (a task ``partial``)
         # episodes added and not yet waited for: (task uuid, what it was); one wait per
         # ``batch_events`` of them, or before the next probe
         self.batch_events = batch_events
@@ -333,7 +336,13 @@ class ZepMemory:
             )
             self.tasks_read += 1
             status = str(task.status)
-            if status in ("succeeded", "partial"):
+            if status == "succeeded":
+                return
+            if status == "partial":  # what Zep kept is measured; what it dropped is said
+                self.partial_tasks += 1
+                error = getattr(task.error, "message", None) or "no error given"
+                log.warning("zep episode processed in part", what=what, task=task_uuid,
+                            error=shorten(str(error), 200))  # fmt: skip
                 return
             if status == "failed":
                 error = getattr(task.error, "message", None) or "no error given"
