@@ -259,3 +259,43 @@ def test_revalidation_and_a_repeated_fact_keep_the_record_and_its_write_time(
         assert (got.written_at, got.last_validated) == (day(0), day(6))
     finally:
         memory.close()
+
+
+def test_on_falkordb_the_shadow_graph_is_the_group_graphiti_writes_episodes_into(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Graphiti keeps each group in a FalkorDB graph of its name (``FalkorDriver.clone``,
+    called by ``add_episode`` for a group other than the driver's database) while its search
+    and ``clear_data`` read the driver's own: the driver is opened on the group's graph, so
+    what the episodes wrote is what probes read and a reset clears; another database is
+    refused before anything is opened."""
+    import types
+
+    from healthd.memory import _offline
+
+    opened: list[dict[str, Any]] = []
+
+    class FalkorDriver:  # what the adapter asks of FalkorDB's driver: its arguments
+        def __init__(self, **kwargs: Any) -> None:
+            opened.append(kwargs)
+            raise RuntimeError("no FalkorDB here")
+
+    real = _offline.require_extra
+
+    def require_extra(module: str, *args: Any) -> Any:
+        if module == "graphiti_core.driver.falkordb_driver":
+            return types.SimpleNamespace(FalkorDriver=FalkorDriver)
+        return real(module, *args)
+
+    monkeypatch.setattr(_offline, "require_extra", require_extra)
+    falkordb = {"driver": {"provider": "falkordb", "host": "127.0.0.1", "port": 9}}
+    spec = TargetSpec("graphiti", {"shadow": "on", "group_id": "shadow-g", "graphiti": falkordb})
+    with pytest.raises(TargetError, match="no FalkorDB here"):
+        build_memory(spec)
+    assert [o.get("database") for o in opened] == ["shadow-g"]
+
+    other = {"driver": {**falkordb["driver"], "database": "team_graph"}}
+    spec = TargetSpec("graphiti", {"shadow": "on", "group_id": "shadow-g", "graphiti": other})
+    with pytest.raises(TargetError, match="graphiti.driver.database"):
+        build_memory(spec)
+    assert len(opened) == 1

@@ -213,9 +213,19 @@ def cross_encoder(table: CrossEncoderTable) -> Any | None:
     )
 
 
-def remote_driver(table: DriverTable) -> Any:
-    """A Neo4j or FalkorDB driver as configured (Kuzu is built by the adapter)."""
+def remote_driver(table: DriverTable, group_id: str) -> Any:
+    """A Neo4j or FalkorDB driver as configured (Kuzu is built by the adapter). On FalkorDB
+    Graphiti keeps each group in a graph of its name (``add_episode`` clones the driver onto
+    it) while its search and ``clear_data`` read the driver's own graph: the driver is
+    opened on the group's graph, and another ``database`` is refused."""
     from healthd.memory._offline import require_extra
+
+    if table.provider == "falkordb" and table.database not in (None, group_id):
+        raise TargetError(
+            f"graphiti.driver.database {table.database!r}: on FalkorDB Graphiti keeps the "
+            f"group {group_id!r} in a graph of that name; leave database unset or give the "
+            "group_id"
+        )
 
     password = secret(table.password_env, "driver.password_env")
     if table.provider == "neo4j":
@@ -234,7 +244,7 @@ def remote_driver(table: DriverTable) -> Any:
         port=table.port or 6379,
         username=table.user,
         password=password,
-        **({"database": table.database} if table.database else {}),
+        database=group_id,
     )
 
 
