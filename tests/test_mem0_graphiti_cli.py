@@ -130,6 +130,16 @@ def test_an_unwritable_store_path_is_one_line_and_exit_2(tmp_path, kind):
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("switch", ["user_id=healthd shadow", "run_id=run 1"])
+def test_an_id_mem0_refuses_for_its_whitespace_is_one_line_and_exit_2(tmp_path, switch):
+    """Mem0 refuses an entity id with whitespace inside (``_validate_and_trim_entity_id``):
+    said once, at configuration, not a traceback from the first call into Mem0."""
+    done = healthd("evaluate", "--target", f"mem0:{switch},path={tmp_path}/s,shadow=on")
+    assert done.returncode == 2, done.stderr
+    assert "whitespace" in done.stderr and switch.split("=")[0] in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
 def test_a_kuzu_database_locked_by_another_process_is_one_line_and_exit_2(tmp_path):
     store = tmp_path / "graph"
     store.mkdir()

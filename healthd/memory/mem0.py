@@ -570,6 +570,12 @@ def mem0_memory(options: Mapping[str, Any]) -> Memory:
     if "embedder" in team and {"embedder", "dimensions"} & set(options):
         raise TargetError("switch embedder: the team's embedder is mem0.embedder; give one")
     user_id, agent_id, run_id = scope_ids(options, "mem0")
+    for name, value in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)):
+        if value is not None and any(c.isspace() for c in value):
+            raise TargetError(
+                f"mem0: {name} {value!r} holds whitespace, which Mem0 refuses in an id "
+                "(_validate_and_trim_entity_id); name the scope without it"
+            )
     return Mem0Memory(
         mode=str(options.get("mode", "native")),
         ingest=ingest,
