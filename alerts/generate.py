@@ -335,9 +335,10 @@ def alert_rules(t: dict[str, Any]) -> list[dict[str, Any]]:
         _alert(
             "HealthdSourceDown",
             # a source no pull of has ended yet (run_on_start = false, a source a reload
-            # added) is waiting, not down; a healthd without healthd_source_pulled pages as
-            # before
-            "healthd_source_up == 0 unless healthd_source_pulled == 0",
+            # added) is waiting, not down, unless a pull of it is going: a first pull that
+            # hangs is down; a healthd without healthd_source_pulled pages as before
+            "healthd_source_up == 0 unless "
+            "(healthd_source_pulled == 0 unless healthd_source_pull_seconds > 0)",
             t["sources"]["down_for"],
             "warning",
             "healthd cannot read source {{ $labels.source }}",
