@@ -166,7 +166,13 @@ def parse_schedule(expression: str) -> Schedule:
         day, day_of_week = _dom(dom), translate_day_of_week(dow)
         trigger: BaseTrigger = cron(day, day_of_week)
         if len(fields) == 5 and _restricted(dom) and _restricted(dow):
-            trigger = OrTrigger([cron(day, "*"), cron("*", day_of_week)])
+            # a half that never fires ("30 2": no 30th of February) is left out: cron runs
+            # the other alone, and asking it for its next run walks to the year 9999 (a
+            # third of a second, at each run and for each run the page's gap walks)
+            now = datetime.now(UTC)
+            halves = [cron(day, "*"), cron("*", day_of_week)]
+            firing = [h for h in halves if h.get_next_fire_time(None, now) is not None]
+            trigger = OrTrigger(firing) if len(firing) == 2 else (firing or halves)[0]
     except ValueError as exc:
         raise ValueError(f"bad cron expression {expression!r}: {exc}") from None
     now = datetime.now(UTC)

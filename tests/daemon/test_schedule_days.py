@@ -52,3 +52,14 @@ def test_a_day_of_month_that_never_comes_still_runs_on_its_day_of_week():
 )
 def test_a_day_field_left_open_or_a_spring_expression_requires_both(expression, first):
     assert _fires(expression, datetime(2026, 3, 28, tzinfo=UTC), 1) == [first]
+
+
+@pytest.mark.parametrize("expression", ["0 0 30 2 1", "0 0 31 4 MON", "*/15 * 30 2 1"])
+def test_a_day_of_month_that_never_comes_is_not_walked_to_the_year_9999(expression):
+    # every part of the trigger fires: one that never does is asked to the year 9999 at
+    # each run (a third of a second each; the page's longest gap walks 64 runs and more)
+    trigger = parse_schedule(expression).trigger
+    now = datetime(2026, 3, 28, tzinfo=UTC)
+    for part in getattr(trigger, "triggers", [trigger]):
+        assert part.get_next_fire_time(None, now) is not None
+    assert _fires(expression, datetime(2026, 1, 1, tzinfo=UTC), 1)[0].month in (1, 2, 4)
