@@ -70,6 +70,9 @@ DURATION_KEYS = {
     "for", "drop_for", "rise_window", "drop_window", "changed_within",
     "failing_for", "no_success_for", "down_for", "absent_for",
 }  # fmt: skip
+#: The keys rendered as a rule's ``for:``, which Prometheus also reads as 0 when it is a
+#: bare 0 (``for: 0``, a number in YAML, or ``"0"``); a window inside PromQL needs a unit.
+FOR_KEYS = {"for", "drop_for", "failing_for", "no_success_for", "down_for", "absent_for"}
 RATIO_KEYS = {"min", "max", "max_drop_1d", "max_rise", "max_drop"}
 
 
@@ -94,8 +97,11 @@ def threshold_problems(thresholds: Any) -> list[str]:
             continue
         for key, value in entries.items():
             where = f"{table}.{key}"
-            if key in DURATION_KEYS and not (
-                isinstance(value, str) and PROMETHEUS_DURATION.fullmatch(value)
+            zero = key in FOR_KEYS and (value == "0" or (type(value) is int and value == 0))
+            if (
+                key in DURATION_KEYS
+                and not zero
+                and not (isinstance(value, str) and PROMETHEUS_DURATION.fullmatch(value))
             ):
                 problems.append(
                     f"{where}: {value!r}: not a Prometheus duration (such as 15m, 6h or 1d)"

@@ -51,3 +51,20 @@ def test_a_threshold_prometheus_cannot_use_is_refused_naming_it(tmp_path, key, v
 def test_the_shipped_thresholds_render(tmp_path):
     done = _generate(tmp_path, {})
     assert (done.returncode, done.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("retrieval.for", 0),  # Prometheus reads a `for:` of 0 (a number or "0") as 0s
+        ("retrieval.for", "0"),
+        ("sources.down_for", "0s"),
+        ("runs.failing_for", "1h30m"),
+        ("contamination.rise_window", "1h30m"),
+    ],
+)
+def test_a_duration_prometheus_reads_is_rendered(tmp_path, key, value):
+    result = _generate(tmp_path, {key: value})
+    assert (result.returncode, result.stderr) == (0, "")
+    rules = yaml.safe_load((tmp_path / "out" / "alerts.rules.yml").read_text())
+    assert rules["groups"]
