@@ -211,3 +211,18 @@ def test_an_unknown_key_that_only_sounds_secret_is_named_readably_and_not_called
     assert code == 2
     assert "[REDACTED]" not in err and "secret" not in err
     assert f"{where}: unknown {'key' if where == 'server' else 'option'} {key!r}" in err
+
+
+def test_a_file_with_targets_replaces_the_built_in_ones_a_variable_adding_to_them(
+    tmp_path, monkeypatch
+):
+    # docs/operating.md: a file's [targets] tables replace the built-in ones, so naive goes;
+    # without [targets] a variable's new target joins reference and naive
+    monkeypatch.setenv("HEALTHD_TARGETS__MINE__KIND", "reference")
+    monkeypatch.setenv("HEALTHD_TARGETS__MINE__SHADOW", "true")
+    own = tmp_path / "own.toml"
+    own.write_text('example = true\n[targets.ref]\nkind = "reference"\nshadow = true\n')
+    assert sorted(load_settings(str(own)).targets) == ["mine", "ref"]
+    bare = tmp_path / "bare.toml"
+    bare.write_text("example = true\n")
+    assert sorted(load_settings(str(bare)).targets) == ["mine", "naive", "reference"]
