@@ -835,8 +835,8 @@ def _shadow_path_problems(settings: Settings) -> list[str]:
     problems = []
     for name, target in settings.targets.items():
         path = target.options.get("path")
-        if target.kind != "reference" or not isinstance(path, str) or path == ":memory:":
-            continue
+        if target.kind != "reference" or not isinstance(path, str) or path in ("", ":memory:"):
+            continue  # (no file: the daemon keeps such a shadow in the run, is_persistent)
         problem = file_path_problem(os.path.expanduser(path))
         if problem:
             problems.append(f"targets.{name}.path: {_shown(path)}: {problem}")

@@ -3,6 +3,7 @@ and what is wrong, from `check-config` (exit 2) as from every other command."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,27 @@ def test_a_file_with_targets_replaces_the_built_in_ones_a_variable_adding_to_the
     bare = tmp_path / "bare.toml"
     bare.write_text("example = true\n")
     assert sorted(load_settings(str(bare)).targets) == ["mine", "naive", "reference"]
+
+
+def test_a_reference_target_without_a_shadow_file_is_not_checked_as_one(
+    tmp_path, capsys, monkeypatch
+):
+    # path = "" is no file (a shadow of the run's own, as ":memory:"): the daemon keeps no
+    # file for it, so where one could be created does not matter. Run as a user who may not
+    # write in the working directory's parent, it was refused: 'cannot create it:
+    # permission denied in ...'
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    real = os.access
+    # the working directory's parent is not writable, as for a daemon user in /app
+    monkeypatch.setattr(
+        "healthd.daemon.state.os.access",
+        lambda path, mode: real(path, mode) and os.path.abspath(path) != str(tmp_path),
+    )
+    for path in ("", ":memory:"):
+        target = (
+            f'state_path = ":memory:"\n[targets.reference]\nkind = "reference"\n'
+            f'shadow = true\npath = "{path}"\n'
+        )
+        assert _check(tmp_path, target, capsys) == (0, "")
