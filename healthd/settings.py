@@ -837,7 +837,7 @@ def _shadow_path_problems(settings: Settings) -> list[str]:
         path = target.options.get("path")
         if target.kind != "reference" or not isinstance(path, str) or path in ("", ":memory:"):
             continue  # (no file: the daemon keeps such a shadow in the run, is_persistent)
-        problem = file_path_problem(os.path.expanduser(path))
+        problem = file_path_problem(path)  # (as the run opens it: "~" is not expanded)
         if problem:
             problems.append(f"targets.{name}.path: {_shown(path)}: {problem}")
     return problems

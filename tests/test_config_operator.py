@@ -251,3 +251,17 @@ def test_a_reference_target_without_a_shadow_file_is_not_checked_as_one(
             f'shadow = true\npath = "{path}"\n'
         )
         assert _check(tmp_path, target, capsys) == (0, "")
+
+
+def test_a_reference_shadow_path_is_checked_where_the_run_opens_it(tmp_path, capsys, monkeypatch):
+    # a run opens "~/ref.sqlite" as written (below a directory named "~" in its working
+    # directory, made for it), not in $HOME: here "~" is a file, so every run would fail
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "~").write_text("not a directory\n")
+    target = '[targets.reference]\nkind = "reference"\nshadow = true\npath = "~/ref.sqlite"\n'
+    code, err = _check(tmp_path, target, capsys)
+    assert code == 2
+    assert "targets.reference.path: ~/ref.sqlite: " in err and "is not a directory" in err
