@@ -683,7 +683,9 @@ def _format_errors(exc: ValidationError, origin: str, document: dict[str, Any]) 
             parts = [str(part) for part in error["loc"]]
             if _names_a_secret(parts[-1]):
                 where = _origin_of(parts, origin, document)
-                secret = _could_be_a_secret(error.get("input"))
+                secret = _could_be_a_secret(
+                    error.get("input"), from_environment=where.startswith("environment ")
+                )
                 table = ".".join(parts[:-1])
                 lines.append(_unknown_secret_key(where, table, parts[-1], "key", secret))
                 continue
@@ -955,9 +957,21 @@ def _names_a_secret(key: str) -> bool:
     return secret_key(key) and not key.lower().endswith(ENV_SUFFIX)
 
 
-def _could_be_a_secret(value: Any) -> bool:
-    """Text is; a number, a switch or a table under a secret-sounding key is not."""
-    return isinstance(value, str) and bool(value)
+def _could_be_a_secret(value: Any, *, from_environment: bool = False) -> bool:
+    """Text is; a number, a switch or a table under a secret-sounding key is not. A
+    variable's value is always text: one that reads as a number or a switch is neither."""
+    if not isinstance(value, str) or not value:
+        return False
+    if from_environment:
+        text = value.strip().lower()
+        if text in ("true", "false"):
+            return False
+        try:
+            float(text)
+        except ValueError:
+            return True
+        return False
+    return True
 
 
 def _unknown_secret_key(origin: str, table: str, key: str, what: str, secret: bool) -> str:

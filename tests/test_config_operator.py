@@ -265,3 +265,21 @@ def test_a_reference_shadow_path_is_checked_where_the_run_opens_it(tmp_path, cap
     code, err = _check(tmp_path, target, capsys)
     assert code == 2
     assert "targets.reference.path: ~/ref.sqlite: " in err and "is not a directory" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "key"),
+    [
+        ("HEALTHD_SERVER__MAX_TOKENS", "500", "server.max_tokens"),
+        ("HEALTHD_SERVER__PASSWORDS_ALLOWED", "true", "server.passwords_allowed"),
+    ],
+)
+def test_a_variable_that_only_sounds_secret_is_not_called_a_secret(
+    tmp_path, capsys, monkeypatch, name, value, key
+):
+    # every variable is text: a number or a switch in it is no more a secret than in the file
+    monkeypatch.setenv(name, value)
+    code, err = _check(tmp_path, "", capsys)
+    assert code == 2
+    assert "[REDACTED]" not in err and "secret" not in err and value not in err
+    assert f"environment {name} sets unknown key {key!r}" in err
