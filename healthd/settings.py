@@ -422,7 +422,9 @@ class Settings(BaseSettings):
 
 
 def _layers(
-    settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource
+    settings_cls: type[BaseSettings],
+    init_settings: PydanticBaseSettingsSource,
+    toml: type[_TomlRelativeToFile] | None = None,
 ) -> tuple[PydanticBaseSettingsSource, ...]:
     """Environment beats the file; init arguments (tests) beat both. Without a file the
     built-in source and target tables are the lowest layer, so that a variable such as
@@ -431,7 +433,7 @@ def _layers(
     lowest: PydanticBaseSettingsSource = (
         _BuiltinTables(settings_cls)
         if toml_file is None
-        else _TomlRelativeToFile(settings_cls, str(toml_file))
+        else (toml or _TomlRelativeToFile)(settings_cls, str(toml_file))
     )
     return (init_settings, _Env(settings_cls, lowest()), lowest)
 
@@ -632,6 +634,47 @@ def _read_document(path: str | None) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
 
 
+_TABLE_HEADER = re.compile(r"\s*\[")
+_SERVER_HEADER = re.compile(r"\s*\[\s*server\s*\]\s*(?:#.*)?")
+
+
+_NAMES_SERVER = re.compile(r"\s*\[*\s*[\"']?server\b")
+
+
+def _server_section(text: str) -> dict[str, Any]:
+    """The ``[server]`` table of a file that does not parse as a whole: its header's lines
+    up to the next table's header, parsed alone. A ValueError when they do not parse, or
+    when the file has no one ``[server]`` header or names server elsewhere (``[server``,
+    ``server.port = ...``): the mistake may be in what the daemon listens with."""
+    import tomllib
+
+    kept: list[str] = []
+    inside, headers = False, 0
+    for line in text.splitlines():
+        if _TABLE_HEADER.match(line):
+            inside = _SERVER_HEADER.fullmatch(line) is not None
+            headers += inside
+        if not inside and _NAMES_SERVER.match(line):
+            raise ValueError("server is named outside its [server] table")
+        if inside:
+            kept.append(line)
+    if headers != 1:
+        raise ValueError("no single [server] table")
+    return tomllib.loads("\n".join(kept))
+
+
+class _ServerTomlRelativeToFile(_TomlRelativeToFile):
+    """The file for `healthd healthcheck`: one that is not valid TOML elsewhere than in its
+    ``[server]`` table gives that table (a reload refused the file, the daemon kept its
+    last good configuration and listens where it did)."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        try:
+            return super()._read_file(file_path)
+        except ValueError:
+            return _server_section(Path(file_path).read_text(encoding="utf-8"))
+
+
 class _ServerOnly(BaseSettings):
     """The ``[server]`` table alone, read from the same layers as :class:`Settings` (file,
     environment, paths relative to the file); every other key is left unread."""
@@ -648,7 +691,7 @@ class _ServerOnly(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return _layers(settings_cls, init_settings)
+        return _layers(settings_cls, init_settings, toml=_ServerTomlRelativeToFile)
 
 
 def load_server_settings(path: str | None) -> ServerConfig:
@@ -657,7 +700,15 @@ def load_server_settings(path: str | None) -> ServerConfig:
     reload refused while the daemon kept its last good configuration, is no reason to call
     it unhealthy."""
     origin = path or "(built-in defaults)"
-    document = _read_document(path)
+    try:
+        document = _read_document(path)
+    except ConfigError as exc:
+        if path is None or "not valid TOML" not in str(exc):
+            raise
+        try:  # a mistake elsewhere than in [server]: what a reload refused
+            document = _server_section(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            raise exc from None
     bound = type(
         "ServerOnly",
         (_ServerOnly,),

@@ -52,3 +52,43 @@ def test_a_server_table_that_does_not_load_is_still_unhealthy_naming_the_key(tmp
     assert cli_main(["healthcheck", "--config", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("healthd: unhealthy: ") and "server.port" in err
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        '[targets.x]\nkind = "reference\nshadow = true',  # an unclosed string
+        "[schedule]\ncron = * * * * *",  # text without quotes
+        "[targets]\nx = [1, 2",  # an unclosed array
+    ],
+)
+def test_a_file_that_is_not_toml_outside_server_leaves_a_running_daemon_healthy(
+    tmp_path, capsys, listener, mistake
+):
+    # a reload refuses a file that does not parse, keeping the last good configuration, as
+    # it refuses any other mistake: the engine must not restart the daemon into it
+    assert cli_main(["healthcheck", "--config", _config(tmp_path, listener.port, mistake)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_server_table_that_is_not_toml_is_still_unhealthy(tmp_path, capsys):
+    path = tmp_path / "healthd.toml"
+    path.write_text('[targets]\nx = [1\n[server]\nport = "9479\n')
+    assert cli_main(["healthcheck", "--config", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("healthd: unhealthy: ") and "not valid TOML" in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[server\nport = 1\n[targets]\nx = [1\n",  # a header that does not parse
+        "server.port = 1\n[targets]\nx = [1\n[server]\nhost = '127.0.0.1'\n",  # dotted
+        "[targets]\nx = [1\n",  # no [server]: where the daemon listens is not known
+    ],
+)
+def test_a_file_that_is_not_toml_where_server_may_be_is_unhealthy(tmp_path, capsys, text):
+    path = tmp_path / "healthd.toml"
+    path.write_text(text)
+    assert cli_main(["healthcheck", "--config", str(path)]) == 1
+    assert "not valid TOML" in capsys.readouterr().err
