@@ -193,6 +193,14 @@ class AdrExtractor(Extractor):
         templates = state.get("templates")
         if isinstance(templates, list):
             self.template_titles = {t for t in templates if isinstance(t, str)}
+        # decisions held at the cursor by records whose status could not be read there:
+        # the tree at the cursor cannot tell them (subject → the fact's value and metadata)
+        kept_state = state.get("kept")
+        self._kept_at_cursor: dict[str, dict[str, str]] = {
+            str(name): _str_map(kept)
+            for name, kept in (kept_state.items() if isinstance(kept_state, dict) else ())
+            if isinstance(kept, dict) and isinstance(kept.get("value"), str)
+        }
         self.held: dict[FactKey, Held] = {}
         # (predecessor, successor) subjects linked so far: a link is said once, at the commit
         # that makes it (rebuilt with the state at a cursor, so never said twice)
@@ -206,7 +214,18 @@ class AdrExtractor(Extractor):
             "links": {p: dict(sorted(r.items())) for p, r in sorted(self.links.items()) if r},
             "aliases": dict(sorted(self.aliases.items())),
             **({"templates": sorted(self.template_titles)} if self.template_titles else {}),
+            **({"kept": kept} if (kept := self._kept()) else {}),
         }
+
+    def _kept(self) -> dict[str, dict[str, str]]:
+        """The decisions held by records whose status cannot be read now, for the cursor."""
+        out: dict[str, dict[str, str]] = {}
+        for key, held in sorted(self.held.items(), key=lambda kv: _order(kv[0].subject)):
+            path = self.path_of.get(key.subject)
+            rec = self.records.get(path) if path is not None else None
+            if rec is not None and rec.status is None:
+                out[key.subject] = {"value": held.fact.value, **held.metadata}
+        return out
 
     def _is_record_path(self, path: str) -> bool:
         return is_record_path(path, self.dirs, self.by_name) and not any(
@@ -362,7 +381,9 @@ class AdrExtractor(Extractor):
                     f"kept apart as {self.subjects[path]}"
                 )
         self.reserved = {}
-        return self._diff(commit, emit)
+        events = self._diff(commit, emit)
+        self._kept_at_cursor = {}  # (the baseline has taken them)
+        return events
 
     def _assign(self, path: str, number: int, freed: dict[int, str]) -> None:
         """Give a record its subject: kept while its number stays; a moved record's (deleted
@@ -537,6 +558,13 @@ class AdrExtractor(Extractor):
             for path, rec in recs.items()
             if rec.status is None and path not in successors
         }
+        for name in sorted(unread):  # (a baseline at a cursor: what those records held)
+            kept = self._kept_at_cursor.get(name)
+            if kept is not None and FactKey(name, PREDICATE) not in self.held:
+                value = kept.pop("value")
+                self.held[FactKey(name, PREDICATE)] = Held(
+                    Fact(name, PREDICATE, value, "decision"), (), kept
+                )
         for path, rec in recs.items():
             if path in successors or path in unresolved:
                 continue

@@ -552,6 +552,46 @@ def test_a_status_that_cannot_be_read_keeps_the_decision_and_says_so(repo, brief
     ), result.skipped
 
 
+@pytest.mark.parametrize(
+    "then",
+    [
+        {
+            "doc/adr/0001-use-a.md": nygard(1, "Use A", "Superseded by [2. Use B](0002-use-b.md)"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", "Accepted"),
+        },
+        {"doc/adr/0001-use-a.md": None},
+        {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted"), "doc/adr/x.txt": "x"},
+    ],
+)
+def test_a_decision_kept_through_an_unreadable_status_is_kept_by_a_pull_from_its_cursor(
+    repo, brief, then
+):
+    """A pull resumed from a cursor rebuilds what held from the tree at the cursor, where the
+    record's status cannot be read: the decision its full history kept was lost, so its
+    supersession or deletion was never said (and its return was a second `added`)."""
+    path = "doc/adr/0001-use-a.md"
+    steps = [
+        (
+            "2024-01-01",
+            {path: nygard(1, "Use A", "Accepted"), "doc/adr/0009-z.md": nygard(9, "Z", "Accepted")},
+        ),
+        ("2024-02-01", {path: nygard(1, "Use A", "Akzeptiert")}),
+        ("2024-03-01", then),
+    ]
+    cursor, by_step = None, []
+    for when, files in steps:
+        repo.commit(when, files)
+        result = pull(adr_source(repo), cursor)
+        by_step += result.events
+        cursor = result.cursor
+    at_once = pull(adr_source(repo)).events
+    assert brief(at_once)[0] == ("2024-01-01", "added", "adr:1 decision=Use A")
+    assert len(at_once) == (2 if "doc/adr/x.txt" in then else 3)
+    assert [(e.id, e.type, e.fact, e.previous, dict(e.metadata)) for e in by_step] == [
+        (e.id, e.type, e.fact, e.previous, dict(e.metadata)) for e in at_once
+    ]
+
+
 def test_a_status_of_unclosed_links_is_read_in_time_and_named(repo, brief):
     """Text like ``[a]([a]([a](...`` (a pasted, cut or binary status) took time cubic in
     its length to read: 6 KB of it, half a minute; 10 KB, minutes; one record could hold a
