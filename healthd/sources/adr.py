@@ -536,7 +536,8 @@ class AdrExtractor(Extractor):
                     else:
                         self.skips.add(path, f"superseded by a record not found ({what})")
             elif rec.problem and rec.status is None:
-                held = FactKey(self.subjects[path], PREDICATE) in self.held
+                had = self._moves.get(path, (self.subjects[path],))[0]  # (before renumbering)
+                held = FactKey(had, PREDICATE) in self.held
                 self.skips.add(path, f"{rec.problem}; its decision kept" if held else rec.problem)
         for path, rec in sorted(recs.items()):  # "Supersedes X" on an accepted record
             if rec.status in ("accepted", "superseded") and rec.predecessor_refs:
@@ -591,6 +592,8 @@ class AdrExtractor(Extractor):
         # no longer accepted ends under the subject it had, below
         moved_in: dict[str, tuple[str, Held]] = {}  # new subject → (old subject, its fact)
         moved_out: dict[str, str] = {}  # old subject → the record's path
+        first_events: list[ChangeEvent] = []  # decisions a subject's new record ends
+        move_events: list[tuple[str, str, ChangeEvent]] = []  # (old subject, new, event)
         for path, (old, new) in sorted(self._moves.items()):
             self.linked = {(new if p == old else p, new if s == old else s) for p, s in self.linked}
             was = self.held.pop(FactKey(old, PREDICATE), None)
@@ -598,11 +601,26 @@ class AdrExtractor(Extractor):
                 continue
             if new in desired:
                 moved_in[new] = (old, was)
+            elif new in unread and FactKey(new, PREDICATE) not in self.held:
+                # renumbered while its status cannot be read: the decision it held moves with
+                # it, as it would accepted (it ended, "ADR 3 is without a known status again")
+                now = Held(
+                    Fact(new, PREDICATE, was.fact.value, "decision"),
+                    (),
+                    {**was.metadata, "adr_file": path},
+                )
+                self.held[now.fact.key] = now
+                told = Held(now.fact, (), {**now.metadata, "renumbered_from": old})
+                move_events.append(
+                    (
+                        old,
+                        new,
+                        self._event(commit, told, "revised", previous=was.fact, status="unknown"),
+                    )
+                )
             else:
                 self.held[FactKey(old, PREDICATE)] = was
                 moved_out[old] = path
-        first_events: list[ChangeEvent] = []  # decisions a subject's new record ends
-        move_events: list[tuple[str, str, ChangeEvent]] = []  # (old subject, new, event)
 
         events: list[tuple[tuple[int, str], int, ChangeEvent]] = []
         supersedes: dict[str, list[str]] = {}  # successor subject → what it supersedes

@@ -592,6 +592,25 @@ def test_a_decision_kept_through_an_unreadable_status_is_kept_by_a_pull_from_its
     ]
 
 
+def test_a_record_renumbered_while_its_status_cannot_be_read_takes_its_decision_along(repo, brief):
+    repo.commit("2024-01-01", {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted")})
+    repo.commit("2024-02-01", {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Akzeptiert")})
+    repo.git("mv", "doc/adr/0001-use-a.md", "doc/adr/0003-use-a.md")
+    repo.commit("2024-03-01", {"doc/adr/0003-use-a.md": nygard(3, "Use A", "Akzeptiert")})
+    repo.commit("2024-04-01", {"doc/adr/0003-use-a.md": nygard(3, "Use A", "Accepted")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-03-01", "revised", "adr:1 decision=Use A -> adr:3 decision=Use A"),
+    ]
+    assert result.events[1].metadata["renumbered_from"] == "adr:1"
+    assert result.events[1].metadata["status"] == "unknown"
+    assert (
+        "doc/adr/0003-use-a.md: status 'Akzeptiert' not understood; its decision kept"
+        in result.skipped
+    )
+
+
 def test_a_status_of_unclosed_links_is_read_in_time_and_named(repo, brief):
     """Text like ``[a]([a]([a](...`` (a pasted, cut or binary status) took time cubic in
     its length to read: 6 KB of it, half a minute; 10 KB, minutes; one record could hold a
