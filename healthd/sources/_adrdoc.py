@@ -30,8 +30,13 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
         "accepted",
         # ("implemented": nats-io/nats-architecture-and-design's template offers `Approved`,
         # `Partially Implemented`, `Implemented`: a decision in force, more so than approved)
+        # ("implemented" said of the future or denied is no status: "Proposed (to be
+        # implemented in Q3)", "Not implemented", "Won't be implemented")
         re.compile(
-            r"\b(?:accepted|approved|adopted|agreed|decided|active|done|implemented)\b", re.I
+            r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b"
+            r"|(?<!\bbe )(?<!\bnot )(?<!\byet )(?<!\bbeing )(?<!\bonce )(?<!\bwhen )"
+            r"(?<!\bif )(?<!\buntil )\bimplemented\b",
+            re.I,
         ),
     ),
     (

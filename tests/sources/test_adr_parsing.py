@@ -55,6 +55,11 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         # nats-io/nats-architecture-and-design's statuses, past approval
         ("Implemented", "accepted"),
         ("Partially Implemented", "accepted"),
+        # implemented said of the future, or denied, is no decision in force
+        ("Proposed (to be implemented in Q3)", "proposed"),
+        ("Proposed, not yet implemented", "proposed"),
+        ("Not implemented", None),
+        ("Won't be implemented", None),
         # set aside, not in force: adr/madr's own docs/decisions/0003 says "on hold"
         ("on hold", "proposed"),
         ("Suspended", "proposed"),
