@@ -368,7 +368,10 @@ def _header_table_status(body: list[str]) -> str:
     """The status a metadata table under the title states, in a row keyed ``Status``
     (nats-io/nats-architecture-and-design: ``| Metadata | Value |`` then ``| Status |
     Implemented |``); a table further down (``| Status | Meaning |`` of an API) is the
-    record's subject, not its metadata, and a header row names a column, not a status."""
+    record's subject, not its metadata, and a header row names a column, not a status,
+    unless the table is a two-column one whose header row is itself the status row (many
+    logs start their metadata table with ``| Status | Accepted |`` then ``|---|---|``, the
+    header a Markdown table requires)."""
     seen_title = False
     for i, line in enumerate(body):
         stripped = line.strip()
@@ -382,6 +385,10 @@ def _header_table_status(body: list[str]) -> str:
             continue
         following = body[i + 1].strip() if i + 1 < len(body) else ""
         if _TABLE_DELIMITER.match(following):
+            cells = m.group(2).strip().rstrip("|").split("|")
+            value = _EMPHASIS.sub("", cells[0]).strip()
+            if len(cells) == 1 and classify(value) is not None and ambiguity(value) is None:
+                return value
             continue
         return _EMPHASIS.sub("", m.group(2).split("|", 1)[0]).strip()
     return ""

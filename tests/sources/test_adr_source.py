@@ -291,6 +291,24 @@ def test_a_table_below_the_title_block_or_a_column_named_status_states_no_status
     ]
 
 
+def test_a_metadata_table_whose_header_row_is_its_status_row_states_the_status(repo, brief):
+    """Many logs begin the metadata table under the title with its Status row, the header
+    row a Markdown table needs: ``| Status | Accepted |`` then ``|---|---|``, ``| Date |
+    ... |``. That row is the record's status; a header naming columns is none."""
+    table = "# ADR-{n} — {title}\n\n| Status | {status} |\n|---|---|\n| Date | 2024-01-01 |\n\n## Context\n\nWhy.\n"
+    path = "docs/adr/ADR-003-nestjs.md"
+    repo.commit("2024-01-01", {path: table.format(n="003", title="Use NestJS", status="Accepted")})
+    repo.commit(
+        "2024-02-01", {path: table.format(n="003", title="Use NestJS", status="Deprecated")}
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:3 decision=Use NestJS"),
+        ("2024-02-01", "invalidated", "adr:3 decision=Use NestJS"),
+    ]
+    assert result.skipped == []
+
+
 def fenced_header(number: int, title: str, status: str, body: str = "Why.") -> str:
     """A record as get10101/itchysats' docs/adr/XYZ-template.md has it: its metadata in a
     code block under the title."""
