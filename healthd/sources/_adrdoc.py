@@ -102,12 +102,16 @@ _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 def _plain_title(text: str) -> str:
     """A heading's text without its emphasis marks; inside inline code every character is
     the title's own (get10101/itchysats' 013: ``not just the `{taker,maker}_cfd::Actor```
-    keeps ``_cfd``; ``Use `__init__.py` files`` keeps ``__init__``)."""
+    keeps ``_cfd``; ``Use `__init__.py` files`` keeps ``__init__``). A space each side of
+    the code is padding, not the title's (CommonMark: ``` `` `tick` `` ``` is `` `tick` ``)."""
     out: list[str] = []
     at = 0
     for m in _CODE_SPAN.finditer(text):
         out.append(_EMPHASIS.sub("", text[at : m.start()]))
-        out.append(m.group(2))
+        code = m.group(2)
+        if len(code) > 2 and code[0] == code[-1] == " " and code.strip(" "):
+            code = code[1:-1]
+        out.append(code)
         at = m.end()
     out.append(_EMPHASIS.sub("", text[at:]))
     return "".join(out)

@@ -204,6 +204,8 @@ def test_template_guidance_in_a_status_is_ambiguous_not_a_status(status):
         ),
         ("# 14. Keep `__init__.py` files empty", 14, "Keep __init__.py files empty"),
         ("# 15. Quote ``a `tick` inside`` code", 15, "Quote a `tick` inside code"),
+        # a space each side of the code pads it (CommonMark), to put a backtick at its edge
+        ("# 18. Name files `` `name`.md `` in ticks", 18, "Name files `name`.md in ticks"),
         # a closing run of # only after a space (CommonMark): C# keeps its #
         ("# 16. Write the build scripts in C#", 16, "Write the build scripts in C#"),
         ("# 17. Use F# ##", 17, "Use F#"),
