@@ -226,10 +226,25 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MAX_FLOW_OPENERS = 256
 
 
-def _yaml_error(front: list[str]) -> str | None:
+def _status_block(front: list[str]) -> tuple[int, list[str]]:
+    """The front matter's (last, as :func:`_front_matter` reads it) top-level ``status:``
+    line and the lines continuing its value (indented or blank), with its index."""
+    at = max((i for i, line in enumerate(front) if _STATUS_KEY.match(line)), default=None)
+    if at is None:
+        return 0, []
+    end = at + 1
+    while end < len(front) and (not front[end].strip() or front[end][0] in " \t"):
+        end += 1
+    return at, front[at:end]
+
+
+_STATUS_KEY = re.compile(r"^status\s*:", re.I)
+
+
+def _yaml_error(front: list[str], at: int = 0) -> str | None:
     """Why front matter is no YAML (``status: "accepted`` with its quote never closed,
-    ``status: [accepted``), or None. Read as a stream of parse events, never built, so
-    aliases cannot multiply it."""
+    ``status: [accepted``), or None; ``at`` is the index of its first line in the front
+    matter. Read as a stream of parse events, never built, so aliases cannot multiply it."""
     text = "\n".join(front)
     openers = text.count("[") + text.count("{")
     if openers > _MAX_FLOW_OPENERS:
@@ -240,7 +255,7 @@ def _yaml_error(front: list[str]) -> str | None:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f"line {mark.line + 2}: " if mark is not None else ""
+        where = f"line {mark.line + at + 2}: " if mark is not None else ""
         return f"{where}{problem}"
     return None
 
@@ -446,7 +461,12 @@ def _parse(rec: Record, text: str) -> None:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     front, start = _front_matter(lines)
     body = _unfenced(lines[start:])
-    broken = _yaml_error(lines[1 : start - 1]) if "status" in front else None
+    # (only the status's own lines: another key's slip, ``deciders: @alice``, is no YAML
+    # either, but leaves the status as clear as it was)
+    broken = None
+    if "status" in front:
+        at, block = _status_block(lines[1 : start - 1])
+        broken = _yaml_error(block, at)
 
     # title: the first heading (level 1 preferred), else front matter
     title_line = None

@@ -393,6 +393,31 @@ def test_front_matter_that_is_no_yaml_is_named_and_keeps_the_decision(repo, brie
     assert len(said) == 1 and said[0].endswith("its decision kept"), result.skipped
 
 
+@pytest.mark.parametrize(
+    "slip",
+    [
+        "deciders: @alice, @bob",  # a GitHub handle: '@' starts no YAML value
+        "title: ADR: use PostgreSQL",  # a second ': ' in a plain value
+        "informed: [everyone",
+    ],
+)
+def test_front_matter_another_key_of_which_is_no_yaml_still_states_its_status(repo, brief, slip):
+    """f790739 stopped reading the status of front matter that is no YAML; a slip in
+    another key left a plain ``status: accepted`` unread (its decision never added)."""
+    path = "docs/decisions/0001-use-postgresql.md"
+    repo.commit(
+        "2024-01-10", {path: MADR_OLD.replace("status: accepted", f"status: accepted\n{slip}")}
+    )
+    repo.commit(
+        "2024-02-10", {path: MADR_OLD.replace("status: accepted", f"status: rejected\n{slip}")}
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-10", "added", "adr:1 decision=Use PostgreSQL for persistence"),
+        ("2024-02-10", "invalidated", "adr:1 decision=Use PostgreSQL for persistence"),
+    ]
+
+
 def log4brains(title: str, status: str) -> str:
     """A record as thomvaill/log4brains writes them (its docs/adr/template.md, MADR 2)."""
     return f"# {title}\n\n- Status: {status}\n- Date: 2020-09-26\n\n## Context and Problem Statement\n\nWhy.\n"
