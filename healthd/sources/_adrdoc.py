@@ -298,11 +298,13 @@ def ambiguity(text: str) -> str | None:
     placeholder, or None when it states one status (emphasis aside: "`Proposed`,
     `Approved`, ..." offers a choice as much as the words bare)."""
     plain = _EMPHASIS.sub("", text)
-    for pattern in (_CHOICE, _PLACEHOLDER):
-        m = pattern.search(plain)
-        if m:
+    for m in _CHOICE.finditer(plain):
+        # words of one decision in force are its progress, no choice: "Accepted /
+        # Implemented", "Approved, implemented" (many logs say so)
+        if {classify(w) for w in _STATUS_WORDS.findall(m.group(0))} != {"accepted"}:
             return m.group(0)[:60]
-    return None
+    placeholder = _PLACEHOLDER.search(plain)
+    return placeholder.group(0)[:60] if placeholder else None
 
 
 def parse_adr(path: str, text: str) -> Record:

@@ -71,6 +71,20 @@ def test_status_wording_variants(text, status):
 
 
 @pytest.mark.parametrize(
+    "status",
+    [
+        "Accepted / Implemented",  # as many logs record a decision in force, then done
+        "accepted / implemented (2026-09-24)",
+        "Approved / Implemented",
+        "Accepted, implemented",
+    ],
+)
+def test_the_progress_of_one_decision_in_force_is_accepted_not_a_choice(status):
+    rec = parse_adr("doc/adr/0004-x.md", f"# 4. X\n\n## Status\n\n{status}\n")
+    assert (rec.status, rec.problem) == ("accepted", None)
+
+
+@pytest.mark.parametrize(
     "ref, number",
     [
         ("0003-use-nats.md", 3),
