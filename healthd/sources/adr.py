@@ -635,7 +635,16 @@ class AdrExtractor(Extractor):
                     new_links.setdefault(successor, []).append(predecessor)
         for key in sorted(self.held, key=lambda k: _order(k.subject)):
             name = key.subject
-            if name in desired or (name in unread and name not in moved_out):
+            if name in desired:
+                continue
+            if name in unread and name not in moved_out:
+                # kept; moved meanwhile (git mv, a directory renamed), it is at its new path,
+                # as an accepted record's would be: what ends it later finds it there
+                still, now_at = self.held[key], self.path_of[name]
+                if still.metadata.get("adr_file") != now_at:
+                    self.held[key] = Held(
+                        still.fact, still.depends_on, {**still.metadata, "adr_file": now_at}
+                    )
                 continue
             was = self.held.pop(key)
             where = moved_out.get(name) or self._record_of(name, was)

@@ -654,6 +654,34 @@ def test_a_record_renumbered_while_its_status_cannot_be_read_takes_its_decision_
     )
 
 
+def test_a_record_moved_while_its_status_cannot_be_read_is_found_where_it_went(repo, brief):
+    """The decision kept named the file it was read from: once the record was moved (same
+    number, same title), its supersession found no record there and said "ADR 1 deleted"
+    a commit after the move, instead of the successor taking over."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", "Proposed"),
+        },
+    )
+    repo.commit("2024-02-01", {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Akzeptiert")})
+    repo.git("mv", "doc/adr/0001-use-a.md", "doc/adr/0001-use-a-first.md")
+    repo.commit("2024-03-01")
+    repo.commit(
+        "2024-04-01",
+        {
+            "doc/adr/0001-use-a-first.md": nygard(1, "Use A", "Superseded by [2](0002-use-b.md)"),
+            "doc/adr/0002-use-b.md": nygard(2, "Use B", "Accepted"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-04-01", "revised", "adr:1 decision=Use A -> adr:2 decision=Use B"),
+    ]
+
+
 def test_a_status_of_unclosed_links_is_read_in_time_and_named(repo, brief):
     """Text like ``[a]([a]([a](...`` (a pasted, cut or binary status) took time cubic in
     its length to read: 6 KB of it, half a minute; 10 KB, minutes; one record could hold a
