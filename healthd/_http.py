@@ -551,17 +551,21 @@ class HttpClient:
                 return unsaid
             reset = self._reset_wait(response, now)  # a reset already due: retry now
             return reset if reset is not None else unsaid
-        # Jira Data Center, rate limiting on, sends Retry-After on every answer: 0 while tokens
-        # are left, which asks for no wait; on a 403 or a 503 it does not say the answer is
-        # a rate limit (a refusal, an outage: retried with backoff or not at all)
-        if retry_after == 0 and response.headers.get("X-RateLimit-Remaining", "0").strip() != "0":
+        # Retry-After: 0 asks for no wait, so on a 403 or a 503 it does not say the answer is
+        # a rate limit (a refusal, an outage: retried with backoff or not at all), whatever
+        # X-RateLimit-Remaining says: Jira Data Center, rate limiting on, sends it on every
+        # answer (0 while tokens are left, and beside the Remaining: 0 of the answer that
+        # took the last one), GitHub never on its primary limit; a proxy, or a date already
+        # past, may send it alone
+        said_none = retry_after == 0
+        if said_none:
             retry_after = None
         if response.status_code == 503 and retry_after is not None:
             return retry_after  # overloaded, and it says when to come back (Jira does)
         if response.status_code == 403:
             if retry_after is not None:
                 return retry_after
-            if response.headers.get("X-RateLimit-Remaining") == "0":
+            if not said_none and response.headers.get("X-RateLimit-Remaining") == "0":
                 reset = self._reset_wait(response, now)
                 return reset if reset is not None else unsaid
             if _SECONDARY_LIMIT.search(_server_message(content)):

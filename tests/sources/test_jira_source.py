@@ -1303,3 +1303,35 @@ def test_a_503_with_retry_after_0_and_tokens_left_is_retried_with_backoff(jira):
     result = make(jira, sleeps).pull(None)
     assert result.ok, result.error
     assert len(sleeps.calls) == 1 and sleeps.calls[0] > 0  # a backoff, not an instant retry
+
+
+@pytest.mark.parametrize(
+    "headers", [{"Retry-After": "0"}, {"Retry-After": "0", "X-RateLimit-Remaining": "0"}]
+)
+def test_a_403_whose_retry_after_is_0_is_a_refusal_whatever_else_is_said(jira, headers):
+    """Retry-After: 0 asks for no wait, so it never makes a 403 a rate limit: without
+    X-RateLimit-Remaining beside it (a proxy, a Retry-After date already past) the refusal
+    was retried at once three times and the pull said it was rate limited and deferred,
+    dropping Jira's message. (A 403 with X-RateLimit-Remaining: 0 and a positive wait, or
+    GitHub's secondary-limit body, still is one.)"""
+    sleeps = Sleeps()
+    jira.fail(
+        r"/search$",
+        status=403,
+        headers=headers,
+        body='{"errorMessages": ["You do not have the permission to see the specified issue."]}',
+        times=10,
+    )
+    result = make(jira, sleeps).pull(None)
+    assert not result.ok
+    assert "HTTP 403: You do not have the permission" in result.error
+    assert "rate limited" not in result.error
+    assert [p for p in jira.paths() if p.endswith("/search")] == ["/rest/api/2/search"]
+
+
+def test_a_503_with_retry_after_0_alone_is_retried_with_backoff(jira):
+    sleeps = Sleeps()
+    jira.fail(r"/search$", status=503, headers={"Retry-After": "0"}, times=1)
+    result = make(jira, sleeps).pull(None)
+    assert result.ok, result.error
+    assert len(sleeps.calls) == 1 and sleeps.calls[0] > 0  # a backoff, not an instant retry
