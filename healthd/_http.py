@@ -312,7 +312,17 @@ def _reset_time(value: str | None) -> float | None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
+    # Atlassian writes it as yyyy-MM-ddTHH:mmZ, the seconds of "the request timestamp plus
+    # the Retry-After period" dropped: the reset is somewhere in the minute named, so the
+    # wait is to that minute's end (its start is most often already past: a retry at once,
+    # too early, which Atlassian answers with "the same or longer Retry-After period")
+    if _MINUTES_ONLY.fullmatch(text):
+        return when.timestamp() + 60.0
     return when.timestamp()
+
+
+#: An ISO 8601 time that stops at the minute (``2024-01-01T10:00Z``, ``…T10:00+02:00``).
+_MINUTES_ONLY = re.compile(r"\d{4}-?\d{2}-?\d{2}[T ]\d{2}:?\d{2}(?:[+-]\d{2}(?::?\d{2})?)?")
 
 
 class _Deadline:

@@ -1335,3 +1335,24 @@ def test_a_503_with_retry_after_0_alone_is_retried_with_backoff(jira):
     result = make(jira, sleeps).pull(None)
     assert result.ok, result.error
     assert len(sleeps.calls) == 1 and sleeps.calls[0] > 0  # a backoff, not an instant retry
+
+
+def test_a_429_whose_iso_reset_names_only_a_minute_waits_to_that_minutes_end(jira):
+    """Atlassian writes X-RateLimit-Reset as yyyy-MM-ddTHH:mmZ: "the request timestamp
+    plus the Retry-After period", its seconds dropped, so the reset lies somewhere in the
+    minute named. Read as that minute's start it was already due, most of the time: the
+    request went again at once, three times, each too early (which Atlassian answers with
+    "the same or longer Retry-After period"), and the pull was deferred."""
+    sleeps = Sleeps()  # the source's clock reads 2027-01-15T08:00:00Z
+    jira.fail(
+        r"/search$",
+        status=429,
+        headers={
+            "X-RateLimit-Reset": "2027-01-15T08:00Z",
+            "X-RateLimit-Remaining": "3460",
+            "RateLimit-Reason": "jira-burst-based",
+        },
+    )
+    result = make(jira, sleeps, max_rate_limit_wait_seconds=120).pull(None)
+    assert result.ok, result.error
+    assert sleeps.calls == [60.0]
