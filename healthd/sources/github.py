@@ -239,11 +239,10 @@ class GitHubSource(TicketSource):
             default=None,
         )
         named = [_label_name(raw) for _, _, raw in parsed]  # each event's label, if any
-        put_on = {  # (an unlabeled event naming one of these is no renamed label's)
-            name.lower()
-            for name, (_, _, raw) in zip(named, parsed, strict=True)
-            if name is not None and raw["event"] == "labeled"
-        }
+        # the labels the events before this one put on (an unlabeled event naming one of
+        # them is no renamed label's; one put on only later may be the renamed label's
+        # new name, put on again after its removal)
+        put_on: set[str] = set()
         labels: set[str] = set()
         assignees: set[str] = set()
         open_, state_reason = True, None
@@ -269,6 +268,8 @@ class GitHubSource(TicketSource):
                         elif name.lower() not in put_on:
                             labels -= _renamed_from(labels, issue.labels, named[position + 1 :])
                     (labels.add if kind == "labeled" else labels.discard)(name)
+                    if kind == "labeled":
+                        put_on.add(name.lower())
                     reason = f"label {name!r} removed"
                 elif kind in ("assigned", "unassigned"):
                     login = (

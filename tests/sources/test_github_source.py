@@ -1394,3 +1394,27 @@ def test_a_label_renamed_only_in_case_is_removed_by_its_new_name(gh):
     owned = [(e.type, e.fact.value) for e in result.events if e.fact.predicate == "owners"]
     assert owned == [("added", "carol"), ("invalidated", "carol")]
     assert json.loads(result.cursor)["areas"] == {}
+
+
+def test_an_unlabeled_renamed_label_put_on_again_later_is_still_taken_off(gh):
+    """area/pay, renamed area/payments, is removed (the event names its new name) and put
+    on again later. Only a label put on BEFORE the unlabeled event makes it no renamed
+    label's: 3d380b4 counted the later labeled event too, so area/pay was never taken off
+    and carol held both areas, the issue carrying only area/payments."""
+    gh.issues.clear()
+    gh.events.clear()
+    gh.add(
+        gh_issue(
+            53, "Payout holds", labels=("area/payments",), assignees=("carol",),
+            created_at=T(1), updated_at=T(4),
+        ),
+        [
+            labeled(5301, T(1), "area/pay"),
+            assigned(5302, T(1, 11), "carol"),
+            labeled(5303, T(3), "area/payments", unlabel=True),
+            labeled(5304, T(4), "area/payments"),
+        ],
+    )  # fmt: skip
+    result = make(gh).pull(None)
+    assert result.ok, result.error
+    assert json.loads(result.cursor)["areas"] == {"payments": {"acme/payments#53": "carol"}}
