@@ -35,9 +35,11 @@ _SECRET_KEY = re.compile(
 _NAMES_A_VARIABLE = re.compile(r"[_-]env$", re.IGNORECASE)
 
 _PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    # scheme://user:password@host  ->  scheme://[REDACTED]@host
+    # scheme://user:password@host  ->  scheme://[REDACTED]@host; the host is after the
+    # authority's last '@' (urlsplit's reading, and requests'), so a user name (Jira Cloud's
+    # is an email address) or a password written with an '@' of its own is redacted whole
     (
-        re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s:@]*:[^/\s@]*@"),
+        re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/?#\s:]*:[^/?#\s]*@"),
         r"\g<scheme>" + REDACTED + "@",
     ),
     # scheme://token@host (a bare credential before @)

@@ -1418,3 +1418,25 @@ def test_an_unlabeled_renamed_label_put_on_again_later_is_still_taken_off(gh):
     result = make(gh).pull(None)
     assert result.ok, result.error
     assert json.loads(result.cursor)["areas"] == {"payments": {"acme/payments#53": "carol"}}
+
+
+@pytest.mark.parametrize(
+    ("userinfo", "secret"),
+    [("bot:hunter@2wordpass", "2wordpass"), ("me@corp.com:t0kenpass", "t0kenpass")],
+)
+def test_a_404_page_not_from_the_api_shows_no_part_of_a_password_in_base_url(gh, userinfo, secret):
+    """43ae389's message names base_url as configured. A password written into it with an
+    '@' of its own (``bot:hunter@2wordpass@host``: the host is after the last '@', and
+    requests sends it so) was redacted only up to its first '@', and the rest of it was in
+    the error."""
+    gh.fail(
+        r"/repos/acme/payments/issues$",
+        status=404,
+        body="<html><body>Page not found</body></html>",
+        headers={"Content-Type": "text/html"},
+    )
+    url = gh.base_url.replace("://", f"://{userinfo}@", 1)
+    result = make(gh, base_url=url).pull(None)
+    assert not result.ok
+    assert "no GitHub API answered at base_url" in result.error
+    assert secret not in result.error
