@@ -50,7 +50,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -595,8 +595,8 @@ class JiraSource(TicketSource):
         if not since:
             return f"({self.options.jql}) ORDER BY updated DESC"
         # JQL reads a date in the API user's time zone (``zone``, as /myself says it): the
-        # watermark is written in it, stepped back by the overlap (which also covers a zone
-        # not known); per-issue history ids drop what was already emitted.
+        # watermark is written in it (a zone not known: UTC-12's wall time, late in none),
+        # stepped back by the overlap; per-issue history ids drop what was already emitted.
         watermark = parse_time(since, "since")
         if watermark.year < 1970:  # no issue was updated then: read them all
             return f"({self.options.jql}) ORDER BY updated DESC"
@@ -612,20 +612,23 @@ class JiraSource(TicketSource):
 
     def _user_zone(self, client: HttpClient) -> tzinfo:
         """The time zone JQL reads a date in: the API user's (``/myself``'s ``timeZone``);
-        UTC when the site does not say (anonymous access, a zone Python does not know)."""
+        when the site does not say (anonymous access, /myself failing, a zone Python does
+        not know), :data:`_ZONE_NOT_KNOWN`, whose wall time no zone reads as later: JQL
+        reads the date in a zone all the same, and UTC's wall time, read in a zone west of
+        it, started the window that many hours late."""
         try:
             me = client.get_json(f"{self.options.base_url}/rest/api/{self._api}/myself")
         except RateLimited:
             raise
         except HttpError:
-            return UTC
+            return _ZONE_NOT_KNOWN
         name = me.data.get("timeZone") if isinstance(me.data, dict) else None
         if not isinstance(name, str) or not name:
-            return UTC
+            return _ZONE_NOT_KNOWN
         try:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError, OSError):
-            return UTC
+            return _ZONE_NOT_KNOWN
 
     def _histories(self, client: HttpClient, issue: dict[str, Any]) -> list[Any]:
         log = issue.get("changelog")
@@ -971,6 +974,11 @@ def _named_no_more(
     ]
     areas_told.update(claim.area for claim in out)
     return out
+
+
+#: The zone a date is written in when the API user's is not known: the westernmost
+#: (UTC-12), whose wall time every zone (UTC-12 to UTC+14) reads as that instant or earlier.
+_ZONE_NOT_KNOWN = timezone(timedelta(hours=-12))
 
 
 def _wall_time_no_later(start: datetime, zone: tzinfo) -> datetime:

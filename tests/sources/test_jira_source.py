@@ -1356,3 +1356,21 @@ def test_a_429_whose_iso_reset_names_only_a_minute_waits_to_that_minutes_end(jir
     result = make(jira, sleeps, max_rate_limit_wait_seconds=120).pull(None)
     assert result.ok, result.error
     assert sleeps.calls == [60.0]
+
+
+@pytest.mark.parametrize("myself", [{"status": 404}, {"status": 200, "body": "{}"}])
+def test_a_user_zone_not_known_starts_the_window_early_enough_for_any_zone(jira, myself):
+    """When /myself does not say the API user's zone (it fails, or names none), JQL still
+    reads the date in that zone. Written in UTC, the window of a Los Angeles user started
+    8 hours late, and with an overlap_minutes shorter than that an issue updated in those
+    hours was never read: it is written now as the wall time in the westernmost zone
+    (UTC-12), which no zone reads as later than the watermark."""
+    jira.user_zone = "America/Los_Angeles"
+    first = make(jira, overlap_minutes=0).pull(None)
+    assert first.ok, first.error  # the watermark: PAY-3's update, 2024-01-06 10:00 UTC
+    jira.add(jira_issue("PAY-9", "Payout limits", created=T(6, 12), updated=T(6, 12)))
+    jira.fail(r"/myself$", times=10, **myself)
+    second = make(jira, overlap_minutes=0).pull(first.cursor)
+    assert second.ok, second.error
+    assert [e.id for e in second.events] == ["jira:PAY-9:created"]
+    assert 'updated >= "2024/01/05 22:00"' in jira.log[-1].args["jql"]
