@@ -535,6 +535,16 @@ class HttpClient:
                 ),
                 wait,
             )
+        left = _stop.run_time_left()
+        if left is not None and wait > 0 and left <= wait:
+            # (slept out, the run would end with the request "not sent", naming no limit)
+            raise RateLimited(
+                self.redact(
+                    f"{why}; the wait of {wait:.0f} s outlasts what is left of the run "
+                    f"({_stop.run_label()}), deferred to the next run"
+                ),
+                wait,
+            )
         if wait > 0:
             self.sleep(wait)
 

@@ -9,7 +9,7 @@ import requests
 from _ticket_payloads import Sleeps, _module_server, api_server  # noqa: F401
 from werkzeug import Response
 
-from healthd import __version__
+from healthd import __version__, _stop
 from healthd._http import (
     BadPayload,
     HttpClient,
@@ -395,3 +395,18 @@ def test_a_write_moved_by_a_redirect_is_followed_only_where_it_stays_a_write(
     ):
         client().post_json(url, {"id": "e1"})
     assert seen[0] == "POST" and seen[1][0] == "GET"
+
+
+def test_a_rate_limit_wait_longer_than_the_run_has_left_defers_at_once(api_server):  # noqa: F811
+    """A wait within max_rate_limit_wait_seconds but past the run's deadline slept out
+    what was left of the run (the sleep stops at the deadline), and the request then
+    failed as "not sent, the run took its run_timeout", naming no rate limit: it is a
+    rate limit deferred to the next run, said at once."""
+    sleeps = Sleeps()
+    url, seen = serve(api_server, (429, "{}", {"Retry-After": "20"}), (200, "[]", {}))
+    with (
+        _stop.run_deadline(5, "run_timeout=5s"),
+        pytest.raises(RateLimited, match="run_timeout=5s.*deferred to the next run"),
+    ):
+        client(sleeps).get_json(url)
+    assert sleeps.calls == [] and len(seen) == 1
