@@ -573,7 +573,8 @@ class HttpClient:
             return reset if reset is not None else unsaid
         # Retry-After: 0 asks for no wait, so on a 403 or a 503 it does not say the answer is
         # a rate limit (a refusal, an outage: retried with backoff or not at all), whatever
-        # X-RateLimit-Remaining says: Jira Data Center, rate limiting on, sends it on every
+        # X-RateLimit-Remaining says (beside a reset, Remaining: 0 is GitHub's primary limit,
+        # still one): Jira Data Center, rate limiting on, sends it on every
         # answer (0 while tokens are left, and beside the Remaining: 0 of the answer that
         # took the last one), GitHub never on its primary limit; a proxy, or a date already
         # past, may send it alone
@@ -585,7 +586,9 @@ class HttpClient:
         if response.status_code == 403:
             if retry_after is not None:
                 return retry_after
-            if not said_none and response.headers.get("X-RateLimit-Remaining") == "0":
+            if response.headers.get("X-RateLimit-Remaining") == "0" and (
+                not said_none or "X-RateLimit-Reset" in response.headers  # (GitHub's primary)
+            ):
                 reset = self._reset_wait(response, now)
                 return reset if reset is not None else unsaid
             if _SECONDARY_LIMIT.search(_server_message(content)):

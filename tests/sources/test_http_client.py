@@ -410,3 +410,22 @@ def test_a_rate_limit_wait_longer_than_the_run_has_left_defers_at_once(api_serve
     ):
         client(sleeps).get_json(url)
     assert sleeps.calls == [] and len(seen) == 1
+
+
+def test_a_403_with_remaining_0_and_a_reset_waits_for_it_even_beside_retry_after_0(
+    api_server,  # noqa: F811
+):
+    """X-RateLimit-Reset beside X-RateLimit-Remaining: 0 is GitHub's primary limit (Jira
+    Data Center, whose Retry-After: 0 makes no 403 a rate limit, sends no reset): a
+    Retry-After: 0 a proxy adds does not make it a refusal."""
+    sleeps = Sleeps()
+    headers = {
+        "Retry-After": "0",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": str(int(NOW + 7)),
+    }
+    url, _ = serve(
+        api_server, (403, '{"message": "API rate limit exceeded"}', headers), (200, "[]", {})
+    )
+    client(sleeps).get_json(url)
+    assert sleeps.calls == [7.0]
