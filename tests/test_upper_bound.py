@@ -5,6 +5,7 @@ which healthd decides ... are upper bounds and are labelled so")."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -52,3 +53,22 @@ def test_the_table_labels_an_upper_bound_beside_its_figures_and_nothing_else() -
     label = out.index("upper bound, not the product's own figure: healthd's own sentence")
     assert out.index("reference") < mem0_table < label
     assert out.count("upper bound, not the product's own figure") == 1
+
+
+def test_the_json_report_carries_the_same_label_only_where_healthd_decides() -> None:
+    """``--format json`` is read by other tools: the label the table prints is there too, as
+    an added ``upper_bound`` of the target (no key renamed or removed); a target where the
+    product decides has no such key, so its JSON is what it was."""
+    done = subprocess.run(
+        [sys.executable, "-m", "healthd", "evaluate", "--format", "json", "--target",
+         "reference", "--target", "mem0:mode=managed,embedder=hashing"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reference, mem0 = json.loads(done.stdout)["targets"]
+    assert "upper_bound" not in reference
+    assert mem0["upper_bound"].startswith("healthd's own sentence for each fact is stored")
+    assert "decides what is updated and deleted" in mem0["upper_bound"]
+    assert {"name", "kind", "role", "reader", "reading", "stages", "final", "retrieval"} <= set(
+        mem0
+    )

@@ -152,6 +152,7 @@ def report_json(
                 },
                 **({"llm": result.llm} if result.llm is not None else {}),
                 **({"repeats": result.repeats} if result.repeats is not None else {}),
+                **({"upper_bound": result.upper_bound} if result.upper_bound is not None else {}),
                 **(
                     {"last_change": stage_json(result.last_change)}
                     if result.last_change is not None
