@@ -352,6 +352,34 @@ def test_a_reset_deletes_no_user_holding_memories_healthd_did_not_write(platform
     assert len(platform.memories(DEFAULT_PROJECT, user)) == 5
 
 
+def test_a_reset_sees_the_expired_memories_the_delete_would_take(platform, monkeypatch, api):
+    """get-all hides a memory whose expiration_date has passed unless ``show_expired`` is
+    true (api-reference/memory/get-memories: "Expired memories are hidden by default"), but
+    delete-all takes it too: a real user's expired memory is one the reset must see before
+    it deletes, not one it deletes unseen."""
+    user = f"real-user-{uuid.uuid4().hex[:6]}"
+    rows = [
+        ({METADATA_KEY: "a-healthd-fingerprint"}, None),
+        ({"plan": "pro"}, "2020-01-31"),  # another's, expired
+    ]
+    for n, (stamps, expires) in enumerate(rows):
+        body = {
+            "user_id": user,
+            "messages": [{"role": "user", "content": f"note {n}"}],
+            "infer": False,
+            "metadata": stamps,
+            **({"expiration_date": expires} if expires else {}),
+        }
+        assert api.post("/v3/memories/add/", json=body).status_code == 200
+    memory = target(platform, monkeypatch, user_id=user)
+    try:
+        with pytest.raises(ShadowViolation, match="1 of its 2 memories was not written by"):
+            memory.reset()
+    finally:
+        memory.close()
+    assert platform.memories(DEFAULT_PROJECT, user) == ["note 0", "note 1"]
+
+
 def test_the_project_of_the_configured_key_is_the_one_written(platform, monkeypatch):
     user = f"shadow-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("TEAM_MEM0_KEY", OTHER_KEY)

@@ -313,8 +313,8 @@ class Mem0PlatformMemory:
         foreign, example, page = 0, "", 1
         while True:
             try:
-                found = self._client.get_all(
-                    filters=self._filters(), page=page, page_size=LIST_PAGE
+                found = self._client.get_all(  # expired ones too: delete_all takes them
+                    filters=self._filters(), page=page, page_size=LIST_PAGE, show_expired=True
                 )
             except Exception as exc:
                 raise MemoryAdapterError(f"{where}: {_why(exc)}") from exc

@@ -55,7 +55,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -105,7 +105,7 @@ LIST_FIELDS = frozenset(
 )  # fmt: skip
 # What this imitation does with: every other listed field is refused as not modelled here.
 ADD_MODELLED = frozenset({"messages", "user_id", "agent_id", "run_id", "app_id", "metadata",
-                          "infer", "output_format"})  # fmt: skip
+                          "infer", "output_format", "expiration_date"})  # fmt: skip
 SEARCH_MODELLED = frozenset({"query", "filters", "show_expired", "top_k", "threshold",
                              "rerank"})  # fmt: skip
 LIST_MODELLED = frozenset({"filters", "show_expired", "page", "page_size"})
@@ -232,10 +232,13 @@ class Mem0Platform(Imitation):
             project.close()
 
     def memories(self, project_id: str, user_id: str) -> list[str]:
-        """The texts stored for a user of a project, read directly (for tests)."""
+        """The texts stored for a user of a project, expired or not, read directly (for
+        tests)."""
         project = self._project(project_id)
         with project.lock:
-            found = project.memory.get_all(filters={"user_id": user_id}, top_k=100_000)
+            found = project.memory.get_all(
+                filters={"user_id": user_id}, top_k=100_000, show_expired=True
+            )
         return sorted(str(row["memory"]) for row in found["results"])
 
     def wait_idle(self, timeout: float = 60.0) -> None:
@@ -397,11 +400,19 @@ class Mem0Platform(Imitation):
         infer = body.get("infer", True)
         if not isinstance(infer, bool):
             raise bad_request("infer: a boolean is required")
+        expires = body.get("expiration_date")  # YYYY-MM-DD; hidden from reads once past
+        if expires is not None:
+            try:
+                date.fromisoformat(str(expires))
+            except ValueError:
+                raise bad_request("expiration_date: a date YYYY-MM-DD is required") from None
         project = self._project(key.project_id)
 
         def run() -> list[dict[str, Any]]:
             with project.lock:
-                done = project.memory.add(messages, metadata=metadata, infer=infer, **scope)
+                done = project.memory.add(
+                    messages, metadata=metadata, infer=infer, expiration_date=expires, **scope
+                )
             return [
                 {"id": row.get("id"), "event": row.get("event", "ADD"),
                  "data": {"memory": row.get("memory")}}
@@ -597,7 +608,7 @@ def _row(row: Mapping[str, Any], search: bool) -> dict[str, Any]:
         ("run_id" if search else "session_id"): row.get("run_id"),
         "metadata": row.get("metadata") or None,
         "categories": [],
-        "expiration_date": None,
+        "expiration_date": row.get("expiration_date"),
         "created_at": row.get("created_at"),
         "updated_at": row.get("updated_at") or row.get("created_at"),
     }
