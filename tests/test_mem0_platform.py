@@ -380,6 +380,31 @@ def test_a_reset_sees_the_expired_memories_the_delete_would_take(platform, monke
     assert platform.memories(DEFAULT_PROJECT, user) == ["note 0", "note 1"]
 
 
+def test_a_reset_whose_listing_skips_memories_deletes_nothing(platform, monkeypatch):
+    """Pages are read by offset: a platform ordering equal ``created_at`` (the memories of
+    one add) differently from one request to the next lists one memory twice and another
+    never. The listing's ``count`` says how many there are; fewer seen is a listing that
+    cannot vouch for the scope, and nothing is deleted (the unseen one may be another's)."""
+    user = f"shadow-{uuid.uuid4().hex[:6]}"
+    memory = target(platform, monkeypatch, user_id=user)
+    stamped = {METADATA_KEY: "a-healthd-fingerprint"}
+    rows = {n: {"id": n, "memory": f"note {n}", "metadata": stamped} for n in "abc"}
+    pages = {
+        1: {"count": 4, "next": "page-2", "previous": None, "results": [rows["a"], rows["b"]]},
+        2: {"count": 4, "next": None, "previous": "page-1", "results": [rows["b"], rows["c"]]},
+    }  # the fourth, another's, is on neither page
+    deleted: list[object] = []
+    monkeypatch.setattr(memory._client, "get_all", lambda **kw: pages[kw["page"]])
+    monkeypatch.setattr(memory._client, "delete_all", lambda **kw: deleted.append(kw) or {})
+    monkeypatch.setattr(mem0_platform, "LIST_PAGE", 2)
+    try:
+        with pytest.raises(MemoryAdapterError, match="3 of the 4 memories it counts"):
+            memory.reset()
+    finally:
+        memory.close()
+    assert deleted == []
+
+
 def test_the_project_of_the_configured_key_is_the_one_written(platform, monkeypatch):
     user = f"shadow-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("TEAM_MEM0_KEY", OTHER_KEY)

@@ -39,7 +39,7 @@ from typing import Any, cast
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError, shorten
 from healthd.llm_usage import LLMUsage
 from healthd.logging import env_secret
-from healthd.memory._answers import Id, Shape, check
+from healthd.memory._answers import Count, Id, Shape, check
 from healthd.memory._mem0_config import DEFAULT_USER, scope_ids, turn
 from healthd.memory._offline import first_line, package_versions
 from healthd.memory._options import (
@@ -311,6 +311,7 @@ class Mem0PlatformMemory:
         where = f"mem0 platform reset of {self._scope}: listing its memories"
         seen: set[str] = set()
         foreign, example, page = 0, "", 1
+        counted: int | None = None  # how many the platform says the scope holds
         while True:
             try:
                 found = self._client.get_all(  # expired ones too: delete_all takes them
@@ -327,10 +328,16 @@ class Mem0PlatformMemory:
                 if METADATA_KEY not in (row.metadata or {}):
                     foreign += 1
                     example = example or row.id
+            counted = listed.count if listed.count is not None else counted
             if not listed.next or not listed.results:
                 break
             page += 1
         total = len(seen)
+        if counted is not None and total < counted:  # offset pages over an unstable order
+            raise MemoryAdapterError(
+                f"{where}: its pages showed {total} of the {counted} memories it counts (one "
+                "listed twice, another never); nothing was deleted; reset again"
+            )
         if foreign:
             raise ShadowViolation(
                 f"mem0 platform user_id {self._scope['user_id']!r}: {foreign} of its {total} "
@@ -399,8 +406,10 @@ class _Found(Shape):
 
 
 class _Listed(Shape):
-    """A get-all page: the next page's address and the page's memories."""
+    """A get-all page: how many the scope holds (the v3 envelope's ``count``), the next
+    page's address and the page's memories."""
 
+    count: Count | None = None
     next: str | None = None
     results: list[_Memory]
 
