@@ -405,6 +405,34 @@ def test_a_reset_whose_listing_skips_memories_deletes_nothing(platform, monkeypa
     assert deleted == []
 
 
+def test_a_reset_lists_in_the_largest_pages_the_platform_gives(platform, monkeypatch, api):
+    """Every reset reads every page of the shadow's memories first: at the reference's
+    largest page (get-memories: page_size 1 to 200) a shadow of 10,000 memories costs 50
+    requests before its delete, not 100; 150 are one page."""
+    user = f"shadow-{uuid.uuid4().hex[:6]}"
+    stamps = {METADATA_KEY: "a-healthd-fingerprint"}
+    for n in range(150):
+        body = {"user_id": user, "messages": [{"role": "user", "content": f"note {n}"}],
+                "infer": False, "metadata": stamps}  # fmt: skip
+        assert api.post("/v3/memories/add/", json=body).status_code == 200
+    memory = target(platform, monkeypatch, user_id=user)
+    listed: list[int] = []
+    get_all = memory._client.get_all
+
+    def counted(**kw):
+        listed.append(kw["page"])
+        return get_all(**kw)
+
+    monkeypatch.setattr(memory._client, "get_all", counted)
+    try:
+        memory.reset()
+    finally:
+        memory.close()
+    assert listed == [1]
+    platform.wait_idle()
+    assert platform.memories(DEFAULT_PROJECT, user) == []
+
+
 def test_the_project_of_the_configured_key_is_the_one_written(platform, monkeypatch):
     user = f"shadow-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("TEAM_MEM0_KEY", OTHER_KEY)

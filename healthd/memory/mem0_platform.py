@@ -56,7 +56,7 @@ from healthd.model import Answer, ChangeEvent, FactKey, Probe, is_sweep
 DEFAULT_HOST = "https://api.mem0.ai"
 DEFAULT_KEY_ENV = "MEM0_API_KEY"
 PLATFORM_TOP_K = 10  # the platform's search default
-LIST_PAGE = 100  # a get-all page: the platform's default size
+LIST_PAGE = 200  # a get-all page: the largest the platform gives (get-memories: 1-200)
 SWITCHES = {
     "deployment",
     "host",
