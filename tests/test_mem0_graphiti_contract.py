@@ -294,8 +294,40 @@ def test_on_falkordb_the_shadow_graph_is_the_group_graphiti_writes_episodes_into
         build_memory(spec)
     assert [o.get("database") for o in opened] == ["shadow-g"]
 
-    other = {"driver": {**falkordb["driver"], "database": "team_graph"}}
-    spec = TargetSpec("graphiti", {"shadow": "on", "group_id": "shadow-g", "graphiti": other})
+    llm = {"client": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    other = {"driver": {**falkordb["driver"], "database": "team_graph"}, "llm": llm}
+    options = {"shadow": "on", "group_id": "shadow-g", "ingest": "episodes", "graphiti": other}
     with pytest.raises(TargetError, match="graphiti.driver.database"):
-        build_memory(spec)
+        build_memory(TargetSpec("graphiti", options))
     assert len(opened) == 1
+
+
+def test_on_falkordb_edges_are_kept_in_the_database_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``ingest = "edges"`` (the default) healthd writes the edges into the driver's
+    own graph and Graphiti searches and clears that same graph (no ``add_episode``, so no
+    clone onto the group's graph): a ``database`` given is where the shadow group lives, as
+    on Neo4j, and is not refused."""
+    import types
+
+    from healthd.memory import _offline
+
+    opened: list[dict[str, Any]] = []
+
+    class FalkorDriver:
+        def __init__(self, **kwargs: Any) -> None:
+            opened.append(kwargs)
+            raise RuntimeError("no FalkorDB here")
+
+    real = _offline.require_extra
+
+    def require_extra(module: str, *args: Any) -> Any:
+        if module == "graphiti_core.driver.falkordb_driver":
+            return types.SimpleNamespace(FalkorDriver=FalkorDriver)
+        return real(module, *args)
+
+    monkeypatch.setattr(_offline, "require_extra", require_extra)
+    driver = {"provider": "falkordb", "host": "127.0.0.1", "port": 9, "database": "team_graph"}
+    options = {"shadow": "on", "group_id": "shadow-g", "graphiti": {"driver": driver}}
+    with pytest.raises(TargetError, match="no FalkorDB here"):
+        build_memory(TargetSpec("graphiti", options))
+    assert [o.get("database") for o in opened] == ["team_graph"]

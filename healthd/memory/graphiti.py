@@ -265,7 +265,7 @@ class GraphitiMemory:
             with warnings.catch_warnings():  # Kuzu's deprecation notice is Graphiti's to give
                 warnings.simplefilter("ignore", DeprecationWarning)
                 if remote:
-                    self._driver = remote_driver(table.driver, group_id)
+                    self._driver = remote_driver(table.driver, group_id, ingest == "episodes")
                 else:
                     self._driver = kuzu_driver(database, table.driver)
         except (RuntimeError, TargetError) as exc:

@@ -213,14 +213,16 @@ def cross_encoder(table: CrossEncoderTable) -> Any | None:
     )
 
 
-def remote_driver(table: DriverTable, group_id: str) -> Any:
+def remote_driver(table: DriverTable, group_id: str, episodes: bool = True) -> Any:
     """A Neo4j or FalkorDB driver as configured (Kuzu is built by the adapter). On FalkorDB
-    Graphiti keeps each group in a graph of its name (``add_episode`` clones the driver onto
-    it) while its search and ``clear_data`` read the driver's own graph: the driver is
-    opened on the group's graph, and another ``database`` is refused."""
+    Graphiti keeps each group's episodes in a graph of its name (``add_episode`` clones the
+    driver onto it) while its search and ``clear_data`` read the driver's own graph: for
+    ``episodes`` the driver is opened on the group's graph, and another ``database`` is
+    refused; edges healthd writes itself go where the driver is, the ``database`` given (or
+    the group's graph)."""
     from healthd.memory._offline import require_extra
 
-    if table.provider == "falkordb" and table.database not in (None, group_id):
+    if table.provider == "falkordb" and episodes and table.database not in (None, group_id):
         raise TargetError(
             f"graphiti.driver.database {table.database!r}: on FalkorDB Graphiti keeps the "
             f"group {group_id!r} in a graph of that name; leave database unset or give the "
@@ -244,7 +246,7 @@ def remote_driver(table: DriverTable, group_id: str) -> Any:
         port=table.port or 6379,
         username=table.user,
         password=password,
-        database=group_id,
+        database=group_id if episodes else (table.database or group_id),
     )
 
 
