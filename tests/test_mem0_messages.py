@@ -194,6 +194,19 @@ def test_a_reset_forgets_the_last_messages_of_the_scope_mem0_wrote(
     assert left == []
 
 
+@pytest.mark.parametrize("kind", ["mem0", "mem0 platform"])
+@pytest.mark.parametrize("name", ["run_id", "agent_id"])
+def test_a_blank_scope_id_is_refused_not_dropped(kind: str, name: str) -> None:
+    """Mem0 refuses a blank entity id ("cannot be empty or whitespace-only",
+    ``_validate_and_trim_entity_id``). Trimmed to nothing and taken as unset, a run_id of
+    spaces widened the shadow from one run to the whole user, whose reset then deleted the
+    other runs' memories: it is a configuration error naming the id."""
+    from healthd.memory._mem0_config import scope_ids
+
+    with pytest.raises(TargetError, match=f"{name} is blank"):
+        scope_ids({"user_id": "healthd-shadow", name: "   "}, kind)
+
+
 def test_the_teams_store_is_refused_unless_declared_shadow(llm: StandInLLM, tmp_path: Path):
     with pytest.raises(TargetError, match="in the team's Mem0 store is not declared shadow"):
         messages_target(team_table(llm.base_url, tmp_path))

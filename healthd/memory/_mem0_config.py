@@ -89,16 +89,22 @@ def scope_ids(options: Mapping[str, Any], kind: str) -> tuple[str, str | None, s
     """The shadow scope's ``user_id``, ``agent_id`` and ``run_id`` as Mem0 keeps them:
     trimmed, as Mem0 trims every entity id it is given (``_validate_and_trim_entity_id``),
     so what healthd reads and forgets of the scope is what Mem0 wrote (an ``agent_id``/
-    ``run_id`` left out, blank or false is none): ``user_id`` not blank, and none a
-    wildcard (Mem0's filters and deletes read ``*`` as every user: a reset would empty the
-    project)."""
+    ``run_id`` left out, empty or false is none; one of spaces is refused, as Mem0 refuses
+    it): ``user_id`` not blank, and none a wildcard (Mem0's filters and deletes read ``*``
+    as every user: a reset would empty the project)."""
     user_id = str(options.get("user_id", DEFAULT_USER)).strip()
     if not user_id:
         raise TargetError(f"{kind}: user_id is empty (the shadow user healthd owns)")
     ids: dict[str, str | None] = {"user_id": user_id}
     for name in ("agent_id", "run_id"):
         given = options.get(name)
-        ids[name] = (str(given).strip() or None) if given else None
+        if given and not str(given).strip():  # Mem0 refuses it; unset would widen the scope
+            raise TargetError(
+                f"{kind}: {name} is blank ({given!r}); Mem0 refuses a blank id, and taken as "
+                "unset it would widen the shadow to every memory of the user_id; name one or "
+                "leave it out"
+            )
+        ids[name] = str(given).strip() if given else None
     for name, value in ids.items():
         if value is not None and "*" in value:
             raise TargetError(
