@@ -433,6 +433,39 @@ def test_a_reset_lists_in_the_largest_pages_the_platform_gives(platform, monkeyp
     assert platform.memories(DEFAULT_PROJECT, user) == []
 
 
+def test_a_listing_that_never_ends_stops_past_its_count(platform, monkeypatch):
+    """A platform answering a ``next`` page forever, each with memories not seen before,
+    is read no further than its ``count`` allows: the reset is refused (nothing deleted)
+    after the pages that count needs, not looped on for ever."""
+    user = f"shadow-{uuid.uuid4().hex[:6]}"
+    memory = target(platform, monkeypatch, user_id=user)
+    stamped = {METADATA_KEY: "a-healthd-fingerprint"}
+    asked: list[int] = []
+
+    def endless(**kw):
+        asked.append(kw["page"])
+        if len(asked) > 20:
+            raise RuntimeError("still listing")
+        row = {"id": f"m{len(asked)}", "memory": "note", "metadata": stamped}
+        return {
+            "count": 4,
+            "next": "more",
+            "previous": None,
+            "results": [row, {**row, "id": f"n{len(asked)}"}],
+        }
+
+    deleted: list[object] = []
+    monkeypatch.setattr(memory._client, "get_all", endless)
+    monkeypatch.setattr(memory._client, "delete_all", lambda **kw: deleted.append(kw) or {})
+    monkeypatch.setattr(mem0_platform, "LIST_PAGE", 2)
+    try:
+        with pytest.raises(MemoryAdapterError, match="offered past the 4 memories it counts"):
+            memory.reset()
+    finally:
+        memory.close()
+    assert deleted == [] and asked == [1, 2]
+
+
 def test_the_project_of_the_configured_key_is_the_one_written(platform, monkeypatch):
     user = f"shadow-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("TEAM_MEM0_KEY", OTHER_KEY)

@@ -331,6 +331,11 @@ class Mem0PlatformMemory:
             counted = listed.count if listed.count is not None else counted
             if not listed.next or not listed.results:
                 break
+            if counted is not None and page * LIST_PAGE >= counted:  # (so the listing ends)
+                raise MemoryAdapterError(
+                    f"{where}: page {page + 1} offered past the {counted} memories it counts; "
+                    "nothing was deleted"
+                )
             page += 1
         total = len(seen)
         if counted is not None and total < counted:  # offset pages over an unstable order
