@@ -199,7 +199,9 @@ def _alert(
     return {
         "alert": name,
         "expr": expr,
-        "for": for_,
+        # a bare 0 (FOR_KEYS) is written as Prometheus writes it: the package's alerts.json
+        # gives each alert's `for` to the pages as text (a number 0 broke the report)
+        "for": "0s" if for_ == "0" or (type(for_) is int and for_ == 0) else for_,
         "labels": {"severity": severity},
         "annotations": {
             "summary": summary,

@@ -3,6 +3,7 @@ every evaluation: one line naming the key, exit 2, no rule file written."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -68,3 +69,23 @@ def test_a_duration_prometheus_reads_is_rendered(tmp_path, key, value):
     assert (result.returncode, result.stderr) == (0, "")
     rules = yaml.safe_load((tmp_path / "out" / "alerts.rules.yml").read_text())
     assert rules["groups"]
+
+
+@pytest.mark.parametrize("value", [0, "0"])
+def test_a_for_of_0_is_shipped_as_a_duration_the_pages_show(tmp_path, value):
+    # a YAML 0 went into the package's alerts.json as the number 0, and the report's verdict
+    # (html.escape of a crossing's `after`) raised AttributeError once that alert crossed
+    from dataclasses import asdict
+
+    from healthd.report.html import _crossing
+    from healthd.verdict import AlertBook, ratio_crossings
+
+    result = _generate(tmp_path, {"freshness.for": value})
+    assert (result.returncode, result.stderr) == (0, "")
+    rules = yaml.safe_load((tmp_path / "out" / "alerts.rules.yml").read_text())
+    fresh = next(r for r in rules["groups"][0]["rules"] if r["alert"] == "HealthdFreshnessLow")
+    assert fresh["for"] == "0s"
+    doc = json.loads((tmp_path / "out" / "alerts.json").read_text())
+    assert doc["alerts"]["HealthdFreshnessLow"]["for"] == "0s"
+    (crossing,) = ratio_crossings(AlertBook(doc["thresholds"], doc["alerts"]), {"freshness": 0.1})
+    assert "fires after 0s" in _crossing(asdict(crossing))
