@@ -643,8 +643,9 @@ _NAMES_SERVER = re.compile(r"\s*\[*\s*[\"']?server\b")
 
 def _server_section(text: str) -> dict[str, Any]:
     """The ``[server]`` table of a file that does not parse as a whole: its header's lines
-    up to the next table's header, parsed alone. A ValueError when they do not parse, or
-    when the file has no one ``[server]`` header or names server elsewhere (``[server``,
+    up to the next table's header, parsed alone ({} when no line names server: the
+    defaults, as for a file that parses without one). A ValueError when they do not parse,
+    or when the file has two ``[server]`` headers or names server elsewhere (``[server``,
     ``server.port = ...``): the mistake may be in what the daemon listens with."""
     import tomllib
 
@@ -658,8 +659,10 @@ def _server_section(text: str) -> dict[str, Any]:
             raise ValueError("server is named outside its [server] table")
         if inside:
             kept.append(line)
-    if headers != 1:
-        raise ValueError("no single [server] table")
+    if headers > 1:
+        raise ValueError("more than one [server] table")
+    # (none: no line names server, so the daemon listens where the defaults and the
+    # variables say, as it does for a file that parses without [server])
     return tomllib.loads("\n".join(kept))
 
 

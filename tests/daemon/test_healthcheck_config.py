@@ -84,7 +84,7 @@ def test_a_server_table_that_is_not_toml_is_still_unhealthy(tmp_path, capsys):
     [
         "[server\nport = 1\n[targets]\nx = [1\n",  # a header that does not parse
         "server.port = 1\n[targets]\nx = [1\n[server]\nhost = '127.0.0.1'\n",  # dotted
-        "[targets]\nx = [1\n",  # no [server]: where the daemon listens is not known
+        "[server]\nport = 1\n[targets]\nx = [1\n[server]\nport = 2\n",  # which is it?
     ],
 )
 def test_a_file_that_is_not_toml_where_server_may_be_is_unhealthy(tmp_path, capsys, text):
@@ -92,3 +92,26 @@ def test_a_file_that_is_not_toml_where_server_may_be_is_unhealthy(tmp_path, caps
     path.write_text(text)
     assert cli_main(["healthcheck", "--config", str(path)]) == 1
     assert "not valid TOML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        "bogus = 1",  # TOML: healthy before this change too
+        '[targets.x]\nkind = "reference\nshadow = true',  # an unclosed string
+        "[targets]\nx = [1, 2",  # an unclosed array
+    ],
+)
+def test_a_file_without_server_that_is_not_toml_leaves_a_running_daemon_healthy(
+    tmp_path, capsys, monkeypatch, listener, mistake
+):
+    # most shipped configs (config/backstage.toml, zep, letta, mem0-team, ...) have no
+    # [server]: the daemon listens where the defaults and HEALTHD_SERVER__* say, as it did
+    # before the file broke; a parseable mistake left it healthy and one that does not
+    # parse made it unhealthy, and the engine restarted it into the broken file
+    monkeypatch.setenv("HEALTHD_SERVER__HOST", "127.0.0.1")
+    monkeypatch.setenv("HEALTHD_SERVER__PORT", str(listener.port))
+    path = tmp_path / "healthd.toml"
+    path.write_text(f"example = true\n{mistake}\n")
+    assert cli_main(["healthcheck", "--config", str(path)]) == 0
+    assert capsys.readouterr().err == ""
