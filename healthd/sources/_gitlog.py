@@ -326,6 +326,11 @@ class Extractor:
     def cursor_extra(self) -> dict[str, Any]:
         return {}
 
+    def baseline_problem(self) -> str | None:
+        """Why the state rebuilt at a cursor (``apply`` with ``emit`` False) is not what
+        the history up to it held, or None: then the pull starts over from the root."""
+        return None
+
     def wanted(self, changes: list[Change]) -> Iterator[str]:
         """The blobs ``apply`` will read for these changes (prefetched in one exchange)."""
         return iter(())
@@ -530,6 +535,13 @@ class RepoSource:
                 extractor.apply(Commit(base, repo.commit_time(base)), baseline, emit=False)
             finally:
                 skips.muted = False
+            why = extractor.baseline_problem()
+            if why:
+                skips.note(f"{why}; full re-extraction")
+                state, base, seen = None, None, {}
+                extractor = self._extractor(repo, head, skips, None)
+                paths = self._log_paths(extractor)
+        if base is not None:
             rev_range = f"{base}..{head}"
         else:
             rev_range = head

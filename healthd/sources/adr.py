@@ -196,6 +196,10 @@ class AdrExtractor(Extractor):
         # decisions held at the cursor by records whose status could not be read there:
         # the tree at the cursor cannot tell them (subject → the fact's value and metadata)
         kept_state = state.get("kept")
+        # a cursor written before it said them (no ``kept``): what a record unread at it
+        # held is unknown, so a baseline with such a record is no baseline (see _diff)
+        self._kept_unknown = bool(state) and not isinstance(kept_state, dict)
+        self._baseline_problem: str | None = None
         self._kept_at_cursor: dict[str, dict[str, str]] = {
             str(name): _str_map(kept)
             for name, kept in (kept_state.items() if isinstance(kept_state, dict) else ())
@@ -214,8 +218,12 @@ class AdrExtractor(Extractor):
             "links": {p: dict(sorted(r.items())) for p, r in sorted(self.links.items()) if r},
             "aliases": dict(sorted(self.aliases.items())),
             **({"templates": sorted(self.template_titles)} if self.template_titles else {}),
-            **({"kept": kept} if (kept := self._kept()) else {}),
+            # (always, even empty: a cursor without it is from before it was written)
+            "kept": self._kept(),
         }
+
+    def baseline_problem(self) -> str | None:
+        return self._baseline_problem
 
     def _kept(self) -> dict[str, dict[str, str]]:
         """The decisions held by records whose status cannot be read now, for the cursor."""
@@ -559,6 +567,11 @@ class AdrExtractor(Extractor):
             for path, rec in recs.items()
             if rec.status is None and path not in successors
         }
+        if not emit and self._kept_unknown and unread:
+            self._baseline_problem = (
+                f"cursor from an older healthd, which does not say what "
+                f"{', '.join(sorted(unread, key=_order)[:3])} held"
+            )
         for name in sorted(unread):  # (a baseline at a cursor: what those records held)
             kept = self._kept_at_cursor.get(name)
             if kept is not None and FactKey(name, PREDICATE) not in self.held:
@@ -831,6 +844,9 @@ class AdrLogs(Extractor):
         events = [ev for log in self.logs for ev in log.apply(commit, changes, emit)]
         self.held = {key: held for log in self.logs for key, held in log.held.items()}
         return events
+
+    def baseline_problem(self) -> str | None:
+        return next((why for log in self.logs if (why := log.baseline_problem())), None)
 
     def cursor_extra(self) -> dict[str, Any]:
         first, *rest = self.logs

@@ -635,6 +635,37 @@ def test_a_decision_kept_through_an_unreadable_status_is_kept_by_a_pull_from_its
     ]
 
 
+def test_a_cursor_from_before_kept_decisions_were_written_is_read_again_from_the_root(repo, brief):
+    """A cursor written before ce03f71 (db2980d's, the first round's) has no ``kept``: a
+    record unread at it may have held a decision no tree can tell, and its deletion was
+    never said from that cursor. Such a cursor starts over; one whose records all read
+    resumes."""
+    path = "doc/adr/0001-use-a.md"
+    repo.commit(
+        "2024-01-01",
+        {path: nygard(1, "Use A", "Accepted"), "doc/adr/0002-use-b.md": nygard(2, "B", "Accepted")},
+    )
+    repo.commit("2024-02-01", {path: nygard(1, "Use A", "Akzeptiert")})
+    state = json.loads(pull(adr_source(repo)).cursor)
+    assert state["kept"] == {
+        "adr:1": {**state["kept"]["adr:1"], "value": "Use A", "adr_file": path}
+    }
+    del state["kept"]
+    repo.commit("2024-03-01", {path: None})
+    resumed = pull(adr_source(repo), json.dumps(state))
+    assert brief(resumed.events) == brief(pull(adr_source(repo)).events)
+    assert brief(resumed.events)[-1] == ("2024-03-01", "invalidated", "adr:1 decision=Use A")
+    assert any("cursor from an older healthd" in s for s in resumed.skipped), resumed.skipped
+    # nothing unread at the cursor: it resumes, and its next cursor says what is kept
+    later = json.loads(resumed.cursor)
+    assert later["kept"] == {}
+    del later["kept"]
+    repo.commit("2024-04-01", {"doc/adr/0002-use-b.md": nygard(2, "B", "Rejected")})
+    again = pull(adr_source(repo), json.dumps(later))
+    assert brief(again.events) == [("2024-04-01", "invalidated", "adr:2 decision=B")]
+    assert not any("older healthd" in s for s in again.skipped)
+
+
 def test_a_record_renumbered_while_its_status_cannot_be_read_takes_its_decision_along(repo, brief):
     repo.commit("2024-01-01", {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Accepted")})
     repo.commit("2024-02-01", {"doc/adr/0001-use-a.md": nygard(1, "Use A", "Akzeptiert")})
