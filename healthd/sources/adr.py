@@ -607,11 +607,23 @@ class AdrExtractor(Extractor):
         moved_out: dict[str, str] = {}  # old subject → the record's path
         first_events: list[ChangeEvent] = []  # decisions a subject's new record ends
         move_events: list[tuple[str, str, ChangeEvent]] = []  # (old subject, new, event)
+        taken: list[tuple[str, str, str, Held]] = []  # (path, old subject, new, its fact)
         for path, (old, new) in sorted(self._moves.items()):
             self.linked = {(new if p == old else p, new if s == old else s) for p, s in self.linked}
             was = self.held.pop(FactKey(old, PREDICATE), None)
-            if was is None:
-                continue
+            if was is not None:
+                taken.append((path, old, new, was))
+        # (every moved record's decision taken first: two records swapping numbers free
+        # each other's subject; those moving to an unread record's subject last)
+        taken.sort(key=lambda t: t[2] in unread and t[2] not in desired)
+        for path, old, new, was in taken:
+            if new in unread and new not in desired:
+                before = self.held.get(FactKey(new, PREDICATE))
+                if before is not None and self._taken_over(new, before):
+                    # the subject's decision was another record's (deleted, renumbered):
+                    # it ends first, as it would for an accepted record taking the number
+                    first_events.append(self._end_taken(commit, new, before))
+                    del self.held[FactKey(new, PREDICATE)]
             if new in desired:
                 moved_in[new] = (old, was)
             elif new in unread and FactKey(new, PREDICATE) not in self.held:

@@ -685,6 +685,64 @@ def test_a_record_renumbered_while_its_status_cannot_be_read_takes_its_decision_
     )
 
 
+def test_records_swapping_numbers_while_their_status_cannot_be_read_take_their_decisions(
+    repo, brief
+):
+    """8a2381b moved an unread record's decision to its new number only when nothing held
+    that subject: two records swapping numbers each found the other's decision there, and
+    both decisions ended ("ADR 2 is without a known status again"), to be added again once
+    their statuses read. Accepted, the same swap is two renumberings."""
+    a, b = "doc/adr/0001-use-a.md", "doc/adr/0002-use-b.md"
+
+    def rec(n: int, title: str, status: str) -> str:  # (bodies apart: git pairs the renames)
+        why = ("Why " + title + ". ") * 30
+        return nygard(n, title, status).replace("## Context", f"## Context\n\n{why}")
+
+    repo.commit("2024-01-01", {a: rec(1, "Use A", "Accepted"), b: rec(2, "Use B", "Accepted")})
+    repo.commit("2024-02-01", {a: rec(1, "Use A", "Akzeptiert"), b: rec(2, "Use B", "Akzeptiert")})
+    repo.git("mv", a, "doc/adr/tmp.md")
+    repo.git("mv", b, "doc/adr/0001-use-b.md")
+    repo.git("mv", "doc/adr/tmp.md", "doc/adr/0002-use-a.md")
+    repo.commit(
+        "2024-03-01",
+        {
+            "doc/adr/0002-use-a.md": rec(2, "Use A", "Akzeptiert"),
+            "doc/adr/0001-use-b.md": rec(1, "Use B", "Akzeptiert"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-01-01", "added", "adr:2 decision=Use B"),
+        ("2024-03-01", "revised", "adr:1 decision=Use A -> adr:2 decision=Use A"),
+        ("2024-03-01", "revised", "adr:2 decision=Use B -> adr:1 decision=Use B"),
+    ]
+
+
+def test_a_record_renumbered_unread_onto_a_deleted_records_number_ends_that_decision(repo, brief):
+    """An unread record renumbered to the number of a record deleted in the same commit
+    found the deleted record's decision under its new subject: its own decision ended,
+    the deleted one's was kept as if it were its own (and ended later as "deprecated")."""
+    a, b = "doc/adr/0001-use-a.md", "doc/adr/0003-use-b.md"
+    repo.commit(
+        "2024-01-01", {a: nygard(1, "Use A", "Accepted"), b: nygard(3, "Use B", "Accepted")}
+    )
+    repo.commit("2024-02-01", {a: nygard(1, "Use A", "Akzeptiert")})
+    repo.git("rm", "-q", b)
+    repo.git("mv", a, "doc/adr/0003-use-a.md")
+    repo.commit("2024-03-01", {"doc/adr/0003-use-a.md": nygard(3, "Use A", "Akzeptiert")})
+    repo.commit("2024-04-01", {"doc/adr/0003-use-a.md": nygard(3, "Use A", "Deprecated")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-01-01", "added", "adr:3 decision=Use B"),
+        ("2024-03-01", "invalidated", "adr:3 decision=Use B"),
+        ("2024-03-01", "revised", "adr:1 decision=Use A -> adr:3 decision=Use A"),
+        ("2024-04-01", "invalidated", "adr:3 decision=Use A"),
+    ]
+    assert result.events[2].reason == "ADR 3 deleted"
+
+
 def test_a_record_moved_while_its_status_cannot_be_read_is_found_where_it_went(repo, brief):
     """The decision kept named the file it was read from: once the record was moved (same
     number, same title), its supersession found no record there and said "ADR 1 deleted"
