@@ -35,7 +35,7 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
         re.compile(
             r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b"
             r"|(?<!\bbe )(?<!\bnot )(?<!\byet )(?<!\bbeing )(?<!\bonce )(?<!\bwhen )"
-            r"(?<!\bif )(?<!\buntil )\bimplemented\b",
+            r"(?<!\bif )(?<!\buntil )(?<!\bnever )(?<!n't )(?<!n’t )\bimplemented\b",
             re.I,
         ),
     ),
@@ -285,7 +285,9 @@ def _ref_groups(text: str, verb: str) -> list[tuple[str, ...]]:
 def classify(text: str) -> Status | None:
     """The status a status text states; the strongest wins (superseded > deprecated >
     rejected > accepted > proposed), since records keep their history there."""
-    clean = _LINK.sub(" ", _strip_decoration(text))
+    # (spaces and hyphens between words as one space: the words "implemented" follows are
+    # read one space before it, "Not  implemented", "not-implemented", "to-be-implemented")
+    clean = re.sub(r"(?:\s|(?<=\w)-(?=\w))+", " ", _LINK.sub(" ", _strip_decoration(text)))
     without_supersedes = re.sub(rf"\b(?:{_SUPERSEDES})\b.*", " ", clean, flags=re.I)
     for status, pattern in _WORDS:
         if pattern.search(without_supersedes):

@@ -60,6 +60,13 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         ("Proposed, not yet implemented", "proposed"),
         ("Not implemented", None),
         ("Won't be implemented", None),
+        # ... also never, or with its words apart by more than one space, or hyphenated
+        ("Never implemented", None),
+        ("Isn't implemented", None),
+        ("Proposed, not  yet  implemented", "proposed"),
+        ("Not-implemented", None),
+        ("Proposed (to-be-implemented)", "proposed"),
+        ("Accepted, not-yet-implemented", "accepted"),
         # set aside, not in force: adr/madr's own docs/decisions/0003 says "on hold"
         ("on hold", "proposed"),
         ("Suspended", "proposed"),
