@@ -232,8 +232,20 @@ def _status_block(front: list[str]) -> tuple[int, list[str]]:
     at = max((i for i, line in enumerate(front) if _STATUS_KEY.match(line)), default=None)
     if at is None:
         return 0, []
+    value = front[at].split(":", 1)[1]
+    flow = value.strip()[:1] in ("[", "{")  # (brackets in a plain or quoted value: text)
+    depth = value.count("[") + value.count("{") - value.count("]") - value.count("}")
+    depth = depth if flow else 0
     end = at + 1
-    while end < len(front) and (not front[end].strip() or front[end][0] in " \t"):
+    while end < len(front):
+        line = front[end]
+        # (continued: indented or blank; at the margin, a flow collection left open, or
+        # the items of a list the key holds, ``status:`` then ``- accepted``, as YAML has)
+        margin = line.strip() and line[0] not in " \t"
+        if margin and depth <= 0 and not (line.startswith("-") and not value.strip()):
+            break
+        if flow:
+            depth += line.count("[") + line.count("{") - line.count("]") - line.count("}")
         end += 1
     return at, front[at:end]
 

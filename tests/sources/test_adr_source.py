@@ -418,6 +418,23 @@ def test_front_matter_another_key_of_which_is_no_yaml_still_states_its_status(re
     ]
 
 
+@pytest.mark.parametrize(
+    "status",
+    [
+        "status: [accepted,\ndeprecated]",  # a flow list continued at the margin
+        "status: {state: accepted,\nsince: 2024}",
+    ],
+)
+def test_front_matter_whose_status_continues_at_the_margin_is_yaml(repo, brief, status):
+    """f026236 checked the status's own lines, taken as the status line and the indented
+    ones after it: a flow collection continued at the margin, valid YAML, was cut and
+    named no YAML, its decision never added."""
+    path = "docs/decisions/0001-use-postgresql.md"
+    repo.commit("2024-01-10", {path: MADR_OLD.replace("status: accepted", status)})
+    result = pull(adr_source(repo))
+    assert not any("not YAML" in line for line in result.skipped), result.skipped
+
+
 def log4brains(title: str, status: str) -> str:
     """A record as thomvaill/log4brains writes them (its docs/adr/template.md, MADR 2)."""
     return f"# {title}\n\n- Status: {status}\n- Date: 2020-09-26\n\n## Context and Problem Statement\n\nWhy.\n"
