@@ -662,8 +662,12 @@ class AdrExtractor(Extractor):
             name = key.subject
             if name in desired:
                 continue
-            if name in unread and name not in moved_out:
-                # kept; moved meanwhile (git mv, a directory renamed), it is at its new path,
+            if (
+                name in unread
+                and name not in moved_out
+                and not self._taken_over(name, self.held[key])
+            ):
+                # kept (its own record's: another record's, deleted, ends below); moved meanwhile (git mv, a directory renamed), it is at its new path,
                 # as an accepted record's would be: what ends it later finds it there
                 still, now_at = self.held[key], self.path_of[name]
                 if still.metadata.get("adr_file") != now_at:

@@ -760,6 +760,26 @@ def test_a_record_renumbered_unread_onto_a_deleted_records_number_ends_that_deci
     assert result.events[2].reason == "ADR 3 deleted"
 
 
+def test_a_deleted_records_decision_is_not_kept_by_an_unread_record_taking_its_number(repo, brief):
+    """An unread record (one that never held a decision) renumbered to the number of a
+    record deleted in the same commit kept the deleted record's decision as its own, at
+    its own path since 2d8aaeb, until it was deprecated; Proposed, "ADR 3 deleted"."""
+    a, b = "doc/adr/0001-use-a.md", "doc/adr/0003-use-b.md"
+    repo.commit(
+        "2024-01-01", {a: nygard(1, "Use A", "Akzeptiert"), b: nygard(3, "Use B", "Accepted")}
+    )
+    repo.git("rm", "-q", b)
+    repo.git("mv", a, "doc/adr/0003-use-a.md")
+    repo.commit("2024-03-01", {"doc/adr/0003-use-a.md": nygard(3, "Use A", "Akzeptiert")})
+    repo.commit("2024-04-01", {"doc/adr/0003-use-a.md": nygard(3, "Use A", "Deprecated")})
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:3 decision=Use B"),
+        ("2024-03-01", "invalidated", "adr:3 decision=Use B"),
+    ]
+    assert result.events[1].reason == "ADR 3 deleted"
+
+
 def test_a_record_moved_while_its_status_cannot_be_read_is_found_where_it_went(repo, brief):
     """The decision kept named the file it was read from: once the record was moved (same
     number, same title), its supersession found no record there and said "ADR 1 deleted"
