@@ -624,6 +624,7 @@ class AdrExtractor(Extractor):
                     # it ends first, as it would for an accepted record taking the number
                     first_events.append(self._end_taken(commit, new, before))
                     del self.held[FactKey(new, PREDICATE)]
+                    moved_out.pop(new, None)  # (ended here, not below with the subject)
             if new in desired:
                 moved_in[new] = (old, was)
             elif new in unread and FactKey(new, PREDICATE) not in self.held:

@@ -736,6 +736,36 @@ def test_records_swapping_numbers_while_their_status_cannot_be_read_take_their_d
     ]
 
 
+def test_records_swapping_numbers_one_proposed_one_unread_end_one_decision(repo, brief):
+    """One of two swapping records proposed, the other unread: the proposed one's decision
+    ends, as when the other is accepted; the unread one's moves to its new number and
+    stays (it was ended too, "ADR 2 is proposed again", under the subject it took)."""
+    a, b = "doc/adr/0001-use-a.md", "doc/adr/0002-use-b.md"
+
+    def rec(n: int, title: str, status: str) -> str:  # (bodies apart: git pairs the renames)
+        why = ("Why " + title + ". ") * 30
+        return nygard(n, title, status).replace("## Context", f"## Context\n\n{why}")
+
+    repo.commit("2024-01-01", {a: rec(1, "Use A", "Accepted"), b: rec(2, "Use B", "Accepted")})
+    repo.git("mv", a, "doc/adr/tmp.md")
+    repo.git("mv", b, "doc/adr/0001-use-b.md")
+    repo.git("mv", "doc/adr/tmp.md", "doc/adr/0002-use-a.md")
+    repo.commit(
+        "2024-03-01",
+        {
+            "doc/adr/0002-use-a.md": rec(2, "Use A", "Proposed"),
+            "doc/adr/0001-use-b.md": rec(1, "Use B", "Akzeptiert"),
+        },
+    )
+    result = pull(adr_source(repo))
+    assert brief(result.events) == [
+        ("2024-01-01", "added", "adr:1 decision=Use A"),
+        ("2024-01-01", "added", "adr:2 decision=Use B"),
+        ("2024-03-01", "invalidated", "adr:1 decision=Use A"),
+        ("2024-03-01", "revised", "adr:2 decision=Use B -> adr:1 decision=Use B"),
+    ]
+
+
 def test_a_record_renumbered_unread_onto_a_deleted_records_number_ends_that_decision(repo, brief):
     """An unread record renumbered to the number of a record deleted in the same commit
     found the deleted record's decision under its new subject: its own decision ended,
