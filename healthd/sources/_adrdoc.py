@@ -31,11 +31,13 @@ _WORDS: list[tuple[Status, re.Pattern[str]]] = [
         # ("implemented": nats-io/nats-architecture-and-design's template offers `Approved`,
         # `Partially Implemented`, `Implemented`: a decision in force, more so than approved)
         # ("implemented" said of the future or denied is no status: "Proposed (to be
-        # implemented in Q3)", "Not implemented", "Won't be implemented")
+        # implemented in Q3)", "Not implemented", "Won't be implemented"; "being implemented"
+        # is a decision in force under way, as design docs say: "Status: being implemented")
         re.compile(
             r"\b(?:accepted|approved|adopted|agreed|decided|active|done)\b"
-            r"|(?<!\bbe )(?<!\bnot )(?<!\byet )(?<!\bbeing )(?<!\bonce )(?<!\bwhen )"
-            r"(?<!\bif )(?<!\buntil )(?<!\bnever )(?<!n't )(?<!n’t )\bimplemented\b",
+            r"|(?<!\bbe )(?<!\bnot )(?<!\byet )(?<!\bonce )(?<!\bwhen )"
+            r"(?<!\bif )(?<!\buntil )(?<!\bnever )(?<!n't )(?<!n’t )(?<!\bnot being )"
+            r"(?<!n't being )\bimplemented\b",
             re.I,
         ),
     ),

@@ -62,6 +62,10 @@ def test_an_adr_tools_record_gives_number_title_status_and_links():
         ("Won't be implemented", None),
         # ... also never, or with its words apart by more than one space, or hyphenated
         ("Never implemented", None),
+        # ... but under way it is in force ("Status: being implemented (design reviewed)")
+        ("Being implemented", "accepted"),
+        ("being implemented (design reviewed 2026-09-04)", "accepted"),
+        ("Not being implemented", None),
         ("Isn't implemented", None),
         ("Proposed, not  yet  implemented", "proposed"),
         ("Not-implemented", None),
