@@ -702,6 +702,19 @@ def test_a_record_renumbered_while_its_status_cannot_be_read_takes_its_decision_
     )
 
 
+def distinct_record(n: int, title: str, status: str) -> str:
+    """A record whose body differs enough from the others' that git pairs its renames."""
+    why = ("Why " + title + ". ") * 30
+    return nygard(n, title, status).replace("## Context", f"## Context\n\n{why}")
+
+
+def swap_numbers(repo, a: str, b: str) -> None:
+    """ADR 1 (``a``, "use-a") and ADR 2 (``b``, "use-b") swap numbers, as `git mv` does."""
+    repo.git("mv", a, "doc/adr/tmp.md")
+    repo.git("mv", b, "doc/adr/0001-use-b.md")
+    repo.git("mv", "doc/adr/tmp.md", "doc/adr/0002-use-a.md")
+
+
 def test_records_swapping_numbers_while_their_status_cannot_be_read_take_their_decisions(
     repo, brief
 ):
@@ -711,20 +724,23 @@ def test_records_swapping_numbers_while_their_status_cannot_be_read_take_their_d
     their statuses read. Accepted, the same swap is two renumberings."""
     a, b = "doc/adr/0001-use-a.md", "doc/adr/0002-use-b.md"
 
-    def rec(n: int, title: str, status: str) -> str:  # (bodies apart: git pairs the renames)
-        why = ("Why " + title + ". ") * 30
-        return nygard(n, title, status).replace("## Context", f"## Context\n\n{why}")
-
-    repo.commit("2024-01-01", {a: rec(1, "Use A", "Accepted"), b: rec(2, "Use B", "Accepted")})
-    repo.commit("2024-02-01", {a: rec(1, "Use A", "Akzeptiert"), b: rec(2, "Use B", "Akzeptiert")})
-    repo.git("mv", a, "doc/adr/tmp.md")
-    repo.git("mv", b, "doc/adr/0001-use-b.md")
-    repo.git("mv", "doc/adr/tmp.md", "doc/adr/0002-use-a.md")
+    repo.commit(
+        "2024-01-01",
+        {a: distinct_record(1, "Use A", "Accepted"), b: distinct_record(2, "Use B", "Accepted")},
+    )
+    repo.commit(
+        "2024-02-01",
+        {
+            a: distinct_record(1, "Use A", "Akzeptiert"),
+            b: distinct_record(2, "Use B", "Akzeptiert"),
+        },
+    )
+    swap_numbers(repo, a, b)
     repo.commit(
         "2024-03-01",
         {
-            "doc/adr/0002-use-a.md": rec(2, "Use A", "Akzeptiert"),
-            "doc/adr/0001-use-b.md": rec(1, "Use B", "Akzeptiert"),
+            "doc/adr/0002-use-a.md": distinct_record(2, "Use A", "Akzeptiert"),
+            "doc/adr/0001-use-b.md": distinct_record(1, "Use B", "Akzeptiert"),
         },
     )
     result = pull(adr_source(repo))
@@ -742,19 +758,16 @@ def test_records_swapping_numbers_one_proposed_one_unread_end_one_decision(repo,
     stays (it was ended too, "ADR 2 is proposed again", under the subject it took)."""
     a, b = "doc/adr/0001-use-a.md", "doc/adr/0002-use-b.md"
 
-    def rec(n: int, title: str, status: str) -> str:  # (bodies apart: git pairs the renames)
-        why = ("Why " + title + ". ") * 30
-        return nygard(n, title, status).replace("## Context", f"## Context\n\n{why}")
-
-    repo.commit("2024-01-01", {a: rec(1, "Use A", "Accepted"), b: rec(2, "Use B", "Accepted")})
-    repo.git("mv", a, "doc/adr/tmp.md")
-    repo.git("mv", b, "doc/adr/0001-use-b.md")
-    repo.git("mv", "doc/adr/tmp.md", "doc/adr/0002-use-a.md")
+    repo.commit(
+        "2024-01-01",
+        {a: distinct_record(1, "Use A", "Accepted"), b: distinct_record(2, "Use B", "Accepted")},
+    )
+    swap_numbers(repo, a, b)
     repo.commit(
         "2024-03-01",
         {
-            "doc/adr/0002-use-a.md": rec(2, "Use A", "Proposed"),
-            "doc/adr/0001-use-b.md": rec(1, "Use B", "Akzeptiert"),
+            "doc/adr/0002-use-a.md": distinct_record(2, "Use A", "Proposed"),
+            "doc/adr/0001-use-b.md": distinct_record(1, "Use B", "Akzeptiert"),
         },
     )
     result = pull(adr_source(repo))
