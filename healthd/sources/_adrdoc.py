@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-import yaml
-
 Status = Literal["accepted", "proposed", "superseded", "deprecated", "rejected"]
 
 _SUPERSEDED = r"super(?:s|c|sc|ss)e+ded|replaced|obsoleted"
@@ -221,9 +219,6 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
     return {}, 0
 
 
-#: libyaml's parser where PyYAML has it: the pure-Python one takes time cubic in how deep
-#: flow collections nest (``status: [[[[...``: 2,000 deep, 5 s)
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: More ``[`` and ``{`` than front matter ever needs, and few enough for either parser.
 _MAX_FLOW_OPENERS = 256
 
@@ -259,12 +254,16 @@ def _yaml_error(front: list[str], at: int = 0) -> str | None:
     """Why front matter is no YAML (``status: "accepted`` with its quote never closed,
     ``status: [accepted``), or None; ``at`` is the index of its first line in the front
     matter. Read as a stream of parse events, never built, so aliases cannot multiply it."""
+    import yaml  # (here: most records have no front matter, and PyYAML takes 15 ms to load)
+
     text = "\n".join(front)
     openers = text.count("[") + text.count("{")
     if openers > _MAX_FLOW_OPENERS:
         return f"{openers} '[' and '{{', more than the {_MAX_FLOW_OPENERS} read"
     try:
-        for _ in yaml.parse(text, Loader=_YAML_LOADER):
+        # libyaml's parser where PyYAML has it: the pure-Python one takes time cubic in how
+        # deep flow collections nest (``status: [[[[...``: 2,000 deep, 5 s)
+        for _ in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             pass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -10,7 +10,6 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from healthd.sources._adrdoc import file_prefix, parse_adr
 from healthd.sources._gitrepo import Repo, blob_text
 
 #: Where ADRs live when `.adr-dir` does not say, in order.
@@ -157,6 +156,8 @@ def log_spaces(repo: Repo, head: str, logs: list[Layout]) -> list[str]:
     one log has always had), for each other the numbering its records' file names follow
     (``dr`` for ``DR002-x.md``), or its directory when that is ``adr`` or taken."""
     spaces = ["adr"]
+    from healthd.sources._adrdoc import file_prefix  # (see layouts)
+
     for layout in logs[1:]:
         listing = repo.run(
             "ls-tree", "-r", "-z", "--name-only", head, "--", layout.dir, check=False
@@ -206,6 +207,10 @@ def layouts(repo: Repo, head: str) -> Iterator[Layout]:
     for directory, paths in sorted(by_dir.items(), key=lambda item: (-len(item[1]), item[0])):
         if directory in found:
             continue
+        # (imported here: the `git` source asks where the log is, and most repositories
+        # have no file named like a record, so never read one; the reader takes 15 ms to load)
+        from healthd.sources._adrdoc import parse_adr
+
         sample = sorted(paths)[:5]
         blobs = repo.fetch_blobs(f"{head}:{path}" for path in sample)
         with_status = 0

@@ -477,7 +477,8 @@ _GO_DEPS_MAX = 1 << 12  # a few MB of go.mod text
 #: (``str.isprintable`` is ``unicode.IsPrint``: Unicode's letters, marks, numbers,
 #: punctuation and symbols). A go.mod holding one is no go.mod to Go ("unexpected input
 #: character"): a zero-width space or a soft hyphen in a module path as much as a NUL.
-_GO_REFUSED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\U0010ffff]")
+#: (Written as what it is not: the range ``\x7f-\U0010ffff`` takes 4 ms to compile.)
+_GO_REFUSED = re.compile(r"[^\t\n\r\x20-\x7e]")
 
 
 def _go_refused(text: str) -> str | None:
