@@ -269,6 +269,32 @@ def revalidation_time(now: datetime, interval: timedelta, head_time: datetime) -
     return max(datetime.fromtimestamp(seconds, tz=UTC), head_time)
 
 
+#: A fact as :func:`fact_hash` reads it: what the pull notes each event's fact by, hashed
+#: only for the facts still held at its end (the rest are pruned from the cursor unread).
+FactText = tuple[str, str, str, str]
+
+
+def fact_text(fact: Fact) -> FactText:
+    return (fact.subject, fact.predicate, fact.value, fact.domain)
+
+
+def settle_seen(
+    seen: dict[str, float], observed: dict[FactText, float | None], held: Mapping[FactKey, Held]
+) -> None:
+    """Bring ``seen`` (fact hash → last observation) up to the observations made since
+    (None: the fact was invalidated), for the facts ``held``: all the cursor keeps."""
+    for h in held.values():
+        text = fact_text(h.fact)
+        if text not in observed:
+            continue
+        stamp = observed[text]
+        if stamp is None:
+            seen.pop(fact_hash(h.fact), None)
+        else:
+            seen[fact_hash(h.fact)] = stamp
+    observed.clear()
+
+
 def prune_seen(seen: dict[str, float], held: Mapping[FactKey, Held]) -> dict[str, float]:
     live = {fact_hash(h.fact) for h in held.values()}
     return {k: v for k, v in seen.items() if k in live}
@@ -525,6 +551,7 @@ class RepoSource:
             seen = {
                 str(k): float(v) for k, v in state["seen"].items() if isinstance(v, (int, float))
             }
+        observed: dict[FactText, float | None] = {}
         paths = self._log_paths(extractor)
         events: list[ChangeEvent] = []
         if base is not None:
@@ -551,7 +578,7 @@ class RepoSource:
                 commit = Commit(boundary, repo.commit_time(boundary))
                 baseline = repo.tree(boundary, paths)
                 repo.prefetch(extractor.wanted(baseline))
-                events += self._observe(extractor.apply(commit, baseline, emit=True), seen)
+                events += self._observe(extractor.apply(commit, baseline, emit=True), observed)
                 rev_range = f"{boundary}..{head}"
         last = base
         last_time: datetime | None = None  # (the head's, when the log ends with it)
@@ -569,7 +596,9 @@ class RepoSource:
                     repo.use_prefetched(blobs)
                     for commit, changes in batch:
                         folding = commit.sha
-                        events += self._observe(extractor.apply(commit, changes, emit=True), seen)
+                        events += self._observe(
+                            extractor.apply(commit, changes, emit=True), observed
+                        )
                         last, last_time, folding = commit.sha, commit.time, None
                 repo.use_prefetched({})
             except GitError as exc:
@@ -579,6 +608,7 @@ class RepoSource:
                     raise
                 for note in repo.notes:
                     skips.note(note)
+                settle_seen(seen, observed, extractor.held)
                 return PullResult(
                     events,
                     self._cursor(last, seen, extractor),
@@ -592,6 +622,7 @@ class RepoSource:
         if now is None:
             now = self._clock() if self._clock is not None else head_time
         now = revalidation_time(now, self.opts.revalidate_interval, head_time)
+        settle_seen(seen, observed, extractor.held)
         events += revalidations(
             self.kind, self.name, extractor.held, seen, now, self.opts.revalidate_interval, head
         )
@@ -614,16 +645,19 @@ class RepoSource:
         )
 
     @staticmethod
-    def _observe(events: list[ChangeEvent], seen: dict[str, float]) -> list[ChangeEvent]:
+    def _observe(
+        events: list[ChangeEvent], observed: dict[FactText, float | None]
+    ) -> list[ChangeEvent]:
         when, stamp = None, 0.0  # a commit's events share its time: converted once
         for ev in events:
+            fact = ev.fact
             if ev.type == "invalidated":
-                seen.pop(fact_hash(ev.fact), None)
+                observed[(fact.subject, fact.predicate, fact.value, fact.domain)] = None
                 continue
             if ev.timestamp is not when:
                 when = ev.timestamp
                 stamp = when.timestamp()
-            seen[fact_hash(ev.fact)] = stamp
+            observed[(fact.subject, fact.predicate, fact.value, fact.domain)] = stamp
         return events
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
