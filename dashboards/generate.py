@@ -70,6 +70,12 @@ SUBJECTS = f'{SEL}, role!="baseline"'
 BASELINES = f'{SEL}, role="baseline"'
 
 GREEN, YELLOW, RED, NEUTRAL = "green", "yellow", "red", "blue"
+#: 1 up, 0 down, 2 waiting: healthd_source_up is 0 too before a first pull has ended
+#: (healthd_source_pulled 0); a sidecar from before healthd_source_pulled shows up or down.
+SOURCE_STATE = (
+    f"(healthd_source_up{{{SCOPE}}} + 2 * (1 - healthd_source_pulled{{{SCOPE}}}))"
+    f" or healthd_source_up{{{SCOPE}}}"
+)
 
 #: panel title -> the alert whose runbook entry it links to (others: the runbook's start)
 PANEL_ALERTS = {
@@ -552,8 +558,9 @@ def operations(t: dict[str, Any]) -> db.Dashboard:
     d = d.with_panel(
         stat_panel(
             "Sources",
-            "1 when the source's last pull succeeded.",
-            [query(f"healthd_source_up{{{SCOPE}}}", "{{source}}")],
+            "up when the source's last pull succeeded, down when it failed, waiting while its "
+            "first pull has not ended (HealthdSourceDown leaves a waiting source out).",
+            [query(SOURCE_STATE, "{{source}}")],
             unit="none",
             thresholds=steps((None, RED), (1, GREEN)),
             w=6,
@@ -562,6 +569,7 @@ def operations(t: dict[str, Any]) -> db.Dashboard:
                     options={
                         "0": dm.ValueMappingResult(text="down", color=RED, index=0),
                         "1": dm.ValueMappingResult(text="up", color=GREEN, index=1),
+                        "2": dm.ValueMappingResult(text="waiting", color=NEUTRAL, index=2),
                     }
                 )
             ],
@@ -637,7 +645,8 @@ def operations(t: dict[str, Any]) -> db.Dashboard:
     d = d.with_panel(
         series_panel(
             "Source up",
-            "1 when the source's last pull succeeded, 0 when it failed.",
+            "1 when the source's last pull succeeded, 0 when it failed or none has ended yet "
+            "(a source never pulled is waiting: see the Sources stat).",
             [query(f"healthd_source_up{{{SCOPE}}}", "{{instance}} {{source}}")],
             unit="none",
             w=8,

@@ -19,6 +19,8 @@ from monitoring_helpers import (
     metric_names,
     panel_queries,
     panels,
+    substitute,
+    tool,
 )
 
 pytest.importorskip("grafana_foundation_sdk", reason="grafana-foundation-sdk is not installed")
@@ -95,6 +97,7 @@ def test_target_and_domain_variables_narrow_every_query(name):
         assert 'job=~"$job"' in expr and 'instance=~"$instance"' in expr, (title, expr)
         per_instance = {
             "healthd_source_up",
+            "healthd_source_pulled",
             "healthd_source_events_total",
             "healthd_scheduler_missed_runs_total",
             "healthd_build_info",
@@ -278,3 +281,52 @@ def test_the_runbook_address_is_set_at_generation_as_for_the_alerts(tmp_path):
             if panel["type"] != "row"
         ]
         assert links and all(link.partition("#")[0] == url for link in links), how
+
+
+def _shows(panel: dict, series: dict[str, str], expected: dict[str, str], tmp_path) -> None:
+    """`promtool test rules` evaluates the panel's query, variables at All, on ``series``
+    (a series selector -> its promtool values) and checks that each source gets the value
+    whose mapping reads ``expected[source]``."""
+    (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]
+    value_of = {result["text"]: key for key, result in mapping["options"].items()}
+    missing = set(expected.values()) - set(value_of)
+    assert not missing, f"{panel['title']} can show only {sorted(value_of)}, not {missing}"
+    (target,) = panel["targets"]
+    samples = [
+        {"labels": f'{{instance="sidecar", job="healthd", source="{source}"}}',
+         "value": float(value_of[text])}
+        for source, text in expected.items()
+    ]  # fmt: skip
+    case = {
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in series.items()],
+        "promql_expr_test": [
+            {"expr": substitute(target["expr"]), "eval_time": "1m", "exp_samples": samples}
+        ],
+    }
+    (tmp_path / "empty.yml").write_text("groups: []\n")
+    test_file = tmp_path / "panel_test.yml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["empty.yml"], "tests": [case]}))
+    proc = subprocess.run(
+        ["promtool", "test", "rules", str(test_file)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(tool("promtool") is None, reason="promtool not installed")
+def test_the_sources_stat_shows_a_source_not_pulled_yet_as_waiting_not_down(tmp_path):
+    """A source whose first pull has not ended exports healthd_source_up 0 with
+    healthd_source_pulled 0: waiting, as its HELP says and as HealthdSourceDown and the
+    daemon's verdict read it, not a red "down" from start until a long first pull ends."""
+    doc = dashboards()[OPERATIONS]
+    (stat,) = [p for p in panels(doc) if p["title"] == "Sources" and p["type"] == "stat"]
+    labels = 'instance="sidecar", job="healthd", source="{}"'
+    series = {}
+    for source, up, pulled in (("ok", 1, 1), ("failed", 0, 1), ("first", 0, 0)):
+        series[f"healthd_source_up{{{labels.format(source)}}}"] = f"{up}x2"
+        series[f"healthd_source_pulled{{{labels.format(source)}}}"] = f"{pulled}x2"
+    expected = {"ok": "up", "failed": "down", "first": "waiting"}
+    _shows(stat, series, expected, tmp_path)
+    (mapping,) = stat["fieldConfig"]["defaults"]["mappings"]
+    colours = {r["text"]: r["color"] for r in mapping["options"].values()}
+    assert colours["waiting"] != "red" and colours["down"] == "red"
