@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable
@@ -130,10 +131,12 @@ def steps(*pairs: tuple[float | None, str]) -> db.ThresholdsConfig:
 
 
 def ratio_steps(ratio: str, t: dict[str, Any]) -> db.ThresholdsConfig:
-    """Red where the ratio's alert fires, green where it is healthy."""
+    """Red where the ratio's alert fires, green where it is healthy. A step colours the
+    values from its own on, and the ceiling's alert fires only above it: red starts at the
+    next number past the ceiling (a floor's alert fires below it, where red already ends)."""
     if ratio == "contamination":
         limit = t["contamination"]["max"]
-        return steps((None, GREEN), (limit / 2, YELLOW), (limit, RED))
+        return steps((None, GREEN), (limit / 2, YELLOW), (math.nextafter(limit, math.inf), RED))
     floor = t[ratio]["min"]
     return steps((None, RED), (floor, YELLOW), (round((floor + 1) / 2, 4), GREEN))
 

@@ -5,6 +5,7 @@ panels the issue asks for; provisioning that loads them."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -133,7 +134,8 @@ def test_memory_health_overview_has_the_panels_the_issue_asks_for():
     assert consistency[0]["color"] == "red"
     assert consistency[1]["value"] == thresholds["consistency"]["min"]
     contamination = stats["Contamination"]["fieldConfig"]["defaults"]["thresholds"]["steps"]
-    assert contamination[-1] == {"color": "red", "value": thresholds["contamination"]["max"]}
+    assert contamination[-1]["color"] == "red"
+    assert contamination[-1]["value"] == math.nextafter(thresholds["contamination"]["max"], 1)
 
     series = [p for p in panels(doc) if p["type"] == "timeseries"]
     for ratio in RATIOS:
@@ -330,3 +332,60 @@ def test_the_sources_stat_shows_a_source_not_pulled_yet_as_waiting_not_down(tmp_
     (mapping,) = stat["fieldConfig"]["defaults"]["mappings"]
     colours = {r["text"]: r["color"] for r in mapping["options"].values()}
     assert colours["waiting"] != "red" and colours["down"] == "red"
+
+
+def _grafana_colour(steps: list[dict], value: float) -> str:
+    """The colour Grafana gives a value: that of the last step whose value it reaches (the
+    first step, value null, is the base)."""
+    colour = steps[0]["color"]
+    for step in steps[1:]:
+        if value >= step["value"]:
+            colour = step["color"]
+    return colour
+
+
+@pytest.mark.skipif(tool("promtool") is None, reason="promtool not installed")
+def test_a_ratio_stat_is_red_exactly_where_its_alert_fires(tmp_path):
+    """A ratio at its threshold fires no alert (the floors compare <, the ceiling >): its
+    stat is not red there, and is red just past it. 1 probe of 20 contaminated is 0.05."""
+    thresholds = yaml.safe_load((ROOT / "alerts" / "thresholds.yml").read_text())
+    levels = {
+        "freshness": (thresholds["freshness"]["min"], -1),
+        "consistency": (thresholds["consistency"]["min"], -1),
+        "coverage": (thresholds["coverage"]["min"], -1),
+        "contamination": (thresholds["contamination"]["max"], 1),
+    }
+    stats = {p["title"]: p for p in panels(dashboards()[MEMORY]) if p["type"] == "stat"}
+    for ratio, (limit, worse) in levels.items():
+        steps = stats[ratio.capitalize()]["fieldConfig"]["defaults"]["thresholds"]["steps"]
+        assert _grafana_colour(steps, limit) != "red", (ratio, limit, steps)
+        assert _grafana_colour(steps, limit + worse * 0.001) == "red", (ratio, steps)
+    labels = (
+        '{{__name__="healthd_{}_ratio", domain="all", role="subject", target="t", job="healthd"}}'
+    )
+    case = {
+        "interval": "1m",
+        "input_series": [
+            {"series": labels.format(ratio), "values": f"{limit}x120"}
+            for ratio, (limit, _) in levels.items()
+        ],
+        "alert_rule_test": [
+            {"eval_time": "2h", "alertname": name, "exp_alerts": []}
+            for name in (
+                "HealthdFreshnessLow",
+                "HealthdConsistencyLow",
+                "HealthdCoverageCollapsing",
+                "HealthdContaminationRising",
+            )
+        ],
+    }
+    test_file = tmp_path / "at_the_threshold_test.yml"
+    rules = [
+        str(ROOT / "alerts" / "alerts.rules.yml"),
+        str(ROOT / "alerts" / "recording.rules.yml"),
+    ]
+    test_file.write_text(yaml.safe_dump({"rule_files": rules, "tests": [case]}))
+    proc = subprocess.run(
+        ["promtool", "test", "rules", str(test_file)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
