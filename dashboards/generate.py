@@ -475,9 +475,11 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
         table.Panel()
         .title("Probe set and policy versions")
         .description(
-            "The probe set hash and evaluation policy each target is measured "
-            "against. A new version means numbers are not comparable with the "
-            "old baseline (HealthdConsistencyDropped holds off for a day)."
+            "The probe set hash and evaluation policy each target is measured against "
+            "(version: a new one with each key the timeline asserts) and what is configured "
+            "to measure it (setup: probe file, reader, options, retrieval layer, sources). A "
+            "new setup means numbers are not comparable with the old baseline "
+            "(HealthdConsistencyDropped holds off for a day); a new version alone does not."
         )
         .datasource(DATASOURCE)
         .span(16)
@@ -492,12 +494,25 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
         stat_panel(
             "Probe set changes (1d)",
             "Distinct probe-set versions per target within a day "
-            "(recording rule target:healthd_probe_set_versions:count1d); above 1 means the set "
-            "changed.",
+            "(recording rule target:healthd_probe_set_versions:count1d): above 1 when keys "
+            "were asserted, every day on an active project; no warning in itself.",
             [query(f"target:healthd_probe_set_versions:count1d{{{SEL}}}", "{{target}}")],
             unit="none",
+            thresholds=steps((None, NEUTRAL)),
+            w=4,
+            h=6,
+        )
+    )
+    d = d.with_panel(
+        stat_panel(
+            "Probe setups (1d)",
+            "Distinct probe setups per target within a day (recording rule "
+            "target:healthd_probe_setups:count1d): above 1, what measures the target was "
+            "reconfigured and HealthdConsistencyDropped holds off until a day has passed.",
+            [query(f"target:healthd_probe_setups:count1d{{{SEL}}}", "{{target}}")],
+            unit="none",
             thresholds=steps((None, GREEN), (2, YELLOW)),
-            w=8,
+            w=4,
             h=6,
         )
     )

@@ -389,3 +389,69 @@ def test_a_ratio_stat_is_red_exactly_where_its_alert_fires(tmp_path):
         ["promtool", "test", "rules", str(test_file)], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _day_of_probe_sets(setups: tuple[str, str]) -> dict[str, str]:
+    """healthd_probe_set_info over a day: a new version at noon (a key the timeline asserted),
+    under ``setups`` (before, after)."""
+    labels = 'instance="sidecar", job="healthd", role="subject", target="t"'
+    return {
+        f'healthd_probe_set_info{{{labels}, version="v1", setup="{setups[0]}"}}': "1x720",
+        f'healthd_probe_set_info{{{labels}, version="v2", setup="{setups[1]}"}}': "_x720 1x720",
+    }
+
+
+def _stat_values(series: dict[str, str], expected: dict[str, float], tmp_path) -> None:
+    """`promtool test rules` with the shipped recording rules: at the end of the day each
+    query in ``expected`` (variables at All) has that value for target t."""
+    labels = 'instance="sidecar", job="healthd", role="subject", target="t"'
+    case = {
+        "interval": "1m",
+        "input_series": [{"series": s, "values": v} for s, v in series.items()],
+        "promql_expr_test": [
+            {
+                "expr": substitute(e),
+                "eval_time": "1d",
+                "exp_samples": [{"labels": f"{e.split('{')[0]}{{{labels}}}", "value": v}],
+            }
+            for e, v in expected.items()
+        ],
+    }
+    test_file = tmp_path / "probe_sets_test.yml"
+    rules = [str(ROOT / "alerts" / "recording.rules.yml")]
+    test_file.write_text(yaml.safe_dump({"rule_files": rules, "tests": [case]}))
+    proc = subprocess.run(
+        ["promtool", "test", "rules", str(test_file)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(tool("promtool") is None, reason="promtool not installed")
+def test_a_new_fact_leaves_the_probe_set_stats_calm_a_new_setup_colours_them(tmp_path):
+    """The probe set's version follows every key the timeline asserts (every day on an active
+    project) and says nothing of comparability; only a new setup (probe file, reader,
+    options, retrieval, sources) makes two days incomparable and holds HealthdConsistencyDropped
+    off. The probe-set stats warn on that, not on a new fact, and say which holds the alert off."""
+    doc = dashboards()[MEMORY]
+    stats = [
+        p
+        for p in panels(doc)
+        if p["type"] == "stat" and any("probe_set" in t["expr"] for t in p["targets"])
+    ]
+    exprs = {p["targets"][0]["expr"]: p for p in stats}
+    setups = [e for e in exprs if "target:healthd_probe_setups:count1d" in e]
+    assert setups, "no stat shows the probe setups HealthdConsistencyDropped reads"
+    for day, counts in (
+        (("s1", "s1"), {"versions": 2.0, "setups": 1.0}),
+        (("s1", "s2"), {"versions": 2.0, "setups": 2.0}),
+    ):
+        expected = {e: counts["setups" if "probe_setups" in e else "versions"] for e in exprs}
+        _stat_values(_day_of_probe_sets(day), expected, tmp_path)
+        colours = {
+            _grafana_colour(p["fieldConfig"]["defaults"]["thresholds"]["steps"], expected[e])
+            for e, p in exprs.items()
+        }
+        warned = bool(colours & {"yellow", "red"})
+        assert warned == (day[0] != day[1]), (day, colours)
+    (table,) = [p for p in panels(doc) if p["title"] == "Probe set and policy versions"]
+    assert "A new version means numbers are not comparable" not in table["description"]
