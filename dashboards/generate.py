@@ -66,6 +66,11 @@ RATIO_HELP = {
 }
 
 SCOPE = 'job=~"$job", instance=~"$instance"'
+#: Ratios whose stat colour follows no alert (the others are red where their alert fires).
+COLOURED_BY = {
+    "forgetting": "Red below forgetting.min in alerts/thresholds.yml, a colour only: no alert "
+    "pages on it (contamination is the symptom of a memory that keeps ended facts)",
+}
 SEL = f'{SCOPE}, target=~"$target"'
 SUBJECTS = f'{SEL}, role!="baseline"'
 BASELINES = f'{SEL}, role="baseline"'
@@ -336,8 +341,10 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
         d = d.with_panel(
             stat_panel(
                 ratio.capitalize(),
-                RATIO_HELP[ratio] + " Absent (no data) when there is nothing to measure yet. "
-                "Red where the alert's threshold is crossed; baselines are in their own row.",
+                RATIO_HELP[ratio]
+                + " Absent (no data) when there is nothing to measure yet. "
+                + COLOURED_BY.get(ratio, "Red where the alert's threshold is crossed")
+                + "; baselines are in their own row.",
                 [query(f'healthd_{ratio}_ratio{{{SUBJECTS}, domain="all"}}', "{{target}}")],
                 unit="percentunit",
                 thresholds=ratio_steps(ratio, t),

@@ -455,3 +455,16 @@ def test_a_new_fact_leaves_the_probe_set_stats_calm_a_new_setup_colours_them(tmp
         assert warned == (day[0] != day[1]), (day, colours)
     (table,) = [p for p in panels(doc) if p["title"] == "Probe set and policy versions"]
     assert "A new version means numbers are not comparable" not in table["description"]
+
+
+def test_a_ratio_stat_says_it_follows_an_alert_only_when_an_alert_reads_that_ratio():
+    """Forgetting has a colour threshold (forgetting.min) and no alert: its stat must not send
+    the reader looking for one."""
+    from monitoring_helpers import alert_rules
+
+    alerted = {r for r in RATIOS for rule in alert_rules() if f"healthd_{r}_ratio" in rule["expr"]}
+    stats = {p["title"]: p for p in panels(dashboards()[MEMORY]) if p["type"] == "stat"}
+    for ratio in RATIOS:
+        says_alert = "alert's threshold" in stats[ratio.capitalize()]["description"]
+        assert says_alert == (ratio in alerted), (ratio, stats[ratio.capitalize()]["description"])
+    assert "no alert" in stats["Forgetting"]["description"]
