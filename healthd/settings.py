@@ -202,7 +202,8 @@ class LoggingConfig(_Strict):
 
 class TracingConfig(_Strict):
     otlp_endpoint: str | None = None
-    service_name: str = "healthd"
+    #: unset: OTEL_SERVICE_NAME when set, else "healthd" (healthd.exporters.tracing)
+    service_name: str | None = None
 
     @field_validator("otlp_endpoint")
     @classmethod

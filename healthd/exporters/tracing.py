@@ -2,7 +2,8 @@
 
 The TracerProvider is built per process and passed in (never the global one). Spans are
 exported over OTLP/HTTP when ``[tracing] otlp_endpoint`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``
-is set, and nowhere otherwise; tests pass their own exporter.
+is set, and nowhere otherwise; tests pass their own exporter. Their ``service.name`` is
+``[tracing] service_name``, else ``OTEL_SERVICE_NAME``, else ``healthd``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from healthd.logging import redact_text
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+SERVICE_NAME_ENV = "OTEL_SERVICE_NAME"
+DEFAULT_SERVICE_NAME = "healthd"
 
 
 def traces_endpoint(configured: str | None) -> str | None:
@@ -40,15 +43,20 @@ def traces_endpoint(configured: str | None) -> str | None:
     return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
+def service_name_of(configured: str | None) -> str:
+    """The ``service.name`` of the traces: config first, then ``OTEL_SERVICE_NAME`` (which
+    the OpenTelemetry SDK's environment variables say sets it), then ``healthd``."""
+    return configured or os.environ.get(SERVICE_NAME_ENV) or DEFAULT_SERVICE_NAME
+
+
 def build_tracer_provider(
     *,
     endpoint: str | None = None,
-    service_name: str = "healthd",
+    service_name: str | None = None,
     exporter: SpanExporter | None = None,
 ) -> TracerProvider:
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": service_name, "service.version": __version__})
-    )
+    resource = {"service.name": service_name_of(service_name), "service.version": __version__}
+    provider = TracerProvider(resource=Resource.create(resource))
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(RedactingExporter(exporter)))
     else:

@@ -444,6 +444,56 @@ def test_daemon_exports_the_span_tree_over_otlp(start_daemon, tmp_path, httpserv
             daemon.proc.kill()
 
 
+def _exported_service_names(httpserver) -> set[str]:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    names = set()
+    for request, _ in httpserver.log:
+        message = ExportTraceServiceRequest()
+        message.ParseFromString(request.get_data())
+        for rs in message.resource_spans:
+            for attribute in rs.resource.attributes:
+                if attribute.key == "service.name":
+                    names.add(attribute.value.string_value)
+    return names
+
+
+@pytest.mark.slow
+def test_otel_service_name_names_the_traces_unless_the_config_does(tmp_path, httpserver):
+    """OTEL_SERVICE_NAME "sets the value of the service.name resource attribute" (the
+    OpenTelemetry SDK's environment variables): a sidecar configured the standard way, as
+    OTEL_EXPORTER_OTLP_ENDPOINT already is, is told apart from its neighbours; a
+    `[tracing] service_name` in the file still wins, as the file's endpoint does."""
+    from daemon_helpers import Daemon
+
+    httpserver.expect_request("/v1/traces", method="POST").respond_with_data(
+        b"", content_type="application/x-protobuf"
+    )
+    endpoint = httpserver.url_for("/").rstrip("/")
+    for table, expected in (("", "healthd-eu-1"), ('service_name = "from-file"', "from-file")):
+        httpserver.clear_log()
+        port = free_port()
+        config = toml_config(tmp_path, port=port)
+        config.write_text(config.read_text() + f"\n[tracing]\n{table}\n")
+        daemon = Daemon(
+            config,
+            port,
+            tmp_path / "otlp.log",
+            OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+            OTEL_SERVICE_NAME="healthd-eu-1",
+        )
+        try:
+            daemon.wait_ready()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not _exported_service_names(httpserver):
+                time.sleep(0.2)
+            assert daemon.stop()[0] == 0
+        finally:
+            if daemon.proc.poll() is None:
+                daemon.proc.kill()
+        assert _exported_service_names(httpserver) == {expected}
+
+
 def test_bundled_config_examples_validate(capsys, monkeypatch):
     from daemon_helpers import ROOT
 
