@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -76,12 +77,29 @@ SUBJECTS = f'{SEL}, role!="baseline"'
 BASELINES = f'{SEL}, role="baseline"'
 
 GREEN, YELLOW, RED, NEUTRAL = "green", "yellow", "red", "blue"
-#: 1 up, 0 down, 2 waiting: healthd_source_up is 0 too before a first pull has ended
-#: (healthd_source_pulled 0); a sidecar from before healthd_source_pulled shows up or down.
-SOURCE_STATE = (
-    f"(healthd_source_up{{{SCOPE}}} + 2 * (1 - healthd_source_pulled{{{SCOPE}}}))"
-    f" or healthd_source_up{{{SCOPE}}}"
-)
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def duration_seconds(text: str) -> float:
+    """A Prometheus duration (``15m``, ``1h30m``) in seconds."""
+    parts = re.findall(r"(\d+)(ms|[smhdwy])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a Prometheus duration: {text!r}")
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def source_state(t: dict[str, Any]) -> str:
+    """1 up, 0 down, 2 waiting: healthd_source_up is 0 too before a first pull has ended
+    (healthd_source_pulled 0), waiting unless that first pull has gone on past
+    sources.down_for, when HealthdSourceDown calls it down; a sidecar from before
+    healthd_source_pulled shows up or down."""
+    limit = f"{duration_seconds(str(t['sources']['down_for'])):g}"
+    waiting = (
+        f"(1 - healthd_source_pulled{{{SCOPE}}})"
+        f" * (healthd_source_pull_seconds{{{SCOPE}}} <= bool {limit})"
+    )
+    return f"(healthd_source_up{{{SCOPE}}} + 2 * {waiting}) or healthd_source_up{{{SCOPE}}}"
+
 
 #: panel title -> the alert whose runbook entry it links to (others: the runbook's start)
 PANEL_ALERTS = {
@@ -584,8 +602,9 @@ def operations(t: dict[str, Any]) -> db.Dashboard:
         stat_panel(
             "Sources",
             "up when the source's last pull succeeded, down when it failed, waiting while its "
-            "first pull has not ended (HealthdSourceDown leaves a waiting source out).",
-            [query(SOURCE_STATE, "{{source}}")],
+            "first pull has not ended (down once that pull has gone on past "
+            f"{t['sources']['down_for']}, as HealthdSourceDown has it).",
+            [query(source_state(t), "{{source}}")],
             unit="none",
             thresholds=steps((None, RED), (1, GREEN)),
             w=6,

@@ -99,6 +99,7 @@ def test_target_and_domain_variables_narrow_every_query(name):
         per_instance = {
             "healthd_source_up",
             "healthd_source_pulled",
+            "healthd_source_pull_seconds",
             "healthd_source_events_total",
             "healthd_scheduler_missed_runs_total",
             "healthd_build_info",
@@ -319,15 +320,29 @@ def _shows(panel: dict, series: dict[str, str], expected: dict[str, str], tmp_pa
 def test_the_sources_stat_shows_a_source_not_pulled_yet_as_waiting_not_down(tmp_path):
     """A source whose first pull has not ended exports healthd_source_up 0 with
     healthd_source_pulled 0: waiting, as its HELP says and as HealthdSourceDown and the
-    daemon's verdict read it, not a red "down" from start until a long first pull ends."""
+    daemon's verdict read it, not a red "down" from start until a long first pull ends;
+    a first pull going longer than sources.down_for is down, as the alert has it then."""
     doc = dashboards()[OPERATIONS]
     (stat,) = [p for p in panels(doc) if p["title"] == "Sources" and p["type"] == "stat"]
     labels = 'instance="sidecar", job="healthd", source="{}"'
     series = {}
-    for source, up, pulled in (("ok", 1, 1), ("failed", 0, 1), ("first", 0, 0)):
+    for source, up, pulled, pulling in (
+        ("ok", 1, 1, 0),
+        ("failed", 0, 1, 0),
+        ("first", 0, 0, 600),
+        ("not-started", 0, 0, 0),
+        ("hung", 0, 0, 901),
+    ):
         series[f"healthd_source_up{{{labels.format(source)}}}"] = f"{up}x2"
         series[f"healthd_source_pulled{{{labels.format(source)}}}"] = f"{pulled}x2"
-    expected = {"ok": "up", "failed": "down", "first": "waiting"}
+        series[f"healthd_source_pull_seconds{{{labels.format(source)}}}"] = f"{pulling}x2"
+    expected = {
+        "ok": "up",
+        "failed": "down",
+        "first": "waiting",
+        "not-started": "waiting",
+        "hung": "down",
+    }
     _shows(stat, series, expected, tmp_path)
     (mapping,) = stat["fieldConfig"]["defaults"]["mappings"]
     colours = {r["text"]: r["color"] for r in mapping["options"].values()}
