@@ -14,7 +14,8 @@ from healthd.durations import parse_duration
 from healthd.sources._gitlog import check_where, since_datetime
 
 #: Directory names (globs, matched at any depth) that hold no modules by default: vendored
-#: code and documentation. The ADR directory (``.adr-dir``) is excluded as well.
+#: code, documentation and Go's test fixtures (``testdata``, which the go tool ignores).
+#: The ADR directory (``.adr-dir``) is excluded as well.
 DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
     "vendor",
     "Godeps",
@@ -25,6 +26,7 @@ DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
     "__pycache__",
     "docs",
     "doc",
+    "testdata",
 )
 
 

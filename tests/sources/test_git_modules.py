@@ -130,6 +130,34 @@ def test_vendored_documentation_and_adr_trees_are_not_modules(repo, brief):
     ]
 
 
+def test_go_test_fixtures_under_testdata_are_not_modules(repo, brief):
+    """The go tool ignores directories named testdata (`go help packages`): the go.mod
+    files of fixtures there (hashicorp/go-plugin's internal/cmdrunner/testdata, a linter's
+    testdata/src) are no modules of the repository, and their files no module's."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "go.mod": go_mod("plugin", **{"github.com/x/zap": "v1.0.0"}),
+            "client.go": "package plugin",
+            "internal/cmdrunner/cmd_runner.go": "package cmdrunner",
+            "internal/cmdrunner/testdata/go.mod": go_mod("fixture"),
+            "internal/cmdrunner/testdata/main.go": "package main",
+            "tools/go.mod": go_mod("tools", **{"github.com/x/lint": "v0.1.0"}),
+            "tools/tools.go": "package tools",
+            "tools/testdata/src/go.mod": go_mod("src", **{"github.com/x/toml": "v1.0.0"}),
+            "tools/testdata/src/a/a.py": "",
+            "tools/testdata/src/b/b.py": "",
+        },
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "tools exists=true"),
+        ("2024-01-01", "added", ". dependency:github.com/x/zap=v1.0.0"),
+        ("2024-01-01", "added", "tools dependency:github.com/x/lint=v0.1.0"),
+        ("2024-01-01", "added", "tools language=go"),
+    ]
+
+
 def test_excluded_directories_are_overridable(repo):
     repo.commit("2024-01-01", {"docs/site/package.json": '{"dependencies": {"vite": "5.0.0"}}'})
     events = pull(repo, exclude_dirs=["vendor"]).events
