@@ -42,7 +42,8 @@ across re-extraction):
   about a module ``depends_on`` its ``exists`` key; a removed module emits only the
   ``exists`` invalidation and its facts end by cascade.
 * ``(<module>, "language", "go", tech)``: the language with the most source files in the
-  module (ties: alphabetical); a rewrite is a ``revised`` event.
+  module (ties: alphabetical; a ``.h`` file is C, C++ or Objective-C as GitHub Linguist's
+  heuristics read its text); a rewrite is a ``revised`` event.
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
@@ -89,7 +90,7 @@ from healthd.sources._gitlog import (
     prune_seen,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
-from healthd.sources._languages import language_of, main_language
+from healthd.sources._languages import header_language, is_header, language_of, main_language
 from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
 
 EXISTS = "exists"
@@ -142,9 +143,10 @@ _OWNER_NAMES = frozenset(posixpath.basename(location).encode() for location in L
 def edit_matters(path: bytes) -> bool:
     """Whether an edit of the file at ``path`` (as git writes it) may change a fact: True
     for every manifest and CODEOWNERS file (and a few more), False for the source files
-    that most edits are, which :meth:`GitExtractor.apply` skips."""
+    that most edits are, which :meth:`GitExtractor.apply` skips. (A ``.h`` file's edit
+    may make it C++ or Objective-C.)"""
     name = path.rpartition(b"/")[2]
-    return name in _OWNER_NAMES or may_be_manifest(name)
+    return name in _OWNER_NAMES or may_be_manifest(name) or name[-2:].lower() == b".h"
 
 
 class GitExtractor(Extractor):
@@ -180,6 +182,7 @@ class GitExtractor(Extractor):
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.dropped: dict[str, frozenset[str]] = {}  # path → its entries read as none
         self.undecodable: set[str] = set()  # files whose last version is not text as read
+        self.headers: dict[str, str] = {}  # counted .h file → the language its text tells
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
         # subject → its manifests, the winner first, and what its dependencies depend on
@@ -355,8 +358,45 @@ class GitExtractor(Extractor):
             if (
                 path in LOCATIONS
                 or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
+                or (is_header(path) and self._counted_header(path))
             ) and not ch.is_submodule:
                 yield ch.new_sha
+
+    def _counted_header(self, path: str) -> bool:
+        """Whether the ``.h`` file at ``path`` counts in its directory's languages."""
+        directory = path.rpartition("/")[0]
+        return (
+            bool(directory) and not self.excluded_dir(directory) and language_of(path) is not None
+        )
+
+    def _header_language(self, ch: Change) -> str:
+        """The language of a ``.h`` file's new version (C when its blob cannot be read)."""
+        data = self.repo.blob(ch.new_sha)
+        return "c" if data is None else header_language(data)
+
+    def _relabel_header(self, ch: Change, relayout: bool) -> str | None:
+        """Count an edited ``.h`` file for the language its new text tells; the unit whose
+        counts changed, if any."""
+        before = self.headers.get(ch.path)
+        if before is None:
+            return None
+        after = self._header_language(ch)
+        if after == before:
+            return None
+        self.headers[ch.path] = after
+        directory = ch.path.rpartition("/")[0]
+        moved = [(before, -1), (after, 1)]
+        for lang, step in moved:
+            _counter(self.dir_langs, directory)[lang] += step
+        if relayout:
+            if self._retops is not None:
+                self._retops.add(directory.partition("/")[0])
+            return None
+        service = self.service_of(directory)
+        if service is not None:
+            for lang, step in moved:
+                _counter(self.langs, service)[lang] += step
+        return service
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         services: set[str] = set()
@@ -368,6 +408,10 @@ class GitExtractor(Extractor):
             status = ch.status
             parser = manifest_parser(path)
             if status not in "AD" and parser is None and path not in LOCATIONS:
+                if status == "M" and path in self.headers:
+                    service = self._relabel_header(ch, relayout)
+                    if service is not None:
+                        services.add(service)
                 continue  # an edited source file changes no fact (most changes)
             if _SUBMODULE in (ch.new_mode, ch.old_mode):  # ch.is_submodule, without a call
                 continue
@@ -376,6 +420,11 @@ class GitExtractor(Extractor):
                 step = 1 if status == "A" else -1
                 self.dir_files[directory] += step
                 lang = language_of(path)
+                if lang is not None and is_header(path):
+                    if step > 0:
+                        lang = self.headers[path] = self._header_language(ch)
+                    else:
+                        lang = self.headers.pop(path, lang)
                 if lang is not None:
                     _counter(self.dir_langs, directory)[lang] += step
                 if relayout:
@@ -763,7 +812,7 @@ class GitSource(RepoSource):
         adr_dirs = extractor.adr_dirs if isinstance(extractor, GitExtractor) else ()
         return "|".join(
             [
-                "modules-v2",
+                "modules-v3",  # v3: a .h file's language told by its text
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),

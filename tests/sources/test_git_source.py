@@ -605,6 +605,44 @@ def test_service_rewritten_from_node_to_go_is_a_language_revision(repo, brief):
     assert events[4].depends_on == (FactKey("auth", "exists"),)
 
 
+CPP_HEADER = (
+    "#include <string>\nnamespace leveldb {\nclass DB {\n public:\n  virtual ~DB();\n};\n}\n"
+)
+OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface Cache : NSObject\n@end\n"
+C_HEADER = "#ifndef UTIL_H\n#define UTIL_H\nint add(int a, int b);\n#endif\n"
+
+
+def test_a_header_is_c_cpp_or_objective_c_as_its_text_says(repo, brief):
+    """A `.h` file is C, C++ or Objective-C as GitHub Linguist's heuristics read its text
+    (heuristics.yml): leveldb's include/ (C++ headers only) is C++, not C."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "include/leveldb/db.h": CPP_HEADER,
+            "include/leveldb/env.h": "#pragma once\nstd::string Name();\n",
+            "include/leveldb/export.h": "#define LEVELDB_EXPORT\n",
+            "ui/Cache.h": OBJC_HEADER,
+            "ui/Cache.m": "",
+            "util/add.h": C_HEADER,
+            "util/add.c": "",
+            "kit/api.h": C_HEADER,
+        },
+    )
+    first = pull(git_source(repo))
+    repo.commit("2024-02-01", {"kit/api.h": CPP_HEADER})  # rewritten in C++
+    repo.commit("2024-03-01", {"util/add.h": None, "util/add.c": None, "util/add.cc": ""})
+    events = pull(git_source(repo)).events
+    assert [line for line in brief(events) if "language" in line[2]] == [
+        ("2024-01-01", "added", "include language=cpp"),
+        ("2024-01-01", "added", "kit language=c"),
+        ("2024-01-01", "added", "ui language=objective-c"),
+        ("2024-01-01", "added", "util language=c"),
+        ("2024-02-01", "revised", "kit language=c -> kit language=cpp"),
+        ("2024-03-01", "revised", "util language=c -> util language=cpp"),
+    ]
+    assert _ids(first.events) + _ids(pull(git_source(repo), first.cursor).events) == _ids(events)
+
+
 def test_removing_a_module_invalidates_its_existence_and_its_facts_cascade(repo, brief):
     repo.commit(
         "2024-01-01",
