@@ -90,7 +90,7 @@ from healthd.sources._gitlog import (
     prune_seen,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
-from healthd.sources._languages import header_language, is_header, language_of, main_language
+from healthd.sources._languages import language_of, main_language, text_language, told_by_text
 from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
 
 EXISTS = "exists"
@@ -137,16 +137,17 @@ def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
     return found
 
 
+_BY_TEXT = frozenset((b".h", b".m"))  # the extensions whose files' text tells their language
 _OWNER_NAMES = frozenset(posixpath.basename(location).encode() for location in LOCATIONS)
 
 
 def edit_matters(path: bytes) -> bool:
     """Whether an edit of the file at ``path`` (as git writes it) may change a fact: True
     for every manifest and CODEOWNERS file (and a few more), False for the source files
-    that most edits are, which :meth:`GitExtractor.apply` skips. (A ``.h`` file's edit
-    may make it C++ or Objective-C.)"""
+    that most edits are, which :meth:`GitExtractor.apply` skips. (An edit of a file whose
+    text tells its language, a ``.h`` or ``.m`` file, may change it.)"""
     name = path.rpartition(b"/")[2]
-    return name in _OWNER_NAMES or may_be_manifest(name) or name[-2:].lower() == b".h"
+    return name in _OWNER_NAMES or may_be_manifest(name) or name[-2:].lower() in _BY_TEXT
 
 
 class GitExtractor(Extractor):
@@ -182,7 +183,7 @@ class GitExtractor(Extractor):
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.dropped: dict[str, frozenset[str]] = {}  # path → its entries read as none
         self.undecodable: set[str] = set()  # files whose last version is not text as read
-        self.headers: dict[str, str] = {}  # counted .h file → the language its text tells
+        self.by_text: dict[str, str] = {}  # counted .h or .m file → the language its text tells
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
         # subject → its manifests, the winner first, and what its dependencies depend on
@@ -358,32 +359,35 @@ class GitExtractor(Extractor):
             if (
                 path in LOCATIONS
                 or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
-                or (is_header(path) and self._counted_header(path))
+                or (told_by_text(path) and self._counted_by_text(path))
             ) and not ch.is_submodule:
                 yield ch.new_sha
 
-    def _counted_header(self, path: str) -> bool:
-        """Whether the ``.h`` file at ``path`` counts in its directory's languages."""
+    def _counted_by_text(self, path: str) -> bool:
+        """Whether the file at ``path`` counts in its directory's languages."""
         directory = path.rpartition("/")[0]
         return (
             bool(directory) and not self.excluded_dir(directory) and language_of(path) is not None
         )
 
-    def _header_language(self, ch: Change) -> str:
-        """The language of a ``.h`` file's new version (C when its blob cannot be read)."""
+    def _text_language(self, ch: Change) -> str:
+        """The language a ``.h`` or ``.m`` file's new version tells (when its blob cannot be
+        read, the one its extension says first)."""
         data = self.repo.blob(ch.new_sha)
-        return "c" if data is None else header_language(data)
+        if data is None:
+            return language_of(ch.path) or ""
+        return text_language(ch.path, data)
 
-    def _relabel_header(self, ch: Change, relayout: bool) -> str | None:
-        """Count an edited ``.h`` file for the language its new text tells; the unit whose
-        counts changed, if any."""
-        before = self.headers.get(ch.path)
+    def _relabel(self, ch: Change, relayout: bool) -> str | None:
+        """Count an edited ``.h`` or ``.m`` file for the language its new text tells; the
+        unit whose counts changed, if any."""
+        before = self.by_text.get(ch.path)
         if before is None:
             return None
-        after = self._header_language(ch)
+        after = self._text_language(ch)
         if after == before:
             return None
-        self.headers[ch.path] = after
+        self.by_text[ch.path] = after
         directory = ch.path.rpartition("/")[0]
         moved = [(before, -1), (after, 1)]
         for lang, step in moved:
@@ -408,8 +412,8 @@ class GitExtractor(Extractor):
             status = ch.status
             parser = manifest_parser(path)
             if status not in "AD" and parser is None and path not in LOCATIONS:
-                if status == "M" and path in self.headers:
-                    service = self._relabel_header(ch, relayout)
+                if status == "M" and path in self.by_text:
+                    service = self._relabel(ch, relayout)
                     if service is not None:
                         services.add(service)
                 continue  # an edited source file changes no fact (most changes)
@@ -420,11 +424,11 @@ class GitExtractor(Extractor):
                 step = 1 if status == "A" else -1
                 self.dir_files[directory] += step
                 lang = language_of(path)
-                if lang is not None and is_header(path):
+                if lang is not None and told_by_text(path):
                     if step > 0:
-                        lang = self.headers[path] = self._header_language(ch)
+                        lang = self.by_text[path] = self._text_language(ch)
                     else:
-                        lang = self.headers.pop(path, lang)
+                        lang = self.by_text.pop(path, lang)
                 if lang is not None:
                     _counter(self.dir_langs, directory)[lang] += step
                 if relayout:
@@ -812,7 +816,7 @@ class GitSource(RepoSource):
         adr_dirs = extractor.adr_dirs if isinstance(extractor, GitExtractor) else ()
         return "|".join(
             [
-                "modules-v3",  # v3: a .h file's language told by its text
+                "modules-v3",  # v3: a .h or .m file's language told by its text
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),

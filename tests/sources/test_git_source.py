@@ -622,7 +622,7 @@ def test_a_header_is_c_cpp_or_objective_c_as_its_text_says(repo, brief):
             "include/leveldb/env.h": "#pragma once\nstd::string Name();\n",
             "include/leveldb/export.h": "#define LEVELDB_EXPORT\n",
             "ui/Cache.h": OBJC_HEADER,
-            "ui/Cache.m": "",
+            "ui/Cache.m": '#import "Cache.h"\n@implementation Cache\n@end\n',
             "util/add.h": C_HEADER,
             "util/add.c": "",
             "kit/api.h": C_HEADER,
@@ -641,6 +641,25 @@ def test_a_header_is_c_cpp_or_objective_c_as_its_text_says(repo, brief):
         ("2024-03-01", "revised", "util language=c -> util language=cpp"),
     ]
     assert _ids(first.events) + _ids(pull(git_source(repo), first.cursor).events) == _ids(events)
+
+
+def test_a_matlab_toolbox_is_matlab_not_objective_c(repo, brief):
+    """A `.m` file is Objective-C, MATLAB, Mercury, ... as Linguist's heuristics read its
+    text: a toolbox of MATLAB functions is MATLAB, an app's implementation Objective-C."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "toolbox/kalman.m": "function x = kalman(z)\n% One Kalman step.\nx = z;\nend\n",
+            "toolbox/plot_state.m": "function plot_state(s)\nplot(s);\nend\n",
+            "toolbox/setup.py": "",
+            "ios/AppDelegate.m": '#import "AppDelegate.h"\n@implementation AppDelegate\n@end\n',
+            "ios/AppDelegate.h": "@interface AppDelegate : NSObject\n@end\n",
+        },
+    )
+    assert [line for line in brief(pull(git_source(repo)).events) if "language" in line[2]] == [
+        ("2024-01-01", "added", "ios language=objective-c"),
+        ("2024-01-01", "added", "toolbox language=matlab"),
+    ]
 
 
 def test_removing_a_module_invalidates_its_existence_and_its_facts_cascade(repo, brief):
