@@ -14,7 +14,8 @@ from healthd.durations import parse_duration
 from healthd.sources._gitlog import check_where, since_datetime
 
 #: Directory names (globs, matched at any depth) that hold no modules by default: vendored
-#: code, documentation and Go's test fixtures (``testdata``, which the go tool ignores).
+#: code, documentation and test fixtures (``testdata``, which the go tool ignores, and the
+#: fake projects of ``fixtures`` and ``__fixtures__``).
 #: The ADR directory (``.adr-dir``) is excluded as well.
 DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
     "vendor",
@@ -27,6 +28,8 @@ DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
     "docs",
     "doc",
     "testdata",
+    "fixtures",
+    "__fixtures__",
 )
 
 

@@ -18,8 +18,8 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
     exclude_dirs = ["vendor", "docs"]   # directory names (globs, any depth) holding no
                                         # modules; default: vendor, Godeps, node_modules,
                                         # third_party, third-party, bower_components,
-                                        # __pycache__, docs, doc, testdata (and the ADR
-                                        # directories)
+                                        # __pycache__, docs, doc, testdata, fixtures,
+                                        # __fixtures__ (and the ADR directories)
     adr_dirs = ["decision-record"]      # ADR directories besides those the adr source
                                         # discovers (adr sources' ``dir`` on the same
                                         # repository are added from the configuration)

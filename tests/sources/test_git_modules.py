@@ -158,6 +158,32 @@ def test_go_test_fixtures_under_testdata_are_not_modules(repo, brief):
     ]
 
 
+def test_test_fixture_projects_are_not_modules(repo, brief):
+    """The package.json files of test fixtures (eslint's tests/fixtures holds 24, a Jest
+    project's __fixtures__ more) describe fake projects, not the repository's packages,
+    which are eslint's npm workspaces (packages/*)."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"workspaces": ["packages/*"], "dependencies": {"ajv": "6.12.4"}}',
+            "lib/linter.js": "",
+            "packages/js/package.json": '{"name": "@eslint/js"}',
+            "packages/js/src/index.js": "",
+            "tests/fixtures/packagejson/package.json": '{"eslintConfig": {}}',
+            "tests/fixtures/packagejson/a.js": "",
+            "tests/lib/linter.js": "",
+            "packages/js/src/__fixtures__/app/package.json": '{"dependencies": {"vue": "3.0.0"}}',
+            "packages/js/src/__fixtures__/app/App.vue": "",
+        },
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "packages/js exists=true"),
+        ("2024-01-01", "added", ". dependency:ajv=6.12.4"),
+        ("2024-01-01", "added", "packages/js language=javascript"),
+    ]
+
+
 def test_excluded_directories_are_overridable(repo):
     repo.commit("2024-01-01", {"docs/site/package.json": '{"dependencies": {"vite": "5.0.0"}}'})
     events = pull(repo, exclude_dirs=["vendor"]).events
