@@ -34,7 +34,7 @@ across re-extraction):
   when its last file (or its manifest) goes. A module is a directory holding a dependency
   manifest; a nested manifest makes a nested module, which takes the files below it. A
   top-level directory holding no module is a module too, unless the repository root holds
-  a manifest: then the root module (``root_subject``, which has no ``exists`` or
+  a manifest other than a requirements file: then the root module (``root_subject``, which has no ``exists`` or
   ``language`` fact) takes those files. Hidden directories, ``exclude``
   and ``exclude_dirs`` (vendored code, documentation, the ADR directory) hold none. With
   ``service_roots`` the modules are the directories matching those globs instead
@@ -91,7 +91,12 @@ from healthd.sources._gitlog import (
 )
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
 from healthd.sources._languages import language_of, main_language, text_language, told_by_text
-from healthd.sources._manifests import manifest_parser, may_be_manifest, try_parse_manifest
+from healthd.sources._manifests import (
+    manifest_parser,
+    may_be_manifest,
+    parse_requirements_txt,
+    try_parse_manifest,
+)
 
 EXISTS = "exists"
 LANGUAGE = "language"
@@ -279,6 +284,8 @@ class GitExtractor(Extractor):
                 continue
             directory = posixpath.dirname(ch.path)
             if not directory:  # the root module takes every file outside the others
+                if manifest_parser(ch.path) is parse_requirements_txt:
+                    continue  # what to install, not a project (a C repository's lint tools)
                 before = bool(self.root_manifests)
                 (self.root_manifests.add if ch.status == "A" else self.root_manifests.discard)(
                     ch.path

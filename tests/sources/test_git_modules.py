@@ -226,6 +226,35 @@ def test_with_a_root_manifest_plain_directories_belong_to_the_root_module(repo, 
     ]
 
 
+def test_a_root_requirements_file_lists_dependencies_and_takes_no_modules(repo, brief):
+    """ARM's SCP-firmware, a C project, added a requirements.txt of lint tools at its root:
+    its modules (framework, module, ...) were still there. A requirements file lists what to
+    install (pip's docs), it declares no project holding the directories beside it."""
+    repo.commit(
+        "2018-06-08",
+        {
+            "framework/src/fwk_module.c": "",
+            "module/scmi/src/mod_scmi.c": "",
+            "tools/check_style.py": "",
+        },
+    )
+    repo.commit("2020-06-02", {"requirements.txt": "pycodestyle==2.6.0\n"})
+    repo.commit("2021-01-04", {"pyproject.toml": '[project]\nname = "scp"\n'})
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2018-06-08", "added", "framework exists=true"),
+        ("2018-06-08", "added", "module exists=true"),
+        ("2018-06-08", "added", "tools exists=true"),
+        ("2018-06-08", "added", "framework language=c"),
+        ("2018-06-08", "added", "module language=c"),
+        ("2018-06-08", "added", "tools language=python"),
+        ("2020-06-02", "added", ". dependency:pycodestyle===2.6.0"),
+        ("2021-01-04", "invalidated", "framework exists=true"),
+        ("2021-01-04", "invalidated", "module exists=true"),
+        ("2021-01-04", "invalidated", "tools exists=true"),
+    ]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_units_counted_again_per_top_level_directory_equal_counting_every_unit(
     repo, monkeypatch, seed
