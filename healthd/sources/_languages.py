@@ -66,15 +66,22 @@ _VENDORED = {"node_modules", "vendor", "third_party", "__pycache__"}
 _MAY_BE_VENDORED = re.compile("|".join(sorted(map(re.escape, _VENDORED)))).search
 
 
+#: A script that is a copy of another project's, by its name: a minified build
+#: (``x.min.js``, ``x-min.js``), jQuery or Bootstrap, as GitHub Linguist's vendor.yml
+#: tells, and a jQuery plugin (``jquery.easing.js``), which Linguist counts as code.
+_VENDORED_SCRIPT = re.compile(r"(?:.*[.-]min|jquery.*|bootstrap.*)\.js", re.I).fullmatch
+
+
 def language_of(path: str) -> str | None:
     """The language of a source file by its extension; None for other files and for
-    vendored code (node_modules, vendor, third_party)."""
+    vendored code (node_modules, vendor, third_party, and a copy of a minified script,
+    jQuery or Bootstrap)."""
     start = path.rfind("/") + 1  # of the file name
     dot = path.rfind(".")
     if dot <= start:
         return None
     lang = LANGUAGES.get(path[dot:].lower())
-    if lang is None:
+    if lang is None or (lang == "javascript" and _VENDORED_SCRIPT(path, start)):
         return None
     vendored = (
         start

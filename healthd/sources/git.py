@@ -823,7 +823,9 @@ class GitSource(RepoSource):
         adr_dirs = extractor.adr_dirs if isinstance(extractor, GitExtractor) else ()
         return "|".join(
             [
-                "modules-v3",  # v3: a .h or .m file's language told by its text
+                # v3: .h and .m files' languages told by their text, copies of scripts not
+                # counted, a root requirements file no root module
+                "modules-v3",
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),

@@ -662,6 +662,31 @@ def test_a_matlab_toolbox_is_matlab_not_objective_c(repo, brief):
     ]
 
 
+def test_copies_of_minified_and_jquery_or_bootstrap_scripts_are_no_javascript(repo, brief):
+    """A Flask app serving its own copies of jQuery and Bootstrap (lawrluor/matchstats,
+    superrcoop/abcrecipe) is written in Python: as GitHub Linguist's vendor.yml says, a
+    minified script and a library's copy are vendored code, not the module's."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "app/__init__.py": "",
+            "app/views.py": "",
+            "app/models.py": "",
+            "app/static/js/main.js": "",
+            "app/static/js/jquery.min.js": "",
+            "app/static/js/jquery-ui.js": "",
+            "app/static/js/jquery.easing.1.3.js": "",
+            "app/static/js/bootstrap.js": "",
+            "app/static/js/bootstrap.min.js": "",
+            "app/static/js/popper.min.js": "",
+            "app/static/js/wow-min.js": "",
+        },
+    )
+    assert [line for line in brief(pull(git_source(repo)).events) if "language" in line[2]] == [
+        ("2024-01-01", "added", "app language=python"),
+    ]
+
+
 def test_removing_a_module_invalidates_its_existence_and_its_facts_cascade(repo, brief):
     repo.commit(
         "2024-01-01",
