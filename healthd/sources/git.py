@@ -34,9 +34,11 @@ across re-extraction):
   when its last file (or its manifest) goes. A module is a directory holding a dependency
   manifest; a nested manifest makes a nested module, which takes the files below it. A
   top-level directory holding no module is a module too, unless the repository root holds
-  a manifest other than a requirements file: then the root module (``root_subject``, which has no ``exists`` or
-  ``language`` fact) takes those files. Hidden directories, ``exclude``
-  and ``exclude_dirs`` (vendored code, documentation, the ADR directory) hold none. With
+  a manifest other than a requirements file: then the root module (``root_subject``, which
+  has no ``exists`` or ``language`` fact) takes those files. When the root declares npm,
+  Yarn or pnpm workspaces, a package.json makes a module only in a workspace (not a
+  template's or a test project's). Hidden directories, ``exclude`` and ``exclude_dirs``
+  (vendored code, documentation, the ADR directory) hold none. With
   ``service_roots`` the modules are the directories matching those globs instead
   (component by component: ``services/*`` makes ``services/billing``). Every other fact
   about a module ``depends_on`` its ``exists`` key; a removed module emits only the
@@ -97,6 +99,7 @@ from healthd.sources._manifests import (
     parse_requirements_txt,
     try_parse_manifest,
 )
+from healthd.sources._workspaces import WORKSPACE_FILES, in_workspaces, workspace_globs
 
 EXISTS = "exists"
 LANGUAGE = "language"
@@ -152,7 +155,12 @@ def edit_matters(path: bytes) -> bool:
     that most edits are, which :meth:`GitExtractor.apply` skips. (An edit of a file whose
     text tells its language, a ``.h`` or ``.m`` file, may change it.)"""
     name = path.rpartition(b"/")[2]
-    return name in _OWNER_NAMES or may_be_manifest(name) or name[-2:].lower() in _BY_TEXT
+    return (
+        name in _OWNER_NAMES
+        or may_be_manifest(name)
+        or name[-2:].lower() in _BY_TEXT
+        or name == b"pnpm-workspace.yaml"
+    )
 
 
 class GitExtractor(Extractor):
@@ -183,6 +191,9 @@ class GitExtractor(Extractor):
         self.module_manifests: dict[str, set[str]] = {}  # module directory → its manifests
         self.root_manifests: set[str] = set()  # manifests at the repository root
         self.tops_with_modules: Counter[str] = Counter()  # top-level dir → modules under it
+        self.npm_dirs: set[str] = set()  # directories holding a package.json (no excluded)
+        self.declared_workspaces: dict[str, tuple[str, ...] | None] = {}  # root file → globs
+        self.workspaces: tuple[str, ...] | None = None  # the globs in force (None: none)
         self.files: Counter[str] = Counter()  # unit → file count
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
@@ -270,11 +281,13 @@ class GitExtractor(Extractor):
         directories changed, so files must be counted again for their new units: those
         under the top-level directories that ``apply`` then collects in ``_retops`` from
         the commit's added and deleted files, the manifests among them (None: every unit,
-        the root module having come or gone)."""
+        the root module or the workspaces having changed)."""
         if self.opts.service_roots:
             return False
         changed = False
         tops: set[str] | None = set()
+        if self._rescope(changes):
+            changed, tops = True, None
         for ch in changes:
             if (
                 ch.status not in "AD"
@@ -295,25 +308,67 @@ class GitExtractor(Extractor):
                 continue
             if self.excluded_dir(directory) or self._excluded(directory):
                 continue
-            held = self.module_manifests.get(directory)
+            if ch.path.endswith("/package.json"):
+                (self.npm_dirs.add if ch.status == "A" else self.npm_dirs.discard)(directory)
+                if not self._npm_package(directory):
+                    continue
             if ch.status == "A":
-                if held is None:
-                    self.module_manifests[directory] = {ch.path}
-                    self.tops_with_modules[directory.split("/")[0]] += 1
-                    changed = True
-                else:
-                    held.add(ch.path)
-            elif held is not None:
-                held.discard(ch.path)
-                if not held:
-                    del self.module_manifests[directory]
-                    self.tops_with_modules[directory.split("/")[0]] -= 1
-                    changed = True
+                changed |= self._add_module_manifest(directory, ch.path)
+            else:
+                changed |= self._drop_module_manifest(directory, ch.path)
         if changed:
             self.service_of.cache_clear()
             self.dep_order.clear()  # whether a subject is a module's may have changed
             self._retops = tops
         return changed
+
+    def _add_module_manifest(self, directory: str, path: str) -> bool:
+        """Record a module's manifest; True when the directory became a module."""
+        held = self.module_manifests.get(directory)
+        if held is not None:
+            held.add(path)
+            return False
+        self.module_manifests[directory] = {path}
+        self.tops_with_modules[directory.split("/", maxsplit=1)[0]] += 1
+        return True
+
+    def _drop_module_manifest(self, directory: str, path: str) -> bool:
+        """Forget a module's manifest; True when the directory is no longer a module."""
+        held = self.module_manifests.get(directory)
+        if held is None:
+            return False
+        held.discard(path)
+        if held:
+            return False
+        del self.module_manifests[directory]
+        self.tops_with_modules[directory.split("/", maxsplit=1)[0]] -= 1
+        return True
+
+    def _npm_package(self, directory: str) -> bool:
+        """Whether the package.json in ``directory`` makes a module: with workspaces
+        declared, only a workspace's does (not a template's or a test project's)."""
+        return self.workspaces is None or in_workspaces(self.workspaces, directory)
+
+    def _rescope(self, changes: list[Change]) -> bool:
+        """Read the workspaces the root declares, when a commit changes them; True when
+        which package.json files make modules changed (they are recorded again)."""
+        declared = self.declared_workspaces
+        for ch in changes:
+            if ch.path in WORKSPACE_FILES and _SUBMODULE not in (ch.new_mode, ch.old_mode):
+                data = None if ch.status == "D" else self.repo.blob(ch.new_sha)
+                if ch.status == "D" or data is not None:  # (unreadable: kept as before)
+                    declared[ch.path] = None if data is None else workspace_globs(ch.path, data)
+        workspaces = next((declared[f] for f in WORKSPACE_FILES if declared.get(f)), None)
+        if workspaces == self.workspaces:
+            return False
+        self.workspaces = workspaces
+        for directory in self.npm_dirs:
+            path = f"{directory}/package.json"
+            if self._npm_package(directory):
+                self._add_module_manifest(directory, path)
+            else:
+                self._drop_module_manifest(directory, path)
+        return True
 
     def _recount(self, tops: set[str] | None) -> set[str]:
         """Unit file and language counts from the per-directory ones, for the units under
@@ -365,6 +420,7 @@ class GitExtractor(Extractor):
             path = ch.path
             if (
                 path in LOCATIONS
+                or path in WORKSPACE_FILES
                 or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
                 or (told_by_text(path) and self._counted_by_text(path))
             ) and not ch.is_submodule:
@@ -824,7 +880,7 @@ class GitSource(RepoSource):
         return "|".join(
             [
                 # v3: .h and .m files' languages told by their text, copies of scripts not
-                # counted, a root requirements file no root module
+                # counted, a root requirements file no root module, npm workspaces
                 "modules-v3",
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),

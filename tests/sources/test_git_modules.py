@@ -184,6 +184,83 @@ def test_test_fixture_projects_are_not_modules(repo, brief):
     ]
 
 
+def test_with_workspaces_declared_only_a_workspace_package_json_makes_a_module(repo, brief):
+    """vite's root declares its workspaces (npm's `workspaces`, then pnpm-workspace.yaml,
+    which pnpm reads instead): create-vite's template-react is a template it copies, not a
+    package of the repository (its files are create-vite's), and playground/hmr is one only
+    while pnpm's file says so (before, its files are the root package's)."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"private": true, "workspaces": ["packages/*"]}',
+            "packages/vite/package.json": '{"name": "vite"}',
+            "packages/vite/src/node/server.ts": "",
+            "packages/create-vite/package.json": '{"name": "create-vite"}',
+            "packages/create-vite/src/index.ts": "",
+            "packages/create-vite/src/prompts.ts": "",
+            "packages/create-vite/src/files.ts": "",
+            "packages/create-vite/template-react/package.json": '{"name": "vite-react"}',
+            "packages/create-vite/template-react/src/App.jsx": "",
+            "packages/create-vite/template-react/src/main.jsx": "",
+            "playground/hmr/package.json": '{"name": "@vitejs/test-hmr"}',
+            "playground/hmr/hmr.js": "",
+        },
+    )
+    repo.commit(
+        "2024-02-01",
+        {"pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n  - 'playground/**'\n"},
+    )
+    first = pull(repo)
+    repo.commit(
+        "2024-03-01",
+        {
+            "packages/create-vite/template-vue/package.json": '{"name": "vite-vue"}',
+            "packages/create-vite/template-vue/src/App.vue": "",
+        },
+    )
+    repo.commit("2024-04-01", {"pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n"})
+    events = pull(repo).events
+    rest = build_source("git", "repo", {"path": str(repo.path)}).pull(first.cursor).events
+    assert [ev.id for ev in first.events + rest if ev.type != "revalidated"] == [
+        ev.id for ev in events
+    ]
+    assert brief(events) == [
+        ("2024-01-01", "added", "packages/create-vite exists=true"),
+        ("2024-01-01", "added", "packages/vite exists=true"),
+        ("2024-01-01", "added", "packages/create-vite language=typescript"),
+        ("2024-01-01", "added", "packages/vite language=typescript"),
+        ("2024-02-01", "added", "playground/hmr exists=true"),
+        ("2024-02-01", "added", "playground/hmr language=javascript"),
+        ("2024-04-01", "invalidated", "playground/hmr exists=true"),
+    ]
+
+
+def test_a_deep_tree_under_workspace_globs_of_many_stars_is_read_at_once(repo, brief):
+    """Hostile input: each ``**`` of a glob may take any number of a path's components, and
+    trying every split of a 300-deep path among four takes hours; it is read in a second."""
+    import time
+
+    deep = "/".join(["d"] * 300)
+    repo.commit(
+        "2024-01-01",
+        {
+            "pnpm-workspace.yaml": "packages:\n  - '**/**/**/**/leaf'\n",
+            "package.json": "{}",
+            f"{deep}/stem/package.json": "{}",
+            f"{deep}/stem/index.js": "",
+            "d/leaf/package.json": "{}",
+            "d/leaf/index.js": "",
+        },
+    )
+    started = time.monotonic()
+    events = pull(repo).events
+    assert time.monotonic() - started < 20
+    assert brief(events) == [
+        ("2024-01-01", "added", "d/leaf exists=true"),
+        ("2024-01-01", "added", "d/leaf language=javascript"),
+    ]
+
+
 def test_excluded_directories_are_overridable(repo):
     repo.commit("2024-01-01", {"docs/site/package.json": '{"dependencies": {"vite": "5.0.0"}}'})
     events = pull(repo, exclude_dirs=["vendor"]).events
