@@ -17,9 +17,12 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
     exclude = ["scripts"]               # module/service names (globs) that are not ones
     exclude_dirs = ["vendor", "docs"]   # directory names (globs, any depth) holding no
                                         # modules; default: vendor, Godeps, node_modules,
-                                        # third_party, third-party, bower_components,
-                                        # __pycache__, docs, doc, testdata, fixtures,
-                                        # __fixtures__ (and the ADR directories)
+                                        # third_party, third-party (and [Tt]hird[Pp]arty,
+                                        # 3rd_party, ...), deps, vendors, Carthage,
+                                        # bower_components,
+                                        # __pycache__, docs, doc, Docs, Doc,
+                                        # Documentation, testdata,
+                                        # fixtures, __fixtures__ (and the ADR directories)
     adr_dirs = ["decision-record"]      # ADR directories besides those the adr source
                                         # discovers (adr sources' ``dir`` on the same
                                         # repository are added from the configuration)

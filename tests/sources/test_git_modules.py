@@ -261,6 +261,63 @@ def test_a_deep_tree_under_workspace_globs_of_many_stars_is_read_at_once(repo, b
     ]
 
 
+def test_documentation_trees_in_any_case_are_not_modules(repo, brief):
+    """Linguist's documentation.yml: Docs/ and Documentation/ hold documentation, as docs/
+    does (a TYPO3 extension's Documentation/ holds Sphinx's conf.py, the Linux kernel's its
+    scripts; neither is a Python module)."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "Classes/Controller/ForumController.php": "<?php\n",
+            "Documentation/conf.py": "",
+            "Documentation/Index.rst": "",
+            "Docs/build.sh": "",
+            "tools/Documentation/gen.py": "",
+            "tools/lint.py": "",
+        },
+    )
+    events = pull(repo).events
+    assert brief(events) == [
+        ("2024-01-01", "added", "Classes exists=true"),
+        ("2024-01-01", "added", "tools exists=true"),
+        ("2024-01-01", "added", "Classes language=php"),
+        ("2024-01-01", "added", "tools language=python"),
+    ]
+
+
+def test_vendored_trees_named_as_linguist_knows_them_are_not_modules(repo, brief):
+    """Linguist's vendor.yml: redis's deps/ (jemalloc, lua, hiredis), Godot's thirdparty/,
+    OpenCV's 3rdparty/, an app's vendors/ and Carthage/ hold other projects' code."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "src/server.c": "",
+            "deps/lua/src/lapi.c": "",
+            "deps/hiredis/hiredis.c": "",
+            "thirdparty/zstd/zstd.c": "",
+            "modules/3rdparty/protobuf/setup.py": "",
+            "modules/3rdparty/protobuf/requirements.txt": "six\n",
+            "modules/core/src/core.cpp": "",
+            "web/vendors/chart/chart.js": "",
+            "web/app.ts": "",
+            "ios/Carthage/Checkouts/Alamofire/Source/Alamofire.swift": "",
+            "ios/App/AppDelegate.swift": "",
+            "ios/ThirdParty/SDWebImage/SDImageCache.m": "",
+        },
+    )
+    events = pull(repo).events
+    assert [what for _, _, what in brief(events)] == [
+        "ios exists=true",
+        "modules exists=true",
+        "src exists=true",
+        "web exists=true",
+        "ios language=swift",
+        "modules language=cpp",
+        "src language=c",
+        "web language=typescript",
+    ]
+
+
 def test_excluded_directories_are_overridable(repo):
     repo.commit("2024-01-01", {"docs/site/package.json": '{"dependencies": {"vite": "5.0.0"}}'})
     events = pull(repo, exclude_dirs=["vendor"]).events
