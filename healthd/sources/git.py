@@ -45,7 +45,8 @@ across re-extraction):
   ``service_roots`` the modules are the directories matching those globs instead
   (component by component: ``services/*`` makes ``services/billing``). Every other fact
   about a module ``depends_on`` its ``exists`` key; a removed module emits only the
-  ``exists`` invalidation and its facts end by cascade.
+  ``exists`` invalidation and its facts end by cascade (but those asserted at the very
+  instant it goes, which a cascade leaves standing: each ends by an event of its own).
 * ``(<module>, "language", "go", tech)``: the language with the most source files in the
   module (ties: alphabetical; a ``.h`` file is C, C++ or Objective-C as GitHub Linguist's
   heuristics read its text); a rewrite is a ``revised`` event.
@@ -77,6 +78,7 @@ import posixpath
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -210,6 +212,10 @@ class GitExtractor(Extractor):
         self.dep_keys: dict[str, dict[str, FactKey]] = {}  # subject → name → its key
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
+        # when each held fact was last asserted (at the cursor: the cursor's commit, the
+        # latest it can have been): a fact asserted at the instant its module goes is
+        # ended by an event of its own, since the cascade leaves that instant's assertions
+        self.asserted_at: dict[FactKey, datetime] = {}
         self.scopes: dict[str, set[FactKey]] = {}
         self._retops: set[str] | None = None  # see _relayout
         self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
@@ -738,7 +744,7 @@ class GitExtractor(Extractor):
         ended: list[ChangeEvent] = []
         dead: list[ChangeEvent] = []
         gone_services: set[FactKey] = set()
-        removals: list[tuple[str, FactKey, Held]] = []
+        removals: list[tuple[str, FactKey, Held, datetime | None]] = []
         partial = partial or {}
         held_now = self.held
         for scope in sorted(desired.keys() | partial.keys()):
@@ -749,7 +755,7 @@ class GitExtractor(Extractor):
                 ended_keys = self.scopes.get(scope, set()) - new.keys()
             for key in sorted(ended_keys):
                 held = self.held.pop(key)
-                removals.append((scope, key, held))
+                removals.append((scope, key, held, self.asserted_at.pop(key, None)))
                 if key.predicate == EXISTS:
                     gone_services.add(key)
             for key in sorted(new):
@@ -760,6 +766,7 @@ class GitExtractor(Extractor):
                     (born if key.predicate == EXISTS else changed).append(
                         self._event(commit, h, "added", key)
                     )
+                    self.asserted_at[key] = commit.time
                     continue
                 was, fact = before.fact, h.fact
                 if was is not fact and (  # Fact's own equality, its fields compared in turn
@@ -769,6 +776,7 @@ class GitExtractor(Extractor):
                     or was.domain != fact.domain
                 ):
                     changed.append(self._event(commit, h, "revised", key, previous=was))
+                    self.asserted_at[key] = commit.time
                 else:
                     kept = before.metadata  # unchanged: keep where it came from
                     file = h.metadata.get("file")  # (owners read now from another CODEOWNERS)
@@ -785,9 +793,11 @@ class GitExtractor(Extractor):
                 self.scopes[scope] = set(new)
             else:
                 self.scopes.pop(scope, None)
-        for scope, key, held in removals:
-            if key.predicate == EXISTS:
-                dead.append(
+        for scope, key, held, asserted in removals:
+            if key.predicate == EXISTS or (
+                asserted == commit.time and any(dep in gone_services for dep in held.depends_on)
+            ):
+                (dead if key.predicate == EXISTS else ended).append(
                     self._event(commit, held, "invalidated", key, reason=f"{key.subject} removed")
                 )
             elif any(dep in gone_services for dep in held.depends_on):

@@ -438,3 +438,35 @@ def test_units_counted_again_per_top_level_directory_equal_counting_every_unit(
     every_unit = [dumps_event(ev) for ev in pull(repo).events]
     assert per_top == every_unit
     assert sum('"exists"' in line and '"invalidated"' in line for line in per_top) >= 2
+
+
+def test_a_module_added_and_removed_within_one_second_leaves_none_of_its_facts(repo, brief):
+    """ripgrep's grep2 crate came in d9ca529 and went in bb110c1, both within one second
+    (git's timestamps are whole seconds). Its facts end with it: a fact asserted at the
+    very instant its module goes is not ended by the cascade (the instant's assertions
+    hold), so the source ends it itself, and the module's language is current nowhere."""
+    repo.commit("2024-01-01", {"Cargo.toml": '[package]\nname = "rg"\n', "src/main.rs": ""})
+    repo.commit(
+        "2024-01-02",
+        {"grep2/Cargo.toml": '[package]\nname = "grep2"\n[dependencies]\nmemchr = "2"\n'},
+    )
+    repo.commit("2024-01-02", {"grep2/src/lib.rs": ""})
+    repo.commit("2024-01-02", {"grep2": None})
+    repo.commit("2024-01-03", {"src/util.rs": ""})
+    events = pull(repo).events
+    truth = GroundTruth(events)
+    at_head = events[-1].timestamp
+    held = [
+        (key.predicate, [f.value for f in truth.current(key, at_head)])
+        for key in sorted({ev.fact.key for ev in events if ev.fact.subject == "grep2"})
+    ]
+    assert held == [
+        ("dependency:memchr", []),
+        ("exists", []),
+        ("language", []),
+    ]
+    assert [line for line in brief(events) if line[2].startswith("grep2 ")][-3:] == [
+        ("2024-01-02", "invalidated", "grep2 dependency:memchr=2"),
+        ("2024-01-02", "invalidated", "grep2 language=rust"),
+        ("2024-01-02", "invalidated", "grep2 exists=true"),
+    ]
