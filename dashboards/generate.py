@@ -361,7 +361,12 @@ def memory_health(t: dict[str, Any]) -> db.Dashboard:
                 ratio.capitalize(),
                 RATIO_HELP[ratio]
                 + " Absent (no data) when there is nothing to measure yet. "
-                + COLOURED_BY.get(ratio, "Red where the alert's threshold is crossed")
+                + COLOURED_BY.get(
+                    ratio,
+                    "Red where the value crosses the alert's threshold (with repeats the value is "
+                    "the replays' mean, and the alert compares the bound of their 95% interval "
+                    "least likely to page, so a red mean need not page)",
+                )
                 + "; baselines are in their own row.",
                 [query(f'healthd_{ratio}_ratio{{{SUBJECTS}, domain="all"}}', "{{target}}")],
                 unit="percentunit",
