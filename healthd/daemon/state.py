@@ -94,6 +94,8 @@ CREATE TABLE IF NOT EXISTS people (
 
 _TABLES = {"meta", "events", "probe_keys", "sources", "targets", "people"}
 _CHUNK = 500  # ids per lookup query
+#: SQLite's answers for a file whose pages or header are not a database any more.
+CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 
 
 class StateError(HealthdError):
@@ -257,7 +259,8 @@ class StateStore:
         )
 
     def events(self) -> list[tuple[str, ChangeEvent]]:
-        rows = self._db.execute("SELECT source, body FROM events ORDER BY seq").fetchall()
+        with self._reading():
+            rows = self._db.execute("SELECT source, body FROM events ORDER BY seq").fetchall()
         if not rows:
             return []
         origin = f"{self.path} (events)"
@@ -275,10 +278,11 @@ class StateStore:
         left = -1 if stop is None else max(0, stop - start)
         if left == 0:
             return
-        rows = self._db.execute(
-            "SELECT seq, body FROM events ORDER BY seq LIMIT ? OFFSET ?",
-            (_chunk(left), start),
-        ).fetchall()
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT seq, body FROM events ORDER BY seq LIMIT ? OFFSET ?",
+                (_chunk(left), start),
+            ).fetchall()
         while rows:
             # a chunk at a time, so repeated names and dependencies are kept once
             yield from iter_timeline(
@@ -291,10 +295,11 @@ class StateStore:
                 left -= len(rows)
                 if left == 0:
                     return
-            rows = self._db.execute(
-                "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-                (rows[-1][0], _chunk(left)),
-            ).fetchall()
+            with self._reading():
+                rows = self._db.execute(
+                    "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (rows[-1][0], _chunk(left)),
+                ).fetchall()
 
     def event_id_at(self, position: int, stored: int | None = None) -> str | None:
         """The id of the ``position``-th stored event (from 1), None past the end;
@@ -458,6 +463,20 @@ class StateStore:
                 "last_error=excluded.last_error",
                 (s.name, s.cursor, s.events_total, s.up, s.last_error),
             )
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """A read of the stored events; a corrupt file becomes a :class:`StateError` naming
+        it, so that it is never taken for a corrupt shadow."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", None) not in CORRUPT:
+                raise
+            raise StateError(
+                f"{self.path}: the state file is corrupt ({exc}): restore it from a backup, "
+                "or move it aside to start a new state"
+            ) from exc
 
     @contextmanager
     def _writing(self) -> Iterator[None]:

@@ -18,7 +18,7 @@ from healthd import _stop
 from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
 from healthd.daemon.shadows import Shadows
-from healthd.daemon.state import TargetRow
+from healthd.daemon.state import CORRUPT, StateError, TargetRow
 from healthd.daemon.targets import TargetRuntime, build_shadow, scratch_spec
 from healthd.daemon.views import Views
 from healthd.evaluator import Replay, StageResult, evaluate
@@ -48,18 +48,15 @@ from healthd.timeline import format_timestamp
 log = get_logger("healthd.runner")
 
 
-#: SQLite's answers for a file whose pages or header are not a database any more.
-_CORRUPT = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
-
-
 def _is_corruption(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an error it was raised from) says a SQLite file is corrupt."""
+    """Whether ``exc`` (or an error it was raised from) says a shadow's SQLite file is
+    corrupt (a corrupt state file is not the shadow's)."""
     seen: BaseException | None = exc
     for _ in range(8):
-        if seen is None:
+        if seen is None or isinstance(seen, StateError):
             return False
         if isinstance(seen, sqlite3.DatabaseError) and (
-            getattr(seen, "sqlite_errorname", None) in _CORRUPT
+            getattr(seen, "sqlite_errorname", None) in CORRUPT
         ):
             return True
         seen = seen.__cause__ or seen.__context__

@@ -3,6 +3,7 @@ the failure visible in /metrics and nothing lost."""
 
 from __future__ import annotations
 
+import random
 import socket
 import sqlite3
 import time
@@ -200,3 +201,50 @@ def test_idle_connections_are_bounded_and_dropped(start_daemon, tmp_path):
         for conn in idle:
             conn.close()
     assert daemon.stop()[0] == 0
+
+
+def _garble_page_holding(database: Path, needle: bytes) -> None:
+    """Random bytes over the whole SQLite page that holds ``needle``, as a bad disk leaves it."""
+    data = bytearray(database.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    start = data.index(needle) // page_size * page_size
+    data[start : start + page_size] = random.Random(7).randbytes(page_size)
+    database.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+def test_a_corrupt_state_file_is_named_and_the_healthy_shadow_is_left_alone(start_daemon, tmp_path):
+    port = free_port()
+    config = toml_config(tmp_path, port=port, cron="0 0 1 1 *")  # only the run on start
+    first = start_daemon(config, port=port, log_name="first.log")
+    first.wait_runs("reference")
+    first.wait_runs("naive")
+    assert first.stop()[0] == 0
+    state = tmp_path / "state" / "state.sqlite"
+    _garble_page_holding(state, b'"id": "ex-070"')  # a page of the stored events
+    # a changed forgetting window replays everything from the state file's events
+    config.write_text(
+        config.read_text().replace("\n\n[schedule]", "\nforgetting_window = 4\n\n[schedule]", 1)
+    )
+
+    second = start_daemon(config, port=port, log_name="second.log")
+    metrics = second.wait_until(
+        lambda: (
+            (m := second.scrape())
+            and runs(m, "reference", "failure") >= 1
+            and runs(m, "naive", "failure") >= 1
+            and m
+        ),
+        what="the failed runs",
+    )
+    failed = {l["target"]: l["error"] for l in second.log_lines() if l.get("event") == "run failed"}
+    for target in ("reference", "naive"):
+        assert str(state) in failed[target] and "corrupt" in failed[target], failed[target]
+    assert not any(
+        l.get("event") == "shadow corrupt: moved aside, rebuilt" for l in second.log_lines()
+    )
+    assert sorted(p.name for p in (tmp_path / "state" / "shadows").iterdir()) == [
+        "reference.sqlite"
+    ]
+    assert not sample(metrics, "healthd_shadow_rebuilds_total", target="reference")
+    assert second.stop()[0] == 0
