@@ -171,6 +171,8 @@ def file_path_problem(path: str) -> str | None:
     if os.path.exists(path):
         if not os.path.isfile(path):
             return "not a regular file"
+        if os.access(path, os.R_OK) and _read_only(path):
+            return "on a read-only file system"
         if not os.access(path, os.R_OK | os.W_OK):
             return "permission denied"
         return None
@@ -179,9 +181,19 @@ def file_path_problem(path: str) -> str | None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         return f"{ancestor} is not a directory"
+    if _read_only(ancestor):
+        return f"cannot create it: {ancestor} is on a read-only file system"
     if not os.access(ancestor, os.W_OK | os.X_OK):
         return f"cannot create it: permission denied in {ancestor}"
     return None
+
+
+def _read_only(path: str | Path) -> bool:
+    """Whether ``path`` is on a file system mounted read-only, which no permission lifts."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _held_problem(path: str) -> str | None:

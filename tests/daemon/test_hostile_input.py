@@ -250,6 +250,48 @@ def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path, make,
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing made, nothing moved
 
 
+@pytest.fixture
+def read_only_mount(tmp_path):
+    """A directory on a real tmpfs, remounted read-only once the test has filled it (root
+    and mount(8) needed)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)])
+    if made.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+
+    def freeze() -> None:
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+
+    yield mount, freeze
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.mark.parametrize(
+    ("existing", "reason"),
+    [
+        (True, "on a read-only file system"),
+        (False, "cannot create it: {mount} is on a read-only file system"),
+    ],
+    ids=["state-file", "new-state-file"],
+)
+def test_a_state_path_on_a_read_only_file_system_is_said_so_not_permission_denied(
+    tmp_path, read_only_mount, existing, reason
+):
+    mount, freeze = read_only_mount
+    state_path = mount / "state.sqlite"
+    if existing:
+        state_path.write_bytes(b"")
+    freeze()
+    config = toml_config(tmp_path)
+    config.write_text(config.read_text().replace(f"{tmp_path}/state/state.sqlite", str(state_path)))
+    reason = reason.format(mount=mount)
+    checked = one_line_error(run_cli("check-config", "--config", str(config)))
+    assert checked == f"healthd: error: {config}: state_path: {state_path}: {reason}"
+    ran = one_line_error(run_cli("run", "--config", str(config)))
+    assert ran == f"healthd: error: {state_path}: cannot open state file: {reason}"
+
+
 def test_a_relative_state_path_ending_in_a_slash_is_refused_too(tmp_path):
     config = toml_config(tmp_path)
     config.write_text(
