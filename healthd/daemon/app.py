@@ -38,11 +38,12 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from healthd import __version__, _stop
-from healthd.daemon.lock import StateLock
+from healthd.daemon.lock import ShadowLocks, StateLock
 from healthd.daemon.runner import Runner
 from healthd.daemon.scheduler import Schedule, parse_schedule
 from healthd.daemon.server import HttpServer, build_app
 from healthd.daemon.state import StateStore
+from healthd.daemon.targets import is_persistent
 from healthd.daemon.webconfig import WebConfig, load_web_config
 from healthd.errors import ConfigError, HealthdError
 from healthd.exporters.prometheus import build_registry
@@ -62,6 +63,12 @@ class Daemon:
         self.web = load_web_config(settings.server.web_config_file)
         self.state_lock = StateLock(settings.state_path)
         self.state_lock.acquire()
+        self.shadow_locks = ShadowLocks(settings.state_path)
+        try:
+            self.shadow_locks.hold(_own_shadows(settings))
+        except HealthdError:
+            self.state_lock.release()
+            raise
         self.tracer_provider = build_tracer_provider(
             endpoint=settings.tracing.otlp_endpoint,
             service_name=settings.tracing.service_name,
@@ -112,6 +119,7 @@ class Daemon:
             )
         except OSError as exc:
             self.state.close()
+            self.shadow_locks.release()
             self.state_lock.release()
             where = f"{settings.server.host}:{settings.server.port}"
             raise HealthdError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
@@ -170,6 +178,7 @@ class Daemon:
                     raise ConfigError(
                         f"{origin}: {', '.join(fixed)} changed: only a restart applies that"
                     )
+                self.shadow_locks.hold(_own_shadows(self.settings) + _own_shadows(new))
             except (HealthdError, ValueError) as exc:
                 message = redact_text(str(exc)).replace("\n", "; ")
                 self._reload_failures.inc()
@@ -183,6 +192,7 @@ class Daemon:
             try:
                 self._apply(new, schedule, web)
             except Exception as exc:  # the runner of the running configuration is back
+                self.shadow_locks.hold(_own_shadows(self.settings))
                 message = redact_text(f"{type(exc).__name__}: {exc}")
                 self._reload_failures.inc()
                 self._reload_ok.set(0)
@@ -192,6 +202,7 @@ class Daemon:
                     error=message,
                 )
                 return message
+            self.shadow_locks.hold(_own_shadows(new))
             self._reload_ok.set(1)
             self._reload_at.set_to_current_time()
             log.info(
@@ -345,10 +356,21 @@ class Daemon:
             self.runner.close()
             self.tracer_provider.shutdown()
             self.state.close()
+            self.shadow_locks.release()
             self.state_lock.release()
         finally:
             self.runner.lock.release()
         log.info("stopped", clean=True)
+
+
+def _own_shadows(settings: Settings) -> list[str]:
+    """The reference shadows given their own ``path``: the others lie beside the state
+    file, under its lock."""
+    return [
+        str(t.options["path"])
+        for t in settings.targets.values()
+        if t.kind == "reference" and is_persistent(dict(t.options))
+    ]
 
 
 def run(settings: Settings) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterable
 
 from healthd.daemon.state import StateError, state_path_problem
 from healthd.errors import HealthdError
@@ -122,3 +123,60 @@ def _paths_open(pid: int, dev: int, ino: int) -> list[str]:
         except OSError:
             continue
     return list(dict.fromkeys(found))
+
+
+class ShadowLocks:
+    """One daemon per persistent shadow file too. A shadow given its own ``path`` lies
+    outside the state file's directory, out of :class:`StateLock`'s reach, and two daemons
+    writing one shadow reset and replay each other's writes away (or serve them). Each is
+    held with an exclusive ``flock`` on ``<resolved path>.lock``, which a corrupt shadow
+    moved aside leaves in place and which says who holds it: the pid and the
+    ``state_path`` the daemon was started with."""
+
+    def __init__(self, state_path: str) -> None:
+        self.state_path = state_path
+        self._held: dict[str, int] = {}  # lock file: its descriptor
+
+    def hold(self, shadows: Iterable[str]) -> None:
+        """Hold the locks of ``shadows`` and of no other shadow, or HealthdError naming one
+        another daemon holds (the locks held before are then kept as they were)."""
+        wanted = {os.path.realpath(path) + ".lock": path for path in shadows}
+        taken: dict[str, int] = {}
+        try:
+            for lock, path in wanted.items():
+                if lock not in self._held:
+                    taken[lock] = self._take(lock, path)
+        except BaseException:
+            for fd in taken.values():
+                os.close(fd)
+            raise
+        for lock in set(self._held) - set(wanted):
+            os.close(self._held.pop(lock))
+        self._held.update(taken)
+
+    def release(self) -> None:
+        self.hold(())
+
+    def _take(self, lock: str, shadow: str) -> int:
+        try:
+            os.makedirs(os.path.dirname(lock), exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise HealthdError(
+                f"shadow file {shadow}: cannot lock it ({lock}: {exc.strerror})"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            noted = os.pread(fd, 4096, 0).decode("utf-8", "replace").split("\n")
+            os.close(fd)
+            holder = f"pid {noted[0]}" if noted[0].isdigit() else "pid unknown"
+            if noted[0].isdigit() and len(noted) > 1 and noted[1]:
+                holder += f", started with state_path {noted[1]}"
+            raise HealthdError(
+                f"shadow file {shadow} is in use by another healthd ({holder}); "
+                "give each daemon its own shadow path"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n{os.path.abspath(self.state_path)}\n".encode(), 0)
+        return fd

@@ -379,6 +379,32 @@ def test_a_second_daemon_on_the_same_state_file_exits_2_naming_the_holder(daemon
     assert daemon.stop()[0] == 0
 
 
+def test_a_second_daemon_sharing_a_reference_shadow_file_exits_2_naming_the_holder(
+    start_daemon, tmp_path
+):
+    # Two daemons with their own state files but one shadow `path`: the second's first
+    # replay resets the namespace the first is replaying into, and each then replays the
+    # other's writes away, or serves them.
+    shadow = tmp_path / "shared" / "reference.sqlite"
+    targets = {"reference": {"kind": "reference", "shadow": True, "path": str(shadow)}}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    port, other_port = free_port(), free_port()
+    first = start_daemon(toml_config(tmp_path / "a", port=port, targets=targets), port=port)
+    first.wait_runs("reference")
+    second = toml_config(tmp_path / "b", port=other_port, targets=targets)
+    done = run_cli("run", "--config", str(second))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(shadow) in lines[0], lines
+    assert f"pid {first.proc.pid}" in lines[0] and str(tmp_path / "a") in lines[0], lines
+    assert first.get("/readyz").status_code == 200  # the first one is untouched
+    assert first.stop()[0] == 0
+    alone = start_daemon(second, port=other_port, log_name="second.log")
+    alone.wait_runs("reference")  # the lock ends with the daemon that held it
+    assert alone.stop()[0] == 0
+
+
 @pytest.mark.parametrize("link", ["symlink", "hard link", "symlinked directory"])
 def test_a_link_to_a_running_daemon_s_state_file_is_the_same_state_file(daemon, tmp_path, link):
     import os
