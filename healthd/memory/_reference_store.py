@@ -158,6 +158,7 @@ class _Store:
     _batched: bool  # writes wait for commit (batch_writes)
     _private: bool  # a private temporary database (see ReferenceMemory.__init__)
     _failed: str | None  # why a replay cannot go on from its deferred writes
+    _named: str  # "reference memory", and the file a shadow on disk is in
     _deferred: _Deferred
     _clock: float | None  # the replay clock: the latest event time applied
     _text_indexed: int  # a private database's records up to this id are in records_fts
@@ -229,7 +230,7 @@ class _Store:
             # the batch's writes are lost with it: the replay cannot go on, and every entry
             # point refuses from now on, so neither the cache nor the open batch is read again
             deferred.clear()
-            self._failed = f"reference memory: writing a batch failed ({exc}); {self._lost()}"
+            self._failed = f"{self._named}: writing a batch failed ({exc}); {self._lost()}"
             raise MemoryAdapterError(self._failed) from exc
 
     def _tx(self) -> AbstractContextManager[None]:

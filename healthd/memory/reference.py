@@ -104,6 +104,8 @@ class ReferenceMemory(_Query, _Folds):
         self._private = path == ""
         self._pending = 0
         self._failed = None
+        # what its errors call it: a shadow on disk by its file, which may have a disk of its own
+        self._named = "reference memory" + (f" at {path}" if path not in ("", ":memory:") else "")
         self._text_indexed = 0
         self._deferred = _Deferred()
         try:
@@ -220,9 +222,9 @@ class ReferenceMemory(_Query, _Folds):
                 # this one's): this replay cannot go on, and every entry point refuses from
                 # now on (close() rolls the batch back; a shadow resumes from its checkpoint).
                 self._deferred.clear()
-                self._failed = f"reference memory: a write failed at {event.id}; {self._lost()}"
+                self._failed = f"{self._named}: a write failed at {event.id}; {self._lost()}"
             if isinstance(exc, sqlite3.Error):
-                raise MemoryAdapterError(f"reference memory: applying {event.id}: {exc}") from exc
+                raise MemoryAdapterError(f"{self._named}: applying {event.id}: {exc}") from exc
             raise
 
     def close(self) -> None:
@@ -340,7 +342,7 @@ class ReferenceMemory(_Query, _Folds):
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-            raise MemoryAdapterError(f"reference memory: committing a batch: {exc}") from exc
+            raise MemoryAdapterError(f"{self._named}: committing a batch: {exc}") from exc
 
     def checkpoint(self) -> dict[str, Any] | None:
         """The checkpoint of the last commit, or None."""

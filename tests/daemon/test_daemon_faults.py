@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import socket
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from daemon_helpers import (
     sample,
     start_with_http_memory,
     start_with_hung_remote,
+    synthetic_timeline,
     toml_config,
 )
 from memory_service import MemoryService
@@ -248,3 +250,28 @@ def test_a_corrupt_state_file_is_named_and_the_healthy_shadow_is_left_alone(star
     ]
     assert not sample(metrics, "healthd_shadow_rebuilds_total", target="reference")
     assert second.stop()[0] == 0
+
+
+@pytest.mark.slow
+def test_a_shadow_on_a_full_disk_fails_the_run_naming_the_shadow_file(start_daemon, tmp_path):
+    # The shadow has its own disk here (a real tmpfs of 512 KiB); the state file's has
+    # room. 'database or disk is full' alone sends the operator to the wrong disk.
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        shadow = disk / "reference.sqlite"
+        timeline = synthetic_timeline(tmp_path / "timeline.jsonl", 3000)
+        daemon = start_daemon(
+            sources={"syn": {"kind": "file", "path": str(timeline)}},
+            targets={"reference": {"kind": "reference", "shadow": True, "path": str(shadow)}},
+            cron="0 0 1 1 *",
+            extra="checkpoint_events = 100",
+        )
+        daemon.wait_runs("reference", result="failure", timeout=60)
+        assert daemon.stop()[0] == 0
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    failed = [l["error"] for l in daemon.log_lines() if l.get("event") == "run failed"]
+    assert failed and str(shadow) in failed[0] and "full" in failed[0], failed
