@@ -210,6 +210,10 @@ def _held_problem(path: str) -> str | None:
     except sqlite3.OperationalError:
         return None  # busy (a daemon writing it) or not openable: opening it will say
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", None) == "SQLITE_CORRUPT":
+            return (
+                f"corrupt ({exc}): restore it from a backup, or move it aside to start a new state"
+            )
         return f"not an SQLite database ({exc})"
     finally:
         db.close()

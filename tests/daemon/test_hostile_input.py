@@ -222,6 +222,19 @@ def _other_database(path):
     db.close()
 
 
+def _truncated_state(path):
+    from healthd.daemon.state import StateStore
+    from healthd.timeline import iter_timeline
+
+    state = StateStore(str(path))
+    state.record_events(
+        [("example", e) for e in iter_timeline(EXAMPLE.read_text().splitlines())], []
+    )
+    state.close()
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # a copy cut short, a disk that lost its tail
+
+
 @pytest.mark.parametrize(
     ("make", "name", "reason"),
     [
@@ -229,6 +242,7 @@ def _other_database(path):
         (lambda p: None, "state-dir/", "names a directory (it ends with '/')"),
         (_other_database, "app.db", "not a healthd state file (it holds other tables: users)"),
         (lambda p: p.write_text("not sqlite\n"), "notes.txt", "not an SQLite database"),
+        (_truncated_state, "cut.sqlite", "corrupt (database disk image is malformed)"),
     ],
 )
 def test_check_config_refuses_a_state_path_that_run_would_refuse(tmp_path, make, name, reason):
