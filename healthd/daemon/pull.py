@@ -28,6 +28,8 @@ class Pulling(Views):
     """The pulling part of a :class:`~healthd.daemon.runner.Runner`."""
 
     skips_seen: dict[str, dict[str, None]]
+    # what each source was last said to wait for (a line with no end yet), said once
+    waits_said: dict[str, str]
     _unpersisted: list[tuple[str, ChangeEvent]]
     # identity records the sources gave in this run, not yet in the state file
     _unpersisted_people: dict[str, list[Person]]
@@ -92,6 +94,7 @@ class Pulling(Views):
                         events=len(fresh),
                     )
                 self._report_skips(run_id, s.name, result.skipped)
+                self._report_wait(run_id, s.name, None if result.error else result.unfinished)
                 if result.people is not None and not result.error:
                     self._unpersisted_people[s.name] = result.people
                 if not result.error:
@@ -122,6 +125,17 @@ class Pulling(Views):
             del seen[next(iter(seen))]
         with self._changing():
             self.skipped_inputs[source] = self.skipped_inputs.get(source, 0) + len(new)
+
+    def _report_wait(self, run_id: str, source: str, unfinished: str | None) -> None:
+        """Say once what the source waits for before it reads on (a file's last line with no
+        end of line, which may be being written, or may never end): never silent."""
+        if unfinished is None:
+            self.waits_said.pop(source, None)
+        elif self.waits_said.get(source) != unfinished:
+            self.waits_said[source] = unfinished
+            log.warning(
+                "source waiting for a line", run_id=run_id, source=source, reason=unfinished
+            )
 
     def _unseen(
         self, source: str, events: list[ChangeEvent], result: PullResult

@@ -126,6 +126,7 @@ class Runner(TargetRuns, Pulling):
         # each source's skipped inputs: reported (logged and counted) when first seen, so a
         # pull that meets the same bad line again says nothing new
         self.skips_seen: dict[str, dict[str, None]] = {}
+        self.waits_said: dict[str, str] = {}
         self.skipped_inputs: dict[str, int] = {}
         self.sources_down_since: float | None = None  # every source failing since (clock)
         self.last_run: RunSummary | None = None

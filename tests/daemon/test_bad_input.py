@@ -88,6 +88,31 @@ def test_the_daemon_refuses_a_poisoned_event_and_measures_the_rest(start_daemon,
     assert daemon.stop()[0] == 0
 
 
+def test_a_last_line_with_no_end_of_line_is_said_once_while_the_daemon_waits_for_it(
+    start_daemon, tmp_path
+):
+    # An editor that writes no final newline: `evaluate --timeline` reads that line, the
+    # daemon waits for its end (it may be being written); waiting must not be silent.
+    timeline = tmp_path / "t.jsonl"
+    timeline.write_text("".join(GOOD).rstrip("\n"))
+    daemon = start_daemon(sources={"tl": {"kind": "file", "path": str(timeline)}})
+    metrics = daemon.wait_runs("reference", 3)
+    assert sample(metrics, "healthd_source_events_total", source="tl") == len(GOOD) - 1
+    waiting = [l for l in daemon.log_lines() if l.get("event") == "source waiting for a line"]
+    assert len(waiting) == 1 and waiting[0]["source"] == "tl", waiting
+    assert waiting[0]["reason"] == f"{timeline} line {len(GOOD)} has no end of line yet"
+    with timeline.open("a") as handle:
+        handle.write("\n")
+    daemon.wait_until(
+        lambda: (
+            sample(daemon.scrape(), "healthd_events_replayed_total", target="reference")
+            == len(GOOD)
+        ),
+        what="the line taken once it ended",
+    )
+    assert daemon.stop()[0] == 0
+
+
 def test_an_empty_timeline_is_said_on_stderr(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
