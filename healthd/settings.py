@@ -974,6 +974,12 @@ def _shared_shadows(settings: Settings) -> list[str]:
         path = str(options.get("path") or shadow_path(settings.state_path, name))
         if path == ":memory:":
             continue
+        if _same_file(path, settings.state_path):
+            problems.append(
+                f"targets.{name}.path: is the state file ({settings.state_path}); give the "
+                "shadow a file of its own, or leave path out for one beside the state file"
+            )
+            continue
         key = (os.path.abspath(path), str(options.get("namespace", DEFAULT_NAMESPACE)))
         if key in owners:
             problems.append(
@@ -983,6 +989,18 @@ def _shared_shadows(settings: Settings) -> list[str]:
         else:
             owners[key] = name
     return problems
+
+
+def _same_file(path: str, other: str) -> bool:
+    """Whether ``path`` and ``other`` name one file (through a link too), existing or not."""
+    if other == ":memory:":
+        return False
+    if os.path.realpath(path) == os.path.realpath(other):
+        return True
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
 
 
 # A factory's "field 'OPT': " (sources) or "switch OPT: " / "switch OPT=VALUE: " (targets,

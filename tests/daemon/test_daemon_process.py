@@ -430,6 +430,24 @@ def test_two_targets_sharing_one_shadow_file_are_refused(tmp_path):
     assert not (tmp_path / "state.sqlite").exists()
 
 
+def test_a_reference_shadow_given_the_state_file_as_its_path_is_refused(tmp_path):
+    # It ran: the shadow's tables went into the state file, which the next start refused
+    # as another application's ("it holds other tables: checkpoints, ..."), history and all.
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "link.sqlite").symlink_to(tmp_path / "state" / "state.sqlite")
+    for path in ("state/state.sqlite", "state/link.sqlite"):
+        config = tmp_path / "same.toml"
+        config.write_text(
+            f'state_path = "{tmp_path / "state" / "state.sqlite"}"\nexample = true\n'
+            f'[targets.ref]\nkind = "reference"\nshadow = true\npath = "{path}"\n'
+        )
+        for command in ("check-config", "run"):
+            result = run_cli(command, "--config", str(config))
+            assert result.returncode == 2, result.stderr
+            assert "targets.ref.path: is the state file" in result.stderr, result.stderr
+        assert not (tmp_path / "state" / "state.sqlite").exists()
+
+
 def test_check_config_checks_sources_as_a_run_would(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
