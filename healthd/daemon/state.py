@@ -270,9 +270,14 @@ class StateStore:
 
     def stored(self) -> Stored:
         """Everything a runner starts from (see :class:`Stored`)."""
-        return Stored(
-            self.event_count(), self.sources(), self.key_catalog(), self.targets(), self.people()
-        )
+        with self._reading():
+            return Stored(
+                self.event_count(),
+                self.sources(),
+                self.key_catalog(),
+                self.targets(),
+                self.people(),
+            )
 
     def events(self) -> list[tuple[str, ChangeEvent]]:
         with self._reading():
@@ -482,13 +487,13 @@ class StateStore:
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """A read of the stored events; a corrupt file becomes a :class:`StateError` naming
-        it, so that it is never taken for a corrupt shadow."""
+        """A read of the state file; a failure becomes a :class:`StateError` naming the file
+        (a corrupt one so said), so that it is never taken for a corrupt shadow."""
         try:
             yield
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             if getattr(exc, "sqlite_errorname", None) not in CORRUPT:
-                raise
+                raise StateError(f"{self.path}: cannot read the state file: {exc}") from exc
             raise StateError(
                 f"{self.path}: the state file is corrupt ({exc}): restore it from a backup, "
                 "or move it aside to start a new state"

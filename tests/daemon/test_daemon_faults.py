@@ -14,6 +14,7 @@ import pytest
 from daemon_helpers import (
     EXAMPLE,
     free_port,
+    one_line_error,
     run_cli,
     runs,
     sample,
@@ -250,6 +251,30 @@ def test_a_corrupt_state_file_is_named_and_the_healthy_shadow_is_left_alone(star
     ]
     assert not sample(metrics, "healthd_shadow_rebuilds_total", target="reference")
     assert second.stop()[0] == 0
+
+
+@pytest.mark.parametrize("table", ["targets", "probe_keys", "sources"])
+def test_a_state_file_with_a_corrupt_table_is_refused_at_start_in_one_line(
+    start_daemon, tmp_path, table
+):
+    port = free_port()
+    config = toml_config(tmp_path, port=port, cron="0 0 1 1 *")  # only the run on start
+    first = start_daemon(config, port=port)
+    first.wait_runs("reference")
+    assert first.stop()[0] == 0
+    state = tmp_path / "state" / "state.sqlite"
+    pages = subprocess.run(  # where the table lies, as SQLite's own shell reads it
+        ["sqlite3", str(state), f"SELECT pageno FROM dbstat WHERE name = '{table}'"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    data = bytearray(state.read_bytes())
+    start = (int(pages[-1]) - 1) * 4096
+    data[start : start + 4096] = random.Random(7).randbytes(4096)
+    state.write_bytes(bytes(data))
+    error = one_line_error(run_cli("run", "--config", str(config)))
+    assert error.startswith(f"healthd: error: {state}: the state file is corrupt"), error
 
 
 @pytest.mark.slow
