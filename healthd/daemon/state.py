@@ -494,10 +494,19 @@ class StateStore:
         except sqlite3.Error as exc:
             if getattr(exc, "sqlite_errorname", None) not in CORRUPT:
                 raise StateError(f"{self.path}: cannot read the state file: {exc}") from exc
-            raise StateError(
-                f"{self.path}: the state file is corrupt ({exc}): restore it from a backup, "
-                "or move it aside to start a new state"
+            raise self._corrupt(str(exc)) from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            # SQLite checks its pages, not what a row holds: a stored value gone bad is
+            # read back as it is, and only reading it tells
+            raise self._corrupt(
+                f"a stored value is unreadable: {type(exc).__name__}: {exc}"
             ) from exc
+
+    def _corrupt(self, why: str) -> StateError:
+        return StateError(
+            f"{self.path}: the state file is corrupt ({why}): restore it from a backup, "
+            "or move it aside to start a new state"
+        )
 
     @contextmanager
     def _writing(self) -> Iterator[None]:

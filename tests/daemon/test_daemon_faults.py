@@ -277,6 +277,31 @@ def test_a_state_file_with_a_corrupt_table_is_refused_at_start_in_one_line(
     assert error.startswith(f"healthd: error: {state}: the state file is corrupt"), error
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # SQLite keeps no checksum of a row's content: a byte gone bad inside a stored
+        # value is read back as it is, and only the value itself can tell
+        "UPDATE targets SET results = substr(results, 1, 40) || char(1) || substr(results, 42)",
+        "UPDATE targets SET snapshot = '{\"llm_budget\": ' WHERE name = 'reference'",
+        "INSERT OR REPLACE INTO people VALUES ('example', '[{\"handle\": 1}]')",
+    ],
+    ids=["results", "snapshot", "people"],
+)
+def test_a_state_file_with_an_unreadable_stored_value_is_refused_at_start_in_one_line(
+    start_daemon, tmp_path, edit
+):
+    port = free_port()
+    config = toml_config(tmp_path, port=port, cron="0 0 1 1 *")  # only the run on start
+    first = start_daemon(config, port=port)
+    first.wait_runs("reference")
+    assert first.stop()[0] == 0
+    state = tmp_path / "state" / "state.sqlite"
+    subprocess.run(["sqlite3", str(state), edit], check=True)
+    error = one_line_error(run_cli("run", "--config", str(config)))
+    assert error.startswith(f"healthd: error: {state}: the state file is corrupt"), error
+
+
 @pytest.mark.slow
 def test_a_shadow_on_a_full_disk_fails_the_run_naming_the_shadow_file(start_daemon, tmp_path):
     # The shadow has its own disk here (a real tmpfs of 512 KiB); the state file's has
