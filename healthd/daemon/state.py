@@ -175,6 +175,10 @@ def file_path_problem(path: str) -> str | None:
             return "on a read-only file system"
         if not os.access(path, os.R_OK | os.W_OK):
             return "permission denied"
+        # SQLite writes its journal (or write-ahead log) beside the file, in its directory
+        folder = os.path.dirname(os.path.realpath(path))
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot write beside it: permission denied in {folder}"
         return None
     ancestor = Path(path).resolve().parent
     while not ancestor.exists():

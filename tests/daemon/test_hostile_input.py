@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 from daemon_helpers import (
     EXAMPLE,
     GOOD,
+    PYTHON,
     Daemon,
     assert_metrics_equal_evaluate,
+    clean_env,
     free_port,
     one_line_error,
     poison_event,
@@ -304,6 +308,51 @@ def test_a_state_path_on_a_read_only_file_system_is_said_so_not_permission_denie
     assert checked == f"healthd: error: {config}: state_path: {state_path}: {reason}"
     ran = one_line_error(run_cli("run", "--config", str(config)))
     assert ran == f"healthd: error: {state_path}: cannot open state file: {reason}"
+
+
+def test_a_state_file_in_a_directory_it_cannot_write_in_is_refused_naming_the_directory(
+    tmp_path,
+):
+    # The file is the daemon user's, its directory is not: SQLite cannot make the journal
+    # beside it, and every run failed with 'attempt to write a readonly database'.
+    import shutil
+    import tempfile
+
+    from healthd.daemon.state import StateStore
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run healthd as another user")
+    folder = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        folder.chmod(0o755)  # nobody may enter it, not write in it
+        state = folder / "state.sqlite"
+        StateStore(str(state)).close()
+        os.chown(state, pwd.getpwnam("nobody").pw_uid, -1)
+        config = toml_config(tmp_path, targets={"naive": {"kind": "naive", "shadow": True}})
+        text = config.read_text().replace(f"{tmp_path}/state/state.sqlite", str(state))
+        (folder / "healthd.toml").write_text(text)
+        as_nobody = ("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups")
+        reason = f"cannot write beside it: permission denied in {folder}"
+        for command in ("check-config", "run"):
+            done = subprocess.run(
+                [
+                    *as_nobody,
+                    PYTHON,
+                    "-m",
+                    "healthd",
+                    command,
+                    "--config",
+                    f"{folder}/healthd.toml",
+                ],
+                cwd="/",
+                env=clean_env(),
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert reason in one_line_error(done), done.stderr
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_a_relative_state_path_ending_in_a_slash_is_refused_too(tmp_path):
