@@ -10,6 +10,7 @@ connection whose client sends nothing for ``idle_seconds`` (60) is closed.
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import socket
@@ -89,13 +90,11 @@ class MemoryServer:
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         try:
-            declared = request.headers.get("Content-Length") or "0"
-            if not declared.isascii() or not declared.isdigit():
-                raise BadRequest(400, f"Content-Length {declared[:40]!r} is not a byte count")
-            length = int(declared[:20])
-            if length > _MAX_BODY:
-                raise BadRequest(413, f"request body over {_MAX_BODY} bytes")
-            raw = request.rfile.read(length) if length else b""
+            try:
+                raw = _body(request)
+            except BadRequest:  # (what is left of the body is no next request)
+                request.close_connection = True
+                raise
             try:
                 body = _json.loads(raw) if raw else None
             except _json.BadJSON as exc:
@@ -199,6 +198,51 @@ class MemoryServer:
         return 200, {
             "keys": [{"subject": k.subject, "predicate": k.predicate} for k in sorted(keys)]
         }
+
+
+def _body(request: BaseHTTPRequestHandler) -> bytes:
+    """The request's body, by its ``Content-Length`` or its chunks (RFC 9112, 6.3: a
+    ``Transfer-Encoding`` overrides the length); at most ``_MAX_BODY`` bytes."""
+    coding = request.headers.get("Transfer-Encoding")
+    if coding is not None:
+        if coding.strip().lower() != "chunked":
+            raise BadRequest(501, f"Transfer-Encoding {coding[:40]!r}: only chunked is read")
+        return _chunked(request.rfile)
+    declared = request.headers.get("Content-Length") or "0"
+    if not declared.isascii() or not declared.isdigit():
+        raise BadRequest(400, f"Content-Length {declared[:40]!r} is not a byte count")
+    length = int(declared[:20])
+    if length > _MAX_BODY:
+        raise BadRequest(413, f"request body over {_MAX_BODY} bytes")
+    return request.rfile.read(length) if length else b""
+
+
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+
+
+def _chunked(stream: io.BufferedIOBase) -> bytes:
+    """A chunked body (RFC 9112, 7.1): chunks up to the last, of size 0, then the trailer
+    section, which is read and dropped."""
+    body = bytearray()
+    while True:
+        line = stream.readline(1024)
+        size = line.split(b";", 1)[0].strip()  # (a chunk extension is ignored)
+        if not line.endswith(b"\n") or not size or len(size) > 8 or not set(size) <= _HEX:
+            raise BadRequest(400, f"chunked body: chunk size {line[:40]!r} is not hexadecimal")
+        length = int(size, 16)
+        if len(body) + length > _MAX_BODY:
+            raise BadRequest(413, f"request body over {_MAX_BODY} bytes")
+        if length == 0:
+            break
+        chunk = stream.read(length)
+        if len(chunk) < length or stream.readline(3) not in (b"\r\n", b"\n"):
+            raise BadRequest(400, "chunked body cut short (a chunk shorter than its size)")
+        body += chunk
+    for _ in range(100):  # the trailer section, up to its empty line
+        line = stream.readline(1 << 16)
+        if line in (b"\r\n", b"\n", b""):
+            return bytes(body)
+    raise BadRequest(400, "chunked body: a trailer section of over 100 lines")
 
 
 def send(request: BaseHTTPRequestHandler, status: int, payload: Any) -> None:

@@ -3,6 +3,7 @@ driven by the `http` target."""
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 
@@ -139,3 +140,64 @@ def test_a_client_that_sends_nothing_does_not_hold_a_connection_for_ever():
     ):
         idle.sendall(b"POST /v1/namespaces/a/reset HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
         assert idle.recv(1024) == b""  # closed by the server, not by this timeout
+
+
+EVENT = {
+    "id": "e1",
+    "type": "added",
+    "timestamp": "2024-01-01T00:00:00Z",
+    "source": "t",
+    "fact": {"subject": "billing", "predicate": "owner", "value": "@bob", "domain": "ownership"},
+}
+
+
+def test_an_event_sent_in_chunks_is_applied_as_one_sent_with_its_length():
+    """HTTP/1.1 lets a client send a body of unknown length chunked (RFC 9112, 6.1: a
+    recipient MUST be able to parse it); it was answered 400 "expected a change event
+    object", the body taken for none, and its chunks read as the next request."""
+    with serve_memory() as (url, _), requests.Session() as session:
+        base = f"{url}/v1/namespaces/healthd%2Fshadow"
+        assert session.post(f"{base}/reset", timeout=5).status_code == 204
+        text = json.dumps(EVENT).encode()
+        chunks = iter([text[:10], text[10:]])  # a generator: requests sends it chunked
+        applied = session.post(
+            f"{base}/events",
+            data=chunks,
+            headers={"Content-Type": "application/json"},
+            timeout=5,
+        )
+        assert applied.request.headers.get("Transfer-Encoding") == "chunked"
+        assert applied.status_code == 204, applied.text
+        query = {
+            "probe": {"id": "p", "question": "Who owns billing?", "subject": "billing",
+                      "predicate": "owner", "domain": "ownership"},
+            "at": "2024-01-02T00:00:00Z",
+            "k": 5,
+        }  # fmt: skip
+        answer = session.post(f"{base}/query", json=query, timeout=5)
+        assert [f["value"] for f in answer.json()["facts"]] == ["@bob"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "said"),
+    [
+        (b"zz\r\n{}\r\n0\r\n\r\n", 400, "chunk size"),
+        (b"5\r\n{}", 400, "cut short"),
+        (b"%x\r\n" % (2 << 20) + b"[" * 10, 413, "over"),
+    ],
+    ids=["not-hex", "cut-short", "too-large"],
+)
+def test_a_chunked_body_that_is_broken_gets_one_line_and_the_connection_closed(body, status, said):
+    with serve_memory() as (url, proc):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/namespaces/x/changes HTTP/1.1\r\nHost: x\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n" + body
+            )
+            sock.shutdown(socket.SHUT_WR)
+            answer = sock.makefile("rb").read()
+        assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+        assert said.encode() in answer
+        assert answer.count(b"HTTP/1.1 ") == 1  # nothing left of the body read as a request
+        assert proc.poll() is None
