@@ -14,6 +14,7 @@ import io
 import json
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from collections.abc import Iterable
@@ -30,6 +31,12 @@ from healthd.timeline import event_from_dict, format_timestamp, parse_timestamp
 
 _PREFIX = "/v1/namespaces/"
 _MAX_BODY = 1 << 20
+_HELD = """
+CREATE TABLE IF NOT EXISTS serve_memory_namespaces (namespace TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS serve_memory_events (
+    namespace TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (namespace, id)
+);
+"""
 
 
 class BadRequest(Exception):
@@ -59,6 +66,17 @@ class MemoryServer:
         self.memories: dict[str, ReferenceMemory] = {}
         self._applied: dict[str, set[str]] = {}
         self._lock = threading.Lock()
+        # which namespaces the file holds and the events each has applied, so that a
+        # restarted server goes on where it stopped
+        self._held = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._held.executescript(_HELD)
+        for (namespace,) in self._held.execute("SELECT namespace FROM serve_memory_namespaces"):
+            self.memories[namespace] = ReferenceMemory(path=path, namespace=namespace)
+            self._applied[namespace] = set()
+        for namespace, event_id in self._held.execute(
+            "SELECT namespace, id FROM serve_memory_events"
+        ):
+            self._applied[namespace].add(event_id)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -85,6 +103,7 @@ class MemoryServer:
         self.httpd.server_close()
         for memory in self.memories.values():
             memory.close()
+        self._held.close()
 
     # -- HTTP -------------------------------------------------------------------------------
 
@@ -146,6 +165,11 @@ class MemoryServer:
         else:
             memory.reset()
         self._applied[namespace] = set()
+        with self._held:
+            self._held.execute("DELETE FROM serve_memory_events WHERE namespace = ?", (namespace,))
+            self._held.execute(
+                "INSERT OR IGNORE INTO serve_memory_namespaces VALUES (?)", (namespace,)
+            )
 
     def _apply(self, namespace: str, memory: ReferenceMemory, body: Any) -> tuple[int, None]:
         if not isinstance(body, dict):
@@ -158,6 +182,9 @@ class MemoryServer:
         if event.id not in applied:
             memory.apply(event)
             applied.add(event.id)
+            self._held.execute(
+                "INSERT OR IGNORE INTO serve_memory_events VALUES (?, ?)", (namespace, event.id)
+            )
         return 204, None
 
     def _query(self, memory: ReferenceMemory, body: Any) -> tuple[int, dict[str, Any]]:
@@ -260,6 +287,8 @@ def serve(*, host: str, port: int, path: str | None, protected: Iterable[str]) -
     """Run until SIGTERM or SIGINT; exit 0."""
     try:
         server = MemoryServer(host=host, port=port, path=path or ":memory:", protected=protected)
+    except sqlite3.Error as exc:
+        raise HealthdError(f"serve-memory: cannot open --path {path!r}: {exc}") from None
     except OSError as exc:
         raise HealthdError(
             f"serve-memory: cannot listen on {host}:{port}: {exc.strerror}"

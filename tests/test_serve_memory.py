@@ -201,3 +201,42 @@ def test_a_chunked_body_that_is_broken_gets_one_line_and_the_connection_closed(b
         assert said.encode() in answer
         assert answer.count(b"HTTP/1.1 ") == 1  # nothing left of the body read as a request
         assert proc.poll() is None
+
+
+def test_with_path_a_restarted_server_still_has_its_namespaces_and_applied_events(tmp_path):
+    """--path keeps the memories in a file; a restart forgot which namespaces it held, so
+    every write and query after it was 404 "no namespace yet; reset it first"."""
+    path = str(tmp_path / "memory.db")
+    early, late = EVENTS[:5], EVENTS[5:10]
+    with serve_memory("--path", path) as (url, _):
+        memory = build_memory(parse_target(_http(url)))
+        memory.reset()
+        for event in early:
+            memory.apply(event)
+        before = memory.answer(PROBES.probes[0], early[-1].timestamp)
+    with serve_memory("--path", path) as (url, _):
+        memory = build_memory(parse_target(_http(url)))
+        assert memory.answer(PROBES.probes[0], early[-1].timestamp) == before
+        for event in [early[-1], *late]:  # the last one again: a retry whose answer was lost
+            memory.apply(event)
+        after = memory.answer(PROBES.probes[0], late[-1].timestamp)
+    in_process = build_memory(parse_target("reference"))
+    in_process.reset()
+    for event in [*early, *late]:
+        in_process.apply(event)
+    assert after == in_process.answer(PROBES.probes[0], late[-1].timestamp)
+
+
+def test_a_path_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "healthd", "serve-memory", "--port", "0", "--path", str(tmp_path)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"healthd: error: serve-memory: cannot open --path {str(tmp_path)!r}: "
+        "unable to open database file"
+    ]
