@@ -88,6 +88,20 @@ def test_a_namespace_the_service_says_is_not_shadow_is_never_written():
         assert {method for method, _, _ in service.requests} == {"GET"}
 
 
+def test_an_event_is_not_written_to_a_namespace_the_service_does_not_have():
+    """404 on the check says "no such namespace yet": only a reset creates it as a shadow
+    (the contract). An event sent there instead went to a scope nobody reported as a
+    shadow, which a service that makes a scope on its first write makes an ordinary one."""
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        with pytest.raises(ShadowViolation, match="has no namespace 'healthd/shadow' .*reset"):
+            memory.apply(EVENTS[0])
+        assert [m for m, _, _ in service.requests] == ["GET"]
+        memory.reset()  # what creates it
+        memory.apply(EVENTS[0])
+        assert service.applied["healthd/shadow"] == {EVENTS[0].id}
+
+
 def test_a_target_not_declared_shadow_is_refused_before_any_request():
     with MemoryService() as service:
         with pytest.raises(TargetError, match="not declared shadow"):

@@ -5,7 +5,8 @@ healthd writes only to a namespace the service itself reports as a shadow: befor
 write, before the first write of every run (``begin_run``), before every reset and again
 once ``shadow_recheck_seconds`` have passed since the last answer within a long run, the
 adapter asks (``GET /v1/namespaces/{ns}``) and stops when the answer is ``shadow: false``,
-writing nothing more. Requests carry a timeout, are retried on 5xx and
+writing nothing more; a namespace the service does not have (404) gets
+only a reset, which creates it. Requests carry a timeout, are retried on 5xx and
 timeouts with bounded backoff (the contract makes writes idempotent by event id; ``changes``,
 which drains what it answers, is never retried: a failed one re-asks every probe, and after
 ``max_retries`` + 1 failures in a row it is not asked again that run), and send
@@ -233,9 +234,15 @@ class HttpMemory:
         try:
             response = self._client.get_json(self._base)
         except HttpError as exc:
-            if exc.status == 404:
-                self._verified_at = now  # the first reset creates it, as a shadow
+            if exc.status == 404 and force:
+                self._verified_at = now  # the reset creates it, as a shadow
                 return
+            if exc.status == 404:  # (a service may make a scope on its first write)
+                raise ShadowViolation(
+                    f"http memory: the service has no namespace {self.options.namespace!r} "
+                    "(HTTP 404), and only a reset creates one as a shadow; healthd wrote "
+                    "nothing to it"
+                ) from None
             raise MemoryAdapterError(f"http memory: checking namespace: {exc}") from None
         said = _not_a_shadow(response.data, self.options.namespace)
         if said is not None:
