@@ -199,6 +199,30 @@ def test_an_answer_is_refused_exactly_when_the_contract_refuses_it(body, field):
             memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"facts": [{**FACT, "written_at": "2026-01-05T09:00:01Z"}]}, "facts[0].written_at"),
+        ({"facts": [{**FACT, "validated_at": "2026-02-01T00:00:00Z"}]}, "facts[0].validated_at"),
+        ({"items": [{**ITEM, "written_at": "2026-12-06T09:30:00Z"}]}, "items[0].written_at"),
+    ],
+)
+def test_a_record_stamped_after_the_moment_asked_is_refused(body, field):
+    """A service that stamps its records with its own clock, not the replayed event's time,
+    serves every record as written "after" the moment asked, and so fresh: a memory that
+    never re-validates anything scored freshness 1.000."""
+    asked = EVENTS[0].timestamp  # 2026-01-05T09:00:00Z
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        memory.reset()
+        service.bad_query_body = body
+        with pytest.raises(MemoryAdapterError, match=re.escape(f"field '{field}'")) as raised:
+            memory.answer(PROBES.probes[0], asked)
+        assert "after the moment asked (2026-01-05T09:00:00Z)" in str(raised.value)
+        service.bad_query_body = {"facts": [{**FACT, "written_at": "2026-01-05T09:00:00Z"}]}
+        assert len(memory.answer(PROBES.probes[0], asked).facts) == 1
+
+
 def test_a_huge_unknown_domain_is_quoted_short():
     with MemoryService() as service:
         memory = build_memory(parse_target(target(service)))

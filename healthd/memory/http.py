@@ -160,8 +160,8 @@ class HttpMemory:
             isinstance(data.get("facts"), list) or isinstance(data.get("items"), list)
         ):
             raise MemoryAdapterError(f"{where}: expected an object with a 'facts' or 'items' list")
-        facts = _facts(data, where) if "facts" in data else []
-        items = _items(data, where) if "items" in data else []
+        facts = _facts(data, where, at) if "facts" in data else []
+        items = _items(data, where, at) if "items" in data else []
         return Answer(probe.id, tuple(facts), tuple(items))
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
@@ -279,7 +279,7 @@ def _not_a_shadow(info: Any, namespace: str) -> str | None:
     return f"{where}, field 'shadow': expected true or false, got {got}"
 
 
-def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
+def _items(data: dict[str, Any], where: str, at: datetime) -> list[ServedItem]:
     """Served text, to be read: ``{text, record_id, written_at?, validated_at?, metadata?,
     flags?}``. An item without text has nothing to read and no fact: the service's error."""
     if not isinstance(data["items"], list):
@@ -316,6 +316,8 @@ def _items(data: dict[str, Any], where: str) -> list[ServedItem]:
             ]
         except TimelineError as exc:
             raise MemoryAdapterError(f"{where}, {exc}") from None
+        _not_after(times[0], at, where, f"{path}.written_at")
+        _not_after(times[1], at, where, f"{path}.validated_at")
         out.append(ServedItem(text, record_id, times[0], times[1], metadata, frozenset(flags)))
     return out
 
@@ -338,7 +340,7 @@ def _flags(item: dict[str, Any], where: str, path: str) -> list[str]:
     return flags
 
 
-def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
+def _facts(data: dict[str, Any], where: str, at: datetime) -> list[RetrievedFact]:
     if not isinstance(data["facts"], list):
         raise MemoryAdapterError(f"{where}, field 'facts': expected a list")
     out = []
@@ -367,6 +369,8 @@ def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
             )
         except TimelineError as exc:
             raise MemoryAdapterError(f"{where}, {exc}") from None
+        _not_after(written, at, where, f"{path}.written_at")
+        _not_after(validated, at, where, f"{path}.validated_at")
         out.append(
             RetrievedFact(
                 values["subject"],
@@ -380,6 +384,18 @@ def _facts(data: dict[str, Any], where: str) -> list[RetrievedFact]:
             )
         )
     return out
+
+
+def _not_after(when: datetime | None, at: datetime, where: str, field: str) -> None:
+    """A record's time is the replay's (the time of the event that wrote or re-validated
+    it), so never after the moment asked: one that is was stamped by the service's clock,
+    and would be fresh whatever its age."""
+    if when is not None and when > at:
+        raise MemoryAdapterError(
+            f"{where}, field '{field}': {format_timestamp(when)} is after the moment asked "
+            f"({format_timestamp(at)}); a record carries the time of the event that wrote "
+            "it, not the service's clock"
+        )
 
 
 @register_memory("http")
