@@ -377,6 +377,9 @@ def test_a_changes_operation_that_keeps_failing_is_not_asked_at_every_stage():
         # which one counts is the parser's choice: Python's takes the last, others the first
         (b'{"namespace": "healthd/shadow", "shadow": false, "shadow": true}', "'shadow' is given twice"),
         (b'{"namespace": "assistant/prod", "shadow": true}', "answered for 'assistant/prod'"),
+        # the contract requires the name: an answer without one may be anyone's (a catch-all)
+        (b'{"shadow": true}', "field 'namespace': expected the namespace's name, got nothing"),
+        (b'{"namespace": null, "shadow": true}', "field 'namespace': expected the namespace's name, got null"),
     ],
 )  # fmt: skip
 def test_a_shadow_answer_that_may_not_be_about_the_namespace_is_not_taken(text, why):

@@ -265,9 +265,18 @@ def _not_a_shadow(info: Any, namespace: str) -> str | None:
     if not isinstance(info, dict):
         return f"{where}: expected an object with 'shadow'"
     named = info.get("namespace")
+    if not isinstance(named, str):  # (the contract requires it: without, it may be anyone's)
+        got = (
+            "nothing"
+            if "namespace" not in info
+            else "null"
+            if named is None
+            else errors.quote(named)
+        )
+        return f"{where}, field 'namespace': expected the namespace's name, got {got}"
     # (another's, or a misrouted answer; as sent in the path, it is this one: a service may
     # key its namespaces by the segment as it arrives, undecoded)
-    if isinstance(named, str) and named not in (namespace, quote(namespace, safe="")):
+    if named not in (namespace, quote(namespace, safe="")):
         return (
             f"asked about namespace {namespace!r}, the service answered for {errors.quote(named)}"
         )
