@@ -201,6 +201,7 @@ class MemoryServer:
             raise BadRequest(400, "body, field 'k': expected a whole number of at least 1")
         at = parse_timestamp(body.get("at"), field="at")
         probe = Probe(raw["id"], raw["question"], raw["subject"], raw["predicate"], raw["domain"])
+        memory.top_k = k  # (the one asking says how many; the lock is held)
         answer = memory.answer(probe, at)
         return 200, {
             "facts": [

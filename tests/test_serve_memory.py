@@ -16,8 +16,9 @@ from healthd.cli import example_timeline_path
 from healthd.errors import TargetError
 from healthd.evaluator import evaluate
 from healthd.memory import build_memory, parse_target
+from healthd.model import Probe
 from healthd.probes import build_probe_set
-from healthd.timeline import read_timeline
+from healthd.timeline import event_from_dict, read_timeline
 
 EVENTS = read_timeline(example_timeline_path())
 PROBES = build_probe_set(EVENTS)
@@ -240,3 +241,29 @@ def test_a_path_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path):
         f"healthd: error: serve-memory: cannot open --path {str(tmp_path)!r}: "
         "unable to open database file"
     ]
+
+
+def test_a_query_gets_up_to_the_k_it_asks_for_as_the_reference_memory_gives():
+    """The server's memories were built with the reference memory's default top_k (5):
+    asked for 8 facts of a key that holds 7 values, it answered 5, so the http target's
+    top_k did nothing past 5 and a key with more values than that lost coverage."""
+    events = [
+        event_from_dict(
+            {**EVENT, "id": f"e{i}", "metadata": {"cardinality": "multi"},
+             "fact": {"subject": "api", "predicate": "depends_on", "value": f"lib{i}",
+                      "domain": "tech"}}
+        )
+        for i in range(7)
+    ]  # fmt: skip
+    probe = Probe("p", "What does api depend on?", "api", "depends_on", "tech")
+    answers = []
+    with serve_memory() as (url, _):
+        for text in (_http(url) + ",top_k=8", "reference:top_k=8"):
+            memory = build_memory(parse_target(text))
+            memory.reset()
+            for event in events:
+                memory.apply(event)
+            answers.append(
+                sorted(f.value for f in memory.answer(probe, events[-1].timestamp).facts)
+            )
+    assert answers[0] == answers[1] == [f"lib{i}" for i in range(7)]
