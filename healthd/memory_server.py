@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from healthd import _json
 from healthd._listen import ipv6_address, url_host
@@ -119,7 +119,7 @@ class MemoryServer:
             except _json.BadJSON as exc:
                 raise BadRequest(400, f"request body is not JSON: {exc}") from None
             with self._lock:
-                status, payload = self.route(request.command, request.path, body)
+                status, payload = self.route(request.command, _origin_form(request.path), body)
         except BadRequest as exc:
             status, payload = exc.status, {"message": str(exc)}
         except HealthdError as exc:
@@ -226,6 +226,15 @@ class MemoryServer:
         return 200, {
             "keys": [{"subject": k.subject, "predicate": k.predicate} for k in sorted(keys)]
         }
+
+
+def _origin_form(target: str) -> str:
+    """The path (and query) of a request target, which may be in absolute form
+    (``http://host/v1/...``; RFC 9112, 3.2.2)."""
+    if not target.lower().startswith(("http://", "https://")):
+        return target
+    parts = urlsplit(target)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def _body(request: BaseHTTPRequestHandler) -> bytes:

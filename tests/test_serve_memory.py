@@ -267,3 +267,20 @@ def test_a_query_gets_up_to_the_k_it_asks_for_as_the_reference_memory_gives():
                 sorted(f.value for f in memory.answer(probe, events[-1].timestamp).facts)
             )
     assert answers[0] == answers[1] == [f"lib{i}" for i in range(7)]
+
+
+def test_a_request_in_absolute_form_is_answered_as_its_path():
+    """RFC 9112, 3.2.2: a server MUST accept a request target in absolute form
+    (``POST http://host/v1/...``, what a client sends through a proxy, and what curl
+    --request-target sends); it was answered 404 "no such path http://..."."""
+    with serve_memory() as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                f"POST {url}/v1/namespaces/healthd%2Fshadow/reset HTTP/1.1\r\nHost: {host}\r\n"
+                "Content-Length: 0\r\nConnection: close\r\n\r\n".encode()
+            )
+            answer = sock.makefile("rb").read()
+        assert answer.startswith(b"HTTP/1.1 204 "), answer[:200]
+        shown = requests.get(f"{url}/v1/namespaces/healthd%2Fshadow", timeout=5)
+        assert shown.json() == {"namespace": "healthd/shadow", "shadow": True}
