@@ -66,6 +66,7 @@ class MemoryServer:
         self.memories: dict[str, ReferenceMemory] = {}
         self._applied: dict[str, set[str]] = {}
         self._lock = threading.Lock()
+        self._closed = False
         # which namespaces the file holds and the events each has applied, so that a
         # restarted server goes on where it stopped
         self._held = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -101,9 +102,11 @@ class MemoryServer:
 
     def close(self) -> None:
         self.httpd.server_close()
-        for memory in self.memories.values():
-            memory.close()
-        self._held.close()
+        with self._lock:  # (a request under way finishes first; one after it gets 503)
+            self._closed = True
+            for memory in self.memories.values():
+                memory.close()
+            self._held.close()
 
     # -- HTTP -------------------------------------------------------------------------------
 
@@ -119,6 +122,8 @@ class MemoryServer:
             except _json.BadJSON as exc:
                 raise BadRequest(400, f"request body is not JSON: {exc}") from None
             with self._lock:
+                if self._closed:
+                    raise BadRequest(503, "the server is stopping")
                 status, payload = self.route(request.command, _origin_form(request.path), body)
         except BadRequest as exc:
             status, payload = exc.status, {"message": str(exc)}

@@ -284,3 +284,17 @@ def test_a_request_in_absolute_form_is_answered_as_its_path():
         assert answer.startswith(b"HTTP/1.1 204 "), answer[:200]
         shown = requests.get(f"{url}/v1/namespaces/healthd%2Fshadow", timeout=5)
         assert shown.json() == {"namespace": "healthd/shadow", "shadow": True}
+
+
+def test_a_request_after_the_server_closed_is_a_503_not_a_crash():
+    """SIGTERM closes the memories while a kept-alive connection may still send a request:
+    it ran on a closed SQLite connection (a traceback, and now and then SIGSEGV, exit -11)."""
+    service = MemoryService()
+    service.__enter__()
+    with requests.Session() as session:
+        base = f"{service.url}/v1/namespaces/healthd%2Fshadow"
+        assert session.post(f"{base}/reset", timeout=5).status_code == 204
+        service.__exit__(None, None, None)  # what SIGTERM does; the connection stays open
+        late = session.post(f"{base}/events", json=EVENT, timeout=5)
+    assert late.status_code == 503, late.text
+    assert late.json() == {"message": "the server is stopping"}
