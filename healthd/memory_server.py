@@ -249,6 +249,8 @@ def _body(request: BaseHTTPRequestHandler) -> bytes:
     if coding is not None:
         if coding.strip().lower() != "chunked":
             raise BadRequest(501, f"Transfer-Encoding {coding[:40]!r}: only chunked is read")
+        if "Content-Length" in request.headers:  # (a proxy may have read it by the length)
+            request.close_connection = True
         return _chunked(request.rfile)
     declared = request.headers.get("Content-Length") or "0"
     if not declared.isascii() or not declared.isdigit():
@@ -294,6 +296,8 @@ def send(request: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
     if payload is not None:
         request.send_header("Content-Type", "application/json")
     request.send_header("Content-Length", str(len(data)))
+    if request.close_connection:
+        request.send_header("Connection", "close")
     request.end_headers()
     request.wfile.write(data)
 

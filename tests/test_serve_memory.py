@@ -298,3 +298,18 @@ def test_a_request_after_the_server_closed_is_a_503_not_a_crash():
         late = session.post(f"{base}/events", json=EVENT, timeout=5)
     assert late.status_code == 503, late.text
     assert late.json() == {"message": "the server is stopping"}
+
+
+def test_a_request_with_both_a_length_and_chunks_is_read_by_its_chunks_then_closed():
+    """RFC 9112, 6.3: Transfer-Encoding overrides Content-Length, and the server MUST close
+    the connection after answering (what a proxy read by the length may differ)."""
+    with serve_memory() as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/namespaces/x/reset HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            )
+            answer = sock.makefile("rb").read()  # returns only once the server closes
+        assert answer.startswith(b"HTTP/1.1 204 "), answer[:200]
+        assert b"\r\nConnection: close\r\n" in answer
