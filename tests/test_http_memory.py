@@ -265,6 +265,22 @@ def test_the_token_is_sent_and_never_shown(monkeypatch):
         build_memory(parse_target(target(service, token_env="MEMORY_TOKEN")))
 
 
+def test_only_the_token_is_sent_whatever_a_netrc_file_holds(monkeypatch, tmp_path):
+    """requests puts a ~/.netrc entry's login in place of the Authorization header given:
+    the service got Basic credentials instead of the token (401 with token_env set right),
+    and without token_env a netrc 'default' entry went to whatever base_url names."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("default login alice password netrc-pw-0123456789\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    secret = "memtok-0123456789abcdef"
+    monkeypatch.setenv("MEMORY_TOKEN", secret)
+    with MemoryService() as service:
+        build_memory(parse_target(target(service, token_env="MEMORY_TOKEN"))).reset()
+        build_memory(parse_target(target(service, namespace="other"))).reset()
+    assert {auth for _, _, auth in service.requests} == {f"Bearer {secret}", None}
+
+
 def test_evaluate_runs_an_http_target_from_the_command_line():
     with MemoryService() as service:
         done = subprocess.run(
