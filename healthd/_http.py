@@ -471,6 +471,17 @@ def _watch_pools(manager: Any) -> None:
     manager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
+def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """An ``auth`` that signs with the URL's credentials alone, as requests does when none
+    is set, but for its ~/.netrc, whose login would replace the credentials configured
+    (psf/requests#3929), or go where none are."""
+    user, password = requests.utils.get_auth_from_url(request.url or "")
+    if user or password:
+        signed: requests.PreparedRequest = requests.auth.HTTPBasicAuth(user, password)(request)
+        return signed
+    return request
+
+
 class HttpClient:
     """JSON client with retries, rate-limit handling and conditional requests.
 
@@ -494,6 +505,8 @@ class HttpClient:
         follow_redirects: bool = True,
     ) -> None:
         self.session = session
+        if session.auth is None:
+            session.auth = _no_netrc
         self.unique_names = unique_names  # refuse a body giving one name twice in an object
         self.follow_redirects = follow_redirects  # False: a 3xx is an error naming its Location
         for prefix in ("http://", "https://"):

@@ -110,10 +110,8 @@ class HttpMemory:
             )
         self.options = options
         self._base = f"{options.base_url}/v1/namespaces/{quote(options.namespace, safe='')}"
-        session = session or requests.Session()
-        session.auth = _no_netrc  # (else a ~/.netrc entry replaces the token, or goes alone)
         self._client = HttpClient(
-            session,
+            session or requests.Session(),
             options,
             headers={"Authorization": f"Bearer {token}"} if token else {},
             secrets=(token,),
@@ -259,12 +257,6 @@ class HttpMemory:
             return self._client.request_json(method, self._base + path, body=body).data
         except HttpError as exc:
             raise MemoryAdapterError(f"http memory: {what}: {exc}") from None
-
-
-def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
-    """An ``auth`` that adds nothing: with one set, requests reads no ~/.netrc, whose login
-    would replace the bearer token (or be sent where no token is configured)."""
-    return request
 
 
 def _not_a_shadow(info: Any, namespace: str) -> str | None:

@@ -284,6 +284,17 @@ def test_sends_user_agent_token_and_conditional_requests(gh):
     assert request.args["sort"] == "updated" and request.args["direction"] == "desc"
 
 
+def test_the_token_is_sent_whatever_a_netrc_file_holds(gh, monkeypatch, tmp_path):
+    """requests puts a ~/.netrc entry's login in place of the Authorization header given
+    (psf/requests#3929): GitHub got Basic credentials instead of the configured token."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("default login alice password netrc-pw-0123456789\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    make(gh).pull(None)
+    assert {request.headers["Authorization"] for request in gh.log} == {f"Bearer {SECRET}"}
+
+
 def test_repeat_run_on_an_unchanged_repo_is_one_304_and_no_events(gh):
     source = make(gh)
     first = source.pull(None)
