@@ -66,7 +66,8 @@ def _ranged(line: str) -> bool:
 
 
 def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -> dict[str, str]:
-    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates dropped). A line
+    """{pattern: "owner1 owner2"} (owners sorted, case kept, duplicates in any case dropped:
+    a login, a team and an e-mail are one account whatever their case). A line
     with a token that is not an owner (``@org/team,``, ``team``, ``!@user``) or a pattern
     with a ``[ ]`` range is skipped, as GitHub skips it (an earlier line for its pattern
     stands); each such token is added to ``rejected`` as (line number, what is wrong with
@@ -92,11 +93,16 @@ def parse_codeowners(text: str, rejected: list[tuple[int, str]] | None = None) -
                     for t in invalid
                 )
             continue
-        owners = sorted(set(rest))
+        owners = sorted({owner.lower(): owner for owner in reversed(rest)}.values())
         rules.pop(pattern, None)  # keep the file order of the winning line
         if owners:
             rules[pattern] = " ".join(owners)
     return rules
+
+
+def same_owners(one: str, other: str) -> bool:
+    """Whether two owner values name the same owners, in whatever case each is written."""
+    return sorted(one.lower().split()) == sorted(other.lower().split())
 
 
 def owner_people(rules: Mapping[str, str]) -> list[Person]:

@@ -61,7 +61,8 @@ across re-extraction):
   A bump is ``revised``, a dropped dependency ``invalidated``.
 * ``(<pattern>, "owners", "@a @b", ownership)`` from the CODEOWNERS GitHub reads (first of
   ``.github/CODEOWNERS``, ``CODEOWNERS``, ``docs/CODEOWNERS``): new owners are ``revised``,
-  a removed pattern or a deleted file ``invalidated``, a re-added file ``added``.
+  a removed pattern or a deleted file ``invalidated``, a re-added file ``added``; owners
+  respelt in another case are the same owners (the spelling first given stays).
 * ``revalidated`` events at the end of a run for every fact still true at the head and
   not observed for ``revalidate_interval`` (timestamped with the run's "now").
 
@@ -85,7 +86,7 @@ from typing import Any
 from healthd.model import ChangeEvent, EventType, Fact, FactKey
 from healthd.people import Person
 from healthd.sources import register_source
-from healthd.sources._codeowners import LOCATIONS, owner_people, parse_codeowners
+from healthd.sources._codeowners import LOCATIONS, owner_people, parse_codeowners, same_owners
 from healthd.sources._git_config import GitConfig, plain_git_options
 from healthd.sources._gitlog import (
     Extractor,
@@ -185,8 +186,12 @@ class GitExtractor(Extractor):
         repo: Repo,
         skips: Skips,
         adr_dirs: tuple[str, ...] = (),
+        spelt: Mapping[str, str] | None = None,
     ) -> None:
         self.source = source
+        # pattern → its owners as the timeline spells them, where the file now writes them
+        # in another case (from the cursor: the state rebuilt there reads the file)
+        self.spelt: dict[str, str] = dict(spelt or {})
         self.opts = opts
         self.repo = repo
         self.skips = skips
@@ -724,9 +729,24 @@ class GitExtractor(Extractor):
             if rules is None:
                 continue
             for pattern, owners in rules.items():
+                held = self.held.get(FactKey(pattern, OWNERS))
+                said = held.fact.value if held is not None else self.spelt.get(pattern)
+                if said is not None and same_owners(said, owners):
+                    owners = said  # respelt in another case: the same owners
                 fact = Fact(pattern, OWNERS, owners, "ownership")
                 out[fact.key] = Held(fact, (), self._meta(commit, file=location))
             break
+        return out
+
+    def respelt(self) -> dict[str, str]:
+        """Each pattern whose owners the timeline spells otherwise than the file GitHub
+        reads now writes them (:attr:`spelt`)."""
+        rules = next((self.codeowners[at] for at in LOCATIONS if at in self.codeowners), {})
+        out = {}
+        for pattern, owners in rules.items():
+            held = self.held.get(FactKey(pattern, OWNERS))
+            if held is not None and held.fact.value != owners:
+                out[pattern] = held.fact.value
         return out
 
     # -- events
@@ -881,7 +901,11 @@ class GitSource(RepoSource):
     def _extractor(
         self, repo: Repo, head: str, skips: Skips, state: Mapping[str, Any] | None
     ) -> GitExtractor:
-        return GitExtractor(self.name, self.opts, repo, skips, adr_dirs_of(repo, head, self.opts))
+        spelt = (state or {}).get("owners")
+        if not (isinstance(spelt, dict) and all(isinstance(v, str) for v in spelt.values())):
+            spelt = None
+        dirs = adr_dirs_of(repo, head, self.opts)
+        return GitExtractor(self.name, self.opts, repo, skips, dirs, spelt)
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         if state.get("config") != self._config_digest(extractor):
@@ -904,13 +928,15 @@ class GitSource(RepoSource):
         )
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:
-        return dump_cursor(
-            {
-                "commit": commit,
-                "seen": prune_seen(seen, extractor.held),
-                "config": self._config_digest(extractor),
-            }
-        )
+        state: dict[str, Any] = {
+            "commit": commit,
+            "seen": prune_seen(seen, extractor.held),
+            "config": self._config_digest(extractor),
+        }
+        spelt = extractor.respelt() if isinstance(extractor, GitExtractor) else {}
+        if spelt:
+            state["owners"] = spelt
+        return dump_cursor(state)
 
 
 @register_source("git")

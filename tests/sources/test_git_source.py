@@ -145,6 +145,36 @@ def test_owners_a_higher_codeowners_file_supersedes_end_saying_so(repo, brief):
     assert events[-1].reason == ".github/CODEOWNERS takes precedence over CODEOWNERS"
 
 
+def test_an_owner_respelt_in_another_case_is_the_same_owner(repo, brief):
+    """GitHub logins and e-mail addresses are one account whatever their case
+    (github.com/Alice is github.com/alice): writing `@Alice` as `@alice`, or naming her
+    twice, changes no owner, so the timeline shows no ownership change for it."""
+    repo.commit("2024-01-01", {"CODEOWNERS": "/billing/ @Alice Kim.Lee@Acme.io\n"})
+    repo.commit("2024-02-01", {"CODEOWNERS": "/billing/ @alice kim.lee@acme.io @ALICE\n"})
+    repo.commit("2024-03-01", {"CODEOWNERS": "/billing/ @alice @bob\n"})
+    assert brief(pull(git_source(repo)).events) == [
+        ("2024-01-01", "added", "/billing/ owners=@Alice Kim.Lee@Acme.io"),
+        (
+            "2024-03-01",
+            "revised",
+            "/billing/ owners=@Alice Kim.Lee@Acme.io -> /billing/ owners=@alice @bob",
+        ),
+    ]
+
+
+def test_an_owner_respelt_before_a_cursor_ends_as_the_timeline_spells_it(repo, brief):
+    """The next run rebuilds the owners at its cursor from the file, where `@Alice` is now
+    written `@alice`: she leaves as the timeline named her, or her ownership never ends."""
+    repo.commit("2024-01-01", {"CODEOWNERS": "/billing/ @Alice\n"})
+    repo.commit("2024-02-01", {"CODEOWNERS": "/billing/ @alice\n"})
+    source = git_source(repo)
+    first = pull(source)
+    repo.commit("2024-03-01", {"CODEOWNERS": "/billing/ @bob\n"})
+    assert brief(pull(source, first.cursor).events) == [
+        ("2024-03-01", "revised", "/billing/ owners=@Alice -> /billing/ owners=@bob"),
+    ]
+
+
 # --------------------------------------------------------------------------- manifests
 
 
