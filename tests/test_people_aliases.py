@@ -14,6 +14,7 @@ from pathlib import Path
 from people_repo import OWNERS, SAYS, _git, make_repo, sources, team
 from text_memory_service import TextMemoryService
 
+from healthd.model import FactKey
 from healthd.reading import build_reader, with_people
 from healthd.reading.aliases import Person
 from healthd.sources import build_source, pull_from_start
@@ -115,3 +116,22 @@ def test_a_catalog_owner_that_is_a_user_is_read_in_every_spelling_texts_give(tmp
     assert plain.read("checkout is owned by user:klee", key, ["user:klee"]).asserted == (
         "user:klee",
     )
+
+
+def test_two_people_with_one_display_name_stay_two_people():
+    """An org has two John Smiths (Backstage Users jsmith and jsmith2): a shared display
+    name is no evidence they are one person. checkout passed from jsmith2 to jsmith, and a
+    memory still saying jsmith2 owns it is read as naming jsmith2, the past owner, never as
+    the current one; "John Smith" alone names neither."""
+    people = [
+        Person("jsmith", ("John Smith",), ("john.smith@acme.io",)),
+        Person("jsmith2", ("John Smith",), ("john.smith2@acme.io",)),
+        Person("@jsmith"),
+    ]
+    reader = with_people(build_reader(), people)
+    key = FactKey("checkout", "owner")
+    for values in (["user:jsmith", "user:jsmith2"], ["user:jsmith2", "user:jsmith"]):
+        for text in ("checkout is owned by jsmith2", "@jsmith2 owns checkout"):
+            assert reader.read(text, key, values).asserted == ("user:jsmith2",), (text, values)
+        assert reader.read("@jsmith owns checkout", key, values).asserted == ("user:jsmith",)
+        assert reader.read("John Smith owns checkout", key, values).asserted == ()

@@ -14,8 +14,8 @@ service", "the inventory DB").
 
 ``Person`` and :func:`people_table`: the ways texts name a person, from the sources'
 identity data (a CODEOWNERS ``@handle`` or e-mail, a GitHub login, a Backstage User's name
-with its ``profile.displayName`` and ``profile.email``): records that share a spelling are
-one person, so "Kim Lee (@klee) owns checkout" and "kim.lee@acme.io owns checkout" name a
+with its ``profile.displayName`` and ``profile.email``): records that share a handle or an
+e-mail are one person (a shared display name is not: it names none of them), so "Kim Lee (@klee) owns checkout" and "kim.lee@acme.io owns checkout" name a
 key's value ``klee`` or ``@klee``. An e-mail is also named by its local part as a name
 ("kim.lee" as "Kim Lee"); derived, not listed.
 """
@@ -141,21 +141,30 @@ def email_name(email: str) -> str:
 
 
 def people_table(people: Iterable[Person]) -> PeopleTable:
-    """The people in ``people``, records sharing any spelling merged into one (a Backstage
-    User ``klee`` with e-mail ``kim.lee@acme.io`` and a CODEOWNERS owner of that e-mail are
-    one person); each person's spellings sorted."""
-    groups: list[set[str]] = []
+    """The people in ``people``, records sharing a handle or an e-mail merged into one (a
+    Backstage User ``klee`` with e-mail ``kim.lee@acme.io`` and a CODEOWNERS owner of that
+    e-mail are one person); each person's spellings sorted. A name (a display name, an
+    e-mail's local part) identifies nobody: two Users "John Smith" stay two people, and a
+    name more than one person has names none of them."""
+    groups: list[tuple[set[str], set[str]]] = []  # (handles and e-mails, names)
     for person in people:
-        spellings = {spelling(n) for n in (person.handle, *person.names, *person.emails) if n}
-        spellings |= {email_name(e) for e in person.emails if email_name(e)}
-        if not spellings:
+        ids = {spelling(n) for n in (person.handle, *person.emails) if n}
+        names = {spelling(n) for n in person.names if n.strip()}
+        names |= {email_name(e) for e in person.emails if email_name(e)}
+        if not ids and not names:
             continue
-        joined = [g for g in groups if g & spellings]
+        joined = [g for g in groups if ids and g[0] & ids]
         for group in joined:
-            spellings |= group
+            ids |= group[0]
+            names |= group[1]
             groups.remove(group)
-        groups.append(spellings)
-    return tuple(sorted(tuple(sorted(g)) for g in groups))
+        groups.append((ids, names))
+    claims: dict[str, int] = {}
+    for ids, names in groups:
+        for each in ids | names:
+            claims[each] = claims.get(each, 0) + 1
+    kept = [ids | {n for n in names if claims[n] == 1 or n in ids} for ids, names in groups]
+    return tuple(sorted(tuple(sorted(g)) for g in kept if g))
 
 
 #: A Backstage entity reference to a User, as the catalog writes an owner that is not a
