@@ -189,14 +189,21 @@ def _name(obj: Any) -> str | None:
 def _user(obj: Any, field: str | None) -> str | None:
     """The id of a user that changelog items carry in ``from``/``to``: Cloud's
     ``accountId``, else Data Center's user ``key`` (which may differ from the user
-    ``name``), else ``name``."""
+    ``name``), else ``name``; ``field`` first when given (a user whose profile visibility
+    hides it, or deleted, gives no e-mail: that user is still someone, named by the id)."""
     if not isinstance(obj, dict):
         return None
-    for key in [field] if field else ["accountId", "key", "name"]:
+    for key in ([field] if field else []) + ["accountId", "key", "name"]:
         value = obj.get(key)
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def _given(user: dict[str, Any], field: str | None) -> bool:
+    """Whether the user object gives ``field``: a string, not blank."""
+    value = user.get(field) if field else None
+    return isinstance(value, str) and bool(value)
 
 
 def _component_names(
@@ -396,12 +403,26 @@ class JiraSource(TicketSource):
         users += [h.get("author") for h in histories if isinstance(h, dict)]
         names: dict[str, str] = {}
         for user in users:
-            if not isinstance(user, dict) or not isinstance(user.get(field), str):
+            if not isinstance(user, dict) or not _given(user, field):
                 continue
             for id_field in ("accountId", "key"):
                 if isinstance(user.get(id_field), str) and user[id_field]:
                     names.setdefault(user[id_field], user[field])
         return names
+
+    def _hiding(self, fields: dict[str, Any], histories: list[Any]) -> set[str]:
+        """The ids of the users the issue holds that give no ``user_field`` (Cloud hides a
+        user's e-mail as their profile visibility says, and blanks a deleted user's)."""
+        field = self.options.user_field
+        users = [fields.get(k) for k in ("assignee", "reporter", "creator")]
+        users += [h.get("author") for h in histories if isinstance(h, dict)]
+        return {
+            who
+            for user in users
+            if isinstance(user, dict) and not _given(user, field)
+            for who in [_user(user, None)]
+            if who is not None
+        }
 
     _TRACKED = frozenset(
         {"summary", "status", "resolution", "assignee", "components", "labels", "issuetype"}
@@ -442,18 +463,26 @@ class JiraSource(TicketSource):
                 skipped.append(f"{key} history #{index}: {exc}")
         parsed.sort(key=lambda h: (h[0], h[1]))
         if names is not None:
-            unnamed = {
+            said = {
                 who
                 for _, _, items in parsed
                 for item in items
                 if _field(item) == "assignee"
                 for who in (item.get("from"), item.get("to"))
-                if isinstance(who, str) and who and who not in names
+                if isinstance(who, str) and who
             }
+            hidden = self._hiding(fields, histories)
+            if current.assignee in hidden:
+                said.add(current.assignee)
+            skipped.extend(
+                f"{key}: the assignee {who} gives no {self.options.user_field} (Jira Cloud "
+                "hides it where the user's profile visibility says so); named by its id"
+                for who in sorted(said & hidden)
+            )
             skipped.extend(
                 f"{key}: the changelog names assignee {who} by id and the issue holds no user "
                 f"object to read its {self.options.user_field} from; named by its id"
-                for who in sorted(unnamed)
+                for who in sorted(said - hidden - names.keys())
             )
         comps = _component_names(fields, parsed)
         # Walk back from the current fields to the state at creation.

@@ -978,6 +978,42 @@ def test_user_field_name_names_the_person_an_unassignment_retracts(jira):
     assert said == [("added", "dana", None), ("invalidated", "dana", "dana unassigned from PAY-20")]
 
 
+def test_user_field_email_names_a_user_who_hides_it_by_account_id(jira):
+    """Jira Cloud returns a user's emailAddress only where the user's profile visibility
+    allows it (null or absent otherwise; blank for a deleted user, "Former user"). With
+    user_field = "emailAddress", Bob, who hides his, was read as nobody: PAY-30, assigned
+    to him from its creation, gave Ledger no owner at all. He is named by his accountId,
+    as the changelog names him, and said once per issue."""
+    jira.issues.clear()
+    alice = {"accountId": "5b10a2844c20165700ede21g", "displayName": "Alice", "active": True}
+    alice["emailAddress"] = "alice@acme.io"
+    bob = {"accountId": "5c2201c8a1b2c3d4e5f60718", "displayName": "Bob", "active": True}
+    gone = {"accountId": "5d33aa00bb11cc22dd33ee44", "displayName": "Former user"}
+    gone |= {"emailAddress": "", "active": False}
+    first = jira_issue("PAY-30", "Ledger export", components=("Ledger",), created=T(1))
+    first["fields"]["assignee"] = bob
+    second = jira_issue("PAY-31", "Ledger import", components=("Ledger",), created=T(2))
+    second["fields"]["assignee"] = alice
+    third = jira_issue("PAY-32", "Ledger audit", components=("Audit",), created=T(3))
+    third["fields"]["assignee"] = gone
+    for issue in (first, second, third):
+        jira.add(issue)
+    result = make(jira, user_field="emailAddress", page_size=50).pull(None)
+    assert result.ok, result.error
+    owners = [(e.fact.subject, e.type, e.fact.value) for e in result.events]
+    owners = [o for o in owners if o[0] in ("Ledger", "Audit")]
+    assert owners == [
+        ("Ledger", "added", "5c2201c8a1b2c3d4e5f60718"),
+        ("Ledger", "revised", "5c2201c8a1b2c3d4e5f60718 alice@acme.io"),
+        ("Audit", "added", "5d33aa00bb11cc22dd33ee44"),
+    ]
+    assert sorted(result.skipped) == [
+        f"{key}: the assignee {who} gives no emailAddress (Jira Cloud hides it where the "
+        "user's profile visibility says so); named by its id"
+        for key, who in (("PAY-30", bob["accountId"]), ("PAY-32", gone["accountId"]))
+    ]
+
+
 def test_a_component_renamed_since_the_changelog_named_it_is_one_area_by_its_id(jira):
     """Changelog items keep the name a component had when they were written (and its id, as
     ``from``/``to``); the issue's fields give its name now. PAY-60 gained component 10020
