@@ -135,3 +135,60 @@ def test_two_people_with_one_display_name_stay_two_people():
             assert reader.read(text, key, values).asserted == ("user:jsmith2",), (text, values)
         assert reader.read("@jsmith owns checkout", key, values).asserted == ("user:jsmith",)
         assert reader.read("John Smith owns checkout", key, values).asserted == ()
+
+
+CONTRACTOR_NAMED_LIKE_A_USER = """\
+---
+apiVersion: backstage.io/v1alpha1
+kind: User
+metadata:
+  name: alice
+  namespace: contractors
+spec:
+  profile:
+    displayName: Alice Chen
+  memberOf: []
+---
+apiVersion: backstage.io/v1alpha1
+kind: User
+metadata:
+  name: alice
+spec:
+  profile:
+    displayName: Alice Wong
+  memberOf: []
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: checkout
+spec:
+  type: service
+  lifecycle: production
+  owner: user:contractors/alice
+"""
+
+
+def test_users_of_one_name_in_two_namespaces_are_two_people(tmp_path):
+    """`user:default/alice` and `user:contractors/alice` are two entities (a reference is
+    ``[<kind>:][<namespace>/]<name>``): Alice Wong is not Alice Chen, who owns checkout."""
+    repo = make_repo(tmp_path / "repo")
+    with (repo / "catalog-info.yaml").open("a") as catalog:
+        catalog.write(CONTRACTOR_NAMED_LIKE_A_USER)
+    _git(repo, "commit", "-qam", "a contractor owns checkout")
+    options = {k: v for k, v in sources(repo)["catalog"].items() if k != "kind"}
+    pulled = pull_from_start(build_source("backstage", "catalog", options))
+    (owner,) = (e.fact for e in pulled.events if e.fact.predicate == "owner")
+    assert owner.value == "user:contractors/alice"
+    reader = with_people(build_reader(), pulled.people)
+    for values in (
+        ["user:contractors/alice", "user:alice"],
+        ["user:alice", "user:contractors/alice"],
+    ):
+        for text, named in (
+            ("Alice Chen owns checkout.", "user:contractors/alice"),
+            ("checkout is owned by user:contractors/alice", "user:contractors/alice"),
+            ("Alice Wong owns checkout.", "user:alice"),
+            ("checkout is owned by user:default/alice", "user:alice"),
+        ):
+            assert reader.read(text, owner.key, values).asserted == (named,), (text, values)

@@ -169,7 +169,7 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
 
 #: A Backstage entity reference to a User, as the catalog writes an owner that is not a
 #: Group: ``user:klee``, ``user:default/klee`` (``[kind:][namespace/]name``).
-_USER_REF = re.compile(r"user:(?:[\w.-]+/)?([\w.-]+)", re.IGNORECASE)
+_USER_REF = re.compile(r"user:(?:([\w.-]+)/)?([\w.-]+)", re.IGNORECASE)
 
 
 def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
@@ -178,13 +178,17 @@ def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
     when the table does not know it."""
     key = spelling(value)
     user_ref = _USER_REF.fullmatch(key)
-    names = {key, user_ref.group(1)} if user_ref else {key}
+    handle = ""  # a User's handle: its name, ``ns/name`` outside the default namespace
+    if user_ref:
+        namespace, name = user_ref.group(1) or "default", user_ref.group(2)
+        handle = name if namespace == "default" else f"{namespace}/{name}"
+    names = {key, handle} - {""}
     found: set[str] = set()
     for group in table:
         if names & set(group):
             found |= set(group)
     if user_ref and found:
-        found |= {user_ref.group(1), f"user:default/{user_ref.group(1)}"}  # "klee owns it"
+        found |= {handle, f"user:{namespace}/{name}"}  # "klee owns it"
     if _EMAIL.fullmatch(key) and email_name(key):
         found.add(email_name(key))
     found.discard(key)

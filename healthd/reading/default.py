@@ -676,10 +676,15 @@ def _name_people(text: str, values: Sequence[str], table: PeopleTable) -> str:
     """``text`` with every other spelling of a person among ``values`` (their display name,
     e-mail, handle, as the sources' identity data gives them) written as the value writes
     them: "Kim Lee (@klee) owns checkout" reads as naming ``@klee`` twice."""
-    for value in values:
-        for part in value.split():
-            for alias in person_aliases(part, table):
-                text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
+    # longest first across the values: "Alice Chen" is hers before "alice" is another's
+    named = [
+        (alias, part)
+        for value in values
+        for part in value.split()
+        for alias in person_aliases(part, table)
+    ]
+    for alias, part in sorted(named, key=lambda named: -len(named[0])):
+        text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
     return text
 
 

@@ -579,15 +579,17 @@ class Catalog:
 
 
 def user_person(entity: Entity) -> Person | None:
-    """A Backstage User as identity data for the reader: its name as a handle, its
+    """A Backstage User as identity data for the reader: its name as a handle (``ns/name``
+    outside the default namespace: ``contractors/alice`` is not ``alice``), its
     ``profile.displayName`` and ``profile.email`` (:func:`healthd.reading.aliases.people_table`)."""
     if entity.kind != "User":
         return None
     profile = entity.spec.get("profile")
     profile = profile if isinstance(profile, Mapping) else {}
     name, email = profile.get("displayName"), profile.get("email")
+    ref = entity.ref
     return Person(
-        entity.ref.name,
+        ref.name if ref.namespace == DEFAULT_NAMESPACE else f"{ref.namespace}/{ref.name}",
         (name,) if isinstance(name, str) and name.strip() else (),
         (email,) if isinstance(email, str) and "@" in email else (),
     )
