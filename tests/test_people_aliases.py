@@ -192,3 +192,23 @@ def test_users_of_one_name_in_two_namespaces_are_two_people(tmp_path):
             ("checkout is owned by user:default/alice", "user:alice"),
         ):
             assert reader.read(text, owner.key, values).asserted == (named,), (text, values)
+
+
+def test_a_github_noreply_email_names_its_login(tmp_path):
+    """GitHub's noreply addresses are its users' logins (`ID+login@users.noreply.github.com`,
+    before July 2017 `login@users.noreply.github.com`): a CODEOWNERS owner written so is
+    @octocat, whom a memory names by the login."""
+    repo = make_repo(tmp_path / "repo")
+    noreply = "583231+octocat@users.noreply.github.com"
+    older = "hubot@users.noreply.github.com"
+    (repo / "CODEOWNERS").write_text(f"/billing/ {noreply}\n/search/ {older}\n")
+    _git(repo, "commit", "-qam", "owners by their noreply addresses")
+    options = {k: v for k, v in sources(repo)["code"].items() if k != "kind"}
+    pulled = pull_from_start(build_source("git", "code", options))
+    reader = with_people(build_reader(), pulled.people)
+    for subject, owner, login in (("/billing/", noreply, "octocat"), ("/search/", older, "hubot")):
+        (fact,) = (e.fact for e in pulled.events if e.fact.subject == subject)
+        assert fact.value == owner
+        for text in (f"@{login} owns {subject}", f"{subject} is owned by {login}"):
+            assert reader.read(text, fact.key, [owner]).asserted == (owner,), text
+        assert reader.read(f"@{login}2 owns {subject}", fact.key, [owner]).asserted == ()

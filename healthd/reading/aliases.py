@@ -17,7 +17,8 @@ identity data (a CODEOWNERS ``@handle`` or e-mail, a GitHub login, a Backstage U
 with its ``profile.displayName`` and ``profile.email``): records that share a handle or an
 e-mail are one person (a shared display name is not: it names none of them), so "Kim Lee (@klee) owns checkout" and "kim.lee@acme.io owns checkout" name a
 key's value ``klee`` or ``@klee``. An e-mail is also named by its local part as a name
-("kim.lee" as "Kim Lee"); derived, not listed.
+("kim.lee" as "Kim Lee"), and GitHub's noreply address by its login
+(``583231+octocat@users.noreply.github.com`` is ``@octocat``); derived, not listed.
 """
 
 from __future__ import annotations
@@ -140,6 +141,20 @@ def email_name(email: str) -> str:
     return " ".join(words).lower() if len(words) > 1 else ""
 
 
+#: GitHub's noreply address of a login: ``ID+login@users.noreply.github.com``, before July
+#: 2017 ``login@users.noreply.github.com`` (a bot's login ends ``[bot]``).
+_NOREPLY = re.compile(
+    r"(?:\d+\+)?([a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\[bot\])?)@users\.noreply\.github\.com"
+)
+
+
+def noreply_login(email: str) -> str:
+    """The GitHub login a noreply address is (``583231+octocat@users.noreply.github.com``:
+    ``octocat``), else ""."""
+    found = _NOREPLY.fullmatch(spelling(email))
+    return found.group(1) if found else ""
+
+
 def people_table(people: Iterable[Person]) -> PeopleTable:
     """The people in ``people``, records sharing a handle or an e-mail merged into one (a
     Backstage User ``klee`` with e-mail ``kim.lee@acme.io`` and a CODEOWNERS owner of that
@@ -149,6 +164,7 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
     groups: list[tuple[set[str], set[str]]] = []  # (handles and e-mails, names)
     for person in people:
         ids = {spelling(n) for n in (person.handle, *person.emails) if n}
+        ids |= {noreply_login(e) for e in person.emails} - {""}
         names = {spelling(n) for n in person.names if n.strip()}
         names |= {email_name(e) for e in person.emails if email_name(e)}
         if not ids and not names:
@@ -191,6 +207,8 @@ def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
         found |= {handle, f"user:{namespace}/{name}"}  # "klee owns it"
     if _EMAIL.fullmatch(key) and email_name(key):
         found.add(email_name(key))
+    if noreply_login(key):
+        found.add(noreply_login(key))
     found.discard(key)
     return tuple(sorted(found, key=lambda a: (-len(a), a)))
 
