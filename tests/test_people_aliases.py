@@ -212,3 +212,20 @@ def test_a_github_noreply_email_names_its_login(tmp_path):
         for text in (f"@{login} owns {subject}", f"{subject} is owned by {login}"):
             assert reader.read(text, fact.key, [owner]).asserted == (owner,), text
         assert reader.read(f"@{login}2 owns {subject}", fact.key, [owner]).asserted == ()
+
+
+def test_a_display_name_is_found_in_any_case_the_text_writes_it():
+    """Lower-casing "İlker" gives "i" and a combining dot, which no text writes, and "Groß"
+    is "GROSS" in capitals: the names as the catalog gives them, in capitals and in lower
+    case, name their person."""
+    people = [Person("isahin", ("İlker Şahin",)), Person("jgross", ("Jörg Groß",))]
+    reader = with_people(build_reader(), people)
+    key = FactKey("checkout", "owners")
+    for text, owner in (
+        ("İlker Şahin owns checkout", "@isahin"),
+        ("checkout is owned by ilker şahin", "@isahin"),
+        ("Jörg Groß owns checkout", "@jgross"),
+        ("checkout is owned by JÖRG GROSS", "@jgross"),
+        ("checkout is owned by Jörg Gross", "@jgross"),
+    ):
+        assert reader.read(text, key, [owner]).asserted == (owner,), text

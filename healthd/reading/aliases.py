@@ -128,8 +128,10 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
 def spelling(name: str) -> str:
-    """How a table keys a spelling: lower case, a handle's ``@`` dropped, spaces single."""
-    name = " ".join(name.split()).lower()
+    """How a table keys a spelling: lower case, a handle's ``@`` dropped, spaces single.
+    The dot "İ" lowers to beside its "i" is dropped: texts write "i" (or "İ", which a
+    pattern ignoring case reads as "i")."""
+    name = " ".join(name.split()).lower().replace("i\u0307", "i")
     return name if _EMAIL.fullmatch(name) else name.lstrip("@")
 
 

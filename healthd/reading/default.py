@@ -668,7 +668,8 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
     apart by spaces, dots, hyphens or underscores, in any case."""
     if "@" in alias:
         return re.compile(rf"(?<![\w.+-]){re.escape(alias)}(?![\w-]|\.\w)", re.IGNORECASE)
-    words = r"[\s._-]+".join(re.escape(w) for w in alias.split())
+    # (a pattern ignoring case reads "İ" as "i" but not "SS" as "ß")
+    words = r"[\s._-]+".join(re.escape(w).replace("ß", "(?:ß|ss)") for w in alias.split())
     return re.compile(rf"(?<![\w@.:/-])@?{words}(?![\w@])(?!-\w)", re.IGNORECASE)
 
 
