@@ -229,3 +229,25 @@ def test_a_display_name_is_found_in_any_case_the_text_writes_it():
         ("checkout is owned by Jörg Gross", "@jgross"),
     ):
         assert reader.read(text, key, [owner]).asserted == (owner,), text
+
+
+def test_owners_as_github_jira_and_backstage_write_them_are_people():
+    """GitHub gives an area's owners as logins ("alice bob"), Jira as accountIds or
+    e-mails, Backstage as "team-a" or "user:klee": people as much as CODEOWNERS' "@alice",
+    so a text that does not name the subject says nothing of who owns it, and working on
+    it is not owning it."""
+    key = FactKey("billing", "owners")
+    reader = build_reader()
+    for values in (
+        ["alice", "bob"],
+        ["alice@acme.io", "bob@acme.io"],
+        ["user:alice", "user:bob"],
+        ["@alice", "@bob"],
+    ):
+        alice, bob = values
+        for text in (f"{alice} has been away since Monday", f"{alice} works at Acme Corp"):
+            assert reader.read(text, key, values).asserted == (), (text, values)
+        for text in (f"{alice} works on billing", f"{alice} mentors {bob} on billing"):
+            assert reader.read(text, key, values).asserted == (), (text, values)
+        text = f"billing is owned by {alice}; {alice} mentors {bob}"
+        assert reader.read(text, key, values).asserted == (alice,), (text, values)

@@ -242,7 +242,7 @@ def test_a_compound_label_leads_no_subject():
 @pytest.mark.parametrize(
     ("labelled", "wrong"),
     [
-        ("tests/reader_labelled_fresh.jsonl", 6),
+        ("tests/reader_labelled_fresh.jsonl", 5),
         ("tests/reader_labelled_fresh_2.jsonl", 1),
         ("tests/reader_labelled_fresh_3.jsonl", 22),
         ("tests/reader_labelled_fresh_3_targeted.jsonl", 5),

@@ -563,7 +563,7 @@ class DefaultReader:
         named = subject_pattern(key.subject).search(text) is not None
         if not named and _personal(text, values):
             return IRRELEVANT  # "User prefers Python": of the user, not of billing
-        people = _people(values)
+        people = _people(values) or key.predicate.lower() in _HELD_BY
         if people and not named:
             return IRRELEVANT  # "Lee has been away since Monday": of no subject's owners
         last: dict[str, str] = {}
@@ -687,6 +687,12 @@ def _name_people(text: str, values: Sequence[str], table: PeopleTable) -> str:
     for alias, part in sorted(named, key=lambda named: -len(named[0])):
         text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
     return text
+
+
+#: The predicates healthd's sources give owners under, whose values are people or teams
+#: however a source writes them: GitHub's logins "alice bob", Jira's accountIds or e-mails,
+#: Backstage's "team-a" or "user:klee", as much as CODEOWNERS' "@alice".
+_HELD_BY = frozenset({"owner", "owners"})
 
 
 def _people(values: Sequence[str]) -> bool:
