@@ -251,3 +251,21 @@ def test_owners_as_github_jira_and_backstage_write_them_are_people():
             assert reader.read(text, key, values).asserted == (), (text, values)
         text = f"billing is owned by {alice}; {alice} mentors {bob}"
         assert reader.read(text, key, values).asserted == (alice,), (text, values)
+
+
+def test_a_one_word_display_name_is_no_spelling_of_its_person():
+    """A profile whose display name is one word ("Will", "A") names a person no more than a
+    first name does: "@bob owns checkout and will keep it" is Bob's, not @wsmith's too,
+    and "a team" is no one; such texts read as they do without the people."""
+    reader = with_people(build_reader(), [Person("wsmith", ("Will",)), Person("alee", ("A",))])
+    key = FactKey("checkout", "owners")
+    for values in (["@wsmith", "@bob"], ["@alee", "@bob"]):
+        for text in (
+            "@bob will own checkout from Monday",
+            "@bob owns checkout and will keep it",
+            "checkout: will be owned by @bob",
+            "checkout is owned by a team of @bob",
+        ):
+            reading = reader.read(text, key, values)
+            assert reading == build_reader().read(text, key, values), (text, values)
+            assert values[0] not in reading.asserted, (text, values)

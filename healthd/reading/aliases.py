@@ -135,6 +135,10 @@ def spelling(name: str) -> str:
     return name if _EMAIL.fullmatch(name) else name.lstrip("@")
 
 
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[\s._-]+", name) if w]
+
+
 def email_name(email: str) -> str:
     """An e-mail's local part as a name: ``kim.lee@acme.io`` is "kim lee"; "" for one that
     is a single word (``klee@acme.io`` is named by the handle ``klee`` already)."""
@@ -162,12 +166,13 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
     Backstage User ``klee`` with e-mail ``kim.lee@acme.io`` and a CODEOWNERS owner of that
     e-mail are one person); each person's spellings sorted. A name (a display name, an
     e-mail's local part) identifies nobody: two Users "John Smith" stay two people, and a
-    name more than one person has names none of them."""
+    name more than one person has names none of them; a one-word name ("Will", "A") is no
+    spelling of a person, as a first name is not."""
     groups: list[tuple[set[str], set[str]]] = []  # (handles and e-mails, names)
     for person in people:
         ids = {spelling(n) for n in (person.handle, *person.emails) if n}
         ids |= {noreply_login(e) for e in person.emails} - {""}
-        names = {spelling(n) for n in person.names if n.strip()}
+        names = {spelling(n) for n in person.names if len(_words(n)) > 1}
         names |= {email_name(e) for e in person.emails if email_name(e)}
         if not ids and not names:
             continue
