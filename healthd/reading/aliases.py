@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from healthd.people import Person
 
@@ -168,25 +168,28 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
     e-mail's local part) identifies nobody: two Users "John Smith" stay two people, and a
     name more than one person has names none of them; a one-word name ("Will", "A") is no
     spelling of a person, as a first name is not."""
-    groups: list[tuple[set[str], set[str]]] = []  # (handles and e-mails, names)
-    for person in people:
+    groups: dict[int, tuple[set[str], set[str]]] = {}  # (handles and e-mails, names)
+    group_of: dict[str, int] = {}  # a handle or an e-mail → its group
+    for number, person in enumerate(people):
         ids = {spelling(n) for n in (person.handle, *person.emails) if n}
         ids |= {noreply_login(e) for e in person.emails} - {""}
         names = {spelling(n) for n in person.names if len(_words(n)) > 1}
         names |= {email_name(e) for e in person.emails if email_name(e)}
         if not ids and not names:
             continue
-        joined = [g for g in groups if ids and g[0] & ids]
-        for group in joined:
-            ids |= group[0]
-            names |= group[1]
-            groups.remove(group)
-        groups.append((ids, names))
+        for joined in {group_of[i] for i in ids if i in group_of}:
+            more_ids, more_names = groups.pop(joined)
+            ids |= more_ids
+            names |= more_names
+        groups[number] = (ids, names)
+        group_of.update(dict.fromkeys(ids, number))
     claims: dict[str, int] = {}
-    for ids, names in groups:
+    for ids, names in groups.values():
         for each in ids | names:
             claims[each] = claims.get(each, 0) + 1
-    kept = [ids | {n for n in names if claims[n] == 1 or n in ids} for ids, names in groups]
+    kept = [
+        ids | {n for n in names if claims[n] == 1 or n in ids} for ids, names in groups.values()
+    ]
     return tuple(sorted(tuple(sorted(g)) for g in kept if g))
 
 
@@ -195,7 +198,20 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
 _USER_REF = re.compile(r"user:(?:([\w.-]+)/)?([\w.-]+)", re.IGNORECASE)
 
 
-def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
+#: Each spelling of a people table → the people (groups) it is a spelling of.
+PeopleIndex = Mapping[str, tuple[tuple[str, ...], ...]]
+
+
+def people_index(table: PeopleTable) -> PeopleIndex:
+    """``table`` looked up by spelling (what :func:`person_aliases` reads)."""
+    index: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for group in table:
+        for each in group:
+            index[each] = (*index.get(each, ()), group)
+    return index
+
+
+def person_aliases(value: str, index: PeopleIndex) -> tuple[str, ...]:
     """The other spellings of the person ``value`` names (a handle, login, e-mail or a
     Backstage ``user:`` reference), longest first; an e-mail's local part as a name even
     when the table does not know it."""
@@ -205,11 +221,10 @@ def person_aliases(value: str, table: PeopleTable) -> tuple[str, ...]:
     if user_ref:
         namespace, name = user_ref.group(1) or "default", user_ref.group(2)
         handle = name if namespace == "default" else f"{namespace}/{name}"
-    names = {key, handle} - {""}
     found: set[str] = set()
-    for group in table:
-        if names & set(group):
-            found |= set(group)
+    for spelt in {key, handle} - {""}:
+        for group in index.get(spelt, ()):
+            found.update(group)
     if user_ref and found:
         found |= {handle, f"user:{namespace}/{name}"}  # "klee owns it"
     if _EMAIL.fullmatch(key) and email_name(key):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
@@ -40,7 +40,13 @@ from healthd.reading._match import (
     value_pattern,
 )
 from healthd.reading._subjects import cue_patterns, other_subjects
-from healthd.reading.aliases import PeopleTable, people_digest, person_aliases
+from healthd.reading.aliases import (
+    PeopleIndex,
+    PeopleTable,
+    people_digest,
+    people_index,
+    person_aliases,
+)
 
 NAME = "default"
 VERSION = "8"
@@ -547,12 +553,16 @@ class DefaultReader:
         tail = f":people={people_digest(self.people)}" if self.people else ""
         return f"{self.name}-{self.version}{tail}"
 
+    @cached_property
+    def _people_index(self) -> PeopleIndex:
+        return people_index(self.people)
+
     def with_people(self, table: PeopleTable) -> DefaultReader:
         """This reader naming people as ``table`` does (:func:`healthd.reading.with_people`)."""
         return replace(self, people=table)
 
     def read(self, text: str, key: FactKey, values: Sequence[str]) -> Reading:
-        text = _name_people(_LINK.sub(r"\1", text), values, self.people)
+        text = _name_people(_LINK.sub(r"\1", text), values, self._people_index)
         if _about_another_subject(text, key.subject, values):
             return IRRELEVANT  # "auth-service-v2 ..." for auth-service
         if key.predicate == "exists":
@@ -673,7 +683,7 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w@.:/-])@?{words}(?![\w@])(?!-\w)", re.IGNORECASE)
 
 
-def _name_people(text: str, values: Sequence[str], table: PeopleTable) -> str:
+def _name_people(text: str, values: Sequence[str], index: PeopleIndex) -> str:
     """``text`` with every other spelling of a person among ``values`` (their display name,
     e-mail, handle, as the sources' identity data gives them) written as the value writes
     them: "Kim Lee (@klee) owns checkout" reads as naming ``@klee`` twice."""
@@ -682,7 +692,7 @@ def _name_people(text: str, values: Sequence[str], table: PeopleTable) -> str:
         (alias, part)
         for value in values
         for part in value.split()
-        for alias in person_aliases(part, table)
+        for alias in person_aliases(part, index)
     ]
     for alias, part in sorted(named, key=lambda named: -len(named[0])):
         text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
