@@ -25,7 +25,8 @@ issue from its creation:
   lapses once a run finds it no longer among the query's unresolved issues. Users are
   named by Cloud's ``accountId``, else Data Center's user ``key`` (what changelog items
   carry), else ``name``; ``user_field`` picks one (a changelog id is read as the picked
-  field of the user object the issue holds with that id). A component is known by the id
+  field of the user object the issue holds with that id); the accountId ``unknown`` (every
+  deleted user whose record is corrupted) is nobody. A component is known by the id
   changelog items carry, named as the issue's fields name it now (items keep the name it
   had when written). The assignees' display names and visible e-mails go to the reader
   as identity data (:attr:`PullResult.people`), kept in the cursor: no memory writes an
@@ -189,6 +190,11 @@ def _name(obj: Any) -> str | None:
     return None
 
 
+#: The accountId Jira Cloud gives every deleted user whose record is corrupted (after a
+#: server import): no person, so no owner, as GitHub's "ghost".
+UNKNOWN = "unknown"
+
+
 def _user(obj: Any, field: str | None) -> str | None:
     """The id of a user that changelog items carry in ``from``/``to``: Cloud's
     ``accountId``, else Data Center's user ``key`` (which may differ from the user
@@ -199,7 +205,7 @@ def _user(obj: Any, field: str | None) -> str | None:
     for key in ([field] if field else []) + ["accountId", "key", "name"]:
         value = obj.get(key)
         if isinstance(value, str) and value:
-            return value
+            return None if value == UNKNOWN else value
     return None
 
 
@@ -377,7 +383,9 @@ class JiraSource(TicketSource):
             st.resolution = new_s if isinstance(new_s, str) and new_s else None
             return f"resolved as {new_s}"
         if field == "assignee":
-            st.assignee = new_id if isinstance(new_id, str) and new_id else None
+            st.assignee = (
+                new_id if isinstance(new_id, str) and new_id not in ("", UNKNOWN) else None
+            )
             if st.assignee is not None and names is not None:
                 st.assignee = names.get(st.assignee, st.assignee)
             if st.assignee is not None:
@@ -456,7 +464,12 @@ class JiraSource(TicketSource):
                     continue
                 for id_key, name_key in (("from", "fromString"), ("to", "toString")):
                     cid, shown = item.get(id_key), item.get(name_key)
-                    if isinstance(cid, str) and cid and isinstance(shown, str) and shown:
+                    if (
+                        isinstance(cid, str)
+                        and cid not in ("", UNKNOWN)
+                        and isinstance(shown, str)
+                        and shown
+                    ):
                         named[names.get(cid, cid) if names else cid] = shown
         user = fields.get("assignee")
         who = _user(user, self.options.user_field)

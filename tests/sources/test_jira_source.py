@@ -1057,6 +1057,40 @@ def test_the_people_an_owner_s_account_id_names_are_handed_to_the_reader(jira):
     assert source.pull(result.cursor).people == result.people
 
 
+def test_users_whose_records_are_corrupted_are_nobody_not_one_owner(jira):
+    """Jira Cloud gives a deleted user whose record is corrupted (after a server import)
+    the accountId "unknown": every such user has it, so it is no person (as GitHub's
+    "ghost"), and two of them, assigned to two issues, are not one owner of Ledger."""
+    jira.issues.clear()
+    lost = {"accountId": "unknown", "displayName": "Unknown", "active": False}
+    dana = {"accountId": "5e55aa00bb11cc22dd33ee55", "displayName": "Dana Cole", "active": True}
+    first = jira_issue("PAY-50", "Ledger export", components=("Ledger",), created=T(1))
+    first["fields"]["assignee"] = lost
+    second = jira_issue(
+        "PAY-51",
+        "Ledger import",
+        components=("Ledger",),
+        created=T(2),
+        updated=T(4),
+        histories=[
+            jira_history(51100, T(3), jira_item("assignee", None, None, "unknown", "Unknown")),
+            jira_history(
+                51101,
+                T(4),
+                jira_item("assignee", "unknown", "Unknown", dana["accountId"], "Dana Cole"),
+            ),
+        ],
+    )
+    second["fields"]["assignee"] = dana
+    for issue in (first, second):
+        jira.add(issue)
+    result = make(jira, page_size=50).pull(None)
+    assert result.ok, result.error
+    owners = [(e.type, e.fact.value) for e in result.events if e.fact.subject == "Ledger"]
+    assert owners == [("added", dana["accountId"])]
+    assert result.people == [Person(dana["accountId"], ("Dana Cole",))]
+
+
 def test_a_component_renamed_since_the_changelog_named_it_is_one_area_by_its_id(jira):
     """Changelog items keep the name a component had when they were written (and its id, as
     ``from``/``to``); the issue's fields give its name now. PAY-60 gained component 10020
