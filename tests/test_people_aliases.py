@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from people_repo import OWNERS, SAYS, _git, make_repo, sources, team
@@ -272,21 +271,17 @@ def test_a_one_word_display_name_is_no_spelling_of_its_person():
             assert values[0] not in reading.asserted, (text, values)
 
 
-def test_a_large_org_s_people_cost_little_to_read_with():
-    """A catalog of 20,000 Users: the table was built by comparing each record with every
-    person so far (22 s here) and each reading looked through every person for each of the
-    key's values (70 ms a read, 0.4 ms without people)."""
+def test_a_large_org_s_people_are_read_as_a_small_one_s():
+    """A catalog of 20,000 Users: an owner named by display name is still read as its
+    handle. (What it costs is in benchmarks/bench_reader.py --people: the table was built by
+    comparing each record with every person so far, 22 s, and each reading looked through
+    every person, 70 ms against 0.4 ms without people.)"""
     people = [
         Person(f"user{i}", (f"First{i} Last{i}",), (f"first{i}.last{i}@acme.io",))
         for i in range(20_000)
     ]
-    started = time.perf_counter()
     reader = with_people(build_reader(), people)
-    assert time.perf_counter() - started < 3
     key = FactKey("checkout", "owners")
     values = [f"@user{i}" for i in range(20)]
-    started = time.perf_counter()
-    for _ in range(100):
-        reading = reader.read("checkout is owned by First3 Last3", key, values)
-    assert time.perf_counter() - started < 2
+    reading = reader.read("checkout is owned by First3 Last3", key, values)
     assert reading.asserted == ("@user3",)
