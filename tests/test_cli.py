@@ -135,7 +135,7 @@ def test_json_report_has_the_contract_shape_and_final_metrics_are_recomputable(t
         assert target_report["role"] == (
             "baseline" if target_report["kind"] == "naive" else "subject"
         )
-        assert target_report["reader"] == "default-8"
+        assert target_report["reader"] == "default-9"
         assert target_report["reading"] == {"items": 0, "unread": 0, "metadata_mismatch": 0}
         assert target_report["retrieval"] == {
             "embedder": "none",  # neither embeds: nothing for a retrieval layer to change

@@ -51,9 +51,9 @@ def test_the_sources_hand_their_identity_records_to_the_run(tmp_path):
 def test_only_people_whose_records_tie_spellings_change_the_reader():
     reader = build_reader()
     lone = with_people(reader, [Person("@bob"), Person(emails=("ann.lee@acme.io",))])
-    assert lone.label == "default-8"
+    assert lone.label == "default-9"
     kim = with_people(reader, [Person("@klee"), Person("klee", ("Kim Lee",))])
-    assert kim.label.startswith("default-8:people=") and kim.label != reader.label
+    assert kim.label.startswith("default-9:people=") and kim.label != reader.label
 
 
 def test_evaluate_config_reads_a_display_name_as_the_codeowners_handle(tmp_path):
@@ -72,7 +72,7 @@ def test_evaluate_config_reads_a_display_name_as_the_codeowners_handle(tmp_path)
     (item,) = (s for s in probe["served"] if s["text"] == SAYS)
     assert item["read_as"]["asserted"] == ["@klee"] and item["read_as"]["other"] == []
     assert [(f["value"], f["status"]) for f in probe["retrieved"]] == [("@klee", "current")]
-    assert target["reader"].startswith("default-8:people=")
+    assert target["reader"].startswith("default-9:people=")
     assert target["reading"]["invented"] == 0
 
 

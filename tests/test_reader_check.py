@@ -46,10 +46,10 @@ def test_reader_check_prints_precision_and_recall_per_class():
     done = healthd("reader-check")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("reader default-8 on ") and "mem0" in lines[0]
+    assert lines[0].startswith("reader default-9 on ") and "mem0" in lines[0]
     assert [line.split()[0] for line in lines[2:6]] == ["asserts", "negates", "other", "unread"]
     as_json = json.loads(healthd("reader-check", "--format", "json").stdout)
-    assert as_json["reader"] == "default-8"
+    assert as_json["reader"] == "default-9"
     assert set(as_json["classes"]) == {"asserts", "negates", "other", "unread"}
     assert as_json["items"] == len(load_labelled())
     assert "readings" not in as_json

@@ -267,7 +267,7 @@ def with_people(reader: Reader, people: Iterable[Person]) -> Reader:
 
 
 def versioned(probe_set_version: str, reader: Reader) -> str:
-    """The probe set's version with the reader in it (``<hash>+default-8``): a changed reader
+    """The probe set's version with the reader in it (``<hash>+default-9``): a changed reader
     changes the version, and the version says which reader it was."""
     return f"{probe_set_version}+{reader.label}"
 

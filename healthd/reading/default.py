@@ -49,7 +49,7 @@ from healthd.reading.aliases import (
 )
 
 NAME = "default"
-VERSION = "8"
+VERSION = "9"
 
 # (a numbered list item's "1." at the start of a line ends no sentence)
 _SENTENCE = re.compile(
@@ -549,7 +549,7 @@ class DefaultReader:
 
     @property
     def label(self) -> str:
-        """``default-8``; with people, their digest: ``default-8:people=<12 hex>``."""
+        """``default-9``; with people, their digest: ``default-9:people=<12 hex>``."""
         tail = f":people={people_digest(self.people)}" if self.people else ""
         return f"{self.name}-{self.version}{tail}"
 

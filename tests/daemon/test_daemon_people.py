@@ -25,7 +25,7 @@ def test_a_daemon_scores_a_display_name_as_the_codeowners_handle(start_daemon, t
         metrics = daemon.wait_runs("team", timeout=60)
         for name in ("healthd_consistency_ratio", "healthd_coverage_ratio"):
             assert sample(metrics, name, target="team", domain="ownership") == 1.0, name
-        assert "default-8:people=" in daemon.get("/metrics").text
+        assert "default-9:people=" in daemon.get("/metrics").text
         assert daemon.stop()[0] == 0
 
 
@@ -39,10 +39,10 @@ def test_the_people_survive_a_restart_and_a_changed_profile_re_baselines(tmp_pat
         )
         state = StateStore(settings.state_path)
         runner = Runner(settings, state, tracer)
-        assert runner.reader.label == "default-8"  # nothing pulled yet
+        assert runner.reader.label == "default-9"  # nothing pulled yet
         runner.run_once()
         label = runner.reader.label
-        assert label.startswith("default-8:people=")
+        assert label.startswith("default-9:people=")
         fingerprints = {t.name: t.row.fingerprint for t in runner.targets.values()}
         runner.close()
         state.close()
@@ -66,7 +66,7 @@ def test_the_people_survive_a_restart_and_a_changed_profile_re_baselines(tmp_pat
 
             _git(repo, "commit", "-q", "-am", "a new display name")
             runner.run_once()
-            assert runner.reader.label not in (label, "default-8")
+            assert runner.reader.label not in (label, "default-9")
             assert runner.targets["reference"].row.fingerprint != fingerprints["reference"]
         finally:
             runner.close()

@@ -85,7 +85,7 @@ def test_switching_a_mem0_target_to_another_embedder_starts_a_logged_counted_bas
     info = _info(metrics, "mem")
     assert info["embedder"] == "healthd-hashing" and info["dimensions"] == "256"
     assert "mem0ai==" in info["libraries"] and "qdrant-client==" in info["libraries"]
-    assert info["reader"] == "default-8"  # Mem0 serves text: the reader reads it
+    assert info["reader"] == "default-9"  # Mem0 serves text: the reader reads it
     # the reference memory embeds nothing, and says so
     assert _info(metrics, "reference")["embedder"] == "none"
     assert sample(metrics, "healthd_retrieval_changes_total", target="mem") == 0

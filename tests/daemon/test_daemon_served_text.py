@@ -62,7 +62,7 @@ def test_a_bad_reader_in_the_config_is_one_line_and_a_new_reader_re_baselines(tm
     runner = Runner(settings, state, tracer)
     runner.run_once()
     before = runner.targets["reference"].row.results
-    assert before["reader"] == "default-8" and "+default-8-" in before["info_version"]
+    assert before["reader"] == "default-9" and "+default-9-" in before["info_version"]
     fingerprint = runner.targets["reference"].fingerprint
     runner.close()
     state.close()
@@ -122,7 +122,7 @@ def test_evaluate_with_the_config_reads_with_the_configs_reader_as_the_daemon_do
     reference = next(t for t in configured["targets"] if t["name"] == "reference")
     assert reference["reader"] == daemon["reader"] == "llm-2:fake-judge-1"
     assert "+llm-2:fake-judge-1" in configured["probe_set"]["version"]
-    assert next(t for t in flag["targets"] if t["name"] == "reference")["reader"] == "default-8"
+    assert next(t for t in flag["targets"] if t["name"] == "reference")["reader"] == "default-9"
 
 
 LANGUAGE = ("auth-service", "language")  # held node, then go
