@@ -482,6 +482,23 @@ def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
     return request
 
 
+def _strip_auth_across_hosts(
+    session: requests.Session,
+) -> Callable[[requests.PreparedRequest, requests.Response], None]:
+    """Session.rebuild_auth for a redirect followed, but for its ~/.netrc: it drops the
+    credentials on a move to another host, then signs with the netrc entry for where the
+    redirect points, in place of the token (or where none was sent)."""
+
+    strip: Callable[[str, str], bool] = session.should_strip_auth
+
+    def rebuild_auth(prepared: requests.PreparedRequest, response: requests.Response) -> None:
+        headers = prepared.headers
+        if "Authorization" in headers and strip(str(response.request.url), str(prepared.url)):
+            del headers["Authorization"]
+
+    return rebuild_auth
+
+
 class HttpClient:
     """JSON client with retries, rate-limit handling and conditional requests.
 
@@ -507,6 +524,7 @@ class HttpClient:
         self.session = session
         if session.auth is None:
             session.auth = _no_netrc
+        session.rebuild_auth = _strip_auth_across_hosts(session)  # type: ignore[method-assign]
         self.unique_names = unique_names  # refuse a body giving one name twice in an object
         self.follow_redirects = follow_redirects  # False: a 3xx is an error naming its Location
         for prefix in ("http://", "https://"):

@@ -295,6 +295,21 @@ def test_the_token_is_sent_whatever_a_netrc_file_holds(gh, monkeypatch, tmp_path
     assert {request.headers["Authorization"] for request in gh.log} == {f"Bearer {SECRET}"}
 
 
+def test_the_token_is_sent_after_a_redirect_whatever_a_netrc_file_holds(gh, monkeypatch, tmp_path):
+    """GitHub answers a renamed repository's URLs with a 301 to where it went; requests reads
+    ~/.netrc again for the URL it follows, and put the entry's login in place of the token."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("default login alice password netrc-pw-0123456789\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    moved = f"{gh.base_url}/repos/{REPO}/issues/1/events"
+    gh.fail(r"/issues/1/events$", status=301, headers={"Location": moved}, body="", times=1)
+    assert make(gh).pull(None).ok
+    followed = [r for r in gh.log if r.path.endswith("/issues/1/events")]
+    assert len(followed) == 2  # the 301, then where it pointed
+    assert {request.headers["Authorization"] for request in gh.log} == {f"Bearer {SECRET}"}
+
+
 def test_repeat_run_on_an_unchanged_repo_is_one_304_and_no_events(gh):
     source = make(gh)
     first = source.pull(None)
