@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
+from datetime import timedelta
 
 import pytest
 import yaml
@@ -221,6 +222,22 @@ def test_a_record_stamped_after_the_moment_asked_is_refused(body, field):
         assert "after the moment asked (2026-01-05T09:00:00Z)" in str(raised.value)
         service.bad_query_body = {"facts": [{**FACT, "written_at": "2026-01-05T09:00:00Z"}]}
         assert len(memory.answer(PROBES.probes[0], asked).facts) == 1
+
+
+def test_a_record_time_a_store_rounded_up_to_its_precision_is_the_moment_asked():
+    """A store that keeps whole seconds rounds, not truncates (PostgreSQL's timestamptz(0)
+    reads 09:00:00.600 as 09:00:01, MySQL's DATETIME the same): the latest event, whose time
+    is the moment asked, came back a fraction of a second after it, and the run failed
+    though the service kept the replay's times."""
+    asked = EVENTS[0].timestamp + timedelta(milliseconds=600)  # (Jira's times have ms)
+    rounded = {**FACT, "written_at": "2026-01-05T09:00:01Z", "validated_at": None}
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service)))
+        memory.reset()
+        service.bad_query_body = {"facts": [rounded], "items": [{**ITEM, **rounded}]}
+        answer = memory.answer(PROBES.probes[0], asked)
+        assert [f.written_at for f in answer.facts] == [asked]
+        assert [i.written_at for i in answer.items] == [asked]
 
 
 def test_a_huge_unknown_domain_is_quoted_short():

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -325,9 +325,11 @@ def _items(data: dict[str, Any], where: str, at: datetime) -> list[ServedItem]:
             ]
         except TimelineError as exc:
             raise MemoryAdapterError(f"{where}, {exc}") from None
-        _not_after(times[0], at, where, f"{path}.written_at")
-        _not_after(times[1], at, where, f"{path}.validated_at")
-        out.append(ServedItem(text, record_id, times[0], times[1], metadata, frozenset(flags)))
+        written, validated = (
+            None if when is None else _not_after(when, at, where, f"{path}.{name}")
+            for when, name in zip(times, ("written_at", "validated_at"), strict=True)
+        )
+        out.append(ServedItem(text, record_id, written, validated, metadata, frozenset(flags)))
     return out
 
 
@@ -378,8 +380,9 @@ def _facts(data: dict[str, Any], where: str, at: datetime) -> list[RetrievedFact
             )
         except TimelineError as exc:
             raise MemoryAdapterError(f"{where}, {exc}") from None
-        _not_after(written, at, where, f"{path}.written_at")
-        _not_after(validated, at, where, f"{path}.validated_at")
+        written = _not_after(written, at, where, f"{path}.written_at")
+        if validated is not None:
+            validated = _not_after(validated, at, where, f"{path}.validated_at")
         out.append(
             RetrievedFact(
                 values["subject"],
@@ -395,16 +398,25 @@ def _facts(data: dict[str, Any], where: str, at: datetime) -> list[RetrievedFact
     return out
 
 
-def _not_after(when: datetime | None, at: datetime, where: str, field: str) -> None:
+#: How far after the moment asked a record's time may be and still be the replay's: a store
+#: keeping whole seconds rounds (PostgreSQL's timestamptz(0), MySQL's DATETIME), so the latest
+#: event's time, which is the moment asked, comes back up to half a second after it.
+ROUNDING = timedelta(seconds=1)
+
+
+def _not_after(when: datetime, at: datetime, where: str, field: str) -> datetime:
     """A record's time is the replay's (the time of the event that wrote or re-validated
-    it), so never after the moment asked: one that is was stamped by the service's clock,
-    and would be fresh whatever its age."""
-    if when is not None and when > at:
-        raise MemoryAdapterError(
-            f"{where}, field '{field}': {format_timestamp(when)} is after the moment asked "
-            f"({format_timestamp(at)}); a record carries the time of the event that wrote "
-            "it, not the service's clock"
-        )
+    it), so never after the moment asked (but for a store's rounding, read as that moment):
+    one that is was stamped by the service's clock, and would be fresh whatever its age."""
+    if when <= at:
+        return when
+    if when - at < ROUNDING:
+        return at
+    raise MemoryAdapterError(
+        f"{where}, field '{field}': {format_timestamp(when)} is after the moment asked "
+        f"({format_timestamp(at)}); a record carries the time of the event that wrote "
+        "it, not the service's clock"
+    )
 
 
 @register_memory("http")
