@@ -252,7 +252,11 @@ def _body(request: BaseHTTPRequestHandler) -> bytes:
         if "Content-Length" in request.headers:  # (a proxy may have read it by the length)
             request.close_connection = True
         return _chunked(request.rfile)
-    declared = request.headers.get("Content-Length") or "0"
+    given = {v.strip() for v in ",".join(request.headers.get_all("Content-Length", [])).split(",")}
+    if len(given) > 1:  # ("42, 42" is one length; RFC 9110, 8.6)
+        shown = " and ".join(repr(v[:20]) for v in sorted(given)[:2])
+        raise BadRequest(400, f"Content-Length given as {shown}: one body has one length")
+    declared = given.pop() or "0"
     if not declared.isascii() or not declared.isdigit():
         raise BadRequest(400, f"Content-Length {declared[:40]!r} is not a byte count")
     length = int(declared[:20])

@@ -313,3 +313,22 @@ def test_a_request_with_both_a_length_and_chunks_is_read_by_its_chunks_then_clos
             answer = sock.makefile("rb").read()  # returns only once the server closes
         assert answer.startswith(b"HTTP/1.1 204 "), answer[:200]
         assert b"\r\nConnection: close\r\n" in answer
+
+
+def test_a_request_giving_two_different_lengths_is_a_400_and_the_connection_closed():
+    """RFC 9112, 6.3: a Content-Length that is invalid (RFC 9110, 8.6: two different values)
+    MUST get a 400 and the connection closed. Read by the first, what a proxy framed by the
+    other was answered as a request of its own (here a reset of another namespace)."""
+    with serve_memory() as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/namespaces/x/reset HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                b"Content-Length: 49\r\n\r\n"
+                b"POST /v1/namespaces/y/reset HTTP/1.1\r\nHost: x\r\n\r\n"
+            )
+            answer = sock.makefile("rb").read()  # returns only once the server closes
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b"Content-Length" in answer and answer.count(b"HTTP/1.1 ") == 1, answer
+        assert b"\r\nConnection: close\r\n" in answer
+        assert requests.get(f"{url}/v1/namespaces/y", timeout=5).status_code == 404
