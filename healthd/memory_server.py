@@ -245,9 +245,17 @@ def _origin_form(target: str) -> str:
 def _body(request: BaseHTTPRequestHandler) -> bytes:
     """The request's body, by its ``Content-Length`` or its chunks (RFC 9112, 6.3: a
     ``Transfer-Encoding`` overrides the length); at most ``_MAX_BODY`` bytes."""
-    coding = request.headers.get("Transfer-Encoding")
-    if coding is not None:
-        if coding.strip().lower() != "chunked":
+    lines = request.headers.get_all("Transfer-Encoding")
+    if lines is not None:  # (its lines are one list; RFC 9110, 5.3)
+        coding = ", ".join(lines)
+        codings = [c.strip().lower() for c in coding.split(",") if c.strip()]
+        if codings[-1:] != ["chunked"]:
+            raise BadRequest(
+                400,
+                f"Transfer-Encoding {coding[:40]!r}: chunked is not the last coding, so "
+                "the body has no known end",
+            )
+        if codings != ["chunked"]:
             raise BadRequest(501, f"Transfer-Encoding {coding[:40]!r}: only chunked is read")
         if "Content-Length" in request.headers:  # (a proxy may have read it by the length)
             request.close_connection = True

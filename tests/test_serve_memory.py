@@ -332,3 +332,26 @@ def test_a_request_giving_two_different_lengths_is_a_400_and_the_connection_clos
         assert b"Content-Length" in answer and answer.count(b"HTTP/1.1 ") == 1, answer
         assert b"\r\nConnection: close\r\n" in answer
         assert requests.get(f"{url}/v1/namespaces/y", timeout=5).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "codings",
+    [
+        b"Transfer-Encoding: chunked, gzip\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n",
+    ],
+)
+def test_a_request_whose_last_transfer_coding_is_not_chunked_is_a_400_and_closed(codings):
+    """RFC 9112, 6.3: with chunked not the final coding (the header's lines read as one list,
+    RFC 9110, 5.3), the body's length cannot be known: a 400, then the connection closed.
+    Its second line was ignored and the body read by its chunks, on a connection kept open."""
+    with serve_memory() as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/namespaces/x/reset HTTP/1.1\r\nHost: x\r\n" + codings + b"\r\n0\r\n\r\n"
+            )
+            answer = sock.makefile("rb").read()  # returns only once the server closes
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert b"chunked is not the last" in answer
+        assert b"\r\nConnection: close\r\n" in answer
