@@ -257,8 +257,8 @@ def _body(request: BaseHTTPRequestHandler) -> bytes:
             )
         if codings != ["chunked"]:
             raise BadRequest(501, f"Transfer-Encoding {coding[:40]!r}: only chunked is read")
-        if "Content-Length" in request.headers:  # (a proxy may have read it by the length)
-            request.close_connection = True
+        if "Content-Length" in request.headers or request.request_version == "HTTP/1.0":
+            request.close_connection = True  # (a proxy may have framed it otherwise)
         return _chunked(request.rfile)
     given = {v.strip() for v in ",".join(request.headers.get_all("Content-Length", [])).split(",")}
     if len(given) > 1:  # ("42, 42" is one length; RFC 9110, 8.6)

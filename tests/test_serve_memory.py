@@ -355,3 +355,18 @@ def test_a_request_whose_last_transfer_coding_is_not_chunked_is_a_400_and_closed
         assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
         assert b"chunked is not the last" in answer
         assert b"\r\nConnection: close\r\n" in answer
+
+
+def test_an_http_1_0_request_sent_in_chunks_is_answered_then_closed():
+    """RFC 9112, 6.1: HTTP/1.0 has no Transfer-Encoding, so its framing MUST be taken as
+    faulty and the connection closed after answering (a 1.0 proxy frames it otherwise)."""
+    with serve_memory() as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/namespaces/x/reset HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            )
+            answer = sock.makefile("rb").read()  # returns only once the server closes
+        assert answer.startswith(b"HTTP/1.1 204 "), answer[:200]
+        assert b"\r\nConnection: close\r\n" in answer
