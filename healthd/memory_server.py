@@ -71,6 +71,9 @@ class MemoryServer:
         # restarted server goes on where it stopped
         self._held = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._held.executescript(_HELD)
+        # synced as the memories are (ReferenceMemory.disk_pragmas), not at every commit: a
+        # crash of the process loses nothing committed, and the list is written after the event
+        self._held.execute("PRAGMA synchronous=NORMAL")
         for (namespace,) in self._held.execute("SELECT namespace FROM serve_memory_namespaces"):
             self.memories[namespace] = ReferenceMemory(path=path, namespace=namespace)
             self._applied[namespace] = set()

@@ -4,8 +4,10 @@ driven by the `http` target."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import socket
+import subprocess
 
 import pytest
 import requests
@@ -370,3 +372,27 @@ def test_an_http_1_0_request_sent_in_chunks_is_answered_then_closed():
             answer = sock.makefile("rb").read()  # returns only once the server closes
         assert answer.startswith(b"HTTP/1.1 204 "), answer[:200]
         assert b"\r\nConnection: close\r\n" in answer
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_with_path_an_event_costs_no_disk_sync_of_its_own(tmp_path):
+    """The file's memories sync at SQLite's checkpoints, not at each commit (a crash of the
+    process loses nothing committed); the list of applied events, added beside them, synced
+    at every event: one fdatasync each (324 for 300 events where 14 had been)."""
+    trace = tmp_path / "trace"
+    with serve_memory("--path", str(tmp_path / "memory.db")) as (url, proc):
+        memory = build_memory(parse_target(_http(url)))
+        memory.reset()
+        strace = subprocess.Popen(
+            ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(trace)]
+            + ["-p", str(proc.pid)],
+            stderr=subprocess.PIPE,
+        )
+        assert strace.stderr is not None
+        assert b"attached" in strace.stderr.readline()
+        for event in EVENTS[:40]:
+            memory.apply(event)
+        strace.send_signal(signal.SIGINT)
+        strace.wait(timeout=30)
+    syncs = sum(int(row.split()[3]) for row in trace.read_text().splitlines() if "sync" in row)
+    assert syncs < 20, trace.read_text()
