@@ -281,15 +281,19 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 def _chunked(stream: io.BufferedIOBase) -> bytes:
     """A chunked body (RFC 9112, 7.1): chunks up to the last, of size 0, then the trailer
-    section, which is read and dropped."""
+    section, which is read and dropped. What frames the chunks (sizes, extensions, line ends,
+    trailers) is bounded as the body is, or 1-byte chunks with long extensions are read on
+    to a thousand times the body's limit."""
     body = bytearray()
+    framing = 0
     while True:
         line = stream.readline(1024)
+        framing += len(line) + 2  # (and the line end after the chunk)
         size = line.split(b";", 1)[0].strip()  # (a chunk extension is ignored)
         if not line.endswith(b"\n") or not size or len(size) > 8 or not set(size) <= _HEX:
             raise BadRequest(400, f"chunked body: chunk size {line[:40]!r} is not hexadecimal")
         length = int(size, 16)
-        if len(body) + length > _MAX_BODY:
+        if len(body) + length > _MAX_BODY or framing > _MAX_BODY:
             raise BadRequest(413, f"request body over {_MAX_BODY} bytes")
         if length == 0:
             break
@@ -299,8 +303,11 @@ def _chunked(stream: io.BufferedIOBase) -> bytes:
         body += chunk
     for _ in range(100):  # the trailer section, up to its empty line
         line = stream.readline(1 << 16)
+        framing += len(line)
         if line in (b"\r\n", b"\n", b""):
             return bytes(body)
+        if framing > _MAX_BODY:
+            raise BadRequest(413, f"request body over {_MAX_BODY} bytes (in its trailers)")
     raise BadRequest(400, "chunked body: a trailer section of over 100 lines")
 
 

@@ -187,8 +187,10 @@ def test_an_event_sent_in_chunks_is_applied_as_one_sent_with_its_length():
         (b"zz\r\n{}\r\n0\r\n\r\n", 400, "chunk size"),
         (b"5\r\n{}", 400, "cut short"),
         (b"%x\r\n" % (2 << 20) + b"[" * 10, 413, "over"),
+        # 1-byte chunks, each with a 1000-byte extension: 1 MiB of framing for 1 KiB of body
+        ((b"1;" + b"e" * 1020 + b"\r\n[\r\n") * 1022 + b"1;" + b"e" * 1020 + b"\r\n", 413, "over"),
     ],
-    ids=["not-hex", "cut-short", "too-large"],
+    ids=["not-hex", "cut-short", "too-large", "extensions-too-large"],
 )
 def test_a_chunked_body_that_is_broken_gets_one_line_and_the_connection_closed(body, status, said):
     with serve_memory() as (url, proc):
