@@ -28,9 +28,7 @@ issue from its creation:
   field of the user object the issue holds with that id); the accountId ``unknown`` (every
   deleted user whose record is corrupted) is nobody. A component is known by the id
   changelog items carry, named as the issue's fields name it now (items keep the name it
-  had when written). The assignees' display names and visible e-mails go to the reader
-  as identity data (:attr:`PullResult.people`), kept in the cursor: no memory writes an
-  accountId.
+  had when written).
 
 ``api_version = "auto"`` (the default) searches ``/rest/api/3/search/jql`` with
 ``nextPageToken`` on Jira Cloud (which answers 410 on the old API) and
@@ -69,7 +67,6 @@ from healthd._http import (
     check_http_url,
 )
 from healthd.model import ChangeEvent, Fact, FactKey
-from healthd.people import Person
 from healthd.sources import PullResult, register_source
 from healthd.sources._options import validate_options
 from healthd.sources._tickets import (
@@ -207,19 +204,6 @@ def _user(obj: Any, field: str | None) -> str | None:
         if isinstance(value, str) and value:
             return None if value == UNKNOWN else value
     return None
-
-
-def _load_people(state: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """The assignees earlier pulls met (the cursor's ``people``): a run reads only the
-    issues updated since, and the reader needs them all."""
-    given = state.get("people")
-    if not isinstance(given, dict):
-        return {}
-    return {
-        who: (pair[0], pair[1])
-        for who, pair in given.items()
-        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
-    }
 
 
 def _given(user: dict[str, Any], field: str | None) -> bool:
@@ -447,38 +431,6 @@ class JiraSource(TicketSource):
             for who in [_user(user, None)]
             if who is not None
         }
-
-    def _assignees(
-        self, fields: dict[str, Any], histories: list[Any]
-    ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-        """The issue's assignee, as its owners are written (``user_field``) → the display
-        name (none for a deactivated or deleted user, "Former user") and e-mail its user
-        object gives now; and each assignee a changelog item names → the name it gave then
-        (what is known of one the issue holds no user object for)."""
-        names = self._user_names(fields, histories)
-        named: dict[str, str] = {}
-        for raw in histories:
-            items = raw.get("items") if isinstance(raw, dict) else None
-            for item in items if isinstance(items, list) else ():
-                if not isinstance(item, dict) or _field(item) != "assignee":
-                    continue
-                for id_key, name_key in (("from", "fromString"), ("to", "toString")):
-                    cid, shown = item.get(id_key), item.get(name_key)
-                    if (
-                        isinstance(cid, str)
-                        and cid not in ("", UNKNOWN)
-                        and isinstance(shown, str)
-                        and shown
-                    ):
-                        named[names.get(cid, cid) if names else cid] = shown
-        user = fields.get("assignee")
-        who = _user(user, self.options.user_field)
-        if not isinstance(user, dict) or who is None:
-            return {}, named
-        shown = user.get("displayName") if user.get("active") is not False else None
-        email = user.get("emailAddress")
-        now = (shown if isinstance(shown, str) else "", email if isinstance(email, str) else "")
-        return {who: now}, named
 
     _TRACKED = frozenset(
         {"summary", "status", "resolution", "assignee", "components", "labels", "issuetype"}
@@ -873,7 +825,6 @@ class JiraSource(TicketSource):
         known = as_folded(areas, claims)  # what restores compare with
         read: set[str] = set()  # the issues this pull read
         areas_told: dict[str, set[str]] = {}  # per issue, the areas this pull has claims on
-        people = _load_people(state)
 
         def cursor_now(watermark: str | None, failed: bool = False) -> str:
             # the component claims read so far become ownership events, and the state they
@@ -883,8 +834,6 @@ class JiraSource(TicketSource):
                 events.extend(fold_area_owners(claims, areas, self.name))
                 claims.clear()
             body = {"since": watermark, "seen": seen, **areas.cursor()}
-            if people:
-                body["people"] = {who: list(people[who]) for who in sorted(people)}
             if claims:
                 body["pending_claims"] = pending_claims(claims)
             if self.options.api_version == "auto" and self._known_api:
@@ -922,10 +871,6 @@ class JiraSource(TicketSource):
                     else:
                         events.extend(new)
                         claims.extend(issue_claims)
-                        assignee, named = self._assignees(issue["fields"], histories)
-                        people.update(assignee)
-                        for who, shown in named.items():
-                            people.setdefault(who, (shown, ""))
                         seen[key] = watermark
                         claims.extend(
                             restores(
@@ -974,11 +919,7 @@ class JiraSource(TicketSource):
         if self._unsure:  # (the results kept moving under the listing: read them again)
             newest = parse_time(since, "since") if since else None
         done = cursor_now(format_time(min(newest, pulled_at)) if newest else since)
-        known_people = [
-            Person(who, (shown,) if shown else (), (email,) if email else ())
-            for who, (shown, email) in sorted(people.items())
-        ]
-        return PullResult(_ordered(events), done, skipped=skipped, people=known_people)
+        return PullResult(_ordered(events), done, skipped=skipped)
 
     def _gone(
         self, client: HttpClient, areas: AreaOwners, read: set[str], last_seen: datetime

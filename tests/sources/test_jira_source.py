@@ -26,8 +26,6 @@ from _ticket_payloads import (
 
 from healthd.errors import ConfigError
 from healthd.model import Fact
-from healthd.people import Person
-from healthd.reading import build_reader, with_people
 from healthd.sources import build_source
 from healthd.sources.jira import JiraOptions, JiraSource
 
@@ -1016,47 +1014,6 @@ def test_user_field_email_names_a_user_who_hides_it_by_account_id(jira):
     ]
 
 
-def test_the_people_an_owner_s_account_id_names_are_handed_to_the_reader(jira):
-    """Jira Cloud names an owner by accountId, which no memory writes: "Alice Doe owns
-    Ledger" was an invented value. The source hands each assignee's displayName (and
-    e-mail, where visible) as identity data, also for one known from the changelog alone,
-    and keeps them for the runs that read no issue of theirs."""
-    jira.issues.clear()
-    alice = {"accountId": "5b10a2844c20165700ede21g", "displayName": "Alice Doe", "active": True}
-    alice["emailAddress"] = "alice@acme.io"
-    first = jira_issue("PAY-40", "Ledger export", components=("Ledger",), created=T(1))
-    first["fields"]["assignee"] = alice
-    second = jira_issue(
-        "PAY-41",
-        "Ledger import",
-        components=("Ledger",),
-        created=T(2),
-        updated=T(3),
-        histories=[
-            jira_history(41100, T(3), jira_item("assignee", None, None, "70121:b3c", "Gil Ray"))
-        ],
-    )
-    for issue in (first, second):
-        jira.add(issue)
-    source = make(jira, page_size=50)
-    result = source.pull(None)
-    assert result.ok, result.error
-    (owners,) = [e.fact for e in result.events if e.fact.subject == "Ledger"][-1:]
-    assert owners.value == "5b10a2844c20165700ede21g 70121:b3c"
-    assert result.people == [
-        Person("5b10a2844c20165700ede21g", ("Alice Doe",), ("alice@acme.io",)),
-        Person("70121:b3c", ("Gil Ray",)),
-    ]
-    reader = with_people(build_reader(), result.people)
-    for text, named in (
-        ("Alice Doe owns Ledger", ("5b10a2844c20165700ede21g",)),
-        ("Ledger is owned by Gil Ray and alice@acme.io", ("5b10a2844c20165700ede21g", "70121:b3c")),
-    ):
-        reading = reader.read(text, owners.key, owners.value.split())
-        assert sorted(reading.asserted) == sorted(named), text
-    assert source.pull(result.cursor).people == result.people
-
-
 def test_users_whose_records_are_corrupted_are_nobody_not_one_owner(jira):
     """Jira Cloud gives a deleted user whose record is corrupted (after a server import)
     the accountId "unknown": every such user has it, so it is no person (as GitHub's
@@ -1088,7 +1045,6 @@ def test_users_whose_records_are_corrupted_are_nobody_not_one_owner(jira):
     assert result.ok, result.error
     owners = [(e.type, e.fact.value) for e in result.events if e.fact.subject == "Ledger"]
     assert owners == [("added", dana["accountId"])]
-    assert result.people == [Person(dana["accountId"], ("Dana Cole",))]
 
 
 def test_a_component_renamed_since_the_changelog_named_it_is_one_area_by_its_id(jira):
