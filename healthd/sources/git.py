@@ -190,7 +190,8 @@ class GitExtractor(Extractor):
     ) -> None:
         self.source = source
         # pattern → its owners as the timeline spells them, where the file now writes them
-        # in another case (from the cursor: the state rebuilt there reads the file)
+        # in another case (from the cursor: the state rebuilt there reads the file; the
+        # first apply, that rebuild, reads them)
         self.spelt: dict[str, str] = dict(spelt or {})
         self.opts = opts
         self.repo = repo
@@ -529,6 +530,7 @@ class GitExtractor(Extractor):
         if relayout:
             services |= self._recount(self._retops)
         if not (services or dep_subjects or owners_changed):
+            self.spelt = {}
             return []
         desired: dict[str, dict[FactKey, Held]] = {}
         partial: dict[str, tuple[dict[FactKey, Held], set[FactKey]]] = {}
@@ -541,7 +543,8 @@ class GitExtractor(Extractor):
             else:
                 partial[f"deps:{subject}"] = update
         if owners_changed:
-            desired["owners"] = self._owner_facts(commit)
+            desired["owners"] = self._owner_facts(commit, self.spelt)
+        self.spelt = {}  # the cursor's spellings rebuild its state: a rule written later is new
         return self._diff(commit, desired, emit, partial)
 
     def _blob_text(self, commit: Commit, ch: Change) -> str | None:
@@ -722,7 +725,7 @@ class GitExtractor(Extractor):
                     out[key] = Held(Fact(subject, key.predicate, spec, "tech"), deps_on, meta)
         return out
 
-    def _owner_facts(self, commit: Commit) -> dict[FactKey, Held]:
+    def _owner_facts(self, commit: Commit, spelt: Mapping[str, str]) -> dict[FactKey, Held]:
         out: dict[FactKey, Held] = {}
         for location in LOCATIONS:
             rules = self.codeowners.get(location)
@@ -730,7 +733,7 @@ class GitExtractor(Extractor):
                 continue
             for pattern, owners in rules.items():
                 held = self.held.get(FactKey(pattern, OWNERS))
-                said = held.fact.value if held is not None else self.spelt.get(pattern)
+                said = held.fact.value if held is not None else spelt.get(pattern)
                 if said is not None and same_owners(said, owners):
                     owners = said  # respelt in another case: the same owners
                 fact = Fact(pattern, OWNERS, owners, "ownership")

@@ -175,6 +175,21 @@ def test_an_owner_respelt_before_a_cursor_ends_as_the_timeline_spells_it(repo, b
     ]
 
 
+def test_an_owner_rule_removed_and_added_again_after_a_cursor_reads_as_a_full_pull(repo, brief):
+    """A rule removed and then written again is a new ownership, spelt as its new line
+    writes it, whether or not a cursor lies between: a resumed pull reads what a full one
+    reads."""
+    repo.commit("2024-01-01", {"CODEOWNERS": "/billing/ @Alice\n"})
+    repo.commit("2024-02-01", {"CODEOWNERS": "/billing/ @alice\n"})
+    source = git_source(repo)
+    first = pull(source)
+    repo.commit("2024-03-01", {"CODEOWNERS": "/search/ @bob\n"})
+    repo.commit("2024-04-01", {"CODEOWNERS": "/search/ @bob\n/billing/ @alice\n"})
+    resumed = brief(pull(source, first.cursor).events)
+    assert resumed == brief(pull(git_source(repo)).events)[1:]
+    assert resumed[-1] == ("2024-04-01", "added", "/billing/ owners=@alice")
+
+
 # --------------------------------------------------------------------------- manifests
 
 
