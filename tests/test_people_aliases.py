@@ -285,3 +285,18 @@ def test_a_large_org_s_people_are_read_as_a_small_one_s():
     values = [f"@user{i}" for i in range(20)]
     reading = reader.read("checkout is owned by First3 Last3", key, values)
     assert reading.asserted == ("@user3",)
+
+
+def test_a_display_name_written_with_ss_is_found_where_a_text_writes_sharp_s():
+    """Unicode folds "ß" and "ss" alike (str.casefold: "GROSS" is "Groß"), and a
+    directory often spells a name in ASCII or capitals ("Jörg GROSS"): a text writing
+    "Jörg Groß" names that person as much as one writing "Jörg Gross"."""
+    people = [Person("jgross", ("Jörg GROSS",)), Person("kstrasser", ("Kai Strasser",))]
+    reader = with_people(build_reader(), people)
+    key = FactKey("checkout", "owners")
+    for text, owner in (
+        ("Jörg Groß owns checkout", "@jgross"),
+        ("checkout is owned by jörg gross", "@jgross"),
+        ("checkout is owned by Kai Straßer", "@kstrasser"),
+    ):
+        assert reader.read(text, key, [owner]).asserted == (owner,), text

@@ -672,14 +672,18 @@ _HANDLE = re.compile(r"@[\w.-]+")
 _LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")
 
 
+_SHARP_S = re.compile("ß|ss")
+
+
 @lru_cache(maxsize=4096)
 def _alias_pattern(alias: str) -> re.Pattern[str]:
     """A person's other spelling as texts write it: an e-mail as is, a name with its words
     apart by spaces, dots, hyphens or underscores, in any case."""
     if "@" in alias:
         return re.compile(rf"(?<![\w.+-]){re.escape(alias)}(?![\w-]|\.\w)", re.IGNORECASE)
-    # (a pattern ignoring case reads "İ" as "i" but not "SS" as "ß")
-    words = r"[\s._-]+".join(re.escape(w).replace("ß", "(?:ß|ss)") for w in alias.split())
+    # (a pattern ignoring case reads "İ" as "i" but neither "SS" as "ß" nor "ß" as "ss",
+    # which Unicode's case folding makes one)
+    words = r"[\s._-]+".join(_SHARP_S.sub("(?:ß|ss)", re.escape(w)) for w in alias.split())
     return re.compile(rf"(?<![\w@.:/-])@?{words}(?![\w@])(?!-\w)", re.IGNORECASE)
 
 
