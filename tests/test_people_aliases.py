@@ -300,3 +300,21 @@ def test_a_display_name_written_with_ss_is_found_where_a_text_writes_sharp_s():
         ("checkout is owned by Kai Straßer", "@kstrasser"),
     ):
         assert reader.read(text, key, [owner]).asserted == (owner,), text
+
+
+def test_a_name_two_sources_give_still_names_the_owner_the_key_holds():
+    """Kim Lee is the Backstage User klee and, to Jira, an accountId whose e-mail her
+    profile hides: nothing ties the two records, but no other owner of checkout is called
+    Kim Lee, so "Kim Lee owns checkout" names user:klee. Two of a key's owners of one name
+    (jsmith and jsmith2, "John Smith") stay named by neither."""
+    people = [
+        Person("klee", ("Kim Lee",), ("kim.lee@acme.io",)),
+        Person("5b10a2844c20165700ede21g", ("Kim Lee",)),
+        Person("jsmith", ("John Smith",), ("john.smith@acme.io",)),
+        Person("jsmith2", ("John Smith",), ("john.smith2@acme.io",)),
+    ]
+    reader = with_people(build_reader(), people)
+    key = FactKey("checkout", "owner")
+    assert reader.read("Kim Lee owns checkout", key, ["user:klee"]).asserted == ("user:klee",)
+    values = ["user:jsmith", "user:jsmith2"]
+    assert reader.read("John Smith owns checkout", key, values).asserted == ()

@@ -15,7 +15,8 @@ service", "the inventory DB").
 ``Person`` and :func:`people_table`: the ways texts name a person, from the sources'
 identity data (a CODEOWNERS ``@handle`` or e-mail, a GitHub login, a Backstage User's name
 with its ``profile.displayName`` and ``profile.email``): records that share a handle or an
-e-mail are one person (a shared display name is not: it names none of them), so "Kim Lee (@klee) owns checkout" and "kim.lee@acme.io owns checkout" name a
+e-mail are one person (a shared display name is not: it names none of a key's values it
+would name two of), so "Kim Lee (@klee) owns checkout" and "kim.lee@acme.io owns checkout" name a
 key's value ``klee`` or ``@klee``. An e-mail is also named by its local part as a name
 ("kim.lee" as "Kim Lee"), and GitHub's noreply address by its login
 (``583231+octocat@users.noreply.github.com`` is ``@octocat``); derived, not listed.
@@ -165,8 +166,10 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
     """The people in ``people``, records sharing a handle or an e-mail merged into one (a
     Backstage User ``klee`` with e-mail ``kim.lee@acme.io`` and a CODEOWNERS owner of that
     e-mail are one person); each person's spellings sorted. A name (a display name, an
-    e-mail's local part) identifies nobody: two Users "John Smith" stay two people, and a
-    name more than one person has names none of them; a one-word name ("Will", "A") is no
+    e-mail's local part) identifies nobody: two Users "John Smith" stay two people, each
+    with the name (the reader reads it for neither where a key holds both: one person of
+    two sources, a Backstage User and a Jira accountId that hides its e-mail, is still
+    named by it where the key holds them alone); a one-word name ("Will", "A") is no
     spelling of a person, as a first name is not."""
     groups: dict[int, tuple[set[str], set[str]]] = {}  # (handles and e-mails, names)
     group_of: dict[str, int] = {}  # a handle or an e-mail → its group
@@ -183,14 +186,7 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
             names |= more_names
         groups[number] = (ids, names)
         group_of.update(dict.fromkeys(ids, number))
-    claims: dict[str, int] = {}
-    for ids, names in groups.values():
-        for each in ids | names:
-            claims[each] = claims.get(each, 0) + 1
-    kept = [
-        ids | {n for n in names if claims[n] == 1 or n in ids} for ids, names in groups.values()
-    ]
-    return tuple(sorted(tuple(sorted(g)) for g in kept if g))
+    return tuple(sorted(tuple(sorted(ids | names)) for ids, names in groups.values()))
 
 
 #: A Backstage entity reference to a User, as the catalog writes an owner that is not a

@@ -46,6 +46,7 @@ from healthd.reading.aliases import (
     people_digest,
     people_index,
     person_aliases,
+    spelling,
 )
 
 NAME = "default"
@@ -691,13 +692,19 @@ def _name_people(text: str, values: Sequence[str], index: PeopleIndex) -> str:
     """``text`` with every other spelling of a person among ``values`` (their display name,
     e-mail, handle, as the sources' identity data gives them) written as the value writes
     them: "Kim Lee (@klee) owns checkout" reads as naming ``@klee`` twice."""
-    # longest first across the values: "Alice Chen" is hers before "alice" is another's
+    aliases = {part: person_aliases(part, index) for value in values for part in value.split()}
+    # a spelling two of the values' people have (two "John Smith"s) names neither
+    whose: dict[str, list[str]] = {}
+    for part, spelt in aliases.items():
+        for alias in spelt:
+            whose.setdefault(alias, []).append(part)
     named = [
         (alias, part)
-        for value in values
-        for part in value.split()
-        for alias in person_aliases(part, index)
+        for alias, parts in whose.items()
+        for part in parts[:1]
+        if all(spelling(other) in aliases[part] for other in parts[1:])
     ]
+    # longest first across the values: "Alice Chen" is hers before "alice" is another's
     for alias, part in sorted(named, key=lambda named: -len(named[0])):
         text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
     return text
