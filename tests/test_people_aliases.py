@@ -318,3 +318,17 @@ def test_a_name_two_sources_give_still_names_the_owner_the_key_holds():
     assert reader.read("Kim Lee owns checkout", key, ["user:klee"]).asserted == ("user:klee",)
     values = ["user:jsmith", "user:jsmith2"]
     assert reader.read("John Smith owns checkout", key, values).asserted == ()
+
+
+def test_a_name_in_a_script_written_without_spaces_names_its_person():
+    """Chinese, Japanese and Korean write a full name without a space between family and
+    given name ("王小明", "김민수"): such a name is a full name, not a first name alone, and
+    names its person as "Kim Lee" does."""
+    people = [Person("xwang", ("王小明",)), Person("mkim", ("김민수",))]
+    reader = with_people(build_reader(), people)
+    key = FactKey("checkout", "owners")
+    for text, owner in (
+        ("王小明 owns checkout", "@xwang"),
+        ("checkout is owned by 김민수", "@mkim"),
+    ):
+        assert reader.read(text, key, [owner]).asserted == (owner,), text

@@ -140,6 +140,17 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[\s._-]+", name) if w]
 
 
+#: Scripts that write a full name without a space between its parts: Han, kana, Hangul.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _full_name(name: str) -> bool:
+    """A name of two words or more ("Kim Lee"), or of two characters or more of a script
+    that writes none apart ("王小明", "김민수"): not a first name alone ("Will")."""
+    words = _words(name)
+    return len(words) > 1 or (len(words) == 1 and len(_UNSPACED.findall(words[0])) > 1)
+
+
 def email_name(email: str) -> str:
     """An e-mail's local part as a name: ``kim.lee@acme.io`` is "kim lee"; "" for one that
     is a single word (``klee@acme.io`` is named by the handle ``klee`` already)."""
@@ -169,14 +180,15 @@ def people_table(people: Iterable[Person]) -> PeopleTable:
     e-mail's local part) identifies nobody: two Users "John Smith" stay two people, each
     with the name (the reader reads it for neither where a key holds both: one person of
     two sources, a Backstage User and a Jira accountId that hides its e-mail, is still
-    named by it where the key holds them alone); a one-word name ("Will", "A") is no
-    spelling of a person, as a first name is not."""
+    named by it where the key holds them alone); a one-word name ("Will", "A"; not
+    "王小明", its script writing no space between family and given name) is no spelling of
+    a person, as a first name is not."""
     groups: dict[int, tuple[set[str], set[str]]] = {}  # (handles and e-mails, names)
     group_of: dict[str, int] = {}  # a handle or an e-mail → its group
     for number, person in enumerate(people):
         ids = {spelling(n) for n in (person.handle, *person.emails) if n}
         ids |= {noreply_login(e) for e in person.emails} - {""}
-        names = {spelling(n) for n in person.names if len(_words(n)) > 1}
+        names = {spelling(n) for n in person.names if _full_name(n)}
         names |= {email_name(e) for e in person.emails if email_name(e)}
         if not ids and not names:
             continue
