@@ -318,6 +318,8 @@ def test_a_name_two_sources_give_still_names_the_owner_the_key_holds():
     assert reader.read("Kim Lee owns checkout", key, ["user:klee"]).asserted == ("user:klee",)
     values = ["user:jsmith", "user:jsmith2"]
     assert reader.read("John Smith owns checkout", key, values).asserted == ()
+    values = ["@klee", "klee"]  # one person, as two sources write her
+    assert reader.read("Kim Lee owns checkout", key, values).asserted == ("@klee",)
 
 
 def test_a_name_in_a_script_written_without_spaces_names_its_person():

@@ -702,12 +702,18 @@ def _name_people(text: str, values: Sequence[str], index: PeopleIndex) -> str:
         (alias, part)
         for alias, parts in whose.items()
         for part in parts[:1]
-        if all(spelling(other) in aliases[part] for other in parts[1:])
+        if all(_one(part, other, aliases[part]) for other in parts[1:])
     ]
     # longest first across the values: "Alice Chen" is hers before "alice" is another's
     for alias, part in sorted(named, key=lambda named: -len(named[0])):
         text = _alias_pattern(alias).sub(part.replace("\\", r"\\"), text)
     return text
+
+
+def _one(part: str, other: str, aliases: Sequence[str]) -> bool:
+    """Whether two of a key's values are one person: ``other`` is ``part`` as spelt, or one
+    of its other spellings."""
+    return spelling(other) in (spelling(part), *aliases)
 
 
 #: The predicates healthd's sources give owners under, whose values are people or teams
