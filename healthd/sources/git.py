@@ -48,8 +48,8 @@ across re-extraction):
   ``exists`` invalidation and its facts end by cascade (but those asserted at the very
   instant it goes, which a cascade leaves standing: each ends by an event of its own).
 * ``(<module>, "language", "go", tech)``: the language with the most source files in the
-  module (ties: alphabetical; a ``.h`` file is C, C++ or Objective-C as GitHub Linguist's
-  heuristics read its text); a rewrite is a ``revised`` event.
+  module (ties: alphabetical; a file's language is its extension's, a ``.h`` file C); a
+  rewrite is a ``revised`` event.
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
@@ -98,7 +98,7 @@ from healthd.sources._gitlog import (
     prune_seen,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
-from healthd.sources._languages import language_of, main_language, text_language, told_by_text
+from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
     manifest_parser,
     may_be_manifest,
@@ -151,22 +151,15 @@ def _counter(table: dict[str, Counter[str]], key: str) -> Counter[str]:
     return found
 
 
-_BY_TEXT = frozenset((b".h", b".m"))  # the extensions whose files' text tells their language
 _OWNER_NAMES = frozenset(posixpath.basename(location).encode() for location in LOCATIONS)
 
 
 def edit_matters(path: bytes) -> bool:
     """Whether an edit of the file at ``path`` (as git writes it) may change a fact: True
     for every manifest and CODEOWNERS file (and a few more), False for the source files
-    that most edits are, which :meth:`GitExtractor.apply` skips. (An edit of a file whose
-    text tells its language, a ``.h`` or ``.m`` file, may change it.)"""
+    that most edits are, which :meth:`GitExtractor.apply` skips."""
     name = path.rpartition(b"/")[2]
-    return (
-        name in _OWNER_NAMES
-        or may_be_manifest(name)
-        or name[-2:].lower() in _BY_TEXT
-        or name == b"pnpm-workspace.yaml"
-    )
+    return name in _OWNER_NAMES or may_be_manifest(name) or name == b"pnpm-workspace.yaml"
 
 
 class GitExtractor(Extractor):
@@ -210,7 +203,6 @@ class GitExtractor(Extractor):
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
         self.dropped: dict[str, frozenset[str]] = {}  # path → its entries read as none
         self.undecodable: set[str] = set()  # files whose last version is not text as read
-        self.by_text: dict[str, str] = {}  # counted .h or .m file → the language its text tells
         self.manifest_subjects: dict[str, set[str]] = {}  # subject → manifest paths
         self.dep_depends: dict[str, tuple[FactKey, ...]] = {}  # subject → its deps' depends_on
         # subject → its manifests, the winner first, and what its dependencies depend on
@@ -437,48 +429,8 @@ class GitExtractor(Extractor):
                 path in LOCATIONS
                 or path in WORKSPACE_FILES
                 or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
-                or (told_by_text(path) and self._counted_by_text(path))
             ) and not ch.is_submodule:
                 yield ch.new_sha
-
-    def _counted_by_text(self, path: str) -> bool:
-        """Whether the file at ``path`` counts in its directory's languages."""
-        directory = path.rpartition("/")[0]
-        return (
-            bool(directory) and not self.excluded_dir(directory) and language_of(path) is not None
-        )
-
-    def _text_language(self, ch: Change) -> str:
-        """The language a ``.h`` or ``.m`` file's new version tells (when its blob cannot be
-        read, the one its extension says first)."""
-        data = self.repo.blob(ch.new_sha)
-        if data is None:
-            return language_of(ch.path) or ""
-        return text_language(ch.path, data)
-
-    def _relabel(self, ch: Change, relayout: bool) -> str | None:
-        """Count an edited ``.h`` or ``.m`` file for the language its new text tells; the
-        unit whose counts changed, if any."""
-        before = self.by_text.get(ch.path)
-        if before is None:
-            return None
-        after = self._text_language(ch)
-        if after == before:
-            return None
-        self.by_text[ch.path] = after
-        directory = ch.path.rpartition("/")[0]
-        moved = [(before, -1), (after, 1)]
-        for lang, step in moved:
-            _counter(self.dir_langs, directory)[lang] += step
-        if relayout:
-            if self._retops is not None:
-                self._retops.add(directory.partition("/")[0])
-            return None
-        service = self.service_of(directory)
-        if service is not None:
-            for lang, step in moved:
-                _counter(self.langs, service)[lang] += step
-        return service
 
     def apply(self, commit: Commit, changes: list[Change], emit: bool) -> list[ChangeEvent]:
         services: set[str] = set()
@@ -490,10 +442,6 @@ class GitExtractor(Extractor):
             status = ch.status
             parser = manifest_parser(path)
             if status not in "AD" and parser is None and path not in LOCATIONS:
-                if status == "M" and path in self.by_text:
-                    service = self._relabel(ch, relayout)
-                    if service is not None:
-                        services.add(service)
                 continue  # an edited source file changes no fact (most changes)
             if _SUBMODULE in (ch.new_mode, ch.old_mode):  # ch.is_submodule, without a call
                 continue
@@ -502,11 +450,6 @@ class GitExtractor(Extractor):
                 step = 1 if status == "A" else -1
                 self.dir_files[directory] += step
                 lang = language_of(path)
-                if lang is not None and told_by_text(path):
-                    if step > 0:
-                        lang = self.by_text[path] = self._text_language(ch)
-                    else:
-                        lang = self.by_text.pop(path, lang)
                 if lang is not None:
                     _counter(self.dir_langs, directory)[lang] += step
                 if relayout:
@@ -919,8 +862,8 @@ class GitSource(RepoSource):
         adr_dirs = extractor.adr_dirs if isinstance(extractor, GitExtractor) else ()
         return "|".join(
             [
-                # v3: .h and .m files' languages told by their text, copies of scripts not
-                # counted, a root requirements file no root module, npm workspaces
+                # v3: copies of scripts not counted, a root requirements file no root
+                # module, npm workspaces
                 "modules-v3",
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),

@@ -650,63 +650,6 @@ def test_service_rewritten_from_node_to_go_is_a_language_revision(repo, brief):
     assert events[4].depends_on == (FactKey("auth", "exists"),)
 
 
-CPP_HEADER = (
-    "#include <string>\nnamespace leveldb {\nclass DB {\n public:\n  virtual ~DB();\n};\n}\n"
-)
-OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface Cache : NSObject\n@end\n"
-C_HEADER = "#ifndef UTIL_H\n#define UTIL_H\nint add(int a, int b);\n#endif\n"
-
-
-def test_a_header_is_c_cpp_or_objective_c_as_its_text_says(repo, brief):
-    """A `.h` file is C, C++ or Objective-C as GitHub Linguist's heuristics read its text
-    (heuristics.yml): leveldb's include/ (C++ headers only) is C++, not C."""
-    repo.commit(
-        "2024-01-01",
-        {
-            "include/leveldb/db.h": CPP_HEADER,
-            "include/leveldb/env.h": "#pragma once\nstd::string Name();\n",
-            "include/leveldb/export.h": "#define LEVELDB_EXPORT\n",
-            "ui/Cache.h": OBJC_HEADER,
-            "ui/Cache.m": '#import "Cache.h"\n@implementation Cache\n@end\n',
-            "util/add.h": C_HEADER,
-            "util/add.c": "",
-            "kit/api.h": C_HEADER,
-        },
-    )
-    first = pull(git_source(repo))
-    repo.commit("2024-02-01", {"kit/api.h": CPP_HEADER})  # rewritten in C++
-    repo.commit("2024-03-01", {"util/add.h": None, "util/add.c": None, "util/add.cc": ""})
-    events = pull(git_source(repo)).events
-    assert [line for line in brief(events) if "language" in line[2]] == [
-        ("2024-01-01", "added", "include language=cpp"),
-        ("2024-01-01", "added", "kit language=c"),
-        ("2024-01-01", "added", "ui language=objective-c"),
-        ("2024-01-01", "added", "util language=c"),
-        ("2024-02-01", "revised", "kit language=c -> kit language=cpp"),
-        ("2024-03-01", "revised", "util language=c -> util language=cpp"),
-    ]
-    assert _ids(first.events) + _ids(pull(git_source(repo), first.cursor).events) == _ids(events)
-
-
-def test_a_matlab_toolbox_is_matlab_not_objective_c(repo, brief):
-    """A `.m` file is Objective-C, MATLAB, Mercury, ... as Linguist's heuristics read its
-    text: a toolbox of MATLAB functions is MATLAB, an app's implementation Objective-C."""
-    repo.commit(
-        "2024-01-01",
-        {
-            "toolbox/kalman.m": "function x = kalman(z)\n% One Kalman step.\nx = z;\nend\n",
-            "toolbox/plot_state.m": "function plot_state(s)\nplot(s);\nend\n",
-            "toolbox/setup.py": "",
-            "ios/AppDelegate.m": '#import "AppDelegate.h"\n@implementation AppDelegate\n@end\n',
-            "ios/AppDelegate.h": "@interface AppDelegate : NSObject\n@end\n",
-        },
-    )
-    assert [line for line in brief(pull(git_source(repo)).events) if "language" in line[2]] == [
-        ("2024-01-01", "added", "ios language=objective-c"),
-        ("2024-01-01", "added", "toolbox language=matlab"),
-    ]
-
-
 def test_copies_of_minified_and_jquery_or_bootstrap_scripts_are_no_javascript(repo, brief):
     """A Flask app serving its own copies of jQuery and Bootstrap (lawrluor/matchstats,
     superrcoop/abcrecipe) is written in Python: as GitHub Linguist's vendor.yml says, a
