@@ -95,6 +95,7 @@ from healthd.sources._gitlog import (
     Skips,
     dump_cursor,
     event_id,
+    fact_hash,
     prune_seen,
 )
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
@@ -180,6 +181,7 @@ class GitExtractor(Extractor):
         skips: Skips,
         adr_dirs: tuple[str, ...] = (),
         spelt: Mapping[str, str] | None = None,
+        asserted_last: frozenset[str] | None = None,
     ) -> None:
         self.source = source
         # pattern → its owners as the timeline spells them, where the file now writes them
@@ -210,10 +212,14 @@ class GitExtractor(Extractor):
         self.dep_keys: dict[str, dict[str, FactKey]] = {}  # subject → name → its key
         self.codeowners: dict[str, dict[str, str]] = {}  # location → rules
         self.held: dict[FactKey, Held] = {}
-        # when each held fact was last asserted (at the cursor: the cursor's commit, the
-        # latest it can have been): a fact asserted at the instant its module goes is
-        # ended by an event of its own, since the cascade leaves that instant's assertions
+        # when each held fact was last asserted: a fact asserted at the instant its module
+        # goes is ended by an event of its own, since the cascade leaves that instant's
+        # assertions. At a cursor, the facts ``asserted_last`` (hashes of those asserted in
+        # its commit's second) were asserted then, the others before (a cursor without the
+        # list: all then, the latest they can have been)
         self.asserted_at: dict[FactKey, datetime] = {}
+        self.asserted_last = asserted_last
+        self.last_time: datetime | None = None  # the time of the last commit applied
         self.scopes: dict[str, set[FactKey]] = {}
         self._retops: set[str] | None = None  # see _relayout
         self.excluded_dir = lru_cache(maxsize=65536)(self._excluded_dir)
@@ -436,6 +442,7 @@ class GitExtractor(Extractor):
         services: set[str] = set()
         dep_subjects: dict[str, set[str]] = {}  # subject → dependencies that changed
         owners_changed = False
+        self.last_time = commit.time
         relayout = self._relayout(changes)
         for ch in changes:
             path = ch.path
@@ -732,7 +739,12 @@ class GitExtractor(Extractor):
                     (born if key.predicate == EXISTS else changed).append(
                         self._event(commit, h, "added", key)
                     )
-                    self.asserted_at[key] = commit.time
+                    if (
+                        emit
+                        or self.asserted_last is None
+                        or fact_hash(h.fact) in self.asserted_last
+                    ):
+                        self.asserted_at[key] = commit.time
                     continue
                 was, fact = before.fact, h.fact
                 if was is not fact and (  # Fact's own equality, its fields compared in turn
@@ -850,8 +862,10 @@ class GitSource(RepoSource):
         spelt = (state or {}).get("owners")
         if not (isinstance(spelt, dict) and all(isinstance(v, str) for v in spelt.values())):
             spelt = None
+        last = state.get("asserted_last") if state is not None else None
+        asserted_last = frozenset(map(str, last)) if isinstance(last, list) else None
         dirs = adr_dirs_of(repo, head, self.opts)
-        return GitExtractor(self.name, self.opts, repo, skips, dirs, spelt)
+        return GitExtractor(self.name, self.opts, repo, skips, dirs, spelt, asserted_last)
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         if state.get("config") != self._config_digest(extractor):
@@ -878,11 +892,24 @@ class GitSource(RepoSource):
             "commit": commit,
             "seen": prune_seen(seen, extractor.held),
             "config": self._config_digest(extractor),
+            "asserted_last": _asserted_last(extractor),
         }
         spelt = extractor.respelt() if isinstance(extractor, GitExtractor) else {}
         if spelt:
             state["owners"] = spelt
         return dump_cursor(state)
+
+
+def _asserted_last(extractor: Extractor) -> list[str]:
+    """The hashes of the facts held that were asserted in the second of the last commit
+    applied (the cursor's), which a pull resumed there cannot tell from the others."""
+    if not isinstance(extractor, GitExtractor) or extractor.last_time is None:
+        return []
+    last = extractor.last_time
+    held = extractor.held
+    return sorted(
+        fact_hash(held[key].fact) for key, at in extractor.asserted_at.items() if at == last
+    )
 
 
 @register_source("git")

@@ -470,3 +470,26 @@ def test_a_module_added_and_removed_within_one_second_leaves_none_of_its_facts(r
         ("2024-01-02", "invalidated", "grep2 language=rust"),
         ("2024-01-02", "invalidated", "grep2 exists=true"),
     ]
+
+
+def test_a_pull_resumed_in_the_second_a_module_goes_ends_its_facts_as_a_whole_pull_does(repo):
+    """A module whose facts were asserted days before it goes ends by the cascade alone,
+    whether the pull reads the history at once or resumes from a cursor at a commit made
+    in the very second the module is removed (the cursor's commit is no assertion time)."""
+    repo.commit("2024-01-01", {"Cargo.toml": '[package]\nname = "rg"\n', "src/main.rs": ""})
+    repo.commit(
+        "2024-01-02",
+        {
+            "grep2/Cargo.toml": '[package]\nname = "grep2"\n[dependencies]\nmemchr = "2"\n',
+            "grep2/src/lib.rs": "",
+        },
+    )
+    repo.commit("2024-01-05", {"src/util.rs": ""})
+    first = pull(repo)
+    repo.commit("2024-01-05", {"grep2": None})  # in the second of the cursor's commit
+    whole = [dumps_event(ev) for ev in pull(repo).events]
+    options = {"path": str(repo.path), "revalidate_clock": "head", "revalidate_interval": "P3650D"}
+    resumed = build_source("git", "repo", options).pull(first.cursor)
+    assert resumed.error is None, resumed.error
+    rest = [dumps_event(ev) for ev in resumed.events]
+    assert [dumps_event(ev) for ev in first.events] + rest == whole
