@@ -28,8 +28,77 @@ def workspace_globs(path: str, data: bytes) -> tuple[str, ...] | None:
         declared = declared.get("packages")
     if not isinstance(declared, list):
         return None
-    globs = tuple(g.strip().removeprefix("./").rstrip("/") for g in declared if isinstance(g, str))
-    return globs or None
+    globs = [_normal(g) for g in declared if isinstance(g, str)]
+    if path == "package.json":
+        globs = _npm_negations(globs)
+    expanded = tuple(
+        ("!" if g.startswith("!") else "") + each
+        for g in globs
+        for each in _braces(g.removeprefix("!"))
+    )
+    return expanded or None
+
+
+def _normal(glob: str) -> str:
+    """A glob as the package managers read it: ``!`` (negated) before the pattern, a
+    leading ``./`` and a trailing ``/`` left out."""
+    glob = glob.strip()
+    bangs = len(glob) - len(glob.lstrip("!"))
+    pattern = glob[bangs:].strip().removeprefix("./").rstrip("/")
+    return "!" + pattern if bangs % 2 else pattern
+
+
+def _npm_negations(globs: list[str]) -> list[str]:
+    """npm's reading (@npmcli/map-workspaces): a negation is dropped when a later glob is
+    a path it matches (``!tools/*`` then ``tools/lint``)."""
+    out: list[str] = []
+    for glob in globs:
+        if not glob.startswith("!"):
+            named = [p for p in glob.split("/") if p]
+            out = [g for g in out if not (g.startswith("!") and _matches(named, _parts(g[1:])))]
+        out.append(glob)
+    return out
+
+
+def _braces(glob: str) -> list[str]:
+    """The globs ``glob`` stands for with its braces expanded (``apps/{web,docs}``: two),
+    as minimatch and micromatch expand them (a brace with no comma is kept as written)."""
+    depth, start = 0, -1
+    for i, c in enumerate(glob):
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                options = _top_level_split(glob[start + 1 : i])
+                if len(options) > 1:
+                    rest = _braces(glob[i + 1 :])
+                    return [
+                        glob[:start] + head + tail
+                        for option in options
+                        for head in _braces(option)
+                        for tail in rest
+                    ]
+    return [glob]
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
+
+
+def _parts(pattern: str) -> list[str]:
+    return [p for p in pattern.split("/") if p]
 
 
 def _yaml(data: bytes) -> Any:
@@ -68,13 +137,15 @@ def _matches(parts: list[str], pattern: list[str]) -> bool:
 
 
 def in_workspaces(globs: tuple[str, ...], directory: str) -> bool:
-    """Whether ``directory`` is one of the workspace packages ``globs`` declare: the last
-    glob matching it is not a negation (``!packages/internal``)."""
+    """Whether ``directory`` is one of the workspace packages ``globs`` declare: a glob
+    matches it and no negation does (``!packages/internal``, wherever it stands), as npm,
+    pnpm and Yarn read them."""
     parts = directory.split("/")
     member = False
     for glob in globs:
-        negated = glob.startswith("!")
-        pattern = glob[1:].strip().removeprefix("./").rstrip("/") if negated else glob
-        if member == negated and _matches(parts, [p for p in pattern.split("/") if p]):
-            member = not negated
+        if glob.startswith("!"):
+            if _matches(parts, _parts(glob[1:])):
+                return False
+        elif not member:
+            member = _matches(parts, _parts(glob))
     return member

@@ -493,3 +493,29 @@ def test_a_pull_resumed_in_the_second_a_module_goes_ends_its_facts_as_a_whole_pu
     assert resumed.error is None, resumed.error
     rest = [dumps_event(ev) for ev in resumed.events]
     assert [dumps_event(ev) for ev in first.events] + rest == whole
+
+
+def test_workspace_globs_are_read_as_npm_reads_them_a_negation_anywhere_and_braces(repo):
+    """npm 11 (`npm pkg get name --workspaces`), pnpm and Yarn leave out what a negation
+    names wherever it stands among the globs, and expand braces: with ["!packages/legacy",
+    "packages/*", "apps/{web,admin}"] the workspaces are packages/core, apps/web and
+    apps/admin (a negation is dropped only by a later glob naming what it names, as npm)."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"private": true, "workspaces": '
+            '["!packages/legacy", "packages/*", "apps/{web,admin}", "!tools/*", "tools/lint"]}',
+            "packages/core/package.json": '{"name": "core"}',
+            "packages/core/index.js": "",
+            "packages/legacy/package.json": '{"name": "legacy"}',
+            "packages/legacy/index.js": "",
+            "apps/web/package.json": '{"name": "web"}',
+            "apps/web/main.ts": "",
+            "apps/admin/package.json": '{"name": "admin"}',
+            "apps/admin/main.ts": "",
+            "tools/lint/package.json": '{"name": "lint"}',
+            "tools/lint/index.js": "",
+        },
+    )
+    modules = sorted(ev.fact.subject for ev in pull(repo).events if ev.fact.predicate == "exists")
+    assert modules == ["apps/admin", "apps/web", "packages/core", "tools/lint"]
