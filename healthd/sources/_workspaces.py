@@ -14,16 +14,16 @@ WORKSPACE_FILES = ("pnpm-workspace.yaml", "package.json")
 
 
 def workspace_globs(path: str, data: bytes) -> tuple[str, ...] | None:
-    """The workspace globs the root file ``path`` declares; None when it declares none (or
-    cannot be read)."""
+    """The workspace globs the root file ``path`` declares; None when it declares none. A
+    file that cannot be read (not JSON, not YAML) is a ValueError."""
     try:
         if path == "package.json":
             declared: Any = json.loads(data)
             declared = declared.get("workspaces") if isinstance(declared, dict) else None
         else:
             declared = _yaml(data)
-    except (ValueError, RecursionError):  # not JSON (or not text)
-        return None
+    except RecursionError as exc:
+        raise ValueError(f"{path} nests too deep") from exc
     if isinstance(declared, dict):  # Yarn's {"packages": [...]}, pnpm's file
         declared = declared.get("packages")
     if not isinstance(declared, list):
@@ -106,8 +106,11 @@ def _yaml(data: bytes) -> Any:
 
     try:
         return yaml.safe_load(data)
-    except yaml.YAMLError:
-        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "unreadable"
+        raise ValueError(f"pnpm-workspace.yaml is not YAML: {problem}{where}") from exc
 
 
 def _matches(parts: list[str], pattern: list[str]) -> bool:

@@ -289,7 +289,7 @@ class GitExtractor(Extractor):
             return service
         return directory
 
-    def _relayout(self, changes: list[Change]) -> bool:
+    def _relayout(self, commit: Commit, changes: list[Change]) -> bool:
         """Record manifests added and deleted (default layout); True when the set of module
         directories changed, so files must be counted again for their new units: those
         under the top-level directories that ``apply`` then collects in ``_retops`` from
@@ -299,7 +299,7 @@ class GitExtractor(Extractor):
             return False
         changed = False
         tops: set[str] | None = set()
-        if self._rescope(changes):
+        if self._rescope(commit, changes):
             changed, tops = True, None
         for ch in changes:
             if (
@@ -362,15 +362,22 @@ class GitExtractor(Extractor):
         declared, only a workspace's does (not a template's or a test project's)."""
         return self.workspaces is None or in_workspaces(self.workspaces, directory)
 
-    def _rescope(self, changes: list[Change]) -> bool:
+    def _rescope(self, commit: Commit, changes: list[Change]) -> bool:
         """Read the workspaces the root declares, when a commit changes them; True when
         which package.json files make modules changed (they are recorded again)."""
         declared = self.declared_workspaces
         for ch in changes:
             if ch.path in WORKSPACE_FILES and _SUBMODULE not in (ch.new_mode, ch.old_mode):
                 data = None if ch.status == "D" else self.repo.blob(ch.new_sha)
-                if ch.status == "D" or data is not None:  # (unreadable: kept as before)
-                    declared[ch.path] = None if data is None else workspace_globs(ch.path, data)
+                if data is None:  # (a blob not read: kept as before)
+                    if ch.status == "D":
+                        declared[ch.path] = None
+                    continue
+                try:
+                    declared[ch.path] = workspace_globs(ch.path, data)
+                except ValueError as exc:  # kept as before, as a manifest's dependencies
+                    if ch.path != "package.json":  # (a manifest: its reader says it)
+                        self.skips.add(f"{ch.path}@{commit.sha[:12]}", f"{exc}; kept as before")
         workspaces = next((declared[f] for f in WORKSPACE_FILES if declared.get(f)), None)
         if workspaces == self.workspaces:
             return False
@@ -443,7 +450,7 @@ class GitExtractor(Extractor):
         dep_subjects: dict[str, set[str]] = {}  # subject → dependencies that changed
         owners_changed = False
         self.last_time = commit.time
-        relayout = self._relayout(changes)
+        relayout = self._relayout(commit, changes)
         for ch in changes:
             path = ch.path
             status = ch.status

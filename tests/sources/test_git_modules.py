@@ -519,3 +519,45 @@ def test_workspace_globs_are_read_as_npm_reads_them_a_negation_anywhere_and_brac
     )
     modules = sorted(ev.fact.subject for ev in pull(repo).events if ev.fact.predicate == "exists")
     assert modules == ["apps/admin", "apps/web", "packages/core", "tools/lint"]
+
+
+def test_a_root_package_json_that_cannot_be_read_keeps_its_workspaces_as_before(repo, brief):
+    """A root package.json committed broken (a trailing comma, a merge's conflict markers)
+    is read as nothing, its dependencies kept as before; so are its workspaces: the
+    templates beside them do not become modules for the commits until it is mended."""
+    workspaces = '"workspaces": ["packages/*"], "dependencies": {"ajv": "6.12.4"}'
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": "{" + workspaces + "}",
+            "packages/cli/package.json": '{"name": "cli"}',
+            "packages/cli/index.js": "",
+            "packages/cli/templates/app/package.json": '{"name": "app"}',
+            "packages/cli/templates/app/main.js": "",
+        },
+    )
+    repo.commit("2024-02-01", {"package.json": "{" + workspaces + ",}"})
+    repo.commit("2024-03-01", {"package.json": "{" + workspaces + "}"})
+    assert [line for line in brief(pull(repo).events) if "exists" in line[2]] == [
+        ("2024-01-01", "added", "packages/cli exists=true"),
+    ]
+
+
+def test_a_pnpm_workspace_file_that_is_not_yaml_keeps_the_workspaces_and_says_so(repo, brief):
+    repo.commit(
+        "2024-01-01",
+        {
+            "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
+            "packages/cli/package.json": '{"name": "cli"}',
+            "packages/cli/templates/app/package.json": '{"name": "app"}',
+        },
+    )
+    repo.commit("2024-02-01", {"pnpm-workspace.yaml": "packages:\n  - 'packages/*\n"})
+    result = pull(repo)
+    assert [line for line in brief(result.events) if "exists" in line[2]] == [
+        ("2024-01-01", "added", "packages/cli exists=true"),
+    ]
+    assert result.skipped == [
+        f"pnpm-workspace.yaml@{repo.head()[:12]}: pnpm-workspace.yaml is not YAML: "
+        "found unexpected end of stream (line 3); kept as before"
+    ]
