@@ -182,6 +182,7 @@ class GitExtractor(Extractor):
         adr_dirs: tuple[str, ...] = (),
         spelt: Mapping[str, str] | None = None,
         asserted_last: frozenset[str] | None = None,
+        workspaces: Mapping[str, tuple[str, ...] | None] | None = None,
     ) -> None:
         self.source = source
         # pattern → its owners as the timeline spells them, where the file now writes them
@@ -198,7 +199,9 @@ class GitExtractor(Extractor):
         self.root_manifests: set[str] = set()  # manifests at the repository root
         self.tops_with_modules: Counter[str] = Counter()  # top-level dir → modules under it
         self.npm_dirs: set[str] = set()  # directories holding a package.json (no excluded)
-        self.declared_workspaces: dict[str, tuple[str, ...] | None] = {}  # root file → globs
+        # root file → the globs it declares (at a cursor: as the cursor kept them, for a
+        # file unreadable there, which keeps what it declared before)
+        self.declared_workspaces: dict[str, tuple[str, ...] | None] = dict(workspaces or {})
         self.workspaces: tuple[str, ...] | None = None  # the globs in force (None: none)
         self.files: Counter[str] = Counter()  # unit → file count
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
@@ -872,7 +875,17 @@ class GitSource(RepoSource):
         last = state.get("asserted_last") if state is not None else None
         asserted_last = frozenset(map(str, last)) if isinstance(last, list) else None
         dirs = adr_dirs_of(repo, head, self.opts)
-        return GitExtractor(self.name, self.opts, repo, skips, dirs, spelt, asserted_last)
+        workspaces = _workspaces_kept(state.get("workspaces") if state is not None else None)
+        return GitExtractor(
+            self.name,
+            self.opts,
+            repo,
+            skips,
+            dirs,
+            spelt=spelt,
+            asserted_last=asserted_last,
+            workspaces=workspaces,
+        )
 
     def _compatible(self, state: Mapping[str, Any], extractor: Extractor) -> str | None:
         if state.get("config") != self._config_digest(extractor):
@@ -900,11 +913,31 @@ class GitSource(RepoSource):
             "seen": prune_seen(seen, extractor.held),
             "config": self._config_digest(extractor),
             "asserted_last": _asserted_last(extractor),
+            "workspaces": _workspaces_to_keep(extractor),
         }
         spelt = extractor.respelt() if isinstance(extractor, GitExtractor) else {}
         if spelt:
             state["owners"] = spelt
         return dump_cursor(state)
+
+
+def _workspaces_to_keep(extractor: Extractor) -> dict[str, list[str] | None]:
+    if not isinstance(extractor, GitExtractor):
+        return {}
+    declared = extractor.declared_workspaces
+    return {path: None if globs is None else list(globs) for path, globs in declared.items()}
+
+
+def _workspaces_kept(kept: object) -> dict[str, tuple[str, ...] | None]:
+    """The workspaces a cursor kept (see :func:`_workspaces_to_keep`); none if not read."""
+    if not isinstance(kept, dict):
+        return {}
+    return {
+        path: tuple(globs) if isinstance(globs, list) else None
+        for path, globs in kept.items()
+        if path in WORKSPACE_FILES
+        and (globs is None or (isinstance(globs, list) and all(isinstance(g, str) for g in globs)))
+    }
 
 
 def _asserted_last(extractor: Extractor) -> list[str]:

@@ -561,3 +561,25 @@ def test_a_pnpm_workspace_file_that_is_not_yaml_keeps_the_workspaces_and_says_so
         f"pnpm-workspace.yaml@{repo.head()[:12]}: pnpm-workspace.yaml is not YAML: "
         "found unexpected end of stream (line 3); kept as before"
     ]
+
+
+def test_a_pull_resumed_at_a_broken_root_package_json_gives_the_whole_pulls_events(repo):
+    """The workspaces kept while the root package.json is broken are not in the tree at a
+    cursor there: the cursor keeps them, and the pull resumed from it reads them so."""
+    workspaces = '"workspaces": ["packages/*"]'
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": "{" + workspaces + "}",
+            "packages/cli/package.json": '{"name": "cli"}',
+            "packages/cli/templates/app/package.json": '{"name": "app"}',
+        },
+    )
+    repo.commit("2024-02-01", {"package.json": "{" + workspaces + ",}"})
+    first = pull(repo)
+    repo.commit("2024-03-01", {"package.json": "{" + workspaces + "}"})
+    whole = [dumps_event(ev) for ev in pull(repo).events]
+    options = {"path": str(repo.path), "revalidate_clock": "head", "revalidate_interval": "P3650D"}
+    resumed = build_source("git", "repo", options).pull(first.cursor)
+    assert resumed.error is None, resumed.error
+    assert [dumps_event(ev) for ev in first.events + resumed.events] == whole
