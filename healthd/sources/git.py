@@ -203,6 +203,7 @@ class GitExtractor(Extractor):
         # file unreadable there, which keeps what it declared before)
         self.declared_workspaces: dict[str, tuple[str, ...] | None] = dict(workspaces or {})
         self.workspaces: tuple[str, ...] | None = None  # the globs in force (None: none)
+        self._rescoped: set[str] = set()  # package directories the workspaces made or unmade
         self.files: Counter[str] = Counter()  # unit → file count
         self.langs: dict[str, Counter[str]] = {}  # unit → language → source files
         self.manifests: dict[str, dict[str, str]] = {}  # path → deps
@@ -388,9 +389,11 @@ class GitExtractor(Extractor):
         for directory in self.npm_dirs:
             path = f"{directory}/package.json"
             if self._npm_package(directory):
-                self._add_module_manifest(directory, path)
+                flipped = self._add_module_manifest(directory, path)
             else:
-                self._drop_module_manifest(directory, path)
+                flipped = self._drop_module_manifest(directory, path)
+            if flipped:
+                self._rescoped.add(directory)
         return True
 
     def _recount(self, tops: set[str] | None) -> set[str]:
@@ -489,6 +492,10 @@ class GitExtractor(Extractor):
                 owners_changed |= self._read_codeowners(commit, ch)
         if relayout:
             services |= self._recount(self._retops)
+        for directory in self._rescoped:  # its dependencies now depend on its existence or not
+            if self.manifest_subjects.get(directory):
+                dep_subjects.setdefault(directory, set())
+        self._rescoped.clear()
         if not (services or dep_subjects or owners_changed):
             self.spelt = {}
             return []
@@ -764,6 +771,17 @@ class GitExtractor(Extractor):
                     or was.domain != fact.domain
                 ):
                     changed.append(self._event(commit, h, "revised", key, previous=was))
+                    self.asserted_at[key] = commit.time
+                elif h.depends_on != before.depends_on:
+                    # a package the workspaces name or no longer name: a module came, and
+                    # the fact is held anew depending on it (ground truth keeps an interval's
+                    # dependencies), or went, and its cascade ends the fact, which holds on
+                    if not set(before.depends_on) - set(h.depends_on):
+                        reason = f"{key.subject} is a module now"
+                        changed.append(
+                            self._event(commit, before, "invalidated", key, reason=reason)
+                        )
+                    changed.append(self._event(commit, h, "added", key))
                     self.asserted_at[key] = commit.time
                 else:
                     kept = before.metadata  # unchanged: keep where it came from

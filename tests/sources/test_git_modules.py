@@ -583,3 +583,50 @@ def test_a_pull_resumed_at_a_broken_root_package_json_gives_the_whole_pulls_even
     resumed = build_source("git", "repo", options).pull(first.cursor)
     assert resumed.error is None, resumed.error
     assert [dumps_event(ev) for ev in first.events + resumed.events] == whole
+
+
+def test_a_package_left_out_of_the_workspaces_keeps_its_dependencies_as_a_template_does(
+    repo, brief
+):
+    """A package the root's workspaces stop naming is no module any longer, but its
+    package.json still lists its dependencies, which stay facts of its directory (as a
+    template's are) rather than ending with the module."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"workspaces": ["packages/*"]}',
+            "packages/t/package.json": '{"dependencies": {"ajv": "6.0.0"}}',
+            "packages/t/index.js": "",
+        },
+    )
+    repo.commit("2024-02-01", {"package.json": '{"workspaces": ["packages/*", "!packages/t"]}'})
+    events = pull(repo).events
+    truth = GroundTruth(events)
+    ajv = FactKey("packages/t", "dependency:ajv")
+    assert [f.value for f in truth.current(ajv, events[-1].timestamp)] == ["6.0.0"]
+    assert [line for line in brief(events) if line[0] == "2024-02-01"] == [
+        ("2024-02-01", "added", "packages/t dependency:ajv=6.0.0"),
+        ("2024-02-01", "invalidated", "packages/t exists=true"),
+    ]
+
+
+def test_a_package_the_workspaces_come_to_name_has_its_dependencies_end_with_it(repo, brief):
+    """A package.json the workspaces come to name makes a module, on which its dependencies
+    depend from then on: they end with it, in a whole pull as in one resumed at any commit."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"workspaces": ["packages/a"]}',
+            "packages/t/package.json": '{"dependencies": {"ajv": "6.0.0"}}',
+            "packages/t/index.js": "",
+        },
+    )
+    repo.commit("2024-02-01", {"package.json": '{"workspaces": ["packages/*"]}'})
+    first = pull(repo)
+    repo.commit("2024-03-01", {"packages/t": None})
+    events = pull(repo).events
+    ajv = FactKey("packages/t", "dependency:ajv")
+    assert GroundTruth(events).current(ajv, events[-1].timestamp) == []
+    options = {"path": str(repo.path), "revalidate_clock": "head", "revalidate_interval": "P3650D"}
+    rest = build_source("git", "repo", options).pull(first.cursor).events
+    assert [dumps_event(ev) for ev in first.events + rest] == [dumps_event(ev) for ev in events]
