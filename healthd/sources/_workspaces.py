@@ -28,15 +28,27 @@ def workspace_globs(path: str, data: bytes) -> tuple[str, ...] | None:
         declared = declared.get("packages")
     if not isinstance(declared, list):
         return None
+    if len(declared) > _MAX_GLOBS:
+        raise TooManyGlobs(f"the workspaces name over {_MAX_GLOBS} globs")
     globs = [_normal(g) for g in declared if isinstance(g, str)]
     if path == "package.json":
         globs = _npm_negations(globs)
-    expanded = tuple(
-        ("!" if g.startswith("!") else "") + each
-        for g in globs
-        for each in _braces(g.removeprefix("!"))
-    )
-    return expanded or None
+    expanded: list[str] = []
+    for glob in globs:
+        bang = "!" if glob.startswith("!") else ""
+        expanded += (bang + each for each in _braces(glob.removeprefix("!")))
+        if len(expanded) > _MAX_GLOBS:
+            raise TooManyGlobs(f"the workspaces expand to over {_MAX_GLOBS} globs")
+    return tuple(expanded) or None
+
+
+class TooManyGlobs(ValueError):
+    """Workspaces whose braces expand to more globs than are read."""
+
+
+#: The most globs braces may expand a root file's workspaces to (``{a,b}{c,d}...``
+#: doubles them with each brace: a hostile file could ask for millions).
+_MAX_GLOBS = 1024
 
 
 def _normal(glob: str) -> str:
@@ -75,6 +87,8 @@ def _braces(glob: str) -> list[str]:
                 options = _top_level_split(glob[start + 1 : i])
                 if len(options) > 1:
                     rest = _braces(glob[i + 1 :])
+                    if len(rest) * len(options) > _MAX_GLOBS:
+                        raise TooManyGlobs(f"a workspace glob expands to over {_MAX_GLOBS} globs")
                     return [
                         glob[:start] + head + tail
                         for option in options

@@ -106,7 +106,12 @@ from healthd.sources._manifests import (
     parse_requirements_txt,
     try_parse_manifest,
 )
-from healthd.sources._workspaces import WORKSPACE_FILES, in_workspaces, workspace_globs
+from healthd.sources._workspaces import (
+    WORKSPACE_FILES,
+    TooManyGlobs,
+    in_workspaces,
+    workspace_globs,
+)
 
 EXISTS = "exists"
 LANGUAGE = "language"
@@ -380,7 +385,8 @@ class GitExtractor(Extractor):
                 try:
                     declared[ch.path] = workspace_globs(ch.path, data)
                 except ValueError as exc:  # kept as before, as a manifest's dependencies
-                    if ch.path != "package.json":  # (a manifest: its reader says it)
+                    if ch.path != "package.json" or isinstance(exc, TooManyGlobs):
+                        # (package.json not read is said by the manifest reader)
                         self.skips.add(f"{ch.path}@{commit.sha[:12]}", f"{exc}; kept as before")
         workspaces = next((declared[f] for f in WORKSPACE_FILES if declared.get(f)), None)
         if workspaces == self.workspaces:

@@ -3,6 +3,8 @@ and vendored or documentation trees are none (issue 10, points 1 and 2)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from healthd.model import FactKey
@@ -630,3 +632,28 @@ def test_a_package_the_workspaces_come_to_name_has_its_dependencies_end_with_it(
     options = {"path": str(repo.path), "revalidate_clock": "head", "revalidate_interval": "P3650D"}
     rest = build_source("git", "repo", options).pull(first.cursor).events
     assert [dumps_event(ev) for ev in first.events + rest] == [dumps_event(ev) for ev in events]
+
+
+def test_workspace_braces_expanding_past_reason_are_refused_in_one_line(repo, brief):
+    """Each brace of two doubles the globs a workspace stands for: forty of them would be
+    a trillion globs. The workspaces are kept as before, and the line says why."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"workspaces": ["packages/*"]}',
+            "packages/cli/package.json": '{"name": "cli"}',
+            "packages/cli/template/package.json": '{"name": "template"}',
+        },
+    )
+    hostile = "packages/" + "{a,b}" * 40
+    braces = repo.commit("2024-02-01", {"package.json": '{"workspaces": ["%s"]}' % hostile})
+    many = json.dumps({"workspaces": [f"!n{i}" for i in range(30000)] + ["packages/*"] * 30000})
+    repo.commit("2024-03-01", {"package.json": many})
+    result = pull(repo)
+    assert [line for line in brief(result.events) if "exists" in line[2]] == [
+        ("2024-01-01", "added", "packages/cli exists=true"),
+    ]
+    assert result.skipped == [
+        f"package.json@{braces[:12]}: a workspace glob expands to over 1024 globs; kept as before",
+        f"package.json@{repo.head()[:12]}: the workspaces name over 1024 globs; kept as before",
+    ]
