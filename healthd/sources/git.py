@@ -66,8 +66,9 @@ across re-extraction):
 * ``revalidated`` events at the end of a run for every fact still true at the head and
   not observed for ``revalidate_interval`` (timestamped with the run's "now").
 
-The cursor (JSON) holds the last processed commit and when each live fact was last
-observed. A cursor that is no longer an ancestor of the branch (force-push) triggers a full
+The cursor (JSON) holds the last processed commit, when each live fact was last observed,
+which facts were asserted in that commit's second (``asserted_last``) and the workspaces
+the root declared (``workspaces``, kept through a root file that cannot be read). A cursor that is no longer an ancestor of the branch (force-push) triggers a full
 re-extraction, reported in ``skipped``. Unreadable manifests, blobs missing from a partial
 clone and the boundary of a shallow clone are skipped with a counted, logged reason.
 """
