@@ -980,7 +980,8 @@ def _shared_shadows(settings: Settings) -> list[str]:
                 "shadow a file of its own, or leave path out for one beside the state file"
             )
             continue
-        key = (os.path.abspath(path), str(options.get("namespace", DEFAULT_NAMESPACE)))
+        # the file itself, however named: a link, a linked directory, a relative path
+        key = (os.path.realpath(path), str(options.get("namespace", DEFAULT_NAMESPACE)))
         if key in owners:
             problems.append(
                 f"targets.{name}: shares its shadow ({key[0]}, namespace {key[1]!r}) with "

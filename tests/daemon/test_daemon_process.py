@@ -501,3 +501,31 @@ def test_relative_paths_are_relative_to_the_config_file(tmp_path):
     assert run_cli("check-config", "--config", str(config)).returncode == 0
     result = run_cli("timeline", "--config", str(config))
     assert result.returncode == 0 and len(result.stdout.splitlines()) == 135
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ('path = "real/one.sqlite"', 'path = "link.sqlite"'),
+        ('path = "real/one.sqlite"', 'path = "state/one.sqlite"'),
+        ("", 'path = "state/shadows/a.sqlite"'),  # a's file beside the state file
+    ],
+    ids=["linked-file", "linked-directory", "beside-the-state-file"],
+)
+def test_two_targets_reaching_one_shadow_file_through_a_link_are_refused(tmp_path, first, second):
+    # One namespace of one file, named two ways: both targets ran, each replaying into the
+    # other's records, as two names of one path (x/y and x_y) are refused for
+    (tmp_path / "real").mkdir()
+    (tmp_path / "state").symlink_to(tmp_path / "real")
+    (tmp_path / "link.sqlite").symlink_to(tmp_path / "real" / "one.sqlite")
+    config = tmp_path / "linked.toml"
+    config.write_text(
+        f'state_path = "{tmp_path / "state" / "state.sqlite"}"\nexample = true\n'
+        f'[targets.a]\nkind = "reference"\nshadow = true\n{first}\n'
+        f'[targets.b]\nkind = "reference"\nshadow = true\n{second}\n'
+    )
+    for command in ("check-config", "run"):
+        result = run_cli(command, "--config", str(config))
+        assert result.returncode == 2, result.stderr
+        assert "targets.b: shares its shadow" in result.stderr and "'a'" in result.stderr
+    assert not (tmp_path / "real" / "state.sqlite").exists()
