@@ -44,7 +44,7 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 from healthd import __version__, _stop
 from healthd._files import open_regular
 from healthd.daemon.pull import Pulling
-from healthd.daemon.state import RunRecord, SourceRow, StateStore, TargetRow
+from healthd.daemon.state import RunRecord, SourceRow, StateError, StateStore, TargetRow
 from healthd.daemon.target_run import Aborted, TargetRuns
 from healthd.daemon.targets import (
     SourceRuntime,
@@ -222,8 +222,12 @@ class Runner(TargetRuns, Pulling):
             changed: dict[FactKey, None] = {}
             written = True
             with self.tracer.start_as_current_span("pull") as span:
-                pulled, more = self._pull(run_id, record)
-                while True:
+                try:
+                    pulled, more = self._pull(run_id, record)
+                except StateError as exc:  # new events are looked up in it
+                    self._fail_all(run_id, summary, redact_text(str(exc)), "state file not read")
+                    pulled, more, written = [], set(), False
+                while written:
                     new = [event for _, event in pulled]
                     summary.new_events += len(new)
                     with self._view_lock:
@@ -258,7 +262,13 @@ class Runner(TargetRuns, Pulling):
                     self._take_people()
                     if not more or self.stop.is_set() or _stop.run_time_left() == 0.0:
                         break  # a source with more to read goes on in the next run
-                    pulled, more = self._pull(run_id, record, only=more)
+                    try:
+                        pulled, more = self._pull(run_id, record, only=more)
+                    except StateError as exc:
+                        self._fail_all(
+                            run_id, summary, redact_text(str(exc)), "state file not read"
+                        )
+                        written = False
                 span.set_attribute("healthd.events.new", summary.new_events)
             sources_failed = self._sources_failed(started)
             self._extend_probes(list(changed))

@@ -335,14 +335,17 @@ class StateStore:
         ``position``: an index lookup, where counting rows up to it read the whole table
         (80 ms at 1M events, at every restart). Any other file is counted through."""
         db = self._db
-        first = db.execute("SELECT min(seq) FROM events").fetchone()[0]
-        last = db.execute("SELECT max(seq) FROM events").fetchone()[0]
-        if first == 1 and last == (self.event_count() if stored is None else stored):
-            row = db.execute("SELECT event_id FROM events WHERE seq = ?", (position,)).fetchone()
-        else:
-            row = db.execute(
-                "SELECT event_id FROM events ORDER BY seq LIMIT 1 OFFSET ?", (position - 1,)
-            ).fetchone()
+        with self._reading():
+            first = db.execute("SELECT min(seq) FROM events").fetchone()[0]
+            last = db.execute("SELECT max(seq) FROM events").fetchone()[0]
+            if first == 1 and last == (self.event_count() if stored is None else stored):
+                row = db.execute(
+                    "SELECT event_id FROM events WHERE seq = ?", (position,)
+                ).fetchone()
+            else:
+                row = db.execute(
+                    "SELECT event_id FROM events ORDER BY seq LIMIT 1 OFFSET ?", (position - 1,)
+                ).fetchone()
         return str(row[0]) if row else None
 
     def stored_bodies(self, source: str, ids: Iterable[str]) -> dict[str, str]:
@@ -353,12 +356,14 @@ class StateStore:
         for i in range(0, len(ids), _CHUNK):
             part = ids[i : i + _CHUNK]
             marks = ",".join("?" * len(part))
-            out.update(
-                self._db.execute(
-                    f"SELECT event_id, body FROM events WHERE source = ? AND event_id IN ({marks})",
-                    (source, *part),
-                ).fetchall()
-            )
+            with self._reading():
+                out.update(
+                    self._db.execute(
+                        "SELECT event_id, body FROM events "
+                        f"WHERE source = ? AND event_id IN ({marks})",
+                        (source, *part),
+                    ).fetchall()
+                )
         return out
 
     def stored_elsewhere(self, source: str, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -369,11 +374,12 @@ class StateStore:
         for i in range(0, len(ids), _CHUNK):
             part = ids[i : i + _CHUNK]
             marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                "SELECT event_id, source, body FROM events INDEXED BY events_by_id "
-                f"WHERE event_id IN ({marks}) AND source != ? ORDER BY seq",
-                (*part, source),
-            ).fetchall()
+            with self._reading():
+                rows = self._db.execute(
+                    "SELECT event_id, source, body FROM events INDEXED BY events_by_id "
+                    f"WHERE event_id IN ({marks}) AND source != ? ORDER BY seq",
+                    (*part, source),
+                ).fetchall()
             for event_id, other, body in rows:
                 out.setdefault(event_id, (other, body))
         return out

@@ -325,3 +325,69 @@ def test_a_shadow_on_a_full_disk_fails_the_run_naming_the_shadow_file(start_daem
         subprocess.run(["umount", str(disk)], check=True)
     failed = [l["error"] for l in daemon.log_lines() if l.get("event") == "run failed"]
     assert failed and str(shadow) in failed[0] and "full" in failed[0], failed
+
+
+def _garble_pages_of(database: Path, name: str) -> None:
+    """Random bytes over the last page of table or index ``name`` (where it lies as SQLite's
+    own shell reads it), in place, as a bad disk leaves it."""
+    pages = subprocess.run(
+        [
+            "sqlite3",
+            "-cmd",
+            ".timeout 5000",  # (while a run writes it)
+            str(database),
+            f"SELECT pageno FROM dbstat WHERE name = '{name}'",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    db = sqlite3.connect(database, isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")  # not while the daemon writes it
+    try:
+        with database.open("r+b") as handle:
+            header = handle.read(28)
+            page_size = int.from_bytes(header[16:18], "big")
+            handle.seek((int(pages[-1]) - 1) * page_size)
+            handle.write(random.Random(7).randbytes(page_size))
+            # a new change counter, so that a process holding the file reads its pages again
+            handle.seek(24)
+            handle.write((int.from_bytes(header[24:28], "big") + 1).to_bytes(4, "big"))
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", ["sqlite_autoindex_events_1", "events_by_id"])
+def test_a_stored_events_index_going_bad_while_running_fails_runs_naming_the_state_file(
+    start_daemon, tmp_path, index
+):
+    # New events are looked up in the state file before they are taken: a page there gone
+    # bad crashed every run with a traceback ('run crashed', 'DatabaseError: database disk
+    # image is malformed'), naming no file
+    timeline = tmp_path / "timeline.jsonl"
+    timeline.write_bytes(EXAMPLE.read_bytes())
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"example": {"kind": "file", "path": str(timeline)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon = start_daemon(config, port=port)
+    daemon.wait_runs("reference")
+    state = tmp_path / "state" / "state.sqlite"
+    _garble_pages_of(state, index)
+    last = EXAMPLE.read_text().splitlines()[-1]
+    with timeline.open("a") as handle:  # a new event, looked up before it is taken
+        handle.write(last.replace("ex-135", "ex-136").replace("2026-11-28", "2026-11-29") + "\n")
+    daemon.wait_until(
+        lambda: (m := daemon.scrape()) and runs(m, "reference", "failure") >= 1,
+        what="a failed run",
+    )
+    assert daemon.stop()[0] == 0
+    lines = daemon.log_lines()
+    assert not [l for l in lines if l.get("event") == "run crashed"]
+    failed = [l["error"] for l in lines if l.get("event") == "run failed"]
+    assert failed and f"{state}: the state file is corrupt" in failed[0], failed
