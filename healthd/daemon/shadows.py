@@ -11,6 +11,7 @@ from typing import Any
 
 from healthd._collector import replay_collection
 from healthd.daemon.replay_store import ReplayStore, StateHolding
+from healthd.daemon.state import StateError
 from healthd.daemon.targets import TargetRuntime, build_shadow, newest_change
 from healthd.daemon.views import Views
 from healthd.evaluator import Replay
@@ -55,7 +56,8 @@ class Shadows(Views):
     def _resume(self, t: TargetRuntime) -> bool:
         """Rebuild a persistent shadow's replay from the checkpoint of its last committed
         batch, without touching the shadow. False (and ``t.note`` says why) when it cannot
-        be, and the next run replays from scratch."""
+        be, and the next run replays from scratch; StateError when the state file cannot be
+        read, which no fresh replay mends."""
         memory: Memory | None = None
         try:
             memory = build_shadow(t)
@@ -97,6 +99,8 @@ class Shadows(Views):
                 except Exception:
                     pass
             t.replay = None
+            if isinstance(exc, StateError):
+                raise  # the state file's fault: a fresh replay would empty a sound shadow
             t.note = (
                 f"could not restore the shadow ({redact_text(f'{type(exc).__name__}: {exc}')})"
                 ": fresh replay"

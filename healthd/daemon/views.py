@@ -14,7 +14,7 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from healthd.daemon.state import SourceRow, StateStore, TargetRow
+from healthd.daemon.state import SourceRow, StateError, StateStore, TargetRow
 from healthd.daemon.targets import SourceRuntime, TargetRuntime
 from healthd.exporters.report import probe_json
 from healthd.logging import redact_text
@@ -221,6 +221,8 @@ class Views:
                     return t.page
                 try:
                     self._resume(t)
+                except StateError:
+                    return t.page  # the next run says it
                 finally:
                     self.lock.release()
             replay, results = t.replay, t.row.results

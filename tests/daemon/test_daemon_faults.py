@@ -391,3 +391,51 @@ def test_a_stored_events_index_going_bad_while_running_fails_runs_naming_the_sta
     assert not [l for l in lines if l.get("event") == "run crashed"]
     failed = [l["error"] for l in lines if l.get("event") == "run failed"]
     assert failed and f"{state}: the state file is corrupt" in failed[0], failed
+
+
+def _shadow_rows(shadow: Path) -> tuple[int, int]:
+    db = sqlite3.connect(f"file:{shadow}?mode=ro", uri=True)
+    try:
+        counts = [
+            db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("records", "checkpoints")
+        ]
+    finally:
+        db.close()
+    return counts[0], counts[1]
+
+
+@pytest.mark.slow
+def test_a_corrupt_state_page_met_on_resuming_leaves_the_healthy_shadow_as_it_was(
+    start_daemon, tmp_path
+):
+    # After an interrupted run the shadow's checkpoint is checked against the stored event
+    # it last applied. When that page of the state file was the bad one, the resume took it
+    # for a shadow that could not be restored: it emptied the sound shadow for a fresh
+    # replay, which then failed on the state file; a state file restored from a backup
+    # found the shadow gone, and the whole history to replay again.
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        cron="0 0 1 1 *",  # only the run on start
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    first = start_daemon(config, port=port, log_name="first.log")
+    first.wait_runs("reference")
+    assert first.stop()[0] == 0
+    shadow = tmp_path / "state" / "shadows" / "reference.sqlite"
+    kept = _shadow_rows(shadow)
+    state = tmp_path / "state" / "state.sqlite"
+    # as a run interrupted after its shadow's last checkpoint leaves it
+    subprocess.run(["sqlite3", str(state), "UPDATE targets SET dirty = 1"], check=True)
+    _garble_page_holding(state, b'"id": "ex-135"')  # the page of the last event applied
+
+    second = start_daemon(config, port=port, log_name="second.log")
+    second.wait_runs("reference", result="failure")
+    assert second.stop()[0] == 0
+    lines = second.log_lines()
+    failed = [l["error"] for l in lines if l.get("event") == "run failed"]
+    assert failed and f"{state}: the state file is corrupt" in failed[0], failed
+    assert not [l for l in lines if l.get("event") == "fresh replay"]
+    assert _shadow_rows(shadow) == kept
