@@ -43,7 +43,7 @@ from healthd.daemon.runner import Runner
 from healthd.daemon.scheduler import Schedule, parse_schedule
 from healthd.daemon.server import HttpServer, build_app
 from healthd.daemon.state import StateStore
-from healthd.daemon.targets import is_persistent
+from healthd.daemon.targets import is_persistent, target_options
 from healthd.daemon.webconfig import WebConfig, load_web_config
 from healthd.errors import ConfigError, HealthdError
 from healthd.exporters.prometheus import build_registry
@@ -364,13 +364,14 @@ class Daemon:
 
 
 def _own_shadows(settings: Settings) -> list[str]:
-    """The reference shadows given their own ``path``: the others lie beside the state
-    file, under its lock."""
-    return [
-        str(t.options["path"])
-        for t in settings.targets.values()
-        if t.kind == "reference" and is_persistent(dict(t.options))
-    ]
+    """Every persistent reference shadow, those beside the state file too: another daemon
+    may be given one of them as its own ``path``."""
+    shadows = []
+    for name, t in settings.targets.items():
+        options = target_options(settings, name)
+        if t.kind == "reference" and is_persistent(options):
+            shadows.append(str(options["path"]))
+    return shadows
 
 
 def run(settings: Settings) -> int:

@@ -126,9 +126,11 @@ def _paths_open(pid: int, dev: int, ino: int) -> list[str]:
 
 
 class ShadowLocks:
-    """One daemon per persistent shadow file too. A shadow given its own ``path`` lies
-    outside the state file's directory, out of :class:`StateLock`'s reach, and two daemons
-    writing one shadow reset and replay each other's writes away (or serve them). Each is
+    """One daemon per persistent shadow file too. A shadow is out of :class:`StateLock`'s
+    reach: one given its own ``path`` lies elsewhere, and one beside the state file is
+    shared by another state file in that directory or named by another daemon's ``path``;
+    two daemons writing one shadow reset and replay each other's writes away (or serve
+    them). Each is
     held with an exclusive ``flock`` on ``<resolved path>.lock``, which a corrupt shadow
     moved aside leaves in place and which says who holds it: the pid and the
     ``state_path`` the daemon was started with."""

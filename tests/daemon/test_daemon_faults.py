@@ -247,7 +247,8 @@ def test_a_corrupt_state_file_is_named_and_the_healthy_shadow_is_left_alone(star
         l.get("event") == "shadow corrupt: moved aside, rebuilt" for l in second.log_lines()
     )
     assert sorted(p.name for p in (tmp_path / "state" / "shadows").iterdir()) == [
-        "reference.sqlite"
+        "reference.sqlite",
+        "reference.sqlite.lock",
     ]
     assert not sample(metrics, "healthd_shadow_rebuilds_total", target="reference")
     assert second.stop()[0] == 0

@@ -405,6 +405,39 @@ def test_a_second_daemon_sharing_a_reference_shadow_file_exits_2_naming_the_hold
     assert alone.stop()[0] == 0
 
 
+@pytest.mark.parametrize("second_state", ["b/state/state.sqlite", "a/state/other.sqlite"])
+def test_a_second_daemon_reaching_the_first_one_s_own_shadow_file_exits_2_naming_the_holder(
+    start_daemon, tmp_path, second_state
+):
+    # The first daemon keeps its shadow beside its state file (no path given). A second one
+    # given that file as its path, or keeping its own state file in the same directory
+    # (whose shadows go to the same shadows/reference.sqlite), took it unopposed, and each
+    # replayed the other's writes away.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    port, other_port = free_port(), free_port()
+    own = {"reference": {"kind": "reference", "shadow": True}}
+    first = start_daemon(toml_config(tmp_path / "a", port=port, targets=own), port=port)
+    first.wait_runs("reference")
+    shadow = tmp_path / "a" / "state" / "shadows" / "reference.sqlite"
+    given = {"reference": {"kind": "reference", "shadow": True, "path": str(shadow)}}
+    second = toml_config(
+        tmp_path / "b", port=other_port, targets=given if second_state.startswith("b") else own
+    )
+    second.write_text(
+        second.read_text().replace(
+            str(tmp_path / "b" / "state" / "state.sqlite"), str(tmp_path / second_state)
+        )
+    )
+    done = run_cli("run", "--config", str(second))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(shadow) in lines[0], lines
+    assert f"pid {first.proc.pid}" in lines[0] and str(tmp_path / "a") in lines[0], lines
+    assert first.get("/readyz").status_code == 200  # the first one is untouched
+    assert first.stop()[0] == 0
+
+
 @pytest.mark.parametrize("link", ["symlink", "hard link", "symlinked directory"])
 def test_a_link_to_a_running_daemon_s_state_file_is_the_same_state_file(daemon, tmp_path, link):
     import os
