@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from opentelemetry.trace import Status, StatusCode
 
-from healthd.daemon.state import RunRecord, SourceRow
+from healthd.daemon.state import RunRecord, SourceRow, StateError
 from healthd.daemon.views import Views
 from healthd.logging import get_logger, redact_text
 from healthd.model import ChangeEvent
@@ -38,7 +38,21 @@ class Pulling(Views):
         self, run_id: str, record: RunRecord, only: set[str] | None = None
     ) -> tuple[list[tuple[str, ChangeEvent]], set[str]]:
         """New events from every source (or those in ``only``), merged, each with the name
-        of its source; and the sources that stopped at a bound with more to read."""
+        of its source; and the sources that stopped at a bound with more to read. When the
+        state file cannot be read to look new events up (StateError), every source is left
+        where it was: the events pulled before are pulled again by the next run."""
+        before = {s.name: s.row for s in self.sources.values()}
+        try:
+            return self._pull_sources(run_id, record, only)
+        except StateError:
+            with self._changing():
+                for s in self.sources.values():
+                    s.row = before[s.name]
+            raise
+
+    def _pull_sources(
+        self, run_id: str, record: RunRecord, only: set[str] | None
+    ) -> tuple[list[tuple[str, ChangeEvent]], set[str]]:
         per_source: list[list[ChangeEvent]] = []
         source_of: dict[int, str] = {}
         given: dict[str, tuple[str, ChangeEvent]] = {}  # this pull's events, by id

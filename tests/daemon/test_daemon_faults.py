@@ -3,6 +3,7 @@ the failure visible in /metrics and nothing lost."""
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 import sqlite3
@@ -440,3 +441,96 @@ def test_a_corrupt_state_page_met_on_resuming_leaves_the_healthy_shadow_as_it_wa
     assert failed and f"{state}: the state file is corrupt" in failed[0], failed
     assert not [l for l in lines if l.get("event") == "fresh replay"]
     assert _shadow_rows(shadow) == kept
+
+
+def _letter_timeline(path: Path, letter: str, first: int, last: int) -> None:
+    """Events ``letter-first`` .. ``letter-last``, one new fact each, appended to ``path``."""
+    with path.open("a") as handle:
+        for n in range(first, last + 1):
+            at = f"2025-01-{1 + n // 1440:02d}T{n // 60 % 24:02d}:{n % 60:02d}:00Z"
+            fact = {"subject": f"{letter}-svc-{n}", "predicate": "owner", "value": "x"}
+            event = {"id": f"{letter}-{n:04d}", "type": "added", "timestamp": at}
+            event.update(source=letter, fact={**fact, "domain": "ownership"})
+            handle.write(json.dumps({**event, "depends_on": [], "metadata": {}}) + "\n")
+
+
+@pytest.mark.slow
+def test_a_state_file_unreadable_for_a_while_loses_no_event_of_another_source(
+    start_daemon, tmp_path
+):
+    # A run that could not look up source b's new events in the state file failed; source
+    # a, pulled before it in that run, had its cursor moved past events that were never
+    # stored, so once the state file read again they were never taken.
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _letter_timeline(a, "a", 1, 600)
+    _letter_timeline(b, "b", 1, 600)
+    port = free_port()
+    config = toml_config(
+        tmp_path,
+        port=port,
+        sources={"a": {"kind": "file", "path": str(a)}, "b": {"kind": "file", "path": str(b)}},
+        targets={"reference": {"kind": "reference", "shadow": True}},
+    )
+    daemon = start_daemon(config, port=port)
+    daemon.wait_runs("reference")
+    state = tmp_path / "state" / "state.sqlite"
+    # the last page of the (source, id) index holds b's newest ids, where b's new ones go
+    page = subprocess.run(
+        [
+            "sqlite3",
+            "-cmd",
+            ".timeout 5000",  # (while a run writes it)
+            str(state),
+            "SELECT max(pageno) FROM dbstat "
+            "WHERE name = 'sqlite_autoindex_events_1' AND pagetype = 'leaf'",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    sound = _swap_page(state, int(page), random.Random(7).randbytes(4096))
+    _letter_timeline(b, "b", 601, 605)
+    _letter_timeline(a, "a", 601, 605)
+    failures = runs(daemon.scrape(), "reference", "failure")
+    daemon.wait_until(
+        lambda: runs(daemon.scrape(), "reference", "failure") >= failures + 2,
+        what="runs failing on the state file",
+    )
+    _swap_page(state, int(page), sound)
+    metrics = daemon.wait_until(
+        lambda: (
+            (m := daemon.scrape())
+            and sample(m, "healthd_source_events_total", source="b") == 605
+            and m
+        ),
+        what="b's new events taken",
+    )
+    assert daemon.stop()[0] == 0
+    assert any(l.get("event") == "run failed" for l in daemon.log_lines())
+    db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
+    stored = dict(db.execute("SELECT source, count(*) FROM events GROUP BY source").fetchall())
+    db.close()
+    assert stored == {"a": 605, "b": 605}
+    assert sample(metrics, "healthd_source_events_total", source="a") == 605
+
+
+def _swap_page(database: Path, page: int, data: bytes) -> bytes:
+    """Put ``data`` in place of page ``page`` (from 1) under SQLite's own lock, as a disk
+    read going bad and coming back leaves it; the page that was there."""
+    db = sqlite3.connect(database, isolation_level=None)
+    db.execute("BEGIN EXCLUSIVE")
+    try:
+        with database.open("r+b") as handle:
+            header = handle.read(28)
+            size = int.from_bytes(header[16:18], "big")
+            handle.seek((page - 1) * size)
+            was = handle.read(size)
+            handle.seek((page - 1) * size)
+            handle.write(data[:size])
+            # a new change counter, so that the daemon reads its pages again
+            handle.seek(24)
+            handle.write((int.from_bytes(header[24:28], "big") + 1).to_bytes(4, "big"))
+    finally:
+        db.execute("ROLLBACK")
+        db.close()
+    return was
