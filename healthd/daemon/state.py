@@ -502,6 +502,8 @@ class StateStore:
         try:
             yield
         except sqlite3.Error as exc:
+            if _undecodable(exc):
+                raise self._corrupt("a stored value is unreadable: not UTF-8 text") from exc
             if getattr(exc, "sqlite_errorname", None) not in CORRUPT:
                 raise StateError(f"{self.path}: cannot read the state file: {exc}") from exc
             raise self._corrupt(str(exc)) from exc
@@ -546,7 +548,13 @@ class StateStore:
     def run_history(self) -> list[dict[str, Any]]:
         """The recent runs the page at / lists, as :meth:`save_run_history` left them
         (oldest first); none when unreadable, which is said once."""
-        row = self._db.execute("SELECT value FROM meta WHERE key='run_history'").fetchone()
+        with self._reading():
+            try:
+                row = self._db.execute("SELECT value FROM meta WHERE key='run_history'").fetchone()
+            except sqlite3.Error as exc:
+                if not _undecodable(exc):
+                    raise
+                row = ("",)  # bytes gone bad: unreadable, as bad JSON is
         if row is None:
             return []
         try:
@@ -595,6 +603,15 @@ class StateStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _undecodable(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` is Python's refusal of a stored text that is no UTF-8 (SQLite checks
+    its pages, not what a row holds: a value gone bad on disk is read back as it is). Its
+    message quotes the whole value, which may be megabytes."""
+    return getattr(exc, "sqlite_errorname", None) is None and str(exc).startswith(
+        "Could not decode to UTF-8"
+    )
 
 
 def _chunk(left: int) -> int:

@@ -287,8 +287,10 @@ def test_a_state_file_with_a_corrupt_table_is_refused_at_start_in_one_line(
         "UPDATE targets SET results = substr(results, 1, 40) || char(1) || substr(results, 42)",
         "UPDATE targets SET snapshot = '{\"llm_budget\": ' WHERE name = 'reference'",
         "INSERT OR REPLACE INTO people VALUES ('example', '[{\"handle\": 1}]')",
+        # bytes that are no UTF-8: the error quoted the whole value
+        "UPDATE targets SET results = CAST(X'FF' AS TEXT) || results",
     ],
-    ids=["results", "snapshot", "people"],
+    ids=["results", "snapshot", "people", "results-bytes"],
 )
 def test_a_state_file_with_an_unreadable_stored_value_is_refused_at_start_in_one_line(
     start_daemon, tmp_path, edit
@@ -534,3 +536,44 @@ def _swap_page(database: Path, page: int, data: bytes) -> bytes:
         db.execute("ROLLBACK")
         db.close()
     return was
+
+
+@pytest.mark.slow
+def test_a_run_history_gone_bad_on_disk_starts_anew_as_an_unreadable_one_does(
+    start_daemon, tmp_path
+):
+    # The recent runs the page at / lists are one long value in the state file, spilling
+    # onto a page of its own, which SQLite reads back as it is: bytes gone bad there that
+    # are no UTF-8 crashed every start with a Python traceback ('Could not decode to UTF-8
+    # column 'value' with text ...', the whole value quoted), where bad JSON starts anew.
+    port = free_port()
+    config = toml_config(tmp_path, port=port)
+    first = start_daemon(config, port=port, log_name="first.log")
+    state = tmp_path / "state" / "state.sqlite"
+
+    def overflow() -> list[str]:
+        return subprocess.run(
+            [
+                "sqlite3",
+                "-readonly",
+                str(state),
+                "SELECT pageno FROM dbstat WHERE name = 'meta' AND pagetype = 'overflow'",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,  # (busy while a run writes it)
+        ).stdout.split()
+
+    first.wait_until(overflow, timeout=60, what="a run history longer than a page")
+    assert first.stop()[0] == 0
+    pages = overflow()
+    data = bytearray(state.read_bytes())
+    start = (int(pages[-1]) - 1) * 4096 + 4  # (after the link to the next page)
+    data[start : start + 64] = b"\xff" * 64
+    state.write_bytes(bytes(data))
+
+    second = start_daemon(config, port=port, log_name="second.log")
+    second.wait_runs("reference")
+    assert second.stop()[0] == 0
+    logged = [l.get("event") for l in second.log_lines()]
+    assert "the state file's run history is unreadable; it starts anew" in logged
