@@ -19,9 +19,10 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 
 # podman, runc, debootstrap: tests/monitoring/test_image.py builds and runs the image;
-# openssl: the listener's TLS test certificates; postgresql: the langmem target's PostgresStore
+# openssl: the listener's TLS test certificates; postgresql: the langmem target's PostgresStore;
+# strace: the count of disk syncs serve-memory --path makes
 debian_packages=(git sqlite3 adr-tools prometheus prometheus-alertmanager chromium openssl
-  podman runc debootstrap postgresql)
+  podman runc debootstrap postgresql strace)
 missing=()
 for pkg in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
