@@ -651,13 +651,14 @@ class RepoSource:
         when, stamp = None, 0.0  # a commit's events share its time: converted once
         for ev in events:
             fact = ev.fact
+            text = (fact.subject, fact.predicate, fact.value, fact.domain)  # fact_text, inlined
             if ev.type == "invalidated":
-                observed[(fact.subject, fact.predicate, fact.value, fact.domain)] = None
+                observed[text] = None
                 continue
             if ev.timestamp is not when:
                 when = ev.timestamp
                 stamp = when.timestamp()
-            observed[(fact.subject, fact.predicate, fact.value, fact.domain)] = stamp
+            observed[text] = stamp
         return events
 
     def _cursor(self, commit: str, seen: dict[str, float], extractor: Extractor) -> str:

@@ -68,7 +68,7 @@ _MAY_BE_VENDORED = re.compile("|".join(sorted(map(re.escape, _VENDORED)))).searc
 
 #: A script that is a copy of another project's, by its name: a minified build
 #: (``x.min.js``, ``x-min.js``), jQuery or Bootstrap, as GitHub Linguist's vendor.yml
-#: tells, and a jQuery plugin (``jquery.easing.js``), which Linguist counts as code.
+#: tells; a jQuery plugin (``jquery.easing.js``) too, though Linguist counts those as code.
 _VENDORED_SCRIPT = re.compile(r"(?:.*[.-]min|jquery.*|bootstrap.*)\.js", re.I).fullmatch
 
 
