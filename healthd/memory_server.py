@@ -5,7 +5,10 @@ the server the ``http`` target is exercised against end to end. Every namespace 
 reference memory of its own, created as a shadow by its first reset; namespaces given with
 ``--protect`` exist and are not shadows, so writes to them are refused (409). Applying an
 event is idempotent by its id. Bad requests get 400 with a message naming the field. A
-connection whose client sends nothing for ``idle_seconds`` (60) is closed.
+connection whose client sends nothing for ``idle_seconds`` (60) is closed, and so is one
+whose request, from its first byte to the end of its body, takes longer than
+``request_seconds`` (60) to arrive, however it trickles in (a body cut off so gets 408).
+At most ``max_connections`` (64) are served at once; one more gets 503 and is closed.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,7 +49,76 @@ class BadRequest(Exception):
         self.status = status
 
 
-class _ThreadingHTTPServer6(ThreadingHTTPServer):
+class _RequestClock(io.RawIOBase):
+    """A connection's reading side that holds each request to a total time: from the first
+    bytes received after :meth:`start`, every read must end within ``request_seconds``
+    (TimeoutError past it), as well as within ``idle_seconds`` of the one before."""
+
+    def __init__(self, connection: socket.socket, idle_seconds: float, request_seconds: float):
+        self._connection = connection
+        self._idle = idle_seconds
+        self._request = request_seconds
+        self._deadline: float | None = None
+
+    def start(self) -> None:
+        """A new request: its clock starts with the next bytes received."""
+        self._deadline = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._deadline is None:
+            self._connection.settimeout(self._idle)
+        else:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the request took over {self._request:g} s to arrive")
+            self._connection.settimeout(min(self._idle, left))
+        try:
+            got = self._connection.recv_into(buffer)
+        except TimeoutError:
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                raise TimeoutError(f"the request took over {self._request:g} s to arrive") from None
+            raise TimeoutError(f"nothing received for {self._idle:g} s") from None
+        if got and self._deadline is None:
+            self._deadline = time.monotonic() + self._request
+        return got
+
+
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` at once: one more is answered
+    503 and closed at once, so clients that open connections and hold them idle cannot make
+    the server start threads without end."""
+
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            message = json.dumps({"message": f"over {self.max_connections} connections at once"})
+            try:
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nRetry-After: 1\r\n"
+                    + f"Content-Length: {len(message)}\r\n\r\n{message}".encode()
+                )
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+class _BoundedHTTPServer6(_BoundedHTTPServer):
     address_family = socket.AF_INET6
 
 
@@ -60,6 +133,8 @@ class MemoryServer:
         path: str = ":memory:",
         protected: Iterable[str] = (),
         idle_seconds: float = 60.0,
+        request_seconds: float = 60.0,
+        max_connections: int = 64,
     ) -> None:
         self.path = path
         self.protected = set(protected)
@@ -88,6 +163,15 @@ class MemoryServer:
             wbufsize = 1 << 16  # one send per response: no Nagle/delayed-ACK stall
             timeout = idle_seconds  # a client silent this long (mid-request too) is let go
 
+            def setup(self) -> None:
+                super().setup()
+                self.clock = _RequestClock(self.connection, idle_seconds, request_seconds)
+                self.rfile = io.BufferedReader(self.clock)
+
+            def handle_one_request(self) -> None:
+                self.clock.start()
+                super().handle_one_request()
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -98,8 +182,8 @@ class MemoryServer:
                 server._handle(self)
 
         bare = ipv6_address(host)
-        server_class = ThreadingHTTPServer if bare is None else _ThreadingHTTPServer6
-        self.httpd = server_class((bare or host, port), Handler)
+        server_class = _BoundedHTTPServer if bare is None else _BoundedHTTPServer6
+        self.httpd = server_class((bare or host, port), Handler, max_connections)
         self.httpd.daemon_threads = True
         self.url = f"http://{url_host(host)}:{self.httpd.server_address[1]}"
 
@@ -120,6 +204,9 @@ class MemoryServer:
             except BadRequest:  # (what is left of the body is no next request)
                 request.close_connection = True
                 raise
+            except TimeoutError as exc:  # (RFC 9110, 15.5.9)
+                request.close_connection = True
+                raise BadRequest(408, f"request body not received: {exc}") from None
             try:
                 body = _json.loads(raw) if raw else None
             except _json.BadJSON as exc:

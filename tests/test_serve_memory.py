@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
 import requests
@@ -142,7 +143,90 @@ def test_a_client_that_sends_nothing_does_not_hold_a_connection_for_ever():
         ) as idle,
     ):
         idle.sendall(b"POST /v1/namespaces/a/reset HTTP/1.1\r\nContent-Length: 10\r\n\r\n")
-        assert idle.recv(1024) == b""  # closed by the server, not by this timeout
+        answer = _until_closed(idle)  # closed by the server, not by this timeout
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert b"request body not received: nothing received for 0.5 s" in answer
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    received = b""
+    while chunk := sock.recv(4096):
+        received += chunk
+    return received
+
+
+def _trickle(sock: socket.socket, data: bytes, every: float) -> float:
+    """Sends ``data`` a byte at a time until the server closes; how long that took."""
+    started = time.monotonic()
+    try:
+        for byte in data:
+            sock.sendall(bytes([byte]))
+            time.sleep(every)
+    except OSError:  # (closed by the server while sending)
+        pass
+    return time.monotonic() - started
+
+
+def test_a_body_trickled_in_within_the_idle_time_is_cut_off_at_the_request_time():
+    """A client sending a byte every fraction of the idle time held a thread of the server's
+    for as long as it liked: a megabyte at a byte a minute is two years."""
+    with (
+        MemoryService(idle_seconds=1, request_seconds=1.5) as service,
+        socket.create_connection(
+            ("127.0.0.1", service.httpd.server_address[1]), timeout=30
+        ) as sock,
+    ):
+        sock.sendall(b"POST /v1/namespaces/a/reset HTTP/1.1\r\nContent-Length: 100\r\n\r\n")
+        took = _trickle(sock, b" " * 100, every=0.2)  # 20 s if let
+        answer = _until_closed(sock)
+    assert took < 10, took
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    assert b"the request took over 1.5 s to arrive" in answer
+
+
+def test_a_request_line_trickled_in_is_cut_off_at_the_request_time():
+    with (
+        MemoryService(idle_seconds=1, request_seconds=1.5) as service,
+        socket.create_connection(
+            ("127.0.0.1", service.httpd.server_address[1]), timeout=30
+        ) as sock,
+    ):
+        took = _trickle(sock, b"GET /v1/namespaces/" + b"a" * 100, every=0.2)
+        assert sock.recv(4096) == b""
+    assert took < 10, took
+
+
+def test_connections_over_the_limit_get_503_and_a_freed_slot_serves_again():
+    """Every connection held a thread: clients holding connections open made the server
+    start threads without end."""
+    with MemoryService(max_connections=2) as service:
+        address = ("127.0.0.1", service.httpd.server_address[1])
+        held = [socket.create_connection(address, timeout=30) for _ in range(2)]
+        time.sleep(0.2)  # (both accepted, each a thread waiting for its request)
+        with socket.create_connection(address, timeout=30) as third:
+            answer = _until_closed(third)
+        assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
+        assert b"over 2 connections at once" in answer
+        held.pop().close()
+        time.sleep(0.2)
+        assert requests.get(f"{service.url}/v1/namespaces/a", timeout=5).status_code == 404
+        for sock in held:
+            sock.close()
+
+
+def test_each_request_on_a_kept_connection_has_its_own_time():
+    """The request time counts from a request's first byte: a connection kept open longer
+    than it, between requests, is not cut off."""
+    with (
+        MemoryService(idle_seconds=3, request_seconds=0.5) as service,
+        requests.Session() as session,
+    ):
+        base = f"{service.url}/v1/namespaces/a"
+        assert session.post(f"{base}/reset", timeout=5).status_code == 204
+        time.sleep(1)
+        assert session.post(f"{base}/events", json=EVENT, timeout=5).status_code == 204
+        time.sleep(1)
+        assert session.get(base, timeout=5).status_code == 200
 
 
 EVENT = {
