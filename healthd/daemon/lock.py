@@ -45,12 +45,17 @@ class StateLock:
             raise StateError(f"{self.state_path}: cannot open state file: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
             raise HealthdError(
                 f"state file {self.state_path} is in use by another healthd ({holder}); "
                 "give each daemon its own state_path"
+            ) from None
+        except OSError as exc:  # (a file system without locks: NFS without lockd, ENOLCK)
+            os.close(fd)
+            raise StateError(
+                f"{self.state_path}: cannot lock the state file: {exc.strerror}"
             ) from None
         self._fd = fd
         try:
@@ -169,7 +174,7 @@ class ShadowLocks:
             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             noted = os.pread(fd, 4096, 0).decode("utf-8", "replace").split("\n")
             os.close(fd)
             holder = f"pid {noted[0]}" if noted[0].isdigit() else "pid unknown"
@@ -178,6 +183,11 @@ class ShadowLocks:
             raise HealthdError(
                 f"shadow file {shadow} is in use by another healthd ({holder}); "
                 "give each daemon its own shadow path"
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise HealthdError(
+                f"shadow file {shadow}: cannot lock it ({lock}: {exc.strerror})"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n{os.path.abspath(self.state_path)}\n".encode(), 0)
