@@ -954,6 +954,12 @@ def _source_reachability(source: SourceConfig) -> list[str]:
     return problems
 
 
+#: What the longest file name made from a shadow's adds to it: a corrupt one moved aside
+#: with its write-ahead log, ``.corrupt-20261206T120000000000Z-wal``.
+_ASIDE_SUFFIX_BYTES = len(".corrupt-20261206T120000000000Z-wal")
+_NAME_MAX = 255  # bytes in one file name (Linux's NAME_MAX, and most file systems')
+
+
 def shadow_path(state_path: str, target: str) -> str:
     """Where the daemon keeps a target's persistent shadow: beside the state file."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
@@ -973,6 +979,16 @@ def _shared_shadows(settings: Settings) -> list[str]:
         options = target.options
         path = str(options.get("path") or shadow_path(settings.state_path, name))
         if path == ":memory:":
+            continue
+        if (
+            not options.get("path")
+            and (size := len(os.path.basename(path).encode()) + _ASIDE_SUFFIX_BYTES) > _NAME_MAX
+        ):
+            problems.append(
+                f"targets.{name}: the name is too long for the shadow's file name beside the "
+                f"state file ({size} bytes with the suffixes healthd adds, over {_NAME_MAX}); "
+                "shorten it or give the target a path"
+            )
             continue
         if _same_file(path, settings.state_path):
             problems.append(

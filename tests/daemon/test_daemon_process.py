@@ -430,6 +430,34 @@ def test_two_targets_sharing_one_shadow_file_are_refused(tmp_path):
     assert not (tmp_path / "state.sqlite").exists()
 
 
+def test_a_target_name_too_long_for_its_shadow_file_is_refused_before_any_run(tmp_path):
+    # check-config said ok; the daemon then stopped at its start: "File name too long".
+    # 80 characters of CJK are 240 bytes of UTF-8: the file name `<name>.sqlite` fits, the
+    # names healthd makes from it (a corrupt shadow moved aside, its log) do not.
+    long_name = "資" * 80
+    config = tmp_path / "long.toml"
+    config.write_text(
+        f'state_path = "{tmp_path / "state.sqlite"}"\nexample = true\n'
+        f'[targets."{long_name}"]\nkind = "reference"\nshadow = true\n'
+        f'[targets."{"a" * 200}"]\nkind = "reference"\nshadow = true\n'
+    )
+    for command in ("check-config", "run"):
+        result = run_cli(command, "--config", str(config))
+        assert result.returncode == 2, result.stderr
+        assert f"targets.{long_name}: the name is too long for the shadow's file name" in (
+            result.stderr
+        )
+        assert "(282 bytes with the suffixes healthd adds, over 255)" in result.stderr
+        assert f"targets.{'a' * 200}:" not in result.stderr  # (242 bytes: it fits)
+    assert not (tmp_path / "state.sqlite").exists()
+    config.write_text(
+        f'state_path = "{tmp_path / "state.sqlite"}"\nexample = true\n'
+        f'[targets."{long_name}"]\nkind = "reference"\nshadow = true\n'
+        f'path = "{tmp_path / "own.sqlite"}"\n'
+    )
+    assert run_cli("check-config", "--config", str(config)).returncode == 0
+
+
 def test_a_reference_shadow_given_the_state_file_as_its_path_is_refused(tmp_path):
     # It ran: the shadow's tables went into the state file, which the next start refused
     # as another application's ("it holds other tables: checkpoints, ..."), history and all.
