@@ -13,10 +13,12 @@ from typing import Any, Literal
 from healthd.durations import parse_duration
 from healthd.sources._gitlog import check_where, since_datetime
 
-#: Directory names (globs, matched at any depth) that hold no modules by default: vendored
-#: code, documentation and test fixtures (``testdata``, which the go tool ignores, and the
-#: fake projects of ``fixtures`` and ``__fixtures__``).
-#: The ADR directory (``.adr-dir``) is excluded as well.
+#: Directory names (globs, matched at any depth; with a leading ``/``, at the root alone)
+#: that hold no modules by default: vendored code, documentation and test fixtures
+#: (``testdata``, which the go tool ignores, and the fake projects of ``fixtures`` and
+#: ``__fixtures__``). ``docs`` at the root alone, as GitHub Linguist's documentation.yml
+#: has it: create-turbo's ``apps/docs`` is an app. The ADR directory (``.adr-dir``) is
+#: excluded as well.
 DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
     "vendor",
     "Godeps",
@@ -32,10 +34,10 @@ DEFAULT_EXCLUDED_DIRS: tuple[str, ...] = (
     "Carthage",
     "bower_components",
     "__pycache__",
-    "docs",
-    "doc",
-    "Docs",
-    "Doc",
+    "/docs",
+    "/doc",
+    "/Docs",
+    "/Doc",
     "Documentation",
     "testdata",
     "fixtures",

@@ -15,12 +15,13 @@ Options (``[sources.<name>]`` with ``kind = "git"``)::
                                         # once, at the last commit before that date
     service_roots = ["services/*"]      # default []: modules are found by their manifests
     exclude = ["scripts"]               # module/service names (globs) that are not ones
-    exclude_dirs = ["vendor", "docs"]   # directory names (globs, any depth) holding no
+    exclude_dirs = ["vendor", "/docs"]  # directory names (globs, any depth; "/name": at
+                                        # the root alone) holding no
                                         # modules; default: vendor, Godeps, node_modules,
                                         # third_party, third-party (and [Tt]hird[Pp]arty,
                                         # 3rd_party, ...), deps, vendors, Carthage,
                                         # bower_components,
-                                        # __pycache__, docs, doc, Docs, Doc,
+                                        # __pycache__, /docs, /doc, /Docs, /Doc,
                                         # Documentation, testdata,
                                         # fixtures, __fixtures__ (and the ADR directories)
     adr_dirs = ["decision-record"]      # ADR directories besides those the adr source
@@ -237,8 +238,10 @@ class GitExtractor(Extractor):
         self.manifest_subject = lru_cache(maxsize=65536)(self._manifest_subject)
         self._excluded = lru_cache(maxsize=65536)(self._excluded_name)
         # a directory name matching one of ``exclude_dirs`` (what fnmatchcase tells for
-        # each, in one match: fnmatchcase matches fnmatch.translate's expression)
-        self._excluded_part = _any_glob(opts.exclude_dirs)
+        # each, in one match: fnmatchcase matches fnmatch.translate's expression); those
+        # written with a leading slash, a top-level directory's name alone
+        self._excluded_part = _any_glob([p for p in opts.exclude_dirs if not p.startswith("/")])
+        self._excluded_top = _any_glob([p[1:] for p in opts.exclude_dirs if p.startswith("/")])
 
     def people(self) -> list[Person]:
         """The CODEOWNERS' owners as identity records (handles and e-mails)."""
@@ -253,7 +256,10 @@ class GitExtractor(Extractor):
         if any(directory == adr or directory.startswith(adr + "/") for adr in self.adr_dirs):
             return True
         excluded = self._excluded_part
-        return any(part.startswith(".") or excluded(part) for part in directory.split("/"))
+        parts = directory.split("/")
+        return self._excluded_top(parts[0]) or any(
+            part.startswith(".") or excluded(part) for part in parts
+        )
 
     def _unit_of_dir(self, directory: str) -> str | None:
         if not directory or self.excluded_dir(directory):

@@ -132,6 +132,56 @@ def test_vendored_documentation_and_adr_trees_are_not_modules(repo, brief):
     ]
 
 
+def test_a_docs_app_below_the_root_is_a_module_as_turborepos_starter_makes_one(repo, brief):
+    """create-turbo's starter (vercel/turborepo examples/basic, copied by thousands of
+    repositories) has a Next.js app in apps/docs beside apps/web; it was no module, since
+    `docs` matched at any depth. GitHub Linguist's documentation.yml knows `docs/` at the
+    root alone (``^[Dd]ocs?/``); a root docs/ tree is still none."""
+    next_app = '{"name": "%s", "dependencies": {"next": "^15.0.0", "ui": "workspace:*"}}'
+    repo.commit(
+        "2024-01-01",
+        {
+            "package.json": '{"name": "my-turborepo", "private": true}',
+            "pnpm-workspace.yaml": 'packages:\n  - "apps/*"\n  - "packages/*"\n',
+            "apps/docs/package.json": next_app % "docs",
+            "apps/docs/app/page.tsx": "",
+            "apps/web/package.json": next_app % "web",
+            "apps/web/app/page.tsx": "",
+            "packages/ui/package.json": '{"name": "ui", "devDependencies": {"react": "^19"}}',
+            "packages/ui/src/button.tsx": "",
+            "docs/site/package.json": '{"dependencies": {"docusaurus": "3.0.0"}}',
+            "docs/site/index.js": "",
+        },
+    )
+    assert {what for _, _, what in brief(pull(repo).events)} == {
+        "apps/docs exists=true",
+        "apps/docs dependency:next=^15.0.0",
+        "apps/docs dependency:ui=workspace:*",
+        "apps/docs language=typescript",
+        "apps/web exists=true",
+        "apps/web dependency:next=^15.0.0",
+        "apps/web dependency:ui=workspace:*",
+        "apps/web language=typescript",
+        "packages/ui exists=true",
+        "packages/ui dependency:react=^19",
+        "packages/ui language=typescript",
+    }
+
+
+def test_a_directory_name_written_with_a_leading_slash_is_excluded_at_the_root_alone(repo):
+    repo.commit(
+        "2024-01-01",
+        {
+            "build/tools/go.mod": go_mod("tools"),
+            "build/tools/main.go": "package main",
+            "cmd/build/go.mod": go_mod("cmd"),
+            "cmd/build/main.go": "package main",
+        },
+    )
+    subjects = {ev.fact.subject for ev in pull(repo, exclude_dirs=["/build"]).events}
+    assert subjects == {"cmd/build"}
+
+
 def test_go_test_fixtures_under_testdata_are_not_modules(repo, brief):
     """The go tool ignores directories named testdata (`go help packages`): the go.mod
     files of fixtures there (hashicorp/go-plugin's internal/cmdrunner/testdata, a linter's
