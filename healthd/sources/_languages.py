@@ -72,10 +72,18 @@ _MAY_BE_VENDORED = re.compile("|".join(sorted(map(re.escape, _VENDORED)))).searc
 _VENDORED_SCRIPT = re.compile(r"(?:.*[.-]min|jquery.*|bootstrap.*)\.js", re.I).fullmatch
 
 
+#: What a tool's configuration script is counted as, after its language: ``next.config.js``,
+#: ``vite.config.ts``, ``.eslintrc.cjs``. A few bytes each, they are counted apart from the
+#: module's own source so that two of them do not outvote two pages of it (GitHub Linguist,
+#: which counts bytes, has create-turbo's apps/web TypeScript; file for file it was a tie).
+CONFIGURATION = " configuration"
+
+
 def language_of(path: str) -> str | None:
-    """The language of a source file by its extension; None for other files and for
-    vendored code (node_modules, vendor, third_party, and a copy of a minified script,
-    jQuery or Bootstrap)."""
+    """The language of a source file by its extension (with :data:`CONFIGURATION` after
+    it for a tool's configuration script); None for other files and for vendored code
+    (node_modules, vendor, third_party, and a copy of a minified script, jQuery or
+    Bootstrap)."""
     start = path.rfind("/") + 1  # of the file name
     dot = path.rfind(".")
     if dot <= start:
@@ -88,9 +96,18 @@ def language_of(path: str) -> str | None:
         and _MAY_BE_VENDORED(path)
         and any(p in _VENDORED for p in path[: start - 1].split("/"))
     )
-    return None if vendored else lang
+    if vendored:
+        return None
+    if path[start] == "." or path.endswith(".config", start, dot):
+        return lang + CONFIGURATION
+    return lang
 
 
 def main_language(counts: Mapping[str, int]) -> str | None:
-    best = [(-n, lang) for lang, n in counts.items() if n > 0]
+    """The language with the most source files (ties: the first by name); configuration
+    scripts count only where there is nothing else."""
+    best = [(-n, lang) for lang, n in counts.items() if n > 0 and not lang.endswith(CONFIGURATION)]
+    if not best:
+        cut = len(CONFIGURATION)
+        best = [(-n, lang[:-cut]) for lang, n in counts.items() if n > 0]
     return min(best)[1] if best else None

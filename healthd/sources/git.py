@@ -49,8 +49,9 @@ across re-extraction):
   ``exists`` invalidation and its facts end by cascade (but those asserted at the very
   instant it goes, which a cascade leaves standing: each ends by an event of its own).
 * ``(<module>, "language", "go", tech)``: the language with the most source files in the
-  module (ties: alphabetical; a file's language is its extension's, a ``.h`` file C); a
-  rewrite is a ``revised`` event.
+  module (ties: alphabetical; a file's language is its extension's, a ``.h`` file C; a
+  tool's configuration script, ``next.config.js``, counts only in a module with no other
+  source); a rewrite is a ``revised`` event.
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
@@ -928,8 +929,8 @@ class GitSource(RepoSource):
         return "|".join(
             [
                 # v3: copies of scripts not counted, a root requirements file no root
-                # module, npm workspaces
-                "modules-v3",
+                # module, npm workspaces; v4: configuration scripts counted apart
+                "modules-v4",
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),

@@ -168,6 +168,38 @@ def test_a_docs_app_below_the_root_is_a_module_as_turborepos_starter_makes_one(r
     }
 
 
+def test_tool_configuration_scripts_do_not_outvote_a_modules_own_source(repo, brief):
+    """create-turbo's apps/web is two .tsx pages and two configuration scripts,
+    eslint.config.js and next.config.js (00xSam/monorepo, 000-KunalPal/turborepo-saas-template
+    as they are): counted file for file, a tie that JavaScript won by its name, where GitHub
+    Linguist, counting bytes, says TypeScript. A configuration script (``*.config.js``, a
+    dotfile such as ``.eslintrc.cjs``) counts only in a module with no other source."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "pnpm-workspace.yaml": 'packages:\n  - "apps/*"\n  - "packages/*"\n',
+            "package.json": '{"name": "my-turborepo", "private": true}',
+            "apps/web/package.json": '{"name": "web", "dependencies": {"next": "^15"}}',
+            "apps/web/app/layout.tsx": "",
+            "apps/web/app/page.tsx": "",
+            "apps/web/eslint.config.js": "",
+            "apps/web/next.config.js": "",
+            "apps/web/.eslintrc.cjs": "",
+            "packages/tailwind-config/package.json": '{"name": "tailwind-config"}',
+            "packages/tailwind-config/tailwind.config.js": "",
+            "packages/eslint-config/package.json": '{"name": "eslint-config"}',
+            "packages/eslint-config/next.js": "",
+            "packages/eslint-config/vitest.config.ts": "",
+        },
+    )
+    languages = {what for _, _, what in brief(pull(repo).events) if "language=" in what}
+    assert languages == {
+        "apps/web language=typescript",
+        "packages/tailwind-config language=javascript",
+        "packages/eslint-config language=javascript",
+    }
+
+
 def test_a_directory_name_written_with_a_leading_slash_is_excluded_at_the_root_alone(repo):
     repo.commit(
         "2024-01-01",
