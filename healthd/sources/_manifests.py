@@ -643,6 +643,82 @@ def _pom_deps(container: ET.Element | None, props: dict[str, str], managed: dict
     return deps
 
 
+# ----------------------------------------------------------------------------- gradle
+
+
+def parse_gradle_catalog(text: str, dropped: list[str] | None = None) -> Deps:
+    """A Gradle version catalog (``gradle/libs.versions.toml``): each of its ``[libraries]``
+    as ``group:name`` (as a pom.xml's), at its version: a string, a ``version.ref`` to
+    ``[versions]``, or a rich version written as Gradle's string notation writes it
+    (``strictly`` as ``1.0!!``, then what is preferred: ``[1.0,2.0[!!1.5``); none (a
+    platform gives it) is ``*``. The catalog's plugins and bundles are no dependencies."""
+    data = _toml(text)
+    versions = _said_table("versions", data.get("versions"), dropped)
+    deps: Deps = {}
+    for alias, value in _said_table("libraries", data.get("libraries"), dropped).items():
+        try:
+            name, version = _catalog_library(value, versions)
+        except ValueError as exc:
+            if dropped is not None:
+                dropped.append(f"library {alias!r}: {exc}")
+            continue
+        deps.setdefault(name, version)
+    return deps
+
+
+def _catalog_library(value: Any, versions: dict[str, Any]) -> tuple[str, str]:
+    """A ``[libraries]`` entry's ``group:name`` and version (ValueError: what is wrong)."""
+    if isinstance(value, str):  # "group:name:version", or "group:name"
+        module, _, version = value.rpartition(":") if value.count(":") > 1 else (value, "", "")
+        found = _catalog_module(module)
+        if found is None:
+            raise ValueError(f"{value!r} is no group:name:version")
+        return found, _clean(version)
+    if not isinstance(value, dict):
+        raise ValueError(f"{_kind(value)} is no library")
+    declared, group, name = value.get("module"), value.get("group"), value.get("name")
+    if not isinstance(declared, str):
+        declared = f"{group}:{name}" if isinstance(group, str) and isinstance(name, str) else ""
+    found = _catalog_module(declared)
+    if found is None:
+        raise ValueError("no module, nor group and name")
+    return found, _catalog_version(value.get("version"), versions)
+
+
+def _catalog_module(module: str) -> str | None:
+    group, _, name = module.partition(":")
+    if not group.strip() or not name.strip() or ":" in name:
+        return None
+    return f"{group.strip()}:{name.strip()}"
+
+
+def _catalog_version(value: Any, versions: dict[str, Any]) -> str:
+    if value is None:
+        return ANY
+    if isinstance(value, dict) and set(value) == {"ref"}:
+        ref = value["ref"]
+        if not isinstance(ref, str) or ref not in versions:
+            raise ValueError(f"version.ref {ref!r} names no entry of [versions]")
+        value = versions[ref]
+    if isinstance(value, str):
+        return _clean(value)
+    if not isinstance(value, dict):
+        raise ValueError(f"its version is {_kind(value)}")
+    strictly, require, prefer = (value.get(k) for k in ("strictly", "require", "prefer"))
+    if not all(v is None or isinstance(v, str) for v in (strictly, require, prefer)):
+        raise ValueError("a rich version's terms are strings")
+    if strictly:
+        return _clean(f"{strictly}!!{prefer or ''}")
+    return _clean(require or prefer or "")
+
+
+def parse_gradle_build(text: str, dropped: list[str] | None = None) -> Deps:
+    """A Gradle build script (``build.gradle``, ``build.gradle.kts``): it makes its
+    directory a project (a module); what it declares is code, Groovy or Kotlin, and is not
+    read (a version catalog's libraries are)."""
+    return {}
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
@@ -659,10 +735,18 @@ _PARSERS: list[tuple[str, ManifestParser]] = [
     ("go.mod", parse_go_mod),
     ("Cargo.toml", parse_cargo_toml),
     ("pom.xml", parse_pom_xml),
+    ("libs.versions.toml", parse_gradle_catalog),
+    ("build.gradle", parse_gradle_build),
+    ("build.gradle.kts", parse_gradle_build),
 ]
 
+#: Manifests whose name alone says what they say (their text is never read, nor an edit).
+_MARKERS = frozenset(p for p, parser in _PARSERS if parser is parse_gradle_build)
 
-_NAMES = frozenset(p.encode() for p, _ in _PARSERS if not any(c in p for c in "*?["))
+
+_NAMES = frozenset(
+    p.encode() for p, _ in _PARSERS if not any(c in p for c in "*?[") and p not in _MARKERS
+)
 _NAME_PREFIXES = tuple(
     p[: min(p.find(c) for c in "*?[" if c in p)].encode()
     for p, _ in _PARSERS
@@ -674,6 +758,20 @@ def may_be_manifest(name: bytes) -> bool:
     """False for a file name (raw bytes, before decoding) no parser reads; True for every
     name one does (and for a few more: a glob is tested by its literal prefix)."""
     return name in _NAMES or name.startswith(_NAME_PREFIXES)
+
+
+def reads_text(parser: ManifestParser | None) -> bool:
+    """Whether a manifest's text says anything (a Gradle build script's does not)."""
+    return parser is not parse_gradle_build
+
+
+def manifest_dir(path: str) -> str:
+    """The directory a manifest is the manifest of: its own, but for a Gradle version
+    catalog in a ``gradle`` directory, which is the project's above it."""
+    directory = posixpath.dirname(path)
+    if path.endswith("/libs.versions.toml") and posixpath.basename(directory) == "gradle":
+        return posixpath.dirname(directory)
+    return directory
 
 
 @lru_cache(maxsize=4096)

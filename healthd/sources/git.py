@@ -55,8 +55,10 @@ across re-extraction):
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
-  ``package.json``, ``go.mod`` (indirect requirements aside), ``Cargo.toml`` and ``pom.xml``
-  (``groupId:artifactId``, ``${property}`` resolved). The subject is the manifest's
+  ``package.json``, ``go.mod`` (indirect requirements aside), ``Cargo.toml``, ``pom.xml``
+  (``groupId:artifactId``, ``${property}`` resolved) and Gradle's version catalog
+  ``gradle/libs.versions.toml`` (``group:name``, the project's above ``gradle/``); a Gradle
+  build script makes a module and is not read. The subject is the manifest's
   module (its directory), or ``root_subject`` at the root; with ``service_roots``, the
   service holding it, else its directory. Python names are PEP 503-normalised; no constraint is ``*``. When two manifests of
   one subject name the same package, the shallower (then alphabetically first) one wins.
@@ -104,9 +106,11 @@ from healthd.sources._gitlog import (
 from healthd.sources._gitrepo import Change, Commit, Repo, checked_text
 from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
+    manifest_dir,
     manifest_parser,
     may_be_manifest,
     parse_requirements_txt,
+    reads_text,
     try_parse_manifest,
 )
 from healthd.sources._workspaces import (
@@ -294,7 +298,7 @@ class GitExtractor(Extractor):
         """Whose dependencies a manifest lists; None for a manifest in an excluded tree.
         (The same whatever the history: with ``service_roots`` a directory's service is
         decided by the globs alone.)"""
-        directory = posixpath.dirname(path)
+        directory = manifest_dir(path)
         if not directory:
             return self.opts.root_subject
         if self.excluded_dir(directory):
@@ -325,7 +329,7 @@ class GitExtractor(Extractor):
                 or _SUBMODULE in (ch.new_mode, ch.old_mode)  # ch.is_submodule, without a call
             ):
                 continue
-            directory = posixpath.dirname(ch.path)
+            directory = manifest_dir(ch.path)
             if not directory:  # the root module takes every file outside the others
                 if manifest_parser(ch.path) is parse_requirements_txt:
                     continue  # what to install, not a project (a C repository's lint tools)
@@ -458,10 +462,15 @@ class GitExtractor(Extractor):
             if ch.status == "D":
                 continue
             path = ch.path
+            parser = manifest_parser(path)
             if (
                 path in LOCATIONS
                 or path in WORKSPACE_FILES
-                or (manifest_parser(path) is not None and self.manifest_subject(path) is not None)
+                or (
+                    parser is not None
+                    and reads_text(parser)
+                    and self.manifest_subject(path) is not None
+                )
             ) and not ch.is_submodule:
                 yield ch.new_sha
 
@@ -558,7 +567,7 @@ class GitExtractor(Extractor):
             self.manifest_subjects.get(subject, set()).discard(path)
             self.dep_order.pop(subject, None)
             return set(gone)
-        text = self._blob_text(commit, ch)
+        text = self._blob_text(commit, ch) if reads_text(manifest_parser(path)) else ""
         if text is None:
             return None
         dropped: list[str] = []
@@ -637,7 +646,7 @@ class GitExtractor(Extractor):
         found = self.dep_order.get(subject)
         if found is None:
             paths = sorted(self.manifest_subjects.get(subject, ()), key=lambda p: (p.count("/"), p))
-            is_service = self.service_of(posixpath.dirname(paths[0])) == subject if paths else False
+            is_service = self.service_of(manifest_dir(paths[0])) == subject if paths else False
             found = self.dep_order[subject] = (
                 paths,
                 (FactKey(subject, EXISTS),) if is_service else (),

@@ -200,6 +200,50 @@ def test_tool_configuration_scripts_do_not_outvote_a_modules_own_source(repo, br
     }
 
 
+def test_gradle_subprojects_are_modules_and_the_version_catalog_is_the_roots(repo, brief):
+    """android/nowinandroid's layout: a build script per subproject (core/data,
+    feature/foryou/impl) and gradle/libs.versions.toml for the whole build. Each subproject
+    was folded into its top-level directory (one `core` module for fifteen), `gradle/` (the
+    wrapper) was a module, and no dependency was read."""
+    kt = "package com.google.samples.apps.nowinandroid\n"
+    catalog = (
+        '[versions]\nandroidxCore = "1.15.0"\n[libraries]\n'
+        'androidx-core-ktx = { group = "androidx.core", name = "core-ktx", '
+        'version.ref = "androidxCore" }\n'
+    )
+    repo.commit(
+        "2024-01-01",
+        {
+            "settings.gradle.kts": 'include(":app")\ninclude(":core:data")\n',
+            "build.gradle.kts": "plugins {\n    alias(libs.plugins.android.application) apply false\n}\n",
+            "gradle/libs.versions.toml": catalog,
+            "gradle/wrapper/gradle-wrapper.properties": "distributionUrl=gradle-8.9-bin.zip\n",
+            "app/build.gradle.kts": "dependencies {\n    implementation(libs.androidx.core.ktx)\n}\n",
+            "app/src/main/kotlin/MainActivity.kt": kt,
+            "core/data/build.gradle.kts": "plugins {\n    alias(libs.plugins.nowinandroid.android.library)\n}\n",
+            "core/data/src/main/kotlin/TopicsRepository.kt": kt,
+            "feature/foryou/impl/build.gradle": "apply plugin: 'com.android.library'\n",
+            "feature/foryou/impl/src/main/java/ForYouScreen.java": "",
+        },
+    )
+    repo.commit("2024-02-01", {"gradle/libs.versions.toml": catalog.replace("1.15.0", "1.16.0")})
+    repo.commit("2024-03-01", {"app/build.gradle.kts": "dependencies {}\n"})  # (nothing read)
+    assert brief(pull(repo).events) == [
+        ("2024-01-01", "added", "app exists=true"),
+        ("2024-01-01", "added", "core/data exists=true"),
+        ("2024-01-01", "added", "feature/foryou/impl exists=true"),
+        ("2024-01-01", "added", ". dependency:androidx.core:core-ktx=1.15.0"),
+        ("2024-01-01", "added", "app language=kotlin"),
+        ("2024-01-01", "added", "core/data language=kotlin"),
+        ("2024-01-01", "added", "feature/foryou/impl language=java"),
+        (
+            "2024-02-01",
+            "revised",
+            ". dependency:androidx.core:core-ktx=1.15.0 -> . dependency:androidx.core:core-ktx=1.16.0",
+        ),
+    ]
+
+
 def test_a_directory_name_written_with_a_leading_slash_is_excluded_at_the_root_alone(repo):
     repo.commit(
         "2024-01-01",

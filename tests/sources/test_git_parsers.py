@@ -15,6 +15,7 @@ from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
     parse_cargo_toml,
     parse_go_mod,
+    parse_gradle_catalog,
     parse_pom_xml,
     parse_pyproject,
     parse_requirement,
@@ -443,6 +444,72 @@ def test_pom_without_namespace_and_with_managed_versions():
         "<artifactId>a</artifactId></dependency></dependencies></project>"
     )
     assert parse_pom_xml(text) == {"g:a": "2.0"}
+
+
+#: The notations of Gradle's "The version catalog TOML file format" (docs.gradle.org,
+#: version_catalogs.html and rich_versions.html), in the shape android/nowinandroid's
+#: gradle/libs.versions.toml writes them.
+GRADLE_CATALOG = """\
+[versions]
+androidxCore = "1.15.0"
+# AGP and tools should be updated together
+androidGradlePlugin = "9.0.0"
+commonsLang = { strictly = "[3.8, 4.0[", prefer = "3.9" }
+slf4j = { require = "2.0.13" }
+
+[libraries]
+androidx-core-ktx = { group = "androidx.core", name = "core-ktx", version.ref = "androidxCore" }
+androidx-compose-bom = { group = "androidx.compose", name = "compose-bom", version = "2025.09.01" }
+androidx-compose-material3 = { group = "androidx.compose.material3", name = "material3" }
+groovy-core = "org.codehaus.groovy:groovy:3.0.5"
+groovy-json = { module = "org.codehaus.groovy:groovy-json", version = "3.0.5" }
+commons-lang3 = { module = "org.apache.commons:commons-lang3", version.ref = "commonsLang" }
+slf4j-api = { module = "org.slf4j:slf4j-api", version.ref = "slf4j" }
+junit = "junit:junit"
+
+[bundles]
+groovy = ["groovy-core", "groovy-json"]
+
+[plugins]
+android-application = { id = "com.android.application", version.ref = "androidGradlePlugin" }
+"""
+
+
+def test_a_gradle_version_catalog_gives_each_library_at_its_version():
+    dropped: list[str] = []
+    assert parse_gradle_catalog(GRADLE_CATALOG, dropped) == {
+        "androidx.core:core-ktx": "1.15.0",
+        "androidx.compose:compose-bom": "2025.09.01",
+        "androidx.compose.material3:material3": "*",  # (the BOM, a platform, gives it)
+        "org.codehaus.groovy:groovy": "3.0.5",
+        "org.codehaus.groovy:groovy-json": "3.0.5",
+        "org.apache.commons:commons-lang3": "[3.8, 4.0[!!3.9",  # Gradle's own notation
+        "org.slf4j:slf4j-api": "2.0.13",
+        "junit:junit": "*",
+    }
+    assert dropped == []
+
+
+def test_a_gradle_catalog_entry_gradle_would_refuse_is_said_and_the_others_read():
+    dropped: list[str] = []
+    text = (
+        '[versions]\nkotlin = "2.0.0"\n[libraries]\n'
+        'a = { module = "x:a", version.ref = "kotln" }\n'
+        'b = "no-coordinates"\n'
+        "c = 3\n"
+        'd = { name = "only-a-name", version = "1" }\n'
+        'e = { module = "x:e", version.ref = "kotlin" }\n'
+    )
+    assert parse_gradle_catalog(text, dropped) == {"x:e": "2.0.0"}
+    assert dropped == [
+        "library 'a': version.ref 'kotln' names no entry of [versions]",
+        "library 'b': 'no-coordinates' is no group:name:version",
+        "library 'c': a number is no library",
+        "library 'd': no module, nor group and name",
+    ]
+    assert try_parse_manifest("gradle/libs.versions.toml", "[libraries\n")[1].startswith(
+        "invalid TOML"
+    )
 
 
 def test_unreadable_manifests_are_reported_not_raised():
