@@ -73,7 +73,7 @@ _VENDORED_SCRIPT = re.compile(r"(?:.*[.-]min|jquery.*|bootstrap.*)\.js", re.I).f
 
 
 #: What a tool's configuration script is counted as, after its language: ``next.config.js``,
-#: ``vite.config.ts``, ``.eslintrc.cjs``. A few bytes each, they are counted apart from the
+#: ``vite.config.ts``, ``.eslintrc.cjs``, ``build.gradle.kts``. A few bytes each, they are counted apart from the
 #: module's own source so that two of them do not outvote two pages of it (GitHub Linguist,
 #: which counts bytes, has create-turbo's apps/web TypeScript; file for file it was a tie).
 CONFIGURATION = " configuration"
@@ -98,7 +98,7 @@ def language_of(path: str) -> str | None:
     )
     if vendored:
         return None
-    if path[start] == "." or path.endswith(".config", start, dot):
+    if path[start] == "." or path.endswith((".config", ".gradle"), start, dot):
         return lang + CONFIGURATION
     return lang
 

@@ -190,6 +190,8 @@ def test_tool_configuration_scripts_do_not_outvote_a_modules_own_source(repo, br
             "packages/eslint-config/package.json": '{"name": "eslint-config"}',
             "packages/eslint-config/next.js": "",
             "packages/eslint-config/vitest.config.ts": "",
+            "jobs/build.gradle.kts": "",  # (Gradle's Kotlin script, a Scala subproject's)
+            "jobs/src/main/scala/Job.scala": "",
         },
     )
     languages = {what for _, _, what in brief(pull(repo).events) if "language=" in what}
@@ -197,6 +199,7 @@ def test_tool_configuration_scripts_do_not_outvote_a_modules_own_source(repo, br
         "apps/web language=typescript",
         "packages/tailwind-config language=javascript",
         "packages/eslint-config language=javascript",
+        "jobs language=scala",
     }
 
 
