@@ -4,7 +4,7 @@ Pure functions over text. Every parser raises :class:`ManifestError` (and nothin
 input it cannot understand; the caller skips that file with the reason.
 
 Names are normalised per ecosystem: Python names per PEP 503 (``Foo_Bar`` → ``foo-bar``),
-Maven ones as ``groupId:artifactId``, the rest as written. A dependency without a version
+Maven's and Gradle's as ``groupId:artifactId``, the rest (npm, Go, Cargo, NuGet) as written. A dependency without a version
 constraint has the spec ``*``.
 """
 
@@ -599,17 +599,24 @@ def _text(elem: ET.Element | None) -> str:
     return (elem.text or "").strip() if elem is not None else ""
 
 
-def parse_pom_xml(text: str, dropped: list[str] | None = None) -> Deps:
+def _xml_root(text: str, what: str, root_name: str) -> ET.Element:
+    """The root element of an XML manifest, which must be ``root_name`` (namespaces aside);
+    one declaring a DOCTYPE or an entity is refused unread (no entity is expanded)."""
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
-        raise ManifestError("pom.xml with a DOCTYPE/ENTITY declaration is not read")
+        raise ManifestError(f"{what} with a DOCTYPE/ENTITY declaration is not read")
     import xml.etree.ElementTree as ET
 
     try:
-        root = ET.fromstring(text)
+        root = ET.fromstring(text.lstrip("\ufeff"))  # (Visual Studio writes a BOM first)
     except (ET.ParseError, ValueError) as exc:
         raise ManifestError(f"invalid XML: {exc}") from None
-    if _local(root.tag) != "project":
-        raise ManifestError("pom.xml root element is not <project>")
+    if _local(root.tag) != root_name:
+        raise ManifestError(f"{what} root element is not <{root_name}>")
+    return root
+
+
+def parse_pom_xml(text: str, dropped: list[str] | None = None) -> Deps:
+    root = _xml_root(text, "pom.xml", "project")
     props: dict[str, str] = {}
     pe = _child(root, "properties")
     if pe is not None:
@@ -641,6 +648,66 @@ def _pom_deps(container: ET.Element | None, props: dict[str, str], managed: dict
         version = re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), version)
         deps.setdefault(name, _clean(version) if version else managed.get(name, ANY))
     return deps
+
+
+# ----------------------------------------------------------------------------- .NET
+
+
+def parse_msbuild_project(text: str, dropped: list[str] | None = None) -> Deps:
+    """A .NET SDK project (``*.csproj``, ``*.fsproj``, ``*.vbproj``): each
+    ``PackageReference`` by its ``Include``, at its ``VersionOverride`` or ``Version``
+    (an attribute or an element, ``$(Property)`` read from the file's own properties); one
+    without, whose version ``Directory.Packages.props`` manages, is ``*``."""
+    return _msbuild_items(_xml_root(text, "project file", "Project"), "PackageReference")
+
+
+def parse_central_packages(text: str, dropped: list[str] | None = None) -> Deps:
+    """NuGet's central package management (``Directory.Packages.props``): each
+    ``PackageVersion``, the version every project below it gets."""
+    return _msbuild_items(_xml_root(text, "Directory.Packages.props", "Project"), "PackageVersion")
+
+
+def parse_packages_config(text: str, dropped: list[str] | None = None) -> Deps:
+    """NuGet's ``packages.config`` (.NET Framework projects): each ``<package id version>``."""
+    deps: Deps = {}
+    for package in _xml_root(text, "packages.config", "packages"):
+        name = _metadata(package, "id")
+        if _local(package.tag) == "package" and name:
+            deps.setdefault(name, _clean(_metadata(package, "version")))
+    return deps
+
+
+def _msbuild_items(root: ET.Element, kind: str) -> Deps:
+    props: dict[str, str] = {}
+    for group in root:
+        if _local(group.tag) == "PropertyGroup":
+            props.update((_local(p.tag).lower(), _text(p)) for p in group)
+    deps: Deps = {}
+    for group in root:
+        if _local(group.tag) != "ItemGroup":
+            continue
+        for item in group:
+            name = _metadata(item, "include")  # (an Update of an item already included: none)
+            if _local(item.tag) != kind or not name:
+                continue
+            version = _metadata(item, "versionoverride") or _metadata(item, "version")
+            version = re.sub(
+                r"\$\(([^)]+)\)", lambda m: props.get(m.group(1).lower(), m.group(0)), version
+            )
+            deps.setdefault(name, _clean(version))
+    return deps
+
+
+def _metadata(item: ET.Element, name: str) -> str:
+    """An item's metadata ``name``, as an attribute or a child element (MSBuild's names are
+    case-insensitive)."""
+    for key, value in item.attrib.items():
+        if key.lower() == name:
+            return value.strip()
+    for child in item:
+        if _local(child.tag).lower() == name:
+            return _text(child)
+    return ""
 
 
 # ----------------------------------------------------------------------------- gradle
@@ -735,6 +802,11 @@ _PARSERS: list[tuple[str, ManifestParser]] = [
     ("go.mod", parse_go_mod),
     ("Cargo.toml", parse_cargo_toml),
     ("pom.xml", parse_pom_xml),
+    ("*.csproj", parse_msbuild_project),
+    ("*.fsproj", parse_msbuild_project),
+    ("*.vbproj", parse_msbuild_project),
+    ("Directory.Packages.props", parse_central_packages),
+    ("packages.config", parse_packages_config),
     ("libs.versions.toml", parse_gradle_catalog),
     ("build.gradle", parse_gradle_build),
     ("build.gradle.kts", parse_gradle_build),
@@ -750,14 +822,15 @@ _NAMES = frozenset(
 _NAME_PREFIXES = tuple(
     p[: min(p.find(c) for c in "*?[" if c in p)].encode()
     for p, _ in _PARSERS
-    if any(c in p for c in "*?[")
+    if any(c in p for c in "*?[") and not p.startswith("*")
 )
+_NAME_SUFFIXES = tuple(p[1:].encode() for p, _ in _PARSERS if p.startswith("*"))
 
 
 def may_be_manifest(name: bytes) -> bool:
     """False for a file name (raw bytes, before decoding) no parser reads; True for every
     name one does (and for a few more: a glob is tested by its literal prefix)."""
-    return name in _NAMES or name.startswith(_NAME_PREFIXES)
+    return name in _NAMES or name.startswith(_NAME_PREFIXES) or name.endswith(_NAME_SUFFIXES)
 
 
 def reads_text(parser: ManifestParser | None) -> bool:

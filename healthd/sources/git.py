@@ -56,7 +56,8 @@ across re-extraction):
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
   ``package.json``, ``go.mod`` (indirect requirements aside), ``Cargo.toml``, ``pom.xml``
-  (``groupId:artifactId``, ``${property}`` resolved) and Gradle's version catalog
+  (``groupId:artifactId``, ``${property}`` resolved), .NET's project files and NuGet's
+  ``Directory.Packages.props`` and ``packages.config``, and Gradle's version catalog
   ``gradle/libs.versions.toml`` (``group:name``, the project's above ``gradle/``); a Gradle
   build script makes a module and is not read. The subject is the manifest's
   module (its directory), or ``root_subject`` at the root; with ``service_roots``, the

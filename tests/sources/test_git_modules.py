@@ -247,6 +247,36 @@ def test_gradle_subprojects_are_modules_and_the_version_catalog_is_the_roots(rep
     ]
 
 
+def test_dotnet_projects_are_modules_and_central_versions_are_the_roots(repo, brief):
+    """dotnet/eShop's layout: a project file per service under src/ and the versions in
+    Directory.Packages.props at the root. It was one module, `src`, with no dependency."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "Directory.Packages.props": (
+                '<Project><ItemGroup><PackageVersion Include="Pgvector" Version="0.3.0" />'
+                "</ItemGroup></Project>"
+            ),
+            "eShop.slnx": "<Solution />",
+            "src/Catalog.API/Catalog.API.csproj": (
+                '<Project Sdk="Microsoft.NET.Sdk.Web"><ItemGroup>'
+                '<PackageReference Include="Pgvector" /></ItemGroup></Project>'
+            ),
+            "src/Catalog.API/Program.cs": "",
+            "src/Basket.API/Basket.API.csproj": '<Project Sdk="Microsoft.NET.Sdk.Web" />',
+            "src/Basket.API/Program.cs": "",
+        },
+    )
+    assert brief(pull(repo).events) == [
+        ("2024-01-01", "added", "src/Basket.API exists=true"),
+        ("2024-01-01", "added", "src/Catalog.API exists=true"),
+        ("2024-01-01", "added", ". dependency:Pgvector=0.3.0"),
+        ("2024-01-01", "added", "src/Catalog.API dependency:Pgvector=*"),
+        ("2024-01-01", "added", "src/Basket.API language=csharp"),
+        ("2024-01-01", "added", "src/Catalog.API language=csharp"),
+    ]
+
+
 def test_a_directory_name_written_with_a_leading_slash_is_excluded_at_the_root_alone(repo):
     repo.commit(
         "2024-01-01",

@@ -14,8 +14,11 @@ from healthd.sources._codeowners import parse_codeowners
 from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
     parse_cargo_toml,
+    parse_central_packages,
     parse_go_mod,
     parse_gradle_catalog,
+    parse_msbuild_project,
+    parse_packages_config,
     parse_pom_xml,
     parse_pyproject,
     parse_requirement,
@@ -509,6 +512,67 @@ def test_a_gradle_catalog_entry_gradle_would_refuse_is_said_and_the_others_read(
     ]
     assert try_parse_manifest("gradle/libs.versions.toml", "[libraries\n")[1].startswith(
         "invalid TOML"
+    )
+
+
+def test_a_dotnet_project_gives_its_package_references():
+    """The shapes of dotnet/eShop's projects (central versions: a reference with none) and of
+    NuGet's docs (a Version attribute or element, VersionOverride, a property), with the
+    byte order mark Visual Studio writes first."""
+    text = (
+        '\ufeff<Project Sdk="Microsoft.NET.Sdk.Web">\n'
+        "  <PropertyGroup>\n    <TargetFramework>net10.0</TargetFramework>\n"
+        "    <SerilogVersion>4.2.0</SerilogVersion>\n  </PropertyGroup>\n"
+        "  <ItemGroup>\n"
+        '    <Compile Include="..\\Shared\\ActivityExtensions.cs" />\n'
+        '    <PackageReference Include="Asp.Versioning.Http" />\n'
+        '    <PackageReference Include="Microsoft.EntityFrameworkCore.Tools">\n'
+        "      <PrivateAssets>all</PrivateAssets>\n    </PackageReference>\n"
+        '    <PackageReference Include="Newtonsoft.Json" Version="13.0.3" />\n'
+        '    <PackageReference Include="Serilog" Version="$(SerilogVersion)" />\n'
+        '    <PackageReference Include="Polly" VersionOverride="[8.0,9.0)" />\n'
+        '    <PackageReference Include="xunit"><Version>2.9.2</Version></PackageReference>\n'
+        '    <PackageReference Update="Newtonsoft.Json" Version="12.0.1" />\n'
+        '    <ProjectReference Include="..\\EventBus\\EventBus.csproj" />\n'
+        "  </ItemGroup>\n</Project>\n"
+    )
+    assert parse_msbuild_project(text) == {
+        "Asp.Versioning.Http": "*",  # (Directory.Packages.props gives it)
+        "Microsoft.EntityFrameworkCore.Tools": "*",
+        "Newtonsoft.Json": "13.0.3",
+        "Serilog": "4.2.0",
+        "Polly": "[8.0,9.0)",
+        "xunit": "2.9.2",
+    }
+
+
+def test_central_package_versions_and_packages_config_give_theirs():
+    central = (
+        "<Project>\n  <PropertyGroup>\n"
+        "    <ManagePackageVersionsCentrally>true</ManagePackageVersionsCentrally>\n"
+        "    <AspireVersion>13.1.0</AspireVersion>\n  </PropertyGroup>\n  <ItemGroup>\n"
+        "    <!-- Version together with Aspire -->\n"
+        '    <PackageVersion Include="Aspire.Npgsql" Version="$(AspireVersion)" />\n'
+        '    <PackageVersion Include="Asp.Versioning.Http" Version="8.1.0" />\n'
+        "  </ItemGroup>\n</Project>\n"
+    )
+    assert parse_central_packages(central) == {
+        "Aspire.Npgsql": "13.1.0",
+        "Asp.Versioning.Http": "8.1.0",
+    }
+    old_style = (
+        '\ufeff<?xml version="1.0" encoding="utf-8"?>\n<packages>\n'
+        '  <package id="Newtonsoft.Json" version="12.0.3" targetFramework="net472" />\n'
+        '  <package id="System.Memory" version="4.5.0" targetFramework="net472" />\n'
+        "</packages>\n"
+    )
+    assert parse_packages_config(old_style) == {
+        "Newtonsoft.Json": "12.0.3",
+        "System.Memory": "4.5.0",
+    }
+    assert try_parse_manifest("a/b.csproj", "<Project><ItemGroup>")[1].startswith("invalid XML")
+    assert try_parse_manifest("packages.config", "<Project/>")[1] == (
+        "packages.config root element is not <packages>"
     )
 
 
