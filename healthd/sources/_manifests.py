@@ -315,14 +315,28 @@ _NPM_SECTIONS = ("optionalDependencies", "dependencies", "peerDependencies", "de
 
 
 def parse_package_json(text: str, dropped: list[str] | None = None) -> Deps:
+    return _json_sections(text, "package.json", _NPM_SECTIONS, dropped)
+
+
+def parse_composer_json(text: str, dropped: list[str] | None = None) -> Deps:
+    """PHP's ``composer.json``: ``require`` then ``require-dev``, each package (and platform
+    requirement: ``php``, ``ext-json``) at its constraint."""
+    return _json_sections(text, "composer.json", ("require", "require-dev"), dropped)
+
+
+def _json_sections(
+    text: str, what: str, sections: tuple[str, ...], dropped: list[str] | None
+) -> Deps:
+    """The ``{name: version}`` objects ``sections`` of a JSON manifest, the first that
+    names a dependency giving its version."""
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise ManifestError(f"invalid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ManifestError("package.json is not a JSON object")
+        raise ManifestError(f"{what} is not a JSON object")
     deps: Deps = {}
-    for section in _NPM_SECTIONS:
+    for section in sections:
         table = data.get(section)
         if not isinstance(table, dict):
             if table is not None and dropped is not None:
@@ -341,6 +355,22 @@ def parse_package_json(text: str, dropped: list[str] | None = None) -> Deps:
 
 def _json_kind(value: Any) -> str:
     return "an object" if isinstance(value, dict) else _kind(value)
+
+
+def parse_pipfile(text: str, dropped: list[str] | None = None) -> Deps:
+    """Pipenv's ``Pipfile``: ``[packages]`` then ``[dev-packages]``, names as PEP 503 has
+    them; a table's ``version`` (one from git or a path, with none, is ``*``)."""
+    data = _toml(text)
+    deps: Deps = {}
+    for section in ("packages", "dev-packages"):
+        for name, spec in _said_table(section, data.get(section), dropped).items():
+            if isinstance(spec, dict):
+                spec = spec.get("version", ANY)
+            if isinstance(spec, str) and name.strip():
+                deps.setdefault(_pep503(name.strip()), _clean(spec))
+            elif dropped is not None:
+                dropped.append(f"{section}.{name}: {_kind(spec)} is no version")
+    return deps
 
 
 # ----------------------------------------------------------------------------- go
@@ -799,6 +829,8 @@ _PARSERS: list[tuple[str, ManifestParser]] = [
     ("pyproject.toml", parse_pyproject),
     ("requirements*.txt", parse_requirements_txt),
     ("package.json", parse_package_json),
+    ("composer.json", parse_composer_json),
+    ("Pipfile", parse_pipfile),
     ("go.mod", parse_go_mod),
     ("Cargo.toml", parse_cargo_toml),
     ("pom.xml", parse_pom_xml),

@@ -38,7 +38,7 @@ across re-extraction):
   when its last file (or its manifest) goes. A module is a directory holding a dependency
   manifest; a nested manifest makes a nested module, which takes the files below it. A
   top-level directory holding no module is a module too, unless the repository root holds
-  a manifest other than a requirements file: then the root module (``root_subject``, which
+  a manifest other than a requirements file or a Pipfile: then the root module (``root_subject``, which
   has no ``exists`` or ``language`` fact) takes those files. When the root declares npm,
   Yarn or pnpm workspaces, a package.json makes a module only in a workspace (not a
   template's or a test project's). Hidden directories, ``exclude`` and ``exclude_dirs``
@@ -55,7 +55,7 @@ across re-extraction):
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
-  ``package.json``, ``go.mod`` (indirect requirements aside), ``Cargo.toml``, ``pom.xml``
+  ``Pipfile``, ``package.json``, ``composer.json``, ``go.mod`` (indirect requirements aside), ``Cargo.toml``, ``pom.xml``
   (``groupId:artifactId``, ``${property}`` resolved), .NET's project files and NuGet's
   ``Directory.Packages.props`` and ``packages.config``, and Gradle's version catalog
   ``gradle/libs.versions.toml`` (``group:name``, the project's above ``gradle/``); a Gradle
@@ -110,6 +110,7 @@ from healthd.sources._manifests import (
     manifest_dir,
     manifest_parser,
     may_be_manifest,
+    parse_pipfile,
     parse_requirements_txt,
     reads_text,
     try_parse_manifest,
@@ -332,7 +333,7 @@ class GitExtractor(Extractor):
                 continue
             directory = manifest_dir(ch.path)
             if not directory:  # the root module takes every file outside the others
-                if manifest_parser(ch.path) is parse_requirements_txt:
+                if manifest_parser(ch.path) in (parse_requirements_txt, parse_pipfile):
                     continue  # what to install, not a project (a C repository's lint tools)
                 before = bool(self.root_manifests)
                 (self.root_manifests.add if ch.status == "A" else self.root_manifests.discard)(

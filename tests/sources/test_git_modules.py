@@ -277,6 +277,26 @@ def test_dotnet_projects_are_modules_and_central_versions_are_the_roots(repo, br
     ]
 
 
+def test_a_root_pipfile_lists_what_to_install_as_requirements_do_and_keeps_the_modules(repo, brief):
+    """A Django project's Pipfile at the root: its packages are the root's, and its apps,
+    top-level directories, stay modules (as with a requirements.txt)."""
+    repo.commit(
+        "2024-01-01",
+        {
+            "Pipfile": '[packages]\nDjango = "~=5.0"\n',
+            "blog/models.py": "",
+            "accounts/views.py": "",
+        },
+    )
+    assert brief(pull(repo).events) == [
+        ("2024-01-01", "added", "accounts exists=true"),
+        ("2024-01-01", "added", "blog exists=true"),
+        ("2024-01-01", "added", ". dependency:django=~=5.0"),
+        ("2024-01-01", "added", "accounts language=python"),
+        ("2024-01-01", "added", "blog language=python"),
+    ]
+
+
 def test_a_directory_name_written_with_a_leading_slash_is_excluded_at_the_root_alone(repo):
     repo.commit(
         "2024-01-01",

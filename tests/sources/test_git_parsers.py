@@ -15,10 +15,12 @@ from healthd.sources._languages import language_of, main_language
 from healthd.sources._manifests import (
     parse_cargo_toml,
     parse_central_packages,
+    parse_composer_json,
     parse_go_mod,
     parse_gradle_catalog,
     parse_msbuild_project,
     parse_packages_config,
+    parse_pipfile,
     parse_pom_xml,
     parse_pyproject,
     parse_requirement,
@@ -574,6 +576,46 @@ def test_central_package_versions_and_packages_config_give_theirs():
     assert try_parse_manifest("packages.config", "<Project/>")[1] == (
         "packages.config root element is not <packages>"
     )
+
+
+def test_composer_json_gives_require_then_require_dev():
+    """laravel/laravel's composer.json, with a platform requirement (php) as Composer has it."""
+    text = json.dumps(
+        {
+            "name": "laravel/laravel",
+            "require": {"php": "^8.2", "laravel/framework": "^12.0"},
+            "require-dev": {"phpunit/phpunit": "^11.5.50", "laravel/framework": "^11.0"},
+            "autoload": {"psr-4": {"App\\": "app/"}},
+        }
+    )
+    assert parse_composer_json(text) == {
+        "php": "^8.2",
+        "laravel/framework": "^12.0",
+        "phpunit/phpunit": "^11.5.50",
+    }
+    assert try_parse_manifest("composer.json", "[]")[1] == "composer.json is not a JSON object"
+
+
+def test_a_pipfile_gives_packages_then_dev_packages_by_pep_503_names():
+    """pipenv's own Pipfile: strings, tables with a version and markers, a git dependency."""
+    text = (
+        '[[source]]\nurl = "https://pypi.org/simple"\nname = "pypi"\n\n'
+        '[packages]\nDjango = "~=5.0"\nrequests = {git = "https://github.com/psf/requests.git"}\n'
+        "\n[dev-packages]\n"
+        'sphinx-click = "==4.*"\n'
+        'stdeb = {version="*", sys_platform = "== \'linux\'"}\n'
+        'myst-parser = {extras = ["linkify"], version = "3.*"}\n'
+        "bad = 3\n"
+    )
+    dropped: list[str] = []
+    assert parse_pipfile(text, dropped) == {
+        "django": "~=5.0",
+        "requests": "*",
+        "sphinx-click": "==4.*",
+        "stdeb": "*",
+        "myst-parser": "3.*",
+    }
+    assert dropped == ["dev-packages.bad: a number is no version"]
 
 
 def test_unreadable_manifests_are_reported_not_raised():
