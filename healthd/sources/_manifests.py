@@ -373,6 +373,36 @@ def parse_pipfile(text: str, dropped: list[str] | None = None) -> Deps:
     return deps
 
 
+# ----------------------------------------------------------------------------- ruby
+
+#: A line of Gemfile.lock's DEPENDENCIES section: two spaces, the gem, its requirement as
+#: the Gemfile wrote it, and ``!`` for one from a git or path source.
+_GEM_DEPENDENCY = re.compile(r"  ([^\s(!]+)(?: \(([^)]*)\))?!?")
+
+
+def parse_gemfile_lock(text: str, dropped: list[str] | None = None) -> Deps:
+    """Bundler's ``Gemfile.lock``: the gems of its DEPENDENCIES section, what the Gemfile
+    requires directly, each at the requirement written there (``~> 7.1``; none is ``*``).
+    The locked versions of the specs sections are what was resolved, not declared."""
+    deps: Deps = {}
+    section = None
+    for line in text.splitlines():
+        if line and not line[0].isspace():
+            section = line.strip()
+            continue
+        if section != "DEPENDENCIES" or not line.strip():
+            continue
+        found = _GEM_DEPENDENCY.fullmatch(line.rstrip())
+        if found is None:
+            if dropped is not None:
+                dropped.append(f"DEPENDENCIES: {line.strip()[:60]!r} is no gem")
+            continue
+        deps.setdefault(found[1], _clean(found[2] or ""))
+    if section is None:
+        raise ManifestError("Gemfile.lock with no section")
+    return deps
+
+
 # ----------------------------------------------------------------------------- go
 
 _GO_REQUIRE = re.compile(r"^[ \t]*require\b[ \t]*", re.M)
@@ -830,6 +860,7 @@ _PARSERS: list[tuple[str, ManifestParser]] = [
     ("requirements*.txt", parse_requirements_txt),
     ("package.json", parse_package_json),
     ("composer.json", parse_composer_json),
+    ("Gemfile.lock", parse_gemfile_lock),
     ("Pipfile", parse_pipfile),
     ("go.mod", parse_go_mod),
     ("Cargo.toml", parse_cargo_toml),

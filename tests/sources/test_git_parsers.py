@@ -16,6 +16,7 @@ from healthd.sources._manifests import (
     parse_cargo_toml,
     parse_central_packages,
     parse_composer_json,
+    parse_gemfile_lock,
     parse_go_mod,
     parse_gradle_catalog,
     parse_msbuild_project,
@@ -616,6 +617,33 @@ def test_a_pipfile_gives_packages_then_dev_packages_by_pep_503_names():
         "myst-parser": "3.*",
     }
     assert dropped == ["dev-packages.bad: a number is no version"]
+
+
+def test_a_gemfile_lock_gives_the_gemfiles_own_requirements_not_the_locked_versions():
+    """rubygems.org's Gemfile.lock, cut short: DEPENDENCIES is what the Gemfile requires
+    (``!``: from git or a path); the specs sections hold every gem resolved, and versions."""
+    text = (
+        "GIT\n  remote: https://github.com/avo-hq/avo-advanced.git\n  specs:\n"
+        "    avo-advanced (3.32.0)\n\n"
+        "GEM\n  remote: https://rubygems.org/\n  specs:\n"
+        "    actioncable (8.0.2)\n      actionpack (= 8.0.2)\n    rails (8.0.2)\n\n"
+        "PLATFORMS\n  ruby\n  x86_64-linux\n\n"
+        "DEPENDENCIES\n"
+        "  avo-advanced (~> 3.32)!\n"
+        "  bootsnap\n"
+        "  pg (>= 0.18, < 2.0)\n"
+        "  rails (~> 8.0.2)\n"
+        "  tzinfo-data\n\n"
+        "RUBY VERSION\n   ruby 3.4.1p0\n\nBUNDLED WITH\n   2.6.2\n"
+    )
+    assert parse_gemfile_lock(text) == {
+        "avo-advanced": "~> 3.32",
+        "bootsnap": "*",
+        "pg": ">= 0.18, < 2.0",
+        "rails": "~> 8.0.2",
+        "tzinfo-data": "*",
+    }
+    assert try_parse_manifest("Gemfile.lock", "")[1] == "Gemfile.lock with no section"
 
 
 def test_unreadable_manifests_are_reported_not_raised():
