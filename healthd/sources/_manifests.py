@@ -373,6 +373,40 @@ def parse_pipfile(text: str, dropped: list[str] | None = None) -> Deps:
     return deps
 
 
+# ----------------------------------------------------------------------------- dart
+
+
+def parse_pubspec(text: str, dropped: list[str] | None = None) -> Deps:
+    """Dart's and Flutter's ``pubspec.yaml``: ``dependencies`` then ``dev_dependencies``,
+    each at its constraint (``^1.0.4``; ``any`` or none, a package from an SDK, git or a
+    path with no ``version``: ``*``). Scalars are read as the text written (``1.10`` is no
+    number)."""
+    import yaml  # (only for a repository with a pubspec.yaml)
+
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CBaseLoader", yaml.BaseLoader))
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"invalid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ManifestError("pubspec.yaml is not a mapping")
+    deps: Deps = {}
+    for section in ("dependencies", "dev_dependencies"):
+        table = data.get(section) or {}
+        if not isinstance(table, dict):
+            if dropped is not None:
+                dropped.append(f"{section} is {_kind(table)}, not a mapping")
+            continue
+        for name, spec in table.items():
+            if isinstance(spec, dict):
+                spec = spec.get("version", "")
+            if not isinstance(spec, str):
+                if dropped is not None:
+                    dropped.append(f"{section}.{name}: {_kind(spec)} is no version")
+                continue
+            deps.setdefault(name, ANY if spec.strip() == "any" else _clean(spec))
+    return deps
+
+
 # ----------------------------------------------------------------------------- ruby
 
 #: A line of Gemfile.lock's DEPENDENCIES section: two spaces, the gem, its requirement as
@@ -861,6 +895,7 @@ _PARSERS: list[tuple[str, ManifestParser]] = [
     ("package.json", parse_package_json),
     ("composer.json", parse_composer_json),
     ("Gemfile.lock", parse_gemfile_lock),
+    ("pubspec.yaml", parse_pubspec),
     ("Pipfile", parse_pipfile),
     ("go.mod", parse_go_mod),
     ("Cargo.toml", parse_cargo_toml),

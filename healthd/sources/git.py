@@ -55,7 +55,8 @@ across re-extraction):
 * ``(<subject>, "dependency:<name>", "<version spec>", tech)`` from ``pyproject.toml``
   (PEP 621, PEP 735 groups, PDM's and uv's development groups, PDM 0.x's sections, and
   Poetry; not the project itself, named for its own extras), ``requirements*.txt``,
-  ``Pipfile``, ``package.json``, ``composer.json``, ``Gemfile.lock`` (its DEPENDENCIES), ``go.mod`` (indirect requirements aside), ``Cargo.toml``, ``pom.xml``
+  ``Pipfile``, ``package.json``, ``composer.json``, ``Gemfile.lock`` (its DEPENDENCIES),
+  ``pubspec.yaml``, ``go.mod`` (indirect requirements aside), ``Cargo.toml``, ``pom.xml``
   (``groupId:artifactId``, ``${property}`` resolved), .NET's project files and NuGet's
   ``Directory.Packages.props`` and ``packages.config``, and Gradle's version catalog
   ``gradle/libs.versions.toml`` (``group:name``, the project's above ``gradle/``); a Gradle

@@ -23,6 +23,7 @@ from healthd.sources._manifests import (
     parse_packages_config,
     parse_pipfile,
     parse_pom_xml,
+    parse_pubspec,
     parse_pyproject,
     parse_requirement,
     parse_requirements_txt,
@@ -644,6 +645,40 @@ def test_a_gemfile_lock_gives_the_gemfiles_own_requirements_not_the_locked_versi
         "tzinfo-data": "*",
     }
     assert try_parse_manifest("Gemfile.lock", "")[1] == "Gemfile.lock with no section"
+
+
+def test_a_pubspec_gives_dependencies_then_dev_dependencies_as_written():
+    """flutter/gallery's pubspec.yaml, cut short: SDK packages and ``any`` are ``*``; a
+    version is the text written, ``1.10`` no number to round to 1.1."""
+    text = (
+        "name: gallery\nversion: 2.10.2+021002 # See README.md\n\n"
+        "environment:\n  flutter: ^3.13.0\n  sdk: ^3.1.0\n\n"
+        "dependencies:\n  flutter:\n    sdk: flutter\n"
+        "  animations: ^2.0.2\n"
+        '  flutter_staggered_grid_view: ">=0.6.1 <0.8.0"\n'
+        "  intl: any # An exact version pin will be provided by the Flutter SDK\n"
+        "  vector_math: 1.10\n"
+        "  shrine_images:\n    hosted: https://pub.dev\n    version: ^2.0.1\n"
+        "  local_pkg:\n    path: ../local_pkg\n"
+        "  bare:\n\n"
+        "dev_dependencies:\n  flutter_test:\n    sdk: flutter\n  test: ^1.21.1\n"
+        "  broken:\n    - 1.0\n"
+    )
+    dropped: list[str] = []
+    assert parse_pubspec(text, dropped) == {
+        "flutter": "*",
+        "animations": "^2.0.2",
+        "flutter_staggered_grid_view": ">=0.6.1 <0.8.0",
+        "intl": "*",
+        "vector_math": "1.10",
+        "shrine_images": "^2.0.1",
+        "local_pkg": "*",
+        "bare": "*",
+        "flutter_test": "*",
+        "test": "^1.21.1",
+    }
+    assert dropped == ["dev_dependencies.broken: an array is no version"]
+    assert try_parse_manifest("pubspec.yaml", "dependencies: [\n")[1].startswith("invalid YAML")
 
 
 def test_unreadable_manifests_are_reported_not_raised():
