@@ -8,6 +8,7 @@ import os
 import pwd
 import socket
 import subprocess
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,9 @@ from daemon_helpers import (
 )
 from git_faults import cutting_git
 from memory_service import MemoryService
+
+from healthd.errors import ReportShapeError
+from healthd.report import load_report
 
 
 def skipped_reasons(daemon) -> list[str]:
@@ -68,6 +72,22 @@ def test_a_probe_file_nested_too_deep_or_not_utf8_is_one_line(tmp_path):
     binary.write_bytes(b'{"question": "\xff"}\n')
     line = one_line_error(run_cli("evaluate", "--probes", str(binary)))
     assert f"{binary}, line 1: not UTF-8 text" in line
+
+
+def test_a_report_nested_deep_is_refused_in_a_few_megabytes(tmp_path):
+    """ijson's C backend made every parse event of a 64 KB chunk before the first was
+    seen, each with a prefix as long as its depth: 20,000 brackets held a gigabyte, and the
+    fuzzer's 60,000 took 11 s of CPU and 9 GB before the depth check refused the file."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 20_000 + "]" * 20_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ReportShapeError, match="not JSON: nested too deeply"):
+            load_report(str(deep))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
 def test_report_from_deep_or_huge_number_json_is_one_line(tmp_path):
