@@ -395,7 +395,19 @@ def configured_pull(
     settings: Settings, only: str | None = None
 ) -> tuple[list[ChangeEvent], list[Person]]:
     """:func:`configured_events`, and the identity records the sources know (a Backstage
-    User's profile, CODEOWNERS' handles and e-mails) for the reader's people table."""
+    User's profile, CODEOWNERS' handles and e-mails) for the reader's people table. The
+    pulls together take at most ``run_timeout``, as a daemon's run does."""
+    from healthd._stop import run_deadline
+    from healthd.settings import duration_text
+
+    bound = f"run_timeout={duration_text(settings.run_timeout)}"
+    with run_deadline(settings.run_timeout.total_seconds(), bound):
+        return _configured_pull(settings, only)
+
+
+def _configured_pull(
+    settings: Settings, only: str | None
+) -> tuple[list[ChangeEvent], list[Person]]:
     from healthd.sources import build_source, kept_repeat_places, pull_from_start, unique_events
     from healthd.sources._merge import merge_sources
     from healthd.timeline import admitted

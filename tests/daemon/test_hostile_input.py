@@ -8,6 +8,7 @@ import os
 import pwd
 import socket
 import subprocess
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -518,7 +519,6 @@ def test_a_corrupt_shadow_is_moved_aside_and_rebuilt_from_the_state(
 
 @pytest.mark.slow
 def test_a_namespace_that_stops_being_a_shadow_mid_run_gets_few_more_writes(start_daemon, tmp_path):
-    import time
 
     class FlipsMidRun(MemoryService):
         """Says the namespace is no longer a shadow after its 20th write, but takes writes
@@ -686,6 +686,30 @@ def test_names_git_gives_in_bytes_that_are_not_utf8_are_kept_as_text_and_said_on
     ], said
     assert not [e for e in daemon.log_lines() if e.get("event") in ("source failed", "run crashed")]
     assert daemon.stop()[0] == 0
+
+
+@pytest.mark.parametrize("command", ["timeline", "evaluate"])
+def test_a_one_shot_pull_from_a_remote_that_never_answers_ends_at_run_timeout(
+    tmp_path, silent, command
+):
+    """`healthd timeline --config` and `evaluate --config` waited as long as their sources
+    did (31 s here, git's own stall limit; an API paging slowly, hours): the daemon's runs
+    end at ``run_timeout``, and so do they now."""
+    config = toml_config(
+        tmp_path,
+        sources={
+            "repo": {
+                "kind": "git",
+                "url": f"http://127.0.0.1:{silent.port}/repo.git",
+                "cache_dir": str(tmp_path / "cache"),
+            }
+        },
+        targets={"naive": {"kind": "naive", "shadow": True}},
+        extra='run_timeout = "2s"',
+    )
+    line = one_line_error(run_cli(command, "--config", str(config)))
+    assert line.startswith("healthd: error: source 'repo': git clone http://127.0.0.1:")
+    assert line.endswith("stopped, the run took its run_timeout=2s")
 
 
 def test_a_git_that_hangs_fails_its_run_at_run_timeout_and_the_next_run_reads_the_history(
