@@ -133,6 +133,11 @@ class Change(NamedTuple):
         return _SUBMODULE_MODE in (self.new_mode, self.old_mode)
 
 
+#: ``Change(...)`` without the Python frame of a named tuple's ``__new__`` (a change is built
+#: for each file a commit adds, deletes or edits that matters)
+_new_change = tuple.__new__
+
+
 class Repo:
     """A local repository (a checkout or a bare mirror) driven through the git CLI.
 
@@ -353,14 +358,15 @@ class Repo:
                         pending_meta = None
                         continue
                     token = token.lstrip(b"\n")
-                    if token.startswith(b"\x01"):
+                    head = token[:1]  # (compared, not startswith: a call per token costs more)
+                    if head == b"\x01":
                         if commit is not None:
                             yield commit, changes
                         sha, _, ct = token[1:].decode().partition(" ")
                         before = commit.time if commit is not None else None
                         commit = Commit(sha, self._time_of(sha, ct, before))
                         changes = []
-                    elif token.startswith(b":"):
+                    elif head == b":":
                         pending_meta = token
         finally:  # (also when the caller stops reading: the log is killed)
             if proc.poll() is None:
@@ -641,12 +647,15 @@ def _widen_pipe(pipe: object) -> None:
 def _change(meta: bytes, path: bytes, old_path: bytes | None = None) -> Change:
     # b":100644 100644 <old> <new> M", or "R096" with the path before the rename
     old_mode, new_mode, old_sha, new_sha, status = meta[1:].decode().split(" ")
-    return Change(
-        status[:1],
-        path.decode("utf-8", "surrogateescape"),
-        old_sha,
-        new_sha,
-        old_mode,
-        new_mode,
-        None if old_path is None else old_path.decode("utf-8", "surrogateescape"),
+    return _new_change(
+        Change,
+        (
+            status[:1],
+            path.decode("utf-8", "surrogateescape"),
+            old_sha,
+            new_sha,
+            old_mode,
+            new_mode,
+            None if old_path is None else old_path.decode("utf-8", "surrogateescape"),
+        ),
     )
