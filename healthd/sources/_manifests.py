@@ -503,7 +503,7 @@ def _go_sections(text: str) -> list[tuple[int, int]]:
             at = text.find("require", at + 1)
             continue
         start = found.end()
-        if text.startswith("(", start):
+        if text[start : start + 1] == "(":
             close = text.find(")", start + 1)
             while (
                 close >= 0
@@ -511,8 +511,9 @@ def _go_sections(text: str) -> list[tuple[int, int]]:
                 and _go_line_start(text, close, start + 1) < 0
             ):
                 close = text.find(")", close + 1)
-            if close >= 0:
-                spans.append((start + 1, text.rfind("\n", 0, close) + 1))
+            if close >= 0:  # (the block's end: the start of the line holding its ")")
+                end = close if text[close - 1] == "\n" else text.rfind("\n", 0, close) + 1
+                spans.append((start + 1, end))
                 pos = close + 1
                 at = text.find("require", pos)
                 continue
@@ -549,6 +550,9 @@ def _go_direct(text: str, spans: list[tuple[int, int]]) -> str:
         if (
             end > start
             and text[end - 1] == "\n"
+            # (tested before counting: every line but an empty first one must end so, so
+            # the last must too, unless the section is that empty line alone)
+            and (text.endswith("// indirect\n", start, end) or end - start == 1)
             and (indirect := count("// indirect\n", start, end))
             == count("\n", start, end) - (text[start] == "\n")
             and count("//", start, end) == indirect  # (each line's one comment is that)
