@@ -540,9 +540,11 @@ def _go_entries(lines: list[str]) -> list[tuple[str, str]]:
 
 def _go_direct(text: str, spans: list[tuple[int, int]]) -> str:
     """The require sections' text, joined by newlines, but for blocks whose every line
-    (after the rest of the ``require (`` line, when that is empty) ends in ``// indirect``:
-    such a line requires nothing directly whatever precedes it, and since Go 1.17 the
-    indirect requirements have a block of their own, most of a go.mod's lines."""
+    (after the rest of the ``require (`` line, when that is empty) ends in `` // indirect``,
+    its one comment, as ``go mod tidy`` writes it: such a line requires nothing directly
+    whatever precedes it, and since Go 1.17 the indirect requirements have a block of their
+    own, most of a go.mod's lines. (``/// indirect`` is no mark: its comment is ``/
+    indirect``; a block written otherwise is read line by line.)"""
     sections: list[str] = []
     count = text.count
     for start, end in spans:
@@ -552,8 +554,8 @@ def _go_direct(text: str, spans: list[tuple[int, int]]) -> str:
             and text[end - 1] == "\n"
             # (tested before counting: every line but an empty first one must end so, so
             # the last must too, unless the section is that empty line alone)
-            and (text.endswith("// indirect\n", start, end) or end - start == 1)
-            and (indirect := count("// indirect\n", start, end))
+            and (text.endswith(" // indirect\n", start, end) or end - start == 1)
+            and (indirect := count(" // indirect\n", start, end))
             == count("\n", start, end) - (text[start] == "\n")
             and count("//", start, end) == indirect  # (each line's one comment is that)
         ):

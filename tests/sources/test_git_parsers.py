@@ -134,6 +134,13 @@ def test_go_mod_indirect_is_goes_own_rule_not_the_word():
     assert parse_go_mod(text) == {"a.io/x": "v1.0.0", "e.io/v": "v1.0.0"}
 
 
+def test_go_mod_a_third_slash_is_no_indirect_mark_in_a_block_of_indirect_ones():
+    """``/// indirect``'s comment is ``/ indirect`` to Go, no mark: the line was read as
+    direct in a block with direct lines, and as indirect in a block of indirect ones."""
+    block = "require (\n\ta.io/x v1.0.0 /// indirect\n\tb.io/y v0.1.0 // indirect\n)\n"
+    assert parse_go_mod("module m\n" + block) == {"a.io/x": "v1.0.0"}
+
+
 def test_go_mod_skips_indirect_and_replace():
     text = (
         "module m\nrequire (\n a.io/x v1.0.0\n b.io/y v0.1.0 // indirect\n)\n"
@@ -195,6 +202,7 @@ GO_MOD_PIECES = st.sampled_from(
         "\tb.io/y v0.1.0 // TODO: was indirect before\n",
         "\tb.io/y v0.1.0 // indirect; now direct?\n",
         "\tb.io/y v0.1.0 // x // indirect\n",
+        "\tb.io/y v0.1.0 /// indirect\n",
         "\tb.io/y v0.1.0 // indirect;\n",
         '\t"c.io/z" v3.0.0+incompatible\n',
         "\t(d.io/w v1\n",
