@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import operator
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -45,7 +46,9 @@ _EVENT_FIELDS = {
 }
 _FACT_FIELDS = ("subject", "predicate", "value", "domain")
 _FACT_FIELD_SET = frozenset(_FACT_FIELDS)
+_FACT_VALUES = operator.itemgetter(*_FACT_FIELDS)
 _KEY_FIELDS = frozenset({"subject", "predicate"})
+_KEY_VALUES = operator.itemgetter("subject", "predicate")
 _DOMAIN_NAMED: dict[str, Domain] = {domain: domain for domain in DOMAINS}
 DEFAULT_MAX_LINE = 1 << 20
 DEFAULT_FUTURE_SKEW = timedelta(days=1)
@@ -272,12 +275,15 @@ class _Shared:
     subjects, predicates, values, domains and dependencies over and over, and truth and the
     memories keep what each event gave them: one copy of each instead of one per line."""
 
-    __slots__ = ("deps", "keys", "strings")
+    __slots__ = ("deps", "facts", "keys", "strings")
 
     def __init__(self) -> None:
         self.strings: dict[str, str] = {}
         self.keys: dict[FactKey, FactKey] = {}
         self.deps: dict[tuple[FactKey, ...], tuple[FactKey, ...]] = {}
+        # each fact checked, by its four fields: a revalidation or a revision's previous
+        # fact repeats one read before (two thirds of a project's facts)
+        self.facts: dict[tuple[str, ...], Fact] = {}
 
     def string(self, text: str) -> str:
         # interned, so equal names read by separate readers (the daemon's chunks) are one
@@ -320,6 +326,14 @@ def _fact(obj: object, ctx: _Ctx, path: str, shared: _Shared) -> Fact:
         raise ctx.fail(f"expected an object, got {type(obj).__name__}", path)
     if not _FACT_FIELD_SET.issuperset(obj):
         raise ctx.fail(f"unknown field(s) {sorted(set(obj) - _FACT_FIELD_SET)}", path)
+    fields = _FACT_VALUES(obj) if len(obj) == len(_FACT_FIELDS) else None
+    if fields is not None:
+        try:
+            known = shared.facts.get(fields)
+        except TypeError:  # a field no string is (refused below)
+            known = None
+        if known is not None:
+            return known
     subject = _string(obj, "subject", ctx, path)
     predicate = _string(obj, "predicate", ctx, path)
     value = _string(obj, "value", ctx, path)
@@ -330,7 +344,13 @@ def _fact(obj: object, ctx: _Ctx, path: str, shared: _Shared) -> Fact:
             f"unknown domain {name!r}; expected one of {', '.join(DOMAINS)}", f"{path}.domain"
         )
     string = shared.string
-    return Fact(string(subject), string(predicate), string(value), domain)
+    fact = Fact(string(subject), string(predicate), string(value), domain)
+    if fields is not None and len(shared.facts) < _FACTS_KEPT:
+        shared.facts[fact.subject, fact.predicate, fact.value, domain] = fact
+    return fact
+
+
+_FACTS_KEPT = 1 << 16  # distinct facts a reading keeps checked (about 10 MiB at most)
 
 
 def event_from_dict(
@@ -340,7 +360,11 @@ def event_from_dict(
     return _event_from_dict(obj, _Ctx(line, origin), _Shared())
 
 
-def _event_from_dict(obj: object, ctx: _Ctx, shared: _Shared) -> ChangeEvent:
+def _event_from_dict(
+    obj: object, ctx: _Ctx, shared: _Shared, *, ascii_only: bool = False
+) -> ChangeEvent:
+    """``ascii_only``: ``obj`` was decoded from JSON text that is ASCII and holds no ``\\u``
+    escape, so each of its strings is ASCII and none can hold a lone surrogate."""
     line, origin = ctx.line, ctx.origin
     if not isinstance(obj, dict):
         raise ctx.fail(f"expected a JSON object, got {type(obj).__name__}")
@@ -374,18 +398,7 @@ def _event_from_dict(obj: object, ctx: _Ctx, shared: _Shared) -> ChangeEvent:
         raw_deps = []
     if not isinstance(raw_deps, list):
         raise ctx.fail("expected a list of {subject, predicate} objects", "depends_on")
-    deps: list[FactKey] = []
-    for i, dep in enumerate(raw_deps):
-        path = f"depends_on[{i}]"
-        if not isinstance(dep, dict):
-            raise ctx.fail("expected an object with subject and predicate", path)
-        if not _KEY_FIELDS.issuperset(dep):
-            raise ctx.fail(f"unknown field(s) {sorted(set(dep) - _KEY_FIELDS)}", path)
-        key = FactKey(
-            shared.string(_string(dep, "subject", ctx, path)),
-            shared.string(_string(dep, "predicate", ctx, path)),
-        )
-        deps.append(shared.keys.setdefault(key, key))
+    depends_on = _depends_on(raw_deps, ctx, shared)
     raw_meta = obj.get("metadata", {})
     if raw_meta is None:
         raw_meta = {}
@@ -402,13 +415,46 @@ def _event_from_dict(obj: object, ctx: _Ctx, shared: _Shared) -> ChangeEvent:
         fact=fact,
         previous=previous,
         reason=None if reason is None else shared.string(reason),
-        depends_on=shared.deps.setdefault(tuple(deps), tuple(deps)) if deps else (),
+        depends_on=depends_on,
         metadata=dict(raw_meta),
     )
-    problem = not_text(event)
+    problem = None if ascii_only else not_text(event)
     if problem is not None:
         raise ctx.fail(problem[1], problem[0])
     return event
+
+
+def _depends_on(raw: list[Any], ctx: _Ctx, shared: _Shared) -> tuple[FactKey, ...]:
+    """The keys a ``depends_on`` list names, as the one tuple every event naming them shares."""
+    if not raw:
+        return ()
+    known = _known_deps(raw, shared)
+    if known is not None:
+        return known
+    deps: list[FactKey] = []
+    for i, dep in enumerate(raw):
+        path = f"depends_on[{i}]"
+        if not isinstance(dep, dict):
+            raise ctx.fail("expected an object with subject and predicate", path)
+        if not _KEY_FIELDS.issuperset(dep):
+            raise ctx.fail(f"unknown field(s) {sorted(set(dep) - _KEY_FIELDS)}", path)
+        key = FactKey(
+            shared.string(_string(dep, "subject", ctx, path)),
+            shared.string(_string(dep, "predicate", ctx, path)),
+        )
+        deps.append(shared.keys.setdefault(key, key))
+    keys = tuple(deps)
+    return shared.deps.setdefault(keys, keys)
+
+
+def _known_deps(raw: list[Any], shared: _Shared) -> tuple[FactKey, ...] | None:
+    """The shared tuple of a list an earlier event gave (checked then: its (subject,
+    predicate) pairs equal, and hash as, the keys); None for any other list."""
+    try:
+        pairs = tuple([_KEY_VALUES(dep) for dep in raw if len(dep) == len(_KEY_FIELDS)])
+        return shared.deps.get(pairs) if len(pairs) == len(raw) else None
+    except (TypeError, KeyError):  # an entry that is no such object: refused when checked
+        return None
 
 
 def iter_timeline(
@@ -470,7 +516,8 @@ def _line_event(
         obj = _json.loads(text, unique_names=True)
     except _json.BadJSON as exc:
         raise TimelineError(f"invalid JSON: {exc}", line=number, origin=origin) from None
-    event = _event_from_dict(obj, _Ctx(number, origin), shared)
+    ascii_only = text.isascii() and "\\u" not in text
+    event = _event_from_dict(obj, _Ctx(number, origin), shared, ascii_only=ascii_only)
     if not_after is not None and event.timestamp > not_after:
         raise TimelineError(
             f"{format_timestamp(event.timestamp)} is in the future, later than "

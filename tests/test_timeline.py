@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -116,6 +117,37 @@ def test_a_bad_line_names_its_line_and_field(change, field, words):
     assert info.value.field == field
     assert words in str(info.value)
     assert str(info.value).startswith("t.jsonl, line 3")
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"fact": dict(GOOD["fact"], value=" ")}, "fact.value"),
+        ({"fact": dict(GOOD["fact"], value=["go"])}, "fact.value"),
+        ({"previous": dict(GOOD["previous"], colour="red")}, "previous"),
+        ({"depends_on": [{"subject": "auth-service", "predicate": 1}]}, "depends_on[0].predicate"),
+        (
+            {"depends_on": [{"subject": "auth-service", "predicate": ["exists"]}]},
+            "depends_on[0].predicate",
+        ),
+        (
+            {"depends_on": [{"subject": "auth-service", "predicate": "exists", "x": ""}]},
+            "depends_on[0]",
+        ),
+        ({"depends_on": [["auth-service", "exists"]]}, "depends_on[0]"),
+        ({"fact": dict(GOOD["fact"], value="caf\udce9")}, "fact.value"),
+    ],
+)
+def test_a_fact_or_dependency_read_before_is_checked_again_once_changed(change, field):
+    """The first reading keeps each fact and dependency list it checked: a line that repeats
+    them reads as the first did, and one that changes them is checked as any other."""
+    text = json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"id": "again"}) + "\n"
+    first, again = loads_timeline(text)
+    assert again == dataclasses.replace(first, id="again")
+    bad = json.dumps(GOOD | {"id": "bad"} | change)
+    with pytest.raises(TimelineError) as info:
+        loads_timeline(text + bad)
+    assert (info.value.line, info.value.field) == (3, field)
 
 
 def test_invalid_json_and_duplicate_ids_are_errors_not_skips():
