@@ -197,7 +197,11 @@ def retrieval_changed(served: Iterable[RetrievedFact]) -> int:
     """How many of ``served`` were written under another retrieval fingerprint: counted
     apart from stale facts, since their scores moved with the retrieval layer, not the
     memory."""
-    return sum(1 for f in served if RETRIEVAL_CHANGED in f.flags)
+    count = 0  # (a loop: an answer has a fact or two, and a generator costs more than they)
+    for fact in served:
+        if RETRIEVAL_CHANGED in fact.flags:
+            count += 1
+    return count
 
 
 @dataclass
@@ -535,7 +539,10 @@ class Replay:
                 self._look(key)
             live = self._live.get(key)
             pending = self._pending.get(key)
-            candidates = set(truth.open_values(key))
+            held = truth.open_values(key)
+            if live is not None and not pending and live == held:
+                continue  # what was current still is, and nothing else is (a revalidation)
+            candidates = set(held)
             if live:
                 candidates |= live
             if pending:
@@ -580,7 +587,7 @@ class Replay:
         facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
         truth = self.truth
         for fact in facts:
-            key, value = FactKey(fact.subject, fact.predicate), fact.value
+            key, value = fact.key, fact.value
             if self._unlooked is not None:
                 self._look(key)
             if (

@@ -132,6 +132,7 @@ def score_probe(
     stale_after: datetime | None = None
     contaminated = False
     values_by_key: dict[FactKey, set[str]] = {}
+    several = False  # some key served more than once: may conflict
     status_of = truth.status_of
     for fact in facts:
         if HISTORICAL in fact.flags:
@@ -144,7 +145,7 @@ def score_probe(
             add(domain, FRESH)
             if stale_after is None or deadline < stale_after:
                 stale_after = deadline
-        key = FactKey(fact.subject, fact.predicate)
+        key = fact.key
         status = status_of(key, fact.value, at)
         if status == "current":
             add(domain, CONSISTENT)
@@ -155,8 +156,9 @@ def score_probe(
             values_by_key[key] = {fact.value}
         else:
             values.add(fact.value)
+            several = True
 
-    probe_key = FactKey(probe.subject, probe.predicate)
+    probe_key = probe.key
     returned = values_by_key.get(probe_key, ())
     for expected in truth.current(probe_key, at):
         add(expected.domain, EXPECTED)
@@ -166,7 +168,7 @@ def score_probe(
     add(probe.domain, PROBES)
     if contaminated:
         add(probe.domain, CONTAMINATED)
-    if any(
+    if several and any(
         len(values) > 1 and not truth.multi_valued(key) for key, values in values_by_key.items()
     ):
         add(probe.domain, CONFLICTS)

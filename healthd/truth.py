@@ -448,7 +448,7 @@ class GroundTruth:
         return history
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:
-        history = self._history(FactKey(fact.subject, fact.predicate), multi)
+        history = self._history(fact.key, multi)
         key = history.key
         if fact.value not in history.values:
             history.values[fact.value] = fact.domain
