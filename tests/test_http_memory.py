@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -16,10 +17,12 @@ import yaml
 from jsonschema import Draft202012Validator
 from memory_service import MemoryService
 from openapi_spec_validator import validate as validate_openapi
+from structlog.testing import capture_logs
 
 from healthd.cli import example_timeline_path
 from healthd.errors import MemoryAdapterError, ShadowViolation, TargetError
 from healthd.evaluator import evaluate
+from healthd.logging import configure_logging
 from healthd.memory import build_memory, parse_target
 from healthd.probes import build_probe_set
 from healthd.timeline import event_to_dict, read_timeline
@@ -198,6 +201,29 @@ def test_an_answer_is_refused_exactly_when_the_contract_refuses_it(body, field):
             return
         with pytest.raises(MemoryAdapterError, match=re.escape(f"field '{field}'")):
             memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
+
+
+def test_an_answer_over_the_k_asked_for_is_scored_as_served_and_said_once_a_run():
+    """The contract says "at most k"; a service that gives more was scored on all of it, so
+    its coverage looked better than its k would give, and nothing said so."""
+    with MemoryService() as service:
+        memory = build_memory(parse_target(target(service, top_k=2)))
+        memory.reset()
+        service.bad_query_body = {"items": [{**ITEM, "record_id": f"r{i}"} for i in range(5)]}
+        # configured now, not on first use: a configuration an earlier test deferred would
+        # otherwise replace capture_logs' own at the warning
+        configure_logging("info", "json", io.StringIO())
+        with capture_logs() as logs:
+            first = memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
+            memory.answer(PROBES.probes[1], EVENTS[0].timestamp)
+            memory.begin_run()
+            memory.answer(PROBES.probes[0], EVENTS[0].timestamp)
+    assert len(first.items) == 5
+    said = [e for e in logs if e["event"].startswith("http memory: the service served more")]
+    assert [(e["k"], e["served"], e["probe"]) for e in said] == [
+        (2, 5, PROBES.probes[0].id),
+        (2, 5, PROBES.probes[0].id),
+    ]
 
 
 @pytest.mark.parametrize(

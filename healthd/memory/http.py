@@ -122,6 +122,7 @@ class HttpMemory:
         self._tracks_changes = True
         self._changes_failed = 0  # changes calls failed in a row this run
         self._changes_said = False  # a failure said this run (said once, on the first)
+        self._over_k_said = False  # an answer over k said this run
 
     # -- Memory protocol ------------------------------------------------------------------
 
@@ -131,6 +132,7 @@ class HttpMemory:
         self._verified_at = None
         self._changes_failed = 0
         self._changes_said = False
+        self._over_k_said = False
 
     def reset(self) -> None:
         self._ensure_shadow(force=True)
@@ -162,6 +164,16 @@ class HttpMemory:
             raise MemoryAdapterError(f"{where}: expected an object with a 'facts' or 'items' list")
         facts = _facts(data, where, at) if "facts" in data else []
         items = _items(data, where, at) if "items" in data else []
+        served = len(facts) + len(items)
+        if served > self.options.top_k and not self._over_k_said:
+            # (scored as served: what the service gives an assistant asking for k)
+            log.warning(
+                "http memory: the service served more than the k asked for; scored as served",
+                probe=probe.id,
+                k=self.options.top_k,
+                served=served,
+            )
+            self._over_k_said = True
         return Answer(probe.id, tuple(facts), tuple(items))
 
     def changed_keys(self, at: datetime) -> set[FactKey] | None:
