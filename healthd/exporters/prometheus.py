@@ -64,6 +64,7 @@ RELOAD_NAMES = (
 #: Exported only for targets whose memory reports its events per expiry (AgentCore events).
 EVENT_EXPIRY_NAMES = (
     "healthd_memory_event_expiry_days",
+    "healthd_memory_event_expiry_seconds",
     "healthd_memory_events",
     "healthd_memory_event_expiry_since_timestamp_seconds",
     "healthd_memory_failed_extractions",
@@ -376,6 +377,12 @@ def _event_expiry(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Me
         "The memory's current event expiry setting (days), read in the last successful run",
         labels=["target", "role"],
     )
+    setting_seconds = GaugeMetricFamily(
+        "healthd_memory_event_expiry_seconds",
+        "The memory's current event expiry setting in seconds (the _days gauge's value, in "
+        "Prometheus' base unit), read in the last successful run",
+        labels=["target", "role"],
+    )
     events = GaugeMetricFamily(
         "healthd_memory_events",
         "The shadow's raw events the memory still holds, by the expiry (days) each was "
@@ -402,11 +409,12 @@ def _event_expiry(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Me
             failed.add_metric(who, report["failed_extractions"])
         if report.get("current_days") is not None:
             setting.add_metric(who, report["current_days"])
+            setting_seconds.add_metric(who, report["current_days"] * 86_400)
         for days, count in (report.get("populations") or {}).items():
             events.add_metric([*who, str(days)], count)
         for days, at in (report.get("since") or {}).items():
             since.add_metric([*who, str(days)], at)
-    yield from (setting, events, since, failed)
+    yield from (setting, setting_seconds, events, since, failed)
 
 
 def _llm(targets: dict[str, Any], roles: dict[str, str]) -> Iterable[Metric]:

@@ -96,6 +96,9 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
             daemon.wait_until(lambda: events("30") == 2, timeout=60, what="2 events under 30 days")
             metrics = daemon.scrape()
             assert sample(metrics, "healthd_memory_event_expiry_days", target="events") == 30
+            assert sample(metrics, "healthd_memory_event_expiry_seconds", target="events") == (
+                30 * 86_400
+            )
             assert sample(metrics, "healthd_memory_failed_extractions", target="events") == 0
             failures = sample(metrics, "healthd_runs_total", target="nostrategy", result="failure")
             assert failures and failures >= 1
@@ -136,6 +139,9 @@ def test_event_populations_per_expiry_are_exported_across_a_change(tmp_path, mon
             metrics = daemon.scrape()
             assert events("30") == 2  # the older events keep the expiry they were created with
             assert sample(metrics, "healthd_memory_event_expiry_days", target="events") == 90
+            assert sample(metrics, "healthd_memory_event_expiry_seconds", target="events") == (
+                90 * 86_400
+            )
             since_30 = sample(
                 metrics,
                 "healthd_memory_event_expiry_since_timestamp_seconds",
