@@ -1,6 +1,8 @@
 """The packages a JavaScript monorepo declares: npm and Yarn's ``workspaces`` in the root
-package.json, pnpm's ``packages`` in pnpm-workspace.yaml (which pnpm reads instead). A
-package.json elsewhere (a scaffolding template, a test project) is no package of the
+package.json, pnpm's ``packages`` in pnpm-workspace.yaml (which pnpm reads instead), and,
+when the package manager is given none, Lerna's ``packages`` in lerna.json (what ``lerna
+bootstrap`` linked before package managers had workspaces; ignored under ``useWorkspaces``).
+A package.json elsewhere (a scaffolding template, a test project) is no package of the
 repository's: the `git` source makes no module of it."""
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ import fnmatch
 import json
 from typing import Any
 
-#: The root files declaring workspaces; the first one declaring any wins (pnpm's file).
-WORKSPACE_FILES = ("pnpm-workspace.yaml", "package.json")
+#: The root files declaring workspaces; the first one declaring any wins (pnpm's file,
+#: then what npm and Yarn install; lerna.json's globs only name which of those Lerna
+#: versions).
+WORKSPACE_FILES = ("pnpm-workspace.yaml", "package.json", "lerna.json")
 
 
 def workspace_globs(path: str, data: bytes) -> tuple[str, ...] | None:
@@ -20,6 +24,8 @@ def workspace_globs(path: str, data: bytes) -> tuple[str, ...] | None:
         if path == "package.json":
             declared: Any = json.loads(data)
             declared = declared.get("workspaces") if isinstance(declared, dict) else None
+        elif path == "lerna.json":
+            declared = _lerna_packages(_lerna_json(data))
         else:
             declared = _yaml(data)
     except RecursionError as exc:
@@ -40,6 +46,23 @@ def workspace_globs(path: str, data: bytes) -> tuple[str, ...] | None:
         if len(expanded) > _MAX_GLOBS:
             raise TooManyGlobs(f"the workspaces expand to over {_MAX_GLOBS} globs")
     return tuple(expanded) or None
+
+
+def _lerna_json(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as exc:  # (JSONDecodeError; UnicodeDecodeError for bytes not UTF-8)
+        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        where = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ValueError(f"lerna.json is not JSON: {problem}{where}") from exc
+
+
+def _lerna_packages(config: Any) -> Any:
+    """lerna.json's ``packages``, unless ``useWorkspaces`` hands them to the package
+    manager's workspaces (Lerna 3 to 6; Lerna 7 removed the option)."""
+    if not isinstance(config, dict) or config.get("useWorkspaces") is True:
+        return None
+    return config.get("packages")
 
 
 class TooManyGlobs(ValueError):

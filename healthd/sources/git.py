@@ -175,7 +175,10 @@ def edit_matters(path: bytes) -> bool:
     for every manifest and CODEOWNERS file (and a few more), False for the source files
     that most edits are, which :meth:`GitExtractor.apply` skips."""
     name = path.rpartition(b"/")[2]
-    return name in _OWNER_NAMES or may_be_manifest(name) or name == b"pnpm-workspace.yaml"
+    return name in _OWNER_NAMES or may_be_manifest(name) or name in _WORKSPACE_NAMES
+
+
+_WORKSPACE_NAMES = frozenset(name.encode() for name in WORKSPACE_FILES)
 
 
 class GitExtractor(Extractor):
@@ -941,8 +944,9 @@ class GitSource(RepoSource):
         return "|".join(
             [
                 # v3: copies of scripts not counted, a root requirements file no root
-                # module, npm workspaces; v4: configuration scripts counted apart
-                "modules-v4",
+                # module, npm workspaces; v4: configuration scripts counted apart; v5:
+                # lerna.json's packages
+                "modules-v5",
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),
                 ",".join(self.opts.exclude_dirs),

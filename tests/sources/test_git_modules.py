@@ -416,6 +416,60 @@ def test_with_workspaces_declared_only_a_workspace_package_json_makes_a_module(r
     ]
 
 
+def test_lerna_packages_name_the_workspaces_when_the_package_manager_is_given_none(repo, brief):
+    """lerna/lerna's own layout, 2018 to 2020: lerna.json's `packages` (commands/*, core/*,
+    utils/*) and no `workspaces` in package.json, so what `lerna bootstrap` linked were its
+    packages, and helpers/* (private test helpers, each with a package.json) were none.
+    Under `useWorkspaces` (Lerna 3 to 6) the package manager's workspaces name them, and
+    lerna.json's globs are not read."""
+    lerna = '{"packages": ["commands/*", "core/*", "utils/*"], "version": "3.22.1"}'
+    repo.commit(
+        "2020-01-01",
+        {
+            "lerna.json": lerna,
+            "package.json": '{"name": "root", "private": true}',
+            "commands/add/package.json": '{"name": "@lerna/add"}',
+            "commands/add/index.js": "",
+            "helpers/cli-runner/package.json": '{"name": "@lerna-test/cli-runner"}',
+            "helpers/cli-runner/index.js": "",
+        },
+    )
+    first = pull(repo)
+    repo.commit(
+        "2021-01-01",
+        {"lerna.json": lerna.replace('"version"', '"useWorkspaces": true, "version"')},
+    )
+    events = pull(repo).events
+    rest = build_source("git", "repo", {"path": str(repo.path)}).pull(first.cursor).events
+    assert [ev.id for ev in first.events + rest if ev.type != "revalidated"] == [
+        ev.id for ev in events
+    ]
+    assert [line for line in brief(events) if "exists" in line[2]] == [
+        ("2020-01-01", "added", "commands/add exists=true"),
+        ("2021-01-01", "added", "helpers/cli-runner exists=true"),
+    ]
+
+
+def test_a_lerna_json_that_is_not_json_keeps_the_workspaces_and_says_so(repo, brief):
+    repo.commit(
+        "2020-01-01",
+        {
+            "lerna.json": '{"packages": ["packages/*"]}',
+            "packages/cli/package.json": '{"name": "cli"}',
+            "packages/cli/templates/app/package.json": '{"name": "app"}',
+        },
+    )
+    repo.commit("2020-02-01", {"lerna.json": '{"packages": ["packages/*"],}'})
+    result = pull(repo)
+    assert [line for line in brief(result.events) if "exists" in line[2]] == [
+        ("2020-01-01", "added", "packages/cli exists=true"),
+    ]
+    assert result.skipped == [
+        f"lerna.json@{repo.head()[:12]}: lerna.json is not JSON: "
+        "Expecting property name enclosed in double quotes (line 1); kept as before"
+    ]
+
+
 def test_a_deep_tree_under_workspace_globs_of_many_stars_is_read_at_once(repo, brief):
     """Hostile input: each ``**`` of a glob may take any number of a path's components, and
     trying every split of a 300-deep path among four takes hours; it is read in a second."""
