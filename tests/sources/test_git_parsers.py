@@ -731,6 +731,25 @@ def test_languages_and_the_main_one():
     assert main_language({}) is None
 
 
+@pytest.mark.parametrize(
+    ("where", "counts", "language"),
+    [
+        # (their files at 2026's heads; the language GitHub Linguist gives each directory)
+        ("AFNetworking/AFNetworking", {"c header": 8, "objective-c": 6}, "objective-c"),
+        ("esphome/esphome/core", {"c header": 24, "cpp": 14}, "cpp"),
+        ("NVIDIA/warp/native", {"c header": 106, "cpp": 23}, "cpp"),
+        ("redis/deps/hiredis", {"c header": 27, "c": 26, "cpp": 1}, "c"),
+        ("a directory of headers alone", {"c header": 15}, "c"),
+        ("headers beside Python", {"c header": 3, "python": 2}, "c"),
+    ],
+)
+def test_a_c_header_counts_as_its_modules_c_family_language(where, counts, language):
+    """A `.h` file was always C: AFNetworking's own directory (8 headers, 6 .m files) read
+    as C, esphome's C++ components too."""
+    assert language_of(f"{where}/x.h") == "c header"
+    assert main_language(counts) == language
+
+
 MANIFEST_PATHS = [
     "pyproject.toml",
     "requirements.txt",
