@@ -945,7 +945,7 @@ class GitSource(RepoSource):
             [
                 # v3: copies of scripts not counted, a root requirements file no root
                 # module, npm workspaces; v4: configuration scripts counted apart; v5:
-                # lerna.json's packages
+                # lerna.json's packages, C headers counted with their module's C family
                 "modules-v5",
                 ",".join(self.opts.service_roots),
                 ",".join(self.opts.exclude),
