@@ -407,16 +407,11 @@ def _event_from_dict(
     for k, v in raw_meta.items():
         if not isinstance(v, str):
             raise ctx.fail(f"expected a string value, got {v!r}", f"metadata.{k}")
+    reason = None if reason is None else shared.string(reason)
+    # (by position: a class called with keywords has them packed in a dict and matched
+    # again, which takes half as long again as building the event)
     event = ChangeEvent(
-        id=event_id,
-        type=kind,
-        timestamp=timestamp,
-        source=source,
-        fact=fact,
-        previous=previous,
-        reason=None if reason is None else shared.string(reason),
-        depends_on=depends_on,
-        metadata=dict(raw_meta),
+        event_id, kind, timestamp, source, fact, previous, reason, depends_on, dict(raw_meta)
     )
     problem = None if ascii_only else not_text(event)
     if problem is not None:
@@ -595,16 +590,11 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
         # The (subject, predicate) pairs equal, and hash as, the keys they name: one lookup
         # finds the shared list, and each distinct list is decoded once, not once an event.
         deps = shared.deps.get(raw_deps) or _shared_deps(raw_deps, shared)
+    previous_fact = None if previous is None else Fact(*previous)
+    timestamp = from_micros(micros)
+    # (by position, as in _event_from_dict)
     return ChangeEvent(
-        id=event_id,
-        type=kind,
-        timestamp=from_micros(micros),
-        source=source,
-        fact=Fact(*fact),
-        previous=None if previous is None else Fact(*previous),
-        reason=reason,
-        depends_on=deps,
-        metadata=dict(metadata),
+        event_id, kind, timestamp, source, Fact(*fact), previous_fact, reason, deps, dict(metadata)
     )
 
 
