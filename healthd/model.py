@@ -151,9 +151,10 @@ class ChangeEvent:
     @property
     def keys(self) -> tuple[FactKey, ...]:
         """Every key this event touches directly (a revision may move a fact to a new key)."""
-        if self.previous is not None and self.previous.key != self.fact.key:
-            return (self.previous.key, self.fact.key)
-        return (self.fact.key,)
+        key, previous = self.fact.key, self.previous
+        if previous is not None and (previous.subject, previous.predicate) != key:
+            return (previous.key, key)
+        return (key,)
 
 
 def is_sweep(event: ChangeEvent) -> bool:

@@ -15,7 +15,7 @@ from json.encoder import encode_basestring, encode_basestring_ascii
 from healthd import _json
 from healthd._files import open_text, undecodable_line
 from healthd.errors import ProbeFileError
-from healthd.model import DOMAINS, ChangeEvent, Domain, FactKey, Probe
+from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Probe
 
 _OWNERSHIP_PREDICATES = {
     "owner",
@@ -160,18 +160,23 @@ class KeyCatalog:
 
     def add(self, events: Iterable[ChangeEvent]) -> list[FactKey]:
         """Take events in; the keys that are new or whose probe changed, in first-seen order."""
-        keys = self.keys
         changed: dict[FactKey, None] = {}
         for event in events:
-            facts = (event.fact,) if event.previous is None else (event.previous, event.fact)
-            for fact in facts:
-                known = keys.get(fact.key)
-                domain, multi = known or (fact.domain, False)
-                entry = (domain, multi or (fact is event.fact and event.multi_valued))
-                if entry != known:
-                    keys[fact.key] = entry
-                    changed[fact.key] = None
+            previous = event.previous
+            if previous is not None:
+                self._take(previous, False, changed)
+            self._take(event.fact, event.multi_valued, changed)
         return list(changed)
+
+    def _take(self, fact: Fact, multi_valued: bool, changed: dict[FactKey, None]) -> None:
+        """Take in a fact an event holds (``multi_valued``: the event declares its key so)."""
+        key = fact.key
+        known = self.keys.get(key)
+        if known is not None and (known[1] or not multi_valued):
+            return  # (the usual case: a key seen before, its probe as it was)
+        domain = fact.domain if known is None else known[0]
+        self.keys[key] = (domain, multi_valued)
+        changed[key] = None
 
     def probe_set(self, extra: Sequence[Probe] = ()) -> ProbeSet:
         """One generated probe for every key, then the given probes."""

@@ -469,9 +469,11 @@ def iter_timeline(
     error naming it) and the reading goes on; without, it raises."""
     seen: dict[str, int] = {}
     shared = _Shared()
+    ctx = _Ctx(None, origin)  # (its line set before each is read)
     for number, raw in enumerate(lines, start=first_line):
         try:
-            event = _line_event(raw, number, origin, max_line, not_after, shared)
+            ctx.line = number
+            event = _line_event(raw, ctx, max_line, not_after, shared)
             if event is None:
                 continue
             if unique_ids:
@@ -492,14 +494,10 @@ def iter_timeline(
 
 
 def _line_event(
-    raw: str,
-    number: int,
-    origin: str | None,
-    max_line: int,
-    not_after: datetime | None,
-    shared: _Shared,
+    raw: str, ctx: _Ctx, max_line: int, not_after: datetime | None, shared: _Shared
 ) -> ChangeEvent | None:
     """The event on one line (None for a blank line); TimelineError naming what is wrong."""
+    number, origin = ctx.line, ctx.origin
     if len(raw) > max_line:
         raise TimelineError(
             f"line is longer than the limit of {max_line} characters", line=number, origin=origin
@@ -512,7 +510,7 @@ def _line_event(
     except _json.BadJSON as exc:
         raise TimelineError(f"invalid JSON: {exc}", line=number, origin=origin) from None
     ascii_only = text.isascii() and "\\u" not in text
-    event = _event_from_dict(obj, _Ctx(number, origin), shared, ascii_only=ascii_only)
+    event = _event_from_dict(obj, ctx, shared, ascii_only=ascii_only)
     if not_after is not None and event.timestamp > not_after:
         raise TimelineError(
             f"{format_timestamp(event.timestamp)} is in the future, later than "
