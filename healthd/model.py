@@ -96,9 +96,16 @@ def _stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
     return cls
 
 
+class _KeyKept:
+    """A slot, outside a dataclass's fields, where a fact keeps its key once asked for it."""
+
+    __slots__ = ("_key",)
+    _key: FactKey
+
+
 @_stored_by_slot
 @dataclass(frozen=True, slots=True)
-class Fact:
+class Fact(_KeyKept):
     subject: str
     predicate: str
     value: str
@@ -106,7 +113,15 @@ class Fact:
 
     @property
     def key(self) -> FactKey:
-        return _new_key(FactKey, (self.subject, self.predicate))
+        try:
+            return self._key
+        except AttributeError:  # (not asked before)
+            key = _new_key(FactKey, (self.subject, self.predicate))
+            _keep_key(self, key)
+            return key
+
+
+_keep_key = vars(_KeyKept)["_key"].__set__
 
 
 @_stored_by_slot

@@ -588,12 +588,24 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
         # The (subject, predicate) pairs equal, and hash as, the keys they name: one lookup
         # finds the shared list, and each distinct list is decoded once, not once an event.
         deps = shared.deps.get(raw_deps) or _shared_deps(raw_deps, shared)
-    previous_fact = None if previous is None else Fact(*previous)
+    facts = shared.facts
+    held = facts.get(fact) or _shared_fact(fact, shared)
+    previous_fact = (
+        None if previous is None else facts.get(previous) or _shared_fact(previous, shared)
+    )
     timestamp = from_micros(micros)
     # (by position, as in _event_from_dict)
     return ChangeEvent(
-        event_id, kind, timestamp, source, Fact(*fact), previous_fact, reason, deps, dict(metadata)
+        event_id, kind, timestamp, source, held, previous_fact, reason, deps, dict(metadata)
     )
+
+
+def _shared_fact(fields: tuple[Any, ...], shared: _Shared) -> Fact:
+    """A fact read back from a copy, as the one object every event holding it shares."""
+    fact = Fact(*fields)
+    if len(shared.facts) < _FACTS_KEPT:
+        shared.facts[fields] = fact
+    return fact
 
 
 def _shared_deps(pairs: tuple[tuple[str, str], ...], shared: _Shared) -> tuple[FactKey, ...]:
