@@ -18,11 +18,29 @@ from healthd.model import DOMAINS, HISTORICAL, SOFT_EXPIRED, Domain, FactKey, Re
 _SEPARATORS = re.compile(r"[_\-:./]+")
 
 
+# The instant converted last, as a datetime and in seconds (one pair, replaced whole): an
+# event's time is converted for its write, again for the changes and answers asked at it,
+# and back for each record served as validated then. Kept only for a UTC datetime whose
+# seconds convert back to it exactly (within 2**32 s of the epoch a float holds the instant
+# to less than half a microsecond).
+_LAST: list[tuple[datetime, float]] = [(datetime(1970, 1, 1, tzinfo=UTC), 0.0)]
+_EXACT = float(2**32)
+
+
 def _ts(at: datetime) -> float:
-    return at.timestamp()
+    last = _LAST[0]
+    if at is last[0]:
+        return last[1]
+    value = at.timestamp()
+    if type(at) is datetime and at.tzinfo is UTC and not at.fold and -_EXACT < value < _EXACT:
+        _LAST[0] = (at, value)
+    return value
 
 
 def _dt(value: float) -> datetime:
+    last = _LAST[0]
+    if value == last[1]:
+        return last[0]
     return datetime.fromtimestamp(value, tz=UTC)
 
 
