@@ -77,10 +77,10 @@ class _Folds(_Cascades, _Deadlines):
             and fresh
             and self._acyclic
             and folding.multi == log.multi
-            and all(appended for _, appended in fresh)
-            and folding.resumable(fresh[0][0])
+            and log.fresh_appended
+            and folding.resumable(fresh[0])
         ):
-            return self._fold_tail(key, log, folding, [op for op, _ in fresh])
+            return self._fold_tail(key, log, folding, fresh)
         folding = Folding(multi=log.multi, supersession=self.supersession)
         cascade = self._cascade(frozenset({key})) if self.propagation else _no_cut
         for op in log.ops:
@@ -132,9 +132,10 @@ class _Folds(_Cascades, _Deadlines):
         opened = folding.intervals[count:]
         log.changed_from = _NEVER
         self._write(key, log, [*held_before, *opened], self._records_of(key))
-        deps = self._depends_on(key)
-        for interval in opened:
-            deps.update(interval.opener.depends_on)
+        if opened:
+            deps = self._depends_on(key)
+            for interval in opened:
+                deps.update(interval.opener.depends_on)
         self._cache.folds[key] = folding
         self._touched.add(key)
         if was_held and folding.held:
@@ -156,6 +157,7 @@ class _Folds(_Cascades, _Deadlines):
         multi = int(log.multi)
         live = self._cache.live[key]
         ended = self._cache.ended.get(key)
+        deferring = self._deferring()
         ending = False
         by_opener: dict[int, _Record] = {}  # the records of ``intervals``
         for interval in intervals:
@@ -191,7 +193,7 @@ class _Folds(_Cascades, _Deadlines):
                 pushed = found.columns[3:5] == wanted[3:5] and found.columns[5] == "active"
                 # a re-validation moves only the validation and its expiry instants
                 whole = found.columns[:2] != wanted[:2] or found.columns[5:] != wanted[5:]
-                if self._deferring():
+                if deferring:
                     if not self._deferred.inserting(found.rid):  # else inserted as it is then
                         known = self._deferred.records.get(found.rid)
                         whole = whole or (known is not None and known[1])
@@ -222,7 +224,7 @@ class _Folds(_Cascades, _Deadlines):
                 replacement = by_opener[interval.superseded_by].rid
                 if record.superseded_by != replacement:
                     record.superseded_by = replacement
-                    if not self._deferring():
+                    if not deferring:
                         self._db.execute(
                             "UPDATE records SET superseded_by = ? WHERE id = ?",
                             (replacement, record.rid),

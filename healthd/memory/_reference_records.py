@@ -167,11 +167,12 @@ class _KeyLog:
     operation came from is kept only until it is folded (the records it opens are written
     then); a later fold that opens a record at an older operation reads it from key_log."""
 
-    __slots__ = ("changed_from", "fresh", "multi", "ops", "origins")
+    __slots__ = ("changed_from", "fresh", "fresh_appended", "multi", "ops", "origins")
 
     def __init__(self, codec: _LogCodec) -> None:
         self.ops: PackedLog[LogOp] = PackedLog(codec, _log_order)
-        self.fresh: list[tuple[LogOp, bool]] = []  # logged since the last fold; appended?
+        self.fresh: list[LogOp] = []  # logged since the last fold
+        self.fresh_appended = True  # each of them at the log's end when logged
         self.origins: dict[int, _Origin] = {}
         self.multi = False
         # The earliest instant from which the key's fold may differ from its records as
@@ -182,14 +183,15 @@ class _KeyLog:
     def add(self, op: LogOp, origin: _Origin | None, multi: bool) -> None:
         if not self.fresh:  # everything logged before was folded, its records written
             self.origins.clear()
+            self.fresh_appended = True
         ops = self.ops
         last = ops.last()
-        appended = last is None or (last.at, last.seq) <= (op.at, op.seq)
-        if appended:
+        if last is None or last.at < op.at or (last.at == op.at and last.seq <= op.seq):
             ops.append(op)
         else:
             ops.insort(op)
-        self.fresh.append((op, appended))
+            self.fresh_appended = False
+        self.fresh.append(op)
         if origin is not None:
             self.origins[op.seq] = origin
         self.changed_from = min(self.changed_from, op.at)

@@ -133,7 +133,8 @@ class Folding:
 
     def close(self) -> None:
         """Apply the cascade ends still pending (they lie after the last operation)."""
-        self._apply_cuts(None)
+        if self.cuts:
+            self._apply_cuts(None)
 
     def _apply_cuts(self, until: float | None) -> None:
         for value, (at, reason) in list(self.cuts.items()):
