@@ -22,7 +22,6 @@ every probe re-asked at every stage; scoring stays incremental, so the numbers s
 from __future__ import annotations
 
 import heapq
-import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -259,10 +258,12 @@ class Replay:
         self._keys_stored = False
         # served items, over every answer, written under another retrieval fingerprint
         self._changed_served = 0
+        # every count: the probes' scores' and the forgetting checks' (these also apart,
+        # for counters and snapshot)
         self._counts = [0] * SIZE
         self._forget_counts = [0] * SIZE
-        # their sum, the counts of every stage until one of them changes (most stages
-        # change no count: summing 50 cells for each cost 2 % of a replay)
+        # _counts as a tuple, the counts of every stage until one of them changes (most
+        # stages change no count)
         self._totals: tuple[int, ...] | None = None
         # Each value a stage has looked at was current then (in _live) or not (its bit, by
         # the value's rank in truth, in _gone: a few bytes a key, not a tuple a value);
@@ -362,10 +363,9 @@ class Replay:
                 probe = self._generated_probe(fact.key)
                 answer = self._answers.get(probe.id, ()) if probe else ()
                 self._totals = None
-                add_cells(
-                    self._forget_counts,
-                    ((c, 1) for c in forgetting_check(fact, answer, self.truth, at)),
-                )
+                for index in forgetting_check(fact, answer, self.truth, at):
+                    self._counts[index] += 1
+                    self._forget_counts[index] += 1
         self._scored = self._index
         return StageResult(self._index, event_id, at, self._all_counts())
 
@@ -380,7 +380,7 @@ class Replay:
     def _all_counts(self) -> tuple[int, ...]:
         totals = self._totals
         if totals is None:
-            totals = self._totals = tuple(map(operator.add, self._counts, self._forget_counts))
+            totals = self._totals = tuple(self._counts)
         return totals
 
     def update_probes(self, probes: ProbeSet, keys: Iterable[FactKey] | None = None) -> list[Probe]:
@@ -435,6 +435,7 @@ class Replay:
         replay._index = replay._scored = int(snapshot["index"])
         replay.stats = ReplayStats(int(snapshot["events"]), int(snapshot["probe_queries"]))
         replay._forget_counts = [int(c) for c in snapshot["forget_counts"]]
+        replay._counts = list(replay._forget_counts)
         replay._totals = None
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in snapshot["due"].items()
@@ -703,7 +704,7 @@ class Replay:
 
     def _score_all(self, at: datetime) -> None:
         self._totals = None
-        self._counts = [0] * SIZE
+        self._counts = list(self._forget_counts)
         self._scores.clear()
         self._by_fact_key.clear()
         self._answer_keys.clear()
@@ -756,7 +757,7 @@ class Replay:
             "index": self._index,
             "events": self.stats.events,
             "probe_queries": self.stats.probe_queries,
-            "counts": list(self._counts),
+            "counts": [c - f for c, f in zip(self._counts, self._forget_counts, strict=True)],
             "retrieval_changed": self._changed_served,
             "forget_counts": list(self._forget_counts),
             "due": {
@@ -877,8 +878,10 @@ class Replay:
         replay.truth = truth
         replay._index = replay._scored = int(counters["index"])
         replay.stats = ReplayStats(int(counters["events"]), int(counters["probe_queries"]))
-        replay._counts = [int(c) for c in counters["counts"]]
         replay._forget_counts = [int(c) for c in counters["forget_counts"]]
+        replay._counts = [
+            int(c) + f for c, f in zip(counters["counts"], replay._forget_counts, strict=True)
+        ]
         replay._totals = None
         replay._due = {
             int(stage): [Fact(*f) for f in facts] for stage, facts in counters["due"].items()
