@@ -82,6 +82,12 @@ def _cells(domain: str, field: int) -> tuple[int, int]:
     return field, _OFFSET[domain] + field
 
 
+#: Per domain, per field: :func:`_cells`
+_FIELD_CELLS = {
+    domain: tuple(_cells(domain, field) for field in range(_FIELDS)) for domain in DOMAINS
+}
+
+
 def metrics_from_counts(counts: Sequence[int]) -> dict[str, Metrics]:
     out = {}
     for i, bucket in enumerate(BUCKETS):
@@ -121,14 +127,7 @@ def score_probe(
     Facts flagged ``historical`` are history the memory was asked to mark as such: they are
     left out of every metric.
     """
-    counts: dict[int, int] = {}
-    get = counts.get
-
-    def add(domain: str, field: int) -> None:
-        counts[field] = get(field, 0) + 1
-        index = _OFFSET[domain] + field
-        counts[index] = get(index, 0) + 1
-
+    added: list[int] = []  # each count index once per 1 it adds, as counted
     stale_after: datetime | None = None
     contaminated = False
     values_by_key: dict[FactKey, set[str]] = {}
@@ -138,17 +137,18 @@ def score_probe(
         if HISTORICAL in fact.flags:
             continue
         domain = fact.domain
-        add(domain, POOL)
+        cells = _FIELD_CELLS[domain]
+        added += cells[POOL]
         validated = fact.validated_at if fact.validated_at is not None else fact.written_at
         deadline = _plus(validated, windows[domain])
         if at <= deadline:
-            add(domain, FRESH)
+            added += cells[FRESH]
             if stale_after is None or deadline < stale_after:
                 stale_after = deadline
         key = fact.key
         status = status_of(key, fact.value, at)
         if status == "current":
-            add(domain, CONSISTENT)
+            added += cells[CONSISTENT]
         elif status in ("superseded", "invalidated"):
             contaminated = True
         values = values_by_key.get(key)
@@ -161,17 +161,31 @@ def score_probe(
     probe_key = probe.key
     returned = values_by_key.get(probe_key, ())
     for expected in truth.current(probe_key, at):
-        add(expected.domain, EXPECTED)
+        cells = _FIELD_CELLS[expected.domain]
+        added += cells[EXPECTED]
         if expected.value in returned:
-            add(expected.domain, COVERED)
+            added += cells[COVERED]
 
-    add(probe.domain, PROBES)
+    cells = _FIELD_CELLS[probe.domain]
+    added += cells[PROBES]
     if contaminated:
-        add(probe.domain, CONTAMINATED)
+        added += cells[CONTAMINATED]
     if several and any(
         len(values) > 1 and not truth.multi_valued(key) for key, values in values_by_key.items()
     ):
-        add(probe.domain, CONFLICTS)
+        added += cells[CONFLICTS]
+    return ProbeScore(_shared_cells(tuple(added)), stale_after)
+
+
+def _shared_cells(added: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The (count index, amount) pairs of count indices ``added`` once per 1 they add, in
+    the order first added: the one shared copy of them."""
+    shared = _CELLS_ADDED.get(added)
+    if shared is not None:
+        return shared
+    counts: dict[int, int] = {}
+    for index in added:
+        counts[index] = counts.get(index, 0) + 1
     cells = tuple(counts.items())
     shared = _CELLS.get(cells)
     if shared is None:
@@ -179,13 +193,19 @@ def score_probe(
             shared = _CELLS[cells] = cells
         else:  # a rarer combination: its own tuple, of shared pairs
             shared = tuple(_pair(cell) for cell in cells)
-    return ProbeScore(shared, stale_after)
+    if len(added) <= _ADDED_KEPT_MAX and len(_CELLS_ADDED) < _CELLS_MAX:
+        _CELLS_ADDED[added] = shared
+    return shared
 
 
 # Most probes add one of a few combinations of counts: each score holds the one shared copy
 # of its cells (a daemon keeps every probe's score; about 0.6 KiB a probe otherwise).
 _CELLS: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
 _CELLS_MAX = 4096
+# the same by the indices as added (cheaper to look up than the pairs, built again), for
+# answers of a few facts
+_CELLS_ADDED: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {}
+_ADDED_KEPT_MAX = 32
 
 
 @functools.lru_cache(maxsize=65536)
