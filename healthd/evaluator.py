@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from healthd._collector import replay_collection
-from healthd._packed import to_micros
+from healthd._packed import from_micros
 from healthd.llm_usage import add_blocks, take_reader_block
 from healthd.memory import (
     ChangeTracking,
@@ -246,8 +246,9 @@ class Replay:
         self._read_with: dict[str, int] = {}
         self._scores: MutableMapping[str, ProbeScore] = {}
         self._versions: dict[str, int] = {}
-        # (instant in microseconds, version, probe id): integers compare faster than datetimes
-        self._stale_heap: list[tuple[int, int, str]] = []
+        # (instant, version, probe id): the score's own datetime (converting it to integer
+        # microseconds costs more than comparing it)
+        self._stale_heap: list[tuple[datetime, int, str]] = []
         self._stale_compact_at = STALE_COMPACT_MIN
         # The keys an answer serves besides its probe's own (a change to that one rescores
         # the probe anyway), and the other way round: most answers serve only their own.
@@ -689,7 +690,7 @@ class Replay:
         self._versions[pid] = version
         if new.stale_after is not None:
             heap = self._stale_heap
-            heapq.heappush(heap, (to_micros(new.stale_after), version, pid))
+            heapq.heappush(heap, (new.stale_after, version, pid))
             if len(heap) >= self._stale_compact_at:
                 self._compact_stale_heap()
 
@@ -738,8 +739,7 @@ class Replay:
             for probe_id in self._by_fact_key.get(key, ()):
                 rescore[probe_id] = self._active[probe_id]
         heap = self._stale_heap
-        now = to_micros(at)
-        while heap and heap[0][0] < now:
+        while heap and heap[0][0] < at:
             _, version, probe_id = heapq.heappop(heap)
             if self._versions.get(probe_id, 0) == version:
                 rescore[probe_id] = self._active[probe_id]
@@ -906,7 +906,7 @@ class Replay:
             replay._by_fact_key = served_keys
             replay._changed_served = int(counters["retrieval_changed"])
             # version 0: the stored score's, until the probe is scored again
-            replay._stale_heap = [(micros, 0, probe_id) for micros, probe_id in stale]
+            replay._stale_heap = [(from_micros(micros), 0, probe_id) for micros, probe_id in stale]
         else:
             for probe_id, facts in answers.items():
                 probe = replay._active.get(probe_id)
@@ -917,7 +917,7 @@ class Replay:
                 replay._changed_served += retrieval_changed(facts)
             for probe_id, score in scores.items():
                 if score.stale_after is not None:
-                    replay._stale_heap.append((to_micros(score.stale_after), 0, probe_id))
+                    replay._stale_heap.append((score.stale_after, 0, probe_id))
         heapq.heapify(replay._stale_heap)
         if len(replay._stale_heap) >= replay._stale_compact_at:
             replay._stale_compact_at = 2 * len(replay._stale_heap)
