@@ -287,7 +287,10 @@ class GroundTruth:
         self._seq = 0
         self._cycle_cut = False
         self._cyclic = False
-        self._pushed: dict[FactKey, list[tuple[_Op, bool]]] = {}
+        # The event's operations by key, and the keys among them given one out of time order
+        # (or _REFOLD): those are folded from the start
+        self._pushed: dict[FactKey, list[_Op]] = {}
+        self._inserted: set[FactKey] = set()
         # Operations pushed since a caller last asked to keep them (see keep_pushed), by key:
         # None until one asks
         self._journal: dict[FactKey, list[_Op]] | None = None
@@ -305,6 +308,7 @@ class GroundTruth:
         fact, at = event.fact, event.timestamp
         deps = event.depends_on
         self._pushed = {}
+        self._inserted = set()
         if event.type in ("added", "revalidated"):
             self._push(
                 fact,
@@ -367,7 +371,9 @@ class GroundTruth:
         queue = list(self._pushed)
         # The removals each queued key had when its dependents last read them: a key folded
         # early, through a dependent's cascade, must still pass its change on.
-        before = {key: self._removals.get(key) for key in queue}
+        before: dict[FactKey, list[datetime] | None] = {}
+        for key in queue:  # (a loop: most events push to one key)
+            before[key] = self._removals.get(key)
         # Dependents whose kept fold only needs its held values cut again (Folded.recut)
         recut: set[FactKey] = set()
         while queue:
@@ -385,12 +391,12 @@ class GroundTruth:
             elif (
                 ops is not None
                 and folded is not None
-                and all(appended for _, appended in ops)
-                and folded.resumable(ops[0][0])
+                and key not in self._inserted
+                and folded.resumable(ops[0])
             ):
                 was_open = bool(folded.open_)
                 cascade = self._cascade(frozenset({key}))
-                for op, _ in ops:
+                for op in ops:
                     folded.step(op, history.multi, cascade)
                 folded.close_cuts(None)
                 folded.compact()
@@ -444,7 +450,8 @@ class GroundTruth:
         if multi and not history.multi:
             history.multi = True
             # Becoming multi-valued changes how every earlier assertion folds: no resuming.
-            self._pushed.setdefault(key, []).append((_REFOLD, False))
+            self._pushed.setdefault(key, []).append(_REFOLD)
+            self._inserted.add(key)
         return history
 
     def _push(self, fact: Fact, op: _Op, multi: bool) -> None:
@@ -456,16 +463,21 @@ class GroundTruth:
         history.asserted = history.asserted or op.assert_
         ops = history.ops
         last = ops.last()
-        appended = last is None or (last.at, last.seq) <= (op.at, op.seq)
+        appended = last is None or (
+            last.at < op.at or (last.at == op.at and last.seq <= op.seq)  # (at, seq) order
+        )
         if appended:
             ops.append(op)
         else:
             ops.insort(op)
-        self._pushed.setdefault(key, []).append((op, appended))
+            self._inserted.add(key)
+        self._pushed.setdefault(key, []).append(op)
         if self._journal is not None:
             self._journal.setdefault(key, []).append(op)
         for dep in op.depends_on:
-            dependents = self._dependents.setdefault(dep, set())
+            dependents = self._dependents.get(dep)
+            if dependents is None:
+                dependents = self._dependents[dep] = set()
             if key not in dependents:
                 dependents.add(key)
                 self._depends.setdefault(key, set()).add(dep)
