@@ -364,9 +364,9 @@ class Replay:
                 probe = self._generated_probe(fact.key)
                 answer = self._answers.get(probe.id, ()) if probe else ()
                 self._totals = None
-                for index in forgetting_check(fact, answer, self.truth, at):
-                    self._counts[index] += 1
-                    self._forget_counts[index] += 1
+                for cell in forgetting_check(fact, answer, self.truth, at):
+                    self._counts[cell] += 1
+                    self._forget_counts[cell] += 1
         self._scored = self._index
         return StageResult(self._index, event_id, at, self._all_counts())
 
