@@ -23,6 +23,7 @@ from healthd._packed import PackedLog, TupleTable, from_micros, to_micros
 from healthd.model import DOMAINS, ChangeEvent, Domain, Fact, FactKey, Status
 
 EndKind = Literal["superseded", "invalidated"]
+_NO_KEYS: frozenset[FactKey] = frozenset()
 
 
 class _Op(NamedTuple):
@@ -387,7 +388,7 @@ class GroundTruth:
                 recut.discard(key)
                 if not folded.recut(self._cascade(frozenset({key}))):
                     self._effective.pop(key)
-                    folded = self._fold(key, frozenset())
+                    folded = self._fold(key)
             elif (
                 ops is not None
                 and folded is not None
@@ -405,7 +406,7 @@ class GroundTruth:
             else:
                 self._effective.pop(key, None)
                 self._removals.pop(key, None)
-                folded = self._fold(key, frozenset())
+                folded = self._fold(key)
             new = folded.removals()
             if key in self._effective:
                 self._removals[key] = new
@@ -541,7 +542,7 @@ class GroundTruth:
 
     def open_values(self, key: FactKey) -> Iterable[str]:
         """The values the key holds from its latest event on (``current`` at ``latest``)."""
-        return self._fold(key, frozenset()).open_.keys()
+        return (self._effective.get(key) or self._fold(key)).open_.keys()
 
     def status(self, fact: Fact, at: datetime) -> Status:
         return self.status_of(fact.key, fact.value, at)
@@ -556,7 +557,7 @@ class GroundTruth:
         if self.latest is None or at < self.latest:
             return self._past_state(key, value, at)
         # every interval starts by the latest event, and every end is an event's time
-        folded = self._fold(key, frozenset())
+        folded = self._effective.get(key) or self._fold(key)
         interval = folded.open_.get(value)
         if interval is not None:
             return "current", interval.domain
@@ -578,7 +579,7 @@ class GroundTruth:
     def current(self, key: FactKey, at: datetime) -> list[Fact]:
         """The facts the key holds at ``at``, in order of value."""
         if self.latest is not None and at >= self.latest:
-            return list(self._fold(key, frozenset()).held_facts(key))
+            return list((self._effective.get(key) or self._fold(key)).held_facts(key))
         found = {
             i.value: i.domain
             for i in self._whole_fold(key).intervals
@@ -597,7 +598,9 @@ class GroundTruth:
         self._cycle_cut = outer_cut
         return whole
 
-    def _fold(self, key: FactKey, visiting: frozenset[FactKey]) -> _Folded:
+    def _fold(self, key: FactKey, visiting: frozenset[FactKey] = _NO_KEYS) -> _Folded:
+        """The key's kept fold, folded now if none is kept (a caller reading the newest
+        instant looks in ``_effective`` first itself: this is asked for every score)."""
         cached = self._effective.get(key)
         if cached is not None:
             return cached
