@@ -97,19 +97,13 @@ def _stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
 
 
 class _KeyKept:
-    """A slot, outside a dataclass's fields, where a fact keeps its key once asked for it."""
+    """The key of a fact or a probe, kept once asked for in a slot outside the dataclass's
+    fields (a fact's key is asked for several times an event, a probe's at each score)."""
 
     __slots__ = ("_key",)
     _key: FactKey
-
-
-@_stored_by_slot
-@dataclass(frozen=True, slots=True)
-class Fact(_KeyKept):
     subject: str
     predicate: str
-    value: str
-    domain: Domain
 
     @property
     def key(self) -> FactKey:
@@ -122,6 +116,15 @@ class Fact(_KeyKept):
 
 
 _keep_key = vars(_KeyKept)["_key"].__set__
+
+
+@_stored_by_slot
+@dataclass(frozen=True, slots=True)
+class Fact(_KeyKept):
+    subject: str
+    predicate: str
+    value: str
+    domain: Domain
 
 
 @_stored_by_slot
@@ -302,7 +305,7 @@ def _ascii_fact(fact: Fact) -> bool:
 
 @_stored_by_slot
 @dataclass(frozen=True, slots=True)
-class Probe:
+class Probe(_KeyKept):
     """A natural-language question about one key."""
 
     id: str
@@ -312,10 +315,6 @@ class Probe:
     domain: Domain
     multi_valued: bool = False
     origin: Literal["generated", "file"] = "generated"
-
-    @property
-    def key(self) -> FactKey:
-        return _new_key(FactKey, (self.subject, self.predicate))
 
 
 @_stored_by_slot
