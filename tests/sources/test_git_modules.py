@@ -450,26 +450,6 @@ def test_lerna_packages_name_the_workspaces_when_the_package_manager_is_given_no
     ]
 
 
-def test_a_lerna_json_that_is_not_json_keeps_the_workspaces_and_says_so(repo, brief):
-    repo.commit(
-        "2020-01-01",
-        {
-            "lerna.json": '{"packages": ["packages/*"]}',
-            "packages/cli/package.json": '{"name": "cli"}',
-            "packages/cli/templates/app/package.json": '{"name": "app"}',
-        },
-    )
-    repo.commit("2020-02-01", {"lerna.json": '{"packages": ["packages/*"],}'})
-    result = pull(repo)
-    assert [line for line in brief(result.events) if "exists" in line[2]] == [
-        ("2020-01-01", "added", "packages/cli exists=true"),
-    ]
-    assert result.skipped == [
-        f"lerna.json@{repo.head()[:12]}: lerna.json is not JSON: "
-        "Expecting property name enclosed in double quotes (line 1); kept as before"
-    ]
-
-
 def test_a_deep_tree_under_workspace_globs_of_many_stars_is_read_at_once(repo, brief):
     """Hostile input: each ``**`` of a glob may take any number of a path's components, and
     trying every split of a 300-deep path among four takes hours; it is read in a second."""
@@ -778,24 +758,40 @@ def test_a_root_package_json_that_cannot_be_read_keeps_its_workspaces_as_before(
     ]
 
 
-def test_a_pnpm_workspace_file_that_is_not_yaml_keeps_the_workspaces_and_says_so(repo, brief):
+@pytest.mark.parametrize(
+    ("path", "good", "broken", "why"),
+    [
+        (
+            "pnpm-workspace.yaml",
+            "packages:\n  - 'packages/*'\n",
+            "packages:\n  - 'packages/*\n",
+            "pnpm-workspace.yaml is not YAML: found unexpected end of stream (line 3)",
+        ),
+        (
+            "lerna.json",
+            '{"packages": ["packages/*"]}',
+            '{"packages": ["packages/*"],}',
+            "lerna.json is not JSON: Expecting property name enclosed in double quotes (line 1)",
+        ),
+    ],
+)
+def test_a_workspace_file_that_cannot_be_read_keeps_the_workspaces_and_says_so(
+    repo, brief, path, good, broken, why
+):
     repo.commit(
         "2024-01-01",
         {
-            "pnpm-workspace.yaml": "packages:\n  - 'packages/*'\n",
+            path: good,
             "packages/cli/package.json": '{"name": "cli"}',
             "packages/cli/templates/app/package.json": '{"name": "app"}',
         },
     )
-    repo.commit("2024-02-01", {"pnpm-workspace.yaml": "packages:\n  - 'packages/*\n"})
+    repo.commit("2024-02-01", {path: broken})
     result = pull(repo)
     assert [line for line in brief(result.events) if "exists" in line[2]] == [
         ("2024-01-01", "added", "packages/cli exists=true"),
     ]
-    assert result.skipped == [
-        f"pnpm-workspace.yaml@{repo.head()[:12]}: pnpm-workspace.yaml is not YAML: "
-        "found unexpected end of stream (line 3); kept as before"
-    ]
+    assert result.skipped == [f"{path}@{repo.head()[:12]}: {why}; kept as before"]
 
 
 def test_a_pull_resumed_at_a_broken_root_package_json_gives_the_whole_pulls_events(repo):
