@@ -285,6 +285,13 @@ class _Shared:
         # fact repeats one read before (two thirds of a project's facts)
         self.facts: dict[tuple[str, ...], Fact] = {}
 
+    def keep_fact(self, fields: tuple[str, ...], fact: Fact) -> Fact:
+        """``fact``, kept as the one object for ``fields`` while fewer than
+        :data:`_FACTS_KEPT` are."""
+        if len(self.facts) < _FACTS_KEPT:
+            self.facts[fields] = fact
+        return fact
+
     def string(self, text: str) -> str:
         # interned, so equal names read by separate readers (the daemon's chunks) are one
         # object too; an interned string is freed like any other once nothing holds it
@@ -345,9 +352,9 @@ def _fact(obj: object, ctx: _Ctx, path: str, shared: _Shared) -> Fact:
         )
     string = shared.string
     fact = Fact(string(subject), string(predicate), string(value), domain)
-    if fields is not None and len(shared.facts) < _FACTS_KEPT:
-        shared.facts[fact.subject, fact.predicate, fact.value, domain] = fact
-    return fact
+    if fields is None:
+        return fact
+    return shared.keep_fact((fact.subject, fact.predicate, fact.value, domain), fact)
 
 
 _FACTS_KEPT = 1 << 16  # distinct facts a reading keeps checked (about 10 MiB at most)
@@ -602,10 +609,7 @@ def _uncompact(row: _Compact, shared: _Shared) -> ChangeEvent:
 
 def _shared_fact(fields: tuple[Any, ...], shared: _Shared) -> Fact:
     """A fact read back from a copy, as the one object every event holding it shares."""
-    fact = Fact(*fields)
-    if len(shared.facts) < _FACTS_KEPT:
-        shared.facts[fields] = fact
-    return fact
+    return shared.keep_fact(fields, Fact(*fields))
 
 
 def _shared_deps(pairs: tuple[tuple[str, str], ...], shared: _Shared) -> tuple[FactKey, ...]:
