@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
-from healthd.memory._reference_store import _Store
+from healthd.memory._reference_store import _DEPS_INDEX, _Store
 from healthd.memory._validity import Cut, Folding, LogOp, removals, was_removed
 from healthd.model import FactKey
 
@@ -85,6 +85,8 @@ class _Cascades(_Store):
         """Whether a record depends on the key (or did: a merged record's may be gone)."""
         if self._depended is None:
             self._flush(dependencies_only=True)
+            if self._private:
+                self._db.execute(_DEPS_INDEX)
             self._depended = {
                 FactKey(s, p)
                 for s, p in self._db.execute(
@@ -112,6 +114,8 @@ class _Cascades(_Store):
         cache = self._cache
         if not cache.holds_dependents(key):
             self._flush(dependencies_only=True)
+            if self._private:
+                self._db.execute(_DEPS_INDEX)
             cache.dependents[key] = {
                 FactKey(subject, predicate): count
                 for subject, predicate, count in self._db.execute(

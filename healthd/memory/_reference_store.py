@@ -53,7 +53,6 @@ CREATE TABLE IF NOT EXISTS record_deps (
     subject TEXT NOT NULL,
     predicate TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS record_deps_key ON record_deps(namespace, subject, predicate);
 CREATE TABLE IF NOT EXISTS record_meta (
     record_id INTEGER NOT NULL,
     key TEXT NOT NULL,
@@ -93,12 +92,18 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     body TEXT NOT NULL
 );
 """
-# What a shadow reads a key's log and its records' deadlines back by once its per-key cache
-# has let go of them (after a restart or a release). A private database starts with a
-# complete cache: it creates key_log_key when it first reads a log back, and reads deadlines
-# back only at the start of a replay, with the table nearly empty.
-_SHARED_INDEXES = """
-CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate);
+# What a shadow reads a key's log, its dependents and its records' deadlines back by once
+# its per-key cache has let go of them (after a restart or a release). A private database
+# starts with a complete cache: it creates key_log_key when it first reads a log back and
+# record_deps_key when it first reads dependents back, and reads deadlines back only at the
+# start of a replay, with the table nearly empty.
+_LOG_INDEX = "CREATE INDEX IF NOT EXISTS key_log_key ON key_log(namespace, subject, predicate)"
+_DEPS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS record_deps_key ON record_deps(namespace, subject, predicate)"
+)
+_SHARED_INDEXES = f"""
+{_DEPS_INDEX};
+{_LOG_INDEX};
 CREATE INDEX IF NOT EXISTS records_expiry ON records(namespace, expires_at);
 CREATE INDEX IF NOT EXISTS records_purge ON records(namespace, purge_at);
 """
@@ -256,7 +261,7 @@ class _Store:
                 return log
             self._flush()
             if self._private:
-                self._db.execute(_SHARED_INDEXES.strip().splitlines()[0])  # key_log_key
+                self._db.execute(_LOG_INDEX)
             for (
                 seq,
                 at,
