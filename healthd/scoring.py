@@ -13,7 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from healthd.model import DOMAINS, HISTORICAL, Fact, FactKey, Probe, RetrievedFact, Status
+from healthd.model import (
+    DOMAINS,
+    HISTORICAL,
+    Domain,
+    Fact,
+    FactKey,
+    Probe,
+    RetrievedFact,
+    Status,
+)
 
 BUCKETS: tuple[str, ...] = ("all", *DOMAINS)
 
@@ -45,7 +54,7 @@ DEFAULT_FORGETTING_WINDOW = 3
 
 class TruthView(Protocol):
     def status_of(self, key: FactKey, value: str, at: datetime) -> Status: ...
-    def current(self, key: FactKey, at: datetime) -> list[Fact]: ...
+    def held(self, key: FactKey, at: datetime) -> Sequence[tuple[str, Domain]]: ...
     def multi_valued(self, key: FactKey) -> bool: ...
 
 
@@ -160,10 +169,10 @@ def score_probe(
 
     probe_key = probe.key
     returned = values_by_key.get(probe_key, ())
-    for expected in truth.current(probe_key, at):
-        cells = _FIELD_CELLS[expected.domain]
+    for value, domain in truth.held(probe_key, at):
+        cells = _FIELD_CELLS[domain]
         added += cells[EXPECTED]
-        if expected.value in returned:
+        if value in returned:
             added += cells[COVERED]
 
     cells = _FIELD_CELLS[probe.domain]

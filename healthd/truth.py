@@ -156,7 +156,8 @@ class _Folded:
         self.cuts: dict[str, tuple[datetime, str]] = {}
         self.last: tuple[datetime, int] | None = None
         self.cut_until: datetime | None = None  # the latest cascade end applied after `last`
-        self.held: tuple[Fact, ...] | None = None  # open_ as facts in order of value, once asked
+        # open_ as (value, domain) pairs in order of value, once asked
+        self.held: tuple[tuple[str, Domain], ...] | None = None
         # what removals() had read of the intervals compact() let go of
         self.closed: list[datetime] = []
         self.span_end: datetime | None = None
@@ -184,15 +185,13 @@ class _Folded:
         self.span_end = span_end
         self.intervals = kept
 
-    def held_facts(self, key: FactKey) -> tuple[Fact, ...]:
-        """The values held after the last operation, as facts in order of value: asked for
-        every scoring of the key's probes, built again only after open_ changed."""
+    def held_values(self) -> tuple[tuple[str, Domain], ...]:
+        """The values held after the last operation with their domains, in order of value:
+        asked for every scoring of the key's probes, built again only after open_ changed."""
         held = self.held
         if held is None:
             open_ = self.open_
-            held = self.held = tuple(
-                Fact(key.subject, key.predicate, v, open_[v].domain) for v in sorted(open_)
-            )
+            held = self.held = tuple([(v, open_[v].domain) for v in sorted(open_)])
         return held
 
     def resumable(self, op: _Op) -> bool:
@@ -548,7 +547,13 @@ class GroundTruth:
         return self.status_of(fact.key, fact.value, at)
 
     def status_of(self, key: FactKey, value: str, at: datetime) -> Status:
-        return self.state_of(key, value, at)[0]
+        """:meth:`state_of`'s status (asked for every fact of every score)."""
+        if self.latest is None or at < self.latest:
+            return self._past_state(key, value, at)[0]
+        folded = self._effective.get(key) or self._fold(key)
+        if value in folded.open_:
+            return "current"
+        return folded.ended.get(value, _UNKNOWN)[0]
 
     def state_of(self, key: FactKey, value: str, at: datetime) -> tuple[Status, Domain | None]:
         """The value's status at ``at`` and the domain of the interval that gives it (the
@@ -578,14 +583,19 @@ class GroundTruth:
 
     def current(self, key: FactKey, at: datetime) -> list[Fact]:
         """The facts the key holds at ``at``, in order of value."""
+        return [Fact(key.subject, key.predicate, v, d) for v, d in self.held(key, at)]
+
+    def held(self, key: FactKey, at: datetime) -> tuple[tuple[str, Domain], ...]:
+        """The values the key holds at ``at`` with their domains, in order of value: what
+        :meth:`current` gives, without a fact built for each (asked at every score)."""
         if self.latest is not None and at >= self.latest:
-            return list((self._effective.get(key) or self._fold(key)).held_facts(key))
+            return (self._effective.get(key) or self._fold(key)).held_values()
         found = {
             i.value: i.domain
             for i in self._whole_fold(key).intervals
             if i.start <= at and (i.end is None or i.end > at)
         }
-        return [Fact(key.subject, key.predicate, v, found[v]) for v in sorted(found)]
+        return tuple([(v, found[v]) for v in sorted(found)])
 
     def _whole_fold(self, key: FactKey) -> _Folded:
         """The key's fold with every interval it ever had: what a past instant asks of it
