@@ -49,6 +49,7 @@ from healthd.model import (
     RetrievedFact,
     ServedItem,
     Status,
+    _stored_by_slot,
     is_sweep,
 )
 from healthd.probes import ProbeSet
@@ -75,6 +76,7 @@ Mode = Literal["full", "incremental"]
 MODES: tuple[Mode, ...] = ("full", "incremental")
 
 
+@_stored_by_slot
 @dataclass(frozen=True, slots=True)
 class StageResult:
     index: int
