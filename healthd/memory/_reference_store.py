@@ -136,6 +136,10 @@ _UPDATE_SQL = (
     "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?, purge_at = ?,"
     " state = ?, ended_at = ?, end_reason = ? WHERE id = ?"
 )
+_CHANGED_SQL = (
+    "UPDATE records SET domain = ?, multi = ?, updated_at = ?, expires_at = ?, purge_at = ?,"
+    " state = ?, ended_at = ?, end_reason = ?, superseded_by = ? WHERE id = ?"
+)
 
 
 def _seq_of(row: tuple[Any, ...]) -> int:
@@ -215,22 +219,24 @@ class _Store:
             if deferred.log:
                 self._db.executemany(_LOG_SQL, deferred.log)
                 deferred.log.clear()
-            if deferred.links:
-                self._db.executemany(
-                    "UPDATE records SET superseded_by = ? WHERE id = ?",
-                    [(record.superseded_by, rid) for rid, record in deferred.links.items()],
-                )
-                deferred.links.clear()
+            links = deferred.links
             if deferred.records:
                 moved, changed = [], []
-                for record, whole in deferred.records.values():
-                    if whole:
-                        changed.append((*record.columns, record.rid))
+                for rid, (record, whole) in deferred.records.items():
+                    if whole:  # its replacement with it, however it changed in the batch
+                        changed.append((*record.columns, record.superseded_by, rid))
+                        links.pop(rid, None)
                     else:
-                        moved.append((*record.columns[2:5], record.rid))
+                        moved.append((*record.columns[2:5], rid))
                 self._db.executemany(_VALIDATED_SQL, moved)
-                self._db.executemany(_UPDATE_SQL, changed)
+                self._db.executemany(_CHANGED_SQL, changed)
                 deferred.records.clear()
+            if links:
+                self._db.executemany(
+                    "UPDATE records SET superseded_by = ? WHERE id = ?",
+                    [(record.superseded_by, rid) for rid, record in links.items()],
+                )
+                links.clear()
         except Exception as exc:  # SQLite's, or a value it cannot bind (a lone surrogate)
             # the batch's writes are lost with it: the replay cannot go on, and every entry
             # point refuses from now on, so neither the cache nor the open batch is read again
