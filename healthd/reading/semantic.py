@@ -29,9 +29,10 @@ from healthd.embedding import minilm
 from healthd.errors import ReaderError, TargetError
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
+from healthd.reading._default_rules import _clauses, _sentences
 from healthd.reading._match import mentions, subject_pattern
 from healthd.reading.aliases import PeopleTable, people_digest
-from healthd.reading.default import DefaultReader, _clauses, _sentences
+from healthd.reading.default import DefaultReader
 
 NAME = "semantic"
 VERSION = "5"  # of the hypotheses and the default rules it reads with: a change is a changed reader
