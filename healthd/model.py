@@ -86,6 +86,9 @@ def _stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
         else:
             params.append(name)
         body.append(f"    _set_{name}(self, {name})")
+    if issubclass(cls, _KeyKept):
+        namespace.update(_set_key=vars(_KeyKept)["key"].__set__, _new_key=_new_key, FactKey=FactKey)
+        body.append("    _set_key(self, _new_key(FactKey, (subject, predicate)))")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
     exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body), namespace)
@@ -97,25 +100,14 @@ def _stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
 
 
 class _KeyKept:
-    """The key of a fact or a probe, kept once asked for in a slot outside the dataclass's
-    fields (a fact's key is asked for several times an event, a probe's at each score)."""
+    """The key of a fact or a probe, made with it (:func:`_stored_by_slot`) and kept in a
+    slot outside the dataclass's fields: a fact's key is read several times an event, a
+    probe's at each score, and a slot is read without the call a property makes."""
 
-    __slots__ = ("_key",)
-    _key: FactKey
+    __slots__ = ("key",)
+    key: FactKey
     subject: str
     predicate: str
-
-    @property
-    def key(self) -> FactKey:
-        try:
-            return self._key
-        except AttributeError:  # (not asked before)
-            key = _new_key(FactKey, (self.subject, self.predicate))
-            _keep_key(self, key)
-            return key
-
-
-_keep_key = vars(_KeyKept)["_key"].__set__
 
 
 @_stored_by_slot
