@@ -82,6 +82,13 @@ def parse_timestamp(
     holds before the next day, 23:59:59.999999, whatever its fraction: after every instant of
     23:59:59, so its place in the timeline's order is kept (read as 23:59:59, as Java's
     ``Instant.parse`` reads it, it came before an event at 23:59:59.5)."""
+    if type(value) is str and value.endswith("Z"):
+        # the usual form, read as it stands (datetime reads a Z since Python 3.11); one it
+        # refuses (a leap second among them) is read below, for what to say of it
+        try:
+            return datetime.fromisoformat(value).astimezone(UTC)
+        except (ValueError, OverflowError):
+            pass
     if not isinstance(value, str) or not value:
         raise TimelineError(
             "expected an ISO 8601 timestamp string", line=line, field=field, origin=origin
