@@ -560,14 +560,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             self.quiet = True
             raise BrokenPipeError
 
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
     from healthd._collector import one_off_collection
     from healthd.evaluator import StageResult, evaluate
     from healthd.exporters.report import (
@@ -633,6 +625,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         samplers: list[StageSampler] = []
         progress = None
         if show_progress:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
             progress = stack.enter_context(
                 Progress(
                     TextColumn("{task.description}"),

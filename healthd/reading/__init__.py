@@ -14,12 +14,14 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from healthd.errors import ReaderError
 from healthd.model import INVENTED, Domain, FactKey, RetrievedFact, ServedItem
 from healthd.people import Person
-from healthd.reading.aliases import PeopleTable, naming_people, people_table
+
+if TYPE_CHECKING:
+    from healthd.reading.aliases import PeopleTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +265,8 @@ def with_people(reader: Reader, people: Iterable[Person]) -> Reader:
     reader that takes no identity data (a judge) is returned as it is."""
     if not isinstance(reader, ReadsPeople):
         return reader
+    from healthd.reading.aliases import naming_people, people_table
+
     return reader.with_people(naming_people(people_table(people)))
 
 

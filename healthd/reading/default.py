@@ -1,16 +1,19 @@
 """The default reader: deterministic, rule-based, nothing outside the package (its rules:
-:mod:`._default_rules`, imported when it first reads, so a replay whose memory serves no
-text to read does not compile their expressions)."""
+:mod:`._default_rules`, and the people's spellings, :mod:`.aliases`, imported when first
+needed, so a replay whose memory serves no text to read does not compile their expressions)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from healthd.model import FactKey
 from healthd.reading import Reading, register_reader
-from healthd.reading.aliases import PeopleIndex, PeopleTable, people_digest, people_index
+
+if TYPE_CHECKING:
+    from healthd.reading.aliases import PeopleIndex, PeopleTable
 
 NAME = "default"
 VERSION = "9"
@@ -27,11 +30,16 @@ class DefaultReader:
     @property
     def label(self) -> str:
         """``default-9``; with people, their digest: ``default-9:people=<12 hex>``."""
-        tail = f":people={people_digest(self.people)}" if self.people else ""
-        return f"{self.name}-{self.version}{tail}"
+        if not self.people:
+            return f"{self.name}-{self.version}"
+        from healthd.reading.aliases import people_digest
+
+        return f"{self.name}-{self.version}:people={people_digest(self.people)}"
 
     @cached_property
     def _people_index(self) -> PeopleIndex:
+        from healthd.reading.aliases import people_index
+
         return people_index(self.people)
 
     def with_people(self, table: PeopleTable) -> DefaultReader:
