@@ -109,6 +109,10 @@ class _KeyKept:
     subject: str
     predicate: str
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # a copy or an unpickled one is made by __init__ too, so it has its key
+        return type(self), tuple(getattr(self, each.name) for each in fields(self))  # type: ignore[arg-type]
+
 
 @_stored_by_slot
 @dataclass(frozen=True, slots=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 from timeline_builders import day, fact
 
 from healthd.errors import TimelineError
 from healthd.logging import redact_text
-from healthd.model import ChangeEvent, FactKey, as_text
+from healthd.model import ChangeEvent, Fact, FactKey, Probe, as_text
 
 go, node = fact("auth", "language", "go"), fact("auth", "language", "node")
 
@@ -66,3 +69,13 @@ def test_error_text_stored_or_shown_is_text_whatever_a_name_held():
     text = redact_text("issue PAY-\udce9: field 'changelog' is missing")
     assert text == "issue PAY-\\xe9: field 'changelog' is missing"
     text.encode("utf-8")
+
+
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))])
+def test_a_copied_or_unpickled_fact_or_probe_still_has_its_key(how):
+    held = Fact("auth-service", "runtime", "go", "tech")
+    probe = Probe("p-1", "What does auth-service run on?", "auth-service", "runtime", "tech")
+    for original in (held, probe):
+        again = how(original)
+        assert again == original
+        assert again.key == FactKey("auth-service", "runtime")
