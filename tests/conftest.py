@@ -23,6 +23,17 @@ def browser() -> Iterator[Any]:
         launched.close()
 
 
+@pytest.fixture(autouse=True)
+def _no_deferred_logging_left() -> Iterator[None]:
+    """A command a test ran may leave its logging configuration deferred (``healthd``'s CLI
+    defers it until a logger first logs): applied in a later test, it would replace that
+    test's ``capture_logs`` mid-way. It belongs to the test that made it."""
+    from healthd import logging as healthd_logging
+
+    yield
+    healthd_logging._deferred.clear()
+
+
 # What `scripts/test.sh --fast` leaves out besides the tests marked slow: the memory products'
 # suites and their targets in the contract, the image, and what drives a browser.
 _PRODUCT_PATHS = (
