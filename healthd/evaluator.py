@@ -49,8 +49,8 @@ from healthd.model import (
     RetrievedFact,
     ServedItem,
     Status,
-    _stored_by_slot,
     is_sweep,
+    stored_by_slot,
 )
 from healthd.probes import ProbeSet
 from healthd.reading import CachedReader, ItemReading, Reader, read_facts
@@ -76,7 +76,7 @@ Mode = Literal["full", "incremental"]
 MODES: tuple[Mode, ...] = ("full", "incremental")
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class StageResult:
     index: int

@@ -66,7 +66,7 @@ class _Factory:
 _FACTORY: Any = _Factory()
 
 
-def _stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
+def stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
     """``cls``, a frozen dataclass with slots, with an ``__init__`` taking the same
     arguments and storing each through its slot's own descriptor. The one dataclass writes
     stores through ``object.__setattr__``, which looks each field's name up again on every
@@ -100,7 +100,7 @@ def _stored_by_slot(cls: type[_Frozen]) -> type[_Frozen]:
 
 
 class _KeyKept:
-    """The key of a fact or a probe, made with it (:func:`_stored_by_slot`) and kept in a
+    """The key of a fact or a probe, made with it (:func:`stored_by_slot`) and kept in a
     slot outside the dataclass's fields: a fact's key is read several times an event, a
     probe's at each score, and a slot is read without the call a property makes."""
 
@@ -114,7 +114,7 @@ class _KeyKept:
         return type(self), tuple(getattr(self, each.name) for each in fields(self))  # type: ignore[arg-type]
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class Fact(_KeyKept):
     subject: str
@@ -123,7 +123,7 @@ class Fact(_KeyKept):
     domain: Domain
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class ChangeEvent:
     """One change in the world: when it became true, not when it was found."""
@@ -299,7 +299,7 @@ def _ascii_fact(fact: Fact) -> bool:
     return fact.subject.isascii() and fact.predicate.isascii() and fact.value.isascii()
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class Probe(_KeyKept):
     """A natural-language question about one key."""
@@ -313,7 +313,7 @@ class Probe(_KeyKept):
     origin: Literal["generated", "file"] = "generated"
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class RetrievedFact:
     """A fact a memory returned, with the record's own bookkeeping."""
@@ -344,7 +344,7 @@ class RetrievedFact:
         return HISTORICAL in self.flags
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class ServedItem:
     """What a memory served for a probe, as the assistant would read it: its text, with the
@@ -358,7 +358,7 @@ class ServedItem:
     flags: frozenset[str] = frozenset()
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A memory's answer: structured facts (a memory that keeps them), served items to be

@@ -22,7 +22,7 @@ from healthd.model import (
     Probe,
     RetrievedFact,
     Status,
-    _stored_by_slot,
+    stored_by_slot,
 )
 
 BUCKETS: tuple[str, ...] = ("all", *DOMAINS)
@@ -113,7 +113,7 @@ def metrics_from_counts(counts: Sequence[int]) -> dict[str, Metrics]:
     return out
 
 
-@_stored_by_slot
+@stored_by_slot
 @dataclass(frozen=True, slots=True)
 class ProbeScore:
     """One probe's share of the counts at one moment.

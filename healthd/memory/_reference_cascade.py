@@ -81,12 +81,17 @@ class _Cascades(_Store):
             self._cache.deps[key] = deps
         return deps
 
+    def _dependencies_readable(self) -> None:
+        """The batch's dependency rows written, and a private database's index on them made
+        (it makes none until dependents are first read back)."""
+        self._flush(dependencies_only=True)
+        if self._private:
+            self._db.execute(_DEPS_INDEX)
+
     def _is_depended_on(self, key: FactKey) -> bool:
         """Whether a record depends on the key (or did: a merged record's may be gone)."""
         if self._depended is None:
-            self._flush(dependencies_only=True)
-            if self._private:
-                self._db.execute(_DEPS_INDEX)
+            self._dependencies_readable()
             self._depended = {
                 FactKey(s, p)
                 for s, p in self._db.execute(
@@ -113,9 +118,7 @@ class _Cascades(_Store):
         key's (nothing flushed for a cascade then)."""
         cache = self._cache
         if not cache.holds_dependents(key):
-            self._flush(dependencies_only=True)
-            if self._private:
-                self._db.execute(_DEPS_INDEX)
+            self._dependencies_readable()
             cache.dependents[key] = {
                 FactKey(subject, predicate): count
                 for subject, predicate, count in self._db.execute(
